@@ -1,0 +1,144 @@
+//! Matrix multiplication with PyTorch `matmul` semantics, on top of the `gemm` crate.
+//!
+//! Operands are passed to `gemm` with their own row and column strides, so transposed views (the
+//! backward computes `a.t() @ g` and `g @ b.t()`) are never copied first. Batch dimensions
+//! broadcast; a batched left operand times a plain matrix is folded into one large product.
+
+use gemm::Parallelism;
+use ndarray::{ArrayD, ArrayView2, ArrayViewD, Axis, Ix2, IxDyn};
+
+use super::cpu::{broadcast_shapes, BroadcastError};
+use crate::tensor::dtype::Element;
+
+/// Products with at most this many multiply-adds (`m * n * k`) use a plain loop: below it the
+/// fixed cost of a `gemm` call (dispatch, blocking set-up) dominates.
+const SMALL_GEMM: usize = 4 * 4 * 4;
+
+/// Products with at least this many multiply-adds use every core through rayon; smaller ones
+/// stay on the calling thread (gemm's own threading threshold applies on top of this).
+const PARALLEL_GEMM: usize = 64 * 64 * 64;
+
+/// PyTorch `matmul`: 2-D @ 2-D, batched with broadcast leading dims, and 1-D operands (a vector
+/// on the left gets a leading 1 and one on the right a trailing 1, removed from the result;
+/// 1-D @ 1-D is the dot product as a 0-dim array).
+///
+/// # Errors
+///
+/// [`BroadcastError`] if the batch dims do not broadcast (`dim` indexes the batch shape).
+///
+/// # Panics
+///
+/// If an operand is 0-dim or the inner dimensions differ (the caller checks both).
+pub(crate) fn matmul<T: Element>(
+    a: ArrayViewD<'_, T>,
+    b: ArrayViewD<'_, T>,
+) -> Result<ArrayD<T>, BroadcastError> {
+    assert!(a.ndim() >= 1 && b.ndim() >= 1, "matmul: both operands need at least one dimension");
+    let (a_vec, b_vec) = (a.ndim() == 1, b.ndim() == 1);
+    let a = if a_vec { a.insert_axis(Axis(0)) } else { a };
+    let b = if b_vec { b.insert_axis(Axis(1)) } else { b };
+    let (ra, rb) = (a.ndim() - 2, b.ndim() - 2);
+    let (m, k) = (a.shape()[ra], a.shape()[ra + 1]);
+    let (kb, n) = (b.shape()[rb], b.shape()[rb + 1]);
+    assert_eq!(k, kb, "matmul: inner dimensions differ ({k} vs {kb})");
+    let batch = broadcast_shapes(&a.shape()[..ra], &b.shape()[..rb])?;
+    let count: usize = batch.iter().product();
+    let mut out = vec![T::zero(); count * m * n];
+    if !out.is_empty() && k > 0 {
+        let b_single = b.shape()[..rb].iter().all(|&d| d == 1);
+        if count > 1 && b_single && a.shape()[..ra] == batch[..] && a.is_standard_layout() {
+            // [batch.., m, k] @ [k, n] is one [count * m, k] @ [k, n] product.
+            let a2 = a
+                .view()
+                .into_shape_with_order((count * m, k))
+                .expect("invariant: a standard-layout array reshapes without copying");
+            gemm_into(&mut out, a2, matrix_at(&b, &[]));
+        } else {
+            let mut idx = vec![0; batch.len()];
+            for dst in out.chunks_exact_mut(m * n) {
+                gemm_into(dst, matrix_at(&a, &idx), matrix_at(&b, &idx));
+                // Advance the row-major batch index (odometer).
+                for (i, &size) in idx.iter_mut().zip(&batch).rev() {
+                    *i += 1;
+                    if *i < size {
+                        break;
+                    }
+                    *i = 0;
+                }
+            }
+        }
+    }
+    let mut shape = batch;
+    if !a_vec {
+        shape.push(m);
+    }
+    if !b_vec {
+        shape.push(n);
+    }
+    Ok(ArrayD::from_shape_vec(IxDyn(&shape), out)
+        .expect("invariant: the buffer holds batch * m * n elements"))
+}
+
+/// The matrix of `v` (batch dims first) at broadcast batch index `idx`; size-1 batch dims are
+/// broadcast, and missing leading dims are skipped.
+fn matrix_at<'a, T>(v: &ArrayViewD<'a, T>, idx: &[usize]) -> ArrayView2<'a, T> {
+    let lead = v.ndim() - 2;
+    let skip = idx.len().saturating_sub(lead);
+    let mut mat = v.clone();
+    for d in 0..lead {
+        let i = if v.shape()[d] == 1 { 0 } else { idx[skip + d] };
+        mat.index_axis_inplace(Axis(0), i);
+    }
+    mat.into_dimensionality::<Ix2>().expect("invariant: only the two matrix axes remain")
+}
+
+/// `dst = lhs @ rhs` with `dst` row-major (`m * n` elements); `m, n, k > 0`.
+fn gemm_into<T: Element>(dst: &mut [T], lhs: ArrayView2<'_, T>, rhs: ArrayView2<'_, T>) {
+    let (m, k) = lhs.dim();
+    let n = rhs.ncols();
+    assert!(dst.len() == m * n && rhs.nrows() == k, "invariant: gemm_into operand shapes agree");
+    if m * n * k <= SMALL_GEMM {
+        for (i, row) in dst.chunks_exact_mut(n).enumerate() {
+            for (j, d) in row.iter_mut().enumerate() {
+                *d = lhs.row(i).dot(&rhs.column(j));
+            }
+        }
+        return;
+    }
+    let parallelism = if m * n * k >= PARALLEL_GEMM { Parallelism::Rayon(0) } else { Parallelism::None };
+    let (&[lhs_rs, lhs_cs], &[rhs_rs, rhs_cs]) = (lhs.strides(), rhs.strides()) else {
+        unreachable!("invariant: 2-D views have two strides")
+    };
+    // SAFETY: `gemm` reads lhs[i * lhs_rs + p * lhs_cs] for i < m, p < k and
+    // rhs[p * rhs_rs + j * rhs_cs] for p < k, j < n: exactly the elements of the views `lhs`
+    // (m x k) and `rhs` (k x n), whose pointers and strides come from ndarray, which guarantees
+    // they address initialised elements that stay borrowed (read-only) for this call. It writes
+    // dst[i * n + j] for i < m, j < n (column stride 1, row stride n), all inside the
+    // exclusively borrowed `dst` of length m * n, which cannot alias the shared views. With
+    // `read_dst == false` the old contents are not read, so `alpha` is ignored, and
+    // `beta == 1` gives dst = lhs @ rhs. `T` is f32 or f64 (any other type makes gemm panic,
+    // not misbehave, as it dispatches on `TypeId`).
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            lhs.as_ptr(),
+            lhs_cs,
+            lhs_rs,
+            rhs.as_ptr(),
+            rhs_cs,
+            rhs_rs,
+            T::zero(),
+            T::one(),
+            false,
+            false,
+            false,
+            parallelism,
+        );
+    }
+}

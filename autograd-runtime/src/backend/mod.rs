@@ -1,0 +1,4 @@
+//! Raw kernels with no autograd: `cpu` over ndarray (also used by the host-backed virtual device).
+
+pub(crate) mod cpu;
+mod matmul;

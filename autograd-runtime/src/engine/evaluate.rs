@@ -1,0 +1,202 @@
+//! Running one node (PyTorch's `evaluate_function` / `call_function` / `validate_outputs`):
+//! hooks in B19's order, the node itself, gradient validation, release of saved tensors, the
+//! anomaly NaN check, and handing each output gradient to the next node's input buffer (B06).
+
+use super::dependencies::NO_TARGET;
+use super::graph_task::GraphTask;
+use super::input_buffer::InputBuffer;
+use super::node_task::{NodeTask, TaskKind};
+use crate::graph::{GradVec, Node};
+use crate::sync::Arc;
+use crate::{Error, Result, Tensor};
+
+pub(crate) fn evaluate_function(gt: &Arc<GraphTask>, index: u32, inputs: InputBuffer) -> Result<()> {
+    let node = &*gt.plan.nodes[index as usize];
+    let mut grads = inputs.into_grads();
+    if !gt.exec_info.is_empty() {
+        let info = &gt.exec_info[index as usize];
+        if !info.needed {
+            // Tensor hooks fire whenever the engine reaches the node, even if it does not run (B18).
+            grads = call_tensor_pre_hooks(node, grads);
+        }
+        if !info.captures.is_empty() {
+            let mut state = gt.state.lock();
+            for c in &info.captures {
+                state.captured[c.output_idx] = grads.get(c.input_nr).cloned().flatten();
+            }
+        }
+        if !info.needed {
+            return Ok(());
+        }
+    }
+
+    let outputs = call_function(gt, node, grads)?;
+    if !gt.keep_graph {
+        node.release_saved();
+    }
+    if outputs.is_empty() {
+        return Ok(());
+    }
+    if gt.anomaly.enabled && gt.anomaly.check_nan {
+        for (i, g) in outputs.iter().enumerate() {
+            if g.as_ref().is_some_and(Tensor::has_nan) {
+                return Err(Error::NanInGradient {
+                    node: node.name().to_string(),
+                    index: i,
+                });
+            }
+        }
+    }
+
+    let edges = node.meta().next_edges();
+    let mut state = gt.state.lock();
+    for (i, grad) in outputs.into_iter().enumerate() {
+        let target = gt.plan.target(index, i);
+        if target == NO_TARGET {
+            continue;
+        }
+        let t = target as usize;
+        state.dependencies[t] -= 1;
+        let ready = state.dependencies[t] == 0;
+        if !gt.exec_info.is_empty() && !gt.exec_info[t].should_execute() {
+            continue;
+        }
+        let next = &gt.plan.nodes[t];
+        let input_nr = edges[i].as_ref().expect("invariant: a target implies an edge").input_nr;
+        let buffer = &mut state.not_ready[t];
+        if !buffer.is_allocated() {
+            *buffer = InputBuffer::new(next.meta().num_inputs());
+        }
+        buffer.add(input_nr, grad, gt.create_graph)?;
+        if ready {
+            let inputs = std::mem::take(buffer);
+            push_task(gt, target, next.meta().sequence_nr(), inputs);
+        }
+    }
+    Ok(())
+}
+
+/// Queues node `index` of `gt` with `inputs` on the graph task's CPU queue.
+pub(crate) fn push_task(gt: &Arc<GraphTask>, index: u32, sequence_nr: u64, inputs: InputBuffer) {
+    gt.add_outstanding();
+    gt.cpu_ready_queue.push(NodeTask {
+        graph_task: Arc::downgrade(gt),
+        node_index: index,
+        sequence_nr,
+        reentrant_depth: gt.reentrant_depth,
+        kind: TaskKind::Evaluate,
+        inputs,
+    });
+}
+
+/// Tensor pre-hooks, then retains_grad hooks (B17, B19).
+fn call_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> GradVec {
+    if let Some(leaf) = node.accumulates_into() {
+        let hooks = leaf.meta_lock().leaf_hooks.tensor.clone();
+        for (_, hook) in hooks {
+            if let Some(g) = grads.first().cloned().flatten() {
+                if let Some(new) = hook(&g) {
+                    grads[0] = Some(new);
+                }
+            }
+        }
+        return grads;
+    }
+    let Some(hooks) = node.meta().hooks.snapshot() else {
+        return grads;
+    };
+    for (_, output_nr, hook) in &hooks.tensor_pre {
+        if let Some(g) = grads.get(*output_nr).cloned().flatten() {
+            if let Some(new) = hook(&g) {
+                grads[*output_nr] = Some(new);
+            }
+        }
+    }
+    for (output_nr, tensor) in &hooks.retains_grad {
+        let (Some(t), Some(Some(g))) = (tensor.upgrade(), grads.get(*output_nr)) else {
+            continue;
+        };
+        let t = Tensor(t);
+        let _no_grad = crate::no_grad();
+        let mut meta = t.meta_lock();
+        let updated = match meta.grad.take() {
+            None => g.contiguous_data_owned(),
+            Some(old) => old.add(g).unwrap_or(old),
+        };
+        meta.grad = Some(updated);
+    }
+    grads
+}
+
+fn call_function(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> Result<GradVec> {
+    let mut grads = call_tensor_pre_hooks(node, grads);
+    let hooks = if node.accumulates_into().is_some() {
+        node.meta().hooks.snapshot()
+    } else {
+        // Non-leaf tensor hooks were run above from the same snapshot source; take it again for
+        // node hooks (cheap: `None` for nodes without hooks).
+        node.meta().hooks.snapshot()
+    };
+    if let Some(h) = &hooks {
+        for (_, pre) in &h.pre {
+            if let Some(new) = pre(&grads) {
+                grads = new.into_iter().collect();
+            }
+        }
+    }
+    let grad_outputs = hooks.as_ref().filter(|h| !h.post.is_empty()).map(|_| grads.clone());
+    let _ = gt;
+    let mut outputs = node.apply(grads)?;
+    validate_outputs(node, &mut outputs)?;
+    if let (Some(h), Some(grad_outputs)) = (&hooks, grad_outputs) {
+        for (_, post) in &h.post {
+            if let Some(new) = post(&outputs, &grad_outputs) {
+                outputs = new.into_iter().collect();
+            }
+        }
+    }
+    Ok(outputs)
+}
+
+/// Checks the number of gradients a node returned and fits each to the input it is for:
+/// sum-reduces broadcast shapes, casts dtypes, rejects other shapes and devices (B07).
+pub(crate) fn validate_outputs(node: &dyn Node, outputs: &mut GradVec) -> Result<()> {
+    let edges = node.meta().next_edges();
+    if outputs.len() != edges.len() {
+        return Err(Error::InvalidGradientCount {
+            node: node.name().to_string(),
+            expected: edges.len(),
+            got: outputs.len(),
+        });
+    }
+    for (i, (edge, slot)) in edges.iter().zip(outputs.iter_mut()).enumerate() {
+        let (Some(edge), Some(grad)) = (edge, slot.as_ref()) else {
+            continue;
+        };
+        let md = edge.node.meta().input_metadata(edge.input_nr);
+        if grad.shape() != md.shape() {
+            if !crate::ops::is_expandable_to(md.shape(), grad.shape()) {
+                return Err(Error::InvalidGradientShape {
+                    node: node.name().to_string(),
+                    index: i,
+                    got: grad.shape().to_vec(),
+                    expected: md.shape().to_vec(),
+                });
+            }
+            *slot = Some(grad.sum_to_shape(md.shape())?);
+        }
+        let grad = slot.as_ref().expect("invariant: checked Some above");
+        if grad.device() != md.device() {
+            return Err(Error::InvalidGradientDevice {
+                node: node.name().to_string(),
+                index: i,
+                expected: md.device(),
+                got: grad.device(),
+            });
+        }
+        if grad.dtype() != md.dtype() {
+            *slot = Some(grad.to_dtype(md.dtype())?);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,362 @@
+//! The public entry points (PyTorch's `torch.autograd.backward` / `grad` and
+//! `Tensor.backward`): argument checks with PyTorch's errors (B12), implicit root gradients,
+//! `retain_graph` defaulting to `create_graph` (B02), and result post-processing (B11).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use smallvec::SmallVec;
+
+use super::{execute, worker};
+use crate::graph::{Edge, GradVec};
+use crate::{Error, Result, Tensor};
+
+/// Options of [`Tensor::backward_with`] and [`backward`].
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::{BackwardOptions, Tensor};
+/// let x = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
+/// let y = x.mul_scalar(3.0)?;
+/// y.backward_with(BackwardOptions::new().gradient(Tensor::from_vec(vec![1.0, 0.5], &[2])?))?;
+/// assert_eq!(x.grad().unwrap().to_vec::<f64>()?, vec![3.0, 1.5]);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct BackwardOptions {
+    gradient: Option<Tensor>,
+    retain_graph: Option<bool>,
+    create_graph: bool,
+    inputs: Option<Vec<Tensor>>,
+}
+
+impl BackwardOptions {
+    /// Defaults: implicit gradient (scalar roots only), `retain_graph = create_graph = false`,
+    /// accumulate into every leaf.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The gradient w.r.t. the root (required for non-scalar roots in `Tensor::backward_with`).
+    pub fn gradient(mut self, g: Tensor) -> Self {
+        self.gradient = Some(g);
+        self
+    }
+
+    /// Keep saved tensors so the graph can be backpropagated again (default: `create_graph`).
+    pub fn retain_graph(mut self, retain: bool) -> Self {
+        self.retain_graph = Some(retain);
+        self
+    }
+
+    /// Record the backward pass itself, so gradients can be differentiated again.
+    pub fn create_graph(mut self, create: bool) -> Self {
+        self.create_graph = create;
+        self
+    }
+
+    /// Accumulate only into these tensors (leaves or non-leaves), leaving other leaves untouched.
+    pub fn inputs(mut self, inputs: &[Tensor]) -> Self {
+        self.inputs = Some(inputs.to_vec());
+        self
+    }
+}
+
+/// Options of [`grad`].
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::{grad, GradOptions, Tensor};
+/// let x = Tensor::scalar(2.0f64).requires_grad_(true)?;
+/// let unused = Tensor::scalar(1.0f64).requires_grad_(true)?;
+/// let y = x.mul(&x)?;
+/// let g = grad(&[y], &[x, unused], GradOptions::new().allow_unused(true))?;
+/// assert_eq!(g[0].as_ref().unwrap().item::<f64>()?, 4.0);
+/// assert!(g[1].is_none());
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct GradOptions {
+    grad_outputs: Vec<Option<Tensor>>,
+    retain_graph: Option<bool>,
+    create_graph: bool,
+    allow_unused: Option<bool>,
+    materialize_grads: bool,
+}
+
+impl GradOptions {
+    /// Defaults: implicit gradients, no retain, no create_graph, unused inputs are an error.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// One gradient per output (`None`: ones, for one-element outputs).
+    pub fn grad_outputs(mut self, grads: Vec<Option<Tensor>>) -> Self {
+        self.grad_outputs = grads;
+        self
+    }
+
+    /// Keep saved tensors (default: `create_graph`).
+    pub fn retain_graph(mut self, retain: bool) -> Self {
+        self.retain_graph = Some(retain);
+        self
+    }
+
+    /// Record the backward pass so the results can be differentiated again (B40).
+    pub fn create_graph(mut self, create: bool) -> Self {
+        self.create_graph = create;
+        self
+    }
+
+    /// Return `None` for inputs the outputs do not depend on instead of failing.
+    pub fn allow_unused(mut self, allow: bool) -> Self {
+        self.allow_unused = Some(allow);
+        self
+    }
+
+    /// Return zeros instead of `None` for unused inputs (implies `allow_unused`).
+    pub fn materialize_grads(mut self, materialize: bool) -> Self {
+        self.materialize_grads = materialize;
+        self
+    }
+}
+
+/// Builds the root gradients: explicit ones are checked against their roots; missing ones are
+/// ones for one-element roots (B12).
+fn make_grads(roots: &[Tensor], grads: &[Option<Tensor>]) -> Result<GradVec> {
+    if !grads.is_empty() && grads.len() != roots.len() {
+        return Err(Error::GradCountMismatch {
+            tensors: roots.len(),
+            grads: grads.len(),
+        });
+    }
+    let mut out = GradVec::with_capacity(roots.len());
+    for (i, root) in roots.iter().enumerate() {
+        match grads.get(i).cloned().flatten() {
+            Some(g) => {
+                if g.shape() != root.shape() {
+                    return Err(Error::GradShapeMismatch {
+                        index: i,
+                        grad_shape: g.shape().to_vec(),
+                        output_shape: root.shape().to_vec(),
+                    });
+                }
+                if g.dtype() != root.dtype() {
+                    return Err(Error::GradDTypeMismatch {
+                        index: i,
+                        grad: g.dtype(),
+                        output: root.dtype(),
+                    });
+                }
+                out.push(Some(g));
+            }
+            None if root.numel() == 1 => out.push(Some(root.ones_like())),
+            None => return Err(Error::ImplicitGradNonScalar),
+        }
+    }
+    Ok(out)
+}
+
+fn root_edges(roots: &[Tensor]) -> Result<Vec<Edge>> {
+    roots
+        .iter()
+        .enumerate()
+        .map(|(index, t)| t.gradient_edge().ok_or(Error::DoesNotRequireGrad { index }))
+        .collect()
+}
+
+/// Computes the gradients of `tensors` (with `grad_tensors`, one per tensor, `None` meaning ones
+/// for one-element tensors; an empty slice means all `None`) and accumulates them into the
+/// leaves' `.grad` (`torch.autograd.backward`).
+///
+/// # Errors
+///
+/// The argument errors of B12 ([`Error::DoesNotRequireGrad`], [`Error::ImplicitGradNonScalar`],
+/// [`Error::GradCountMismatch`], [`Error::GradShapeMismatch`], [`Error::EmptyInputs`], ...), and
+/// any error raised during the pass.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::{backward, BackwardOptions, Tensor};
+/// let x = Tensor::scalar(3.0f64).requires_grad_(true)?;
+/// let y = x.mul(&x)?;
+/// let z = x.mul_scalar(2.0)?;
+/// backward(&[y, z], &[None, Some(Tensor::scalar(10.0))], BackwardOptions::new())?;
+/// assert_eq!(x.grad().unwrap().item::<f64>()?, 6.0 + 20.0);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn backward(tensors: &[Tensor], grad_tensors: &[Option<Tensor>], options: BackwardOptions) -> Result<()> {
+    if options.inputs.as_ref().is_some_and(Vec::is_empty) {
+        return Err(Error::EmptyInputs { api: "backward" });
+    }
+    let grads = make_grads(tensors, grad_tensors)?;
+    let roots = root_edges(tensors)?;
+    if options.create_graph {
+        warn_backward_create_graph_once();
+    }
+    let keep_graph = options.retain_graph.unwrap_or(options.create_graph);
+    let mut outputs = Vec::new();
+    if let Some(inputs) = &options.inputs {
+        for t in inputs {
+            if !t.requires_grad() {
+                return Err(Error::RetainGradWithoutRequiresGrad);
+            }
+            if !t.is_leaf() {
+                t.retain_grad()?;
+            }
+            outputs.push(t.gradient_edge());
+        }
+    }
+    execute(roots, grads, keep_graph, options.create_graph, true, &outputs)?;
+    Ok(())
+}
+
+/// Computes and returns the gradients of `outputs` w.r.t. `inputs` without touching any `.grad`
+/// (`torch.autograd.grad`). Nodes below the inputs do not run (B10).
+///
+/// # Errors
+///
+/// [`Error::EmptyInputs`], [`Error::InputDoesNotRequireGrad`], [`Error::UnusedInput`],
+/// [`Error::MaterializeGradsWithoutAllowUnused`], the root errors of [`backward`], and any error
+/// raised during the pass.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::{grad, GradOptions, Tensor};
+/// let x = Tensor::scalar(3.0f64).requires_grad_(true)?;
+/// let y = x.mul(&x)?.mul(&x)?; // x³
+/// let dy = grad(&[y], &[x.clone()], GradOptions::new().create_graph(true))?;
+/// let dy = dy[0].clone().unwrap();
+/// assert_eq!(dy.item::<f64>()?, 27.0); // 3x²
+/// let d2y = grad(&[dy], &[x], GradOptions::new())?;
+/// assert_eq!(d2y[0].as_ref().unwrap().item::<f64>()?, 18.0); // 6x
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn grad(outputs: &[Tensor], inputs: &[Tensor], options: GradOptions) -> Result<Vec<Option<Tensor>>> {
+    if inputs.is_empty() {
+        return Err(Error::EmptyInputs { api: "grad" });
+    }
+    if options.materialize_grads && options.allow_unused == Some(false) {
+        return Err(Error::MaterializeGradsWithoutAllowUnused);
+    }
+    let allow_unused = options.allow_unused.unwrap_or(options.materialize_grads);
+    let grads = make_grads(outputs, &options.grad_outputs)?;
+    let roots = root_edges(outputs)?;
+    let mut edges: SmallVec<[Option<Edge>; 4]> = SmallVec::new();
+    for t in inputs {
+        if !t.requires_grad() {
+            return Err(Error::InputDoesNotRequireGrad);
+        }
+        edges.push(t.gradient_edge());
+    }
+    let keep_graph = options.retain_graph.unwrap_or(options.create_graph);
+    let mut result = execute(roots, grads, keep_graph, options.create_graph, false, &edges)?;
+    for (index, (slot, input)) in result.iter_mut().zip(inputs).enumerate() {
+        if slot.is_none() {
+            if options.materialize_grads {
+                *slot = Some(input.zeros_like());
+            } else if !allow_unused {
+                return Err(Error::UnusedInput { index });
+            }
+        }
+    }
+    Ok(result)
+}
+
+/// Queues `callback` to run once after the current backward pass finished all its nodes (B25).
+/// Callbacks run in FIFO order; a callback may queue more. An error from a callback becomes the
+/// error of the pass.
+///
+/// # Errors
+///
+/// [`Error::CallbackOutsideBackward`] when called outside a backward pass.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::{Arc, atomic::{AtomicBool, Ordering}};
+/// use autograd_runtime::{queue_callback, Tensor};
+/// assert!(queue_callback(|| Ok(())).is_err());
+/// let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
+/// let y = x.mul_scalar(2.0)?;
+/// let ran = Arc::new(AtomicBool::new(false));
+/// let r = ran.clone();
+/// y.register_hook(move |_g| {
+///     let r = r.clone();
+///     queue_callback(move || { r.store(true, Ordering::SeqCst); Ok(()) }).unwrap();
+///     None
+/// })?;
+/// y.backward()?;
+/// assert!(ran.load(Ordering::SeqCst));
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn queue_callback<F>(callback: F) -> Result<()>
+where
+    F: FnOnce() -> Result<()> + Send + 'static,
+{
+    worker::with_current_graph_task(|task| match task {
+        Some(task) => {
+            task.state.lock().final_callbacks.push_back(Box::new(callback));
+            Ok(())
+        }
+        None => Err(Error::CallbackOutsideBackward),
+    })
+}
+
+fn warn_backward_create_graph_once() {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    // Relaxed: only "at most once" matters.
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        crate::warning::warn("Using backward() with create_graph=True will create a reference cycle between the parameter and its gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph to avoid this. If you have to use this function, make sure to reset the .grad fields of your parameters to None after use to break the cycle and avoid the leak.");
+    }
+}
+
+impl Tensor {
+    /// Computes the gradient of this one-element tensor w.r.t. the graph leaves and accumulates
+    /// it into their `.grad` (frees the graph's saved tensors).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ImplicitGradNonScalar`] for a tensor of more than one element (use
+    /// [`Tensor::backward_with`] and a gradient), [`Error::DoesNotRequireGrad`], and any error
+    /// raised during the pass.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::scalar(2.0f64).requires_grad_(true)?;
+    /// x.exp()?.backward()?;
+    /// assert!((x.grad().unwrap().item::<f64>()? - 2f64.exp()).abs() < 1e-12);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn backward(&self) -> Result<()> {
+        backward(std::slice::from_ref(self), &[], BackwardOptions::new())
+    }
+
+    /// [`Tensor::backward`] with options: explicit gradient, `retain_graph`, `create_graph`,
+    /// `inputs`.
+    ///
+    /// # Errors
+    ///
+    /// As [`backward`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{BackwardOptions, Tensor};
+    /// let x = Tensor::scalar(2.0f64).requires_grad_(true)?;
+    /// let y = x.mul(&x)?;
+    /// y.backward_with(BackwardOptions::new().retain_graph(true))?;
+    /// y.backward()?; // the graph was retained
+    /// assert_eq!(x.grad().unwrap().item::<f64>()?, 8.0);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn backward_with(&self, options: BackwardOptions) -> Result<()> {
+        let grads = [options.gradient.clone()];
+        backward(std::slice::from_ref(self), &grads, options)
+    }
+}

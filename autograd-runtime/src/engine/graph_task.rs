@@ -1,0 +1,187 @@
+//! `GraphTask`: the state of one `backward()`/`grad()` call — dependency counts, buffers of nodes
+//! that are not ready yet, captured gradients, the first error, final callbacks, and completion.
+
+use std::sync::atomic::Ordering;
+
+use super::dependencies::GraphPlan;
+use super::exec_info::ExecInfo;
+use super::input_buffer::InputBuffer;
+use super::ready_queue::ReadyQueue;
+use crate::anomaly::AnomalyMode;
+use crate::sync::atomic::{AtomicBool, AtomicUsize};
+use crate::sync::{Arc, Condvar, Mutex};
+use crate::{Error, Result, Tensor};
+
+/// A final callback queued with [`queue_callback`](crate::queue_callback).
+pub(crate) type Callback = Box<dyn FnOnce() -> Result<()> + Send>;
+
+/// Mutable state of a graph task, guarded by one mutex (PyTorch's `GraphTask::mutex_`).
+pub(crate) struct TaskState {
+    /// Remaining incoming edges per node; a node is ready at 0.
+    pub(crate) dependencies: Vec<u32>,
+    /// Gradient sums of nodes that received some but not all of their inputs.
+    pub(crate) not_ready: Vec<InputBuffer>,
+    /// `grad()` results, by output index.
+    pub(crate) captured: Vec<Option<Tensor>>,
+    /// The first error raised by any node, hook or callback.
+    pub(crate) error: Option<Error>,
+    /// Callbacks to run after the last node, FIFO.
+    pub(crate) final_callbacks: std::collections::VecDeque<Callback>,
+}
+
+/// One backward pass.
+pub(crate) struct GraphTask {
+    /// Keep saved tensors after nodes run (`retain_graph`).
+    pub(crate) keep_graph: bool,
+    /// Grad mode while nodes run (`create_graph`).
+    pub(crate) create_graph: bool,
+    /// Nesting level: 0 for a top-level call, parent + 1 for a reentrant one.
+    pub(crate) reentrant_depth: usize,
+    /// Anomaly mode of the calling thread when the pass started.
+    pub(crate) anomaly: AnomalyMode,
+    /// The reachable graph with dense indices. Immutable once the pass starts.
+    pub(crate) plan: GraphPlan,
+    /// Empty: run every reachable node. Otherwise only nodes that `should_execute`.
+    pub(crate) exec_info: Vec<ExecInfo>,
+    /// The calling thread's queue: CPU nodes of this task are pushed here.
+    pub(crate) cpu_ready_queue: Arc<ReadyQueue>,
+    pub(crate) state: Mutex<TaskState>,
+    /// Tasks pushed but not yet finished. Incremented before each push, decremented by the worker
+    /// after the task ran; reaching 0 completes the graph task.
+    outstanding_tasks: AtomicUsize,
+    /// Set (once) by the first error; remaining tasks are skipped.
+    has_error: AtomicBool,
+    /// Set once the task is finished (successfully or not); the owner's loop exits on it.
+    completed: AtomicBool,
+    /// Wakes a thread blocked in `wait_completed`.
+    completed_lock: Mutex<()>,
+    completed_cv: Condvar,
+}
+
+impl GraphTask {
+    pub(crate) fn new(
+        keep_graph: bool,
+        create_graph: bool,
+        reentrant_depth: usize,
+        plan: GraphPlan,
+        exec_info: Vec<ExecInfo>,
+        num_captures: usize,
+        cpu_ready_queue: Arc<ReadyQueue>,
+    ) -> GraphTask {
+        let n = plan.len();
+        let dependencies = plan.dependencies.clone();
+        let mut not_ready = Vec::with_capacity(n);
+        not_ready.resize_with(n, InputBuffer::default);
+        GraphTask {
+            keep_graph,
+            create_graph,
+            reentrant_depth,
+            anomaly: crate::anomaly::current(),
+            plan,
+            exec_info,
+            cpu_ready_queue,
+            state: Mutex::new(TaskState {
+                dependencies,
+                not_ready,
+                captured: vec![None; num_captures],
+                error: None,
+                final_callbacks: Default::default(),
+            }),
+            outstanding_tasks: AtomicUsize::new(0),
+            has_error: AtomicBool::new(false),
+            completed: AtomicBool::new(false),
+            completed_lock: Mutex::new(()),
+            completed_cv: Condvar::new(),
+        }
+    }
+
+    /// Counts a task about to be pushed.
+    #[inline]
+    pub(crate) fn add_outstanding(&self) {
+        // Relaxed: the count only needs to be exact; the decrement that reaches 0 is AcqRel and
+        // every increment happens-before the matching decrement (it precedes the push, and the
+        // queue's mutex orders the push before the pop).
+        self.outstanding_tasks.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Marks one task finished; returns `true` if it was the last one.
+    #[inline]
+    pub(crate) fn finish_one(&self) -> bool {
+        // AcqRel: the thread that sees the count reach 0 must observe every other task's writes
+        // (captured grads, leaf .grad) before running post-processing; pairs with the same
+        // `fetch_sub` on other workers.
+        self.outstanding_tasks.fetch_sub(1, Ordering::AcqRel) == 1
+    }
+
+    #[inline]
+    pub(crate) fn has_error(&self) -> bool {
+        // Relaxed: a hint to skip work; the error itself is read under `state`'s mutex.
+        self.has_error.load(Ordering::Relaxed)
+    }
+
+    /// Records `err` if it is the first, and completes the task so the owner returns it (B24).
+    pub(crate) fn set_error(&self, err: Error) {
+        {
+            let mut state = self.state.lock();
+            if state.error.is_none() {
+                state.error = Some(err);
+            }
+        }
+        self.has_error.store(true, Ordering::Relaxed);
+        self.mark_completed();
+    }
+
+    pub(crate) fn is_completed(&self) -> bool {
+        // Acquire: pairs with the Release store in `mark_completed`, so the owner sees the results
+        // and the error written before completion.
+        self.completed.load(Ordering::Acquire)
+    }
+
+    fn mark_completed(&self) {
+        let _g = self.completed_lock.lock();
+        // Release: publishes results/error to the owner's Acquire load in `is_completed`.
+        self.completed.store(true, Ordering::Release);
+        self.completed_cv.notify_all();
+    }
+
+    /// Blocks until the task completes (used when another thread runs it).
+    pub(crate) fn wait_completed(&self) {
+        let mut g = self.completed_lock.lock();
+        while !self.completed.load(Ordering::Acquire) {
+            g = self.completed_cv.wait(g);
+        }
+    }
+
+    /// Runs after the last task: checks every node ran, then final callbacks in FIFO order
+    /// (a callback may queue more), then completes (B25).
+    pub(crate) fn run_post_processing(self: &Arc<Self>) {
+        if !self.has_error() {
+            let incomplete = self.exec_info.is_empty()
+                && self.state.lock().not_ready.iter().any(InputBuffer::is_allocated);
+            if incomplete {
+                self.set_error(Error::IncompleteGraph);
+                return;
+            }
+            let _current = super::worker::CurrentGraphTask::enter(self);
+            loop {
+                let next = self.state.lock().final_callbacks.pop_front();
+                let Some(cb) = next else { break };
+                let result = super::unwind::catch(None, cb);
+                if let Err(e) = result {
+                    self.set_error(e);
+                    return;
+                }
+            }
+        }
+        self.mark_completed();
+    }
+
+    /// Takes the outcome: the captured gradients, or the first error.
+    pub(crate) fn take_result(&self) -> Result<Vec<Option<Tensor>>> {
+        let mut state = self.state.lock();
+        if let Some(e) = state.error.take() {
+            return Err(e);
+        }
+        Ok(std::mem::take(&mut state.captured))
+    }
+}

@@ -1,0 +1,57 @@
+//! `InputBuffer`: sums the gradients a node receives from its consumers, one slot per node input,
+//! before the node runs (B05).
+
+use smallvec::SmallVec;
+
+use crate::graph::GradVec;
+use crate::{Result, Tensor};
+
+/// Per-slot gradient sums for one not-yet-ready node.
+#[derive(Debug, Default)]
+pub(crate) struct InputBuffer {
+    slots: GradVec,
+}
+
+impl InputBuffer {
+    pub(crate) fn new(num_inputs: usize) -> InputBuffer {
+        InputBuffer {
+            slots: smallvec::smallvec![None; num_inputs],
+        }
+    }
+
+    pub(crate) fn is_allocated(&self) -> bool {
+        !self.slots.is_empty()
+    }
+
+    /// Adds `grad` into slot `pos`. The first gradient is moved in; later ones are summed, in place
+    /// only when this buffer holds the only reference to the accumulated tensor and grad mode is
+    /// off (a `create_graph` pass must stay differentiable, and a caller's tensor is never
+    /// mutated). Undefined gradients are ignored.
+    pub(crate) fn add(&mut self, pos: usize, grad: Option<Tensor>, grad_mode: bool) -> Result<()> {
+        let Some(grad) = grad else { return Ok(()) };
+        let slot = &mut self.slots[pos];
+        match slot.take() {
+            None => *slot = Some(grad),
+            Some(old) if !grad_mode && old.is_uniquely_owned() => {
+                old.accumulate_in_place(&grad)?;
+                *slot = Some(old);
+            }
+            Some(old) if !grad_mode && grad.is_uniquely_owned() => {
+                grad.accumulate_in_place(&old)?;
+                *slot = Some(grad);
+            }
+            Some(old) => *slot = Some(old.add(&grad)?),
+        }
+        Ok(())
+    }
+
+    pub(crate) fn into_grads(self) -> GradVec {
+        self.slots
+    }
+}
+
+impl From<SmallVec<[Option<Tensor>; 2]>> for InputBuffer {
+    fn from(slots: GradVec) -> Self {
+        InputBuffer { slots }
+    }
+}

@@ -1,0 +1,83 @@
+//! `NodeTask`: one unit of work in a ready queue (run node `node_index` of a graph task with these
+//! input gradients), and its priority order (B04).
+
+use std::cmp::Ordering;
+
+use super::graph_task::GraphTask;
+use super::input_buffer::InputBuffer;
+use crate::sync::Weak;
+
+/// What a task asks the worker to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum TaskKind {
+    /// Run a node. Lowest priority class.
+    Evaluate,
+    /// Wake the owner of a graph task that another thread completed (PyTorch's empty task).
+    WakeUp,
+    /// Stop the worker thread. Highest priority.
+    Shutdown,
+}
+
+/// A node that is ready to run, with the gradients it receives.
+pub(crate) struct NodeTask {
+    /// Weak: tasks of a graph task that already finished (after an error) are skipped.
+    pub(crate) graph_task: Weak<GraphTask>,
+    /// Index of the node in its graph task's dense node table.
+    pub(crate) node_index: u32,
+    /// The node's sequence number, cached for ordering.
+    pub(crate) sequence_nr: u64,
+    /// The graph task's reentrant depth, cached for ordering.
+    pub(crate) reentrant_depth: usize,
+    pub(crate) kind: TaskKind,
+    pub(crate) inputs: InputBuffer,
+}
+
+impl NodeTask {
+    pub(crate) fn wake_up() -> NodeTask {
+        NodeTask {
+            graph_task: Weak::new(),
+            node_index: 0,
+            sequence_nr: 0,
+            reentrant_depth: 0,
+            kind: TaskKind::WakeUp,
+            inputs: InputBuffer::default(),
+        }
+    }
+}
+
+/// Priority, as PyTorch's `CompareNodeTaskTime` (greater runs first): shutdown tasks, then
+/// wake-up tasks, then the task of the deeper reentrant graph task, then the node with the larger
+/// sequence number (created later in the forward pass; AccumulateGrad has `u64::MAX`).
+impl Ord for NodeTask {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.kind
+            .cmp(&other.kind)
+            .then(self.reentrant_depth.cmp(&other.reentrant_depth))
+            .then(self.sequence_nr.cmp(&other.sequence_nr))
+    }
+}
+
+impl PartialOrd for NodeTask {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for NodeTask {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for NodeTask {}
+
+impl std::fmt::Debug for NodeTask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeTask")
+            .field("kind", &self.kind)
+            .field("node_index", &self.node_index)
+            .field("sequence_nr", &self.sequence_nr)
+            .field("reentrant_depth", &self.reentrant_depth)
+            .finish()
+    }
+}

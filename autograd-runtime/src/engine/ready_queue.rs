@@ -1,0 +1,59 @@
+//! `ReadyQueue`: a priority queue of [`NodeTask`]s behind a mutex and a condition variable. Each
+//! thread that calls `backward()` owns one for its CPU work (B28).
+
+use std::collections::BinaryHeap;
+
+use super::node_task::NodeTask;
+use crate::sync::{Condvar, Mutex};
+
+#[derive(Debug, Default)]
+struct Inner {
+    heap: BinaryHeap<NodeTask>,
+    /// Threads blocked in `pop`. `push` signals the condvar only when this is non-zero, which
+    /// saves a futex syscall per node in the common single-threaded case.
+    waiters: usize,
+}
+
+/// Tasks ready to run, popped in [`NodeTask`]'s priority order.
+#[derive(Debug, Default)]
+pub(crate) struct ReadyQueue {
+    inner: Mutex<Inner>,
+    available: Condvar,
+}
+
+impl ReadyQueue {
+    pub(crate) fn new() -> ReadyQueue {
+        ReadyQueue::default()
+    }
+
+    /// Adds a task and wakes one waiting thread, if any. The caller has already counted the task
+    /// in its graph task's `outstanding_tasks`.
+    pub(crate) fn push(&self, task: NodeTask) {
+        let mut inner = self.inner.lock();
+        inner.heap.push(task);
+        let wake = inner.waiters > 0;
+        drop(inner);
+        if wake {
+            self.available.notify_one();
+        }
+    }
+
+    /// Removes the highest-priority task, blocking until one is available.
+    pub(crate) fn pop(&self) -> NodeTask {
+        let mut inner = self.inner.lock();
+        loop {
+            if let Some(task) = inner.heap.pop() {
+                return task;
+            }
+            inner.waiters += 1;
+            inner = self.available.wait(inner);
+            inner.waiters -= 1;
+        }
+    }
+
+    /// Number of queued tasks.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.inner.lock().heap.len()
+    }
+}

@@ -1,0 +1,322 @@
+//! The public error type. Every fallible call returns [`Result<T>`]; `Display` keeps PyTorch's
+//! wording (Python names adapted to Rust ones) so users can search for the message they know.
+
+use std::fmt;
+
+use crate::{DType, Device};
+
+/// `std::result::Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in tensor ops and backward passes.
+///
+/// Errors raised inside a backward pass (by a node, a hook or a callback) stop the pass and reach
+/// the caller of `backward()`/`grad()` unchanged.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::{Error, Tensor};
+/// let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
+/// let err = x.backward().unwrap_err();
+/// assert!(matches!(err, Error::DoesNotRequireGrad { index: 0 }));
+/// assert_eq!(err.to_string(), "element 0 of tensors does not require grad and does not have a grad_fn");
+/// # Ok::<(), Error>(())
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    // ----- tensor construction and ops -------------------------------------------------------
+    /// Two shapes do not broadcast.
+    #[error("The size of tensor a ({size_a}) must match the size of tensor b ({size_b}) at non-singleton dimension {dim}")]
+    Broadcast {
+        /// Size of the first operand at `dim`.
+        size_a: usize,
+        /// Size of the second operand at `dim`.
+        size_b: usize,
+        /// Dimension of the broadcast result where they disagree.
+        dim: usize,
+    },
+    /// An op received a shape it cannot work with.
+    #[error("{op}: {message}")]
+    Shape {
+        /// The op that failed.
+        op: &'static str,
+        /// What was wrong with the shape.
+        message: String,
+    },
+    /// A dimension index out of range.
+    #[error("Dimension out of range (expected to be in range of [{min}, {max}], but got {dim})")]
+    DimOutOfRange {
+        /// The requested dimension.
+        dim: isize,
+        /// Smallest valid dimension (negative indexing).
+        min: isize,
+        /// Largest valid dimension.
+        max: isize,
+    },
+    /// Operands of different dtypes (no silent promotion).
+    #[error("{op}: expected both tensors to have the same dtype, but got {lhs} and {rhs}")]
+    DTypeMismatch {
+        /// The op that failed.
+        op: &'static str,
+        /// First operand's dtype.
+        lhs: DType,
+        /// Second operand's dtype.
+        rhs: DType,
+    },
+    /// Reading a tensor as the wrong Rust type (`to_vec::<f32>()` on an `F64` tensor).
+    #[error("expected a tensor of dtype {expected}, but it has dtype {actual}")]
+    WrongDType {
+        /// The dtype the call asked for.
+        expected: DType,
+        /// The tensor's dtype.
+        actual: DType,
+    },
+    /// Operands on different devices.
+    #[error("expected all tensors to be on the same device, but found at least two devices, {lhs} and {rhs}!")]
+    DeviceMismatch {
+        /// First device.
+        lhs: Device,
+        /// Second device.
+        rhs: Device,
+    },
+    /// `from_vec` with a length that does not match the shape.
+    #[error("shape {shape:?} is invalid for input of size {len}")]
+    InvalidShape {
+        /// The requested shape.
+        shape: Vec<usize>,
+        /// The number of elements given.
+        len: usize,
+    },
+    /// `item()` on a tensor with more than one element.
+    #[error("a Tensor with {numel} elements cannot be converted to Scalar")]
+    NotAScalar {
+        /// Number of elements.
+        numel: usize,
+    },
+    /// A device that is not available in this build or on this machine.
+    #[error("device {device} is not available: {reason}")]
+    DeviceUnavailable {
+        /// The device asked for.
+        device: Device,
+        /// Why it is unavailable.
+        reason: String,
+    },
+
+    // ----- autograd state ----------------------------------------------------------------------
+    /// `set_requires_grad` on a non-leaf.
+    #[error("you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")]
+    RequiresGradOnNonLeaf,
+    /// In-place op on a leaf that requires grad.
+    #[error("a leaf Variable that requires grad is being used in an in-place operation.")]
+    LeafInPlace,
+    /// In-place op on a view of a leaf that requires grad.
+    #[error("a view of a leaf Variable that requires grad is being used in an in-place operation.")]
+    ViewOfLeafInPlace,
+    /// In-place op on a view whose base is part of a graph (CopySlices is not implemented).
+    #[error("an in-place operation on a view of a tensor that requires grad is not supported: the view's base would need its history rewritten. Apply the operation out of place (e.g. `view.add(..)`) instead.")]
+    ViewInPlace,
+    /// `register_post_accumulate_grad_hook` on a non-leaf.
+    #[error("post accumulate grad hooks cannot be registered on non-leaf tensors")]
+    PostAccumulateGradHookOnNonLeaf,
+    /// `retain_grad` (or `backward(inputs=..)`) on a tensor that does not require grad.
+    #[error("can't retain_grad on Tensor that has requires_grad=False")]
+    RetainGradWithoutRequiresGrad,
+    /// A hook registered on a tensor that does not require grad.
+    #[error("cannot register a hook on a tensor that doesn't require gradient")]
+    HookWithoutRequiresGrad,
+
+    // ----- backward()/grad() front door --------------------------------------------------------
+    /// A root passed to backward/grad neither requires grad nor has a grad_fn.
+    #[error("element {index} of tensors does not require grad and does not have a grad_fn")]
+    DoesNotRequireGrad {
+        /// Position of the root in the list.
+        index: usize,
+    },
+    /// A non-scalar root without an explicit gradient.
+    #[error("grad can be implicitly created only for scalar outputs")]
+    ImplicitGradNonScalar,
+    /// Number of roots and gradients differ.
+    #[error("got {tensors} tensors and {grads} gradients")]
+    GradCountMismatch {
+        /// Number of roots.
+        tensors: usize,
+        /// Number of gradients.
+        grads: usize,
+    },
+    /// A root gradient whose shape differs from its root.
+    #[error("Mismatch in shape: grad_output[{index}] has a shape of {grad_shape:?} and output[{index}] has a shape of {output_shape:?}.")]
+    GradShapeMismatch {
+        /// Root position.
+        index: usize,
+        /// Shape of the given gradient.
+        grad_shape: Vec<usize>,
+        /// Shape of the root.
+        output_shape: Vec<usize>,
+    },
+    /// A root gradient whose dtype differs from its root.
+    #[error("Mismatch in dtype: grad_output[{index}] has a dtype of {grad} and output[{index}] has a dtype of {output}; they are required to have the same dtype.")]
+    GradDTypeMismatch {
+        /// Root position.
+        index: usize,
+        /// dtype of the given gradient.
+        grad: DType,
+        /// dtype of the root.
+        output: DType,
+    },
+    /// `grad()`/`backward(inputs=..)` with an empty input list.
+    #[error("`inputs` argument to `{api}()` cannot be empty.")]
+    EmptyInputs {
+        /// `"grad"` or `"backward"`.
+        api: &'static str,
+    },
+    /// An input of `grad()` that does not require grad.
+    #[error("One of the differentiated Tensors does not require grad")]
+    InputDoesNotRequireGrad,
+    /// An input of `grad()` that the graph never reached, with `allow_unused = false`.
+    #[error("The differentiated Tensor at index {index} appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.")]
+    UnusedInput {
+        /// Position of the input.
+        index: usize,
+    },
+    /// `materialize_grads(true)` together with `allow_unused(false)`.
+    #[error("Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False.")]
+    MaterializeGradsWithoutAllowUnused,
+
+    // ----- during backward -----------------------------------------------------------------------
+    /// A saved tensor used after the graph was freed.
+    #[error("Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.")]
+    BackwardTwice,
+    /// A saved tensor was modified in place after it was saved.
+    #[error("{}", saved_modified_message(.tensor, .output_of.as_ref(), *.current_version, *.saved_version, *.anomaly))]
+    SavedTensorModified {
+        /// `[<dtype> <shape>]` of the tensor, e.g. `[f32 [3]]`.
+        tensor: String,
+        /// `(output_nr, node name without its Backward suffix)` if the tensor had a grad_fn.
+        output_of: Option<(usize, String)>,
+        /// The version it had when it was saved.
+        saved_version: u64,
+        /// The version it has now.
+        current_version: u64,
+        /// Whether anomaly mode was on (changes the hint).
+        anomaly: bool,
+    },
+    /// A node returned the wrong number of gradients.
+    #[error("Function {node} returned an invalid number of gradients - expected {expected}, but got {got}")]
+    InvalidGradientCount {
+        /// The node's name.
+        node: String,
+        /// Number of next edges.
+        expected: usize,
+        /// Number returned.
+        got: usize,
+    },
+    /// A node returned a gradient whose shape does not fit the input it is for.
+    #[error("Function {node} returned an invalid gradient at index {index} - got {got:?} but expected shape compatible with {expected:?}")]
+    InvalidGradientShape {
+        /// The node's name.
+        node: String,
+        /// Output index.
+        index: usize,
+        /// Shape returned.
+        got: Vec<usize>,
+        /// Shape of the input.
+        expected: Vec<usize>,
+    },
+    /// A node returned a gradient on the wrong device.
+    #[error("Function {node} returned an invalid gradient at index {index} - expected device {expected} but got {got}")]
+    InvalidGradientDevice {
+        /// The node's name.
+        node: String,
+        /// Output index.
+        index: usize,
+        /// Device of the input.
+        expected: Device,
+        /// Device returned.
+        got: Device,
+    },
+    /// Anomaly mode found a NaN in a node's output.
+    #[error("Function '{node}' returned nan values in its {index}th output.")]
+    NanInGradient {
+        /// The node's name.
+        node: String,
+        /// Output index.
+        index: usize,
+    },
+    /// `queue_callback` outside a backward pass.
+    #[error("Final callbacks can only be installed during backward pass.")]
+    CallbackOutsideBackward,
+    /// A custom function returned more non-`None` gradients than it has inputs, or too few.
+    #[error("function {node} returned an incorrect number of gradients (expected {expected}, got {got})")]
+    IncorrectGradientCount {
+        /// The node's name.
+        node: String,
+        /// Number of differentiable inputs.
+        expected: usize,
+        /// Number returned.
+        got: usize,
+    },
+    /// Double backward through a once-differentiable function.
+    #[error("trying to differentiate twice a function that was marked with @once_differentiable")]
+    OnceDifferentiable,
+    /// A panic inside a node, hook or callback during backward.
+    #[error("panic during backward{}: {message}", node.as_ref().map(|n| format!(" in {n}")).unwrap_or_default())]
+    Panic {
+        /// The node that was running, if known.
+        node: Option<String>,
+        /// The panic payload, if it was a string.
+        message: String,
+    },
+    /// The engine finished with nodes still waiting for gradients (a bug or a broken graph).
+    #[error("could not compute gradients for some functions")]
+    IncompleteGraph,
+
+    // ----- user code ---------------------------------------------------------------------------------
+    /// An error raised by user forward/backward code with [`Error::msg`].
+    #[error("{0}")]
+    Message(String),
+}
+
+impl Error {
+    /// An error with a free-form message, for user forward and backward functions.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let e = autograd_runtime::Error::msg("Simulate error on backward pass");
+    /// assert_eq!(e.to_string(), "Simulate error on backward pass");
+    /// ```
+    pub fn msg(message: impl fmt::Display) -> Error {
+        Error::Message(message.to_string())
+    }
+
+    pub(crate) fn shape(op: &'static str, message: impl Into<String>) -> Error {
+        Error::Shape {
+            op,
+            message: message.into(),
+        }
+    }
+}
+
+fn saved_modified_message(
+    tensor: &str,
+    output_of: Option<&(usize, String)>,
+    current: u64,
+    saved: u64,
+    anomaly: bool,
+) -> String {
+    let mut s = format!(
+        "one of the variables needed for gradient computation has been modified by an inplace operation: {tensor}"
+    );
+    if let Some((nr, name)) = output_of {
+        s.push_str(&format!(", which is output {nr} of {name},"));
+    }
+    s.push_str(&format!(" is at version {current}; expected version {saved} instead. "));
+    if anomaly {
+        s.push_str("Hint: the backtrace further above shows the operation that failed to compute its gradient. The variable in question was changed in there or anywhere later. Good luck!");
+    } else {
+        s.push_str("Hint: enable anomaly detection to find the operation that failed to compute its gradient, with autograd::set_detect_anomaly(true, false).");
+    }
+    s
+}

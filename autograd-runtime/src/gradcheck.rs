@@ -1,0 +1,193 @@
+//! `gradcheck` and `gradgradcheck`: compare the engine's gradients with central finite
+//! differences in `f64`, as `torch.autograd.gradcheck` does. Used by the test suite for every op,
+//! and by users for their own `#[differentiable]` functions.
+
+use crate::{grad, no_grad, DType, Error, GradOptions, Result, Tensor};
+
+/// Tolerances of [`gradcheck_with`].
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::{gradcheck_with, GradcheckOptions, Tensor};
+/// let x = Tensor::from_vec(vec![0.3f64, -0.7], &[2])?.requires_grad_(true)?;
+/// gradcheck_with(|i| i[0].tanh(), &[x], GradcheckOptions { atol: 1e-6, ..Default::default() })?;
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct GradcheckOptions {
+    /// Finite-difference step.
+    pub eps: f64,
+    /// Absolute tolerance.
+    pub atol: f64,
+    /// Relative tolerance.
+    pub rtol: f64,
+}
+
+impl Default for GradcheckOptions {
+    fn default() -> Self {
+        GradcheckOptions {
+            eps: 1e-6,
+            atol: 1e-5,
+            rtol: 1e-3,
+        }
+    }
+}
+
+/// Checks the gradients of `f` w.r.t. every input that requires grad against finite differences,
+/// with the default tolerances.
+///
+/// # Errors
+///
+/// An [`Error::Message`] describing the first mismatching Jacobian entry, an error if an input is
+/// not `f64`, or any error `f` or the engine returns.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::{gradcheck, Tensor};
+/// let a = Tensor::randn(&[2, 3], autograd_runtime::DType::F64, 1)?.requires_grad_(true)?;
+/// let b = Tensor::randn(&[3], autograd_runtime::DType::F64, 2)?.requires_grad_(true)?;
+/// gradcheck(|x| x[0].mul(&x[1])?.sin(), &[a, b])?; // broadcasting included
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn gradcheck<F>(f: F, inputs: &[Tensor]) -> Result<()>
+where
+    F: Fn(&[Tensor]) -> Result<Tensor>,
+{
+    gradcheck_with(f, inputs, GradcheckOptions::default())
+}
+
+/// [`gradcheck`] with explicit tolerances.
+///
+/// # Errors
+///
+/// As [`gradcheck`].
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::{gradcheck_with, GradcheckOptions, Tensor};
+/// let x = Tensor::scalar(0.5f64).requires_grad_(true)?;
+/// gradcheck_with(|i| i[0].exp(), &[x], GradcheckOptions::default())?;
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn gradcheck_with<F>(f: F, inputs: &[Tensor], options: GradcheckOptions) -> Result<()>
+where
+    F: Fn(&[Tensor]) -> Result<Tensor>,
+{
+    for (i, t) in inputs.iter().enumerate() {
+        if t.requires_grad() && t.dtype() != DType::F64 {
+            return Err(Error::msg(format!(
+                "gradcheck: input {i} has dtype {}; finite differences need f64 inputs",
+                t.dtype()
+            )));
+        }
+    }
+    let diff: Vec<usize> = (0..inputs.len()).filter(|&i| inputs[i].requires_grad()).collect();
+    if diff.is_empty() {
+        return Err(Error::msg("gradcheck expects at least one input that requires grad"));
+    }
+    let out = f(inputs)?;
+    let n_out = out.numel();
+    let diff_inputs: Vec<Tensor> = diff.iter().map(|&i| inputs[i].clone()).collect();
+
+    // Analytical: one vector-Jacobian product per output element.
+    let mut analytical: Vec<Vec<Vec<f64>>> = diff.iter().map(|_| vec![Vec::new(); n_out]).collect();
+    for j in 0..n_out {
+        let mut onehot = vec![0.0f64; n_out];
+        onehot[j] = 1.0;
+        let v = Tensor::from_vec(onehot, out.shape())?.to_dtype(out.dtype())?;
+        if !out.requires_grad() {
+            for (k, &i) in diff.iter().enumerate() {
+                analytical[k][j] = vec![0.0; inputs[i].numel()];
+            }
+            continue;
+        }
+        let gs = grad(
+            std::slice::from_ref(&out),
+            &diff_inputs,
+            GradOptions::new().grad_outputs(vec![Some(v)]).retain_graph(true).allow_unused(true),
+        )?;
+        for (k, g) in gs.into_iter().enumerate() {
+            let n = diff_inputs[k].numel();
+            analytical[k][j] = match g {
+                Some(g) => g.to_dtype(DType::F64)?.to_vec::<f64>()?,
+                None => vec![0.0; n],
+            };
+        }
+    }
+
+    // Numerical: central differences, one input element at a time.
+    let _g = no_grad();
+    for (k, &i) in diff.iter().enumerate() {
+        let base = inputs[i].to_vec::<f64>()?;
+        for e in 0..base.len() {
+            let eval = |delta: f64| -> Result<Vec<f64>> {
+                let mut v = base.clone();
+                v[e] += delta;
+                let mut args = inputs.to_vec();
+                args[i] = Tensor::from_vec(v, inputs[i].shape())?;
+                f(&args)?.to_dtype(DType::F64)?.to_vec::<f64>()
+            };
+            let (plus, minus) = (eval(options.eps)?, eval(-options.eps)?);
+            for j in 0..n_out {
+                let numerical = (plus[j] - minus[j]) / (2.0 * options.eps);
+                let a = analytical[k][j][e];
+                if (a - numerical).abs() > options.atol + options.rtol * numerical.abs() || a.is_nan() != numerical.is_nan() {
+                    return Err(Error::msg(format!(
+                        "Jacobian mismatch for output {j} with respect to input {i} (element {e}): numerical {numerical}, analytical {a}"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks second derivatives: runs [`gradcheck`] on the function that maps the inputs to the
+/// vector-Jacobian product of `f` with a fixed random vector, computed with `create_graph`.
+///
+/// # Errors
+///
+/// As [`gradcheck`].
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::{gradgradcheck, Tensor};
+/// let x = Tensor::from_vec(vec![0.2f64, 0.9], &[2])?.requires_grad_(true)?;
+/// gradgradcheck(|i| i[0].mul(&i[0])?.sin(), &[x])?;
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn gradgradcheck<F>(f: F, inputs: &[Tensor]) -> Result<()>
+where
+    F: Fn(&[Tensor]) -> Result<Tensor>,
+{
+    let out_shape = f(inputs)?.shape().to_vec();
+    let v = Tensor::randn(&out_shape, DType::F64, 0x5eed)?;
+    let diff: Vec<usize> = (0..inputs.len()).filter(|&i| inputs[i].requires_grad()).collect();
+    let vjp = |args: &[Tensor]| -> Result<Tensor> {
+        let _g = crate::enable_grad();
+        let out = f(args)?;
+        let diff_inputs: Vec<Tensor> = diff.iter().map(|&i| args[i].clone()).collect();
+        let gs = grad(
+            std::slice::from_ref(&out),
+            &diff_inputs,
+            GradOptions::new()
+                .grad_outputs(vec![Some(v.to_dtype(out.dtype())?)])
+                .create_graph(true)
+                .materialize_grads(true),
+        )?;
+        let flat = gs
+            .into_iter()
+            .map(|g| {
+                let g = g.expect("invariant: materialize_grads fills every slot");
+                let n = g.numel();
+                g.reshape(&[n])
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Tensor::cat(&flat, 0)
+    };
+    gradcheck(vjp, inputs)
+}

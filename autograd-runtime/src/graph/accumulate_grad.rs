@@ -1,0 +1,90 @@
+//! `AccumulateGrad`: the sink node of a leaf that adds incoming gradients into its `.grad` (B16),
+//! then runs its post-accumulate-grad hooks (B20).
+
+use smallvec::smallvec;
+
+use super::{GradVec, InputMetadata, Node, NodeMeta};
+use crate::sync::{Arc, Mutex};
+use crate::{is_grad_enabled, Error, Result, Tensor};
+
+/// Accumulates gradients into one leaf. The leaf holds it weakly; it holds the leaf strongly.
+pub(crate) struct AccumulateGrad {
+    meta: NodeMeta,
+    variable: Tensor,
+    /// Serialises accumulation from concurrent backward passes (PyTorch's node mutex).
+    lock: Mutex<()>,
+}
+
+impl AccumulateGrad {
+    pub(crate) fn new(variable: Tensor) -> AccumulateGrad {
+        let meta = NodeMeta::with_sequence_nr(u64::MAX, smallvec![], smallvec![InputMetadata::of(&variable)]);
+        AccumulateGrad {
+            meta,
+            variable,
+            lock: Mutex::new(()),
+        }
+    }
+}
+
+/// Whether the engine may store `grad` itself as `.grad` instead of copying it: nobody else can
+/// observe it (one handle, sole owner of its storage) and it is dense.
+fn can_steal(grad: &Tensor) -> bool {
+    Arc::strong_count(&grad.0) == 1
+        && Arc::strong_count(&grad.0.storage) == 1
+        && grad.is_contiguous()
+        && grad.layout().offset == 0
+        && grad.0.view_base.is_none()
+        && grad.grad_fn().is_none()
+}
+
+impl Node for AccumulateGrad {
+    fn name(&self) -> &str {
+        "AccumulateGrad"
+    }
+
+    fn meta(&self) -> &NodeMeta {
+        &self.meta
+    }
+
+    fn accumulates_into(&self) -> Option<&Tensor> {
+        Some(&self.variable)
+    }
+
+    fn apply(&self, mut grads: GradVec) -> Result<GradVec> {
+        let Some(new_grad) = grads.get_mut(0).and_then(Option::take) else {
+            return Ok(smallvec![]);
+        };
+        let _serialised = self.lock.lock();
+        let var = &self.variable;
+        let old = {
+            let mut meta = var.meta_lock();
+            if meta.grad_fn.is_some() {
+                return Err(Error::msg("leaf variable has been moved into the graph interior"));
+            }
+            if !meta.requires_grad {
+                return Ok(smallvec![]);
+            }
+            meta.grad.take()
+        };
+        let grad_mode = is_grad_enabled();
+        let updated = match old {
+            None if !grad_mode && can_steal(&new_grad) => new_grad,
+            None if !grad_mode => new_grad.contiguous_data_owned(),
+            None => new_grad.copy()?,
+            Some(old) if !grad_mode => {
+                old.accumulate_in_place(&new_grad)?;
+                old
+            }
+            Some(old) => old.add(&new_grad)?,
+        };
+        let hooks = {
+            let mut meta = var.meta_lock();
+            meta.grad = Some(updated);
+            meta.leaf_hooks.post_accumulate.clone()
+        };
+        for (_, hook) in hooks {
+            hook(var);
+        }
+        Ok(smallvec![])
+    }
+}

@@ -1,0 +1,120 @@
+//! `FunctionNode<B>`: the one node type behind every differentiable op. An op supplies a
+//! [`Backward`] (its saved state and gradient formula); this file supplies the rest: the
+//! `NodeMeta`, undefined-gradient handling, release of saved tensors, and `record`, which wires a
+//! new node into the graph (next edges from the inputs, grad_fn on the outputs).
+
+use smallvec::SmallVec;
+
+use super::{Edge, GradVec, InputMetadata, Node, NodeMeta, NodeRef};
+use crate::sync::{Arc, Weak};
+use crate::{is_grad_enabled, Result, Tensor};
+
+/// The gradient formula and saved state of one differentiable op.
+///
+/// Implemented by the code `#[differentiable]`/`#[backward]` generate, and by hand for the few
+/// built-in ops that predate the macros.
+pub trait Backward: Send + Sync + 'static {
+    /// The node name, e.g. `MulBackward0`.
+    const NAME: &'static str;
+
+    /// Built-in ops return undefined gradients without running when every incoming gradient is
+    /// undefined (PyTorch's `any_grad_defined` check); custom functions run anyway (B34).
+    const SKIP_IF_NO_GRAD: bool = true;
+
+    /// Undefined incoming gradients are replaced by zeros before `backward` runs (B34).
+    const MATERIALIZE_GRADS: bool = true;
+
+    /// Gradients w.r.t. the forward inputs (one per next edge) from those w.r.t. the outputs.
+    ///
+    /// # Errors
+    ///
+    /// Any error stops the backward pass and reaches the caller.
+    fn backward(&self, meta: &NodeMeta, grads: GradVec) -> Result<GradVec>;
+
+    /// Frees saved tensors (called after the node ran without `retain_graph`).
+    fn release(&self) {}
+}
+
+/// A graph node built from a [`Backward`].
+pub struct FunctionNode<B> {
+    meta: NodeMeta,
+    backward: B,
+}
+
+impl<B: Backward> Node for FunctionNode<B> {
+    fn name(&self) -> &str {
+        B::NAME
+    }
+
+    fn meta(&self) -> &NodeMeta {
+        &self.meta
+    }
+
+    fn apply(&self, mut grads: GradVec) -> Result<GradVec> {
+        if B::SKIP_IF_NO_GRAD && grads.iter().all(Option::is_none) {
+            return Ok(smallvec::smallvec![None; self.meta.num_outputs()]);
+        }
+        if B::MATERIALIZE_GRADS {
+            for (i, g) in grads.iter_mut().enumerate() {
+                if g.is_none() {
+                    *g = Some(self.meta.input_metadata(i).zeros());
+                }
+            }
+        }
+        self.backward.backward(&self.meta, grads)
+    }
+
+    fn release_saved(&self) {
+        self.backward.release();
+    }
+}
+
+impl<B> std::fmt::Debug for FunctionNode<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FunctionNode").field("meta", &self.meta).finish_non_exhaustive()
+    }
+}
+
+/// The next edges for a node over `inputs`, or `None` when nothing must be recorded (grad mode
+/// off, or no input requires grad).
+#[inline]
+pub(crate) fn collect_next_edges(inputs: &[&Tensor]) -> Option<SmallVec<[Option<Edge>; 2]>> {
+    if !is_grad_enabled() {
+        return None;
+    }
+    let edges: SmallVec<[Option<Edge>; 2]> = inputs.iter().map(|t| t.gradient_edge()).collect();
+    edges.iter().any(Option::is_some).then_some(edges)
+}
+
+/// Creates the node for an op whose outputs are `outputs` and makes it their grad_fn.
+/// `make` builds the saved state; it receives the node's own weak handle for saving outputs.
+pub(crate) fn record<B: Backward>(
+    edges: SmallVec<[Option<Edge>; 2]>,
+    outputs: &[&Tensor],
+    make: impl FnOnce(&Weak<dyn Node>) -> B,
+) -> NodeRef {
+    let input_metadata = outputs.iter().map(|t| InputMetadata::of(t)).collect();
+    let meta = NodeMeta::new(edges, input_metadata);
+    let node: Arc<FunctionNode<B>> = Arc::new_cyclic(|weak: &Weak<FunctionNode<B>>| {
+        let weak: Weak<dyn Node> = weak.clone();
+        FunctionNode {
+            meta,
+            backward: make(&weak),
+        }
+    });
+    let node = NodeRef::new(node);
+    for (i, t) in outputs.iter().enumerate() {
+        t.set_grad_fn(node.clone(), i);
+    }
+    node
+}
+
+/// Public entry point for generated code: same as [`record`] but usable outside the crate.
+#[doc(hidden)]
+pub fn record_node<B: Backward>(
+    edges: SmallVec<[Option<Edge>; 2]>,
+    outputs: &[&Tensor],
+    make: impl FnOnce(&Weak<dyn Node>) -> B,
+) -> NodeRef {
+    record(edges, outputs, make)
+}

@@ -1,0 +1,21 @@
+//! The backward graph: nodes (`*Backward0` functions), the edges between them, the tensors they
+//! save, and the hooks users attach to them.
+
+mod accumulate_grad;
+mod edge;
+pub(crate) mod function;
+mod graph_root;
+pub(crate) mod hooks;
+mod node;
+mod node_ref;
+mod saved;
+
+pub(crate) use accumulate_grad::AccumulateGrad;
+pub use edge::Edge;
+pub use function::{Backward, FunctionNode};
+pub(crate) use function::{collect_next_edges, record};
+pub(crate) use graph_root::GraphRoot;
+pub use hooks::HookHandle;
+pub use node::{GradVec, InputMetadata, Node, NodeMeta};
+pub use node_ref::NodeRef;
+pub use saved::SavedTensor;

@@ -1,0 +1,194 @@
+//! The `Node` trait every backward function implements, and `NodeMeta`, the bookkeeping the engine
+//! needs from every node (sequence number, topological number, next edges, input metadata, hooks).
+
+use std::cell::Cell;
+use std::sync::atomic::Ordering;
+
+use smallvec::SmallVec;
+
+use super::hooks::NodeHooks;
+use super::Edge;
+use crate::sync::atomic::AtomicU64;
+use crate::tensor::layout::Dims;
+use crate::{DType, Device, Result, Tensor};
+
+/// The gradients flowing into or out of one node: one slot per input/output, `None` where the
+/// gradient is undefined (PyTorch's undefined tensor). Inline up to two slots (no allocation).
+pub type GradVec = SmallVec<[Option<Tensor>; 2]>;
+
+/// A function of the backward graph (PyTorch's `torch::autograd::Node`).
+///
+/// A node's *inputs* are the gradients w.r.t. the outputs of the forward op that created it; its
+/// *outputs* are the gradients w.r.t. that op's inputs, sent along [`NodeMeta::next_edges`].
+/// Nodes are made by `#[differentiable]` (through [`FunctionNode`](crate::graph::FunctionNode));
+/// hand-written implementations are engine-internal (`AccumulateGrad`, `GraphRoot`).
+pub trait Node: Send + Sync + 'static {
+    /// The node's name as PyTorch prints it, e.g. `MulBackward0`.
+    fn name(&self) -> &str;
+
+    /// The engine's bookkeeping for this node.
+    fn meta(&self) -> &NodeMeta;
+
+    /// Computes the gradients w.r.t. the forward inputs from those w.r.t. the forward outputs.
+    ///
+    /// # Errors
+    ///
+    /// Any error stops the backward pass and reaches the caller of `backward()`/`grad()` unchanged.
+    fn apply(&self, grads: GradVec) -> Result<GradVec>;
+
+    /// Frees saved tensors after the node ran without `retain_graph` (PyTorch's
+    /// `release_variables`). Later use of a released tensor fails with
+    /// [`Error::BackwardTwice`](crate::Error::BackwardTwice).
+    fn release_saved(&self) {}
+
+    /// For `AccumulateGrad`: the leaf it accumulates into (whose tensor hooks it runs).
+    #[doc(hidden)]
+    fn accumulates_into(&self) -> Option<&Tensor> {
+        None
+    }
+}
+
+/// Shape, dtype and device of one node input (a forward output), used to validate and
+/// sum-reduce the gradients other nodes send to it, and to create zeros for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputMetadata {
+    pub(crate) shape: Dims,
+    pub(crate) dtype: DType,
+    pub(crate) device: Device,
+}
+
+impl InputMetadata {
+    /// Metadata describing `t`.
+    pub fn of(t: &Tensor) -> InputMetadata {
+        InputMetadata {
+            shape: t.shape_dims(),
+            dtype: t.dtype(),
+            device: t.device(),
+        }
+    }
+
+    /// The expected gradient shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The expected gradient dtype.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The expected gradient device.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// Zeros of this shape, dtype and device (for materialising undefined gradients).
+    pub fn zeros(&self) -> Tensor {
+        Tensor::from_buffer(
+            match self.dtype {
+                DType::F32 => crate::tensor::storage::Buffer::F32(vec![0.0; self.shape.iter().product()]),
+                DType::F64 => crate::tensor::storage::Buffer::F64(vec![0.0; self.shape.iter().product()]),
+            },
+            &self.shape,
+            self.device,
+        )
+    }
+}
+
+thread_local! {
+    /// PyTorch's per-thread sequence counter: later forward ops get larger numbers and so run
+    /// earlier in backward.
+    static NEXT_SEQUENCE_NR: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The engine's bookkeeping for one node.
+#[derive(Debug)]
+pub struct NodeMeta {
+    /// Order among ready nodes (larger first). Atomic only so tests can reorder (B04).
+    sequence_nr: AtomicU64,
+    /// Longest path to a leaf (AccumulateGrad = 0); fixed at creation. Used to prune the graph
+    /// walk for `grad()`/`backward(inputs=..)` (B09).
+    topological_nr: u64,
+    /// Where each output gradient goes; `None` for inputs that do not require grad.
+    next_edges: SmallVec<[Option<Edge>; 2]>,
+    /// One entry per node input (forward output).
+    input_metadata: SmallVec<[InputMetadata; 1]>,
+    /// Tensor pre-hooks, retains_grad hooks, node pre- and post-hooks.
+    pub(crate) hooks: NodeHooks,
+}
+
+impl NodeMeta {
+    /// Bookkeeping for a new node: takes the next sequence number of this thread and derives the
+    /// topological number from the edges.
+    pub fn new(next_edges: SmallVec<[Option<Edge>; 2]>, input_metadata: SmallVec<[InputMetadata; 1]>) -> NodeMeta {
+        let seq = NEXT_SEQUENCE_NR.with(|c| {
+            let v = c.get();
+            c.set(v + 1);
+            v
+        });
+        NodeMeta::with_sequence_nr(seq, next_edges, input_metadata)
+    }
+
+    pub(crate) fn with_sequence_nr(
+        sequence_nr: u64,
+        next_edges: SmallVec<[Option<Edge>; 2]>,
+        input_metadata: SmallVec<[InputMetadata; 1]>,
+    ) -> NodeMeta {
+        let topological_nr = next_edges
+            .iter()
+            .flatten()
+            .map(|e| e.node.meta().topological_nr + 1)
+            .max()
+            .unwrap_or(0);
+        NodeMeta {
+            sequence_nr: AtomicU64::new(sequence_nr),
+            topological_nr,
+            next_edges,
+            input_metadata,
+            hooks: NodeHooks::default(),
+        }
+    }
+
+    /// The node's sequence number (creation order on its thread; `u64::MAX` for AccumulateGrad).
+    pub fn sequence_nr(&self) -> u64 {
+        // Relaxed: an ordering hint read by the engine; set only by tests before backward starts.
+        self.sequence_nr.load(Ordering::Relaxed)
+    }
+
+    /// Overrides the sequence number (PyTorch's `_set_sequence_nr`), to test scheduling order.
+    pub fn set_sequence_nr(&self, nr: u64) {
+        // Relaxed: see `sequence_nr`.
+        self.sequence_nr.store(nr, Ordering::Relaxed);
+    }
+
+    /// Length of the longest path from this node to a leaf.
+    pub fn topological_nr(&self) -> u64 {
+        self.topological_nr
+    }
+
+    /// Where each output gradient goes.
+    pub fn next_edges(&self) -> &[Option<Edge>] {
+        &self.next_edges
+    }
+
+    /// Number of outputs (gradients this node returns).
+    pub fn num_outputs(&self) -> usize {
+        self.next_edges.len()
+    }
+
+    /// Number of inputs (gradients this node receives).
+    pub fn num_inputs(&self) -> usize {
+        self.input_metadata.len()
+    }
+
+    /// Metadata of input `i`.
+    pub fn input_metadata(&self, i: usize) -> &InputMetadata {
+        &self.input_metadata[i]
+    }
+
+    /// Whether output `i` goes anywhere (PyTorch's `should_compute_output` without exec_info):
+    /// backward code may skip computing gradients nobody receives.
+    pub fn needs_input_grad(&self, i: usize) -> bool {
+        self.next_edges.get(i).is_some_and(Option::is_some)
+    }
+}

@@ -1,0 +1,194 @@
+//! `NodeRef`: the shared handle to a graph node, whose `Drop` frees arbitrarily deep graphs
+//! without recursion.
+//!
+//! Dropping the last handle to a node drops its edges and saved tensors, which may hold the last
+//! handles to the next nodes, and so on: a naive drop of a chain of a million nodes recurses a
+//! million frames deep. PyTorch's `deleteNode` moves such children to a heap stack instead. Here
+//! every `NodeRef` drop that would free a node goes through a per-thread trampoline: the first one
+//! on a thread becomes the *drainer*; drops that happen while it runs (the children) are pushed
+//! onto a list the drainer empties in a loop. Stack depth is bounded by two node destructors.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::mem::ManuallyDrop;
+
+use super::hooks::{self, HookHandle};
+use super::{Edge, Node, NodeMeta};
+use crate::sync::Arc;
+use crate::{Result, Tensor};
+
+/// A shared handle to a node of the backward graph (what [`Tensor::grad_fn`] returns).
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::Tensor;
+/// let x = Tensor::scalar(2.0f64);
+/// x.set_requires_grad(true)?;
+/// let y = x.mul(&x)?;
+/// let f = y.grad_fn().unwrap();
+/// assert_eq!(f.name(), "MulBackward0");
+/// assert_eq!(f.next_functions().len(), 2);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub struct NodeRef(ManuallyDrop<Arc<dyn Node>>);
+
+impl NodeRef {
+    /// Wraps a freshly created node.
+    pub fn new(node: Arc<dyn Node>) -> NodeRef {
+        NodeRef(ManuallyDrop::new(node))
+    }
+
+    pub(crate) fn arc(&self) -> &Arc<dyn Node> {
+        &self.0
+    }
+
+    /// The node's name, e.g. `AddBackward0`.
+    pub fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    /// The node's bookkeeping (sequence number, edges, input metadata).
+    pub fn meta(&self) -> &NodeMeta {
+        self.0.meta()
+    }
+
+    /// The next nodes, one per forward input (`None` for inputs that do not require grad), as
+    /// PyTorch's `grad_fn.next_functions`.
+    pub fn next_functions(&self) -> Vec<Option<Edge>> {
+        self.0.meta().next_edges().to_vec()
+    }
+
+    /// Whether two handles point to the same node.
+    pub fn ptr_eq(&self, other: &NodeRef) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    pub(crate) fn addr(&self) -> usize {
+        Arc::as_ptr(&self.0) as *const () as usize
+    }
+
+    /// Registers a node pre-hook: called with the incoming gradients before the node runs (only
+    /// if it runs); returning `Some` replaces them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::scalar(1.0f64);
+    /// x.set_requires_grad(true)?;
+    /// let y = x.copy()?;
+    /// y.grad_fn().unwrap().register_prehook(|grads| {
+    ///     Some(grads.iter().map(|g| g.as_ref().map(|g| g.mul_scalar(2.0).unwrap())).collect())
+    /// });
+    /// y.backward()?;
+    /// assert_eq!(x.grad().unwrap().item::<f64>()?, 2.0);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn register_prehook<F>(&self, hook: F) -> HookHandle
+    where
+        F: Fn(&[Option<Tensor>]) -> Option<Vec<Option<Tensor>>> + Send + Sync + 'static,
+    {
+        hooks::add_pre_hook(self, Arc::new(hook))
+    }
+
+    /// Registers a node post-hook: called with `(grad_inputs, grad_outputs)` after the node ran,
+    /// where `grad_inputs` are its results; returning `Some` replaces them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, atomic::{AtomicUsize, Ordering}};
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::scalar(1.0f64);
+    /// x.set_requires_grad(true)?;
+    /// let y = x.exp()?;
+    /// let calls = Arc::new(AtomicUsize::new(0));
+    /// let c = calls.clone();
+    /// y.grad_fn().unwrap().register_hook(move |_inputs, _outputs| { c.fetch_add(1, Ordering::SeqCst); None });
+    /// y.backward()?;
+    /// assert_eq!(calls.load(Ordering::SeqCst), 1);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn register_hook<F>(&self, hook: F) -> HookHandle
+    where
+        F: Fn(&[Option<Tensor>], &[Option<Tensor>]) -> Option<Vec<Option<Tensor>>> + Send + Sync + 'static,
+    {
+        hooks::add_post_hook(self, Arc::new(hook))
+    }
+
+    /// Runs the node directly (used by tests and tools; the engine calls `apply` itself).
+    ///
+    /// # Errors
+    ///
+    /// Whatever the node's backward returns.
+    pub fn apply(&self, grads: super::GradVec) -> Result<super::GradVec> {
+        self.0.apply(grads)
+    }
+}
+
+impl Clone for NodeRef {
+    fn clone(&self) -> Self {
+        NodeRef(ManuallyDrop::new(Arc::clone(&self.0)))
+    }
+}
+
+impl std::ops::Deref for NodeRef {
+    type Target = dyn Node;
+    fn deref(&self) -> &(dyn Node + 'static) {
+        &**self.0
+    }
+}
+
+impl fmt::Debug for NodeRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<{}>", self.0.name())
+    }
+}
+
+thread_local! {
+    /// `Some(list)` while this thread is draining node drops: further drops are deferred to it.
+    static DEFERRED_DROPS: RefCell<Option<Vec<Arc<dyn Node>>>> = const { RefCell::new(None) };
+}
+
+impl Drop for NodeRef {
+    fn drop(&mut self) {
+        // SAFETY: `self.0` is taken exactly once, here, and never touched again.
+        let node = unsafe { ManuallyDrop::take(&mut self.0) };
+        if Arc::strong_count(&node) > 1 {
+            // Not the last handle (or racing with another last handle, which then drains): only
+            // the count changes, no destructor runs here.
+            return;
+        }
+        drop_iteratively(node);
+    }
+}
+
+fn drop_iteratively(node: Arc<dyn Node>) {
+    let mut node = Some(node);
+    let became_drainer = DEFERRED_DROPS.try_with(|d| {
+        let mut d = d.borrow_mut();
+        match d.as_mut() {
+            Some(list) => {
+                list.push(node.take().expect("invariant: taken once"));
+                false
+            }
+            None => {
+                *d = Some(Vec::new());
+                true
+            }
+        }
+    });
+    match became_drainer {
+        // Thread-local already destroyed (thread exit): drop directly.
+        Err(_) => drop(node),
+        Ok(false) => {}
+        Ok(true) => {
+            drop(node);
+            while let Some(next) = DEFERRED_DROPS.with(|d| d.borrow_mut().as_mut().and_then(Vec::pop)) {
+                drop(next);
+            }
+            DEFERRED_DROPS.with(|d| *d.borrow_mut() = None);
+        }
+    }
+}

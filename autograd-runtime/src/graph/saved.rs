@@ -1,0 +1,160 @@
+//! `SavedTensor`: a tensor a node keeps for its backward, with the version it had when saved
+//! (B13, B14). Saved outputs keep their data but only a weak link to their grad_fn (the node that
+//! saves them), so saving a result never creates a reference cycle.
+
+use crate::sync::{Mutex, Weak};
+use crate::{is_grad_enabled, Error, Node, NodeRef, Result, Tensor};
+
+enum State {
+    /// Nothing was saved (an optional input that was absent).
+    Empty,
+    /// A forward input, kept whole (its grad_fn is an earlier node: no cycle).
+    Input { tensor: Tensor, version: u64 },
+    /// An output of the saving node: data only, plus a weak link back to the node.
+    Output {
+        data: Tensor,
+        version: u64,
+        grad_fn: Weak<dyn Node>,
+        output_nr: usize,
+    },
+    /// Freed after the node ran without `retain_graph`.
+    Released,
+}
+
+/// A tensor saved for backward, checked against in-place modification when unpacked.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::Tensor;
+/// let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3])?.requires_grad_(true)?;
+/// let b = a.add_scalar(1.0)?;   // b is a non-leaf
+/// let c = b.mul(&b)?.sum()?;    // MulBackward0 saves b
+/// b.add_(&Tensor::from_vec(vec![1.0f32; 3], &[3])?)?; // modifies b in place
+/// let err = c.backward().unwrap_err();
+/// assert!(err.to_string().starts_with(
+///     "one of the variables needed for gradient computation has been modified by an inplace operation: \
+///      [f32 [3]], which is output 0 of Add, is at version 1; expected version 0 instead."));
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub struct SavedTensor {
+    state: Mutex<State>,
+}
+
+impl SavedTensor {
+    /// Saves a forward input of the node being built.
+    pub fn input(t: &Tensor) -> SavedTensor {
+        SavedTensor {
+            state: Mutex::new(State::Input {
+                tensor: t.clone(),
+                version: t.version(),
+            }),
+        }
+    }
+
+    /// Saves output `output_nr` of the node being built; `node` is that node (from
+    /// `Arc::new_cyclic`), kept weakly.
+    pub fn output(t: &Tensor, node: Weak<dyn Node>, output_nr: usize) -> SavedTensor {
+        SavedTensor {
+            state: Mutex::new(State::Output {
+                data: t.detach(),
+                version: t.version(),
+                grad_fn: node,
+                output_nr,
+            }),
+        }
+    }
+
+    /// A slot that holds nothing (unpacks to `None`).
+    pub fn empty() -> SavedTensor {
+        SavedTensor {
+            state: Mutex::new(State::Empty),
+        }
+    }
+
+    /// The saved tensor, after checking it was not modified in place since it was saved.
+    ///
+    /// Under grad mode (a backward with `create_graph`), a saved output is re-attached to its
+    /// node so that the backward formula is itself differentiable.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BackwardTwice`] after release; [`Error::SavedTensorModified`] if its version
+    /// changed.
+    pub fn unpack(&self) -> Result<Option<Tensor>> {
+        let state = self.state.lock();
+        match &*state {
+            State::Empty => Ok(None),
+            State::Released => Err(Error::BackwardTwice),
+            State::Input { tensor, version } => {
+                check_version(tensor, *version)?;
+                Ok(Some(tensor.clone()))
+            }
+            State::Output {
+                data,
+                version,
+                grad_fn,
+                output_nr,
+            } => {
+                check_version(data, *version)?;
+                if !is_grad_enabled() {
+                    return Ok(Some(data.clone()));
+                }
+                let t = data.detach();
+                if let Some(node) = grad_fn.upgrade() {
+                    t.set_grad_fn(NodeRef::new(node), *output_nr);
+                }
+                Ok(Some(t))
+            }
+        }
+    }
+
+    /// Like [`SavedTensor::unpack`] for slots that always hold a tensor.
+    ///
+    /// # Errors
+    ///
+    /// As [`SavedTensor::unpack`]; an empty slot is reported as an internal error.
+    pub fn get(&self) -> Result<Tensor> {
+        self.unpack()?
+            .ok_or_else(|| Error::msg("internal error: unpacked an empty saved tensor"))
+    }
+
+    /// Frees the tensor (PyTorch's `reset_data`); later unpacks fail with `BackwardTwice`.
+    pub fn release(&self) {
+        let old = std::mem::replace(&mut *self.state.lock(), State::Released);
+        if matches!(old, State::Empty) {
+            *self.state.lock() = State::Empty;
+        }
+    }
+}
+
+fn check_version(t: &Tensor, saved: u64) -> Result<()> {
+    let current = t.version();
+    if current == saved {
+        return Ok(());
+    }
+    let output_of = t.grad_fn().map(|f| {
+        let name = f.name();
+        let short = name.find("Backward").map_or(name, |i| &name[..i]);
+        (t.output_nr(), short.to_string())
+    });
+    Err(Error::SavedTensorModified {
+        tensor: format!("[{} {:?}]", t.dtype(), t.shape()),
+        output_of,
+        saved_version: saved,
+        current_version: current,
+        anomaly: crate::is_anomaly_enabled(),
+    })
+}
+
+impl std::fmt::Debug for SavedTensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = match &*self.state.lock() {
+            State::Empty => "empty",
+            State::Input { .. } => "input",
+            State::Output { .. } => "output",
+            State::Released => "released",
+        };
+        f.debug_tuple("SavedTensor").field(&what).finish()
+    }
+}

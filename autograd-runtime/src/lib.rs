@@ -1,0 +1,58 @@
+//! The runtime of the `autograd` crate: tensors, differentiable ops, the backward graph and the
+//! engine that executes it with PyTorch's semantics.
+//!
+//! Most users depend on the `autograd` facade, which re-exports this crate together with the
+//! `#[differentiable]` and `#[backward]` macros.
+//!
+//! # Tour
+//!
+//! * [`Tensor`]: an `Arc` handle to shared storage plus autograd state (`tensor/`).
+//! * ops on `Tensor` (`ops/`): each a kernel from `backend/` plus a [`graph::Backward`] formula.
+//! * the graph (`graph/`): [`Node`], [`Edge`], [`NodeMeta`], [`SavedTensor`], `AccumulateGrad`.
+//! * the engine (`engine/`): `GraphTask`, `NodeTask`, `ReadyQueue`, `InputBuffer`,
+//!   dependency counting and `exec_info`, driven by [`backward`] and [`grad`].
+//!
+//! ```
+//! use autograd_runtime::{grad, GradOptions, Tensor};
+//! let x = Tensor::scalar(2.0f64).requires_grad_(true)?;
+//! let y = x.mul(&x)?.add(&x.sin()?)?;              // x² + sin x
+//! let dy = grad(&[y], &[x.clone()], GradOptions::new())?;
+//! let expected = 2.0 * 2.0 + 2f64.cos();
+//! assert!((dy[0].as_ref().unwrap().item::<f64>()? - expected).abs() < 1e-12);
+//! # Ok::<(), autograd_runtime::Error>(())
+//! ```
+
+#![warn(missing_docs)]
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
+
+mod anomaly;
+mod backend;
+mod engine;
+mod error;
+pub mod gradcheck;
+mod grad_mode;
+pub mod graph;
+mod ops;
+mod sync;
+mod tensor;
+mod warning;
+
+pub use anomaly::{detect_anomaly, is_anomaly_enabled, set_detect_anomaly, AnomalyGuard};
+pub use engine::{backward, grad, queue_callback, BackwardOptions, GradOptions};
+pub use error::{Error, Result};
+pub use grad_mode::{enable_grad, is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard};
+pub use gradcheck::{gradcheck, gradcheck_with, gradgradcheck, GradcheckOptions};
+pub use graph::{Edge, HookHandle, Node, NodeMeta, NodeRef, SavedTensor};
+pub use tensor::device::Device;
+pub use tensor::dtype::{DType, Element};
+pub use tensor::Tensor;
+pub use warning::set_warning_handler;
+
+/// Items used by code that `#[differentiable]` and `#[backward]` generate. Not a stable API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::graph::function::record_node;
+    pub use crate::graph::{Backward, FunctionNode, GradVec, InputMetadata};
+    pub use crate::tensor::dtype::Buffer;
+    pub use smallvec;
+}

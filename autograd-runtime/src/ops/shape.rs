@@ -1,0 +1,564 @@
+//! Shape and data-movement ops: views (`reshape` of contiguous data, `transpose`, `permute`,
+//! `expand`, `narrow`, `chunk`/`split`), and copies (`copy`, `cat`, `stack`, `to_dtype`).
+
+use ndarray::{Axis, Slice};
+use smallvec::{smallvec, SmallVec};
+
+use crate::backend::cpu;
+use crate::graph::{collect_next_edges, record, Backward, GradVec, NodeMeta};
+use crate::tensor::data::with_view;
+use crate::tensor::layout::{contiguous_strides, wrap_dim, Dims, Layout};
+use crate::{DType, Element, Error, Result, Tensor};
+
+fn g0(grads: &GradVec) -> &Tensor {
+    grads[0].as_ref().expect("invariant: materialised")
+}
+
+struct ViewBackward {
+    shape: Dims,
+}
+
+impl Backward for ViewBackward {
+    const NAME: &'static str = "ViewBackward0";
+    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
+        Ok(smallvec![Some(g0(&grads).reshape(&self.shape)?)])
+    }
+}
+
+struct TransposeBackward {
+    d0: usize,
+    d1: usize,
+}
+
+impl Backward for TransposeBackward {
+    const NAME: &'static str = "TransposeBackward0";
+    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
+        Ok(smallvec![Some(g0(&grads).transpose(self.d0, self.d1)?)])
+    }
+}
+
+struct PermuteBackward {
+    inverse: Dims,
+}
+
+impl Backward for PermuteBackward {
+    const NAME: &'static str = "PermuteBackward0";
+    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
+        Ok(smallvec![Some(g0(&grads).permute(&self.inverse)?)])
+    }
+}
+
+struct ExpandBackward {
+    shape: Dims,
+}
+
+impl Backward for ExpandBackward {
+    const NAME: &'static str = "ExpandBackward0";
+    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
+        Ok(smallvec![Some(g0(&grads).sum_to_shape(&self.shape)?)])
+    }
+}
+
+struct NarrowBackward {
+    shape: Dims,
+    dim: usize,
+    start: usize,
+}
+
+impl Backward for NarrowBackward {
+    const NAME: &'static str = "SliceBackward0";
+    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
+        Ok(smallvec![Some(g0(&grads).narrow_scatter(&self.shape, self.dim, self.start)?)])
+    }
+}
+
+/// Backward of `narrow_scatter` (the gradient of `narrow`): narrow again.
+struct NarrowScatterBackward {
+    dim: usize,
+    start: usize,
+    len: usize,
+}
+
+impl Backward for NarrowScatterBackward {
+    const NAME: &'static str = "SliceBackwardBackward0";
+    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
+        Ok(smallvec![Some(g0(&grads).narrow(self.dim, self.start, self.len)?)])
+    }
+}
+
+struct SplitBackward {
+    dim: usize,
+}
+
+impl Backward for SplitBackward {
+    const NAME: &'static str = "SplitBackward0";
+    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
+        let parts: Vec<Tensor> = grads.into_iter().map(|g| g.expect("invariant: materialised")).collect();
+        Ok(smallvec![Some(Tensor::cat(&parts, self.dim)?)])
+    }
+}
+
+struct CatBackward {
+    dim: usize,
+    sizes: Vec<usize>,
+}
+
+impl Backward for CatBackward {
+    const NAME: &'static str = "CatBackward0";
+    fn backward(&self, meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
+        let g = g0(&grads);
+        let mut out = GradVec::with_capacity(self.sizes.len());
+        let mut start = 0;
+        for (i, &len) in self.sizes.iter().enumerate() {
+            out.push(if meta.needs_input_grad(i) { Some(g.narrow(self.dim, start, len)?) } else { None });
+            start += len;
+        }
+        Ok(out)
+    }
+}
+
+struct CloneBackward;
+
+impl Backward for CloneBackward {
+    const NAME: &'static str = "CloneBackward0";
+    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
+        Ok(smallvec![Some(g0(&grads).clone())])
+    }
+}
+
+struct ToCopyBackward {
+    dtype: DType,
+}
+
+impl Backward for ToCopyBackward {
+    const NAME: &'static str = "ToCopyBackward0";
+    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
+        Ok(smallvec![Some(g0(&grads).to_dtype(self.dtype)?)])
+    }
+}
+
+impl Tensor {
+    /// A view (contiguous input) or copy with a new shape of the same number of elements.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Shape`] if the element counts differ.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3])?;
+    /// let r = t.reshape(&[3, 2])?;
+    /// assert!(r.is_view());
+    /// assert_eq!(r.shape(), &[3, 2]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
+        if shape.iter().product::<usize>() != self.numel() {
+            return Err(Error::shape(
+                "reshape",
+                format!("shape '{shape:?}' is invalid for input of size {}", self.numel()),
+            ));
+        }
+        let out = if self.is_contiguous() {
+            self.alias_with_layout(Layout {
+                shape: shape.into(),
+                strides: contiguous_strides(shape),
+                offset: self.layout().offset,
+            })
+        } else {
+            let c = self.contiguous_data();
+            Tensor::from_parts(c.0.storage.clone(), Layout::contiguous(shape), None)
+        };
+        if let Some(edges) = collect_next_edges(&[self]) {
+            record(edges, &[&out], |_| ViewBackward { shape: self.shape_dims() });
+        }
+        Ok(out)
+    }
+
+    /// A view with dims `d0` and `d1` swapped.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimOutOfRange`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3])?;
+    /// assert_eq!(t.transpose(0, 1)?.to_vec::<f32>()?, vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn transpose(&self, d0: usize, d1: usize) -> Result<Tensor> {
+        let (d0, d1) = (wrap_dim(d0 as isize, self.ndim())?, wrap_dim(d1 as isize, self.ndim())?);
+        if self.ndim() == 0 {
+            return Ok(self.alias_with_layout(self.layout().clone()));
+        }
+        let out = self.alias_with_layout(self.layout().transpose(d0, d1));
+        if let Some(edges) = collect_next_edges(&[self]) {
+            record(edges, &[&out], |_| TransposeBackward { d0, d1 });
+        }
+        Ok(out)
+    }
+
+    /// A view with dims reordered: result dim `i` is input dim `dims[i]`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Shape`] unless `dims` is a permutation of `0..ndim`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Tensor};
+    /// let t = Tensor::zeros(&[2, 3, 4], DType::F32)?;
+    /// assert_eq!(t.permute(&[2, 0, 1])?.shape(), &[4, 2, 3]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn permute(&self, dims: &[usize]) -> Result<Tensor> {
+        let mut seen = vec![false; self.ndim()];
+        if dims.len() != self.ndim() || dims.iter().any(|&d| d >= self.ndim() || std::mem::replace(&mut seen[d], true)) {
+            return Err(Error::shape(
+                "permute",
+                format!("dims {dims:?} is not a permutation of the {} dims of the input", self.ndim()),
+            ));
+        }
+        let out = self.alias_with_layout(self.layout().permute(dims));
+        if let Some(edges) = collect_next_edges(&[self]) {
+            let mut inverse: Dims = smallvec![0; dims.len()];
+            for (i, &d) in dims.iter().enumerate() {
+                inverse[d] = i;
+            }
+            record(edges, &[&out], |_| PermuteBackward { inverse });
+        }
+        Ok(out)
+    }
+
+    /// A view broadcasting this tensor to `shape` (size-1 and new leading dims repeat without
+    /// copying).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Shape`] if the shapes do not broadcast.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let t = Tensor::from_vec(vec![1.0f32, 2.0], &[2, 1])?;
+    /// assert_eq!(t.expand(&[2, 3])?.to_vec::<f32>()?, vec![1.0, 1.0, 1.0, 2.0, 2.0, 2.0]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn expand(&self, shape: &[usize]) -> Result<Tensor> {
+        if self.shape() == shape {
+            return Ok(self.clone());
+        }
+        let out = self.alias_with_layout(self.layout().expand(shape)?);
+        if let Some(edges) = collect_next_edges(&[self]) {
+            record(edges, &[&out], |_| ExpandBackward { shape: self.shape_dims() });
+        }
+        Ok(out)
+    }
+
+    /// Same as [`Tensor::expand`] (NumPy's name).
+    ///
+    /// # Errors
+    ///
+    /// As [`Tensor::expand`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// assert_eq!(Tensor::scalar(1.0f32).broadcast_to(&[2])?.shape(), &[2]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
+        self.expand(shape)
+    }
+
+    /// A view of `len` entries of `dim` starting at `start`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimOutOfRange`], or [`Error::Shape`] if the range exceeds the dim.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[4])?;
+    /// assert_eq!(t.narrow(0, 1, 2)?.to_vec::<f32>()?, vec![2.0, 3.0]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn narrow(&self, dim: usize, start: usize, len: usize) -> Result<Tensor> {
+        let out = self.narrow_view(dim, start, len)?;
+        if let Some(edges) = collect_next_edges(&[self]) {
+            let dim = wrap_dim(dim as isize, self.ndim())?;
+            record(edges, &[&out], |_| NarrowBackward {
+                shape: self.shape_dims(),
+                dim,
+                start,
+            });
+        }
+        Ok(out)
+    }
+
+    fn narrow_view(&self, dim: usize, start: usize, len: usize) -> Result<Tensor> {
+        if self.ndim() == 0 {
+            return Err(Error::shape("narrow", "narrow() cannot be applied to a 0-dim tensor."));
+        }
+        let dim = wrap_dim(dim as isize, self.ndim())?;
+        if start + len > self.shape()[dim] {
+            return Err(Error::shape(
+                "narrow",
+                format!("start ({start}) + length ({len}) exceeds dimension size ({}).", self.shape()[dim]),
+            ));
+        }
+        Ok(self.alias_with_layout(self.layout().narrow(dim, start, len)))
+    }
+
+    /// Zeros of `shape` with `self` written at `start..` along `dim` (the gradient of `narrow`).
+    fn narrow_scatter(&self, shape: &[usize], dim: usize, start: usize) -> Result<Tensor> {
+        let len = self.shape()[dim];
+        let device = self.device();
+        let out = with_view!(self, |g| {
+            let mut z = ndarray::ArrayD::zeros(ndarray::IxDyn(shape));
+            z.slice_axis_mut(Axis(dim), Slice::from(start..start + len)).assign(&g);
+            Tensor::from_ndarray_on(z, device)
+        });
+        if let Some(edges) = collect_next_edges(&[self]) {
+            record(edges, &[&out], |_| NarrowScatterBackward { dim, start, len });
+        }
+        Ok(out)
+    }
+
+    /// Splits into `chunks` views along `dim` (the last may be smaller), recorded as one
+    /// multi-output node.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimOutOfRange`]; [`Error::Shape`] for `chunks == 0`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0], &[5])?;
+    /// let parts = t.chunk(2, 0)?;
+    /// assert_eq!(parts[0].to_vec::<f32>()?, vec![1.0, 2.0, 3.0]);
+    /// assert_eq!(parts[1].to_vec::<f32>()?, vec![4.0, 5.0]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn chunk(&self, chunks: usize, dim: usize) -> Result<Vec<Tensor>> {
+        if chunks == 0 {
+            return Err(Error::shape("chunk", "chunk expects `chunks` to be greater than 0, got: 0"));
+        }
+        let d = wrap_dim(dim as isize, self.ndim())?;
+        let size = self.shape().get(d).copied().unwrap_or(1);
+        let step = size.div_ceil(chunks).max(1);
+        let sizes: Vec<usize> = (0..size).step_by(step).map(|s| step.min(size - s)).collect();
+        self.split(&sizes, d)
+    }
+
+    /// Splits into views of the given `sizes` along `dim` (they must add up to the dim's size).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimOutOfRange`]; [`Error::Shape`] if the sizes do not add up.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3])?;
+    /// let parts = t.split(&[1, 2], 0)?;
+    /// assert_eq!(parts[1].to_vec::<f32>()?, vec![2.0, 3.0]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn split(&self, sizes: &[usize], dim: usize) -> Result<Vec<Tensor>> {
+        let d = wrap_dim(dim as isize, self.ndim())?;
+        if sizes.iter().sum::<usize>() != self.shape()[d] {
+            return Err(Error::shape(
+                "split",
+                format!("split sizes {sizes:?} do not add up to the size {} of dim {d}", self.shape()[d]),
+            ));
+        }
+        let mut parts = Vec::with_capacity(sizes.len());
+        let mut start = 0;
+        for &len in sizes {
+            parts.push(self.narrow_view(d, start, len)?);
+            start += len;
+        }
+        if let Some(edges) = collect_next_edges(&[self]) {
+            let outs: SmallVec<[&Tensor; 4]> = parts.iter().collect();
+            record(edges, &outs, |_| SplitBackward { dim: d });
+        }
+        Ok(parts)
+    }
+
+    /// Concatenates tensors of equal shape except along `dim`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Shape`] for an empty list or mismatched shapes; dtype and device mismatches.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let a = Tensor::from_vec(vec![1.0f32, 2.0], &[1, 2])?;
+    /// let b = Tensor::from_vec(vec![3.0f32, 4.0], &[1, 2])?;
+    /// assert_eq!(Tensor::cat(&[a, b], 0)?.shape(), &[2, 2]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn cat(tensors: &[Tensor], dim: usize) -> Result<Tensor> {
+        let first = tensors.first().ok_or_else(|| Error::shape("cat", "expected a non-empty list of Tensors"))?;
+        let d = wrap_dim(dim as isize, first.ndim())?;
+        for t in &tensors[1..] {
+            first.check_same_dtype_device("cat", t)?;
+            let same = t.ndim() == first.ndim()
+                && t.shape().iter().zip(first.shape()).enumerate().all(|(i, (a, b))| i == d || a == b);
+            if !same {
+                return Err(Error::shape(
+                    "cat",
+                    format!("Sizes of tensors must match except in dimension {d}: got {:?} and {:?}", first.shape(), t.shape()),
+                ));
+            }
+        }
+        let device = first.device();
+        let out = match first.dtype() {
+            DType::F32 => cat_typed::<f32>(tensors, d, device)?,
+            DType::F64 => cat_typed::<f64>(tensors, d, device)?,
+        };
+        let inputs: SmallVec<[&Tensor; 4]> = tensors.iter().collect();
+        if let Some(edges) = collect_next_edges(&inputs) {
+            let sizes = tensors.iter().map(|t| t.shape()[d]).collect();
+            record(edges, &[&out], |_| CatBackward { dim: d, sizes });
+        }
+        Ok(out)
+    }
+
+    /// Stacks tensors of equal shape along a new dim `dim`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tensor::cat`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let a = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
+    /// assert_eq!(Tensor::stack(&[a.clone(), a], 0)?.shape(), &[2, 2]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn stack(tensors: &[Tensor], dim: usize) -> Result<Tensor> {
+        let first = tensors.first().ok_or_else(|| Error::shape("stack", "expected a non-empty list of Tensors"))?;
+        if dim > first.ndim() {
+            return Err(Error::DimOutOfRange {
+                dim: dim as isize,
+                min: -(first.ndim() as isize) - 1,
+                max: first.ndim() as isize,
+            });
+        }
+        let parts = tensors
+            .iter()
+            .map(|t| {
+                let mut shape = t.shape_dims();
+                shape.insert(dim.min(shape.len()), 1);
+                t.reshape(&shape)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Tensor::cat(&parts, dim)
+    }
+
+    /// A differentiable copy with its own storage (PyTorch's `clone()`; `Tensor::clone` is another
+    /// handle to the same tensor).
+    ///
+    /// # Errors
+    ///
+    /// Infallible on the CPU; kept fallible like every op.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::scalar(1.0f32).requires_grad_(true)?;
+    /// let c = x.copy()?;
+    /// assert_eq!(c.grad_fn().unwrap().name(), "CloneBackward0");
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn copy(&self) -> Result<Tensor> {
+        let out = self.contiguous_data_owned();
+        if let Some(edges) = collect_next_edges(&[self]) {
+            record(edges, &[&out], |_| CloneBackward);
+        }
+        Ok(out)
+    }
+
+    /// `self` if contiguous, else a differentiable contiguous copy.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tensor::copy`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Tensor};
+    /// let t = Tensor::zeros(&[2, 3], DType::F32)?.transpose(0, 1)?;
+    /// assert!(t.contiguous()?.is_contiguous());
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn contiguous(&self) -> Result<Tensor> {
+        if self.is_contiguous() {
+            Ok(self.clone())
+        } else {
+            self.copy()
+        }
+    }
+
+    /// A differentiable conversion to `dtype` (`self` if it already has it).
+    ///
+    /// # Errors
+    ///
+    /// Infallible on the CPU; kept fallible like every op.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Tensor};
+    /// assert_eq!(Tensor::scalar(1.5f32).to_dtype(DType::F64)?.item::<f64>()?, 1.5);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
+        if dtype == self.dtype() {
+            return Ok(self.clone());
+        }
+        let device = self.device();
+        let out = with_view!(self, |a| match dtype {
+            DType::F32 => Tensor::from_ndarray_on(a.mapv(|v| f32::from_f64(v.to_f64())), device),
+            DType::F64 => Tensor::from_ndarray_on(a.mapv(|v| v.to_f64()), device),
+        });
+        if let Some(edges) = collect_next_edges(&[self]) {
+            let original = self.dtype();
+            record(edges, &[&out], |_| ToCopyBackward { dtype: original });
+        }
+        Ok(out)
+    }
+
+    /// A contiguous copy of the data with no autograd history.
+    pub(crate) fn contiguous_data_owned(&self) -> Tensor {
+        let device = self.device();
+        with_view!(self, |a| Tensor::from_ndarray_on(cpu::to_contiguous(a), device))
+    }
+}
+
+fn cat_typed<T: Element>(tensors: &[Tensor], dim: usize, device: crate::Device) -> Result<Tensor> {
+    let arrays = tensors.iter().map(|t| t.to_array::<T>()).collect::<Result<Vec<_>>>()?;
+    let views: Vec<_> = arrays.iter().map(|a| a.view()).collect();
+    Ok(Tensor::from_ndarray_on(cpu::cat(&views, dim), device))
+}

@@ -1,0 +1,82 @@
+//! The one place the runtime imports its synchronisation primitives from.
+//!
+//! Under `--cfg loom` these are loom's model-checked types; otherwise std's. The mutex poisoning
+//! policy is decided here once: a panic while a lock is held happens only inside user hooks or
+//! backward code, which the engine catches and reports as an [`Error`](crate::Error); the data the
+//! lock protects is left consistent by every engine critical section (none of them runs user code
+//! while holding a lock), so [`Mutex::lock`] simply ignores poisoning.
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::{atomic, Arc, Weak};
+#[cfg(loom)]
+pub(crate) use loom::sync::{atomic, Arc, Weak};
+
+#[cfg(not(loom))]
+use std::sync as imp;
+#[cfg(loom)]
+use loom::sync as imp;
+
+pub(crate) use imp::MutexGuard;
+
+/// A mutex whose `lock` never fails (see the module docs for the poisoning policy).
+#[derive(Debug, Default)]
+pub(crate) struct Mutex<T>(imp::Mutex<T>);
+
+impl<T> Mutex<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Mutex(imp::Mutex::new(value))
+    }
+
+    #[inline]
+    pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+        self.0.lock().unwrap_or_else(imp::PoisonError::into_inner)
+    }
+
+    pub(crate) fn into_inner(self) -> T {
+        self.0.into_inner().unwrap_or_else(imp::PoisonError::into_inner)
+    }
+}
+
+/// A condition variable paired with [`Mutex`], with the same poisoning policy.
+#[derive(Debug, Default)]
+pub(crate) struct Condvar(imp::Condvar);
+
+impl Condvar {
+    pub(crate) fn new() -> Self {
+        Condvar(imp::Condvar::new())
+    }
+
+    pub(crate) fn wait<'a, T>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+        self.0.wait(guard).unwrap_or_else(imp::PoisonError::into_inner)
+    }
+
+    pub(crate) fn notify_one(&self) {
+        self.0.notify_one();
+    }
+
+    pub(crate) fn notify_all(&self) {
+        self.0.notify_all();
+    }
+}
+
+/// A reader-writer lock with the same poisoning policy; guards tensor storage.
+#[cfg(not(loom))]
+#[derive(Debug, Default)]
+pub(crate) struct RwLock<T>(std::sync::RwLock<T>);
+
+#[cfg(not(loom))]
+impl<T> RwLock<T> {
+    pub(crate) fn new(value: T) -> Self {
+        RwLock(std::sync::RwLock::new(value))
+    }
+
+    #[inline]
+    pub(crate) fn read(&self) -> std::sync::RwLockReadGuard<'_, T> {
+        self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    #[inline]
+    pub(crate) fn write(&self) -> std::sync::RwLockWriteGuard<'_, T> {
+        self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}

@@ -1,0 +1,376 @@
+//! A tensor's autograd state (requires_grad, grad, grad_fn + output_nr, retains_grad, hooks, the
+//! weak link to a leaf's AccumulateGrad) and the public methods that read and change it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::Tensor;
+use crate::graph::hooks::LeafHooks;
+use crate::graph::{AccumulateGrad, Edge, HookHandle, NodeRef};
+use crate::sync::{Arc, Weak};
+use crate::{Error, Result};
+
+/// The autograd half of a tensor. Locked briefly by the tensor's methods and by AccumulateGrad.
+#[derive(Default)]
+pub(crate) struct AutogradMeta {
+    /// For leaves: whether gradients are accumulated into `grad`. Non-leaves require grad iff they
+    /// have a `grad_fn`.
+    pub(crate) requires_grad: bool,
+    /// The accumulated gradient (leaves, and non-leaves that retain their grad).
+    pub(crate) grad: Option<Tensor>,
+    /// The node that computes this tensor's gradient contribution to its inputs.
+    pub(crate) grad_fn: Option<NodeRef>,
+    /// Which output of `grad_fn` this tensor is.
+    pub(crate) output_nr: usize,
+    /// A leaf's AccumulateGrad, held weakly (the node holds the leaf strongly; B16).
+    pub(crate) grad_accumulator: Option<Weak<AccumulateGrad>>,
+    /// Whether `retain_grad()` was called on this non-leaf.
+    pub(crate) retains_grad: bool,
+    /// Tensor hooks and post-accumulate-grad hooks of a leaf.
+    pub(crate) leaf_hooks: LeafHooks,
+}
+
+impl Tensor {
+    /// Whether gradients flow to this tensor: a leaf with `requires_grad` set, or the result of a
+    /// recorded op.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::scalar(1.0f32);
+    /// assert!(!x.requires_grad());
+    /// x.set_requires_grad(true)?;
+    /// assert!(x.exp()?.requires_grad());
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn requires_grad(&self) -> bool {
+        let meta = self.0.autograd.lock();
+        meta.requires_grad || meta.grad_fn.is_some()
+    }
+
+    /// Sets whether this leaf accumulates gradients.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::RequiresGradOnNonLeaf`] on a tensor that has a `grad_fn`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::scalar(1.0f32);
+    /// x.set_requires_grad(true)?;
+    /// assert!(x.exp()?.set_requires_grad(false).is_err());
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn set_requires_grad(&self, requires_grad: bool) -> Result<()> {
+        let mut meta = self.0.autograd.lock();
+        if meta.grad_fn.is_some() {
+            return Err(Error::RequiresGradOnNonLeaf);
+        }
+        meta.requires_grad = requires_grad;
+        Ok(())
+    }
+
+    /// Builder-style [`Tensor::set_requires_grad`] for fresh leaves.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tensor::set_requires_grad`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let w = Tensor::scalar(0.5f64).requires_grad_(true)?;
+    /// assert!(w.requires_grad());
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn requires_grad_(self, requires_grad: bool) -> Result<Tensor> {
+        self.set_requires_grad(requires_grad)?;
+        Ok(self)
+    }
+
+    /// Whether this tensor is a leaf: it has no `grad_fn` (created by the user, or by an op that
+    /// was not recorded).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::scalar(1.0f32).requires_grad_(true)?;
+    /// assert!(x.is_leaf());
+    /// assert!(!x.exp()?.is_leaf());
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn is_leaf(&self) -> bool {
+        self.0.autograd.lock().grad_fn.is_none()
+    }
+
+    /// The accumulated gradient: set on leaves by `backward()`, and on non-leaves that called
+    /// [`Tensor::retain_grad`]. Reading it on another non-leaf warns once, as PyTorch does.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::scalar(3.0f64).requires_grad_(true)?;
+    /// assert!(x.grad().is_none());
+    /// x.mul(&x)?.backward()?;
+    /// assert_eq!(x.grad().unwrap().item::<f64>()?, 6.0);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn grad(&self) -> Option<Tensor> {
+        let meta = self.0.autograd.lock();
+        if meta.grad_fn.is_some() && !meta.retains_grad && meta.grad.is_none() {
+            warn_non_leaf_grad_once();
+        }
+        meta.grad.clone()
+    }
+
+    /// Replaces the accumulated gradient (`x.grad = g`; `None` resets it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::scalar(3.0f64).requires_grad_(true)?;
+    /// x.mul(&x)?.backward()?;
+    /// x.set_grad(None);
+    /// assert!(x.grad().is_none());
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn set_grad(&self, grad: Option<Tensor>) {
+        self.0.autograd.lock().grad = grad;
+    }
+
+    /// The node that computes this tensor's gradient contributions, or `None` for leaves.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::scalar(1.0f32).requires_grad_(true)?;
+    /// assert!(x.grad_fn().is_none());
+    /// assert_eq!(x.exp()?.grad_fn().unwrap().name(), "ExpBackward0");
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn grad_fn(&self) -> Option<NodeRef> {
+        self.0.autograd.lock().grad_fn.clone()
+    }
+
+    /// Which output of [`Tensor::grad_fn`] this tensor is.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?.requires_grad_(true)?;
+    /// let parts = x.chunk(2, 0)?;
+    /// assert_eq!(parts[1].output_nr(), 1);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn output_nr(&self) -> usize {
+        self.0.autograd.lock().output_nr
+    }
+
+    /// Makes this non-leaf keep its gradient in [`Tensor::grad`] after backward (a no-op on leaves).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::RetainGradWithoutRequiresGrad`] if the tensor does not require grad.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::scalar(2.0f64).requires_grad_(true)?;
+    /// let h = x.mul_scalar(3.0)?;
+    /// h.retain_grad()?;
+    /// h.mul(&h)?.backward()?;
+    /// assert_eq!(h.grad().unwrap().item::<f64>()?, 12.0);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn retain_grad(&self) -> Result<()> {
+        let mut meta = self.0.autograd.lock();
+        let Some(grad_fn) = meta.grad_fn.clone() else {
+            return if meta.requires_grad {
+                Ok(())
+            } else {
+                Err(Error::RetainGradWithoutRequiresGrad)
+            };
+        };
+        if meta.retains_grad {
+            return Ok(());
+        }
+        meta.retains_grad = true;
+        let output_nr = meta.output_nr;
+        drop(meta);
+        grad_fn.meta().hooks.set_retains_grad(output_nr, Arc::downgrade(&self.0));
+        Ok(())
+    }
+
+    /// Whether [`Tensor::retain_grad`] was called on this non-leaf.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::scalar(2.0f64).requires_grad_(true)?;
+    /// let h = x.exp()?;
+    /// h.retain_grad()?;
+    /// assert!(h.retains_grad());
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn retains_grad(&self) -> bool {
+        self.0.autograd.lock().retains_grad
+    }
+
+    /// A tensor sharing this one's storage and version counter, cut from the graph: no
+    /// `grad_fn`, `requires_grad == false` (B32).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::scalar(2.0f64).requires_grad_(true)?;
+    /// let z = x.add(&x.mul_scalar(2.0)?.detach())?;
+    /// z.backward()?;
+    /// assert_eq!(x.grad().unwrap().item::<f64>()?, 1.0);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn detach(&self) -> Tensor {
+        Tensor::from_parts(self.0.storage.clone(), self.0.layout.clone(), None)
+    }
+
+    /// Registers a hook called with this tensor's gradient each time it is computed during
+    /// backward; returning `Some(g)` replaces the gradient. Hooks run in registration order.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::HookWithoutRequiresGrad`] if the tensor does not require grad.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
+    /// let y = x.mul_scalar(2.0)?;
+    /// y.register_hook(|g| Some(g.mul_scalar(3.0).unwrap()))?;
+    /// y.backward()?;
+    /// assert_eq!(x.grad().unwrap().item::<f64>()?, 6.0);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn register_hook<F>(&self, hook: F) -> Result<HookHandle>
+    where
+        F: Fn(&Tensor) -> Option<Tensor> + Send + Sync + 'static,
+    {
+        let mut meta = self.0.autograd.lock();
+        match meta.grad_fn.clone() {
+            Some(grad_fn) => {
+                let output_nr = meta.output_nr;
+                drop(meta);
+                let id = grad_fn.meta().hooks.add_tensor_pre(output_nr, Arc::new(hook));
+                Ok(HookHandle::on_node(&grad_fn, id))
+            }
+            None if meta.requires_grad => {
+                let id = meta.leaf_hooks.add_tensor(Arc::new(hook));
+                drop(meta);
+                Ok(HookHandle::on_tensor(self, id))
+            }
+            None => Err(Error::HookWithoutRequiresGrad),
+        }
+    }
+
+    /// Registers a hook called with this leaf after its `.grad` was updated by backward (B20).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PostAccumulateGradHookOnNonLeaf`] on a non-leaf;
+    /// [`Error::HookWithoutRequiresGrad`] if the leaf does not require grad.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
+    /// x.register_post_accumulate_grad_hook(|t| {
+    ///     // e.g. an optimizer step fused into backward
+    ///     assert_eq!(t.grad().unwrap().item::<f64>().unwrap(), 2.0);
+    /// })?;
+    /// x.mul_scalar(2.0)?.backward()?;
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn register_post_accumulate_grad_hook<F>(&self, hook: F) -> Result<HookHandle>
+    where
+        F: Fn(&Tensor) + Send + Sync + 'static,
+    {
+        let mut meta = self.0.autograd.lock();
+        if meta.grad_fn.is_some() {
+            return Err(Error::PostAccumulateGradHookOnNonLeaf);
+        }
+        if !meta.requires_grad {
+            return Err(Error::HookWithoutRequiresGrad);
+        }
+        let id = meta.leaf_hooks.add_post_accumulate(Arc::new(hook));
+        drop(meta);
+        Ok(HookHandle::on_tensor(self, id))
+    }
+
+    // ----- crate-internal graph plumbing ----------------------------------------------------------
+
+    /// Where gradients for this tensor go: `(grad_fn, output_nr)`, or the leaf's AccumulateGrad
+    /// (created on demand), or `None` if it does not require grad.
+    pub(crate) fn gradient_edge(&self) -> Option<Edge> {
+        let mut meta = self.0.autograd.lock();
+        if let Some(f) = &meta.grad_fn {
+            return Some(Edge::new(f.clone(), meta.output_nr));
+        }
+        if !meta.requires_grad {
+            return None;
+        }
+        Some(Edge::new(self.grad_accumulator_locked(&mut meta), 0))
+    }
+
+    /// The leaf's AccumulateGrad, created if it does not exist (PyTorch's `grad_accumulator()`).
+    pub(crate) fn grad_accumulator_locked(&self, meta: &mut AutogradMeta) -> NodeRef {
+        if let Some(acc) = meta.grad_accumulator.as_ref().and_then(Weak::upgrade) {
+            return NodeRef::new(acc);
+        }
+        let acc = Arc::new(AccumulateGrad::new(self.clone()));
+        meta.grad_accumulator = Some(Arc::downgrade(&acc));
+        NodeRef::new(acc)
+    }
+
+    /// Makes this tensor output `output_nr` of `node` (called once on fresh op outputs, and by
+    /// in-place ops to rebase history).
+    pub(crate) fn set_grad_fn(&self, node: NodeRef, output_nr: usize) {
+        let mut meta = self.0.autograd.lock();
+        let moved_retain = meta.retains_grad;
+        let old = meta.grad_fn.replace(node.clone());
+        let old_nr = std::mem::replace(&mut meta.output_nr, output_nr);
+        drop(meta);
+        if moved_retain {
+            // In-place ops move the retains_grad hook to the new grad_fn (B17).
+            if let Some(old) = old {
+                old.meta().hooks.clear_retains_grad(old_nr);
+            }
+            node.meta().hooks.set_retains_grad(output_nr, Arc::downgrade(&self.0));
+        }
+    }
+
+    pub(crate) fn meta_lock(&self) -> crate::sync::MutexGuard<'_, AutogradMeta> {
+        self.0.autograd.lock()
+    }
+}
+
+fn warn_non_leaf_grad_once() {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    // Relaxed: only "warn at most once" matters.
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        crate::warning::warn(
+            "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more information.",
+        );
+    }
+}
+

@@ -1,0 +1,167 @@
+//! Shape, strides and offset of a tensor inside its storage, and the view arithmetic on them.
+
+use smallvec::SmallVec;
+
+use crate::{Error, Result};
+
+/// A small inline vector of dimension sizes or strides (no allocation up to 4 dims).
+pub(crate) type Dims = SmallVec<[usize; 4]>;
+
+/// Where a tensor's elements sit in its storage: element `[i0, i1, ..]` is at
+/// `offset + Σ ik * strides[k]`. Strides of 0 come from `expand`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Layout {
+    pub(crate) shape: Dims,
+    pub(crate) strides: Dims,
+    pub(crate) offset: usize,
+}
+
+impl Layout {
+    /// A C-contiguous layout of `shape` at offset 0.
+    pub(crate) fn contiguous(shape: &[usize]) -> Layout {
+        Layout {
+            shape: shape.into(),
+            strides: contiguous_strides(shape),
+            offset: 0,
+        }
+    }
+
+    pub(crate) fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Whether the elements are dense, in C order.
+    pub(crate) fn is_contiguous(&self) -> bool {
+        let mut expected = 1;
+        for (&size, &stride) in self.shape.iter().zip(&self.strides).rev() {
+            if size != 1 && stride != expected {
+                return false;
+            }
+            expected *= size;
+        }
+        true
+    }
+
+    pub(crate) fn transpose(&self, d0: usize, d1: usize) -> Layout {
+        let mut l = self.clone();
+        l.shape.swap(d0, d1);
+        l.strides.swap(d0, d1);
+        l
+    }
+
+    pub(crate) fn permute(&self, dims: &[usize]) -> Layout {
+        Layout {
+            shape: dims.iter().map(|&d| self.shape[d]).collect(),
+            strides: dims.iter().map(|&d| self.strides[d]).collect(),
+            offset: self.offset,
+        }
+    }
+
+    pub(crate) fn narrow(&self, dim: usize, start: usize, len: usize) -> Layout {
+        let mut l = self.clone();
+        l.offset += start * l.strides[dim];
+        l.shape[dim] = len;
+        l
+    }
+
+    /// Broadcast to `shape` (PyTorch `expand`): new leading dims and size-1 dims get stride 0.
+    pub(crate) fn expand(&self, shape: &[usize]) -> Result<Layout> {
+        let extra = shape.len().checked_sub(self.shape.len()).ok_or_else(|| {
+            Error::shape(
+                "expand",
+                format!(
+                    "the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
+                    shape.len(),
+                    self.shape.len()
+                ),
+            )
+        })?;
+        let mut strides = Dims::with_capacity(shape.len());
+        for (i, &target) in shape.iter().enumerate() {
+            if i < extra {
+                strides.push(0);
+                continue;
+            }
+            let (size, stride) = (self.shape[i - extra], self.strides[i - extra]);
+            if size == target {
+                strides.push(stride);
+            } else if size == 1 {
+                strides.push(0);
+            } else {
+                return Err(Error::shape(
+                    "expand",
+                    format!(
+                        "The expanded size of the tensor ({target}) must match the existing size ({size}) at non-singleton dimension {i}.  Target sizes: {shape:?}.  Tensor sizes: {:?}",
+                        self.shape.as_slice()
+                    ),
+                ));
+            }
+        }
+        Ok(Layout {
+            shape: shape.into(),
+            strides,
+            offset: self.offset,
+        })
+    }
+
+    /// The span of storage elements this layout can touch (`0` for empty tensors).
+    pub(crate) fn storage_span(&self) -> usize {
+        if self.shape.contains(&0) {
+            return 0;
+        }
+        self.offset
+            + self
+                .shape
+                .iter()
+                .zip(&self.strides)
+                .map(|(&n, &s)| (n - 1) * s)
+                .sum::<usize>()
+            + 1
+    }
+}
+
+/// C-order strides for `shape`.
+pub(crate) fn contiguous_strides(shape: &[usize]) -> Dims {
+    let mut strides: Dims = smallvec::smallvec![0; shape.len()];
+    let mut acc = 1;
+    for (s, &n) in strides.iter_mut().zip(shape).rev() {
+        *s = acc;
+        acc *= n.max(1);
+    }
+    strides
+}
+
+/// Resolves a possibly negative dimension index against `ndim` dims.
+pub(crate) fn wrap_dim(dim: isize, ndim: usize) -> Result<usize> {
+    let n = ndim.max(1) as isize;
+    let d = if dim < 0 { dim + n } else { dim };
+    if d < 0 || d >= n {
+        return Err(Error::DimOutOfRange {
+            dim,
+            min: -n,
+            max: n - 1,
+        });
+    }
+    Ok(d as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contiguity_and_views() {
+        let l = Layout::contiguous(&[2, 3]);
+        assert_eq!(l.strides.as_slice(), &[3, 1]);
+        assert!(l.is_contiguous());
+        let t = l.transpose(0, 1);
+        assert!(!t.is_contiguous());
+        let n = l.narrow(1, 1, 2);
+        assert_eq!((n.offset, n.shape.as_slice()), (1, &[2, 2][..]));
+        let e = Layout::contiguous(&[3, 1]).expand(&[2, 3, 4]).expect("expandable");
+        assert_eq!(e.strides.as_slice(), &[0, 1, 0]);
+        assert!(Layout::contiguous(&[3]).expand(&[4]).is_err());
+        assert_eq!(wrap_dim(-1, 3).expect("valid"), 2);
+        assert!(matches!(wrap_dim(3, 3), Err(Error::DimOutOfRange { dim: 3, min: -3, max: 2 })));
+    }
+}

@@ -1,0 +1,454 @@
+//! The [`Tensor`]: a cheap handle (`Arc`) to shared storage plus a layout, a dtype, a device and
+//! autograd metadata.
+
+mod autograd_meta;
+pub(crate) mod data;
+pub(crate) mod dtype;
+pub(crate) mod device;
+pub(crate) mod layout;
+pub(crate) mod storage;
+
+use std::fmt;
+
+use crate::sync::{Arc, Mutex};
+use crate::{DType, Device, Element, Error, Result};
+
+pub(crate) use autograd_meta::AutogradMeta;
+use layout::{Dims, Layout};
+use storage::{Buffer, Storage};
+
+/// An n-dimensional array of `f32` or `f64` that records the operations applied to it, so that
+/// gradients can be computed with [`Tensor::backward`] or [`grad`](crate::grad).
+///
+/// `Tensor` is a handle: `clone()` gives another handle to the *same* tensor (same data, same
+/// autograd state), like a Python reference. The differentiable copy (PyTorch's `clone()`) is
+/// [`Tensor::copy`]. Views (`reshape` of contiguous data, `transpose`, `narrow`, `expand`,
+/// `detach`) share storage and the version counter with their base.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::Tensor;
+/// let x = Tensor::from_vec(vec![1.0f64, 2.0, 3.0], &[3])?;
+/// x.set_requires_grad(true)?;
+/// let y = x.mul(&x)?.sum()?; // y = Σ x²
+/// y.backward()?;
+/// assert_eq!(x.grad().unwrap().to_vec::<f64>()?, vec![2.0, 4.0, 6.0]);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Tensor(pub(crate) Arc<TensorImpl>);
+
+/// The shared state behind a [`Tensor`] handle.
+pub(crate) struct TensorImpl {
+    /// The data, shared with views and detached aliases.
+    pub(crate) storage: Arc<Storage>,
+    /// Shape, strides, offset into `storage`.
+    pub(crate) layout: Layout,
+    /// Cached from the storage buffer (never changes).
+    pub(crate) dtype: DType,
+    /// For views: the tensor whose storage this one aliases (the root base, never a view itself).
+    pub(crate) view_base: Option<Tensor>,
+    /// requires_grad, grad, grad_fn, hooks. Locked briefly; never held while user code runs.
+    pub(crate) autograd: Mutex<AutogradMeta>,
+}
+
+impl Tensor {
+    // ----- construction -------------------------------------------------------------------------
+
+    pub(crate) fn from_parts(storage: Arc<Storage>, layout: Layout, view_base: Option<Tensor>) -> Tensor {
+        let dtype = storage.data.read().dtype();
+        Tensor(Arc::new(TensorImpl {
+            storage,
+            layout,
+            dtype,
+            view_base,
+            autograd: Mutex::new(AutogradMeta::default()),
+        }))
+    }
+
+    /// A new contiguous CPU tensor owning `data`. `data.len()` must equal the product of `shape`.
+    pub(crate) fn from_buffer(data: Buffer, shape: &[usize], device: Device) -> Tensor {
+        debug_assert_eq!(data.len(), shape.iter().product::<usize>(), "invariant: buffer matches shape");
+        let dtype = data.dtype();
+        Tensor(Arc::new(TensorImpl {
+            storage: Arc::new(Storage::new(data, device)),
+            layout: Layout::contiguous(shape),
+            dtype,
+            view_base: None,
+            autograd: Mutex::new(AutogradMeta::default()),
+        }))
+    }
+
+    /// Creates a tensor of `shape` from a flat vector in C order.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidShape`] if `v.len()` differs from the product of `shape`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2])?;
+    /// assert_eq!(t.shape(), &[2, 2]);
+    /// assert!(Tensor::from_vec(vec![1.0f32], &[2]).is_err());
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn from_vec<T: Element>(v: Vec<T>, shape: &[usize]) -> Result<Tensor> {
+        if v.len() != shape.iter().product::<usize>() {
+            return Err(Error::InvalidShape {
+                shape: shape.to_vec(),
+                len: v.len(),
+            });
+        }
+        Ok(Tensor::from_buffer(T::wrap(v), shape, Device::Cpu))
+    }
+
+    /// Creates a tensor from an ndarray array (copied into C order if it is not already).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let t = Tensor::from_array(ndarray::arr2(&[[1.0f64, 2.0], [3.0, 4.0]]));
+    /// assert_eq!(t.to_vec::<f64>()?, vec![1.0, 2.0, 3.0, 4.0]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn from_array<T: Element, D: ndarray::Dimension>(a: ndarray::Array<T, D>) -> Tensor {
+        Tensor::from_ndarray(a.into_dyn())
+    }
+
+    /// A 0-dimensional tensor holding `v`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let t = autograd_runtime::Tensor::scalar(2.5f64);
+    /// assert_eq!(t.shape(), &[] as &[usize]);
+    /// assert_eq!(t.item::<f64>()?, 2.5);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn scalar<T: Element>(v: T) -> Tensor {
+        Tensor::from_buffer(T::wrap(vec![v]), &[], Device::Cpu)
+    }
+
+    /// A tensor of `shape` filled with `value`.
+    ///
+    /// # Errors
+    ///
+    /// Currently infallible for CPU tensors; the `Result` leaves room for allocation failures.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Tensor};
+    /// let t = Tensor::full(&[2], 7.0, DType::F32)?;
+    /// assert_eq!(t.to_vec::<f32>()?, vec![7.0, 7.0]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn full(shape: &[usize], value: f64, dtype: DType) -> Result<Tensor> {
+        let n = shape.iter().product();
+        let data = match dtype {
+            DType::F32 => Buffer::F32(vec![value as f32; n]),
+            DType::F64 => Buffer::F64(vec![value; n]),
+        };
+        Ok(Tensor::from_buffer(data, shape, Device::Cpu))
+    }
+
+    /// A tensor of zeros.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tensor::full`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Tensor};
+    /// assert_eq!(Tensor::zeros(&[3], DType::F64)?.to_vec::<f64>()?, vec![0.0; 3]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Tensor::full(shape, 0.0, dtype)
+    }
+
+    /// A tensor of ones.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tensor::full`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Tensor};
+    /// assert_eq!(Tensor::ones(&[2], DType::F32)?.to_vec::<f32>()?, vec![1.0; 2]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn ones(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Tensor::full(shape, 1.0, dtype)
+    }
+
+    /// Standard-normal samples from a deterministic generator seeded with `seed`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tensor::full`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Tensor};
+    /// let a = Tensor::randn(&[4], DType::F64, 7)?;
+    /// let b = Tensor::randn(&[4], DType::F64, 7)?;
+    /// assert_eq!(a.to_vec::<f64>()?, b.to_vec::<f64>()?);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn randn(shape: &[usize], dtype: DType, seed: u64) -> Result<Tensor> {
+        Ok(match dtype {
+            DType::F32 => Tensor::from_ndarray(crate::backend::cpu::randn::<f32>(shape, seed)),
+            DType::F64 => Tensor::from_ndarray(crate::backend::cpu::randn::<f64>(shape, seed)),
+        })
+    }
+
+    /// Zeros with this tensor's shape, dtype and device.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let t = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
+    /// assert_eq!(t.zeros_like().to_vec::<f32>()?, vec![0.0, 0.0]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn zeros_like(&self) -> Tensor {
+        self.full_like(0.0)
+    }
+
+    /// Ones with this tensor's shape, dtype and device.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// assert_eq!(Tensor::scalar(3.0f64).ones_like().item::<f64>()?, 1.0);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn ones_like(&self) -> Tensor {
+        self.full_like(1.0)
+    }
+
+    /// A tensor filled with `value`, with this tensor's shape, dtype and device.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// assert_eq!(Tensor::scalar(3.0f64).full_like(5.0).item::<f64>()?, 5.0);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn full_like(&self, value: f64) -> Tensor {
+        let n = self.numel();
+        let data = match self.dtype() {
+            DType::F32 => Buffer::F32(vec![value as f32; n]),
+            DType::F64 => Buffer::F64(vec![value; n]),
+        };
+        Tensor::from_buffer(data, self.shape(), self.device())
+    }
+
+    // ----- inspection -----------------------------------------------------------------------------
+
+    /// The size of each dimension (`&[]` for a 0-dim tensor).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Tensor};
+    /// assert_eq!(Tensor::zeros(&[2, 3], DType::F32)?.shape(), &[2, 3]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn shape(&self) -> &[usize] {
+        &self.0.layout.shape
+    }
+
+    /// The strides of each dimension, in elements.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Tensor};
+    /// let t = Tensor::zeros(&[2, 3], DType::F32)?;
+    /// assert_eq!(t.strides(), &[3, 1]);
+    /// assert_eq!(t.transpose(0, 1)?.strides(), &[1, 3]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn strides(&self) -> &[usize] {
+        &self.0.layout.strides
+    }
+
+    /// Number of dimensions.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(autograd_runtime::Tensor::scalar(1.0f32).ndim(), 0);
+    /// ```
+    pub fn ndim(&self) -> usize {
+        self.0.layout.shape.len()
+    }
+
+    /// Number of elements.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Tensor};
+    /// assert_eq!(Tensor::zeros(&[2, 3], DType::F32)?.numel(), 6);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn numel(&self) -> usize {
+        self.0.layout.numel()
+    }
+
+    /// The element type.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Tensor};
+    /// assert_eq!(Tensor::scalar(1.0f32).dtype(), DType::F32);
+    /// ```
+    pub fn dtype(&self) -> DType {
+        self.0.dtype
+    }
+
+    /// The device the data lives on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{Device, Tensor};
+    /// assert_eq!(Tensor::scalar(1.0f32).device(), Device::Cpu);
+    /// ```
+    pub fn device(&self) -> Device {
+        self.0.storage.device
+    }
+
+    /// Whether the elements are dense in C order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Tensor};
+    /// let t = Tensor::zeros(&[2, 3], DType::F32)?;
+    /// assert!(t.is_contiguous());
+    /// assert!(!t.transpose(0, 1)?.is_contiguous());
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn is_contiguous(&self) -> bool {
+        self.0.layout.is_contiguous()
+    }
+
+    /// Whether this tensor is a view sharing another tensor's storage.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Tensor};
+    /// let t = Tensor::zeros(&[2, 3], DType::F32)?;
+    /// assert!(t.transpose(0, 1)?.is_view());
+    /// assert!(!t.is_view());
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn is_view(&self) -> bool {
+        self.0.view_base.is_some()
+    }
+
+    /// The version counter shared with every view and detached alias: bumped by each in-place op.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Tensor};
+    /// let t = Tensor::zeros(&[2], DType::F32)?;
+    /// let d = t.detach();
+    /// d.fill_(1.0)?;
+    /// assert_eq!((t.version(), d.version()), (1, 1));
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn version(&self) -> u64 {
+        self.0.storage.version()
+    }
+
+    /// Whether `self` and `other` are handles to the same tensor.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let a = Tensor::scalar(1.0f32);
+    /// assert!(a.is_same(&a.clone()));
+    /// assert!(!a.is_same(&a.detach()));
+    /// ```
+    pub fn is_same(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Whether `self` and `other` share storage (views, detached aliases).
+    pub(crate) fn shares_storage(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0.storage, &other.0.storage)
+    }
+
+    pub(crate) fn layout(&self) -> &Layout {
+        &self.0.layout
+    }
+
+    pub(crate) fn shape_dims(&self) -> Dims {
+        self.0.layout.shape.clone()
+    }
+
+    /// A new tensor aliasing this one's storage with `layout` (no autograd metadata).
+    pub(crate) fn alias_with_layout(&self, layout: Layout) -> Tensor {
+        let base = self.0.view_base.clone().unwrap_or_else(|| self.clone());
+        Tensor(Arc::new(TensorImpl {
+            storage: self.0.storage.clone(),
+            layout,
+            dtype: self.0.dtype,
+            view_base: Some(base),
+            autograd: Mutex::new(AutogradMeta::default()),
+        }))
+    }
+}
+
+impl fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let meta = self.0.autograd.lock();
+        let mut d = f.debug_struct("Tensor");
+        d.field("shape", &self.shape()).field("dtype", &self.dtype());
+        if !self.device().is_cpu() {
+            d.field("device", &self.device());
+        }
+        if self.numel() <= 16 {
+            match self.dtype() {
+                DType::F32 => d.field("data", &self.to_vec::<f32>().unwrap_or_default()),
+                DType::F64 => d.field("data", &self.to_vec::<f64>().unwrap_or_default()),
+            };
+        }
+        if let Some(node) = &meta.grad_fn {
+            d.field("grad_fn", &node.name());
+        } else if meta.requires_grad {
+            d.field("requires_grad", &true);
+        }
+        d.finish()
+    }
+}
+
+impl fmt::Debug for TensorImpl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TensorImpl")
+            .field("layout", &self.layout)
+            .field("dtype", &self.dtype)
+            .finish_non_exhaustive()
+    }
+}
