@@ -21,3 +21,8 @@
 //! ```
 
 pub use autograd_runtime::*;
+
+/// The README's examples, compiled and run as doctests so the README stays true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
