@@ -38,11 +38,13 @@ mod tensor;
 mod warning;
 
 pub use anomaly::{detect_anomaly, is_anomaly_enabled, set_detect_anomaly, AnomalyGuard};
-pub use engine::{backward, grad, queue_callback, BackwardOptions, GradOptions};
+pub use engine::{
+    backward, current_graph_task_id, grad, queue_callback, will_engine_execute_node, BackwardOptions, GradOptions,
+};
 pub use error::{Error, Result};
 pub use grad_mode::{enable_grad, is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard};
 pub use gradcheck::{gradcheck, gradcheck_with, gradgradcheck, GradcheckOptions};
-pub use graph::{Edge, HookHandle, Node, NodeMeta, NodeRef, SavedTensor};
+pub use graph::{register_multi_grad_hook, Edge, HookHandle, MultiGradHookHandle, MultiGradMode, Node, NodeMeta, NodeRef, SavedTensor};
 pub use tensor::device::Device;
 pub use tensor::dtype::{DType, Element};
 pub use tensor::Tensor;
@@ -51,8 +53,16 @@ pub use warning::set_warning_handler;
 /// Items used by code that `#[differentiable]` and `#[backward]` generate. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::graph::function::record_node;
+    pub use crate::graph::function::{next_edges, record_node};
     pub use crate::graph::{Backward, FunctionNode, GradVec, InputMetadata};
     pub use crate::tensor::dtype::Buffer;
     pub use smallvec;
+
+    /// Implemented (by `#[backward(f)]`) for the marker type `#[differentiable] fn f` emits, so
+    /// that a forward without a backward, or with two, is a compile error.
+    #[diagnostic::on_unimplemented(
+        message = "`#[differentiable]` function has no `#[backward]`",
+        label = "add a function annotated `#[backward(<this function>)]`"
+    )]
+    pub trait HasBackward {}
 }

@@ -1,39 +1,77 @@
 //! `compute_dependencies`: one iterative walk of the graph from the root that gives every
 //! reachable node a dense index and counts, per node, how many edges point at it (B03), skipping
 //! the expansion of nodes below `min_topo_nr` (B09).
+//!
+//! # Finding a node's index during the walk
+//!
+//! The walk must recognise nodes it has already seen. A hash map from node address to index
+//! costs a cache miss per edge on large graphs, so the walk that holds [`WALK_SLOTS`] stores the
+//! index in the node itself (`NodeMeta::walk_index`, tagged with the walk's epoch). Only one walk
+//! at a time may use the slots; a walk that finds them taken (another thread is walking
+//! concurrently) falls back to a hash map. The slots are only read during the walk: afterwards the
+//! plan's dense arrays are used, so a later walk may overwrite them freely.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::Ordering;
 
-use crate::NodeRef;
+use crate::sync::atomic::{AtomicBool, AtomicU64};
+use std::ptr::NonNull;
+
+use crate::{Node, NodeRef};
 
 /// Sentinel for an output whose edge is absent.
 pub(crate) const NO_TARGET: u32 = u32::MAX;
 
+/// Held by the one walk that may use the per-node index slots.
+static WALK_SLOTS: AtomicBool = AtomicBool::new(false);
+/// Epoch of the latest slot-using walk (0 is never used, so fresh nodes never match).
+static WALK_EPOCH: AtomicU64 = AtomicU64::new(0);
+
 /// The reachable graph of one backward pass with dense node indices, so that the hot loop uses
 /// vectors instead of hash maps. Index 0 is the root.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct GraphPlan {
-    /// Node handles by index (keeps every node alive for the pass).
-    pub(crate) nodes: Vec<NodeRef>,
+    /// Keeps every node of the plan alive: all of them are reachable from the root through
+    /// `next_edges`, which never change after a node is created.
+    root: NodeRef,
+    /// Nodes by index, borrowed from the graph `root` owns (no reference count traffic per node).
+    nodes: Vec<NonNull<dyn Node>>,
     /// `edge_start[i]..edge_start[i + 1]` indexes `edge_target` for node `i`'s next edges.
     pub(crate) edge_start: Vec<u32>,
     /// Dense index of each next edge's node, or [`NO_TARGET`] (no edge, or node not expanded).
     pub(crate) edge_target: Vec<u32>,
     /// Number of edges pointing at each node.
     pub(crate) dependencies: Vec<u32>,
-    /// Node address to index, for looking up `grad()` inputs.
-    pub(crate) index: HashMap<usize, u32, BuildHasherDefault<AddrHasher>>,
 }
 
+// SAFETY: the pointers refer to `Node`s (which are `Send + Sync`) owned by the graph that `root`
+// keeps alive; the plan hands out only shared references.
+unsafe impl Send for GraphPlan {}
+// SAFETY: as above; `&GraphPlan` only yields `&dyn Node`.
+unsafe impl Sync for GraphPlan {}
+
 impl GraphPlan {
+    /// The node with dense index `i`.
+    #[inline]
+    pub(crate) fn node(&self, i: u32) -> &dyn Node {
+        // SAFETY: every pointer was taken from a `NodeRef` reachable from `self.root` through
+        // immutable `next_edges`, so the node lives at least as long as `self`.
+        unsafe { self.nodes[i as usize].as_ref() }
+    }
+
+    /// The dense index of `node`, by a linear scan (for rare queries after the walk).
+    pub(crate) fn position(&self, node: &NodeRef) -> Option<u32> {
+        let addr = node.addr();
+        self.nodes
+            .iter()
+            .position(|p| p.as_ptr() as *const () as usize == addr)
+            .map(|i| i as u32)
+    }
+
     #[inline]
     pub(crate) fn target(&self, node: u32, output: usize) -> u32 {
         self.edge_target[self.edge_start[node as usize] as usize + output]
-    }
-
-    pub(crate) fn index_of(&self, node: &NodeRef) -> Option<u32> {
-        self.index.get(&node.addr()).copied()
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -41,33 +79,94 @@ impl GraphPlan {
     }
 }
 
-/// Walks the graph from `root` without recursion (a million-node chain must not overflow).
-pub(crate) fn compute_dependencies(root: &NodeRef, min_topo_nr: u64) -> GraphPlan {
-    let mut plan = GraphPlan::default();
-    plan.index.insert(root.addr(), 0);
-    plan.nodes.push(root.clone());
-    plan.dependencies.push(0);
+/// How the walk maps nodes to indices.
+enum Index {
+    Slots { epoch: u64 },
+    Map(HashMap<usize, u32, BuildHasherDefault<AddrHasher>>),
+}
+
+impl Index {
+    fn get(&self, node: &NodeRef) -> Option<u32> {
+        match self {
+            Index::Slots { epoch } => {
+                let meta = node.meta();
+                // Relaxed: only the walk holding WALK_SLOTS touches the slots; its Acquire on the
+                // lock orders these accesses after the previous holder's.
+                (meta.walk_epoch.load(Ordering::Relaxed) == *epoch).then(|| meta.walk_index.load(Ordering::Relaxed))
+            }
+            Index::Map(m) => m.get(&node.addr()).copied(),
+        }
+    }
+
+    fn insert(&mut self, node: &NodeRef, index: u32) {
+        match self {
+            Index::Slots { epoch } => {
+                let meta = node.meta();
+                // Relaxed: see `get`.
+                meta.walk_index.store(index, Ordering::Relaxed);
+                meta.walk_epoch.store(*epoch, Ordering::Relaxed);
+            }
+            Index::Map(m) => {
+                m.insert(node.addr(), index);
+            }
+        }
+    }
+}
+
+/// Walks the graph from `root` without recursion (a million-node chain must not overflow) and
+/// returns the plan plus the index of each node in `lookups` (`None` if unreachable).
+pub(crate) fn compute_dependencies(root: &NodeRef, min_topo_nr: u64, lookups: &[&NodeRef]) -> (GraphPlan, Vec<Option<u32>>) {
+    // Acquire: pairs with the Release store that ends the previous slot walk, so its slot writes
+    // happen-before ours.
+    let use_slots = WALK_SLOTS
+        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_ok();
+    let mut index = if use_slots {
+        // Relaxed: the epoch is only touched under WALK_SLOTS.
+        Index::Slots { epoch: WALK_EPOCH.fetch_add(1, Ordering::Relaxed) + 1 }
+    } else {
+        Index::Map(HashMap::default())
+    };
+    let plan = walk(root, min_topo_nr, &mut index);
+    let found = lookups.iter().map(|n| index.get(n)).collect();
+    if use_slots {
+        // Release: publishes our slot writes to the next walk's Acquire.
+        WALK_SLOTS.store(false, Ordering::Release);
+    }
+    (plan, found)
+}
+
+fn walk(root: &NodeRef, min_topo_nr: u64, index: &mut Index) -> GraphPlan {
+    let mut plan = GraphPlan {
+        root: root.clone(),
+        nodes: vec![NonNull::from(&**root.arc())],
+        edge_start: Vec::new(),
+        edge_target: Vec::new(),
+        dependencies: vec![0],
+    };
+    index.insert(root, 0);
     // Nodes are expanded in index order, so the "stack" is just a cursor over `plan.nodes`.
     let mut cursor = 0;
     while cursor < plan.nodes.len() {
-        let node = plan.nodes[cursor].clone();
         plan.edge_start.push(plan.edge_target.len() as u32);
+        // SAFETY: as in `GraphPlan::node`: reachable from the root, which the plan holds.
+        let node: &dyn Node = unsafe { plan.nodes[cursor].as_ref() };
         let expand = node.meta().topological_nr() >= min_topo_nr;
         for edge in node.meta().next_edges() {
-            let Some(edge) = edge else {
+            let Some(edge) = edge.as_ref().filter(|_| expand) else {
                 plan.edge_target.push(NO_TARGET);
                 continue;
             };
-            if !expand {
-                plan.edge_target.push(NO_TARGET);
-                continue;
-            }
-            let next_index = plan.nodes.len() as u32;
-            let idx = *plan.index.entry(edge.node.addr()).or_insert(next_index);
-            if idx == next_index {
-                plan.nodes.push(edge.node.clone());
-                plan.dependencies.push(0);
-            }
+            let idx = match index.get(&edge.node) {
+                Some(i) => i,
+                None => {
+                    let i = plan.nodes.len() as u32;
+                    index.insert(&edge.node, i);
+                    plan.nodes.push(NonNull::from(&**edge.node.arc()));
+                    plan.dependencies.push(0);
+                    i
+                }
+            };
             plan.dependencies[idx as usize] += 1;
             plan.edge_target.push(idx);
         }

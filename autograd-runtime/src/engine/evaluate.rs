@@ -11,7 +11,7 @@ use crate::sync::Arc;
 use crate::{Error, Result, Tensor};
 
 pub(crate) fn evaluate_function(gt: &Arc<GraphTask>, index: u32, inputs: InputBuffer) -> Result<()> {
-    let node = &*gt.plan.nodes[index as usize];
+    let node = gt.plan.node(index);
     let mut grads = inputs.into_grads();
     if !gt.exec_info.is_empty() {
         let info = &gt.exec_info[index as usize];
@@ -30,7 +30,7 @@ pub(crate) fn evaluate_function(gt: &Arc<GraphTask>, index: u32, inputs: InputBu
         }
     }
 
-    let outputs = call_function(gt, node, grads)?;
+    let outputs = call_function(node, grads)?;
     if !gt.keep_graph {
         node.release_saved();
     }
@@ -61,7 +61,7 @@ pub(crate) fn evaluate_function(gt: &Arc<GraphTask>, index: u32, inputs: InputBu
         if !gt.exec_info.is_empty() && !gt.exec_info[t].should_execute() {
             continue;
         }
-        let next = &gt.plan.nodes[t];
+        let next = gt.plan.node(target);
         let input_nr = edges[i].as_ref().expect("invariant: a target implies an edge").input_nr;
         let buffer = &mut state.not_ready[t];
         if !buffer.is_allocated() {
@@ -80,7 +80,7 @@ pub(crate) fn evaluate_function(gt: &Arc<GraphTask>, index: u32, inputs: InputBu
 pub(crate) fn push_task(gt: &Arc<GraphTask>, index: u32, sequence_nr: u64, inputs: InputBuffer) {
     gt.add_outstanding();
     gt.cpu_ready_queue.push(NodeTask {
-        graph_task: Arc::downgrade(gt),
+        graph_task: Some(gt.clone()),
         node_index: index,
         sequence_nr,
         reentrant_depth: gt.reentrant_depth,
@@ -128,15 +128,9 @@ fn call_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> GradVec {
     grads
 }
 
-fn call_function(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> Result<GradVec> {
+fn call_function(node: &dyn Node, grads: GradVec) -> Result<GradVec> {
     let mut grads = call_tensor_pre_hooks(node, grads);
-    let hooks = if node.accumulates_into().is_some() {
-        node.meta().hooks.snapshot()
-    } else {
-        // Non-leaf tensor hooks were run above from the same snapshot source; take it again for
-        // node hooks (cheap: `None` for nodes without hooks).
-        node.meta().hooks.snapshot()
-    };
+    let hooks = node.meta().hooks.snapshot();
     if let Some(h) = &hooks {
         for (_, pre) in &h.pre {
             if let Some(new) = pre(&grads) {
@@ -145,7 +139,6 @@ fn call_function(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> Result<Grad
         }
     }
     let grad_outputs = hooks.as_ref().filter(|h| !h.post.is_empty()).map(|_| grads.clone());
-    let _ = gt;
     let mut outputs = node.apply(grads)?;
     validate_outputs(node, &mut outputs)?;
     if let (Some(h), Some(grad_outputs)) = (&hooks, grad_outputs) {

@@ -257,7 +257,8 @@ pub fn grad(outputs: &[Tensor], inputs: &[Tensor], options: GradOptions) -> Resu
     for (index, (slot, input)) in result.iter_mut().zip(inputs).enumerate() {
         if slot.is_none() {
             if options.materialize_grads {
-                *slot = Some(input.zeros_like());
+                // PyTorch: `zeros_like(input, requires_grad=True)`, so it can be differentiated.
+                *slot = Some(input.zeros_like().requires_grad_(true)?);
             } else if !allow_unused {
                 return Err(Error::UnusedInput { index });
             }
@@ -359,4 +360,49 @@ impl Tensor {
         let grads = [options.gradient.clone()];
         backward(std::slice::from_ref(self), &grads, options)
     }
+}
+
+/// The id of the backward pass running on this thread (`None` outside backward), increasing by
+/// one per pass (B30).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use autograd_runtime::{current_graph_task_id, Tensor};
+/// assert_eq!(current_graph_task_id(), None);
+/// let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
+/// let seen = Arc::new(Mutex::new(None));
+/// let s = seen.clone();
+/// x.register_hook(move |_| { *s.lock().unwrap() = current_graph_task_id(); None })?;
+/// x.mul_scalar(2.0)?.backward()?;
+/// assert!(seen.lock().unwrap().is_some());
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn current_graph_task_id() -> Option<u64> {
+    worker::with_current_graph_task(|t| t.map(|t| t.id))
+}
+
+/// Whether the current backward pass will run `node` (`torch._C._will_engine_execute_node`):
+/// it is reachable from the roots and, for `grad()`/`backward(inputs=..)`, needed.
+///
+/// # Errors
+///
+/// [`Error::Message`] when called outside a backward pass.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::{will_engine_execute_node, Tensor};
+/// let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
+/// assert!(will_engine_execute_node(&x.exp()?.grad_fn().unwrap()).is_err());
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn will_engine_execute_node(node: &crate::NodeRef) -> Result<bool> {
+    worker::with_current_graph_task(|t| match t {
+        Some(t) => Ok(t.will_execute(node)),
+        None => Err(Error::msg(
+            "_will_engine_execute_node should only be called during the backward pass",
+        )),
+    })
 }

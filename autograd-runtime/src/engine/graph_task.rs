@@ -31,6 +31,8 @@ pub(crate) struct TaskState {
 
 /// One backward pass.
 pub(crate) struct GraphTask {
+    /// Unique per process, increasing (`torch._C._current_graph_task_id`, B30).
+    pub(crate) id: u64,
     /// Keep saved tensors after nodes run (`retain_graph`).
     pub(crate) keep_graph: bool,
     /// Grad mode while nodes run (`create_graph`).
@@ -63,16 +65,19 @@ impl GraphTask {
         keep_graph: bool,
         create_graph: bool,
         reentrant_depth: usize,
-        plan: GraphPlan,
+        mut plan: GraphPlan,
         exec_info: Vec<ExecInfo>,
         num_captures: usize,
         cpu_ready_queue: Arc<ReadyQueue>,
     ) -> GraphTask {
         let n = plan.len();
-        let dependencies = plan.dependencies.clone();
+        let dependencies = std::mem::take(&mut plan.dependencies);
         let mut not_ready = Vec::with_capacity(n);
         not_ready.resize_with(n, InputBuffer::default);
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         GraphTask {
+            // Relaxed: only uniqueness and monotonicity per thread matter.
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             keep_graph,
             create_graph,
             reentrant_depth,
@@ -174,6 +179,16 @@ impl GraphTask {
             }
         }
         self.mark_completed();
+    }
+
+    /// Whether `node` runs in this pass (`torch._C._will_engine_execute_node`): reachable, and
+    /// selected by `exec_info` when the pass is selective. O(nodes); used by multi-grad hooks
+    /// once per pass.
+    pub(crate) fn will_execute(&self, node: &crate::NodeRef) -> bool {
+        let Some(i) = self.plan.position(node) else {
+            return false;
+        };
+        self.exec_info.is_empty() || self.exec_info[i as usize].should_execute()
     }
 
     /// Takes the outcome: the captured gradients, or the first error.

@@ -13,7 +13,9 @@ mod ready_queue;
 mod unwind;
 mod worker;
 
-pub use front_door::{backward, grad, queue_callback, BackwardOptions, GradOptions};
+pub use front_door::{
+    backward, current_graph_task_id, grad, queue_callback, will_engine_execute_node, BackwardOptions, GradOptions,
+};
 
 use dependencies::compute_dependencies;
 use evaluate::push_task;
@@ -58,17 +60,19 @@ pub(crate) fn execute(
             .min()
             .unwrap_or(u64::MAX)
     };
-    let plan = compute_dependencies(&root, min_topo_nr);
+    let lookups: Vec<&NodeRef> = outputs.iter().flatten().map(|e| &e.node).collect();
+    let (plan, found) = compute_dependencies(&root, min_topo_nr, &lookups);
     let exec_info = if outputs.is_empty() {
         Vec::new()
     } else {
+        let mut found = found.into_iter();
         let requested: Vec<Requested> = outputs
             .iter()
             .enumerate()
             .filter_map(|(k, e)| {
                 let e = e.as_ref()?;
                 Some(Requested {
-                    node: plan.index_of(&e.node)?,
+                    node: found.next().flatten()?,
                     input_nr: e.input_nr,
                     output_idx: k,
                 })

@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 
 use super::graph_task::GraphTask;
 use super::input_buffer::InputBuffer;
-use crate::sync::Weak;
+use crate::sync::Arc;
 
 /// What a task asks the worker to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -20,8 +20,11 @@ pub(crate) enum TaskKind {
 
 /// A node that is ready to run, with the gradients it receives.
 pub(crate) struct NodeTask {
-    /// Weak: tasks of a graph task that already finished (after an error) are skipped.
-    pub(crate) graph_task: Weak<GraphTask>,
+    /// The graph task this node belongs to (`None` for wake-up and shutdown tasks). Tasks of a
+    /// graph task that already failed are popped and skipped (PyTorch's expired-`weak_ptr` check);
+    /// holding it strongly costs one reference count per task instead of a downgrade plus an
+    /// upgrade.
+    pub(crate) graph_task: Option<Arc<GraphTask>>,
     /// Index of the node in its graph task's dense node table.
     pub(crate) node_index: u32,
     /// The node's sequence number, cached for ordering.
@@ -35,7 +38,7 @@ pub(crate) struct NodeTask {
 impl NodeTask {
     pub(crate) fn wake_up() -> NodeTask {
         NodeTask {
-            graph_task: Weak::new(),
+            graph_task: None,
             node_index: 0,
             sequence_nr: 0,
             reentrant_depth: 0,

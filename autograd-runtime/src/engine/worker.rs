@@ -2,6 +2,7 @@
 //! its own CPU ready queue, its reentrant depth, and the graph task currently executing.
 
 use std::cell::Cell;
+use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use super::evaluate::evaluate_function;
@@ -30,25 +31,25 @@ pub(crate) fn current_depth() -> usize {
     CURRENT_DEPTH.with(Cell::get)
 }
 
-/// Marks `task` as the current graph task until dropped (PyTorch's `GraphTaskGuard`).
-pub(crate) struct CurrentGraphTask {
+/// Marks `task` as the current graph task until dropped (PyTorch's `GraphTaskGuard`). Borrows
+/// the task, so it stays alive while it is published in the thread-local.
+pub(crate) struct CurrentGraphTask<'a> {
     previous: Option<NonNull<GraphTask>>,
-    /// Keeps the task alive while it is published in the thread-local.
-    _task: Arc<GraphTask>,
+    _task: PhantomData<&'a GraphTask>,
 }
 
-impl CurrentGraphTask {
-    pub(crate) fn enter(task: &Arc<GraphTask>) -> CurrentGraphTask {
-        let ptr = NonNull::from(&**task);
+impl<'a> CurrentGraphTask<'a> {
+    pub(crate) fn enter(task: &'a GraphTask) -> CurrentGraphTask<'a> {
+        let ptr = NonNull::from(task);
         let previous = CURRENT_GRAPH_TASK.with(|c| c.replace(Some(ptr)));
         CurrentGraphTask {
             previous,
-            _task: task.clone(),
+            _task: PhantomData,
         }
     }
 }
 
-impl Drop for CurrentGraphTask {
+impl Drop for CurrentGraphTask<'_> {
     fn drop(&mut self) {
         CURRENT_GRAPH_TASK.with(|c| c.set(self.previous));
     }
@@ -57,9 +58,9 @@ impl Drop for CurrentGraphTask {
 /// Runs `f` with the graph task currently executing on this thread, if any.
 pub(crate) fn with_current_graph_task<R>(f: impl FnOnce(Option<&GraphTask>) -> R) -> R {
     let ptr = CURRENT_GRAPH_TASK.with(Cell::get);
-    // SAFETY: the pointer is only ever set by `CurrentGraphTask::enter`, whose guard holds an
-    // `Arc` to the task and restores the previous value before releasing it; guards nest
-    // strictly on one thread, so a published pointer always refers to a live `GraphTask`.
+    // SAFETY: the pointer is only ever set by `CurrentGraphTask::enter`, whose guard borrows the
+    // task for its whole life and restores the previous value on drop; guards nest strictly on
+    // one thread, so a published pointer always refers to a live `GraphTask`.
     let task = ptr.map(|p| unsafe { p.as_ref() });
     f(task)
 }
@@ -74,7 +75,7 @@ pub(crate) fn thread_main(graph_task: &Arc<GraphTask>, queue: &ReadyQueue) {
         if task.kind != TaskKind::Evaluate {
             continue;
         }
-        let Some(gt) = task.graph_task.upgrade() else {
+        let Some(gt) = task.graph_task else {
             continue;
         };
         if !gt.has_error() {
@@ -85,7 +86,7 @@ pub(crate) fn thread_main(graph_task: &Arc<GraphTask>, queue: &ReadyQueue) {
             if let Err(e) = result {
                 let e = match e {
                     Error::Panic { node: None, message } => Error::Panic {
-                        node: Some(gt.plan.nodes[node_index as usize].name().to_string()),
+                        node: Some(gt.plan.node(node_index).name().to_string()),
                         message,
                     },
                     e => e,

@@ -33,6 +33,12 @@ pub trait Backward: Send + Sync + 'static {
 
     /// Frees saved tensors (called after the node ran without `retain_graph`).
     fn release(&self) {}
+
+    /// The node name; [`Backward::NAME`] unless one formula serves several ops (in-place ops
+    /// are named after their out-of-place op, as in PyTorch).
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
 }
 
 /// A graph node built from a [`Backward`].
@@ -43,7 +49,7 @@ pub struct FunctionNode<B> {
 
 impl<B: Backward> Node for FunctionNode<B> {
     fn name(&self) -> &str {
-        B::NAME
+        self.backward.name()
     }
 
     fn meta(&self) -> &NodeMeta {
@@ -117,4 +123,11 @@ pub fn record_node<B: Backward>(
     make: impl FnOnce(&Weak<dyn Node>) -> B,
 ) -> NodeRef {
     record(edges, outputs, make)
+}
+
+/// Public entry point for generated code: the next edges for a node over `inputs`, or `None`
+/// when nothing must be recorded (grad mode off, or no input requires grad).
+#[doc(hidden)]
+pub fn next_edges(inputs: &[&Tensor]) -> Option<SmallVec<[Option<Edge>; 2]>> {
+    collect_next_edges(inputs)
 }

@@ -115,6 +115,11 @@ pub struct NodeMeta {
     input_metadata: SmallVec<[InputMetadata; 1]>,
     /// Tensor pre-hooks, retains_grad hooks, node pre- and post-hooks.
     pub(crate) hooks: NodeHooks,
+    /// Dense index of this node in the graph walk that holds the walk-slot lock
+    /// (`engine::dependencies`), valid when `walk_epoch` equals that walk's epoch.
+    pub(crate) walk_index: crate::sync::atomic::AtomicU32,
+    /// The epoch of the walk that wrote `walk_index`.
+    pub(crate) walk_epoch: AtomicU64,
 }
 
 impl NodeMeta {
@@ -146,6 +151,8 @@ impl NodeMeta {
             next_edges,
             input_metadata,
             hooks: NodeHooks::default(),
+            walk_index: crate::sync::atomic::AtomicU32::new(0),
+            walk_epoch: AtomicU64::new(0),
         }
     }
 

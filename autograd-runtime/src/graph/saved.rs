@@ -87,7 +87,7 @@ impl SavedTensor {
             State::Empty => Ok(None),
             State::Released => Err(Error::BackwardTwice),
             State::Input { tensor, version } => {
-                check_version(tensor, *version)?;
+                check_version(tensor, *version, None)?;
                 Ok(Some(tensor.clone()))
             }
             State::Output {
@@ -96,7 +96,7 @@ impl SavedTensor {
                 grad_fn,
                 output_nr,
             } => {
-                check_version(data, *version)?;
+                check_version(data, *version, Some((grad_fn, *output_nr)))?;
                 if !is_grad_enabled() {
                     return Ok(Some(data.clone()));
                 }
@@ -128,16 +128,18 @@ impl SavedTensor {
     }
 }
 
-fn check_version(t: &Tensor, saved: u64) -> Result<()> {
+/// Checks the version; `saved_by` names the node (and output) for a saved output, whose data
+/// alias has no grad_fn of its own.
+fn check_version(t: &Tensor, saved: u64, saved_by: Option<(&Weak<dyn Node>, usize)>) -> Result<()> {
     let current = t.version();
     if current == saved {
         return Ok(());
     }
-    let output_of = t.grad_fn().map(|f| {
-        let name = f.name();
-        let short = name.find("Backward").map_or(name, |i| &name[..i]);
-        (t.output_nr(), short.to_string())
-    });
+    let short = |name: &str| name.find("Backward").map_or(name, |i| &name[..i]).to_string();
+    let output_of = match saved_by {
+        Some((node, nr)) => node.upgrade().map(|n| (nr, short(n.name()))),
+        None => t.grad_fn().map(|f| (t.output_nr(), short(f.name()))),
+    };
     Err(Error::SavedTensorModified {
         tensor: format!("[{} {:?}]", t.dtype(), t.shape()),
         output_of,

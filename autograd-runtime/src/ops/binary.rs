@@ -5,7 +5,7 @@ use smallvec::smallvec;
 
 use crate::backend::cpu::{self, BinaryOp};
 use crate::graph::{collect_next_edges, record, Backward, GradVec, NodeMeta, SavedTensor};
-use crate::tensor::data::{with_view, with_views2};
+use crate::tensor::data::{with_view, with_views2, ElementMap};
 use crate::{Element, Result, Tensor};
 
 fn grad0(grads: &GradVec) -> &Tensor {
@@ -14,6 +14,28 @@ fn grad0(grads: &GradVec) -> &Tensor {
 
 fn saved(s: &Option<SavedTensor>) -> Result<Tensor> {
     s.as_ref().expect("invariant: saved when the other input requires grad").get()
+}
+
+/// `x (op) s` or `s (op) x` for one element.
+#[derive(Clone, Copy)]
+struct ScalarOp {
+    op: BinaryOp,
+    s: f64,
+    scalar_on_left: bool,
+}
+
+impl ElementMap for ScalarOp {
+    #[inline]
+    fn apply<T: Element>(self, x: T) -> T {
+        let s = T::from_f64(self.s);
+        let (a, b) = if self.scalar_on_left { (s, x) } else { (x, s) };
+        match self.op {
+            BinaryOp::Add => a + b,
+            BinaryOp::Sub => a - b,
+            BinaryOp::Mul => a * b,
+            _ => unreachable!("invariant: only arithmetic ops take the element-map path"),
+        }
+    }
 }
 
 struct AddBackward {
@@ -141,6 +163,9 @@ impl Tensor {
     }
 
     pub(crate) fn scalar_kernel(&self, op: BinaryOp, s: f64, scalar_on_left: bool) -> Tensor {
+        if matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div) {
+            return self.map_elements(ScalarOp { op, s, scalar_on_left });
+        }
         let device = self.device();
         with_view!(self, |a| Tensor::from_ndarray_on(
             cpu::binary_scalar(op, a, Element::from_f64(s), scalar_on_left),

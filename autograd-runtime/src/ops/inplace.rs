@@ -46,12 +46,29 @@ impl Backward for InplaceBinaryBackward {
     fn release(&self) {
         self.other.iter().chain(&self.original).for_each(SavedTensor::release);
     }
+    fn name(&self) -> &'static str {
+        match self.op {
+            BinaryOp::Add => "AddBackward0",
+            BinaryOp::Sub => "SubBackward0",
+            BinaryOp::Mul => "MulBackward0",
+            _ => "DivBackward0",
+        }
+    }
 }
 
-struct FillBackward;
+struct FillBackward {
+    zero: bool,
+}
 
 impl Backward for FillBackward {
     const NAME: &'static str = "FillBackward0";
+    fn name(&self) -> &'static str {
+        if self.zero {
+            "ZeroBackward0"
+        } else {
+            Self::NAME
+        }
+    }
     fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
         Ok(smallvec![Some(grads[0].as_ref().expect("invariant: materialised").zeros_like())])
     }
@@ -235,7 +252,7 @@ impl Tensor {
         with_view_mut!(self, |a| cpu::fill(a, Element::from_f64(value)));
         self.0.storage.bump_version();
         if let Some(edges) = edges {
-            record(edges, &[self], |_| FillBackward);
+            record(edges, &[self], |_| FillBackward { zero: value == 0.0 });
         }
         Ok(self)
     }

@@ -14,20 +14,30 @@ struct SumBackward {
     /// Reduced dims re-inserted as size 1 before expanding (`sum_dims` without keepdim).
     keepdim_shape: Option<Dims>,
     scale: Option<f64>,
+    /// Recorded by `sum_dims` (named `SumBackward1`).
+    dims_form: bool,
 }
 
 impl Backward for SumBackward {
     const NAME: &'static str = "SumBackward0";
     fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
         let mut g = grads[0].clone().expect("invariant: materialised");
-        if let Some(shape) = &self.keepdim_shape {
-            g = g.reshape(shape)?;
-        }
-        let mut g = g.expand(&self.shape)?;
+        // Scale before expanding: the incoming gradient is small, the expanded view is not.
         if let Some(s) = self.scale {
             g = g.mul_scalar(s)?;
         }
-        Ok(smallvec![Some(g)])
+        if let Some(shape) = &self.keepdim_shape {
+            g = g.reshape(shape)?;
+        }
+        Ok(smallvec![Some(g.expand(&self.shape)?)])
+    }
+    fn name(&self) -> &'static str {
+        // `sum(dims)` is PyTorch's SumBackward1.
+        if self.keepdim_shape.is_some() || self.dims_form {
+            "SumBackward1"
+        } else {
+            Self::NAME
+        }
     }
 }
 
@@ -73,6 +83,7 @@ impl Tensor {
                 shape: self.shape_dims(),
                 keepdim_shape: None,
                 scale: None,
+                dims_form: false,
             });
         }
         Ok(out)
@@ -112,6 +123,7 @@ impl Tensor {
                     shape: self.shape_dims(),
                     keepdim_shape: None,
                     scale: Some(1.0 / n),
+                    dims_form: false,
                 })
             });
         }
@@ -159,6 +171,7 @@ impl Tensor {
                 shape: self.shape_dims(),
                 keepdim_shape,
                 scale: None,
+                dims_form: true,
             });
         }
         Ok(out)

@@ -4,6 +4,7 @@
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn, ShapeBuilder};
 
 use super::layout::Layout;
+use super::storage::Buffer;
 use super::Tensor;
 use crate::{Device, Element, Error, Result};
 
@@ -92,7 +93,31 @@ macro_rules! with_view_mut {
 }
 pub(crate) use with_view_mut;
 
+/// A per-element function usable on either dtype (a closure cannot be generic over `T`).
+pub(crate) trait ElementMap: Copy {
+    fn apply<T: Element>(self, x: T) -> T;
+}
+
+fn map_typed<T: Element, M: ElementMap>(data: &[T], layout: &Layout, m: M, device: Device) -> Tensor {
+    let v: Vec<T> = if layout.is_contiguous() {
+        data[layout.offset..layout.offset + layout.numel()].iter().map(|&x| m.apply(x)).collect()
+    } else {
+        view(data, layout).iter().map(|&x| m.apply(x)).collect()
+    };
+    Tensor::from_buffer(T::wrap(v), &layout.shape, device)
+}
+
 impl Tensor {
+    /// Applies `m` to every element into a new contiguous tensor, reading the storage slice
+    /// directly (the hot path of scalar arithmetic in backward formulas).
+    pub(crate) fn map_elements<M: ElementMap>(&self, m: M) -> Tensor {
+        let guard = self.0.storage.data.read();
+        match &*guard {
+            Buffer::F32(d) => map_typed(d, self.layout(), m, self.device()),
+            Buffer::F64(d) => map_typed(d, self.layout(), m, self.device()),
+        }
+    }
+
     /// Wraps a kernel result (any layout) as a new contiguous CPU tensor without copying when it
     /// is already in standard layout.
     pub(crate) fn from_ndarray<T: Element>(a: ArrayD<T>) -> Tensor {

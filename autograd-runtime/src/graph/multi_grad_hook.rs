@@ -1,0 +1,125 @@
+//! Multi-grad hooks (`torch.autograd.graph.register_multi_grad_hook`, B22): one callback over the
+//! gradients of several tensors, fired once per backward pass — after the last of them was
+//! computed (`All`) or on the first (`Any`). State is kept per graph task, so concurrent passes on
+//! different threads do not mix.
+
+use std::collections::HashMap;
+
+use crate::sync::{Arc, Mutex};
+use crate::{current_graph_task_id, queue_callback, will_engine_execute_node, HookHandle, Result, Tensor};
+
+/// When a multi-grad hook fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MultiGradMode {
+    /// Once per pass, after the gradients of all the tensors the pass reaches were computed; the
+    /// callback gets `None` for tensors the pass does not reach.
+    All,
+    /// Once per pass, on the first gradient computed; the callback gets that gradient at its
+    /// tensor's index and `None` elsewhere.
+    Any,
+}
+
+#[derive(Default)]
+struct PassState {
+    calls: usize,
+    expected: usize,
+    grads: Vec<Option<Tensor>>,
+    fired: bool,
+}
+
+type Callback = Arc<dyn Fn(&[Option<Tensor>]) + Send + Sync>;
+
+/// Handle to a multi-grad hook; [`MultiGradHookHandle::remove`] unregisters it from every tensor.
+#[must_use = "dropping the handle keeps the hook; call `remove()` to unregister it"]
+#[derive(Debug)]
+pub struct MultiGradHookHandle {
+    handles: Vec<HookHandle>,
+}
+
+impl MultiGradHookHandle {
+    /// Unregisters the hook from all its tensors.
+    pub fn remove(self) {
+        self.handles.into_iter().for_each(HookHandle::remove);
+    }
+}
+
+/// Registers `hook` over the gradients of `tensors` (B22).
+///
+/// # Errors
+///
+/// [`Error::HookWithoutRequiresGrad`](crate::Error::HookWithoutRequiresGrad) if a tensor does
+/// not require grad.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use autograd_runtime::{register_multi_grad_hook, MultiGradMode, Tensor};
+/// let a = Tensor::scalar(1.0f64).requires_grad_(true)?;
+/// let b = Tensor::scalar(2.0f64).requires_grad_(true)?;
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let s = seen.clone();
+/// let _h = register_multi_grad_hook(&[a.clone(), b.clone()], MultiGradMode::All, move |grads| {
+///     s.lock().unwrap().push(grads.iter().map(|g| g.as_ref().map(|g| g.item::<f64>().unwrap())).collect::<Vec<_>>());
+/// })?;
+/// a.mul_scalar(3.0)?.add(&b.mul_scalar(5.0)?)?.backward()?;
+/// assert_eq!(*seen.lock().unwrap(), vec![vec![Some(3.0), Some(5.0)]]);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn register_multi_grad_hook<F>(tensors: &[Tensor], mode: MultiGradMode, hook: F) -> Result<MultiGradHookHandle>
+where
+    F: Fn(&[Option<Tensor>]) + Send + Sync + 'static,
+{
+    let hook: Callback = Arc::new(hook);
+    let passes: Arc<Mutex<HashMap<u64, PassState>>> = Arc::default();
+    // The node each tensor's gradient passes through: its grad_fn, or a leaf's AccumulateGrad.
+    let nodes: Arc<Vec<Option<crate::Edge>>> = Arc::new(tensors.iter().map(Tensor::gradient_edge).collect());
+    let n = tensors.len();
+    let mut handles = Vec::with_capacity(n);
+    for (idx, t) in tensors.iter().enumerate() {
+        let (hook, passes, nodes) = (hook.clone(), passes.clone(), nodes.clone());
+        let h = t.register_hook(move |grad| {
+            let Some(id) = current_graph_task_id() else { return None };
+            let fire = {
+                let mut guard = passes.lock();
+                let first = !guard.contains_key(&id);
+                let state = guard.entry(id).or_default();
+                if first {
+                    state.grads = vec![None; n];
+                    state.expected = nodes
+                        .iter()
+                        .flatten()
+                        .filter(|e| will_engine_execute_node(&e.node).unwrap_or(false))
+                        .count();
+                    // Forget this pass once it ends (also when it fails before firing).
+                    let passes = passes.clone();
+                    let _ = queue_callback(move || {
+                        passes.lock().remove(&id);
+                        Ok(())
+                    });
+                }
+                state.calls += 1;
+                state.grads[idx] = Some(grad.clone());
+                match mode {
+                    MultiGradMode::All if !state.fired && state.calls >= state.expected => {
+                        state.fired = true;
+                        Some(std::mem::take(&mut state.grads))
+                    }
+                    MultiGradMode::Any if !state.fired => {
+                        state.fired = true;
+                        let mut only = vec![None; n];
+                        only[idx] = Some(grad.clone());
+                        Some(only)
+                    }
+                    _ => None,
+                }
+            };
+            if let Some(grads) = fire {
+                hook(&grads);
+            }
+            None
+        })?;
+        handles.push(h);
+    }
+    Ok(MultiGradHookHandle { handles })
+}
