@@ -74,6 +74,11 @@ pub fn detect_anomaly() -> AnomalyGuard {
 /// assert!(autograd_runtime::is_anomaly_enabled());
 /// ```
 pub fn set_detect_anomaly(enabled: bool, check_nan: bool) -> AnomalyGuard {
+    if enabled {
+        crate::warning::warn(
+            "Anomaly Detection has been enabled. This mode will increase the runtime and should only be enabled for debugging.",
+        );
+    }
     let previous = ANOMALY.with(|a| a.replace(AnomalyMode { enabled, check_nan }));
     AnomalyGuard {
         previous,

@@ -112,7 +112,9 @@ pub enum Error {
     #[error("a leaf Variable that requires grad is being used in an in-place operation.")]
     LeafInPlace,
     /// In-place op on a view of a leaf that requires grad.
-    #[error("a view of a leaf Variable that requires grad is being used in an in-place operation.")]
+    #[error(
+        "a view of a leaf Variable that requires grad is being used in an in-place operation."
+    )]
     ViewOfLeafInPlace,
     /// In-place op on a view whose base is part of a graph (CopySlices is not implemented).
     #[error("an in-place operation on a view of a tensor that requires grad is not supported: the view's base would need its history rewritten. Apply the operation out of place (e.g. `view.add(..)`) instead.")]
@@ -312,7 +314,9 @@ fn saved_modified_message(
     if let Some((nr, name)) = output_of {
         s.push_str(&format!(", which is output {nr} of {name},"));
     }
-    s.push_str(&format!(" is at version {current}; expected version {saved} instead. "));
+    s.push_str(&format!(
+        " is at version {current}; expected version {saved} instead. "
+    ));
     if anomaly {
         s.push_str("Hint: the backtrace further above shows the operation that failed to compute its gradient. The variable in question was changed in there or anywhere later. Good luck!");
     } else {

@@ -84,9 +84,13 @@ where
             )));
         }
     }
-    let diff: Vec<usize> = (0..inputs.len()).filter(|&i| inputs[i].requires_grad()).collect();
+    let diff: Vec<usize> = (0..inputs.len())
+        .filter(|&i| inputs[i].requires_grad())
+        .collect();
     if diff.is_empty() {
-        return Err(Error::msg("gradcheck expects at least one input that requires grad"));
+        return Err(Error::msg(
+            "gradcheck expects at least one input that requires grad",
+        ));
     }
     let out = f(inputs)?;
     let n_out = out.numel();
@@ -107,7 +111,10 @@ where
         let gs = grad(
             std::slice::from_ref(&out),
             &diff_inputs,
-            GradOptions::new().grad_outputs(vec![Some(v)]).retain_graph(true).allow_unused(true),
+            GradOptions::new()
+                .grad_outputs(vec![Some(v)])
+                .retain_graph(true)
+                .allow_unused(true),
         )?;
         for (k, g) in gs.into_iter().enumerate() {
             let n = diff_inputs[k].numel();
@@ -134,7 +141,9 @@ where
             for j in 0..n_out {
                 let numerical = (plus[j] - minus[j]) / (2.0 * options.eps);
                 let a = analytical[k][j][e];
-                if (a - numerical).abs() > options.atol + options.rtol * numerical.abs() || a.is_nan() != numerical.is_nan() {
+                if (a - numerical).abs() > options.atol + options.rtol * numerical.abs()
+                    || a.is_nan() != numerical.is_nan()
+                {
                     return Err(Error::msg(format!(
                         "Jacobian mismatch for output {j} with respect to input {i} (element {e}): numerical {numerical}, analytical {a}"
                     )));
@@ -166,11 +175,25 @@ where
 {
     let out_shape = f(inputs)?.shape().to_vec();
     let v = Tensor::randn(&out_shape, DType::F64, 0x5eed)?;
-    let diff: Vec<usize> = (0..inputs.len()).filter(|&i| inputs[i].requires_grad()).collect();
+    let diff: Vec<usize> = (0..inputs.len())
+        .filter(|&i| inputs[i].requires_grad())
+        .collect();
     let vjp = |args: &[Tensor]| -> Result<Tensor> {
         let _g = crate::enable_grad();
-        let out = f(args)?;
+        // The finite-difference pass hands in fresh tensors that do not require grad: make them
+        // leaves again so the inner `grad()` can differentiate w.r.t. them.
+        let mut args = args.to_vec();
+        for &i in &diff {
+            if !args[i].requires_grad() {
+                args[i] = args[i].detach().requires_grad_(true)?;
+            }
+        }
+        let out = f(&args)?;
         let diff_inputs: Vec<Tensor> = diff.iter().map(|&i| args[i].clone()).collect();
+        if !out.requires_grad() {
+            let n: usize = diff_inputs.iter().map(Tensor::numel).sum();
+            return Tensor::zeros(&[n], out.dtype());
+        }
         let gs = grad(
             std::slice::from_ref(&out),
             &diff_inputs,

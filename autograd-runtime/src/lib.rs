@@ -29,8 +29,8 @@ mod anomaly;
 mod backend;
 mod engine;
 mod error;
-pub mod gradcheck;
 mod grad_mode;
+pub mod gradcheck;
 pub mod graph;
 mod ops;
 mod sync;
@@ -39,12 +39,16 @@ mod warning;
 
 pub use anomaly::{detect_anomaly, is_anomaly_enabled, set_detect_anomaly, AnomalyGuard};
 pub use engine::{
-    backward, current_graph_task_id, grad, queue_callback, will_engine_execute_node, BackwardOptions, GradOptions,
+    backward, current_graph_task_id, grad, queue_callback, will_engine_execute_node,
+    BackwardOptions, Engine, GradOptions, DEFAULT_MAX_RECURSION_DEPTH,
 };
 pub use error::{Error, Result};
 pub use grad_mode::{enable_grad, is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard};
 pub use gradcheck::{gradcheck, gradcheck_with, gradgradcheck, GradcheckOptions};
-pub use graph::{register_multi_grad_hook, Edge, HookHandle, MultiGradHookHandle, MultiGradMode, Node, NodeMeta, NodeRef, SavedTensor};
+pub use graph::{
+    register_multi_grad_hook, Edge, HookHandle, MultiGradHookHandle, MultiGradMode, Node, NodeMeta,
+    NodeRef, SavedTensor,
+};
 pub use tensor::device::Device;
 pub use tensor::dtype::{DType, Element};
 pub use tensor::Tensor;

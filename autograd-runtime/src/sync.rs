@@ -6,15 +6,15 @@
 //! lock protects is left consistent by every engine critical section (none of them runs user code
 //! while holding a lock), so [`Mutex::lock`] simply ignores poisoning.
 
-#[cfg(not(loom))]
-pub(crate) use std::sync::{atomic, Arc, Weak};
 #[cfg(loom)]
 pub(crate) use loom::sync::{atomic, Arc, Weak};
-
 #[cfg(not(loom))]
-use std::sync as imp;
+pub(crate) use std::sync::{atomic, Arc, Weak};
+
 #[cfg(loom)]
 use loom::sync as imp;
+#[cfg(not(loom))]
+use std::sync as imp;
 
 pub(crate) use imp::MutexGuard;
 
@@ -33,7 +33,9 @@ impl<T> Mutex<T> {
     }
 
     pub(crate) fn into_inner(self) -> T {
-        self.0.into_inner().unwrap_or_else(imp::PoisonError::into_inner)
+        self.0
+            .into_inner()
+            .unwrap_or_else(imp::PoisonError::into_inner)
     }
 }
 
@@ -47,7 +49,9 @@ impl Condvar {
     }
 
     pub(crate) fn wait<'a, T>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
-        self.0.wait(guard).unwrap_or_else(imp::PoisonError::into_inner)
+        self.0
+            .wait(guard)
+            .unwrap_or_else(imp::PoisonError::into_inner)
     }
 
     pub(crate) fn notify_one(&self) {
@@ -72,11 +76,15 @@ impl<T> RwLock<T> {
 
     #[inline]
     pub(crate) fn read(&self) -> std::sync::RwLockReadGuard<'_, T> {
-        self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     #[inline]
     pub(crate) fn write(&self) -> std::sync::RwLockWriteGuard<'_, T> {
-        self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }

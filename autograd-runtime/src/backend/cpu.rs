@@ -7,7 +7,10 @@
 //! allocate exactly one `Vec` and never enter `Zip`: that is what keeps the backward of a scalar
 //! node cheap. Matrix multiplication lives in [`super::matmul`] and is re-exported here.
 
-use ndarray::{arr0, Array0, Array1, Array2, ArrayD, Dimension, ArrayView1, ArrayViewD, ArrayViewMutD, Axis, CowArray, IxDyn, Zip};
+use ndarray::{
+    arr0, Array0, Array1, Array2, ArrayD, ArrayView1, ArrayViewD, ArrayViewMutD, Axis, CowArray,
+    Dimension, IxDyn, Zip,
+};
 
 use crate::tensor::dtype::Element;
 
@@ -41,10 +44,10 @@ fn same_shape(a: &[usize], b: &[usize]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
-/// The single element of a 0-dim array.
+/// The first element (in logical order) of a non-empty array, e.g. the value of a 0-dim one.
 #[inline]
-fn scalar_of<T: Copy>(a: &ArrayViewD<'_, T>) -> T {
-    *a.first().expect("invariant: a 0-dim array has one element")
+fn first<T: Copy>(a: &ArrayViewD<'_, T>) -> T {
+    *a.first().expect("invariant: the array is not empty")
 }
 
 /// Converts an `f64` constant to `T`.
@@ -64,12 +67,17 @@ fn standard<T: Element>(a: ArrayViewD<'_, T>) -> CowArray<'_, T, IxDyn> {
 
 /// The elements of a standard-layout array, in row-major order.
 fn std_slice<'a, T>(a: &'a CowArray<'_, T, IxDyn>) -> &'a [T] {
-    a.as_slice().expect("invariant: `standard` returns standard-layout arrays")
+    a.as_slice()
+        .expect("invariant: `standard` returns standard-layout arrays")
 }
 
 /// `(outer, len, inner)`: a standard-layout array of `shape` seen as a 3-D block around `dim`.
 fn split_dims(shape: &[usize], dim: usize) -> (usize, usize, usize) {
-    (shape[..dim].iter().product(), shape[dim], shape[dim + 1..].iter().product())
+    (
+        shape[..dim].iter().product(),
+        shape[dim],
+        shape[dim + 1..].iter().product(),
+    )
 }
 
 /// `shape` with `dim` set to 1 (`keepdim`) or removed.
@@ -124,7 +132,7 @@ pub(crate) enum UnaryOp {
 #[inline]
 fn map_unary<T: Element>(a: ArrayViewD<'_, T>, f: impl Fn(T) -> T) -> ArrayD<T> {
     if a.ndim() == 0 {
-        return arr0(f(scalar_of(&a))).into_dyn();
+        return arr0(f(first(&a))).into_dyn();
     }
     if let Some(s) = a.as_slice() {
         return from_vec(a.raw_dim(), s.iter().map(|&x| f(x)).collect());
@@ -134,34 +142,95 @@ fn map_unary<T: Element>(a: ArrayViewD<'_, T>, f: impl Fn(T) -> T) -> ArrayD<T> 
     out
 }
 
+/// Expands `$body` once per [`UnaryOp`], with `$f` bound to that op's `Fn(T) -> T`, so every
+/// kernel is monomorphised per op and the inner loops carry no branch on the op.
+macro_rules! with_unary_fn {
+    ($op:expr, $T:ty, |$f:ident| $body:expr) => {{
+        let (zero, one) = (<$T>::zero(), <$T>::one());
+        match $op {
+            UnaryOp::Neg => {
+                let $f = |x: $T| -x;
+                $body
+            }
+            UnaryOp::Exp => {
+                let $f = <$T>::exp;
+                $body
+            }
+            UnaryOp::Log => {
+                let $f = <$T>::ln;
+                $body
+            }
+            UnaryOp::Sin => {
+                let $f = <$T>::sin;
+                $body
+            }
+            UnaryOp::Cos => {
+                let $f = <$T>::cos;
+                $body
+            }
+            UnaryOp::Tanh => {
+                let $f = <$T>::tanh;
+                $body
+            }
+            UnaryOp::Sigmoid => {
+                let $f = |x: $T| one / (one + (-x).exp());
+                $body
+            }
+            UnaryOp::Relu => {
+                let $f = |x: $T| if x <= zero { zero } else { x };
+                $body
+            }
+            UnaryOp::Sqrt => {
+                let $f = <$T>::sqrt;
+                $body
+            }
+            UnaryOp::Abs => {
+                let $f = <$T>::abs;
+                $body
+            }
+            UnaryOp::Sign => {
+                // ±0 and NaN are their own sign.
+                let $f = |x: $T| {
+                    if x > zero {
+                        one
+                    } else if x < zero {
+                        -one
+                    } else {
+                        x
+                    }
+                };
+                $body
+            }
+            UnaryOp::Reciprocal => {
+                let $f = |x: $T| one / x;
+                $body
+            }
+            UnaryOp::Square => {
+                let $f = |x: $T| x * x;
+                $body
+            }
+            UnaryOp::PositiveMask => {
+                let $f = |x: $T| if x > zero { one } else { zero };
+                $body
+            }
+        }
+    }};
+}
+
 /// Applies `op` to every element of `a`.
 pub(crate) fn unary<T: Element>(op: UnaryOp, a: ArrayViewD<'_, T>) -> ArrayD<T> {
-    let zero = T::zero();
-    let one = T::one();
-    match op {
-        UnaryOp::Neg => map_unary(a, |x| -x),
-        UnaryOp::Exp => map_unary(a, T::exp),
-        UnaryOp::Log => map_unary(a, T::ln),
-        UnaryOp::Sin => map_unary(a, T::sin),
-        UnaryOp::Cos => map_unary(a, T::cos),
-        UnaryOp::Tanh => map_unary(a, T::tanh),
-        UnaryOp::Sigmoid => map_unary(a, |x| one / (one + (-x).exp())),
-        UnaryOp::Relu => map_unary(a, |x| if x <= zero { zero } else { x }),
-        UnaryOp::Sqrt => map_unary(a, T::sqrt),
-        UnaryOp::Abs => map_unary(a, T::abs),
-        UnaryOp::Sign => map_unary(a, |x| {
-            if x > zero {
-                one
-            } else if x < zero {
-                -one
-            } else {
-                x // ±0 and NaN are their own sign
-            }
-        }),
-        UnaryOp::Reciprocal => map_unary(a, |x| one / x),
-        UnaryOp::Square => map_unary(a, |x| x * x),
-        UnaryOp::PositiveMask => map_unary(a, |x| if x > zero { one } else { zero }),
+    if a.ndim() == 0 {
+        let x = first(&a);
+        return arr0(with_unary_fn!(op, T, |f| f(x))).into_dyn();
     }
+    unary_nd(op, a)
+}
+
+/// [`unary`] for arrays with at least one dimension (kept out of line so the 0-dim path stays
+/// small).
+#[inline(never)]
+fn unary_nd<T: Element>(op: UnaryOp, a: ArrayViewD<'_, T>) -> ArrayD<T> {
+    with_unary_fn!(op, T, |f| map_unary(a, f))
 }
 
 /// `x.powf(exponent)` for every element.
@@ -238,7 +307,11 @@ pub(crate) fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>, B
             match (size_a, size_b) {
                 _ if size_a == size_b || size_b == 1 => Ok(size_a),
                 (1, _) => Ok(size_b),
-                _ => Err(BroadcastError { size_a, size_b, dim }),
+                _ => Err(BroadcastError {
+                    size_a,
+                    size_b,
+                    dim,
+                }),
             }
         })
         .collect()
@@ -246,7 +319,8 @@ pub(crate) fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>, B
 
 /// `v` broadcast to `shape`, which must be a broadcast of its shape.
 fn expand<'a, T>(v: &'a ArrayViewD<'_, T>, shape: &[usize]) -> ArrayViewD<'a, T> {
-    v.broadcast(shape).expect("invariant: shape is a broadcast of the operand's shape")
+    v.broadcast(shape)
+        .expect("invariant: shape is a broadcast of the operand's shape")
 }
 
 /// Checks that `b` broadcasts to `target` without growing it (for in-place ops).
@@ -262,7 +336,11 @@ fn check_broadcast_to(target: &[usize], b: &[usize]) -> Result<(), BroadcastErro
         .expect("invariant: the broadcast shape differs from the target somewhere");
     let size_a = if dim < pad { 1 } else { target[dim - pad] };
     let size_b = if dim < pad_b { 1 } else { b[dim - pad_b] };
-    Err(BroadcastError { size_a, size_b, dim })
+    Err(BroadcastError {
+        size_a,
+        size_b,
+        dim,
+    })
 }
 
 /// When `small` broadcasts to `shape` by repeating one contiguous run of its axes, returns
@@ -361,9 +439,19 @@ pub(crate) fn binary<T: Element>(
 ) -> Result<ArrayD<T>, BroadcastError> {
     if a.ndim() == 0 && b.ndim() == 0 {
         // Hot path of scalar graphs: one dispatch, one allocation, no shape work.
-        let (x, y) = (scalar_of(&a), scalar_of(&b));
+        let (x, y) = (first(&a), first(&b));
         return Ok(arr0(with_binary_fn!(op, T, |f| f(x, y))).into_dyn());
     }
+    binary_nd(op, a, b)
+}
+
+/// [`binary`] past the 0-dim case (kept out of line so the 0-dim path stays small).
+#[inline(never)]
+fn binary_nd<T: Element>(
+    op: BinaryOp,
+    a: ArrayViewD<'_, T>,
+    b: ArrayViewD<'_, T>,
+) -> Result<ArrayD<T>, BroadcastError> {
     with_binary_fn!(op, T, |f| zip_binary(a, b, f))
 }
 
@@ -381,6 +469,10 @@ fn zip_binary<T: Element>(
         }
     }
     let shape = broadcast_shapes(a.shape(), b.shape())?;
+    if a.len() == 1 && b.len() == 1 {
+        let (x, y) = (first(&a), first(&b));
+        return Ok(from_vec(IxDyn(&shape), vec![f(x, y)]));
+    }
     if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {
         if same_shape(a.shape(), &shape) {
             if let Some(layout) = block_broadcast(b.shape(), &shape) {
@@ -395,7 +487,10 @@ fn zip_binary<T: Element>(
     }
     let (a, b) = (expand(&a, &shape), expand(&b, &shape));
     let mut out = ArrayD::zeros(IxDyn(&shape));
-    Zip::from(&mut out).and(&a).and(&b).for_each(|o, &x, &y| *o = f(x, y));
+    Zip::from(&mut out)
+        .and(&a)
+        .and(&b)
+        .for_each(|o, &x, &y| *o = f(x, y));
     Ok(out)
 }
 
@@ -407,7 +502,7 @@ pub(crate) fn binary_scalar<T: Element>(
     scalar_on_left: bool,
 ) -> ArrayD<T> {
     if a.ndim() == 0 {
-        let x = scalar_of(&a);
+        let x = first(&a);
         let (x, y) = if scalar_on_left { (s, x) } else { (x, s) };
         return arr0(with_binary_fn!(op, T, |f| f(x, y))).into_dyn();
     }
@@ -446,7 +541,11 @@ fn zip_inplace<T: Element>(
     f: impl Fn(T, T) -> T,
 ) {
     let same = same_shape(a.shape(), b.shape());
-    let layout = if same { None } else { block_broadcast(b.shape(), a.shape()) };
+    let layout = if same {
+        None
+    } else {
+        block_broadcast(b.shape(), a.shape())
+    };
     if let (Some(x), Some(y)) = (a.as_slice_mut(), b.as_slice()) {
         if same {
             x.iter_mut().zip(y).for_each(|(p, &q)| *p = f(*p, q));
@@ -468,7 +567,9 @@ fn zip_inplace<T: Element>(
             return;
         }
     }
-    let b = b.broadcast(a.raw_dim()).expect("invariant: checked by check_broadcast_to");
+    let b = b
+        .broadcast(a.raw_dim())
+        .expect("invariant: checked by check_broadcast_to");
     Zip::from(&mut a).and(&b).for_each(|p, &q| *p = f(*p, q));
 }
 
@@ -496,14 +597,27 @@ pub(crate) fn where_positive<T: Element>(
     let pick = |c: T, x: T, y: T| if c > zero { x } else { y };
     if same_shape(cond.shape(), a.shape()) && same_shape(a.shape(), b.shape()) {
         if let (Some(c), Some(x), Some(y)) = (cond.as_slice(), a.as_slice(), b.as_slice()) {
-            let data = c.iter().zip(x).zip(y).map(|((&c, &x), &y)| pick(c, x, y)).collect();
+            let data = c
+                .iter()
+                .zip(x)
+                .zip(y)
+                .map(|((&c, &x), &y)| pick(c, x, y))
+                .collect();
             return Ok(from_vec(a.raw_dim(), data));
         }
     }
     let shape = broadcast_shapes(&broadcast_shapes(cond.shape(), a.shape())?, b.shape())?;
-    let (c, x, y) = (expand(&cond, &shape), expand(&a, &shape), expand(&b, &shape));
+    let (c, x, y) = (
+        expand(&cond, &shape),
+        expand(&a, &shape),
+        expand(&b, &shape),
+    );
     let mut out = ArrayD::zeros(IxDyn(&shape));
-    Zip::from(&mut out).and(&c).and(&x).and(&y).for_each(|o, &c, &x, &y| *o = pick(c, x, y));
+    Zip::from(&mut out)
+        .and(&c)
+        .and(&x)
+        .and(&y)
+        .for_each(|o, &c, &x, &y| *o = pick(c, x, y));
     Ok(out)
 }
 
@@ -528,7 +642,8 @@ fn pairwise_sum<T: Element>(s: &[T]) -> T {
                 *a += x;
             }
         }
-        let mut total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+        let mut total =
+            ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
         for &x in rest {
             total += x;
         }
@@ -603,7 +718,11 @@ fn sum_axis_run<T: Element>(a: &CowArray<'_, T, IxDyn>, start: usize, end: usize
 }
 
 /// Sums over `axes` (valid and distinct; empty means copy), dropping them unless `keepdim`.
-pub(crate) fn sum_axes<T: Element>(a: ArrayViewD<'_, T>, axes: &[usize], keepdim: bool) -> ArrayD<T> {
+pub(crate) fn sum_axes<T: Element>(
+    a: ArrayViewD<'_, T>,
+    axes: &[usize],
+    keepdim: bool,
+) -> ArrayD<T> {
     let ndim = a.ndim();
     let mut reduce = vec![false; ndim];
     axes.iter().for_each(|&ax| reduce[ax] = true);
@@ -632,7 +751,10 @@ pub(crate) fn sum_axes<T: Element>(a: ArrayViewD<'_, T>, axes: &[usize], keepdim
         cur = CowArray::from(sum_axis_run(&cur, start, end));
         end = start;
     }
-    from_vec(IxDyn(&out_shape), cur.into_owned().into_raw_vec_and_offset().0)
+    from_vec(
+        IxDyn(&out_shape),
+        cur.into_owned().into_raw_vec_and_offset().0,
+    )
 }
 
 /// Reduces a broadcast gradient back to `shape` (PyTorch's `sum_to`): sums the leading extra
@@ -722,7 +844,10 @@ fn softmax_impl<T: Element>(a: ArrayViewD<'_, T>, dim: usize, log: bool) -> Arra
             let total = pairwise_sum(&out[start..]);
             if log {
                 let l = total.ln();
-                out[start..].iter_mut().zip(row).for_each(|(o, &x)| *o = (x - m) - l);
+                out[start..]
+                    .iter_mut()
+                    .zip(row)
+                    .for_each(|(o, &x)| *o = (x - m) - l);
             } else {
                 out[start..].iter_mut().for_each(|o| *o /= total);
             }
@@ -741,7 +866,9 @@ fn softmax_impl<T: Element>(a: ArrayViewD<'_, T>, dim: usize, log: bool) -> Arra
                 out.extend(row.iter().zip(&m).map(|(&x, &m)| (x - m).exp()));
             }
             sum_rows_into(&out[start..], &mut total);
-            let outs = out[start..].chunks_exact_mut(inner).zip(block.chunks_exact(inner));
+            let outs = out[start..]
+                .chunks_exact_mut(inner)
+                .zip(block.chunks_exact(inner));
             for (o_row, row) in outs {
                 if log {
                     for (((o, &x), &m), &t) in o_row.iter_mut().zip(row).zip(&m).zip(&total) {
@@ -773,7 +900,7 @@ pub(crate) fn log_softmax<T: Element>(a: ArrayViewD<'_, T>, dim: usize) -> Array
 /// A standard-layout copy of `a`.
 pub(crate) fn to_contiguous<T: Element>(a: ArrayViewD<'_, T>) -> ArrayD<T> {
     if a.ndim() == 0 {
-        return arr0(scalar_of(&a)).into_dyn();
+        return arr0(first(&a)).into_dyn();
     }
     if let Some(s) = a.as_slice() {
         return from_vec(a.raw_dim(), s.to_vec());
@@ -788,9 +915,16 @@ pub(crate) fn to_contiguous<T: Element>(a: ArrayViewD<'_, T>) -> ArrayD<T> {
 /// # Panics
 ///
 /// If an index is out of bounds for `dim` (the caller checks).
-pub(crate) fn index_select<T: Element>(a: ArrayViewD<'_, T>, dim: usize, index: &[usize]) -> ArrayD<T> {
+pub(crate) fn index_select<T: Element>(
+    a: ArrayViewD<'_, T>,
+    dim: usize,
+    index: &[usize],
+) -> ArrayD<T> {
     let (_, len, inner) = split_dims(a.shape(), dim);
-    assert!(index.iter().all(|&i| i < len), "index_select: index out of bounds for size {len}");
+    assert!(
+        index.iter().all(|&i| i < len),
+        "index_select: index out of bounds for size {len}"
+    );
     let mut shape = a.shape().to_vec();
     shape[dim] = index.len();
     let a = standard(a);
@@ -819,8 +953,15 @@ pub(crate) fn index_add<T: Element>(
     grad: ArrayViewD<'_, T>,
 ) -> ArrayD<T> {
     let (outer, len, inner) = split_dims(shape, dim);
-    assert!(index.iter().all(|&i| i < len), "index_add: index out of bounds for size {len}");
-    assert_eq!(grad.len(), outer * index.len() * inner, "index_add: gradient has the wrong size");
+    assert!(
+        index.iter().all(|&i| i < len),
+        "index_add: index out of bounds for size {len}"
+    );
+    assert_eq!(
+        grad.len(),
+        outer * index.len() * inner,
+        "index_add: gradient has the wrong size"
+    );
     let grad = standard(grad);
     let g = std_slice(&grad);
     let mut out = vec![T::zero(); outer * len * inner];
@@ -869,13 +1010,24 @@ pub(crate) fn scatter_max_grad<T: Element>(
     grad: ArrayViewD<'_, T>,
 ) -> ArrayD<T> {
     let (outer, len, inner) = split_dims(shape, dim);
-    assert_eq!(indices.len(), outer * inner, "scatter_max_grad: indices have the wrong size");
-    assert_eq!(grad.len(), outer * inner, "scatter_max_grad: gradient has the wrong size");
+    assert_eq!(
+        indices.len(),
+        outer * inner,
+        "scatter_max_grad: indices have the wrong size"
+    );
+    assert_eq!(
+        grad.len(),
+        outer * inner,
+        "scatter_max_grad: gradient has the wrong size"
+    );
     let grad = standard(grad);
     let mut out = vec![T::zero(); outer * len * inner];
     let pairs = indices.iter().zip(std_slice(&grad)).enumerate();
     for (flat, (&i, &g)) in pairs {
-        assert!(i < len, "scatter_max_grad: index {i} out of bounds for size {len}");
+        assert!(
+            i < len,
+            "scatter_max_grad: index {i} out of bounds for size {len}"
+        );
         let (o, j) = (flat / inner, flat % inner);
         out[(o * len + i) * inner + j] += g;
     }
@@ -905,7 +1057,9 @@ impl Xoshiro256 {
             z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
             z ^ (z >> 31)
         };
-        Self { s: [next(), next(), next(), next()] }
+        Self {
+            s: [next(), next(), next(), next()],
+        }
     }
 
     /// The next 64 random bits.
@@ -949,7 +1103,9 @@ pub(crate) fn randn<T: Element>(shape: &[usize], seed: u64) -> ArrayD<T> {
 pub(crate) fn has_nan<T: Element>(a: ArrayViewD<'_, T>) -> bool {
     match a.as_slice_memory_order() {
         // Branch-free folds per chunk vectorise; the early exit is per chunk.
-        Some(s) => s.chunks(1024).any(|c| c.iter().fold(false, |acc, x| acc | x.is_nan())),
+        Some(s) => s
+            .chunks(1024)
+            .any(|c| c.iter().fold(false, |acc, x| acc | x.is_nan())),
         None => a.iter().any(|x| x.is_nan()),
     }
 }
@@ -971,7 +1127,9 @@ pub(crate) fn max_abs_diff<T: Element>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T
     };
     match (a.as_slice(), b.as_slice()) {
         (Some(x), Some(y)) => x.iter().zip(y).fold(T::zero(), |m, (&x, &y)| step(m, x, y)),
-        _ => Zip::from(&a).and(&b).fold(T::zero(), |m, &x, &y| step(m, x, y)),
+        _ => Zip::from(&a)
+            .and(&b)
+            .fold(T::zero(), |m, &x, &y| step(m, x, y)),
     }
 }
 

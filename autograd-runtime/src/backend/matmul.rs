@@ -33,7 +33,10 @@ pub(crate) fn matmul<T: Element>(
     a: ArrayViewD<'_, T>,
     b: ArrayViewD<'_, T>,
 ) -> Result<ArrayD<T>, BroadcastError> {
-    assert!(a.ndim() >= 1 && b.ndim() >= 1, "matmul: both operands need at least one dimension");
+    assert!(
+        a.ndim() >= 1 && b.ndim() >= 1,
+        "matmul: both operands need at least one dimension"
+    );
     let (a_vec, b_vec) = (a.ndim() == 1, b.ndim() == 1);
     let a = if a_vec { a.insert_axis(Axis(0)) } else { a };
     let b = if b_vec { b.insert_axis(Axis(1)) } else { b };
@@ -89,14 +92,18 @@ fn matrix_at<'a, T>(v: &ArrayViewD<'a, T>, idx: &[usize]) -> ArrayView2<'a, T> {
         let i = if v.shape()[d] == 1 { 0 } else { idx[skip + d] };
         mat.index_axis_inplace(Axis(0), i);
     }
-    mat.into_dimensionality::<Ix2>().expect("invariant: only the two matrix axes remain")
+    mat.into_dimensionality::<Ix2>()
+        .expect("invariant: only the two matrix axes remain")
 }
 
 /// `dst = lhs @ rhs` with `dst` row-major (`m * n` elements); `m, n, k > 0`.
 fn gemm_into<T: Element>(dst: &mut [T], lhs: ArrayView2<'_, T>, rhs: ArrayView2<'_, T>) {
     let (m, k) = lhs.dim();
     let n = rhs.ncols();
-    assert!(dst.len() == m * n && rhs.nrows() == k, "invariant: gemm_into operand shapes agree");
+    assert!(
+        dst.len() == m * n && rhs.nrows() == k,
+        "invariant: gemm_into operand shapes agree"
+    );
     if m * n * k <= SMALL_GEMM {
         for (i, row) in dst.chunks_exact_mut(n).enumerate() {
             for (j, d) in row.iter_mut().enumerate() {
@@ -105,7 +112,11 @@ fn gemm_into<T: Element>(dst: &mut [T], lhs: ArrayView2<'_, T>, rhs: ArrayView2<
         }
         return;
     }
-    let parallelism = if m * n * k >= PARALLEL_GEMM { Parallelism::Rayon(0) } else { Parallelism::None };
+    let parallelism = if m * n * k >= PARALLEL_GEMM {
+        Parallelism::Rayon(0)
+    } else {
+        Parallelism::None
+    };
     let (&[lhs_rs, lhs_cs], &[rhs_rs, rhs_cs]) = (lhs.strides(), rhs.strides()) else {
         unreachable!("invariant: 2-D views have two strides")
     };

@@ -92,7 +92,8 @@ impl Index {
                 let meta = node.meta();
                 // Relaxed: only the walk holding WALK_SLOTS touches the slots; its Acquire on the
                 // lock orders these accesses after the previous holder's.
-                (meta.walk_epoch.load(Ordering::Relaxed) == *epoch).then(|| meta.walk_index.load(Ordering::Relaxed))
+                (meta.walk_epoch.load(Ordering::Relaxed) == *epoch)
+                    .then(|| meta.walk_index.load(Ordering::Relaxed))
             }
             Index::Map(m) => m.get(&node.addr()).copied(),
         }
@@ -115,7 +116,11 @@ impl Index {
 
 /// Walks the graph from `root` without recursion (a million-node chain must not overflow) and
 /// returns the plan plus the index of each node in `lookups` (`None` if unreachable).
-pub(crate) fn compute_dependencies(root: &NodeRef, min_topo_nr: u64, lookups: &[&NodeRef]) -> (GraphPlan, Vec<Option<u32>>) {
+pub(crate) fn compute_dependencies(
+    root: &NodeRef,
+    min_topo_nr: u64,
+    lookups: &[&NodeRef],
+) -> (GraphPlan, Vec<Option<u32>>) {
     // Acquire: pairs with the Release store that ends the previous slot walk, so its slot writes
     // happen-before ours.
     let use_slots = WALK_SLOTS
@@ -123,7 +128,9 @@ pub(crate) fn compute_dependencies(root: &NodeRef, min_topo_nr: u64, lookups: &[
         .is_ok();
     let mut index = if use_slots {
         // Relaxed: the epoch is only touched under WALK_SLOTS.
-        Index::Slots { epoch: WALK_EPOCH.fetch_add(1, Ordering::Relaxed) + 1 }
+        Index::Slots {
+            epoch: WALK_EPOCH.fetch_add(1, Ordering::Relaxed) + 1,
+        }
     } else {
         Index::Map(HashMap::default())
     };

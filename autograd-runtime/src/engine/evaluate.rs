@@ -8,9 +8,13 @@ use super::input_buffer::InputBuffer;
 use super::node_task::{NodeTask, TaskKind};
 use crate::graph::{GradVec, Node};
 use crate::sync::Arc;
-use crate::{Error, Result, Tensor};
+use crate::{Device, Error, Result, Tensor};
 
-pub(crate) fn evaluate_function(gt: &Arc<GraphTask>, index: u32, inputs: InputBuffer) -> Result<()> {
+pub(crate) fn evaluate_function(
+    gt: &Arc<GraphTask>,
+    index: u32,
+    inputs: InputBuffer,
+) -> Result<()> {
     let node = gt.plan.node(index);
     let mut grads = inputs.into_grads();
     if !gt.exec_info.is_empty() {
@@ -62,7 +66,10 @@ pub(crate) fn evaluate_function(gt: &Arc<GraphTask>, index: u32, inputs: InputBu
             continue;
         }
         let next = gt.plan.node(target);
-        let input_nr = edges[i].as_ref().expect("invariant: a target implies an edge").input_nr;
+        let input_nr = edges[i]
+            .as_ref()
+            .expect("invariant: a target implies an edge")
+            .input_nr;
         let buffer = &mut state.not_ready[t];
         if !buffer.is_allocated() {
             *buffer = InputBuffer::new(next.meta().num_inputs());
@@ -70,23 +77,42 @@ pub(crate) fn evaluate_function(gt: &Arc<GraphTask>, index: u32, inputs: InputBu
         buffer.add(input_nr, grad, gt.create_graph)?;
         if ready {
             let inputs = std::mem::take(buffer);
-            push_task(gt, target, next.meta().sequence_nr(), inputs);
+            push_task(
+                gt,
+                target,
+                next.meta().sequence_nr(),
+                next.meta().device(),
+                inputs,
+            );
         }
     }
     Ok(())
 }
 
-/// Queues node `index` of `gt` with `inputs` on the graph task's CPU queue.
-pub(crate) fn push_task(gt: &Arc<GraphTask>, index: u32, sequence_nr: u64, inputs: InputBuffer) {
+/// Queues node `index` of `gt` with `inputs` on the queue for `device` (B28).
+pub(crate) fn push_task(
+    gt: &Arc<GraphTask>,
+    index: u32,
+    sequence_nr: u64,
+    device: Device,
+    inputs: InputBuffer,
+) {
     gt.add_outstanding();
-    gt.cpu_ready_queue.push(NodeTask {
+    let task = NodeTask {
         graph_task: Some(gt.clone()),
         node_index: index,
         sequence_nr,
         reentrant_depth: gt.reentrant_depth,
         kind: TaskKind::Evaluate,
         inputs,
-    });
+    };
+    if device.is_cpu() {
+        gt.cpu_ready_queue.push(task);
+    } else {
+        gt.engine
+            .ready_queue(&gt.cpu_ready_queue, device)
+            .push(task);
+    }
 }
 
 /// Tensor pre-hooks, then retains_grad hooks (B17, B19).
@@ -138,7 +164,10 @@ fn call_function(node: &dyn Node, grads: GradVec) -> Result<GradVec> {
             }
         }
     }
-    let grad_outputs = hooks.as_ref().filter(|h| !h.post.is_empty()).map(|_| grads.clone());
+    let grad_outputs = hooks
+        .as_ref()
+        .filter(|h| !h.post.is_empty())
+        .map(|_| grads.clone());
     let mut outputs = node.apply(grads)?;
     validate_outputs(node, &mut outputs)?;
     if let (Some(h), Some(grad_outputs)) = (&hooks, grad_outputs) {

@@ -36,7 +36,11 @@ pub(crate) struct Requested {
 
 /// Marks requested nodes, then propagates `needed` from children to parents in post-order, so a
 /// node runs iff a path leads from it to a requested node. Iterative.
-pub(crate) fn init_to_execute(plan: &GraphPlan, requested: &[Requested], accumulate_grad: bool) -> Vec<ExecInfo> {
+pub(crate) fn init_to_execute(
+    plan: &GraphPlan,
+    requested: &[Requested],
+    accumulate_grad: bool,
+) -> Vec<ExecInfo> {
     let n = plan.len();
     let mut info = vec![ExecInfo::default(); n];
     for r in requested {

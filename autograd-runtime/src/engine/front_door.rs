@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use smallvec::SmallVec;
 
-use super::{execute, worker};
+use super::{worker, EngineInner};
 use crate::graph::{Edge, GradVec};
+use crate::sync::Arc;
 use crate::{Error, Result, Tensor};
 
 /// Options of [`Tensor::backward_with`] and [`backward`].
@@ -187,7 +188,20 @@ fn root_edges(roots: &[Tensor]) -> Result<Vec<Edge>> {
 /// assert_eq!(x.grad().unwrap().item::<f64>()?, 6.0 + 20.0);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-pub fn backward(tensors: &[Tensor], grad_tensors: &[Option<Tensor>], options: BackwardOptions) -> Result<()> {
+pub fn backward(
+    tensors: &[Tensor],
+    grad_tensors: &[Option<Tensor>],
+    options: BackwardOptions,
+) -> Result<()> {
+    backward_on(&EngineInner::current(), tensors, grad_tensors, options)
+}
+
+pub(crate) fn backward_on(
+    engine: &Arc<EngineInner>,
+    tensors: &[Tensor],
+    grad_tensors: &[Option<Tensor>],
+    options: BackwardOptions,
+) -> Result<()> {
     if options.inputs.as_ref().is_some_and(Vec::is_empty) {
         return Err(Error::EmptyInputs { api: "backward" });
     }
@@ -209,7 +223,14 @@ pub fn backward(tensors: &[Tensor], grad_tensors: &[Option<Tensor>], options: Ba
             outputs.push(t.gradient_edge());
         }
     }
-    execute(roots, grads, keep_graph, options.create_graph, true, &outputs)?;
+    engine.execute(
+        roots,
+        grads,
+        keep_graph,
+        options.create_graph,
+        true,
+        &outputs,
+    )?;
     Ok(())
 }
 
@@ -235,7 +256,20 @@ pub fn backward(tensors: &[Tensor], grad_tensors: &[Option<Tensor>], options: Ba
 /// assert_eq!(d2y[0].as_ref().unwrap().item::<f64>()?, 18.0); // 6x
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-pub fn grad(outputs: &[Tensor], inputs: &[Tensor], options: GradOptions) -> Result<Vec<Option<Tensor>>> {
+pub fn grad(
+    outputs: &[Tensor],
+    inputs: &[Tensor],
+    options: GradOptions,
+) -> Result<Vec<Option<Tensor>>> {
+    grad_on(&EngineInner::current(), outputs, inputs, options)
+}
+
+pub(crate) fn grad_on(
+    engine: &Arc<EngineInner>,
+    outputs: &[Tensor],
+    inputs: &[Tensor],
+    options: GradOptions,
+) -> Result<Vec<Option<Tensor>>> {
     if inputs.is_empty() {
         return Err(Error::EmptyInputs { api: "grad" });
     }
@@ -253,7 +287,14 @@ pub fn grad(outputs: &[Tensor], inputs: &[Tensor], options: GradOptions) -> Resu
         edges.push(t.gradient_edge());
     }
     let keep_graph = options.retain_graph.unwrap_or(options.create_graph);
-    let mut result = execute(roots, grads, keep_graph, options.create_graph, false, &edges)?;
+    let mut result = engine.execute(
+        roots,
+        grads,
+        keep_graph,
+        options.create_graph,
+        false,
+        &edges,
+    )?;
     for (index, (slot, input)) in result.iter_mut().zip(inputs).enumerate() {
         if slot.is_none() {
             if options.materialize_grads {
@@ -300,7 +341,10 @@ where
 {
     worker::with_current_graph_task(|task| match task {
         Some(task) => {
-            task.state.lock().final_callbacks.push_back(Box::new(callback));
+            task.state
+                .lock()
+                .final_callbacks
+                .push_back(Box::new(callback));
             Ok(())
         }
         None => Err(Error::CallbackOutsideBackward),

@@ -31,6 +31,8 @@ pub(crate) struct TaskState {
 
 /// One backward pass.
 pub(crate) struct GraphTask {
+    /// The engine running this task (device queues, reentrant pool).
+    pub(crate) engine: Arc<super::EngineInner>,
     /// Unique per process, increasing (`torch._C._current_graph_task_id`, B30).
     pub(crate) id: u64,
     /// Keep saved tensors after nodes run (`retain_graph`).
@@ -61,7 +63,9 @@ pub(crate) struct GraphTask {
 }
 
 impl GraphTask {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
+        engine: Arc<super::EngineInner>,
         keep_graph: bool,
         create_graph: bool,
         reentrant_depth: usize,
@@ -78,6 +82,7 @@ impl GraphTask {
         GraphTask {
             // Relaxed: only uniqueness and monotonicity per thread matter.
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            engine,
             keep_graph,
             create_graph,
             reentrant_depth,
@@ -142,11 +147,26 @@ impl GraphTask {
         self.completed.load(Ordering::Acquire)
     }
 
+    /// Completes the task (once): publishes the outcome, wakes a caller blocked in
+    /// `wait_completed`, and — when this thread does not serve the owner's queue — pushes a
+    /// wake-up task there so an owner blocked in `ReadyQueue::pop` re-checks completion.
     fn mark_completed(&self) {
-        let _g = self.completed_lock.lock();
-        // Release: publishes results/error to the owner's Acquire load in `is_completed`.
-        self.completed.store(true, Ordering::Release);
-        self.completed_cv.notify_all();
+        {
+            let _g = self.completed_lock.lock();
+            // Release: publishes results/error to the owner's Acquire load in `is_completed`.
+            if self.completed.swap(true, Ordering::AcqRel) {
+                return;
+            }
+            self.completed_cv.notify_all();
+        }
+        let on_owner_queue =
+            Arc::ptr_eq(&super::worker::local_ready_queue(), &self.cpu_ready_queue);
+        if !on_owner_queue {
+            self.cpu_ready_queue
+                .push(super::node_task::NodeTask::control(
+                    super::node_task::TaskKind::WakeUp,
+                ));
+        }
     }
 
     /// Blocks until the task completes (used when another thread runs it).
@@ -162,7 +182,12 @@ impl GraphTask {
     pub(crate) fn run_post_processing(self: &Arc<Self>) {
         if !self.has_error() {
             let incomplete = self.exec_info.is_empty()
-                && self.state.lock().not_ready.iter().any(InputBuffer::is_allocated);
+                && self
+                    .state
+                    .lock()
+                    .not_ready
+                    .iter()
+                    .any(InputBuffer::is_allocated);
             if incomplete {
                 self.set_error(Error::IncompleteGraph);
                 return;

@@ -1,8 +1,11 @@
 //! The backward engine (PyTorch's `torch::autograd::Engine`): turns a call to `backward()`/`grad()`
-//! into a [`GraphTask`](graph_task::GraphTask), schedules its nodes through ready queues and
-//! returns the captured gradients. See `README.md` in this directory for the protocol.
+//! into a [`GraphTask`](graph_task::GraphTask), schedules its nodes through ready queues — the
+//! caller's own queue for CPU nodes, one queue and thread per device index otherwise — runs
+//! reentrant calls inline up to a depth limit and on a pool thread beyond it, and returns the
+//! captured gradients. `README.md` in this directory explains the protocol.
 
 mod dependencies;
+mod device_threads;
 mod evaluate;
 mod exec_info;
 mod front_door;
@@ -10,90 +13,261 @@ mod graph_task;
 mod input_buffer;
 mod node_task;
 mod ready_queue;
+mod reentrant;
 mod unwind;
 mod worker;
 
+#[cfg(test)]
+mod tests;
+
 pub use front_door::{
-    backward, current_graph_task_id, grad, queue_callback, will_engine_execute_node, BackwardOptions, GradOptions,
+    backward, current_graph_task_id, grad, queue_callback, will_engine_execute_node,
+    BackwardOptions, GradOptions,
 };
 
+use std::sync::OnceLock;
+
 use dependencies::compute_dependencies;
+use device_threads::DeviceThreads;
 use evaluate::push_task;
 use exec_info::{init_to_execute, Requested};
 use graph_task::GraphTask;
 use input_buffer::InputBuffer;
+use ready_queue::ReadyQueue;
+use reentrant::ReentrantPool;
 
 use crate::graph::{Edge, GradVec, GraphRoot, NodeRef};
 use crate::sync::Arc;
-use crate::{Result, Tensor};
+use crate::{Device, Result, Tensor};
 
-/// Runs one backward pass (PyTorch's `Engine::execute`, B01): `roots` receive `root_grads`;
-/// `outputs` are the edges whose gradients are captured (`grad()`, `accumulate_grad == false`) or
-/// whose nodes must run (`backward(inputs=..)`); `None` marks an input the graph cannot reach.
-pub(crate) fn execute(
-    roots: Vec<Edge>,
-    root_grads: GradVec,
-    keep_graph: bool,
-    create_graph: bool,
-    accumulate_grad: bool,
-    outputs: &[Option<Edge>],
-) -> Result<Vec<Option<Tensor>>> {
-    // Single-root skip (B08): the root's own node starts, with the gradient in its buffer.
-    let (root, root_inputs) = if roots.len() == 1 {
-        let edge = &roots[0];
-        let mut buffer = InputBuffer::new(edge.node.meta().num_inputs());
-        let grad = root_grads.into_iter().next().flatten();
-        buffer.add(edge.input_nr, grad, create_graph)?;
-        (edge.node.clone(), buffer)
-    } else {
-        let edges = roots.into_iter().map(Some).collect();
-        (NodeRef::new(Arc::new(GraphRoot::new(edges, root_grads))), InputBuffer::default())
-    };
+/// PyTorch's `MAX_DEPTH`: reentrant backward calls nested inline on one thread before the next one
+/// moves to a pool thread.
+pub const DEFAULT_MAX_RECURSION_DEPTH: usize = 60;
 
-    let min_topo_nr = if outputs.is_empty() {
-        0
-    } else {
-        outputs
-            .iter()
-            .flatten()
-            .map(|e| e.node.meta().topological_nr())
-            .min()
-            .unwrap_or(u64::MAX)
-    };
-    let lookups: Vec<&NodeRef> = outputs.iter().flatten().map(|e| &e.node).collect();
-    let (plan, found) = compute_dependencies(&root, min_topo_nr, &lookups);
-    let exec_info = if outputs.is_empty() {
-        Vec::new()
-    } else {
-        let mut found = found.into_iter();
-        let requested: Vec<Requested> = outputs
-            .iter()
-            .enumerate()
-            .filter_map(|(k, e)| {
-                let e = e.as_ref()?;
-                Some(Requested {
-                    node: found.next().flatten()?,
-                    input_nr: e.input_nr,
-                    output_idx: k,
+/// A backward engine: its device worker threads and its reentrant thread pool.
+///
+/// [`backward`] and [`grad`] (and `Tensor::backward`) use the process-wide default engine, whose
+/// threads live as long as the process, as PyTorch's do. An engine made with [`Engine::new`] can
+/// be configured and shut down cleanly; use it through [`Engine::backward`] and [`Engine::grad`].
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::{BackwardOptions, Device, Engine, Tensor};
+/// let engine = Engine::new().max_recursion_depth(8);
+/// let x = Tensor::scalar(2.0f64).requires_grad_(true)?;
+/// let y = x.to(Device::Virtual(0))?.mul_scalar(3.0)?;
+/// engine.backward(&[y], &[], BackwardOptions::new())?;
+/// assert_eq!(x.grad().unwrap().item::<f64>()?, 3.0);
+/// assert_eq!(engine.device_threads(), 1);
+/// engine.shutdown();
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Engine {
+    inner: Arc<EngineInner>,
+}
+
+#[derive(Debug)]
+pub(crate) struct EngineInner {
+    max_recursion_depth: usize,
+    devices: DeviceThreads,
+    pool: Arc<ReentrantPool>,
+}
+
+impl Default for Engine {
+    fn default() -> Self {
+        Engine::new()
+    }
+}
+
+impl Engine {
+    /// A new engine with no threads yet (they start lazily) and the default depth limit.
+    pub fn new() -> Engine {
+        Engine {
+            inner: Arc::new(EngineInner {
+                max_recursion_depth: DEFAULT_MAX_RECURSION_DEPTH,
+                devices: DeviceThreads::default(),
+                pool: Arc::default(),
+            }),
+        }
+    }
+
+    /// Sets how many reentrant calls may nest inline on one thread (default 60).
+    ///
+    /// # Panics
+    ///
+    /// If called after the engine was shared (cloned) or used: configure it first.
+    pub fn max_recursion_depth(mut self, depth: usize) -> Engine {
+        Arc::get_mut(&mut self.inner)
+            .expect("configure an Engine before cloning or using it")
+            .max_recursion_depth = depth;
+        self
+    }
+
+    /// The process-wide engine used by [`backward`], [`grad`] and `Tensor::backward`.
+    pub fn get_default() -> &'static Engine {
+        static DEFAULT: OnceLock<Engine> = OnceLock::new();
+        DEFAULT.get_or_init(Engine::new)
+    }
+
+    /// [`backward`](crate::backward) on this engine.
+    ///
+    /// # Errors
+    ///
+    /// As [`backward`](crate::backward).
+    pub fn backward(
+        &self,
+        tensors: &[Tensor],
+        grad_tensors: &[Option<Tensor>],
+        options: BackwardOptions,
+    ) -> Result<()> {
+        front_door::backward_on(&self.inner, tensors, grad_tensors, options)
+    }
+
+    /// [`grad`](crate::grad) on this engine.
+    ///
+    /// # Errors
+    ///
+    /// As [`grad`](crate::grad).
+    pub fn grad(
+        &self,
+        outputs: &[Tensor],
+        inputs: &[Tensor],
+        options: GradOptions,
+    ) -> Result<Vec<Option<Tensor>>> {
+        front_door::grad_on(&self.inner, outputs, inputs, options)
+    }
+
+    /// Number of device worker threads started so far.
+    pub fn device_threads(&self) -> usize {
+        self.inner.devices.started()
+    }
+
+    /// Number of reentrant pool threads started so far.
+    pub fn pool_threads(&self) -> usize {
+        self.inner.pool.threads()
+    }
+
+    /// Stops and joins this engine's device threads and pool threads. Backward passes must not be
+    /// running on it; a later pass starts threads again.
+    pub fn shutdown(&self) {
+        self.inner.devices.shutdown();
+        self.inner.pool.shutdown();
+    }
+}
+
+impl EngineInner {
+    /// The engine to use for a call made on this thread: the one running the current graph task
+    /// (reentrant calls stay on their engine), else the default.
+    pub(crate) fn current() -> Arc<EngineInner> {
+        worker::with_current_graph_task(|t| t.map(|t| t.engine.clone()))
+            .unwrap_or_else(|| Engine::get_default().inner.clone())
+    }
+
+    /// PyTorch's `ready_queue(cpu_ready_queue, device)`: CPU work goes to the graph task's own
+    /// queue (its caller's thread), device work to that device index's shared queue (B28).
+    pub(crate) fn ready_queue(
+        &self,
+        cpu_queue: &Arc<ReadyQueue>,
+        device: Device,
+    ) -> Arc<ReadyQueue> {
+        match device {
+            Device::Cpu => cpu_queue.clone(),
+            Device::Virtual(i) | Device::Cuda(i) => self.devices.queue(i),
+        }
+    }
+
+    /// Runs one backward pass (PyTorch's `Engine::execute`, B01): `roots` receive `root_grads`;
+    /// `outputs` are the edges whose gradients are captured (`grad()`, `accumulate_grad ==
+    /// false`) or whose nodes must run (`backward(inputs=..)`); `None` marks an input the graph
+    /// cannot reach.
+    pub(crate) fn execute(
+        self: &Arc<Self>,
+        roots: Vec<Edge>,
+        root_grads: GradVec,
+        keep_graph: bool,
+        create_graph: bool,
+        accumulate_grad: bool,
+        outputs: &[Option<Edge>],
+    ) -> Result<Vec<Option<Tensor>>> {
+        // Single-root skip (B08): the root's own node starts, with the gradient in its buffer.
+        let (root, root_inputs) = if roots.len() == 1 {
+            let edge = &roots[0];
+            let mut buffer = InputBuffer::new(edge.node.meta().num_inputs());
+            let grad = root_grads.into_iter().next().flatten();
+            buffer.add(edge.input_nr, grad, create_graph)?;
+            (edge.node.clone(), buffer)
+        } else {
+            let edges = roots.into_iter().map(Some).collect();
+            (
+                NodeRef::new(Arc::new(GraphRoot::new(edges, root_grads))),
+                InputBuffer::default(),
+            )
+        };
+
+        let min_topo_nr = if outputs.is_empty() {
+            0
+        } else {
+            outputs
+                .iter()
+                .flatten()
+                .map(|e| e.node.meta().topological_nr())
+                .min()
+                .unwrap_or(u64::MAX)
+        };
+        let lookups: Vec<&NodeRef> = outputs.iter().flatten().map(|e| &e.node).collect();
+        let (plan, found) = compute_dependencies(&root, min_topo_nr, &lookups);
+        let exec_info = if outputs.is_empty() {
+            Vec::new()
+        } else {
+            let mut found = found.into_iter();
+            let requested: Vec<Requested> = outputs
+                .iter()
+                .enumerate()
+                .filter_map(|(k, e)| {
+                    let e = e.as_ref()?;
+                    Some(Requested {
+                        node: found.next().flatten()?,
+                        input_nr: e.input_nr,
+                        output_idx: k,
+                    })
                 })
-            })
-            .collect();
-        init_to_execute(&plan, &requested, accumulate_grad)
-    };
+                .collect();
+            init_to_execute(&plan, &requested, accumulate_grad)
+        };
 
-    let queue = worker::local_ready_queue();
-    let depth = worker::current_depth();
-    let sequence_nr = root.meta().sequence_nr();
-    let gt = Arc::new(GraphTask::new(
-        keep_graph,
-        create_graph,
-        depth,
-        plan,
-        exec_info,
-        outputs.len(),
-        queue.clone(),
-    ));
-    push_task(&gt, 0, sequence_nr, root_inputs);
-    worker::thread_main(&gt, &queue);
-    gt.take_result()
+        let reentrant = worker::in_worker();
+        let depth = if reentrant {
+            worker::total_depth() + 1
+        } else {
+            0
+        };
+        let queue = worker::local_ready_queue();
+        let sequence_nr = root.meta().sequence_nr();
+        let root_device = root.meta().device();
+        let gt = Arc::new(GraphTask::new(
+            self.clone(),
+            keep_graph,
+            create_graph,
+            depth,
+            plan,
+            exec_info,
+            outputs.len(),
+            queue.clone(),
+        ));
+        push_task(&gt, 0, sequence_nr, root_device, root_inputs);
+
+        if !reentrant {
+            // The caller becomes the owner and works on its own queue until the task is done.
+            worker::thread_main(&queue, Some(&gt));
+        } else if worker::current_depth() >= self.max_recursion_depth {
+            // B27: too deep for this thread's stack; a pool thread drains this queue instead.
+            self.pool.submit(gt.clone());
+            gt.wait_completed();
+        } else {
+            worker::nested(|| worker::thread_main(&queue, Some(&gt)));
+        }
+        gt.take_result()
+    }
 }

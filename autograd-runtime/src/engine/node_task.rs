@@ -36,13 +36,15 @@ pub(crate) struct NodeTask {
 }
 
 impl NodeTask {
-    pub(crate) fn wake_up() -> NodeTask {
+    /// A wake-up or shutdown task.
+    pub(crate) fn control(kind: TaskKind) -> NodeTask {
+        debug_assert!(kind != TaskKind::Evaluate, "control tasks carry no node");
         NodeTask {
             graph_task: None,
             node_index: 0,
             sequence_nr: 0,
             reentrant_depth: 0,
-            kind: TaskKind::WakeUp,
+            kind,
             inputs: InputBuffer::default(),
         }
     }

@@ -17,7 +17,11 @@ pub(crate) struct AccumulateGrad {
 
 impl AccumulateGrad {
     pub(crate) fn new(variable: Tensor) -> AccumulateGrad {
-        let meta = NodeMeta::with_sequence_nr(u64::MAX, smallvec![], smallvec![InputMetadata::of(&variable)]);
+        let meta = NodeMeta::with_sequence_nr(
+            u64::MAX,
+            smallvec![],
+            smallvec![InputMetadata::of(&variable)],
+        );
         AccumulateGrad {
             meta,
             variable,
@@ -27,9 +31,10 @@ impl AccumulateGrad {
 }
 
 /// Whether the engine may store `grad` itself as `.grad` instead of copying it: nobody else can
-/// observe it (one handle, sole owner of its storage) and it is dense.
-fn can_steal(grad: &Tensor) -> bool {
-    Arc::strong_count(&grad.0) == 1
+/// observe it (one handle — plus the engine's copy for post-hooks, as PyTorch's
+/// `1 + has_post_hooks` — sole owner of its storage) and it is dense.
+fn can_steal(grad: &Tensor, expected_refs: usize) -> bool {
+    Arc::strong_count(&grad.0) <= expected_refs
         && Arc::strong_count(&grad.0.storage) == 1
         && grad.is_contiguous()
         && grad.layout().offset == 0
@@ -59,7 +64,9 @@ impl Node for AccumulateGrad {
         let old = {
             let mut meta = var.meta_lock();
             if meta.grad_fn.is_some() {
-                return Err(Error::msg("leaf variable has been moved into the graph interior"));
+                return Err(Error::msg(
+                    "leaf variable has been moved into the graph interior",
+                ));
             }
             if !meta.requires_grad {
                 return Ok(smallvec![]);
@@ -68,7 +75,11 @@ impl Node for AccumulateGrad {
         };
         let grad_mode = is_grad_enabled();
         let updated = match old {
-            None if !grad_mode && can_steal(&new_grad) => new_grad,
+            None if !grad_mode
+                && can_steal(&new_grad, 1 + usize::from(self.meta.hooks.has_post_hooks())) =>
+            {
+                new_grad
+            }
             None if !grad_mode => new_grad.contiguous_data_owned(),
             None => new_grad.copy()?,
             Some(old) if !grad_mode => {

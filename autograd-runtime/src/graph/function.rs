@@ -77,7 +77,9 @@ impl<B: Backward> Node for FunctionNode<B> {
 
 impl<B> std::fmt::Debug for FunctionNode<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FunctionNode").field("meta", &self.meta).finish_non_exhaustive()
+        f.debug_struct("FunctionNode")
+            .field("meta", &self.meta)
+            .finish_non_exhaustive()
     }
 }
 

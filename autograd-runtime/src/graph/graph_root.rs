@@ -12,7 +12,11 @@ pub(crate) struct GraphRoot {
 impl GraphRoot {
     pub(crate) fn new(edges: Vec<Option<Edge>>, grads: GradVec) -> GraphRoot {
         GraphRoot {
-            meta: NodeMeta::with_sequence_nr(u64::MAX, edges.into_iter().collect(), smallvec::smallvec![]),
+            meta: NodeMeta::with_sequence_nr(
+                u64::MAX,
+                edges.into_iter().collect(),
+                smallvec::smallvec![],
+            ),
             grads,
         }
     }

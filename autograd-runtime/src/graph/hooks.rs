@@ -13,7 +13,8 @@ use crate::tensor::TensorImpl;
 use crate::{Node, Tensor};
 
 pub(crate) type TensorHook = Arc<dyn Fn(&Tensor) -> Option<Tensor> + Send + Sync>;
-pub(crate) type PreHook = Arc<dyn Fn(&[Option<Tensor>]) -> Option<Vec<Option<Tensor>>> + Send + Sync>;
+pub(crate) type PreHook =
+    Arc<dyn Fn(&[Option<Tensor>]) -> Option<Vec<Option<Tensor>>> + Send + Sync>;
 pub(crate) type PostHook =
     Arc<dyn Fn(&[Option<Tensor>], &[Option<Tensor>]) -> Option<Vec<Option<Tensor>>> + Send + Sync>;
 pub(crate) type PostAccumulateHook = Arc<dyn Fn(&Tensor) + Send + Sync>;
@@ -42,7 +43,9 @@ pub(crate) struct NodeHooks {
 
 impl std::fmt::Debug for NodeHooks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NodeHooks").field("present", &self.present.load(Ordering::Relaxed)).finish()
+        f.debug_struct("NodeHooks")
+            .field("present", &self.present.load(Ordering::Relaxed))
+            .finish()
     }
 }
 
@@ -65,6 +68,16 @@ impl NodeHooks {
             return None;
         }
         self.lists.lock().as_deref().cloned()
+    }
+
+    /// Whether the node has post-hooks (the engine then keeps a copy of its incoming gradients).
+    pub(crate) fn has_post_hooks(&self) -> bool {
+        self.present.load(Ordering::Relaxed)
+            && self
+                .lists
+                .lock()
+                .as_ref()
+                .is_some_and(|l| !l.post.is_empty())
     }
 
     fn edit<R>(&self, f: impl FnOnce(&mut HookLists) -> R) -> R {
@@ -196,6 +209,8 @@ impl HookHandle {
 
 impl std::fmt::Debug for HookHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HookHandle").field("id", &self.id).finish_non_exhaustive()
+        f.debug_struct("HookHandle")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
     }
 }

@@ -13,8 +13,8 @@ mod saved;
 
 pub(crate) use accumulate_grad::AccumulateGrad;
 pub use edge::Edge;
-pub use function::{Backward, FunctionNode};
 pub(crate) use function::{collect_next_edges, record};
+pub use function::{Backward, FunctionNode};
 pub(crate) use graph_root::GraphRoot;
 pub use hooks::HookHandle;
 pub use multi_grad_hook::{register_multi_grad_hook, MultiGradHookHandle, MultiGradMode};

@@ -6,7 +6,9 @@
 use std::collections::HashMap;
 
 use crate::sync::{Arc, Mutex};
-use crate::{current_graph_task_id, queue_callback, will_engine_execute_node, HookHandle, Result, Tensor};
+use crate::{
+    current_graph_task_id, queue_callback, will_engine_execute_node, HookHandle, Result, Tensor,
+};
 
 /// When a multi-grad hook fires.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,20 +68,27 @@ impl MultiGradHookHandle {
 /// assert_eq!(*seen.lock().unwrap(), vec![vec![Some(3.0), Some(5.0)]]);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-pub fn register_multi_grad_hook<F>(tensors: &[Tensor], mode: MultiGradMode, hook: F) -> Result<MultiGradHookHandle>
+pub fn register_multi_grad_hook<F>(
+    tensors: &[Tensor],
+    mode: MultiGradMode,
+    hook: F,
+) -> Result<MultiGradHookHandle>
 where
     F: Fn(&[Option<Tensor>]) + Send + Sync + 'static,
 {
     let hook: Callback = Arc::new(hook);
     let passes: Arc<Mutex<HashMap<u64, PassState>>> = Arc::default();
     // The node each tensor's gradient passes through: its grad_fn, or a leaf's AccumulateGrad.
-    let nodes: Arc<Vec<Option<crate::Edge>>> = Arc::new(tensors.iter().map(Tensor::gradient_edge).collect());
+    let nodes: Arc<Vec<Option<crate::Edge>>> =
+        Arc::new(tensors.iter().map(Tensor::gradient_edge).collect());
     let n = tensors.len();
     let mut handles = Vec::with_capacity(n);
     for (idx, t) in tensors.iter().enumerate() {
         let (hook, passes, nodes) = (hook.clone(), passes.clone(), nodes.clone());
         let h = t.register_hook(move |grad| {
-            let Some(id) = current_graph_task_id() else { return None };
+            let Some(id) = current_graph_task_id() else {
+                return None;
+            };
             let fire = {
                 let mut guard = passes.lock();
                 let first = !guard.contains_key(&id);

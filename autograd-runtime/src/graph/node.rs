@@ -86,8 +86,12 @@ impl InputMetadata {
     pub fn zeros(&self) -> Tensor {
         Tensor::from_buffer(
             match self.dtype {
-                DType::F32 => crate::tensor::storage::Buffer::F32(vec![0.0; self.shape.iter().product()]),
-                DType::F64 => crate::tensor::storage::Buffer::F64(vec![0.0; self.shape.iter().product()]),
+                DType::F32 => {
+                    crate::tensor::storage::Buffer::F32(vec![0.0; self.shape.iter().product()])
+                }
+                DType::F64 => {
+                    crate::tensor::storage::Buffer::F64(vec![0.0; self.shape.iter().product()])
+                }
             },
             &self.shape,
             self.device,
@@ -120,12 +124,17 @@ pub struct NodeMeta {
     pub(crate) walk_index: crate::sync::atomic::AtomicU32,
     /// The epoch of the walk that wrote `walk_index`.
     pub(crate) walk_epoch: AtomicU64,
+    /// Where the forward op was called, recorded only in anomaly mode (B23).
+    forward_trace: Option<Box<std::backtrace::Backtrace>>,
 }
 
 impl NodeMeta {
     /// Bookkeeping for a new node: takes the next sequence number of this thread and derives the
     /// topological number from the edges.
-    pub fn new(next_edges: SmallVec<[Option<Edge>; 2]>, input_metadata: SmallVec<[InputMetadata; 1]>) -> NodeMeta {
+    pub fn new(
+        next_edges: SmallVec<[Option<Edge>; 2]>,
+        input_metadata: SmallVec<[InputMetadata; 1]>,
+    ) -> NodeMeta {
         let seq = NEXT_SEQUENCE_NR.with(|c| {
             let v = c.get();
             c.set(v + 1);
@@ -153,6 +162,8 @@ impl NodeMeta {
             hooks: NodeHooks::default(),
             walk_index: crate::sync::atomic::AtomicU32::new(0),
             walk_epoch: AtomicU64::new(0),
+            forward_trace: crate::is_anomaly_enabled()
+                .then(|| Box::new(std::backtrace::Backtrace::force_capture())),
         }
     }
 
@@ -191,6 +202,21 @@ impl NodeMeta {
     /// Metadata of input `i`.
     pub fn input_metadata(&self, i: usize) -> &InputMetadata {
         &self.input_metadata[i]
+    }
+
+    /// The device whose queue runs this node: that of its first non-CPU input, else the CPU
+    /// (PyTorch's `Node::device()`).
+    pub fn device(&self) -> Device {
+        self.input_metadata
+            .iter()
+            .map(|m| m.device)
+            .find(|d| !d.is_cpu())
+            .unwrap_or(Device::Cpu)
+    }
+
+    /// The backtrace of the forward call that created this node, if anomaly mode was on.
+    pub fn forward_trace(&self) -> Option<&std::backtrace::Backtrace> {
+        self.forward_trace.as_deref()
     }
 
     /// Whether output `i` goes anywhere (PyTorch's `should_compute_output` without exec_info):

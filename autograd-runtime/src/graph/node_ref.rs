@@ -112,7 +112,10 @@ impl NodeRef {
     /// ```
     pub fn register_hook<F>(&self, hook: F) -> HookHandle
     where
-        F: Fn(&[Option<Tensor>], &[Option<Tensor>]) -> Option<Vec<Option<Tensor>>> + Send + Sync + 'static,
+        F: Fn(&[Option<Tensor>], &[Option<Tensor>]) -> Option<Vec<Option<Tensor>>>
+            + Send
+            + Sync
+            + 'static,
     {
         hooks::add_post_hook(self, Arc::new(hook))
     }
@@ -185,7 +188,9 @@ fn drop_iteratively(node: Arc<dyn Node>) {
         Ok(false) => {}
         Ok(true) => {
             drop(node);
-            while let Some(next) = DEFERRED_DROPS.with(|d| d.borrow_mut().as_mut().and_then(Vec::pop)) {
+            while let Some(next) =
+                DEFERRED_DROPS.with(|d| d.borrow_mut().as_mut().and_then(Vec::pop))
+            {
                 drop(next);
             }
             DEFERRED_DROPS.with(|d| *d.borrow_mut() = None);

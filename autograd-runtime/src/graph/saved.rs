@@ -135,7 +135,11 @@ fn check_version(t: &Tensor, saved: u64, saved_by: Option<(&Weak<dyn Node>, usiz
     if current == saved {
         return Ok(());
     }
-    let short = |name: &str| name.find("Backward").map_or(name, |i| &name[..i]).to_string();
+    let short = |name: &str| {
+        name.find("Backward")
+            .map_or(name, |i| &name[..i])
+            .to_string()
+    };
     let output_of = match saved_by {
         Some((node, nr)) => node.upgrade().map(|n| (nr, short(n.name()))),
         None => t.grad_fn().map(|f| (t.output_nr(), short(f.name()))),

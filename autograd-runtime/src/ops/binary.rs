@@ -9,11 +9,15 @@ use crate::tensor::data::{with_view, with_views2, ElementMap};
 use crate::{Element, Result, Tensor};
 
 fn grad0(grads: &GradVec) -> &Tensor {
-    grads[0].as_ref().expect("invariant: incoming gradients are materialised")
+    grads[0]
+        .as_ref()
+        .expect("invariant: incoming gradients are materialised")
 }
 
 fn saved(s: &Option<SavedTensor>) -> Result<Tensor> {
-    s.as_ref().expect("invariant: saved when the other input requires grad").get()
+    s.as_ref()
+        .expect("invariant: saved when the other input requires grad")
+        .get()
 }
 
 /// `x (op) s` or `s (op) x` for one element.
@@ -33,6 +37,7 @@ impl ElementMap for ScalarOp {
             BinaryOp::Add => a + b,
             BinaryOp::Sub => a - b,
             BinaryOp::Mul => a * b,
+            BinaryOp::Div => a / b,
             _ => unreachable!("invariant: only arithmetic ops take the element-map path"),
         }
     }
@@ -47,7 +52,11 @@ impl Backward for AddBackward {
     fn backward(&self, meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
         let g = grad0(&grads);
         let gb = if meta.needs_input_grad(1) {
-            Some(if self.alpha == 1.0 { g.clone() } else { g.mul_scalar(self.alpha)? })
+            Some(if self.alpha == 1.0 {
+                g.clone()
+            } else {
+                g.mul_scalar(self.alpha)?
+            })
         } else {
             None
         };
@@ -61,7 +70,11 @@ impl Backward for SubBackward {
     const NAME: &'static str = "SubBackward0";
     fn backward(&self, meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
         let g = grad0(&grads);
-        let gb = if meta.needs_input_grad(1) { Some(g.neg()?) } else { None };
+        let gb = if meta.needs_input_grad(1) {
+            Some(g.neg()?)
+        } else {
+            None
+        };
         Ok(smallvec![Some(g.clone()), gb])
     }
 }
@@ -75,12 +88,23 @@ impl Backward for MulBackward {
     const NAME: &'static str = "MulBackward0";
     fn backward(&self, meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
         let g = grad0(&grads);
-        let ga = if meta.needs_input_grad(0) { Some(g.mul(&saved(&self.rhs)?)?) } else { None };
-        let gb = if meta.needs_input_grad(1) { Some(g.mul(&saved(&self.lhs)?)?) } else { None };
+        let ga = if meta.needs_input_grad(0) {
+            Some(g.mul(&saved(&self.rhs)?)?)
+        } else {
+            None
+        };
+        let gb = if meta.needs_input_grad(1) {
+            Some(g.mul(&saved(&self.lhs)?)?)
+        } else {
+            None
+        };
         Ok(smallvec![ga, gb])
     }
     fn release(&self) {
-        self.lhs.iter().chain(&self.rhs).for_each(SavedTensor::release);
+        self.lhs
+            .iter()
+            .chain(&self.rhs)
+            .for_each(SavedTensor::release);
     }
 }
 
@@ -94,7 +118,11 @@ impl Backward for DivBackward {
     fn backward(&self, meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
         let g = grad0(&grads);
         let b = self.rhs.get()?;
-        let ga = if meta.needs_input_grad(0) { Some(g.div(&b)?) } else { None };
+        let ga = if meta.needs_input_grad(0) {
+            Some(g.div(&b)?)
+        } else {
+            None
+        };
         let gb = if meta.needs_input_grad(1) {
             // d(a/b)/db = -a / b²
             let a = saved(&self.lhs)?;
@@ -149,7 +177,9 @@ impl Backward for RdivScalarBackward {
     fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
         // d(s/b)/db = -s / b²
         let b = self.rhs.get()?;
-        Ok(smallvec![Some(grad0(&grads).mul_scalar(-self.scalar)?.div(&b.mul(&b)?)?)])
+        Ok(smallvec![Some(
+            grad0(&grads).mul_scalar(-self.scalar)?.div(&b.mul(&b)?)?
+        )])
     }
     fn release(&self) {
         self.rhs.release();
@@ -157,14 +187,29 @@ impl Backward for RdivScalarBackward {
 }
 
 impl Tensor {
-    pub(crate) fn binary_kernel(&self, op: BinaryOp, name: &'static str, other: &Tensor) -> Result<Tensor> {
+    pub(crate) fn binary_kernel(
+        &self,
+        op: BinaryOp,
+        name: &'static str,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let device = self.device();
-        with_views2!(name, self, other, |a, b| Ok(Tensor::from_ndarray_on(cpu::binary(op, a, b)?, device)))
+        with_views2!(name, self, other, |a, b| Ok(Tensor::from_ndarray_on(
+            cpu::binary(op, a, b)?,
+            device
+        )))
     }
 
     pub(crate) fn scalar_kernel(&self, op: BinaryOp, s: f64, scalar_on_left: bool) -> Tensor {
-        if matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div) {
-            return self.map_elements(ScalarOp { op, s, scalar_on_left });
+        if matches!(
+            op,
+            BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div
+        ) {
+            return self.map_elements(ScalarOp {
+                op,
+                s,
+                scalar_on_left,
+            });
         }
         let device = self.device();
         with_view!(self, |a| Tensor::from_ndarray_on(

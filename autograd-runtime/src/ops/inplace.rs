@@ -21,17 +21,37 @@ impl Backward for InplaceBinaryBackward {
     const NAME: &'static str = "InplaceBackward0";
     fn backward(&self, meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
         let g = grads[0].as_ref().expect("invariant: materialised");
-        let saved = |s: &Option<SavedTensor>| s.as_ref().expect("invariant: saved when needed").get();
+        let saved =
+            |s: &Option<SavedTensor>| s.as_ref().expect("invariant: saved when needed").get();
         let (ga, gb) = match self.op {
             BinaryOp::Add => (Some(g.clone()), meta.needs_input_grad(1).then(|| g.clone())),
-            BinaryOp::Sub => (Some(g.clone()), if meta.needs_input_grad(1) { Some(g.neg()?) } else { None }),
+            BinaryOp::Sub => (
+                Some(g.clone()),
+                if meta.needs_input_grad(1) {
+                    Some(g.neg()?)
+                } else {
+                    None
+                },
+            ),
             BinaryOp::Mul => (
-                if meta.needs_input_grad(0) { Some(g.mul(&saved(&self.other)?)?) } else { None },
-                if meta.needs_input_grad(1) { Some(g.mul(&saved(&self.original)?)?) } else { None },
+                if meta.needs_input_grad(0) {
+                    Some(g.mul(&saved(&self.other)?)?)
+                } else {
+                    None
+                },
+                if meta.needs_input_grad(1) {
+                    Some(g.mul(&saved(&self.original)?)?)
+                } else {
+                    None
+                },
             ),
             BinaryOp::Div => {
                 let b = saved(&self.other)?;
-                let ga = if meta.needs_input_grad(0) { Some(g.div(&b)?) } else { None };
+                let ga = if meta.needs_input_grad(0) {
+                    Some(g.div(&b)?)
+                } else {
+                    None
+                };
                 let gb = if meta.needs_input_grad(1) {
                     Some(g.mul(&saved(&self.original)?)?.div(&b.mul(&b)?)?.neg()?)
                 } else {
@@ -44,7 +64,10 @@ impl Backward for InplaceBinaryBackward {
         Ok(smallvec![ga, gb])
     }
     fn release(&self) {
-        self.other.iter().chain(&self.original).for_each(SavedTensor::release);
+        self.other
+            .iter()
+            .chain(&self.original)
+            .for_each(SavedTensor::release);
     }
     fn name(&self) -> &'static str {
         match self.op {
@@ -70,7 +93,12 @@ impl Backward for FillBackward {
         }
     }
     fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        Ok(smallvec![Some(grads[0].as_ref().expect("invariant: materialised").zeros_like())])
+        Ok(smallvec![Some(
+            grads[0]
+                .as_ref()
+                .expect("invariant: materialised")
+                .zeros_like()
+        )])
     }
 }
 
@@ -101,14 +129,19 @@ impl Tensor {
         self.check_inplace(other.requires_grad())?;
         let edges = collect_next_edges(&[self, other]);
         let original = match (&edges, op) {
+            // `other`'s gradient needs `self` before the op: save a differentiable copy, so a
+            // create_graph pass can differentiate through it.
             (Some(e), BinaryOp::Mul | BinaryOp::Div) if e[1].is_some() => {
-                let _g = crate::no_grad();
-                Some(SavedTensor::input(&self.contiguous_data_owned()))
+                Some(SavedTensor::input(&self.copy()?))
             }
             _ => None,
         };
         // Reading `other` while write-locking `self` would deadlock when they share storage.
-        let other_data = if self.shares_storage(other) { other.contiguous_data_owned() } else { other.clone() };
+        let other_data = if self.shares_storage(other) {
+            other.contiguous_data_owned()
+        } else {
+            other.clone()
+        };
         self.apply_inplace(op, &other_data)?;
         if let Some(edges) = edges {
             let save_other = matches!(op, BinaryOp::Mul | BinaryOp::Div) && edges[0].is_some();
@@ -141,7 +174,11 @@ impl Tensor {
 
     /// `self += other` for the engine's gradient accumulation: not recorded, not checked.
     pub(crate) fn accumulate_in_place(&self, other: &Tensor) -> Result<()> {
-        let other = if self.shares_storage(other) { other.contiguous_data_owned() } else { other.clone() };
+        let other = if self.shares_storage(other) {
+            other.contiguous_data_owned()
+        } else {
+            other.clone()
+        };
         self.apply_inplace(BinaryOp::Add, &other)
     }
 
@@ -276,4 +313,3 @@ impl Tensor {
         self.fill_(0.0)
     }
 }
-

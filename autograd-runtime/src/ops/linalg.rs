@@ -28,7 +28,10 @@ impl Backward for MmBackward {
         Ok(smallvec![ga, gb])
     }
     fn release(&self) {
-        self.lhs.iter().chain(&self.rhs).for_each(SavedTensor::release);
+        self.lhs
+            .iter()
+            .chain(&self.rhs)
+            .for_each(SavedTensor::release);
     }
 }
 
@@ -55,7 +58,11 @@ impl Tensor {
         if a.len() < 2 || b.len() < 2 {
             return Err(Error::shape(
                 "matmul",
-                format!("both arguments to matmul need to be at least 2D, but they are {}D and {}D", a.len(), b.len()),
+                format!(
+                    "both arguments to matmul need to be at least 2D, but they are {}D and {}D",
+                    a.len(),
+                    b.len()
+                ),
             ));
         }
         if a[a.len() - 1] != b[b.len() - 2] {
@@ -78,7 +85,9 @@ impl Tensor {
             ));
         }
         let device = self.device();
-        let out = with_views2!("matmul", self, other, |x, y| Ok::<_, Error>(Tensor::from_ndarray_on(cpu::matmul(x, y)?, device)))?;
+        let out = with_views2!("matmul", self, other, |x, y| Ok::<_, Error>(
+            Tensor::from_ndarray_on(cpu::matmul(x, y)?, device)
+        ))?;
         if let Some(edges) = collect_next_edges(&[self, other]) {
             let (save_lhs, save_rhs) = (edges[1].is_some(), edges[0].is_some());
             record(edges, &[&out], |_| MmBackward {

@@ -3,6 +3,7 @@
 //! written with tensor ops, so with `create_graph` they are recorded and differentiable again.
 
 mod binary;
+mod device;
 mod inplace;
 mod linalg;
 mod operators;

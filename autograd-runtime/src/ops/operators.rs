@@ -104,7 +104,9 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0")]
+    #[should_panic(
+        expected = "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0"
+    )]
     fn operator_panics_with_the_method_error() {
         let a = Tensor::from_vec(vec![1.0f64, 2.0], &[2]).expect("valid");
         let b = Tensor::from_vec(vec![1.0f64, 2.0, 3.0], &[3]).expect("valid");

@@ -57,7 +57,12 @@ struct SumToBackward {
 impl Backward for SumToBackward {
     const NAME: &'static str = "SumBackward1";
     fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        Ok(smallvec![Some(grads[0].as_ref().expect("invariant: materialised").expand(&self.shape)?)])
+        Ok(smallvec![Some(
+            grads[0]
+                .as_ref()
+                .expect("invariant: materialised")
+                .expand(&self.shape)?
+        )])
     }
 }
 
@@ -150,7 +155,10 @@ impl Tensor {
         for &d in dims {
             let d = wrap_dim(d as isize, self.ndim())?;
             if axes.contains(&d) {
-                return Err(Error::shape("sum_dims", format!("dim {d} appears multiple times in the list of dims")));
+                return Err(Error::shape(
+                    "sum_dims",
+                    format!("dim {d} appears multiple times in the list of dims"),
+                ));
             }
             axes.push(d);
         }
@@ -158,7 +166,10 @@ impl Tensor {
             axes.clear();
         }
         let device = self.device();
-        let out = with_view!(self, |a| Tensor::from_ndarray_on(cpu::sum_axes(a, &axes, keepdim), device));
+        let out = with_view!(self, |a| Tensor::from_ndarray_on(
+            cpu::sum_axes(a, &axes, keepdim),
+            device
+        ));
         if let Some(edges) = collect_next_edges(&[self]) {
             let keepdim_shape = (!keepdim).then(|| {
                 self.shape()
@@ -200,11 +211,17 @@ impl Tensor {
         if !super::is_expandable_to(shape, self.shape()) {
             return Err(Error::shape(
                 "sum_to_shape",
-                format!("size {shape:?} is not expandable to size {:?}", self.shape()),
+                format!(
+                    "size {shape:?} is not expandable to size {:?}",
+                    self.shape()
+                ),
             ));
         }
         let device = self.device();
-        let out = with_view!(self, |a| Tensor::from_ndarray_on(cpu::sum_to(a, shape), device));
+        let out = with_view!(self, |a| Tensor::from_ndarray_on(
+            cpu::sum_to(a, shape),
+            device
+        ));
         if let Some(edges) = collect_next_edges(&[self]) {
             record(edges, &[&out], |_| SumToBackward {
                 shape: self.shape_dims(),

@@ -68,7 +68,11 @@ struct NarrowBackward {
 impl Backward for NarrowBackward {
     const NAME: &'static str = "SliceBackward0";
     fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        Ok(smallvec![Some(g0(&grads).narrow_scatter(&self.shape, self.dim, self.start)?)])
+        Ok(smallvec![Some(g0(&grads).narrow_scatter(
+            &self.shape,
+            self.dim,
+            self.start
+        )?)])
     }
 }
 
@@ -82,7 +86,9 @@ struct NarrowScatterBackward {
 impl Backward for NarrowScatterBackward {
     const NAME: &'static str = "SliceBackwardBackward0";
     fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        Ok(smallvec![Some(g0(&grads).narrow(self.dim, self.start, self.len)?)])
+        Ok(smallvec![Some(
+            g0(&grads).narrow(self.dim, self.start, self.len)?
+        )])
     }
 }
 
@@ -93,7 +99,10 @@ struct SplitBackward {
 impl Backward for SplitBackward {
     const NAME: &'static str = "SplitBackward0";
     fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        let parts: Vec<Tensor> = grads.into_iter().map(|g| g.expect("invariant: materialised")).collect();
+        let parts: Vec<Tensor> = grads
+            .into_iter()
+            .map(|g| g.expect("invariant: materialised"))
+            .collect();
         Ok(smallvec![Some(Tensor::cat(&parts, self.dim)?)])
     }
 }
@@ -110,7 +119,11 @@ impl Backward for CatBackward {
         let mut out = GradVec::with_capacity(self.sizes.len());
         let mut start = 0;
         for (i, &len) in self.sizes.iter().enumerate() {
-            out.push(if meta.needs_input_grad(i) { Some(g.narrow(self.dim, start, len)?) } else { None });
+            out.push(if meta.needs_input_grad(i) {
+                Some(g.narrow(self.dim, start, len)?)
+            } else {
+                None
+            });
             start += len;
         }
         Ok(out)
@@ -158,7 +171,10 @@ impl Tensor {
         if shape.iter().product::<usize>() != self.numel() {
             return Err(Error::shape(
                 "reshape",
-                format!("shape '{shape:?}' is invalid for input of size {}", self.numel()),
+                format!(
+                    "shape '{shape:?}' is invalid for input of size {}",
+                    self.numel()
+                ),
             ));
         }
         let out = if self.is_contiguous() {
@@ -172,7 +188,9 @@ impl Tensor {
             Tensor::from_parts(c.0.storage.clone(), Layout::contiguous(shape), None)
         };
         if let Some(edges) = collect_next_edges(&[self]) {
-            record(edges, &[&out], |_| ViewBackward { shape: self.shape_dims() });
+            record(edges, &[&out], |_| ViewBackward {
+                shape: self.shape_dims(),
+            });
         }
         Ok(out)
     }
@@ -192,7 +210,10 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn transpose(&self, d0: usize, d1: usize) -> Result<Tensor> {
-        let (d0, d1) = (wrap_dim(d0 as isize, self.ndim())?, wrap_dim(d1 as isize, self.ndim())?);
+        let (d0, d1) = (
+            wrap_dim(d0 as isize, self.ndim())?,
+            wrap_dim(d1 as isize, self.ndim())?,
+        );
         if self.ndim() == 0 {
             return Ok(self.alias_with_layout(self.layout().clone()));
         }
@@ -219,10 +240,17 @@ impl Tensor {
     /// ```
     pub fn permute(&self, dims: &[usize]) -> Result<Tensor> {
         let mut seen = vec![false; self.ndim()];
-        if dims.len() != self.ndim() || dims.iter().any(|&d| d >= self.ndim() || std::mem::replace(&mut seen[d], true)) {
+        if dims.len() != self.ndim()
+            || dims
+                .iter()
+                .any(|&d| d >= self.ndim() || std::mem::replace(&mut seen[d], true))
+        {
             return Err(Error::shape(
                 "permute",
-                format!("dims {dims:?} is not a permutation of the {} dims of the input", self.ndim()),
+                format!(
+                    "dims {dims:?} is not a permutation of the {} dims of the input",
+                    self.ndim()
+                ),
             ));
         }
         let out = self.alias_with_layout(self.layout().permute(dims));
@@ -257,7 +285,9 @@ impl Tensor {
         }
         let out = self.alias_with_layout(self.layout().expand(shape)?);
         if let Some(edges) = collect_next_edges(&[self]) {
-            record(edges, &[&out], |_| ExpandBackward { shape: self.shape_dims() });
+            record(edges, &[&out], |_| ExpandBackward {
+                shape: self.shape_dims(),
+            });
         }
         Ok(out)
     }
@@ -308,13 +338,19 @@ impl Tensor {
 
     fn narrow_view(&self, dim: usize, start: usize, len: usize) -> Result<Tensor> {
         if self.ndim() == 0 {
-            return Err(Error::shape("narrow", "narrow() cannot be applied to a 0-dim tensor."));
+            return Err(Error::shape(
+                "narrow",
+                "narrow() cannot be applied to a 0-dim tensor.",
+            ));
         }
         let dim = wrap_dim(dim as isize, self.ndim())?;
         if start + len > self.shape()[dim] {
             return Err(Error::shape(
                 "narrow",
-                format!("start ({start}) + length ({len}) exceeds dimension size ({}).", self.shape()[dim]),
+                format!(
+                    "start ({start}) + length ({len}) exceeds dimension size ({}).",
+                    self.shape()[dim]
+                ),
             ));
         }
         Ok(self.alias_with_layout(self.layout().narrow(dim, start, len)))
@@ -326,11 +362,16 @@ impl Tensor {
         let device = self.device();
         let out = with_view!(self, |g| {
             let mut z = ndarray::ArrayD::zeros(ndarray::IxDyn(shape));
-            z.slice_axis_mut(Axis(dim), Slice::from(start..start + len)).assign(&g);
+            z.slice_axis_mut(Axis(dim), Slice::from(start..start + len))
+                .assign(&g);
             Tensor::from_ndarray_on(z, device)
         });
         if let Some(edges) = collect_next_edges(&[self]) {
-            record(edges, &[&out], |_| NarrowScatterBackward { dim, start, len });
+            record(edges, &[&out], |_| NarrowScatterBackward {
+                dim,
+                start,
+                len,
+            });
         }
         Ok(out)
     }
@@ -354,12 +395,18 @@ impl Tensor {
     /// ```
     pub fn chunk(&self, chunks: usize, dim: usize) -> Result<Vec<Tensor>> {
         if chunks == 0 {
-            return Err(Error::shape("chunk", "chunk expects `chunks` to be greater than 0, got: 0"));
+            return Err(Error::shape(
+                "chunk",
+                "chunk expects `chunks` to be greater than 0, got: 0",
+            ));
         }
         let d = wrap_dim(dim as isize, self.ndim())?;
         let size = self.shape().get(d).copied().unwrap_or(1);
         let step = size.div_ceil(chunks).max(1);
-        let sizes: Vec<usize> = (0..size).step_by(step).map(|s| step.min(size - s)).collect();
+        let sizes: Vec<usize> = (0..size)
+            .step_by(step)
+            .map(|s| step.min(size - s))
+            .collect();
         self.split(&sizes, d)
     }
 
@@ -383,7 +430,10 @@ impl Tensor {
         if sizes.iter().sum::<usize>() != self.shape()[d] {
             return Err(Error::shape(
                 "split",
-                format!("split sizes {sizes:?} do not add up to the size {} of dim {d}", self.shape()[d]),
+                format!(
+                    "split sizes {sizes:?} do not add up to the size {} of dim {d}",
+                    self.shape()[d]
+                ),
             ));
         }
         let mut parts = Vec::with_capacity(sizes.len());
@@ -415,16 +465,26 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn cat(tensors: &[Tensor], dim: usize) -> Result<Tensor> {
-        let first = tensors.first().ok_or_else(|| Error::shape("cat", "expected a non-empty list of Tensors"))?;
+        let first = tensors
+            .first()
+            .ok_or_else(|| Error::shape("cat", "expected a non-empty list of Tensors"))?;
         let d = wrap_dim(dim as isize, first.ndim())?;
         for t in &tensors[1..] {
             first.check_same_dtype_device("cat", t)?;
             let same = t.ndim() == first.ndim()
-                && t.shape().iter().zip(first.shape()).enumerate().all(|(i, (a, b))| i == d || a == b);
+                && t.shape()
+                    .iter()
+                    .zip(first.shape())
+                    .enumerate()
+                    .all(|(i, (a, b))| i == d || a == b);
             if !same {
                 return Err(Error::shape(
                     "cat",
-                    format!("Sizes of tensors must match except in dimension {d}: got {:?} and {:?}", first.shape(), t.shape()),
+                    format!(
+                        "Sizes of tensors must match except in dimension {d}: got {:?} and {:?}",
+                        first.shape(),
+                        t.shape()
+                    ),
                 ));
             }
         }
@@ -456,7 +516,9 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn stack(tensors: &[Tensor], dim: usize) -> Result<Tensor> {
-        let first = tensors.first().ok_or_else(|| Error::shape("stack", "expected a non-empty list of Tensors"))?;
+        let first = tensors
+            .first()
+            .ok_or_else(|| Error::shape("stack", "expected a non-empty list of Tensors"))?;
         if dim > first.ndim() {
             return Err(Error::DimOutOfRange {
                 dim: dim as isize,
@@ -553,12 +615,18 @@ impl Tensor {
     /// A contiguous copy of the data with no autograd history.
     pub(crate) fn contiguous_data_owned(&self) -> Tensor {
         let device = self.device();
-        with_view!(self, |a| Tensor::from_ndarray_on(cpu::to_contiguous(a), device))
+        with_view!(self, |a| Tensor::from_ndarray_on(
+            cpu::to_contiguous(a),
+            device
+        ))
     }
 }
 
 fn cat_typed<T: Element>(tensors: &[Tensor], dim: usize, device: crate::Device) -> Result<Tensor> {
-    let arrays = tensors.iter().map(|t| t.to_array::<T>()).collect::<Result<Vec<_>>>()?;
+    let arrays = tensors
+        .iter()
+        .map(|t| t.to_array::<T>())
+        .collect::<Result<Vec<_>>>()?;
     let views: Vec<_> = arrays.iter().map(|a| a.view()).collect();
     Ok(Tensor::from_ndarray_on(cpu::cat(&views, dim), device))
 }

@@ -177,7 +177,9 @@ struct NegBackward;
 impl Backward for NegBackward {
     const NAME: &'static str = "NegBackward0";
     fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        Ok(smallvec![Some(grads[0].as_ref().expect("invariant: materialised").neg()?)])
+        Ok(smallvec![Some(
+            grads[0].as_ref().expect("invariant: materialised").neg()?
+        )])
     }
 }
 
@@ -244,7 +246,10 @@ impl Tensor {
     /// ```
     pub fn pow(&self, exponent: f64) -> Result<Tensor> {
         let device = self.device();
-        let out = with_view!(self, |a| Tensor::from_ndarray_on(cpu::pow_scalar(a, exponent), device));
+        let out = with_view!(self, |a| Tensor::from_ndarray_on(
+            cpu::pow_scalar(a, exponent),
+            device
+        ));
         if let Some(edges) = collect_next_edges(&[self]) {
             record(edges, &[&out], |_| PowBackward {
                 exponent,

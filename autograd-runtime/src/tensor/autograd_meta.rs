@@ -206,7 +206,10 @@ impl Tensor {
         meta.retains_grad = true;
         let output_nr = meta.output_nr;
         drop(meta);
-        grad_fn.meta().hooks.set_retains_grad(output_nr, Arc::downgrade(&self.0));
+        grad_fn
+            .meta()
+            .hooks
+            .set_retains_grad(output_nr, Arc::downgrade(&self.0));
         Ok(())
     }
 
@@ -270,7 +273,10 @@ impl Tensor {
             Some(grad_fn) => {
                 let output_nr = meta.output_nr;
                 drop(meta);
-                let id = grad_fn.meta().hooks.add_tensor_pre(output_nr, Arc::new(hook));
+                let id = grad_fn
+                    .meta()
+                    .hooks
+                    .add_tensor_pre(output_nr, Arc::new(hook));
                 Ok(HookHandle::on_node(&grad_fn, id))
             }
             None if meta.requires_grad => {
@@ -355,7 +361,9 @@ impl Tensor {
             if let Some(old) = old {
                 old.meta().hooks.clear_retains_grad(old_nr);
             }
-            node.meta().hooks.set_retains_grad(output_nr, Arc::downgrade(&self.0));
+            node.meta()
+                .hooks
+                .set_retains_grad(output_nr, Arc::downgrade(&self.0));
         }
     }
 
@@ -373,4 +381,3 @@ fn warn_non_leaf_grad_once() {
         );
     }
 }
-

@@ -52,18 +52,28 @@ macro_rules! with_views2 {
         let (__a, __b): (&$crate::Tensor, &$crate::Tensor) = (&$a, &$b);
         __a.check_same_dtype_device($op, __b)?;
         let __ga = __a.0.storage.data.read();
-        let __gb = if __a.shares_storage(__b) { None } else { Some(__b.0.storage.data.read()) };
+        let __gb = if __a.shares_storage(__b) {
+            None
+        } else {
+            Some(__b.0.storage.data.read())
+        };
         let __db = match &__gb {
             Some(g) => &**g,
             None => &*__ga,
         };
         match (&*__ga, __db) {
-            ($crate::tensor::storage::Buffer::F32(__x), $crate::tensor::storage::Buffer::F32(__y)) => {
+            (
+                $crate::tensor::storage::Buffer::F32(__x),
+                $crate::tensor::storage::Buffer::F32(__y),
+            ) => {
                 let $va = $crate::tensor::data::view::<f32>(__x, __a.layout());
                 let $vb = $crate::tensor::data::view::<f32>(__y, __b.layout());
                 $body
             }
-            ($crate::tensor::storage::Buffer::F64(__x), $crate::tensor::storage::Buffer::F64(__y)) => {
+            (
+                $crate::tensor::storage::Buffer::F64(__x),
+                $crate::tensor::storage::Buffer::F64(__y),
+            ) => {
                 let $va = $crate::tensor::data::view::<f64>(__x, __a.layout());
                 let $vb = $crate::tensor::data::view::<f64>(__y, __b.layout());
                 $body
@@ -98,9 +108,17 @@ pub(crate) trait ElementMap: Copy {
     fn apply<T: Element>(self, x: T) -> T;
 }
 
-fn map_typed<T: Element, M: ElementMap>(data: &[T], layout: &Layout, m: M, device: Device) -> Tensor {
+fn map_typed<T: Element, M: ElementMap>(
+    data: &[T],
+    layout: &Layout,
+    m: M,
+    device: Device,
+) -> Tensor {
     let v: Vec<T> = if layout.is_contiguous() {
-        data[layout.offset..layout.offset + layout.numel()].iter().map(|&x| m.apply(x)).collect()
+        data[layout.offset..layout.offset + layout.numel()]
+            .iter()
+            .map(|&x| m.apply(x))
+            .collect()
     } else {
         view(data, layout).iter().map(|&x| m.apply(x)).collect()
     };
@@ -223,7 +241,9 @@ impl Tensor {
     /// ```
     pub fn item<T: Element>(&self) -> Result<T> {
         if self.numel() != 1 {
-            return Err(Error::NotAScalar { numel: self.numel() });
+            return Err(Error::NotAScalar {
+                numel: self.numel(),
+            });
         }
         let guard = self.0.storage.data.read();
         let data = T::slice(&guard).ok_or(Error::WrongDType {
@@ -239,6 +259,9 @@ impl Tensor {
         if self.is_contiguous() && self.layout().offset == 0 && self.0.view_base.is_none() {
             return self.detach();
         }
-        with_view!(self, |v| Tensor::from_ndarray_on(crate::backend::cpu::to_contiguous(v), self.device()))
+        with_view!(self, |v| Tensor::from_ndarray_on(
+            crate::backend::cpu::to_contiguous(v),
+            self.device()
+        ))
     }
 }

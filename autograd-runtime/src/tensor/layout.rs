@@ -158,10 +158,19 @@ mod tests {
         assert!(!t.is_contiguous());
         let n = l.narrow(1, 1, 2);
         assert_eq!((n.offset, n.shape.as_slice()), (1, &[2, 2][..]));
-        let e = Layout::contiguous(&[3, 1]).expand(&[2, 3, 4]).expect("expandable");
+        let e = Layout::contiguous(&[3, 1])
+            .expand(&[2, 3, 4])
+            .expect("expandable");
         assert_eq!(e.strides.as_slice(), &[0, 1, 0]);
         assert!(Layout::contiguous(&[3]).expand(&[4]).is_err());
         assert_eq!(wrap_dim(-1, 3).expect("valid"), 2);
-        assert!(matches!(wrap_dim(3, 3), Err(Error::DimOutOfRange { dim: 3, min: -3, max: 2 })));
+        assert!(matches!(
+            wrap_dim(3, 3),
+            Err(Error::DimOutOfRange {
+                dim: 3,
+                min: -3,
+                max: 2
+            })
+        ));
     }
 }

@@ -3,8 +3,8 @@
 
 mod autograd_meta;
 pub(crate) mod data;
-pub(crate) mod dtype;
 pub(crate) mod device;
+pub(crate) mod dtype;
 pub(crate) mod layout;
 pub(crate) mod storage;
 
@@ -56,7 +56,11 @@ pub(crate) struct TensorImpl {
 impl Tensor {
     // ----- construction -------------------------------------------------------------------------
 
-    pub(crate) fn from_parts(storage: Arc<Storage>, layout: Layout, view_base: Option<Tensor>) -> Tensor {
+    pub(crate) fn from_parts(
+        storage: Arc<Storage>,
+        layout: Layout,
+        view_base: Option<Tensor>,
+    ) -> Tensor {
         let dtype = storage.data.read().dtype();
         Tensor(Arc::new(TensorImpl {
             storage,
@@ -69,7 +73,11 @@ impl Tensor {
 
     /// A new contiguous CPU tensor owning `data`. `data.len()` must equal the product of `shape`.
     pub(crate) fn from_buffer(data: Buffer, shape: &[usize], device: Device) -> Tensor {
-        debug_assert_eq!(data.len(), shape.iter().product::<usize>(), "invariant: buffer matches shape");
+        debug_assert_eq!(
+            data.len(),
+            shape.iter().product::<usize>(),
+            "invariant: buffer matches shape"
+        );
         let dtype = data.dtype();
         Tensor(Arc::new(TensorImpl {
             storage: Arc::new(Storage::new(data, device)),
@@ -425,7 +433,8 @@ impl fmt::Debug for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let meta = self.0.autograd.lock();
         let mut d = f.debug_struct("Tensor");
-        d.field("shape", &self.shape()).field("dtype", &self.dtype());
+        d.field("shape", &self.shape())
+            .field("dtype", &self.dtype());
         if !self.device().is_cpu() {
             d.field("device", &self.device());
         }

@@ -1,0 +1,76 @@
+//! One long-lived worker thread and ready queue per device index (PyTorch's
+//! `device_ready_queues_` and `pt_autograd_<i>` threads, B28), started lazily the first time a
+//! node of that device is scheduled.
+
+use std::thread::JoinHandle;
+
+use super::node_task::{NodeTask, TaskKind};
+use super::ready_queue::ReadyQueue;
+use super::worker;
+use crate::sync::{Arc, Mutex};
+
+struct DeviceWorker {
+    queue: Arc<ReadyQueue>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// The per-device queues and their threads. Device `Virtual(i)` and `Cuda(i)` share index `i`, as
+/// PyTorch shares one thread per device index across device types.
+#[derive(Default)]
+pub(crate) struct DeviceThreads {
+    workers: Mutex<Vec<Option<DeviceWorker>>>,
+}
+
+impl DeviceThreads {
+    /// The queue of device index `index`, starting its worker on first use.
+    pub(crate) fn queue(&self, index: usize) -> Arc<ReadyQueue> {
+        let mut workers = self.workers.lock();
+        if workers.len() <= index {
+            workers.resize_with(index + 1, || None);
+        }
+        let worker = workers[index].get_or_insert_with(|| {
+            let queue = Arc::new(ReadyQueue::new());
+            let q = queue.clone();
+            let thread = std::thread::Builder::new()
+                .name(format!("autograd-device-{index}"))
+                .spawn(move || {
+                    worker::set_local_ready_queue(q.clone());
+                    worker::thread_main(&q, None);
+                })
+                .expect("failed to spawn an autograd device thread");
+            DeviceWorker {
+                queue,
+                thread: Some(thread),
+            }
+        });
+        worker.queue.clone()
+    }
+
+    /// Number of device threads started so far.
+    pub(crate) fn started(&self) -> usize {
+        self.workers.lock().iter().flatten().count()
+    }
+
+    /// Stops every device thread (a shutdown task outranks all work) and joins it.
+    pub(crate) fn shutdown(&self) {
+        let workers: Vec<DeviceWorker> = self.workers.lock().drain(..).flatten().collect();
+        for w in &workers {
+            w.queue.push(NodeTask::control(TaskKind::Shutdown));
+        }
+        for mut w in workers {
+            if let Some(t) = w.thread.take() {
+                // A device thread never panics out of `thread_main` (node panics are caught), so
+                // a join error would be a bug in the engine itself; there is nothing to recover.
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for DeviceThreads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceThreads")
+            .field("started", &self.started())
+            .finish()
+    }
+}

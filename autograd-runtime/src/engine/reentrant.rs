@@ -1,0 +1,104 @@
+//! Reentrant backward beyond the depth limit (B27): a nested graph task whose caller already
+//! has `max_recursion_depth` inline levels on its stack is handed to a pool thread, which keeps
+//! draining the *caller's* queue while the caller blocks on the task's completion. This bounds
+//! the stack depth of every thread (PyTorch's `add_thread_pool_task` / `thread_pool`).
+
+use std::collections::VecDeque;
+use std::thread::JoinHandle;
+
+use super::graph_task::GraphTask;
+use super::worker;
+use crate::sync::{Arc, Condvar, Mutex};
+
+/// Stack size of pool threads: each runs up to `max_recursion_depth` inline reentrant levels.
+const POOL_STACK_SIZE: usize = 16 * 1024 * 1024;
+
+#[derive(Default)]
+struct PoolState {
+    /// Graph tasks waiting for a pool thread.
+    tasks: VecDeque<Arc<GraphTask>>,
+    /// Pool threads waiting for a task.
+    idle: usize,
+    /// Set by `shutdown`: idle threads exit.
+    stopping: bool,
+    threads: Vec<JoinHandle<()>>,
+}
+
+/// The reentrant thread pool: grows on demand (a thread is spawned when no idle one can take a
+/// task), threads are reused afterwards.
+#[derive(Default)]
+pub(crate) struct ReentrantPool {
+    state: Mutex<PoolState>,
+    available: Condvar,
+}
+
+impl ReentrantPool {
+    /// Queues `task` for a pool thread, spawning one if none is idle.
+    pub(crate) fn submit(self: &Arc<Self>, task: Arc<GraphTask>) {
+        let mut state = self.state.lock();
+        state.tasks.push_back(task);
+        if state.idle >= state.tasks.len() {
+            drop(state);
+            self.available.notify_one();
+            return;
+        }
+        let pool = self.clone();
+        let n = state.threads.len();
+        let thread = std::thread::Builder::new()
+            .name(format!("autograd-reentrant-{n}"))
+            .stack_size(POOL_STACK_SIZE)
+            .spawn(move || pool.run())
+            .expect("failed to spawn an autograd reentrant pool thread");
+        state.threads.push(thread);
+    }
+
+    fn run(&self) {
+        loop {
+            let task = {
+                let mut state = self.state.lock();
+                loop {
+                    if let Some(t) = state.tasks.pop_front() {
+                        break t;
+                    }
+                    if state.stopping {
+                        return;
+                    }
+                    state.idle += 1;
+                    state = self.available.wait(state);
+                    state.idle -= 1;
+                }
+            };
+            worker::init_pool_thread(&task);
+            let queue = task.cpu_ready_queue.clone();
+            worker::thread_main(&queue, Some(&task));
+        }
+    }
+
+    /// Lets idle threads exit and joins them all (explicit engines only; a thread still running a
+    /// task finishes it first).
+    pub(crate) fn shutdown(&self) {
+        let threads = {
+            let mut state = self.state.lock();
+            state.stopping = true;
+            std::mem::take(&mut state.threads)
+        };
+        self.available.notify_all();
+        for t in threads {
+            // Pool threads catch node panics inside `thread_main`; see DeviceThreads::shutdown.
+            let _ = t.join();
+        }
+    }
+
+    /// Number of pool threads spawned so far.
+    pub(crate) fn threads(&self) -> usize {
+        self.state.lock().threads.len()
+    }
+}
+
+impl std::fmt::Debug for ReentrantPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReentrantPool")
+            .field("threads", &self.threads())
+            .finish()
+    }
+}
