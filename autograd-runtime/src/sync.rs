@@ -6,8 +6,9 @@
 //! lock protects is left consistent by every engine critical section (none of them runs user code
 //! while holding a lock), so [`Mutex::lock`] simply ignores poisoning.
 
+// loom has no `Weak`; only the protocol files the loom models include are compiled under loom.
 #[cfg(loom)]
-pub(crate) use loom::sync::{atomic, Arc, Weak};
+pub(crate) use loom::sync::{atomic, Arc};
 #[cfg(not(loom))]
 pub(crate) use std::sync::{atomic, Arc, Weak};
 
@@ -29,13 +30,13 @@ impl<T> Mutex<T> {
 
     #[inline]
     pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
-        self.0.lock().unwrap_or_else(imp::PoisonError::into_inner)
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub(crate) fn into_inner(self) -> T {
         self.0
             .into_inner()
-            .unwrap_or_else(imp::PoisonError::into_inner)
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -51,7 +52,7 @@ impl Condvar {
     pub(crate) fn wait<'a, T>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
         self.0
             .wait(guard)
-            .unwrap_or_else(imp::PoisonError::into_inner)
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub(crate) fn notify_one(&self) {

@@ -9,7 +9,9 @@ use super::input_buffer::InputBuffer;
 use super::ready_queue::ReadyQueue;
 use crate::anomaly::AnomalyMode;
 use crate::sync::atomic::{AtomicBool, AtomicUsize};
-use crate::sync::{Arc, Condvar, Mutex};
+use super::completion::Completion;
+use super::node_task::{NodeTask, TaskKind};
+use crate::sync::{Arc, Mutex};
 use crate::{Error, Result, Tensor};
 
 /// A final callback queued with [`queue_callback`](crate::queue_callback).
@@ -56,10 +58,7 @@ pub(crate) struct GraphTask {
     /// Set (once) by the first error; remaining tasks are skipped.
     has_error: AtomicBool,
     /// Set once the task is finished (successfully or not); the owner's loop exits on it.
-    completed: AtomicBool,
-    /// Wakes a thread blocked in `wait_completed`.
-    completed_lock: Mutex<()>,
-    completed_cv: Condvar,
+    completion: Completion,
 }
 
 impl GraphTask {
@@ -99,9 +98,7 @@ impl GraphTask {
             }),
             outstanding_tasks: AtomicUsize::new(0),
             has_error: AtomicBool::new(false),
-            completed: AtomicBool::new(false),
-            completed_lock: Mutex::new(()),
-            completed_cv: Condvar::new(),
+            completion: Completion::new(),
         }
     }
 
@@ -142,39 +139,25 @@ impl GraphTask {
     }
 
     pub(crate) fn is_completed(&self) -> bool {
-        // Acquire: pairs with the Release store in `mark_completed`, so the owner sees the results
-        // and the error written before completion.
-        self.completed.load(Ordering::Acquire)
+        self.completion.is_completed()
     }
 
-    /// Completes the task (once): publishes the outcome, wakes a caller blocked in
-    /// `wait_completed`, and — when this thread does not serve the owner's queue — pushes a
-    /// wake-up task there so an owner blocked in `ReadyQueue::pop` re-checks completion.
+    /// Completes the task (once) and — when this thread does not serve the owner's queue —
+    /// pushes a wake-up task there so an owner blocked in `ReadyQueue::pop` re-checks completion
+    /// (README.md §3).
     fn mark_completed(&self) {
-        {
-            let _g = self.completed_lock.lock();
-            // Release: publishes results/error to the owner's Acquire load in `is_completed`.
-            if self.completed.swap(true, Ordering::AcqRel) {
-                return;
-            }
-            self.completed_cv.notify_all();
+        if !self.completion.complete() {
+            return;
         }
-        let on_owner_queue =
-            Arc::ptr_eq(&super::worker::local_ready_queue(), &self.cpu_ready_queue);
+        let on_owner_queue = Arc::ptr_eq(&super::worker::local_ready_queue(), &self.cpu_ready_queue);
         if !on_owner_queue {
-            self.cpu_ready_queue
-                .push(super::node_task::NodeTask::control(
-                    super::node_task::TaskKind::WakeUp,
-                ));
+            self.cpu_ready_queue.push(NodeTask::control(TaskKind::WakeUp));
         }
     }
 
-    /// Blocks until the task completes (used when another thread runs it).
+    /// Blocks until the task completes (a caller whose task went to the reentrant pool).
     pub(crate) fn wait_completed(&self) {
-        let mut g = self.completed_lock.lock();
-        while !self.completed.load(Ordering::Acquire) {
-            g = self.completed_cv.wait(g);
-        }
+        self.completion.wait();
     }
 
     /// Runs after the last task: checks every node ran, then final callbacks in FIFO order

@@ -4,6 +4,7 @@
 //! reentrant calls inline up to a depth limit and on a pool thread beyond it, and returns the
 //! captured gradients. `README.md` in this directory explains the protocol.
 
+mod completion;
 mod dependencies;
 mod device_threads;
 mod evaluate;

@@ -6,29 +6,42 @@ use std::collections::BinaryHeap;
 use super::node_task::NodeTask;
 use crate::sync::{Condvar, Mutex};
 
-#[derive(Debug, Default)]
-struct Inner {
-    heap: BinaryHeap<NodeTask>,
+#[derive(Debug)]
+struct Inner<T> {
+    heap: BinaryHeap<T>,
     /// Threads blocked in `pop`. `push` signals the condvar only when this is non-zero, which
     /// saves a futex syscall per node in the common single-threaded case.
     waiters: usize,
 }
 
-/// Tasks ready to run, popped in [`NodeTask`]'s priority order.
-#[derive(Debug, Default)]
-pub(crate) struct ReadyQueue {
-    inner: Mutex<Inner>,
+/// Tasks ready to run, popped in [`NodeTask`]'s priority order (generic only so that the loom
+/// models can check the hand-off with plain integers).
+#[derive(Debug)]
+pub(crate) struct ReadyQueue<T = NodeTask> {
+    inner: Mutex<Inner<T>>,
     available: Condvar,
 }
 
-impl ReadyQueue {
-    pub(crate) fn new() -> ReadyQueue {
+impl<T: Ord> Default for ReadyQueue<T> {
+    fn default() -> Self {
+        ReadyQueue {
+            inner: Mutex::new(Inner {
+                heap: BinaryHeap::new(),
+                waiters: 0,
+            }),
+            available: Condvar::new(),
+        }
+    }
+}
+
+impl<T: Ord> ReadyQueue<T> {
+    pub(crate) fn new() -> ReadyQueue<T> {
         ReadyQueue::default()
     }
 
     /// Adds a task and wakes one waiting thread, if any. The caller has already counted the task
     /// in its graph task's `outstanding_tasks`.
-    pub(crate) fn push(&self, task: NodeTask) {
+    pub(crate) fn push(&self, task: T) {
         let mut inner = self.inner.lock();
         inner.heap.push(task);
         let wake = inner.waiters > 0;
@@ -39,7 +52,7 @@ impl ReadyQueue {
     }
 
     /// Removes the highest-priority task, blocking until one is available.
-    pub(crate) fn pop(&self) -> NodeTask {
+    pub(crate) fn pop(&self) -> T {
         let mut inner = self.inner.lock();
         loop {
             if let Some(task) = inner.heap.pop() {
@@ -52,7 +65,7 @@ impl ReadyQueue {
     }
 
     /// Number of queued tasks.
-    #[cfg(test)]
+    #[allow(dead_code, reason = "used by unit tests and loom models")]
     pub(crate) fn len(&self) -> usize {
         self.inner.lock().heap.len()
     }
