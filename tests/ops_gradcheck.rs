@@ -324,3 +324,62 @@ fn gradgradcheck_fails_on_wrong_second_derivative() {
     let err = autograd::gradgradcheck(cube_with_detached_backward, &[x]).unwrap_err();
     assert!(err.to_string().contains("Jacobian mismatch"), "{err}");
 }
+
+/// softmax, log_softmax, index_select and max_dim: first and second derivatives.
+mod indexing_and_softmax {
+    use autograd::*;
+
+    fn input(shape: &[usize], seed: u64) -> Tensor {
+        Tensor::randn(shape, DType::F64, seed).unwrap().requires_grad_(true).unwrap()
+    }
+
+    #[test]
+    fn softmax_and_log_softmax_pass_gradcheck_and_gradgradcheck() -> Result<()> {
+        for dim in [0, 1] {
+            let x = input(&[3, 4], 11 + dim as u64);
+            gradcheck(|i| i[0].softmax(dim)?.mul(&i[0])?.sum_dims(&[0], false), &[x.clone()])?;
+            gradgradcheck(|i| i[0].softmax(dim), &[x.clone()])?;
+            gradcheck(|i| i[0].log_softmax(dim), &[x.clone()])?;
+            gradgradcheck(|i| i[0].log_softmax(dim), &[x])?;
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn softmax_is_stable_for_large_inputs() -> Result<()> {
+        let x = Tensor::from_vec(vec![1000.0f64, 1001.0, 1002.0], &[3])?;
+        let y = x.softmax(0)?.to_vec::<f64>()?;
+        let e = [(-2f64).exp(), (-1f64).exp(), 1.0];
+        let s: f64 = e.iter().sum();
+        for (a, b) in y.iter().zip(e) {
+            assert!((a - b / s).abs() < 1e-15);
+        }
+        let l = x.log_softmax(0)?.to_vec::<f64>()?;
+        assert!((l[2] + s.ln()).abs() < 1e-12);
+        Ok(())
+    }
+
+    #[test]
+    fn index_select_passes_gradcheck_with_repeated_indices() -> Result<()> {
+        let x = input(&[4, 3], 21);
+        gradcheck(|i| i[0].index_select(0, &[3, 0, 3]), &[x.clone()])?;
+        gradgradcheck(|i| i[0].index_select(1, &[2, 2, 1]).and_then(|t| t.mul(&t)), &[x])?;
+        let t = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?;
+        assert!(t.index_select(0, &[2]).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn max_dim_routes_the_gradient_to_the_first_maximum() -> Result<()> {
+        let x = Tensor::from_vec(vec![3.0f64, 3.0, 1.0, -1.0, 4.0, 4.0], &[2, 3])?.requires_grad_(true)?;
+        let (v, idx) = x.max_dim(1, true)?;
+        assert_eq!(v.shape(), &[2, 1]);
+        assert_eq!(idx, vec![0, 1]);
+        v.sum()?.backward()?;
+        assert_eq!(x.grad().unwrap().to_vec::<f64>()?, vec![1.0, 0.0, 0.0, 0.0, 1.0, 0.0]);
+        let y = input(&[3, 5], 31);
+        gradcheck(|i| Ok(i[0].max_dim(0, false)?.0), &[y.clone()])?;
+        gradgradcheck(|i| Ok(i[0].mul(&i[0])?.max_dim(1, false)?.0), &[y])?;
+        Ok(())
+    }
+}

@@ -52,7 +52,7 @@ pub use graph::{
 pub use tensor::device::Device;
 pub use tensor::dtype::{DType, Element};
 pub use tensor::Tensor;
-pub use warning::set_warning_handler;
+pub use warning::{set_warning_handler, WarningHandler};
 
 /// Items used by code that `#[differentiable]` and `#[backward]` generate. Not a stable API.
 #[doc(hidden)]

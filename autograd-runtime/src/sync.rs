@@ -30,12 +30,8 @@ impl<T> Mutex<T> {
 
     #[inline]
     pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    pub(crate) fn into_inner(self) -> T {
         self.0
-            .into_inner()
+            .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }

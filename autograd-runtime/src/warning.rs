@@ -5,6 +5,9 @@ use crate::sync::{Arc, Mutex};
 
 type Handler = Arc<dyn Fn(&str) + Send + Sync>;
 
+/// A function that receives warning messages (see [`set_warning_handler`]).
+pub type WarningHandler = Box<dyn Fn(&str) + Send + Sync>;
+
 static HANDLER: std::sync::OnceLock<Mutex<Option<Handler>>> = std::sync::OnceLock::new();
 
 /// Installs `handler` to receive every warning (or restores printing to stderr with `None`).
@@ -18,7 +21,7 @@ static HANDLER: std::sync::OnceLock<Mutex<Option<Handler>>> = std::sync::OnceLoc
 /// autograd_runtime::set_warning_handler(Some(Box::new(move |w: &str| s.lock().unwrap().push(w.to_string()))));
 /// autograd_runtime::set_warning_handler(None);
 /// ```
-pub fn set_warning_handler(handler: Option<Box<dyn Fn(&str) + Send + Sync>>) {
+pub fn set_warning_handler(handler: Option<WarningHandler>) {
     *HANDLER.get_or_init(Default::default).lock() = handler.map(Handler::from);
 }
 

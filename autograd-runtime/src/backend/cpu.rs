@@ -96,6 +96,13 @@ fn reduced_shape(shape: &[usize], dim: usize, keepdim: bool) -> IxDyn {
 // ---------------------------------------------------------------------------------------------
 
 /// An element-wise function of one tensor.
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "kernel for ops still to come (maximum, minimum, tensor pow); unit-tested here"
+    )
+)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum UnaryOp {
     /// `-x`
@@ -144,75 +151,26 @@ fn map_unary<T: Element>(a: ArrayViewD<'_, T>, f: impl Fn(T) -> T) -> ArrayD<T> 
 
 /// Expands `$body` once per [`UnaryOp`], with `$f` bound to that op's `Fn(T) -> T`, so every
 /// kernel is monomorphised per op and the inner loops carry no branch on the op.
+#[rustfmt::skip]
 macro_rules! with_unary_fn {
     ($op:expr, $T:ty, |$f:ident| $body:expr) => {{
         let (zero, one) = (<$T>::zero(), <$T>::one());
         match $op {
-            UnaryOp::Neg => {
-                let $f = |x: $T| -x;
-                $body
-            }
-            UnaryOp::Exp => {
-                let $f = <$T>::exp;
-                $body
-            }
-            UnaryOp::Log => {
-                let $f = <$T>::ln;
-                $body
-            }
-            UnaryOp::Sin => {
-                let $f = <$T>::sin;
-                $body
-            }
-            UnaryOp::Cos => {
-                let $f = <$T>::cos;
-                $body
-            }
-            UnaryOp::Tanh => {
-                let $f = <$T>::tanh;
-                $body
-            }
-            UnaryOp::Sigmoid => {
-                let $f = |x: $T| one / (one + (-x).exp());
-                $body
-            }
-            UnaryOp::Relu => {
-                let $f = |x: $T| if x <= zero { zero } else { x };
-                $body
-            }
-            UnaryOp::Sqrt => {
-                let $f = <$T>::sqrt;
-                $body
-            }
-            UnaryOp::Abs => {
-                let $f = <$T>::abs;
-                $body
-            }
-            UnaryOp::Sign => {
-                // ±0 and NaN are their own sign.
-                let $f = |x: $T| {
-                    if x > zero {
-                        one
-                    } else if x < zero {
-                        -one
-                    } else {
-                        x
-                    }
-                };
-                $body
-            }
-            UnaryOp::Reciprocal => {
-                let $f = |x: $T| one / x;
-                $body
-            }
-            UnaryOp::Square => {
-                let $f = |x: $T| x * x;
-                $body
-            }
-            UnaryOp::PositiveMask => {
-                let $f = |x: $T| if x > zero { one } else { zero };
-                $body
-            }
+            UnaryOp::Neg => { let $f = |x: $T| -x; $body }
+            UnaryOp::Exp => { let $f = <$T>::exp; $body }
+            UnaryOp::Log => { let $f = <$T>::ln; $body }
+            UnaryOp::Sin => { let $f = <$T>::sin; $body }
+            UnaryOp::Cos => { let $f = <$T>::cos; $body }
+            UnaryOp::Tanh => { let $f = <$T>::tanh; $body }
+            UnaryOp::Sigmoid => { let $f = |x: $T| one / (one + (-x).exp()); $body }
+            UnaryOp::Relu => { let $f = |x: $T| if x <= zero { zero } else { x }; $body }
+            UnaryOp::Sqrt => { let $f = <$T>::sqrt; $body }
+            UnaryOp::Abs => { let $f = <$T>::abs; $body }
+            // ±0 and NaN are their own sign.
+            UnaryOp::Sign => { let $f = |x: $T| if x > zero { one } else if x < zero { -one } else { x }; $body }
+            UnaryOp::Reciprocal => { let $f = |x: $T| one / x; $body }
+            UnaryOp::Square => { let $f = |x: $T| x * x; $body }
+            UnaryOp::PositiveMask => { let $f = |x: $T| if x > zero { one } else { zero }; $body }
         }
     }};
 }
@@ -260,6 +218,13 @@ pub(crate) fn pow_scalar<T: Element>(a: ArrayViewD<'_, T>, exponent: f64) -> Arr
 // ---------------------------------------------------------------------------------------------
 
 /// An element-wise function of two tensors.
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "kernel for ops still to come (maximum, minimum, tensor pow); unit-tested here"
+    )
+)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum BinaryOp {
     /// `x + y`
@@ -392,37 +357,17 @@ fn block_map<T: Element>(
 
 /// Expands `$body` once per [`BinaryOp`], with `$f` bound to that op's `Fn(T, T) -> T`, so every
 /// kernel is monomorphised per op and the inner loops carry no branch on the op.
+#[rustfmt::skip]
 macro_rules! with_binary_fn {
     ($op:expr, $T:ty, |$f:ident| $body:expr) => {
         match $op {
-            BinaryOp::Add => {
-                let $f = |x: $T, y: $T| x + y;
-                $body
-            }
-            BinaryOp::Sub => {
-                let $f = |x: $T, y: $T| x - y;
-                $body
-            }
-            BinaryOp::Mul => {
-                let $f = |x: $T, y: $T| x * y;
-                $body
-            }
-            BinaryOp::Div => {
-                let $f = |x: $T, y: $T| x / y;
-                $body
-            }
-            BinaryOp::Maximum => {
-                let $f = |x: $T, y: $T| if x > y || x.is_nan() { x } else { y };
-                $body
-            }
-            BinaryOp::Minimum => {
-                let $f = |x: $T, y: $T| if x < y || x.is_nan() { x } else { y };
-                $body
-            }
-            BinaryOp::Pow => {
-                let $f = |x: $T, y: $T| x.powf(y);
-                $body
-            }
+            BinaryOp::Add => { let $f = |x: $T, y: $T| x + y; $body }
+            BinaryOp::Sub => { let $f = |x: $T, y: $T| x - y; $body }
+            BinaryOp::Mul => { let $f = |x: $T, y: $T| x * y; $body }
+            BinaryOp::Div => { let $f = |x: $T, y: $T| x / y; $body }
+            BinaryOp::Maximum => { let $f = |x: $T, y: $T| if x > y || x.is_nan() { x } else { y }; $body }
+            BinaryOp::Minimum => { let $f = |x: $T, y: $T| if x < y || x.is_nan() { x } else { y }; $body }
+            BinaryOp::Pow => { let $f = |x: $T, y: $T| x.powf(y); $body }
         }
     };
 }
@@ -574,6 +519,13 @@ fn zip_inplace<T: Element>(
 }
 
 /// In place `a = a (op) s`.
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "kernel for ops still to come (maximum, minimum, tensor pow); unit-tested here"
+    )
+)]
 pub(crate) fn binary_scalar_inplace<T: Element>(op: BinaryOp, mut a: ArrayViewMutD<'_, T>, s: T) {
     with_binary_fn!(op, T, |f| a.map_inplace(|x| *x = f(*x, s)));
 }
@@ -588,6 +540,13 @@ pub(crate) fn fill<T: Element>(mut a: ArrayViewMutD<'_, T>, v: T) {
 /// # Errors
 ///
 /// [`BroadcastError`] if the three shapes do not broadcast.
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "kernel for ops still to come (maximum, minimum, tensor pow); unit-tested here"
+    )
+)]
 pub(crate) fn where_positive<T: Element>(
     cond: ArrayViewD<'_, T>,
     a: ArrayViewD<'_, T>,
@@ -1115,6 +1074,13 @@ pub(crate) fn has_nan<T: Element>(a: ArrayViewD<'_, T>) -> bool {
 /// # Panics
 ///
 /// If the shapes differ.
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "kernel for ops still to come (maximum, minimum, tensor pow); unit-tested here"
+    )
+)]
 pub(crate) fn max_abs_diff<T: Element>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> T {
     assert_eq!(a.shape(), b.shape(), "max_abs_diff: shapes differ");
     let step = |m: T, x: T, y: T| {

@@ -34,7 +34,7 @@ static WALK_EPOCH: AtomicU64 = AtomicU64::new(0);
 pub(crate) struct GraphPlan {
     /// Keeps every node of the plan alive: all of them are reachable from the root through
     /// `next_edges`, which never change after a node is created.
-    root: NodeRef,
+    _root: NodeRef,
     /// Nodes by index, borrowed from the graph `root` owns (no reference count traffic per node).
     nodes: Vec<NonNull<dyn Node>>,
     /// `edge_start[i]..edge_start[i + 1]` indexes `edge_target` for node `i`'s next edges.
@@ -55,7 +55,7 @@ impl GraphPlan {
     /// The node with dense index `i`.
     #[inline]
     pub(crate) fn node(&self, i: u32) -> &dyn Node {
-        // SAFETY: every pointer was taken from a `NodeRef` reachable from `self.root` through
+        // SAFETY: every pointer was taken from a `NodeRef` reachable from `self._root` through
         // immutable `next_edges`, so the node lives at least as long as `self`.
         unsafe { self.nodes[i as usize].as_ref() }
     }
@@ -145,7 +145,7 @@ pub(crate) fn compute_dependencies(
 
 fn walk(root: &NodeRef, min_topo_nr: u64, index: &mut Index) -> GraphPlan {
     let mut plan = GraphPlan {
-        root: root.clone(),
+        _root: root.clone(),
         nodes: vec![NonNull::from(&**root.arc())],
         edge_start: Vec::new(),
         edge_target: Vec::new(),

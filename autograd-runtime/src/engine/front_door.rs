@@ -152,6 +152,9 @@ fn make_grads(roots: &[Tensor], grads: &[Option<Tensor>]) -> Result<GradVec> {
                 }
                 out.push(Some(g));
             }
+            // As PyTorch's `_make_grads`: only roots that require grad get an implicit gradient;
+            // the others fail later with "element i ... does not require grad".
+            None if !root.requires_grad() => out.push(None),
             None if root.numel() == 1 => out.push(Some(root.ones_like())),
             None => return Err(Error::ImplicitGradNonScalar),
         }

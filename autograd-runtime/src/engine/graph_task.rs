@@ -3,14 +3,14 @@
 
 use std::sync::atomic::Ordering;
 
+use super::completion::Completion;
 use super::dependencies::GraphPlan;
 use super::exec_info::ExecInfo;
 use super::input_buffer::InputBuffer;
+use super::node_task::{NodeTask, TaskKind};
 use super::ready_queue::ReadyQueue;
 use crate::anomaly::AnomalyMode;
 use crate::sync::atomic::{AtomicBool, AtomicUsize};
-use super::completion::Completion;
-use super::node_task::{NodeTask, TaskKind};
 use crate::sync::{Arc, Mutex};
 use crate::{Error, Result, Tensor};
 
@@ -149,9 +149,11 @@ impl GraphTask {
         if !self.completion.complete() {
             return;
         }
-        let on_owner_queue = Arc::ptr_eq(&super::worker::local_ready_queue(), &self.cpu_ready_queue);
+        let on_owner_queue =
+            Arc::ptr_eq(&super::worker::local_ready_queue(), &self.cpu_ready_queue);
         if !on_owner_queue {
-            self.cpu_ready_queue.push(NodeTask::control(TaskKind::WakeUp));
+            self.cpu_ready_queue
+                .push(NodeTask::control(TaskKind::WakeUp));
         }
     }
 

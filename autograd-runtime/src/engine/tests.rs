@@ -6,7 +6,7 @@ use crate::sync::Arc;
 
 #[test]
 fn control_tasks_outrank_work() {
-    let q = ReadyQueue::new();
+    let q: ReadyQueue = ReadyQueue::new();
     q.push(NodeTask::control(TaskKind::WakeUp));
     q.push(NodeTask::control(TaskKind::Shutdown));
     assert_eq!(q.pop().kind, TaskKind::Shutdown);
@@ -16,7 +16,7 @@ fn control_tasks_outrank_work() {
 
 #[test]
 fn pop_blocks_until_a_push_from_another_thread() {
-    let q = Arc::new(ReadyQueue::new());
+    let q: Arc<ReadyQueue> = Arc::new(ReadyQueue::new());
     let q2 = q.clone();
     let t = std::thread::spawn(move || q2.pop().kind);
     q.push(NodeTask::control(TaskKind::WakeUp));

@@ -86,9 +86,7 @@ where
     for (idx, t) in tensors.iter().enumerate() {
         let (hook, passes, nodes) = (hook.clone(), passes.clone(), nodes.clone());
         let h = t.register_hook(move |grad| {
-            let Some(id) = current_graph_task_id() else {
-                return None;
-            };
+            let id = current_graph_task_id()?;
             let fire = {
                 let mut guard = passes.lock();
                 let first = !guard.contains_key(&id);

@@ -4,11 +4,13 @@
 
 mod binary;
 mod device;
+mod index;
 mod inplace;
 mod linalg;
 mod operators;
 mod reduce;
 mod shape;
+mod softmax;
 mod unary;
 
 use crate::backend::cpu::BroadcastError;

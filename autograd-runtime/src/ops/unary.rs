@@ -58,7 +58,10 @@ macro_rules! unary_op {
             }
         }
     };
-    (@save input, $self:ident, $out:ident, $node:ident) => { SavedTensor::input($self) };
+    (@save input, $self:ident, $out:ident, $node:ident) => {{
+        let _ = $node;
+        SavedTensor::input($self)
+    }};
     (@save result, $self:ident, $out:ident, $node:ident) => { SavedTensor::output(&$out, $node.clone(), 0) };
 }
 

@@ -103,21 +103,6 @@ impl Layout {
             offset: self.offset,
         })
     }
-
-    /// The span of storage elements this layout can touch (`0` for empty tensors).
-    pub(crate) fn storage_span(&self) -> usize {
-        if self.shape.contains(&0) {
-            return 0;
-        }
-        self.offset
-            + self
-                .shape
-                .iter()
-                .zip(&self.strides)
-                .map(|(&n, &s)| (n - 1) * s)
-                .sum::<usize>()
-            + 1
-    }
 }
 
 /// C-order strides for `shape`.

@@ -1,0 +1,38 @@
+//! Gather along a dimension: the gradient of `scatter_max_grad` (so `max_dim` has a double
+//! backward).
+
+use ndarray::{ArrayD, ArrayViewD, IxDyn};
+
+use crate::tensor::dtype::Element;
+
+/// `out[o, 0, i] = a[o, index[o, 0, i], i]` where `index` has `a`'s shape with size 1 at `dim`.
+pub(crate) fn gather_dim<T: Element>(
+    a: ArrayViewD<'_, T>,
+    dim: usize,
+    index: ArrayViewD<'_, usize>,
+) -> ArrayD<T> {
+    let mut out = ArrayD::zeros(IxDyn(index.shape()));
+    for (pos, &k) in index.indexed_iter() {
+        let mut src = pos.clone();
+        src[dim] = k;
+        out[pos] = a[src];
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use ndarray::{arr2, ArrayD};
+
+    use super::gather_dim;
+
+    #[test]
+    fn gathers_one_entry_per_row() {
+        let a = arr2(&[[1.0f64, 5.0, 3.0], [7.0, 2.0, 0.0]]).into_dyn();
+        let idx: ArrayD<usize> = arr2(&[[1usize], [0]]).into_dyn();
+        assert_eq!(
+            gather_dim(a.view(), 1, idx.view()),
+            arr2(&[[5.0], [7.0]]).into_dyn()
+        );
+    }
+}
