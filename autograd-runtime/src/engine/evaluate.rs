@@ -6,15 +6,21 @@ use super::dependencies::NO_TARGET;
 use super::graph_task::GraphTask;
 use super::input_buffer::InputBuffer;
 use super::node_task::{NodeTask, TaskKind};
+use super::ready_queue::ReadyQueue;
 use crate::graph::{GradVec, Node};
 use crate::sync::Arc;
 use crate::{Device, Error, Result, Tensor};
 
+/// Runs node `index` of `gt` and hands its gradients on. Returns the *continuation*: a child that
+/// became ready, belongs on `serving` (the queue this thread drains) and would be the next task
+/// popped from it anyway. The caller runs it directly; the finished task's `outstanding_tasks`
+/// count is transferred to it instead of being released and taken again (README.md §2).
 pub(crate) fn evaluate_function(
     gt: &Arc<GraphTask>,
     index: u32,
     inputs: InputBuffer,
-) -> Result<()> {
+    serving: &ReadyQueue,
+) -> Result<Option<NodeTask>> {
     let node = gt.plan.node(index);
     let mut grads = inputs.into_grads();
     if !gt.exec_info.is_empty() {
@@ -30,7 +36,7 @@ pub(crate) fn evaluate_function(
             }
         }
         if !info.needed {
-            return Ok(());
+            return Ok(None);
         }
     }
 
@@ -39,7 +45,7 @@ pub(crate) fn evaluate_function(
         node.release_saved();
     }
     if outputs.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     if gt.anomaly.enabled && gt.anomaly.check_nan {
         for (i, g) in outputs.iter().enumerate() {
@@ -53,6 +59,9 @@ pub(crate) fn evaluate_function(
     }
 
     let edges = node.meta().next_edges();
+    // Only CPU children on the queue this thread serves can continue here.
+    let serves_cpu_queue = std::ptr::eq(&*gt.cpu_ready_queue, serving);
+    let mut continuation: Option<NodeTask> = None;
     let mut state = gt.state.lock();
     for (i, grad) in outputs.into_iter().enumerate() {
         let target = gt.plan.target(index, i);
@@ -77,16 +86,39 @@ pub(crate) fn evaluate_function(
         buffer.add(input_nr, grad, gt.create_graph)?;
         if ready {
             let inputs = std::mem::take(buffer);
-            push_task(
-                gt,
-                target,
-                next.meta().sequence_nr(),
-                next.meta().device(),
-                inputs,
-            );
+            let device = next.meta().device();
+            if serves_cpu_queue && device.is_cpu() && continuation.is_none() {
+                continuation = Some(node_task(gt, target, next.meta().sequence_nr(), inputs));
+            } else {
+                push_task(gt, target, next.meta().sequence_nr(), device, inputs);
+            }
         }
     }
-    Ok(())
+    drop(state);
+    let Some(task) = continuation else {
+        return Ok(None);
+    };
+    match serving.push_unless_next(task) {
+        Some(task) => Ok(Some(task)),
+        None => {
+            // Queued after all: it needs its own count; this node's count is released by the
+            // caller as usual. (Counted after the push: the caller still holds this node's count,
+            // so the total cannot reach 0 in between.)
+            gt.add_outstanding();
+            Ok(None)
+        }
+    }
+}
+
+fn node_task(gt: &Arc<GraphTask>, index: u32, sequence_nr: u64, inputs: InputBuffer) -> NodeTask {
+    NodeTask {
+        graph_task: Some(gt.clone()),
+        node_index: index,
+        sequence_nr,
+        reentrant_depth: gt.reentrant_depth,
+        kind: TaskKind::Evaluate,
+        inputs,
+    }
 }
 
 /// Queues node `index` of `gt` with `inputs` on the queue for `device` (B28).
@@ -98,14 +130,7 @@ pub(crate) fn push_task(
     inputs: InputBuffer,
 ) {
     gt.add_outstanding();
-    let task = NodeTask {
-        graph_task: Some(gt.clone()),
-        node_index: index,
-        sequence_nr,
-        reentrant_depth: gt.reentrant_depth,
-        kind: TaskKind::Evaluate,
-        inputs,
-    };
+    let task = node_task(gt, index, sequence_nr, inputs);
     if device.is_cpu() {
         gt.cpu_ready_queue.push(task);
     } else {

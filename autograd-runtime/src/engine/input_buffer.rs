@@ -14,9 +14,9 @@ pub(crate) struct InputBuffer {
 
 impl InputBuffer {
     pub(crate) fn new(num_inputs: usize) -> InputBuffer {
-        InputBuffer {
-            slots: smallvec::smallvec![None; num_inputs],
-        }
+        let mut slots = GradVec::new();
+        slots.resize_with(num_inputs, || None);
+        InputBuffer { slots }
     }
 
     pub(crate) fn is_allocated(&self) -> bool {

@@ -15,7 +15,7 @@ use std::ptr::NonNull;
 
 use super::evaluate::evaluate_function;
 use super::graph_task::GraphTask;
-use super::node_task::TaskKind;
+use super::node_task::{NodeTask, TaskKind};
 use super::ready_queue::ReadyQueue;
 use super::unwind;
 use crate::sync::Arc;
@@ -124,11 +124,16 @@ pub(crate) fn with_current_graph_task<R>(f: impl FnOnce(Option<&GraphTask>) -> R
 /// queue, so an owner blocked in `pop` re-checks `is_completed`.
 pub(crate) fn thread_main(queue: &ReadyQueue, until: Option<&Arc<GraphTask>>) {
     let was_worker = IN_WORKER.with(|w| w.replace(true));
+    // A ready child handed over by the previous node (it carries that node's outstanding count).
+    let mut continuation: Option<NodeTask> = None;
     loop {
         if until.is_some_and(|gt| gt.is_completed()) {
             break;
         }
-        let task = queue.pop();
+        let task = match continuation.take() {
+            Some(t) => t,
+            None => queue.pop(),
+        };
         match task.kind {
             TaskKind::Shutdown => break,
             TaskKind::WakeUp => continue,
@@ -141,14 +146,26 @@ pub(crate) fn thread_main(queue: &ReadyQueue, until: Option<&Arc<GraphTask>>) {
             let node_index = task.node_index;
             let _current = CurrentGraphTask::enter(&gt);
             let _grad_mode = crate::set_grad_enabled(gt.create_graph);
-            let result = unwind::catch(None, || evaluate_function(&gt, node_index, task.inputs));
-            if let Err(e) = result {
-                report_node_error(&gt, node_index, e);
+            let result = unwind::catch(None, || {
+                evaluate_function(&gt, node_index, task.inputs, queue)
+            });
+            match result {
+                Ok(Some(next)) => {
+                    continuation = Some(next);
+                    continue;
+                }
+                Ok(None) => {}
+                Err(e) => report_node_error(&gt, node_index, e),
             }
         }
         if gt.finish_one() {
             gt.run_post_processing();
         }
+    }
+    if let Some(task) = continuation {
+        // Our task completed while a continuation of another graph task was in hand (graph tasks
+        // do not form a stack): queue it for whoever drains this queue next; its count is kept.
+        queue.push(task);
     }
     IN_WORKER.with(|w| w.set(was_worker));
 }

@@ -67,6 +67,11 @@ impl NodeHooks {
         if !self.present.load(Ordering::Relaxed) {
             return None;
         }
+        self.snapshot_slow()
+    }
+
+    #[inline(never)]
+    fn snapshot_slow(&self) -> Option<HookLists> {
         self.lists.lock().as_deref().cloned()
     }
 

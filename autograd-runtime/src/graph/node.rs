@@ -86,12 +86,12 @@ impl InputMetadata {
     pub fn zeros(&self) -> Tensor {
         Tensor::from_buffer(
             match self.dtype {
-                DType::F32 => {
-                    crate::tensor::storage::Buffer::F32(vec![0.0; self.shape.iter().product()])
-                }
-                DType::F64 => {
-                    crate::tensor::storage::Buffer::F64(vec![0.0; self.shape.iter().product()])
-                }
+                DType::F32 => crate::tensor::storage::Buffer::F32(
+                    smallvec::smallvec![0.0; self.shape.iter().product()],
+                ),
+                DType::F64 => crate::tensor::storage::Buffer::F64(
+                    smallvec::smallvec![0.0; self.shape.iter().product()],
+                ),
             },
             &self.shape,
             self.device,

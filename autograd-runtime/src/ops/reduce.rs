@@ -98,7 +98,7 @@ impl Tensor {
         let device = self.device();
         with_view!(self, |a| {
             let s = cpu::sum_all(a);
-            Tensor::from_buffer(Element::wrap(vec![s]), &[], device)
+            Tensor::from_buffer(Element::wrap(smallvec![s]), &[], device)
         })
     }
 

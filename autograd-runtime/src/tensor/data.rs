@@ -6,6 +6,7 @@ use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn, ShapeBuilder};
 use super::layout::Layout;
 use super::storage::Buffer;
 use super::Tensor;
+use crate::tensor::dtype::ElemVec;
 use crate::{Device, Element, Error, Result};
 
 /// A read-only ndarray view of `data` laid out as `layout`.
@@ -114,13 +115,18 @@ fn map_typed<T: Element, M: ElementMap>(
     m: M,
     device: Device,
 ) -> Tensor {
-    let v: Vec<T> = if layout.is_contiguous() {
-        data[layout.offset..layout.offset + layout.numel()]
-            .iter()
-            .map(|&x| m.apply(x))
-            .collect()
+    let v: ElemVec<T> = if layout.is_contiguous() {
+        let src = &data[layout.offset..layout.offset + layout.numel()];
+        if src.len() <= 2 {
+            // Scalars (every gradient of a scalar chain): fill the inline buffer directly.
+            let mut v = ElemVec::new();
+            src.iter().for_each(|&x| v.push(m.apply(x)));
+            v
+        } else {
+            ElemVec::from_vec(src.iter().map(|&x| m.apply(x)).collect())
+        }
     } else {
-        view(data, layout).iter().map(|&x| m.apply(x)).collect()
+        ElemVec::from_vec(view(data, layout).iter().map(|&x| m.apply(x)).collect())
     };
     Tensor::from_buffer(T::wrap(v), &layout.shape, device)
 }
@@ -154,7 +160,7 @@ impl Tensor {
             v.drain(..off);
         }
         v.truncate(shape.iter().product());
-        Tensor::from_buffer(T::wrap(v), &shape, device)
+        Tensor::from_buffer(T::wrap(v.into()), &shape, device)
     }
 
     pub(crate) fn check_same_dtype_device(&self, op: &'static str, other: &Tensor) -> Result<()> {

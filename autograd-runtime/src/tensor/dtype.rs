@@ -70,21 +70,26 @@ pub trait Element:
     /// Converts to `f64` exactly.
     fn to_f64(self) -> f64;
     #[doc(hidden)]
-    fn wrap(v: Vec<Self>) -> Buffer;
+    fn wrap(v: ElemVec<Self>) -> Buffer;
     #[doc(hidden)]
     fn slice(b: &Buffer) -> Option<&[Self]>;
     #[doc(hidden)]
     fn slice_mut(b: &mut Buffer) -> Option<&mut [Self]>;
 }
 
+/// The elements of one storage. Tensors of up to two elements (scalars: every gradient of a
+/// scalar loss) keep them inline, saving an allocation per tensor on the engine's hot path.
+#[doc(hidden)]
+pub type ElemVec<T> = smallvec::SmallVec<[T; 2]>;
+
 /// The element buffer of one storage, tagged by dtype (an implementation detail of [`Element`]).
 #[doc(hidden)]
 #[derive(Debug)]
 pub enum Buffer {
     /// `f32` elements.
-    F32(Vec<f32>),
+    F32(ElemVec<f32>),
     /// `f64` elements.
-    F64(Vec<f64>),
+    F64(ElemVec<f64>),
 }
 
 impl Buffer {
@@ -106,7 +111,7 @@ impl Buffer {
 macro_rules! buffer_access {
     ($t:ty, $variant:ident) => {
         #[inline]
-        fn wrap(v: Vec<Self>) -> Buffer {
+        fn wrap(v: ElemVec<Self>) -> Buffer {
             Buffer::$variant(v)
         }
         #[inline]

@@ -106,7 +106,12 @@ impl Layout {
 }
 
 /// C-order strides for `shape`.
+#[inline]
 pub(crate) fn contiguous_strides(shape: &[usize]) -> Dims {
+    if shape.len() <= 1 {
+        // 0-dim and 1-dim tensors: nothing to multiply.
+        return shape.iter().map(|_| 1).collect();
+    }
     let mut strides: Dims = smallvec::smallvec![0; shape.len()];
     let mut acc = 1;
     for (s, &n) in strides.iter_mut().zip(shape).rev() {

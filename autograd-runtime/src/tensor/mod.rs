@@ -110,7 +110,7 @@ impl Tensor {
                 len: v.len(),
             });
         }
-        Ok(Tensor::from_buffer(T::wrap(v), shape, Device::Cpu))
+        Ok(Tensor::from_buffer(T::wrap(v.into()), shape, Device::Cpu))
     }
 
     /// Creates a tensor from an ndarray array (copied into C order if it is not already).
@@ -138,7 +138,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn scalar<T: Element>(v: T) -> Tensor {
-        Tensor::from_buffer(T::wrap(vec![v]), &[], Device::Cpu)
+        Tensor::from_buffer(T::wrap(smallvec::smallvec![v]), &[], Device::Cpu)
     }
 
     /// A tensor of `shape` filled with `value`.
@@ -158,8 +158,8 @@ impl Tensor {
     pub fn full(shape: &[usize], value: f64, dtype: DType) -> Result<Tensor> {
         let n = shape.iter().product();
         let data = match dtype {
-            DType::F32 => Buffer::F32(vec![value as f32; n]),
-            DType::F64 => Buffer::F64(vec![value; n]),
+            DType::F32 => Buffer::F32(smallvec::smallvec![value as f32; n]),
+            DType::F64 => Buffer::F64(smallvec::smallvec![value; n]),
         };
         Ok(Tensor::from_buffer(data, shape, Device::Cpu))
     }
@@ -259,8 +259,8 @@ impl Tensor {
     pub fn full_like(&self, value: f64) -> Tensor {
         let n = self.numel();
         let data = match self.dtype() {
-            DType::F32 => Buffer::F32(vec![value as f32; n]),
-            DType::F64 => Buffer::F64(vec![value; n]),
+            DType::F32 => Buffer::F32(smallvec::smallvec![value as f32; n]),
+            DType::F64 => Buffer::F64(smallvec::smallvec![value; n]),
         };
         Tensor::from_buffer(data, self.shape(), self.device())
     }
