@@ -4,11 +4,11 @@
 //! functions.
 //!
 //! * [`Tensor`]: an n-dimensional `f32`/`f64` array that records the ops applied to it.
-//! * [`Tensor::backward`], [`backward`] and [`grad`]: run the backward engine — `GraphTask`,
+//! * [`Tensor::backward`], [`backward()`] and [`grad`]: run the backward engine — `GraphTask`,
 //!   `NodeTask`, a priority `ReadyQueue`, dependency counting, `InputBuffer` summation — with
 //!   PyTorch's semantics: hooks, `retain_graph`, `create_graph` (double backward), selective
 //!   execution for `grad()`, anomaly mode, final callbacks.
-//! * [`gradcheck`] / [`gradgradcheck`]: check gradients against finite differences.
+//! * [`gradcheck()`] / [`gradgradcheck()`]: check gradients against finite differences.
 //!
 //! ```
 //! use autograd::{Tensor, DType};
@@ -19,8 +19,131 @@
 //! assert_eq!(w.grad().unwrap().shape(), &[3, 2]);
 //! # Ok::<(), autograd::Error>(())
 //! ```
+//!
+//! # Custom differentiable functions
+//!
+//! [`macro@differentiable`] turns a plain Rust function into a differentiable op, and
+//! [`macro@backward`] gives it its gradient (PyTorch's `torch.autograd.Function`). `&Tensor`
+//! parameters are the differentiable inputs, other parameters are attributes. The backward takes
+//! the incoming gradient(s) first, then names whatever it needs from the forward (its parameters,
+//! or its output as `result`): exactly that is saved, tensors with version tracking. It returns one
+//! gradient per `&Tensor` input. The compiler checks the pair against each other.
+//!
+//! ```
+//! use autograd::{backward, differentiable, gradcheck, Tensor};
+//!
+//! #[differentiable]
+//! fn scaled_square(x: &Tensor, scale: f64) -> Tensor {
+//!     x * x * scale // runs with graph recording off
+//! }
+//!
+//! #[backward(scaled_square)]
+//! fn scaled_square_backward(grad: &Tensor, x: &Tensor, scale: f64) -> Tensor {
+//!     grad * x * (2.0 * scale) // names `x` and `scale`: both are saved
+//! }
+//!
+//! let x = Tensor::from_vec(vec![1.0f64, -2.0], &[2])?.requires_grad_(true)?;
+//! let y = scaled_square(&x, 3.0);
+//! assert_eq!(y.grad_fn().unwrap().name(), "ScaledSquareBackward0");
+//! y.sum()?.backward()?;
+//! assert_eq!(x.grad().unwrap().to_vec::<f64>()?, [6.0, -12.0]);
+//! gradcheck(|i| Ok(scaled_square(&i[0], 3.0)), &[x])?;
+//! # Ok::<(), autograd::Error>(())
+//! ```
+//!
+//! Several outputs are a tuple, with gradients `grad_0`, `grad_1`, .. and saved outputs
+//! `result_0`, `result_1`, ..; a forward or backward may return a `Result`, and a gradient may be
+//! `None`. The backward runs with grad mode = `create_graph`, so one written with tensor ops is
+//! itself differentiable:
+//!
+//! ```
+//! use autograd::{backward, differentiable, BackwardOptions, Result, Tensor};
+//!
+//! #[differentiable]
+//! fn exp_and_square(x: &Tensor, y: &Tensor) -> Result<(Tensor, Tensor)> {
+//!     Ok((x.exp()?, y.mul(y)?))
+//! }
+//!
+//! #[backward(exp_and_square)]
+//! fn exp_and_square_backward(
+//!     grad_0: &Tensor,
+//!     grad_1: &Tensor,
+//!     y: &Tensor,
+//!     result_0: &Tensor,
+//! ) -> Result<(Tensor, Option<Tensor>)> {
+//!     Ok((grad_0.mul(result_0)?, Some(grad_1.mul(y)?.mul_scalar(2.0)?)))
+//! }
+//!
+//! let x = Tensor::scalar(0.0f64).requires_grad_(true)?;
+//! let y = Tensor::scalar(3.0f64).requires_grad_(true)?;
+//! let (e, s) = exp_and_square(&x, &y)?;
+//! e.add(&s)?.backward_with(BackwardOptions::new().create_graph(true))?;
+//! let gy = y.grad().unwrap();
+//! assert_eq!(gy.item::<f64>()?, 6.0);
+//! y.set_grad(None);
+//! gy.backward()?; // d(2y)/dy
+//! assert_eq!(y.grad().unwrap().item::<f64>()?, 2.0);
+//! # Ok::<(), autograd::Error>(())
+//! ```
+//!
+//! Options cover PyTorch's custom-function features: `name = ".."` (node name),
+//! `once_differentiable`, `materialize_grads = false`, `non_differentiable(result_1)`, `dirty(x)`
+//! (in-place inputs) and `crate = ".."`; see [`macro@differentiable`].
+//!
+//! ```
+//! use autograd::{backward, differentiable, Error, GradOptions, Result, Tensor};
+//!
+//! /// Adds one to `x` in place and returns it (PyTorch's `ctx.mark_dirty`).
+//! #[differentiable(dirty(x), name = "AddOneInPlace")]
+//! fn add_one_(x: &Tensor) -> Result<Tensor> {
+//!     x.add_(&Tensor::scalar(1.0f64))?;
+//!     Ok(x.clone())
+//! }
+//!
+//! #[backward(add_one_)]
+//! fn add_one_backward(grad: &Tensor) -> Tensor {
+//!     grad.clone()
+//! }
+//!
+//! let leaf = Tensor::scalar(1.0f64).requires_grad_(true)?;
+//! let h = leaf.mul_scalar(2.0)?;
+//! let out = add_one_(&h)?;
+//! assert!(out.is_same(&h) && h.version() == 1);
+//! assert_eq!(h.grad_fn().unwrap().name(), "AddOneInPlace");
+//! out.backward()?;
+//! assert_eq!(leaf.grad().unwrap().item::<f64>()?, 2.0);
+//! // A leaf that requires grad cannot be modified in place.
+//! assert!(add_one_(&leaf).is_err());
+//!
+//! /// Its gradient cannot be differentiated again (PyTorch's `@once_differentiable`).
+//! #[differentiable(once_differentiable)]
+//! fn cube(x: &Tensor) -> Tensor {
+//!     x * x * x
+//! }
+//!
+//! #[backward(cube)]
+//! fn cube_backward(grad: &Tensor, x: &Tensor) -> Tensor {
+//!     grad * x * x * 3.0
+//! }
+//!
+//! let y = cube(&leaf);
+//! let g = autograd::grad(&[y.mul(&y)?], &[leaf], GradOptions::new().create_graph(true))?;
+//! let err = g[0].as_ref().unwrap().backward().unwrap_err();
+//! assert!(matches!(err, Error::OnceDifferentiable));
+//! # Ok::<(), autograd::Error>(())
+//! ```
+//!
+//! `examples/custom_function.rs` implements a numerically stable log-sum-exp this way and trains a
+//! small softmax regression with it.
 
 pub use autograd_runtime::*;
+
+pub use autograd_macros::{backward, differentiable};
+
+/// Reached by the code `#[differentiable]` generates, to check a `#[backward]` against its
+/// forward. Not a public API.
+#[doc(hidden)]
+pub use autograd_macros::__check_backward;
 
 /// The README's examples, compiled and run as doctests so the README stays true.
 #[doc = include_str!("../README.md")]

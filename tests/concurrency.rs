@@ -20,7 +20,11 @@ fn b29_independent_backward_calls_run_concurrently_and_shared_leaves_sum() -> Re
         .map(|_| {
             let (x, b) = (x.clone(), barrier.clone());
             std::thread::spawn(move || -> Result<()> {
-                let y = x.mul(&x)?.mul_scalar(0.5)?.add(&x.mul_scalar(3.5)?)?.sum()?; // d/dx = x + 3.5
+                let y = x
+                    .mul(&x)?
+                    .mul_scalar(0.5)?
+                    .add(&x.mul_scalar(3.5)?)?
+                    .sum()?; // d/dx = x + 3.5
                 b.wait();
                 y.backward()
             })
@@ -41,7 +45,10 @@ fn b29_grad_from_threads_returns_each_threads_own_result() -> Result<()> {
             let x = x.clone();
             std::thread::spawn(move || -> Result<Vec<f64>> {
                 let y = x.mul_scalar(i as f64)?.sum()?;
-                grad(&[y], &[x], GradOptions::new())?[0].clone().unwrap().to_vec::<f64>()
+                grad(&[y], &[x], GradOptions::new())?[0]
+                    .clone()
+                    .unwrap()
+                    .to_vec::<f64>()
             })
         })
         .collect();
@@ -80,7 +87,10 @@ fn b29_shared_graph_without_retain_graph_lets_one_succeed_and_others_fail_cleanl
     let g = x.grad().unwrap().to_vec::<f64>()?;
     assert_eq!(g[1] / g[0], 4.0);
     let passes = g[0] / 3.0;
-    assert!(passes >= 1.0 && passes <= ok as f64, "grad {g:?}, {ok} successes");
+    assert!(
+        passes >= 1.0 && passes <= ok as f64,
+        "grad {g:?}, {ok} successes"
+    );
     Ok(())
 }
 
@@ -91,14 +101,20 @@ fn b29_shared_graph_with_retain_graph_sums_every_pass() -> Result<()> {
     let handles: Vec<_> = (0..5)
         .map(|_| {
             let s = shared.clone();
-            std::thread::spawn(move || s.sum()?.backward_with(BackwardOptions::new().retain_graph(true)))
+            std::thread::spawn(move || {
+                s.sum()?
+                    .backward_with(BackwardOptions::new().retain_graph(true))
+            })
         })
         .collect();
     for h in handles {
         h.join().unwrap()?;
     }
     // 5 * 4 (x+1)^3
-    assert_eq!(x.grad().unwrap().to_vec::<f64>()?, vec![5.0 * 32.0, 5.0 * 108.0]);
+    assert_eq!(
+        x.grad().unwrap().to_vec::<f64>()?,
+        vec![5.0 * 32.0, 5.0 * 108.0]
+    );
     Ok(())
 }
 
@@ -170,7 +186,9 @@ fn reentrant_double(x: &Tensor, fail: bool) -> Result<Tensor> {
         let _g = no_grad();
         x.mul_scalar(2.0)?
     };
-    __private::record_node(__private::next_edges(&[x]).unwrap(), &[&y], |_| ReentrantScale { fail });
+    __private::record_node(__private::next_edges(&[x]).unwrap(), &[&y], |_| {
+        ReentrantScale { fail }
+    });
     Ok(y)
 }
 
@@ -189,9 +207,15 @@ fn stress_threads_devices_reentrancy_and_errors() -> Result<()> {
                         k => Device::Virtual(k - 1),
                     };
                     let x = leaf.to(dev)?;
-                    let y = reentrant_double(&x.mul_scalar(1.5)?, inject)?.to(Device::Cpu)?.sum()?;
+                    let y = reentrant_double(&x.mul_scalar(1.5)?, inject)?
+                        .to(Device::Cpu)?
+                        .sum()?;
                     // Own-thread exactness: grad() result of this pass.
-                    let r = grad(&[y.clone()], &[leaf.clone()], GradOptions::new().retain_graph(true));
+                    let r = grad(
+                        &[y.clone()],
+                        &[leaf.clone()],
+                        GradOptions::new().retain_graph(true),
+                    );
                     match r {
                         Ok(g) => assert_eq!(g[0].clone().unwrap().to_vec::<f64>()?, vec![3.0, 3.0]),
                         Err(e) => {
@@ -215,6 +239,9 @@ fn stress_threads_devices_reentrancy_and_errors() -> Result<()> {
         h.join().unwrap()?;
     }
     let n = expected_ok.load(Ordering::SeqCst) as f64;
-    assert_eq!(leaf.grad().unwrap().to_vec::<f64>()?, vec![3.0 * n, 3.0 * n]);
+    assert_eq!(
+        leaf.grad().unwrap().to_vec::<f64>()?,
+        vec![3.0 * n, 3.0 * n]
+    );
     Ok(())
 }

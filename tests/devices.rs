@@ -7,7 +7,10 @@ use autograd::graph::{Backward, GradVec, NodeMeta};
 use autograd::*;
 
 fn thread_name() -> String {
-    std::thread::current().name().unwrap_or("<unnamed>").to_string()
+    std::thread::current()
+        .name()
+        .unwrap_or("<unnamed>")
+        .to_string()
 }
 
 #[test]
@@ -36,7 +39,10 @@ fn b28_device_nodes_run_on_the_device_thread_and_cpu_nodes_on_the_caller() -> Re
     assert_eq!(x.grad().unwrap().device(), Device::Cpu);
     let names = names.lock().unwrap().clone();
     assert!(names.contains(&("back", "caller".to_string())), "{names:?}");
-    assert!(names.contains(&("w", "autograd-device-1".to_string())), "{names:?}");
+    assert!(
+        names.contains(&("w", "autograd-device-1".to_string())),
+        "{names:?}"
+    );
     Ok(())
 }
 
@@ -49,7 +55,10 @@ fn ops_on_different_devices_fail_clearly() -> Result<()> {
         err.to_string(),
         "expected all tensors to be on the same device, but found at least two devices, cpu and virtual:0!"
     );
-    assert!(matches!(a.to(Device::Cuda(0)), Err(Error::DeviceUnavailable { .. })));
+    assert!(matches!(
+        a.to(Device::Cuda(0)),
+        Err(Error::DeviceUnavailable { .. })
+    ));
     Ok(())
 }
 
@@ -73,7 +82,9 @@ fn failing(x: &Tensor, panic: bool) -> Result<Tensor> {
         let _g = no_grad();
         x.copy()?
     };
-    __private::record_node(__private::next_edges(&[x]).unwrap(), &[&y], |_| Failing { panic });
+    __private::record_node(__private::next_edges(&[x]).unwrap(), &[&y], |_| Failing {
+        panic,
+    });
     Ok(y)
 }
 
@@ -124,15 +135,26 @@ fn explicit_engines_start_device_threads_lazily_and_shut_down() -> Result<()> {
     let engine = Engine::new();
     let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
     engine.backward(&[x.mul_scalar(2.0)?], &[], BackwardOptions::new())?;
-    assert_eq!(engine.device_threads(), 0, "CPU-only work starts no device thread");
-    let y = x.to(Device::Virtual(0))?.to(Device::Virtual(1))?.mul_scalar(2.0)?;
+    assert_eq!(
+        engine.device_threads(),
+        0,
+        "CPU-only work starts no device thread"
+    );
+    let y = x
+        .to(Device::Virtual(0))?
+        .to(Device::Virtual(1))?
+        .mul_scalar(2.0)?;
     engine.backward(&[y], &[], BackwardOptions::new())?;
     assert_eq!(engine.device_threads(), 2);
     assert_eq!(x.grad().unwrap().item::<f64>()?, 4.0);
     engine.shutdown();
     assert_eq!(engine.device_threads(), 0);
     // A later pass starts threads again.
-    engine.backward(&[x.to(Device::Virtual(0))?.sum()?], &[], BackwardOptions::new())?;
+    engine.backward(
+        &[x.to(Device::Virtual(0))?.sum()?],
+        &[],
+        BackwardOptions::new(),
+    )?;
     assert_eq!(x.grad().unwrap().item::<f64>()?, 5.0);
     engine.shutdown();
     Ok(())
@@ -143,18 +165,30 @@ fn graph_alternating_cpu_and_virtual_nodes() -> Result<()> {
     let x = Tensor::from_vec(vec![0.5f64, -0.25], &[2])?.requires_grad_(true)?;
     let mut y = x.clone();
     for i in 0..20 {
-        let dev = if i % 2 == 0 { Device::Virtual(i % 3) } else { Device::Cpu };
+        let dev = if i % 2 == 0 {
+            Device::Virtual(i % 3)
+        } else {
+            Device::Cpu
+        };
         y = y.to(dev)?.mul_scalar(1.1)?.sin()?;
     }
     let y = y.to(Device::Cpu)?.sum()?;
-    let g = grad(&[y.clone()], &[x.clone()], GradOptions::new().retain_graph(true))?[0].clone().unwrap();
+    let g = grad(
+        &[y.clone()],
+        &[x.clone()],
+        GradOptions::new().retain_graph(true),
+    )?[0]
+        .clone()
+        .unwrap();
     // The same function on the CPU only.
     let x2 = x.detach().requires_grad_(true)?;
     let mut z = x2.clone();
     for _ in 0..20 {
         z = z.mul_scalar(1.1)?.sin()?;
     }
-    let g2 = grad(&[z.sum()?], &[x2], GradOptions::new())?[0].clone().unwrap();
+    let g2 = grad(&[z.sum()?], &[x2], GradOptions::new())?[0]
+        .clone()
+        .unwrap();
     assert_eq!(g.to_vec::<f64>()?, g2.to_vec::<f64>()?);
     Ok(())
 }

@@ -330,14 +330,20 @@ mod indexing_and_softmax {
     use autograd::*;
 
     fn input(shape: &[usize], seed: u64) -> Tensor {
-        Tensor::randn(shape, DType::F64, seed).unwrap().requires_grad_(true).unwrap()
+        Tensor::randn(shape, DType::F64, seed)
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap()
     }
 
     #[test]
     fn softmax_and_log_softmax_pass_gradcheck_and_gradgradcheck() -> Result<()> {
         for dim in [0, 1] {
             let x = input(&[3, 4], 11 + dim as u64);
-            gradcheck(|i| i[0].softmax(dim)?.mul(&i[0])?.sum_dims(&[0], false), &[x.clone()])?;
+            gradcheck(
+                |i| i[0].softmax(dim)?.mul(&i[0])?.sum_dims(&[0], false),
+                &[x.clone()],
+            )?;
             gradgradcheck(|i| i[0].softmax(dim), &[x.clone()])?;
             gradcheck(|i| i[0].log_softmax(dim), &[x.clone()])?;
             gradgradcheck(|i| i[0].log_softmax(dim), &[x])?;
@@ -363,7 +369,10 @@ mod indexing_and_softmax {
     fn index_select_passes_gradcheck_with_repeated_indices() -> Result<()> {
         let x = input(&[4, 3], 21);
         gradcheck(|i| i[0].index_select(0, &[3, 0, 3]), &[x.clone()])?;
-        gradgradcheck(|i| i[0].index_select(1, &[2, 2, 1]).and_then(|t| t.mul(&t)), &[x])?;
+        gradgradcheck(
+            |i| i[0].index_select(1, &[2, 2, 1]).and_then(|t| t.mul(&t)),
+            &[x],
+        )?;
         let t = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?;
         assert!(t.index_select(0, &[2]).is_err());
         Ok(())
@@ -371,12 +380,16 @@ mod indexing_and_softmax {
 
     #[test]
     fn max_dim_routes_the_gradient_to_the_first_maximum() -> Result<()> {
-        let x = Tensor::from_vec(vec![3.0f64, 3.0, 1.0, -1.0, 4.0, 4.0], &[2, 3])?.requires_grad_(true)?;
+        let x = Tensor::from_vec(vec![3.0f64, 3.0, 1.0, -1.0, 4.0, 4.0], &[2, 3])?
+            .requires_grad_(true)?;
         let (v, idx) = x.max_dim(1, true)?;
         assert_eq!(v.shape(), &[2, 1]);
         assert_eq!(idx, vec![0, 1]);
         v.sum()?.backward()?;
-        assert_eq!(x.grad().unwrap().to_vec::<f64>()?, vec![1.0, 0.0, 0.0, 0.0, 1.0, 0.0]);
+        assert_eq!(
+            x.grad().unwrap().to_vec::<f64>()?,
+            vec![1.0, 0.0, 0.0, 0.0, 1.0, 0.0]
+        );
         let y = input(&[3, 5], 31);
         gradcheck(|i| Ok(i[0].max_dim(0, false)?.0), &[y.clone()])?;
         gradgradcheck(|i| Ok(i[0].mul(&i[0])?.max_dim(1, false)?.0), &[y])?;

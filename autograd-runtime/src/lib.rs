@@ -59,7 +59,7 @@ pub use warning::{set_warning_handler, WarningHandler};
 pub mod __private {
     pub use crate::graph::function::{next_edges, record_node};
     pub use crate::graph::{Backward, FunctionNode, GradVec, InputMetadata};
-    pub use crate::tensor::dtype::Buffer;
+    pub use crate::tensor::dtype::{Buffer, ElemVec};
     pub use smallvec;
 
     /// Implemented (by `#[backward(f)]`) for the marker type `#[differentiable] fn f` emits, so

@@ -171,7 +171,6 @@ enum HookTarget {
 /// assert_eq!(x.grad().unwrap().item::<f64>()?, 3.0);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[must_use = "dropping a HookHandle keeps the hook; call `remove()` to unregister it"]
 pub struct HookHandle {
     id: HookId,
     target: HookTarget,

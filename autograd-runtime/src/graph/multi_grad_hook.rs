@@ -32,7 +32,6 @@ struct PassState {
 type Callback = Arc<dyn Fn(&[Option<Tensor>]) + Send + Sync>;
 
 /// Handle to a multi-grad hook; [`MultiGradHookHandle::remove`] unregisters it from every tensor.
-#[must_use = "dropping the handle keeps the hook; call `remove()` to unregister it"]
 #[derive(Debug)]
 pub struct MultiGradHookHandle {
     handles: Vec<HookHandle>,

@@ -1,0 +1,322 @@
+//! Parsing of the attribute arguments: `#[differentiable(name = "..", once_differentiable,
+//! materialize_grads = false, non_differentiable(result_1), dirty(x), crate = "..")]` and
+//! `#[backward(path::to::forward)]`.
+
+use proc_macro2::{Span, TokenTree};
+use syn::ext::IdentExt;
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::{Ident, LitBool, LitStr, Path, Token};
+
+use crate::symbol::{self, Symbol};
+
+mod kw {
+    syn::custom_keyword!(name);
+    syn::custom_keyword!(once_differentiable);
+    syn::custom_keyword!(materialize_grads);
+    syn::custom_keyword!(non_differentiable);
+    syn::custom_keyword!(dirty);
+}
+
+/// The options of `#[differentiable(..)]`. Each keeps the span of its keyword for errors.
+#[derive(Default)]
+pub(crate) struct DiffArgs {
+    /// `name = "MyFnBackward"`: the node name (default `<CamelCase>Backward0`).
+    pub(crate) name: Option<LitStr>,
+    /// `once_differentiable`: the backward runs under `no_grad` (B36).
+    pub(crate) once_differentiable: Option<Span>,
+    /// `materialize_grads = false`: undefined incoming gradients reach the backward as `None`.
+    pub(crate) materialize_grads: Option<LitBool>,
+    /// `non_differentiable(result_1, ..)`: outputs that never require grad.
+    pub(crate) non_differentiable: Option<NameList>,
+    /// `dirty(x, ..)`: inputs the forward modifies in place and returns.
+    pub(crate) dirty: Option<NameList>,
+    /// `crate = "path"`: where generated code finds the runtime (default `::autograd`).
+    pub(crate) krate: Option<Path>,
+}
+
+/// `keyword(a, b, ..)`.
+pub(crate) struct NameList {
+    pub(crate) keyword: Span,
+    pub(crate) names: Vec<Ident>,
+}
+
+impl DiffArgs {
+    pub(crate) fn materialize_grads(&self) -> bool {
+        self.materialize_grads.as_ref().is_none_or(|b| b.value)
+    }
+
+    pub(crate) fn non_differentiable(&self) -> &[Ident] {
+        self.non_differentiable.as_ref().map_or(&[], |l| &l.names)
+    }
+
+    pub(crate) fn dirty(&self) -> &[Ident] {
+        self.dirty.as_ref().map_or(&[], |l| &l.names)
+    }
+
+    pub(crate) fn krate(&self) -> Path {
+        self.krate
+            .clone()
+            .unwrap_or_else(|| syn::parse_quote!(::autograd))
+    }
+}
+
+impl Parse for DiffArgs {
+    fn parse(input: ParseStream<'_>) -> syn::Result<DiffArgs> {
+        let mut args = DiffArgs::default();
+        let mut errors: Option<syn::Error> = None;
+        let mut push = |e: syn::Error| match &mut errors {
+            Some(all) => all.combine(e),
+            None => errors = Some(e),
+        };
+        while !input.is_empty() {
+            let lookahead = input.lookahead1();
+            if lookahead.peek(kw::name) {
+                let kw: kw::name = input.parse()?;
+                input.parse::<Token![=]>()?;
+                let lit: LitStr = input.parse()?;
+                if lit.value().is_empty() {
+                    push(syn::Error::new_spanned(
+                        &lit,
+                        "the node name cannot be empty",
+                    ));
+                }
+                set(&mut args.name, lit, kw.span, symbol::NAME, &mut push);
+            } else if lookahead.peek(kw::once_differentiable) {
+                let kw: kw::once_differentiable = input.parse()?;
+                set(
+                    &mut args.once_differentiable,
+                    kw.span,
+                    kw.span,
+                    symbol::ONCE_DIFFERENTIABLE,
+                    &mut push,
+                );
+            } else if lookahead.peek(kw::materialize_grads) {
+                let kw: kw::materialize_grads = input.parse()?;
+                input.parse::<Token![=]>()?;
+                let lit: LitBool = input.parse()?;
+                set(
+                    &mut args.materialize_grads,
+                    lit,
+                    kw.span,
+                    symbol::MATERIALIZE_GRADS,
+                    &mut push,
+                );
+            } else if lookahead.peek(kw::non_differentiable) {
+                let kw: kw::non_differentiable = input.parse()?;
+                let list = NameList::parse(input, kw.span, symbol::NON_DIFFERENTIABLE)?;
+                set(
+                    &mut args.non_differentiable,
+                    list,
+                    kw.span,
+                    symbol::NON_DIFFERENTIABLE,
+                    &mut push,
+                );
+            } else if lookahead.peek(kw::dirty) {
+                let kw: kw::dirty = input.parse()?;
+                let list = NameList::parse(input, kw.span, symbol::DIRTY)?;
+                set(&mut args.dirty, list, kw.span, symbol::DIRTY, &mut push);
+            } else if lookahead.peek(Token![crate]) {
+                let kw: Token![crate] = input.parse()?;
+                input.parse::<Token![=]>()?;
+                let lit: LitStr = input.parse()?;
+                let path = lit.parse_with(Path::parse_mod_style)?;
+                set(&mut args.krate, path, kw.span, symbol::CRATE, &mut push);
+            } else if input.peek(Ident::peek_any) {
+                let unknown = input.call(Ident::parse_any)?;
+                push(syn::Error::new_spanned(
+                    &unknown,
+                    format!(
+                        "unknown option `{unknown}`; expected one of {}",
+                        backticked(symbol::OPTIONS.iter().map(|s| s.as_str()))
+                    ),
+                ));
+                // Skip the option's value so that the options after it are still checked.
+                while !input.is_empty() && !input.peek(Token![,]) {
+                    input.parse::<TokenTree>()?;
+                }
+            } else {
+                return Err(lookahead.error());
+            }
+            if input.is_empty() {
+                break;
+            }
+            input.parse::<Token![,]>()?;
+        }
+        match errors {
+            Some(e) => Err(e),
+            None => Ok(args),
+        }
+    }
+}
+
+/// Stores an option, or reports a duplicate at its second occurrence.
+fn set<T>(
+    slot: &mut Option<T>,
+    value: T,
+    keyword: Span,
+    name: Symbol,
+    push: &mut impl FnMut(syn::Error),
+) {
+    if slot.is_some() {
+        push(syn::Error::new(
+            keyword,
+            format!("duplicate option `{name}`; each option may be given once"),
+        ));
+    } else {
+        *slot = Some(value);
+    }
+}
+
+impl NameList {
+    fn parse(input: ParseStream<'_>, keyword: Span, name: Symbol) -> syn::Result<NameList> {
+        let content;
+        let parens = syn::parenthesized!(content in input);
+        let names: Punctuated<Ident, Token![,]> =
+            content.parse_terminated(Ident::parse, Token![,])?;
+        if names.is_empty() {
+            return Err(syn::Error::new(
+                parens.span.join(),
+                format!("`{name}(..)` needs at least one name"),
+            ));
+        }
+        Ok(NameList {
+            keyword,
+            names: names.into_iter().collect(),
+        })
+    }
+}
+
+/// The argument of `#[backward(..)]`: the path of the `#[differentiable]` function.
+pub(crate) struct BackwardArgs {
+    pub(crate) forward: Path,
+}
+
+impl Parse for BackwardArgs {
+    fn parse(input: ParseStream<'_>) -> syn::Result<BackwardArgs> {
+        if input.is_empty() {
+            return Err(input.error(
+                "`#[backward]` needs the name of its forward function, e.g. `#[backward(scaled_square)]`",
+            ));
+        }
+        let forward = input.call(Path::parse_mod_style)?;
+        if !input.is_empty() {
+            return Err(input.error(
+                "`#[backward(..)]` takes only the path of the `#[differentiable]` function; options go on `#[differentiable(..)]`",
+            ));
+        }
+        Ok(BackwardArgs { forward })
+    }
+}
+
+/// "`a`, `b`, `c`" for error messages.
+pub(crate) fn backticked<S: std::fmt::Display>(names: impl IntoIterator<Item = S>) -> String {
+    names
+        .into_iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The input of the hidden `__check_backward!`, as the forward's signature macro assembles it:
+/// `{ forward options } { forward signature } { forward path } { backward name } { backward
+/// signature }`.
+pub(crate) struct CheckInput {
+    pub(crate) args: proc_macro2::TokenStream,
+    pub(crate) forward: syn::Signature,
+    pub(crate) forward_path: Path,
+    pub(crate) backward: syn::Signature,
+}
+
+impl Parse for CheckInput {
+    fn parse(input: ParseStream<'_>) -> syn::Result<CheckInput> {
+        fn group(input: ParseStream<'_>) -> syn::Result<proc_macro2::TokenStream> {
+            let content;
+            syn::braced!(content in input);
+            content.parse()
+        }
+        Ok(CheckInput {
+            args: group(input)?,
+            forward: syn::parse2(group(input)?)?,
+            forward_path: syn::parse::Parser::parse2(Path::parse_mod_style, group(input)?)?,
+            backward: {
+                // The backward's name comes separately for the fallback signature macro, which
+                // cannot take it out of a signature; here it is in `backward.ident` too.
+                group(input)?;
+                syn::parse2(group(input)?)?
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_errors(tokens: proc_macro2::TokenStream) -> Vec<String> {
+        match syn::parse2::<DiffArgs>(tokens) {
+            Ok(_) => Vec::new(),
+            Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn every_option_parses() {
+        let args: DiffArgs = syn::parse_quote!(
+            name = "MyBackward",
+            once_differentiable,
+            materialize_grads = false,
+            non_differentiable(result_1),
+            dirty(x, y),
+            crate = "crate::inner",
+        );
+        assert_eq!(
+            args.name.as_ref().map(LitStr::value).as_deref(),
+            Some("MyBackward")
+        );
+        assert!(args.once_differentiable.is_some() && !args.materialize_grads());
+        assert_eq!(args.non_differentiable.map(|l| l.names.len()), Some(1));
+        assert_eq!(args.dirty.map(|l| l.names.len()), Some(2));
+        let krate = args.krate.expect("crate");
+        assert_eq!(quote::quote!(#krate).to_string(), "crate :: inner");
+        let defaults = DiffArgs::default();
+        assert!(defaults.materialize_grads());
+        let krate = defaults.krate();
+        assert_eq!(quote::quote!(#krate).to_string(), ":: autograd");
+    }
+
+    #[test]
+    fn unknown_and_duplicate_options_are_all_reported() {
+        let errs = parse_errors(quote::quote!(
+            nmae = "X",
+            dirty(x),
+            once_differentiable,
+            dirty(y),
+            fast
+        ));
+        assert_eq!(
+            errs,
+            [
+                "unknown option `nmae`; expected one of `name`, `once_differentiable`, `materialize_grads`, `non_differentiable`, `dirty`, `crate`",
+                "duplicate option `dirty`; each option may be given once",
+                "unknown option `fast`; expected one of `name`, `once_differentiable`, `materialize_grads`, `non_differentiable`, `dirty`, `crate`",
+            ]
+        );
+        assert_eq!(
+            parse_errors(quote::quote!(name = "")),
+            ["the node name cannot be empty"]
+        );
+        assert_eq!(
+            parse_errors(quote::quote!(dirty())),
+            ["`dirty(..)` needs at least one name"]
+        );
+    }
+
+    #[test]
+    fn backward_takes_one_path() {
+        let args: BackwardArgs = syn::parse_quote!(super::ops::scaled_square);
+        assert_eq!(args.forward.segments.len(), 3);
+        assert!(syn::parse2::<BackwardArgs>(quote::quote!()).is_err());
+        assert!(syn::parse2::<BackwardArgs>(quote::quote!(f, once_differentiable)).is_err());
+    }
+}

@@ -1,0 +1,36 @@
+//! `#[differentiable]`: parse the options and the function, lower and validate, then emit the
+//! wrapper and the hidden items a `#[backward]` links to.
+
+use proc_macro2::TokenStream;
+use syn::ItemFn;
+
+use crate::attr::DiffArgs;
+use crate::ctxt::Ctxt;
+use crate::ir::DiffFn;
+use crate::{expand, fallback, valid};
+
+pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
+    let func: ItemFn = match syn::parse2(item.clone()) {
+        Ok(f) => f,
+        Err(e) => {
+            let e = syn::Error::new(
+                e.span(),
+                format!("`#[differentiable]` applies to free functions: {e}"),
+            );
+            return fallback::item_with_error(item, e);
+        }
+    };
+    match try_expand(args, &func) {
+        Ok(generated) => generated,
+        Err(e) => fallback::forward_with_error(&func, e),
+    }
+}
+
+fn try_expand(args: TokenStream, func: &ItemFn) -> syn::Result<TokenStream> {
+    let opts: DiffArgs = syn::parse2(args.clone())?;
+    let cx = Ctxt::new();
+    let fwd = DiffFn::from_syn(&cx, &func.sig);
+    valid::check_forward(&cx, &opts, &fwd);
+    cx.check()?;
+    Ok(expand::forward(&opts, &args, &fwd, func))
+}

@@ -1,0 +1,45 @@
+//! What a macro emits when the user's code has errors: the user's item unchanged (so that its
+//! callers still type-check), the errors, and stubs that keep the other macro from cascading.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::{FnArg, ItemFn};
+
+use crate::expand::Names;
+
+/// The item as written, plus the error.
+pub(crate) fn item_with_error(item: TokenStream, err: syn::Error) -> TokenStream {
+    let err = err.into_compile_error();
+    quote!(#item #err)
+}
+
+/// A forward with errors: the function as written, the errors, and a signature macro that
+/// accepts any backward (marking it used) without checking it.
+pub(crate) fn forward_with_error(func: &ItemFn, err: syn::Error) -> TokenStream {
+    let Names { signature, .. } = Names::of(&func.sig.ident);
+    let err = err.into_compile_error();
+    // Already reported: keep rustc from repeating it about the re-emitted function.
+    let mut func = func.clone();
+    func.sig.constness = None;
+    func.sig.variadic = None;
+    if let Some(FnArg::Receiver(_)) = func.sig.inputs.first() {
+        // A method sits in an `impl`, where the stubs below are not allowed.
+        return quote!(#err #func);
+    }
+    quote! {
+        #err
+        #func
+
+        #[doc(hidden)]
+        #[allow(unused_macros)]
+        macro_rules! #signature {
+            ({ $($path:tt)* } { $backward:ident } $($rest:tt)*) => {
+                const _: () = { let _ = $backward; };
+            };
+        }
+
+        #[doc(hidden)]
+        #[allow(unused_imports)]
+        pub(crate) use #signature;
+    }
+}

@@ -1,0 +1,244 @@
+//! Unit tests of the IR lowering.
+
+use syn::{parse_quote, Signature};
+
+use super::*;
+use crate::ctxt::Ctxt;
+
+/// The messages `lower` pushed, in order.
+fn errors(lower: impl FnOnce(&Ctxt)) -> Vec<String> {
+    let cx = Ctxt::new();
+    lower(&cx);
+    match cx.check() {
+        Ok(()) => Vec::new(),
+        Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
+    }
+}
+
+fn forward_errors(sig: &Signature) -> Vec<String> {
+    errors(|cx| {
+        DiffFn::from_syn(cx, sig);
+    })
+}
+
+#[test]
+fn tensor_references_are_inputs_and_the_rest_attributes() {
+    let sig: Signature =
+        parse_quote!(fn f(x: &Tensor, scale: f64, y: &autograd::Tensor, mut n: usize) -> Tensor);
+    let cx = Ctxt::new();
+    let fwd = DiffFn::from_syn(&cx, &sig);
+    cx.check().expect("valid forward");
+    let kinds: Vec<_> = fwd
+        .params
+        .iter()
+        .map(|p| (p.ident.to_string(), p.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("x".to_string(), ParamKind::Tensor(0)),
+            ("scale".to_string(), ParamKind::Attr),
+            ("y".to_string(), ParamKind::Tensor(1)),
+            ("n".to_string(), ParamKind::Attr),
+        ]
+    );
+    assert_eq!(fwd.tensor_inputs().count(), 2);
+    assert_eq!(
+        (fwd.num_outputs(), fwd.output.tuple, fwd.output.fallible),
+        (1, false, false)
+    );
+    assert_eq!(fwd.output_names(), ["result"]);
+}
+
+#[test]
+fn outputs_in_tuples_and_results() {
+    for (sig, fallible, tuple, n) in [
+        (
+            parse_quote!(fn f(x: &Tensor) -> Result<Tensor>),
+            true,
+            false,
+            1,
+        ),
+        (
+            parse_quote!(fn f(x: &Tensor) -> (Tensor, Tensor, Tensor)),
+            false,
+            true,
+            3,
+        ),
+        (
+            parse_quote!(fn f(x: &Tensor) -> std::result::Result<(Tensor, Tensor), Error>),
+            true,
+            true,
+            2,
+        ),
+        (
+            parse_quote!(fn f(x: &Tensor) -> autograd::Result<(Tensor,)>),
+            true,
+            true,
+            1,
+        ),
+    ] {
+        let sig: Signature = sig;
+        let cx = Ctxt::new();
+        let fwd = DiffFn::from_syn(&cx, &sig);
+        cx.check().expect("valid forward");
+        assert_eq!(
+            (fwd.output.fallible, fwd.output.tuple, fwd.num_outputs()),
+            (fallible, tuple, n)
+        );
+    }
+    let sig: Signature = parse_quote!(fn f(x: &Tensor) -> (Tensor, Tensor));
+    let fwd = DiffFn::from_syn(&Ctxt::new_checked(), &sig);
+    assert_eq!(fwd.output_names(), ["result_0", "result_1"]);
+}
+
+#[test]
+fn names_resolve_to_parameters_and_outputs() {
+    let sig: Signature = parse_quote!(fn f(x: &Tensor, r#type: f64) -> (Tensor, Tensor));
+    let fwd = DiffFn::from_syn(&Ctxt::new_checked(), &sig);
+    let resolve = |name: &str| fwd.resolve(&syn::parse_str(name).expect("ident"));
+    assert_eq!(resolve("x"), Some(Source::Param(0)));
+    assert_eq!(resolve("r#type"), Some(Source::Param(1)));
+    assert_eq!(resolve("result_1"), Some(Source::Output(1)));
+    assert_eq!(resolve("result"), None);
+    assert_eq!(resolve("y"), None);
+}
+
+#[test]
+fn default_node_names_are_camel_case() {
+    for (sig, name) in [
+        (
+            parse_quote!(fn scaled_square(x: &Tensor) -> Tensor),
+            "ScaledSquareBackward0",
+        ),
+        (
+            parse_quote!(fn _private__fn(x: &Tensor) -> Tensor),
+            "PrivateFnBackward0",
+        ),
+        (parse_quote!(fn r#mod(x: &Tensor) -> Tensor), "ModBackward0"),
+        (
+            parse_quote!(fn add_one_(x: &Tensor) -> Tensor),
+            "AddOneBackward0",
+        ),
+    ] {
+        let sig: Signature = sig;
+        assert_eq!(
+            DiffFn::from_syn(&Ctxt::new_checked(), &sig).default_node_name(),
+            name
+        );
+    }
+}
+
+#[test]
+fn unsupported_forwards_are_rejected() {
+    let cases: [(Signature, &str); 10] = [
+        (
+            parse_quote!(const fn f(x: &Tensor) -> Tensor),
+            "`const fn`s are not supported",
+        ),
+        (
+            parse_quote!(async fn f(x: &Tensor) -> Tensor),
+            "`async fn`s are not supported",
+        ),
+        (
+            parse_quote!(unsafe fn f(x: &Tensor) -> Tensor),
+            "`unsafe fn`s are not supported",
+        ),
+        (
+            parse_quote!(fn f<T>(x: &Tensor, t: T) -> Tensor),
+            "generic functions are not supported",
+        ),
+        (
+            parse_quote!(fn f(&self, x: &Tensor) -> Tensor),
+            "methods are not supported",
+        ),
+        (
+            parse_quote!(fn f(v: f64) -> Tensor),
+            "needs at least one `&Tensor` parameter",
+        ),
+        (
+            parse_quote!(fn f(x: &mut Tensor) -> Tensor),
+            "`&mut Tensor` parameters are not supported",
+        ),
+        (
+            parse_quote!(fn f(x: Tensor) -> Tensor),
+            "tensor inputs are taken by reference",
+        ),
+        (
+            parse_quote!(fn f(x: &Tensor, grad: f64) -> Tensor),
+            "parameter name `grad` is reserved",
+        ),
+        (
+            parse_quote!(fn f(x: &Tensor) -> Vec<Tensor>),
+            "must return `Tensor`, a tuple of tensors",
+        ),
+    ];
+    for (sig, expected) in cases {
+        let errs = forward_errors(&sig);
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].contains(expected),
+            "{:?} does not contain {expected:?}",
+            errs[0]
+        );
+    }
+}
+
+#[test]
+fn all_errors_of_a_forward_are_reported_together() {
+    let sig: Signature = parse_quote!(async fn f<T>((a, b): (f64, f64), result: f64) -> ());
+    let errs = forward_errors(&sig);
+    assert_eq!(errs.len(), 5, "{errs:?}");
+}
+
+#[test]
+fn backwards_split_gradients_from_saved_values() {
+    let sig: Signature = parse_quote!(fn b(grad_0: &Tensor, _grad_1: &Tensor, x: &Tensor, scale: &f64) -> Result<(Tensor, Option<Tensor>, f64)>);
+    let cx = Ctxt::new();
+    let bwd = BackwardFn::from_syn(&cx, &sig);
+    cx.check().expect("valid backward syntax");
+    let names = |ps: &[BwParam<'_>]| ps.iter().map(|p| p.ident.to_string()).collect::<Vec<_>>();
+    assert_eq!(names(&bwd.grads), ["grad_0", "_grad_1"]);
+    assert_eq!(names(&bwd.saved), ["x", "scale"]);
+    assert!(bwd.output.fallible && bwd.output.tuple);
+    let kinds: Vec<_> = bwd.output.grads.iter().map(|(_, k)| *k).collect();
+    assert_eq!(
+        kinds,
+        [GradType::Tensor, GradType::OptionTensor, GradType::Other]
+    );
+}
+
+#[test]
+fn gradients_after_saved_values_are_rejected() {
+    let sig: Signature = parse_quote!(fn b(x: &Tensor, grad: &Tensor) -> Tensor);
+    let errs = errors(|cx| {
+        BackwardFn::from_syn(cx, &sig);
+    });
+    assert_eq!(
+        errs,
+        ["incoming gradient parameters come first: move `grad` before `x`"]
+    );
+}
+
+#[test]
+fn types_print_as_written() {
+    let cases: [(Type, &str); 4] = [
+        (parse_quote!(&Tensor), "&Tensor"),
+        (parse_quote!(Option<&Tensor>), "Option<&Tensor>"),
+        (
+            parse_quote!(std::vec::Vec<(usize, f64)>),
+            "std::vec::Vec<(usize, f64)>",
+        ),
+        (parse_quote!(&'a [usize]), "&'a [usize]"),
+    ];
+    for (ty, expected) in cases {
+        assert_eq!(type_string(&ty), expected);
+    }
+}
+
+#[test]
+fn gradient_names() {
+    let is_grad = |s: &str| symbol::GRAD.is_prefix_of(&syn::parse_str(s).expect("ident"));
+    assert!(is_grad("grad") && is_grad("_grad") && is_grad("grad_0") && is_grad("grad_out"));
+    assert!(!is_grad("gradient") && !is_grad("grads") && !is_grad("x_grad"));
+}

@@ -1,0 +1,87 @@
+//! The words the macros look for: option names, reserved parameter names and the type names the
+//! DSL recognises. Compared through `Symbol`, never as bare strings.
+
+use std::fmt;
+
+use syn::ext::IdentExt;
+use syn::{Ident, Path};
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Symbol(&'static str);
+
+pub(crate) const NAME: Symbol = Symbol("name");
+pub(crate) const ONCE_DIFFERENTIABLE: Symbol = Symbol("once_differentiable");
+pub(crate) const MATERIALIZE_GRADS: Symbol = Symbol("materialize_grads");
+pub(crate) const NON_DIFFERENTIABLE: Symbol = Symbol("non_differentiable");
+pub(crate) const DIRTY: Symbol = Symbol("dirty");
+pub(crate) const CRATE: Symbol = Symbol("crate");
+
+/// Every option of `#[differentiable(..)]`, in the order the docs list them.
+pub(crate) const OPTIONS: [Symbol; 6] = [
+    NAME,
+    ONCE_DIFFERENTIABLE,
+    MATERIALIZE_GRADS,
+    NON_DIFFERENTIABLE,
+    DIRTY,
+    CRATE,
+];
+
+/// Incoming-gradient parameters of a backward: `grad`, `grad_0`, `grad_out`, ...
+pub(crate) const GRAD: Symbol = Symbol("grad");
+/// The forward's outputs as seen by a backward: `result`, or `result_0`, `result_1`, ...
+pub(crate) const RESULT: Symbol = Symbol("result");
+
+pub(crate) const TENSOR: Symbol = Symbol("Tensor");
+pub(crate) const RESULT_TYPE: Symbol = Symbol("Result");
+pub(crate) const OPTION_TYPE: Symbol = Symbol("Option");
+
+/// The lint attributes that belong on the renamed user function rather than on the wrapper.
+pub(crate) const LINT_ATTRS: [Symbol; 5] = [
+    Symbol("allow"),
+    Symbol("expect"),
+    Symbol("warn"),
+    Symbol("deny"),
+    Symbol("forbid"),
+];
+/// Attributes copied onto every generated item.
+pub(crate) const CFG_ATTRS: [Symbol; 2] = [Symbol("cfg"), Symbol("cfg_attr")];
+
+impl Symbol {
+    pub(crate) fn as_str(self) -> &'static str {
+        self.0
+    }
+
+    /// `ident` is this word, or this word followed by `_` and a suffix, ignoring one leading
+    /// underscore (`grad`, `_grad`, `grad_0`, `grad_out`).
+    pub(crate) fn is_prefix_of(self, ident: &Ident) -> bool {
+        let name = ident.unraw().to_string();
+        let name = name.strip_prefix('_').unwrap_or(&name);
+        name == self.0
+            || name
+                .strip_prefix(self.0)
+                .is_some_and(|rest| rest.starts_with('_'))
+    }
+
+    /// The last segment of `path` is this word.
+    pub(crate) fn ends(self, path: &Path) -> bool {
+        path.segments.last().is_some_and(|s| s.ident == self)
+    }
+}
+
+impl PartialEq<Symbol> for Ident {
+    fn eq(&self, word: &Symbol) -> bool {
+        self == word.0
+    }
+}
+
+impl PartialEq<Symbol> for &Ident {
+    fn eq(&self, word: &Symbol) -> bool {
+        *self == word.0
+    }
+}
+
+impl fmt::Display for Symbol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}

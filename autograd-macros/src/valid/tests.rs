@@ -1,0 +1,216 @@
+//! Unit tests of the validation rules.
+
+use syn::{parse_quote, Signature};
+
+use super::*;
+use crate::ir::{BackwardFn, DiffFn};
+
+/// The messages of checking `backward` against `forward` (with options `args`).
+fn backward_errors(args: DiffArgs, forward: Signature, backward: Signature) -> Vec<String> {
+    let cx = Ctxt::new();
+    let fwd = DiffFn::from_syn(&cx, &forward);
+    check_forward(&cx, &args, &fwd);
+    let bwd = BackwardFn::from_syn(&cx, &backward);
+    check_backward(&cx, &args, &fwd, &bwd);
+    match cx.check() {
+        Ok(()) => Vec::new(),
+        Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
+    }
+}
+
+fn scaled_square() -> Signature {
+    parse_quote!(fn scaled_square(x: &Tensor, scale: f64) -> Tensor)
+}
+
+fn forward_errors(args: DiffArgs, forward: Signature) -> Vec<String> {
+    let cx = Ctxt::new();
+    let fwd = DiffFn::from_syn(&cx, &forward);
+    check_forward(&cx, &args, &fwd);
+    match cx.check() {
+        Ok(()) => Vec::new(),
+        Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
+    }
+}
+
+#[test]
+fn a_fitting_backward_passes() {
+    let ok: [Signature; 4] = [
+        parse_quote!(fn b(grad: &Tensor, x: &Tensor, scale: f64) -> Tensor),
+        parse_quote!(fn b(grad: &Tensor, scale: &f64, result: &Tensor) -> Option<Tensor>),
+        parse_quote!(fn b(_grad: &Tensor) -> Result<Tensor>),
+        parse_quote!(fn b(grad: &Tensor, x: &autograd::Tensor) -> autograd::Result<(Tensor,)>),
+    ];
+    for bwd in ok {
+        assert_eq!(
+            backward_errors(DiffArgs::default(), scaled_square(), bwd),
+            Vec::<String>::new()
+        );
+    }
+}
+
+#[test]
+fn unknown_names_list_what_would_fit() {
+    let errs = backward_errors(
+        DiffArgs::default(),
+        scaled_square(),
+        parse_quote!(fn b(grad: &Tensor, y: &Tensor) -> Tensor),
+    );
+    assert_eq!(
+        errs,
+        ["no parameter `y` in `scaled_square`; expected one of `x`, `scale`, `result`"]
+    );
+}
+
+#[test]
+fn gradient_parameter_counts() {
+    let errs = backward_errors(
+        DiffArgs::default(),
+        scaled_square(),
+        parse_quote!(fn b(grad: &Tensor, grad_1: &Tensor, x: &Tensor) -> Tensor),
+    );
+    assert_eq!(
+        errs,
+        ["`#[backward(scaled_square)]` expects 1 incoming gradient parameter (the forward returns 1 tensor), found 2"]
+    );
+    let errs = backward_errors(
+        DiffArgs::default(),
+        parse_quote!(fn halves(x: &Tensor) -> (Tensor, Tensor)),
+        parse_quote!(fn b(x: &Tensor) -> Tensor),
+    );
+    assert_eq!(
+        errs,
+        ["`#[backward(halves)]` expects 2 incoming gradient parameters (the forward returns 2 tensors), found 0; name them `grad_0`, `grad_1`"]
+    );
+}
+
+#[test]
+fn gradient_parameter_types_follow_materialize_grads() {
+    let errs = backward_errors(
+        DiffArgs::default(),
+        scaled_square(),
+        parse_quote!(fn b(grad: Option<&Tensor>) -> Tensor),
+    );
+    assert!(
+        errs[0].contains("use `materialize_grads = false`"),
+        "{errs:?}"
+    );
+    let no_materialize: DiffArgs = parse_quote!(materialize_grads = false);
+    let errs = backward_errors(
+        no_materialize,
+        scaled_square(),
+        parse_quote!(fn b(grad: &Tensor) -> Tensor),
+    );
+    assert_eq!(
+        errs,
+        ["incoming gradient `grad` must be `Option<&Tensor>` because of `materialize_grads = false`, found `&Tensor`"]
+    );
+    let no_materialize: DiffArgs = parse_quote!(materialize_grads = false);
+    let errs = backward_errors(
+        no_materialize,
+        scaled_square(),
+        parse_quote!(fn b(grad: Option<&Tensor>) -> Tensor),
+    );
+    assert!(errs.is_empty(), "{errs:?}");
+}
+
+#[test]
+fn saved_types_must_match_the_forward() {
+    let errs = backward_errors(
+        DiffArgs::default(),
+        scaled_square(),
+        parse_quote!(fn b(grad: &Tensor, x: Tensor, scale: f32, result: Tensor) -> Tensor),
+    );
+    assert_eq!(
+        errs,
+        [
+            "type of `x` must match `scaled_square`: expected `&Tensor`, found `Tensor`",
+            "type of `scale` must match `scaled_square`: expected `f64` (or `&f64`), found `f32`",
+            "type of `result` must match `scaled_square`: expected `&Tensor`, found `Tensor`",
+        ]
+    );
+    let errs = backward_errors(
+        DiffArgs::default(),
+        parse_quote!(fn f(x: &Tensor, dims: &[usize], name: &str) -> Tensor),
+        parse_quote!(fn b(grad: &Tensor, dims: &[usize]) -> Tensor),
+    );
+    assert_eq!(
+        errs,
+        ["`dims` cannot be saved for the backward pass: its type `&[usize]` in `f` borrows; make that parameter an owned type"]
+    );
+}
+
+#[test]
+fn names_may_be_used_once() {
+    let errs = backward_errors(
+        DiffArgs::default(),
+        scaled_square(),
+        parse_quote!(fn b(grad: &Tensor, x: &Tensor, x: &Tensor) -> Tensor),
+    );
+    assert_eq!(errs, ["`x` is named twice"]);
+}
+
+#[test]
+fn one_gradient_per_tensor_input() {
+    let mul: Signature = parse_quote!(fn mul(a: &Tensor, k: f64, b: &Tensor) -> Tensor);
+    let errs = backward_errors(
+        DiffArgs::default(),
+        mul.clone(),
+        parse_quote!(fn b(grad: &Tensor) -> Tensor),
+    );
+    assert_eq!(
+        errs,
+        ["`#[backward(mul)]` must return a tuple of 2 gradients, one per tensor input of `mul` (`a`, `b`), each `Tensor` or `Option<Tensor>`, found 1 gradient"]
+    );
+    let errs = backward_errors(
+        DiffArgs::default(),
+        mul.clone(),
+        parse_quote!(fn b(grad: &Tensor) -> Result<(Tensor, Vec<f64>), Error>),
+    );
+    assert_eq!(
+        errs,
+        ["the gradient for `b` must be `Tensor` or `Option<Tensor>`, found `Vec<f64>`"]
+    );
+    let errs = backward_errors(DiffArgs::default(), mul, parse_quote!(fn b(grad: &Tensor)));
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(errs[0].starts_with("`#[backward(mul)]` must return a tuple of 2 gradients"));
+}
+
+#[test]
+fn options_name_outputs_and_inputs() {
+    let halves: Signature = parse_quote!(fn halves(x: &Tensor, k: f64) -> Result<(Tensor, Tensor)>);
+    let errs = forward_errors(
+        parse_quote!(non_differentiable(result_1, result, result_1)),
+        halves.clone(),
+    );
+    assert_eq!(
+        errs,
+        [
+            "`result` is not an output of `halves`; expected one of `result_0`, `result_1`",
+            "`result_1` is listed twice in `non_differentiable(..)`",
+        ]
+    );
+    let errs = forward_errors(parse_quote!(dirty(k)), halves.clone());
+    assert_eq!(
+        errs,
+        ["`dirty(..)` names the tensor inputs that `halves` modifies in place; expected one of `x`"]
+    );
+    assert!(
+        forward_errors(parse_quote!(dirty(x), non_differentiable(result_0)), halves).is_empty()
+    );
+    let errs = forward_errors(parse_quote!(dirty(x)), scaled_square());
+    assert_eq!(
+        errs,
+        ["`dirty(..)` needs `scaled_square` to return a `Result`: modifying a leaf that requires grad in place is an error"]
+    );
+}
+
+#[test]
+fn attributes_by_value_or_reference() {
+    let f64_: Type = parse_quote!(f64);
+    assert_eq!(attr_access(&f64_, &parse_quote!(f64)), Some(false));
+    assert_eq!(attr_access(&f64_, &parse_quote!(&f64)), Some(true));
+    assert_eq!(attr_access(&f64_, &parse_quote!(&mut f64)), None);
+    assert_eq!(attr_access(&f64_, &parse_quote!(f32)), None);
+    assert!(borrows(&parse_quote!(Cow<'static, str>)));
+    assert!(!borrows(&parse_quote!(Vec<usize>)));
+}

@@ -1,0 +1,516 @@
+//! Custom differentiable functions declared with `#[differentiable]` / `#[backward]`: values and
+//! gradients (gradcheck, gradgradcheck), double backward through a backward written with tensor
+//! ops (B37), errors and panics from user code, saved-tensor checks, and the options: node name,
+//! `materialize_grads` and `non_differentiable` (B34), `dirty` (B35), `once_differentiable` (B36).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use autograd::{
+    backward, differentiable, gradcheck, gradgradcheck, BackwardOptions, DType, Error, GradOptions,
+    Result, Tensor,
+};
+
+#[differentiable]
+fn scaled_square(x: &Tensor, scale: f64) -> Tensor {
+    x * x * scale
+}
+
+#[backward(scaled_square)]
+fn scaled_square_backward(grad: &Tensor, x: &Tensor, scale: f64) -> Tensor {
+    grad * x * (2.0 * scale)
+}
+
+/// `x * y + y` with two outputs sharing the work: the product and the sum.
+#[differentiable]
+fn product_and_sum(x: &Tensor, y: &Tensor) -> Result<(Tensor, Tensor)> {
+    Ok((x.mul(y)?, x.add(y)?))
+}
+
+#[backward(product_and_sum)]
+fn product_and_sum_backward(
+    grad_0: &Tensor,
+    grad_1: &Tensor,
+    x: &Tensor,
+    y: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    Ok((grad_0.mul(y)?.add(grad_1)?, grad_0.mul(x)?.add(grad_1)?))
+}
+
+/// `exp`, saving its result rather than its input.
+#[differentiable]
+fn my_exp(x: &Tensor) -> Result<Tensor> {
+    x.exp()
+}
+
+#[backward(my_exp)]
+fn my_exp_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
+    grad.mul(result)
+}
+
+fn randn(shape: &[usize], seed: u64) -> Result<Tensor> {
+    Tensor::randn(shape, DType::F64, seed)?.requires_grad_(true)
+}
+
+fn grad_of(t: &Tensor) -> Vec<f64> {
+    t.grad().expect("gradient").to_vec::<f64>().expect("f64")
+}
+
+#[test]
+fn values_and_gradients_match_finite_differences() -> Result<()> {
+    let x = randn(&[2, 3], 1)?;
+    let y = scaled_square(&x, 1.5);
+    let expected: Vec<f64> = x.to_vec::<f64>()?.iter().map(|v| v * v * 1.5).collect();
+    assert_eq!(y.to_vec::<f64>()?, expected);
+    gradcheck(|i| Ok(scaled_square(&i[0], 1.5)), std::slice::from_ref(&x))?;
+    gradgradcheck(|i| Ok(scaled_square(&i[0], 1.5)), &[x])?;
+
+    let a = randn(&[3], 2)?;
+    let b = randn(&[3], 3)?;
+    let f = |i: &[Tensor]| -> Result<Tensor> {
+        let (p, s) = product_and_sum(&i[0], &i[1])?;
+        p.mul(&s)?.sum()
+    };
+    gradcheck(f, &[a.clone(), b.clone()])?;
+    gradgradcheck(f, &[a, b])?;
+
+    let z = randn(&[4], 4)?;
+    gradcheck(|i| my_exp(&i[0]), std::slice::from_ref(&z))?;
+    gradgradcheck(|i| my_exp(&i[0]), &[z])
+}
+
+#[test]
+fn double_backward_through_a_tensor_op_backward() -> Result<()> {
+    // B37: with create_graph the backward's ops are recorded, so x.grad has a grad_fn.
+    let x = Tensor::scalar(3.0f64).requires_grad_(true)?;
+    let y = Tensor::scalar(2.0f64).requires_grad_(true)?;
+    let (p, s) = product_and_sum(&x, &y)?;
+    let out = p.add(&s)?; // x*y + x + y
+    out.backward_with(BackwardOptions::new().create_graph(true))?;
+    let gx = x.grad().expect("x.grad");
+    let gy = y.grad().expect("y.grad");
+    assert_eq!((gx.item::<f64>()?, gy.item::<f64>()?), (3.0, 4.0)); // y + 1, x + 1
+    assert!(gx.grad_fn().is_some());
+    x.set_grad(None);
+    y.set_grad(None);
+    gx.backward()?; // d(y + 1)/dy = 1
+    assert_eq!(y.grad().expect("y.grad").item::<f64>()?, 1.0);
+    assert!(x.grad().is_none());
+
+    // Repeated grad of grad through a saved result.
+    let z = Tensor::scalar(0.5f64).requires_grad_(true)?;
+    let e = my_exp(&z)?;
+    let options = GradOptions::new().create_graph(true);
+    let g1 = autograd::grad(&[e], std::slice::from_ref(&z), options.clone())?[0]
+        .clone()
+        .expect("g1");
+    let g2 = autograd::grad(&[g1], std::slice::from_ref(&z), options)?[0]
+        .clone()
+        .expect("g2");
+    assert!((g2.item::<f64>()? - 0.5f64.exp()).abs() < 1e-12);
+    Ok(())
+}
+
+#[differentiable]
+fn checked_sqrt(x: &Tensor) -> Result<Tensor> {
+    if x.to_vec::<f64>()?.iter().any(|v| *v < 0.0) {
+        return Err(Error::msg("checked_sqrt of a negative number"));
+    }
+    x.sqrt()
+}
+
+#[backward(checked_sqrt)]
+fn checked_sqrt_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
+    grad.div(&result.mul_scalar(2.0)?)
+}
+
+#[test]
+fn forward_error_is_returned_to_the_caller() -> Result<()> {
+    let x = Tensor::from_vec(vec![4.0f64, -1.0], &[2])?.requires_grad_(true)?;
+    let err = checked_sqrt(&x).unwrap_err();
+    assert_eq!(err.to_string(), "checked_sqrt of a negative number");
+    // Grad mode is restored after the failed forward.
+    assert!(autograd::is_grad_enabled());
+    Ok(())
+}
+
+#[differentiable]
+fn fails_in_backward(x: &Tensor) -> Tensor {
+    x * 1.0
+}
+
+#[backward(fails_in_backward)]
+fn fails_in_backward_backward(grad: &Tensor) -> Result<Tensor> {
+    let _ = grad;
+    Err(Error::msg("Simulate error on backward pass"))
+}
+
+#[differentiable]
+fn panics_in_backward(x: &Tensor) -> Tensor {
+    x * 1.0
+}
+
+#[backward(panics_in_backward)]
+fn panics_in_backward_backward(grad: &Tensor) -> Tensor {
+    let _ = grad;
+    panic!("boom in backward")
+}
+
+#[test]
+fn backward_error_reaches_the_caller_unchanged() -> Result<()> {
+    let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
+    let err = fails_in_backward(&x).backward().unwrap_err();
+    assert!(
+        matches!(&err, Error::Message(m) if m == "Simulate error on backward pass"),
+        "{err}"
+    );
+    Ok(())
+}
+
+#[test]
+fn panic_in_backward_becomes_an_error_and_the_engine_stays_usable() -> Result<()> {
+    let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
+    let err = panics_in_backward(&x).backward().unwrap_err();
+    match &err {
+        Error::Panic { message, .. } => assert!(message.contains("boom in backward"), "{err}"),
+        other => panic!("expected Error::Panic, got {other:?}"),
+    }
+    scaled_square(&x, 2.0).backward()?;
+    assert_eq!(grad_of(&x), [4.0]);
+    Ok(())
+}
+
+#[test]
+fn saved_input_modified_in_place_is_reported() -> Result<()> {
+    let leaf = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
+    let x = leaf.mul_scalar(1.0)?; // a non-leaf, so it may be modified in place
+    let y = scaled_square(&x, 1.0);
+    x.add_(&Tensor::ones(&[2], DType::F64)?)?;
+    let err = y.sum()?.backward().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::SavedTensorModified {
+                saved_version: 0,
+                current_version: 1,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("modified by an inplace operation"),
+        "{err}"
+    );
+    Ok(())
+}
+
+#[test]
+fn saved_tensors_are_freed_after_backward() -> Result<()> {
+    let x = Tensor::scalar(2.0f64).requires_grad_(true)?;
+    let y = scaled_square(&x, 1.0);
+    y.backward_with(BackwardOptions::new().retain_graph(true))?;
+    y.backward()?; // retained once, then released
+    assert_eq!(grad_of(&x), [8.0]);
+    let err = y.backward().unwrap_err();
+    assert!(matches!(err, Error::BackwardTwice), "{err}");
+
+    // A function that saves nothing can run again.
+    let z = fails_in_backward(&x);
+    let _ = z.backward();
+    Ok(())
+}
+
+#[test]
+fn node_names() -> Result<()> {
+    let x = Tensor::scalar(2.0f64).requires_grad_(true)?;
+    assert_eq!(
+        scaled_square(&x, 1.0).grad_fn().expect("node").name(),
+        "ScaledSquareBackward0"
+    );
+    let (p, s) = product_and_sum(&x, &x)?;
+    let (np, ns) = (p.grad_fn().expect("node"), s.grad_fn().expect("node"));
+    assert!(np.ptr_eq(&ns));
+    assert_eq!(np.name(), "ProductAndSumBackward0");
+    assert_eq!((p.output_nr(), s.output_nr()), (0, 1));
+    assert_eq!(renamed(&x).grad_fn().expect("node").name(), "Renamed");
+    Ok(())
+}
+
+#[differentiable(name = "Renamed")]
+fn renamed(x: &Tensor) -> Tensor {
+    x * 1.0
+}
+
+#[backward(renamed)]
+fn renamed_backward(grad: &Tensor) -> Tensor {
+    grad.clone()
+}
+
+#[test]
+fn nothing_is_recorded_without_grad() -> Result<()> {
+    let x = Tensor::scalar(2.0f64).requires_grad_(true)?;
+    {
+        let _g = autograd::no_grad();
+        let y = scaled_square(&x, 1.0);
+        assert!(y.grad_fn().is_none() && !y.requires_grad());
+    }
+    let c = Tensor::scalar(2.0f64);
+    assert!(scaled_square(&c, 1.0).grad_fn().is_none());
+    // The forward itself runs with recording off.
+    let y = scaled_square(&x, 1.0);
+    let next = y.grad_fn().expect("node").next_functions();
+    assert_eq!(next.len(), 1);
+    assert_eq!(
+        next[0].as_ref().expect("edge").node.name(),
+        "AccumulateGrad"
+    );
+    Ok(())
+}
+
+/// Returns its second input unchanged (B33 rules for undefined gradients, and aliasing).
+#[differentiable]
+fn pass_second(x: &Tensor, y: &Tensor) -> Tensor {
+    let _ = x;
+    y.clone()
+}
+
+#[backward(pass_second)]
+fn pass_second_backward(grad: &Tensor) -> (Option<Tensor>, Tensor) {
+    (None, grad.clone())
+}
+
+#[test]
+fn undefined_gradients_stay_undefined_and_inputs_returned_as_is_are_aliased() -> Result<()> {
+    let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
+    let y = Tensor::scalar(5.0f64).requires_grad_(true)?;
+    let out = pass_second(&x, &y);
+    assert!(!out.is_same(&y), "an input returned as is becomes an alias");
+    assert!(
+        y.is_leaf() && y.grad_fn().is_none(),
+        "the input itself is untouched"
+    );
+    assert_eq!(out.grad_fn().expect("node").name(), "PassSecondBackward0");
+    y.add_(&Tensor::scalar(1.0f64)).unwrap_err(); // still a leaf that requires grad
+    out.backward()?;
+    assert!(x.grad().is_none(), "a None gradient stays undefined (B33)");
+    assert_eq!(grad_of(&y), [1.0]);
+    Ok(())
+}
+
+#[differentiable]
+fn two_outputs(x: &Tensor) -> (Tensor, Tensor) {
+    (x * 1.0, x * 2.0)
+}
+
+#[backward(two_outputs)]
+fn two_outputs_backward(grad_0: &Tensor, grad_1: &Tensor) -> Tensor {
+    // B34: the unused output's gradient is materialised as zeros.
+    assert_eq!(grad_1.to_vec::<f64>().expect("f64"), [0.0]);
+    grad_0 + grad_1 * 2.0
+}
+
+#[differentiable(materialize_grads = false)]
+fn two_outputs_raw(x: &Tensor) -> (Tensor, Tensor) {
+    (x * 1.0, x * 2.0)
+}
+
+#[backward(two_outputs_raw)]
+fn two_outputs_raw_backward(grad_0: Option<&Tensor>, grad_1: Option<&Tensor>) -> Option<Tensor> {
+    assert!(grad_0.is_some() && grad_1.is_none());
+    grad_0.cloned()
+}
+
+#[test]
+fn materialize_grads() -> Result<()> {
+    let x = Tensor::from_vec(vec![3.0f64], &[1])?.requires_grad_(true)?;
+    two_outputs(&x).0.sum()?.backward()?;
+    assert_eq!(grad_of(&x), [1.0]);
+    x.set_grad(None);
+    two_outputs_raw(&x).0.sum()?.backward()?;
+    assert_eq!(grad_of(&x), [1.0]);
+    Ok(())
+}
+
+#[differentiable(non_differentiable(result_0))]
+fn sort_of_mixed(x: &Tensor) -> (Tensor, Tensor) {
+    (x * 0.0, x * 1.0)
+}
+
+#[backward(sort_of_mixed)]
+fn sort_of_mixed_backward(grad_0: &Tensor, grad_1: &Tensor) -> Tensor {
+    // test_mark_non_differentiable_mixed: the non-differentiable output's slot is zeros.
+    assert_eq!(grad_0.to_vec::<f64>().expect("f64"), [0.0, 0.0]);
+    assert_eq!(grad_1.to_vec::<f64>().expect("f64"), [1.0, 1.0]);
+    grad_1.clone()
+}
+
+#[test]
+fn non_differentiable_outputs() -> Result<()> {
+    let x = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
+    let (a, b) = sort_of_mixed(&x);
+    assert!(!a.requires_grad() && a.grad_fn().is_none());
+    assert!(b.requires_grad());
+    a.add(&b)?.sum()?.backward()?;
+    assert_eq!(grad_of(&x), [1.0, 1.0]);
+    Ok(())
+}
+
+#[differentiable(once_differentiable)]
+fn cube_once(x: &Tensor) -> Tensor {
+    x * x * x
+}
+
+#[backward(cube_once)]
+fn cube_once_backward(grad: &Tensor, x: &Tensor) -> Tensor {
+    assert!(
+        !autograd::is_grad_enabled(),
+        "once_differentiable runs under no_grad"
+    );
+    grad * x * x * 3.0
+}
+
+#[test]
+fn once_differentiable() -> Result<()> {
+    let x = Tensor::scalar(2.0f64).requires_grad_(true)?;
+    let create_graph = GradOptions::new().create_graph(true);
+
+    // The incoming gradient does not require grad: the result simply does not.
+    let g = autograd::grad(
+        &[cube_once(&x)],
+        std::slice::from_ref(&x),
+        create_graph.clone(),
+    )?[0]
+        .clone()
+        .expect("g");
+    assert_eq!(g.item::<f64>()?, 12.0);
+    assert!(!g.requires_grad());
+    assert!(matches!(
+        g.backward(),
+        Err(Error::DoesNotRequireGrad { index: 0 })
+    ));
+
+    // It does (y * y under create_graph): the result comes out of an `Error` node.
+    let y = cube_once(&x);
+    let g = autograd::grad(&[y.mul(&y)?], std::slice::from_ref(&x), create_graph)?[0]
+        .clone()
+        .expect("g");
+    assert_eq!(g.item::<f64>()?, 2.0 * 8.0 * 12.0);
+    assert_eq!(g.grad_fn().expect("node").name(), "Error");
+    let err = g.backward().unwrap_err();
+    assert!(matches!(err, Error::OnceDifferentiable));
+    assert_eq!(
+        err.to_string(),
+        "trying to differentiate twice a function that was marked with @once_differentiable"
+    );
+    assert!(gradgradcheck(|i| Ok(cube_once(&i[0])), std::slice::from_ref(&x)).is_err());
+    gradcheck(|i| Ok(cube_once(&i[0])), &[x])
+}
+
+#[differentiable(dirty(x))]
+fn add_one_(x: &Tensor) -> Result<Tensor> {
+    x.add_(&Tensor::scalar(1.0f64))?;
+    Ok(x.clone())
+}
+
+#[backward(add_one_)]
+fn add_one_backward(grad: &Tensor, x: &Tensor) -> Tensor {
+    // A dirty input named by the backward holds its value after the forward.
+    assert_eq!(x.to_vec::<f64>().expect("f64"), [3.0]);
+    grad.clone()
+}
+
+#[differentiable(dirty(x))]
+fn forgets_to_return(x: &Tensor) -> Result<Tensor> {
+    x.add_(&Tensor::scalar(1.0f64))?;
+    x.mul_scalar(1.0)
+}
+
+#[backward(forgets_to_return)]
+fn forgets_to_return_backward(grad: &Tensor) -> Tensor {
+    grad.clone()
+}
+
+#[test]
+fn dirty_inputs() -> Result<()> {
+    // B35: the input is returned itself, its version bumped, its grad_fn the custom node.
+    let leaf = Tensor::from_vec(vec![2.0f64], &[1])?.requires_grad_(true)?;
+    let x = leaf.mul_scalar(1.0)?;
+    let version = x.version();
+    let q = add_one_(&x)?;
+    assert!(q.is_same(&x));
+    assert!(x.version() > version);
+    assert_eq!(x.grad_fn().expect("node").name(), "AddOneBackward0");
+    q.mul_scalar(3.0)?.sum()?.backward()?;
+    assert_eq!(grad_of(&leaf), [3.0]);
+
+    // A dirty leaf that requires grad.
+    let err = add_one_(&leaf).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "a leaf Variable that requires grad has been used in an in-place operation."
+    );
+
+    // A dirty input that does not come back.
+    let x = leaf.mul_scalar(1.0)?;
+    let err = forgets_to_return(&x).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Some elements marked as dirty during the forward method were not returned as output."
+    );
+
+    // Without recording, nothing is checked.
+    let plain = Tensor::from_vec(vec![2.0f64], &[1])?;
+    assert!(add_one_(&plain)?.grad_fn().is_none());
+    Ok(())
+}
+
+/// Counts its drops, to observe when a node (which owns a clone) is freed.
+#[derive(Clone)]
+struct DropCounter(Arc<AtomicUsize>);
+
+impl Drop for DropCounter {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[differentiable]
+fn tracked_exp(x: &Tensor, counter: DropCounter) -> Result<Tensor> {
+    drop(counter);
+    x.exp()
+}
+
+#[backward(tracked_exp)]
+fn tracked_exp_backward(grad: &Tensor, result: &Tensor, counter: &DropCounter) -> Result<Tensor> {
+    let _ = counter;
+    grad.mul(result)
+}
+
+#[test]
+fn saving_the_result_creates_no_reference_cycle() -> Result<()> {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
+    let y = tracked_exp(&x, DropCounter(drops.clone()))?;
+    let after_forward = drops.load(Ordering::SeqCst); // the forward's own copy
+    drop(y); // the only owner of the node: it must go, with its saved attribute
+    assert_eq!(drops.load(Ordering::SeqCst), after_forward + 1);
+    Ok(())
+}
+
+#[test]
+fn custom_functions_run_on_many_threads() -> Result<()> {
+    let handles: Vec<_> = (0..4)
+        .map(|i| {
+            std::thread::spawn(move || -> Result<f64> {
+                let x = Tensor::scalar(i as f64).requires_grad_(true)?;
+                scaled_square(&x, 0.5).backward()?;
+                x.grad().expect("x.grad").item::<f64>()
+            })
+        })
+        .collect();
+    for (i, h) in handles.into_iter().enumerate() {
+        assert_eq!(h.join().expect("thread")?, i as f64);
+    }
+    Ok(())
+}

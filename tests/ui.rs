@@ -1,0 +1,10 @@
+//! Compile-time behaviour of `#[differentiable]` and `#[backward]`: every rule of the DSL has a
+//! compile-fail case under `tests/ui/<macro>/`, every supported form a case under `tests/pass/`.
+//! Regenerate the `.stderr` files with `TRYBUILD=overwrite cargo test --test ui`, then review them.
+
+#[test]
+fn ui() {
+    let t = trybuild::TestCases::new();
+    t.compile_fail("tests/ui/**/*.rs");
+    t.pass("tests/pass/*.rs");
+}
