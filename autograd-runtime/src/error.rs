@@ -204,6 +204,9 @@ pub enum Error {
         /// Whether anomaly mode was on (changes the hint).
         anomaly: bool,
     },
+    /// A saved-tensor pack hook modified the tensor it was given (B38).
+    #[error("A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack hook cannot be modified by in-place operations as this can lead to unexpected side-effects. Please open an issue if you need to perform in-place operations on the input to a pack hook.")]
+    PackHookModifiedInput,
     /// A node returned the wrong number of gradients.
     #[error("Function {node} returned an invalid number of gradients - expected {expected}, but got {got}")]
     InvalidGradientCount {

@@ -10,6 +10,7 @@ pub(crate) mod multi_grad_hook;
 mod node;
 mod node_ref;
 mod saved;
+mod saved_hooks;
 
 pub(crate) use accumulate_grad::AccumulateGrad;
 pub use edge::Edge;
@@ -21,3 +22,4 @@ pub use multi_grad_hook::{register_multi_grad_hook, MultiGradHookHandle, MultiGr
 pub use node::{GradVec, InputMetadata, Node, NodeMeta};
 pub use node_ref::NodeRef;
 pub use saved::SavedTensor;
+pub use saved_hooks::{saved_tensors_hooks, SavedTensorsHooksGuard};

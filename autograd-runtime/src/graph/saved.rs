@@ -1,9 +1,11 @@
 //! `SavedTensor`: a tensor a node keeps for its backward, with the version it had when saved
 //! (B13, B14). Saved outputs keep their data but only a weak link to their grad_fn (the node that
-//! saves them), so saving a result never creates a reference cycle.
+//! saves them), so saving a result never creates a reference cycle. Under saved-tensor hooks
+//! (B38) the slot keeps what the pack hook returned instead.
 
-use crate::sync::{Mutex, Weak};
-use crate::{is_grad_enabled, Error, Node, NodeRef, Result, Tensor};
+use super::saved_hooks::{self, HookPair, Packed};
+use crate::sync::{Arc, Mutex, Weak};
+use crate::{is_grad_enabled, Edge, Error, Node, NodeRef, Result, Tensor};
 
 enum State {
     /// Nothing was saved (an optional input that was absent).
@@ -17,8 +19,40 @@ enum State {
         grad_fn: Weak<dyn Node>,
         output_nr: usize,
     },
+    /// Packed by a saved-tensor hook; `output` is set for a saved output of the saving node,
+    /// `edge` for a saved input that requires grad (its grad_fn, or a leaf's AccumulateGrad):
+    /// the unpacked tensor takes that history, as PyTorch's unpacked `SavedVariable` does.
+    Hooked {
+        packed: Packed,
+        hooks: Arc<HookPair>,
+        output: Option<(Weak<dyn Node>, usize)>,
+        edge: Option<Edge>,
+    },
+    /// The pack hook modified its input in place; reported when the tensor is used.
+    PackModifiedInput,
     /// Freed after the node ran without `retain_graph`.
     Released,
+}
+
+/// Packs `t` with the active hooks, if any.
+fn pack(t: &Tensor, output: Option<(&Weak<dyn Node>, usize)>) -> Option<State> {
+    let hooks = saved_hooks::current()?;
+    let version = t.version();
+    let packed = hooks.pack(t);
+    if t.version() != version {
+        return Some(State::PackModifiedInput);
+    }
+    let edge = if output.is_none() {
+        t.gradient_edge()
+    } else {
+        None
+    };
+    Some(State::Hooked {
+        packed,
+        hooks,
+        output: output.map(|(w, nr)| (w.clone(), nr)),
+        edge,
+    })
 }
 
 /// A tensor saved for backward, checked against in-place modification when unpacked.
@@ -44,24 +78,26 @@ pub struct SavedTensor {
 impl SavedTensor {
     /// Saves a forward input of the node being built.
     pub fn input(t: &Tensor) -> SavedTensor {
+        let state = pack(t, None).unwrap_or_else(|| State::Input {
+            tensor: t.clone(),
+            version: t.version(),
+        });
         SavedTensor {
-            state: Mutex::new(State::Input {
-                tensor: t.clone(),
-                version: t.version(),
-            }),
+            state: Mutex::new(state),
         }
     }
 
     /// Saves output `output_nr` of the node being built; `node` is that node (from
     /// `Arc::new_cyclic`), kept weakly.
     pub fn output(t: &Tensor, node: Weak<dyn Node>, output_nr: usize) -> SavedTensor {
+        let state = pack(t, Some((&node, output_nr))).unwrap_or_else(|| State::Output {
+            data: t.detach(),
+            version: t.version(),
+            grad_fn: node,
+            output_nr,
+        });
         SavedTensor {
-            state: Mutex::new(State::Output {
-                data: t.detach(),
-                version: t.version(),
-                grad_fn: node,
-                output_nr,
-            }),
+            state: Mutex::new(state),
         }
     }
 
@@ -80,12 +116,38 @@ impl SavedTensor {
     /// # Errors
     ///
     /// [`Error::BackwardTwice`] after release; [`Error::SavedTensorModified`] if its version
-    /// changed.
+    /// changed; [`Error::PackHookModifiedInput`] if a saved-tensor pack hook modified it.
     pub fn unpack(&self) -> Result<Option<Tensor>> {
         let state = self.state.lock();
         match &*state {
             State::Empty => Ok(None),
             State::Released => Err(Error::BackwardTwice),
+            State::PackModifiedInput => Err(Error::PackHookModifiedInput),
+            State::Hooked {
+                packed,
+                hooks,
+                output,
+                edge,
+            } => {
+                let t = hooks.unpack(packed);
+                if !is_grad_enabled() {
+                    return Ok(Some(t));
+                }
+                // Re-attach the history the saved tensor had, so a create_graph pass
+                // differentiates through it (a tensor the hook returned as is keeps its own).
+                let history = match output {
+                    Some((node, nr)) => node.upgrade().map(|n| (NodeRef::new(n), *nr)),
+                    None => edge.as_ref().map(|e| (e.node.clone(), e.input_nr)),
+                };
+                match history {
+                    Some((node, nr)) if t.grad_fn().is_none() => {
+                        let alias = t.detach();
+                        alias.set_grad_fn(node, nr);
+                        Ok(Some(alias))
+                    }
+                    _ => Ok(Some(t)),
+                }
+            }
             State::Input { tensor, version } => {
                 check_version(tensor, *version, None)?;
                 Ok(Some(tensor.clone()))
@@ -159,6 +221,8 @@ impl std::fmt::Debug for SavedTensor {
             State::Empty => "empty",
             State::Input { .. } => "input",
             State::Output { .. } => "output",
+            State::Hooked { .. } => "packed by hooks",
+            State::PackModifiedInput => "invalid (pack hook modified it)",
             State::Released => "released",
         };
         f.debug_tuple("SavedTensor").field(&what).finish()

@@ -1,0 +1,181 @@
+//! Saved-tensor hooks (B38), with PyTorch's expected values.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use autograd::*;
+
+fn randn(n: usize, seed: u64) -> Tensor {
+    Tensor::randn(&[n], DType::F64, seed)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap()
+}
+
+fn scaled(t: &Tensor, s: f64) -> Vec<f64> {
+    t.to_vec::<f64>()
+        .unwrap()
+        .into_iter()
+        .map(|v| v * s)
+        .collect()
+}
+
+fn assert_close(a: &[f64], b: &[f64]) {
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(b) {
+        assert!((x - y).abs() < 1e-9, "{a:?} vs {b:?}");
+    }
+}
+
+#[test]
+fn b38_unpack_hooks_exec_count() -> Result<()> {
+    // test_unpack_hooks_exec_count: pack once in forward, unpack once per use in backward.
+    let (packs, unpacks) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (p, u) = (packs.clone(), unpacks.clone());
+    let a = randn(5, 1);
+    let y = {
+        let _h = saved_tensors_hooks(
+            move |t: &Tensor| {
+                p.fetch_add(1, Ordering::SeqCst);
+                t.clone()
+            },
+            move |t: &Tensor| {
+                u.fetch_add(1, Ordering::SeqCst);
+                t.clone()
+            },
+        );
+        a.exp()?
+    };
+    assert_eq!(
+        (packs.load(Ordering::SeqCst), unpacks.load(Ordering::SeqCst)),
+        (1, 0)
+    );
+    y.sum()?.backward()?;
+    assert_eq!(
+        (packs.load(Ordering::SeqCst), unpacks.load(Ordering::SeqCst)),
+        (1, 1)
+    );
+    Ok(())
+}
+
+#[test]
+fn b38_setting_hooks_twice_uses_the_inner_pair() -> Result<()> {
+    // test_setting_default_saved_variable_hooks_twice_should_use_inner.
+    let (a, b);
+    let (y, z);
+    {
+        let _outer = saved_tensors_hooks(
+            |t: &Tensor| t.mul_scalar(3.0).unwrap(),
+            |t: &Tensor| t.mul_scalar(3.0).unwrap(),
+        );
+        b = randn(5, 2);
+        {
+            let _inner = saved_tensors_hooks(
+                |t: &Tensor| t.mul_scalar(5.0).unwrap(),
+                |t: &Tensor| t.mul_scalar(5.0).unwrap(),
+            );
+            a = randn(5, 3);
+            y = a.mul(&a)?;
+        }
+        z = b.mul(&b)?;
+    }
+    y.sum()?.backward()?;
+    z.sum()?.backward()?;
+    assert_close(
+        &a.grad().unwrap().to_vec::<f64>()?,
+        &scaled(&a, 2.0 * 5.0 * 5.0),
+    );
+    assert_close(
+        &b.grad().unwrap().to_vec::<f64>()?,
+        &scaled(&b, 2.0 * 3.0 * 3.0),
+    );
+    Ok(())
+}
+
+#[test]
+fn b38_default_saved_tensors_hooks_double_backward() -> Result<()> {
+    // test_default_saved_tensors_hooks_double_backward (first two blocks).
+    let identity = || saved_tensors_hooks(|t: &Tensor| t.clone(), |t: &Tensor| t.clone());
+    {
+        let _h = identity();
+        let a = randn(5, 4);
+        let s = a.pow(3.0)?.sum()?;
+        let g = grad(&[s], &[a.clone()], GradOptions::new().create_graph(true))?[0]
+            .clone()
+            .unwrap();
+        g.sum()?.backward()?;
+        assert_close(&a.grad().unwrap().to_vec::<f64>()?, &scaled(&a, 6.0));
+    }
+    // Only `a` is saved by the forward (pow), packed as 2a: a factor 2.
+    let a = randn(5, 5);
+    let s = {
+        let _h = saved_tensors_hooks(
+            |t: &Tensor| t.mul_scalar(2.0).unwrap(),
+            |t: &Tensor| t.clone(),
+        );
+        a.pow(3.0)?.sum()?
+    };
+    let g = grad(&[s], &[a.clone()], GradOptions::new().create_graph(true))?[0]
+        .clone()
+        .unwrap();
+    g.sum()?.backward()?;
+    assert_close(&a.grad().unwrap().to_vec::<f64>()?, &scaled(&a, 6.0 * 2.0));
+    Ok(())
+}
+
+#[test]
+fn b38_pack_hook_modifying_its_input_fails() -> Result<()> {
+    // test_pack_hook_with_inplace_modification_should_fail (reported when the tensor is used).
+    let a = randn(3, 6);
+    let b = a.mul_scalar(1.0)?; // a non-leaf, so in-place on it is allowed
+    let y = {
+        let _h = saved_tensors_hooks(
+            |t: &Tensor| {
+                t.add_(&Tensor::scalar(1.0f64)).unwrap();
+                t.clone()
+            },
+            |t: &Tensor| t.clone(),
+        );
+        b.exp()?
+    };
+    let err = y.sum()?.backward().unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("A saved tensor pack hook is modifying its input in place."),
+        "{err}"
+    );
+    Ok(())
+}
+
+#[test]
+fn b38_hooks_are_thread_local_and_skip_version_checks() -> Result<()> {
+    let _h = saved_tensors_hooks(
+        |t: &Tensor| t.to_vec::<f64>().unwrap(),
+        |v: &Vec<f64>| Tensor::from_vec(v.clone(), &[v.len()]).unwrap(),
+    );
+    // Another thread saves without hooks.
+    std::thread::spawn(|| -> Result<()> {
+        let a = Tensor::from_vec(vec![2.0f64], &[1])?.requires_grad_(true)?;
+        let b = a.mul_scalar(1.0)?;
+        let y = b.mul(&b)?;
+        b.add_(&Tensor::scalar(1.0f64))?;
+        assert!(matches!(
+            y.backward(),
+            Err(Error::SavedTensorModified { .. })
+        ));
+        Ok(())
+    })
+    .join()
+    .unwrap()?;
+    // Here the packed copy is used: modifying the original later is no error.
+    let a = Tensor::from_vec(vec![2.0f64], &[1])?.requires_grad_(true)?;
+    let b = a.mul_scalar(1.0)?;
+    let y = b.mul(&b)?;
+    {
+        let _g = no_grad();
+        b.add_(&Tensor::scalar(1.0f64))?;
+    }
+    y.sum()?.backward()?;
+    assert_eq!(a.grad().unwrap().to_vec::<f64>()?, vec![4.0]);
+    Ok(())
+}
