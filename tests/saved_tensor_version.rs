@@ -280,3 +280,31 @@ fn b14_unmodified_saved_tensor_passes_after_unrelated_inplace() {
     u.add(&k).unwrap().sum().unwrap().backward().unwrap();
     assert_eq!(grad_f64(&x), vec![8.0, 16.0]); // d(4x²)/dx
 }
+
+/// B15 `test_saved_variable_saved_original_inplace_detach`: a saved *input* detached in place
+/// cannot be used; a saved *output* detached in place is fine; views cannot be detached in place.
+#[test]
+fn b15_saved_input_detached_in_place_is_refused() -> autograd::Result<()> {
+    use autograd::{Error, Tensor};
+    let a = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
+    let b = a.mul_scalar(2.0)?; // non-leaf
+    let c = b.sin()?; // SinBackward0 saves b (an input)
+    b.detach_()?;
+    let err = c.sum()?.backward().unwrap_err();
+    assert!(matches!(err, Error::SavedTensorDetachedInPlace), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not supported, please use out-of-place `.detach()` instead"
+    );
+
+    let x = Tensor::from_vec(vec![0.5f64], &[1])?.requires_grad_(true)?;
+    let y = x.exp()?; // saves its output
+    let z = y.mul_scalar(1.0)?;
+    y.detach_()?;
+    z.sum()?.backward()?;
+    assert_eq!(x.grad().unwrap().to_vec::<f64>()?, vec![0.5f64.exp()]);
+
+    let v = x.mul_scalar(1.0)?.reshape(&[1, 1])?;
+    assert!(matches!(v.detach_(), Err(Error::DetachViewInPlace)));
+    Ok(())
+}

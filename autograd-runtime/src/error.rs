@@ -204,6 +204,12 @@ pub enum Error {
         /// Whether anomaly mode was on (changes the hint).
         anomaly: bool,
     },
+    /// A node saved an input that was later detached with `detach_()` (B15).
+    #[error("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not supported, please use out-of-place `.detach()` instead")]
+    SavedTensorDetachedInPlace,
+    /// `detach_()` on a view.
+    #[error("Can't detach views in-place. Use detach() instead.")]
+    DetachViewInPlace,
     /// A saved-tensor pack hook modified the tensor it was given (B38).
     #[error("A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack hook cannot be modified by in-place operations as this can lead to unexpected side-effects. Please open an issue if you need to perform in-place operations on the input to a pack hook.")]
     PackHookModifiedInput,

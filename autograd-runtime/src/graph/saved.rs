@@ -149,6 +149,9 @@ impl SavedTensor {
                 }
             }
             State::Input { tensor, version } => {
+                if tensor.was_detached_in_place() {
+                    return Err(Error::SavedTensorDetachedInPlace);
+                }
                 check_version(tensor, *version, None)?;
                 Ok(Some(tensor.clone()))
             }

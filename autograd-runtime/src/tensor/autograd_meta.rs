@@ -27,6 +27,9 @@ pub(crate) struct AutogradMeta {
     pub(crate) retains_grad: bool,
     /// Tensor hooks and post-accumulate-grad hooks of a leaf.
     pub(crate) leaf_hooks: LeafHooks,
+    /// Set by `detach_()` on a tensor that had a grad_fn: a node that saved it must refuse to use
+    /// it (B15).
+    pub(crate) detached_in_place: bool,
 }
 
 impl Tensor {
@@ -244,6 +247,40 @@ impl Tensor {
     /// ```
     pub fn detach(&self) -> Tensor {
         Tensor::from_parts(self.0.storage.clone(), self.0.layout.clone(), None)
+    }
+
+    /// Detaches this tensor from the graph in place (PyTorch's `detach_()`): it becomes a leaf
+    /// that does not require grad. A node that saved it as an input refuses to use it afterwards.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DetachViewInPlace`] on a view.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::scalar(2.0f64).requires_grad_(true)?;
+    /// let h = x.mul_scalar(3.0)?;
+    /// h.detach_()?;
+    /// assert!(h.is_leaf() && !h.requires_grad());
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn detach_(&self) -> Result<&Tensor> {
+        if self.is_view() {
+            return Err(Error::DetachViewInPlace);
+        }
+        let mut meta = self.0.autograd.lock();
+        if meta.grad_fn.take().is_some() {
+            meta.detached_in_place = true;
+        }
+        meta.output_nr = 0;
+        meta.requires_grad = false;
+        Ok(self)
+    }
+
+    pub(crate) fn was_detached_in_place(&self) -> bool {
+        self.0.autograd.lock().detached_in_place
     }
 
     /// Registers a hook called with this tensor's gradient each time it is computed during
