@@ -8,11 +8,29 @@
 //! Graphs are built once per benchmark and only the engine call is timed (`retain_graph(true)`),
 //! except for the MLP, where forward and backward are timed together. `Throughput::Elements` is
 //! the number of graph nodes, so criterion's "elem/s" reads as nodes per second.
+//!
+//! Threading benchmarks (the `threads` group below):
+//!
+//! * `backward_threads/{1,2,4}`: that many threads each run backward over their own 1k-node scalar
+//!   chain at once; elem/s is the total node rate over all threads;
+//! * `reentrant_call/*`: one outer pass whose single custom node does nothing (`noop_node`) or
+//!   calls backward on a tiny prebuilt graph (`nested_inline`, and `nested_pool` where the depth
+//!   limit is 0 so every nested call is handed to a pool thread); `top_level_tiny` runs that tiny
+//!   graph's backward from outside the engine. `nested_inline - noop_node` is the cost of one
+//!   reentrant call;
+//! * `device_alternating/*`: a 1k-node chain alternating `to(Virtual(0))`, `mul_scalar` on the
+//!   device, `to(Cpu)`, `mul_scalar` on the CPU (two thread hops per 4 nodes), against an all-CPU
+//!   `mul_scalar` chain of the same length.
 
 use std::hint::black_box;
-use std::time::Duration;
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
 
-use autograd::{grad, BackwardOptions, DType, GradOptions, Result, Tensor};
+use autograd::__private::{next_edges, record_node};
+use autograd::graph::{Backward, GradVec, NodeMeta};
+use autograd::{
+    enable_grad, grad, no_grad, BackwardOptions, DType, Device, Engine, GradOptions, Result, Tensor,
+};
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 
 fn retain() -> BackwardOptions {
@@ -137,6 +155,159 @@ fn bench_mlp(c: &mut Criterion) {
     group.finish();
 }
 
+/// Runs `iters` retained backward passes over `(leaf, root)` on each of `graphs.len()` threads at
+/// once and returns the wall time from the common start to the last thread's end (thread start-up
+/// excluded).
+fn backward_on_threads(graphs: &[(Tensor, Tensor)], iters: u64) -> Duration {
+    let start = Barrier::new(graphs.len() + 1);
+    std::thread::scope(|s| {
+        for (x, y) in graphs {
+            let start = &start;
+            s.spawn(move || {
+                start.wait();
+                for _ in 0..iters {
+                    y.backward_with(retain()).expect("backward");
+                    x.set_grad(None);
+                }
+            });
+        }
+        start.wait();
+        // Leaving the scope joins every thread, so elapsed() below covers all their passes.
+        Instant::now()
+    })
+    .elapsed()
+}
+
+fn bench_threads(c: &mut Criterion) {
+    let n = 1_000usize;
+    let mut group = c.benchmark_group("backward_threads");
+    for threads in [1usize, 2, 4] {
+        let graphs = (0..threads)
+            .map(|_| chain(n))
+            .collect::<Result<Vec<_>>>()
+            .expect("build chains");
+        group.throughput(Throughput::Elements((threads * n) as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(threads), &threads, |b, _| {
+            b.iter_custom(|iters| backward_on_threads(&graphs, iters))
+        });
+    }
+    group.finish();
+}
+
+/// A custom node that runs `inner` in its backward and passes the gradient through.
+struct CallInBackward<F: Fn() -> Result<()> + Send + Sync + 'static>(F);
+
+impl<F: Fn() -> Result<()> + Send + Sync + 'static> Backward for CallInBackward<F> {
+    const NAME: &'static str = "CallInBackward";
+    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
+        (self.0)()?;
+        Ok(grads)
+    }
+}
+
+/// `(leaf, y)` where `y = leaf` through a [`CallInBackward`] node running `inner`.
+fn through_node(
+    inner: impl Fn() -> Result<()> + Send + Sync + 'static,
+) -> Result<(Tensor, Tensor)> {
+    let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
+    let y = {
+        let _g = no_grad();
+        x.copy()?
+    };
+    let edges = next_edges(&[&x]).expect("x requires grad");
+    record_node(edges, &[&y], |_| CallInBackward(inner));
+    Ok((x, y))
+}
+
+/// A tiny graph: a leaf and `leaf * 2` (one `MulBackward0` and one `AccumulateGrad`).
+fn tiny() -> Result<(Tensor, Tensor)> {
+    let t = Tensor::scalar(3.0f64).requires_grad_(true)?;
+    let y = {
+        let _g = enable_grad();
+        t.mul_scalar(2.0)?
+    };
+    Ok((t, y))
+}
+
+fn bench_reentrant(c: &mut Criterion) {
+    let mut group = c.benchmark_group("reentrant_call");
+    let default = Engine::get_default().clone();
+    let pooled = Engine::new().max_recursion_depth(0);
+    let nested = |engine: Engine| {
+        let (t, y) = tiny().expect("tiny graph");
+        through_node(move || {
+            engine.backward(std::slice::from_ref(&y), &[], retain())?;
+            t.set_grad(None);
+            Ok(())
+        })
+        .expect("outer graph")
+    };
+    let cases = [
+        (
+            "noop_node",
+            default.clone(),
+            through_node(|| Ok(())).expect("graph"),
+        ),
+        ("nested_inline", default.clone(), nested(default.clone())),
+        ("nested_pool", pooled.clone(), nested(pooled.clone())),
+    ];
+    for (name, engine, (x, y)) in &cases {
+        group.bench_function(*name, |b| {
+            b.iter(|| {
+                engine
+                    .backward(std::slice::from_ref(y), &[], retain())
+                    .expect("backward");
+                x.set_grad(None);
+            })
+        });
+    }
+    let (t, y) = tiny().expect("tiny graph");
+    group.bench_function("top_level_tiny", |b| {
+        b.iter(|| {
+            y.backward_with(retain()).expect("backward");
+            t.set_grad(None);
+        })
+    });
+    group.finish();
+    pooled.shutdown();
+}
+
+/// A chain of `n` nodes (`n` a multiple of 4) alternating CPU and `Virtual(0)`:
+/// `y = y.to(Virtual(0)).mul_scalar(c).to(Cpu).mul_scalar(c)`, repeated `n / 4` times.
+fn alternating_chain(n: usize) -> Result<(Tensor, Tensor)> {
+    let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
+    let mut y = x.clone();
+    for _ in 0..n / 4 {
+        y = y
+            .to(Device::Virtual(0))?
+            .mul_scalar(1.000_001)?
+            .to(Device::Cpu)?
+            .mul_scalar(1.000_001)?;
+    }
+    Ok((x, y))
+}
+
+fn bench_device_alternating(c: &mut Criterion) {
+    let n = 1_000usize;
+    let mut group = c.benchmark_group("device_alternating");
+    group.throughput(Throughput::Elements(n as u64));
+    for (name, (x, y)) in [
+        (
+            "cpu_virtual",
+            alternating_chain(n).expect("alternating chain"),
+        ),
+        ("all_cpu", chain(n).expect("chain")),
+    ] {
+        group.bench_function(BenchmarkId::new(name, n), |b| {
+            b.iter(|| {
+                y.backward_with(retain()).expect("backward");
+                x.set_grad(None);
+            })
+        });
+    }
+    group.finish();
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .sample_size(15)
@@ -149,4 +320,11 @@ criterion_group! {
     config = config();
     targets = bench_chain, bench_chain_grad, bench_sum_tree, bench_mlp
 }
-criterion_main!(engine);
+criterion_group! {
+    name = threads;
+    config = config()
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(1));
+    targets = bench_threads, bench_reentrant, bench_device_alternating
+}
+criterion_main!(engine, threads);

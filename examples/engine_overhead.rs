@@ -15,6 +15,18 @@
 //! * forward+backward of two f32 MLPs with an MSE loss (median of 5 runs after a warm-up), the
 //!   forward (graph-recording) time of the large one and the GFLOP/s achieved.
 //!
+//! Then the threading figures (the same as `benches/engine.rs`'s `threads` group):
+//!
+//! * 1, 2 and 4 threads, each running backward over its own 1k-node scalar chain at the same time:
+//!   total passes per second, wall time per node over all threads, and the speedup over 1 thread
+//!   (bounded by the machine's hardware threads);
+//! * the cost of one reentrant call: an outer pass whose one custom node calls backward on a tiny
+//!   prebuilt graph, minus the same pass whose node does nothing; inline (the default) and handed
+//!   to a pool thread (`max_recursion_depth(0)`);
+//! * a 10k-node chain alternating CPU and `Virtual(0)` nodes (`to(Virtual(0))`, `mul_scalar`,
+//!   `to(Cpu)`, `mul_scalar`: one hop to the device thread and one back per 4 nodes), against an
+//!   all-CPU chain of the same length.
+//!
 //! The last line, `chain_10k_ns_per_node=<value>`, is meant for scripts comparing runs.
 //!
 //! Reference figures (from `shared/reference/`): PyTorch 2.15 on one thread spends 3.1–7.8 µs per
@@ -22,9 +34,12 @@
 //! ≈6–10 µs per engine node on a small tanh MLP-like graph; candle 0.11 spends 1.2–2.0 µs per
 //! recorded op on that graph (rust-peers.md §9.2).
 
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use autograd::{no_grad, BackwardOptions, DType, Result, Tensor};
+use autograd::__private::{next_edges, record_node};
+use autograd::graph::{Backward, GradVec, NodeMeta};
+use autograd::{enable_grad, no_grad, BackwardOptions, DType, Device, Engine, Result, Tensor};
 
 /// The chain target from the issue: at most 250 ns per node at n = 10k.
 const CHAIN_TARGET_NS: f64 = 250.0;
@@ -190,6 +205,257 @@ impl Mlp {
     }
 }
 
+/// A 0-dim f64 leaf and the end of a chain of `n` `mul_scalar` nodes hanging from it.
+fn scalar_chain(n: usize) -> Result<(Tensor, Tensor)> {
+    let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
+    let mut y = x.clone();
+    for _ in 0..n {
+        y = y.mul_scalar(1.000_000_1)?;
+    }
+    Ok((x, y))
+}
+
+/// CPU time this thread has used, in ns (Linux's `/proc/thread-self/schedstat`; `None`
+/// elsewhere).
+fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Runs `passes` retained backward passes over its own graph on each of `graphs.len()` threads,
+/// all starting together (thread start-up and one warm-up pass excluded). Returns the wall time
+/// and the CPU time all threads used (if the OS reports it).
+fn backward_on_threads(
+    graphs: &[(Tensor, Tensor)],
+    passes: usize,
+) -> Result<(Duration, Option<u64>)> {
+    let start = Barrier::new(graphs.len() + 1);
+    let (t, results) = std::thread::scope(|s| {
+        let handles: Vec<_> = graphs
+            .iter()
+            .map(|(x, y)| {
+                let start = &start;
+                s.spawn(move || -> Result<Option<u64>> {
+                    y.backward_with(retain())?;
+                    start.wait();
+                    let cpu = thread_cpu_ns();
+                    for _ in 0..passes {
+                        x.set_grad(None);
+                        y.backward_with(retain())?;
+                    }
+                    Ok(cpu.zip(thread_cpu_ns()).map(|(a, b)| b - a))
+                })
+            })
+            .collect();
+        start.wait();
+        let t = Instant::now();
+        let results: Vec<Result<Option<u64>>> = handles
+            .into_iter()
+            .map(|h| h.join().expect("backward thread panicked"))
+            .collect();
+        (t.elapsed(), results)
+    });
+    let cpu = results
+        .into_iter()
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .sum::<Option<u64>>();
+    Ok((t, cpu))
+}
+
+/// A custom node that runs `inner` in its backward and passes the gradient through.
+struct CallInBackward<F: Fn() -> Result<()> + Send + Sync + 'static>(F);
+
+impl<F: Fn() -> Result<()> + Send + Sync + 'static> Backward for CallInBackward<F> {
+    const NAME: &'static str = "CallInBackward";
+    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
+        (self.0)()?;
+        Ok(grads)
+    }
+}
+
+/// `(leaf, y)` where `y = leaf` through a [`CallInBackward`] node running `inner`.
+fn through_node(
+    inner: impl Fn() -> Result<()> + Send + Sync + 'static,
+) -> Result<(Tensor, Tensor)> {
+    let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
+    let y = {
+        let _g = no_grad();
+        x.copy()?
+    };
+    let edges = next_edges(&[&x]).expect("x requires grad");
+    record_node(edges, &[&y], |_| CallInBackward(inner));
+    Ok((x, y))
+}
+
+/// An outer graph whose one node calls `engine.backward` on a tiny prebuilt graph (`t * 2`).
+fn nested_call(engine: Engine) -> Result<(Tensor, Tensor)> {
+    let t = Tensor::scalar(3.0f64).requires_grad_(true)?;
+    let inner = {
+        let _g = enable_grad();
+        t.mul_scalar(2.0)?
+    };
+    through_node(move || {
+        engine.backward(std::slice::from_ref(&inner), &[], retain())?;
+        t.set_grad(None);
+        Ok(())
+    })
+}
+
+/// Median over `rounds` of the mean time of one retained backward of `(x, y)` on `engine`
+/// (`calls` passes per round).
+fn per_pass(
+    engine: &Engine,
+    (x, y): &(Tensor, Tensor),
+    rounds: usize,
+    calls: usize,
+) -> Result<Duration> {
+    let mut times = Vec::with_capacity(rounds);
+    for _ in 0..rounds + 1 {
+        let t = Instant::now();
+        for _ in 0..calls {
+            engine.backward(std::slice::from_ref(y), &[], retain())?;
+            x.set_grad(None);
+        }
+        times.push(t.elapsed() / calls as u32);
+    }
+    Ok(median(times.split_off(1)))
+}
+
+/// A chain of `n` nodes (`n` a multiple of 4) alternating CPU and `Virtual(0)`:
+/// `y = y.to(Virtual(0)).mul_scalar(c).to(Cpu).mul_scalar(c)`, repeated `n / 4` times.
+fn alternating_chain(n: usize) -> Result<(Tensor, Tensor)> {
+    let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
+    let mut y = x.clone();
+    for _ in 0..n / 4 {
+        y = y
+            .to(Device::Virtual(0))?
+            .mul_scalar(1.000_000_1)?
+            .to(Device::Cpu)?
+            .mul_scalar(1.000_000_1)?;
+    }
+    Ok((x, y))
+}
+
+fn threading_report(hw_threads: usize) -> Result<()> {
+    println!("threads: each thread runs backward over its own 1k-node scalar chain, all at once");
+    println!(
+        "{:>8} {:>10} {:>9} {:>16} {:>18} {:>14}",
+        "threads", "passes/s", "speedup", "ns/node (wall)", "ns/node (thread)", "cpu ns/node"
+    );
+    let n = 1_000;
+    let passes = 400;
+    let mut one = f64::NAN;
+    for threads in [1usize, 2, 4] {
+        let graphs = (0..threads)
+            .map(|_| scalar_chain(n))
+            .collect::<Result<Vec<_>>>()?;
+        let mut runs = (0..5)
+            .map(|_| backward_on_threads(&graphs, passes))
+            .collect::<Result<Vec<_>>>()?;
+        runs.sort_by_key(|r| r.0);
+        let (t, cpu) = runs[runs.len() / 2];
+        let total = (threads * passes) as f64;
+        let rate = total / t.as_secs_f64();
+        if threads == 1 {
+            one = rate;
+        }
+        let cpu = cpu.map_or("n/a".to_string(), |c| {
+            format!("{:.1}", c as f64 / (total * n as f64))
+        });
+        println!(
+            "{threads:>8} {rate:>10.0} {:>8.2}x {:>16.1} {:>18.1} {cpu:>14}",
+            rate / one,
+            ns(t) / (total * n as f64),
+            ns(t) / (passes * n) as f64,
+        );
+    }
+    println!(
+        "  median of 5 runs of {passes} passes per thread. wall: elapsed / all nodes run; thread: \
+         elapsed / one thread's nodes;"
+    );
+    println!(
+        "  cpu: CPU time the threads used / all nodes (flat = no contention between passes). \
+         {hw_threads} hardware threads:"
+    );
+    println!("  beyond that, or on a loaded machine, threads share cores and only the CPU figure stays flat");
+    println!();
+
+    println!("reentrant call: outer pass whose one node calls backward on a tiny graph (t * 2)");
+    let default = Engine::get_default().clone();
+    let pooled = Engine::new().max_recursion_depth(0);
+    let (rounds, calls) = (11, 2_000);
+    let noop = per_pass(&default, &through_node(|| Ok(()))?, rounds, calls)?;
+    let inline = per_pass(&default, &nested_call(default.clone())?, rounds, calls)?;
+    let pool = per_pass(&pooled, &nested_call(pooled.clone())?, rounds, calls)?;
+    let noop_pooled = per_pass(&pooled, &through_node(|| Ok(()))?, rounds, calls)?;
+    let tiny = {
+        let t = Tensor::scalar(3.0f64).requires_grad_(true)?;
+        let y = {
+            let _g = enable_grad();
+            t.mul_scalar(2.0)?
+        };
+        per_pass(&default, &(t, y), rounds, calls)?
+    };
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    println!(
+        "  outer pass, node does nothing:        {:>7.2} us",
+        us(noop)
+    );
+    println!(
+        "  outer pass, node calls backward:      {:>7.2} us  -> {:.2} us per reentrant call (inline)",
+        us(inline),
+        us(inline) - us(noop)
+    );
+    println!(
+        "  same, max_recursion_depth(0) (pool):  {:>7.2} us  -> {:.2} us per reentrant call (pool thread)",
+        us(pool),
+        us(pool) - us(noop_pooled)
+    );
+    println!(
+        "  the tiny graph's backward, top level: {:>7.2} us",
+        us(tiny)
+    );
+    pooled.shutdown();
+    println!();
+
+    println!("device hops: chain alternating CPU and virtual:0 nodes vs an all-CPU chain (backward only)");
+    let n = 10_000;
+    let mixed = alternating_chain(n)?;
+    let cpu = scalar_chain(n)?;
+    let time = |(x, y): &(Tensor, Tensor)| -> Result<Duration> {
+        let mut times = Vec::new();
+        for _ in 0..6 {
+            x.set_grad(None);
+            let t = Instant::now();
+            y.backward_with(retain())?;
+            times.push(t.elapsed());
+        }
+        Ok(median(times.split_off(1)))
+    };
+    let (t_mixed, t_cpu) = (time(&mixed)?, time(&cpu)?);
+    let hops = n / 2;
+    println!(
+        "  alternating cpu/virtual:0, {n} nodes: {:>8.3} ms = {:>7.1} ns/node ({hops} thread hops: \
+         {:.2} us per hop over the CPU cost)",
+        ms(t_mixed),
+        ns(t_mixed) / n as f64,
+        (ns(t_mixed) - ns(t_cpu)) / hops as f64 / 1e3
+    );
+    println!(
+        "  all-CPU mul_scalar chain, {n} nodes:  {:>8.3} ms = {:>7.1} ns/node   (alternating is {:.1}x slower)",
+        ms(t_cpu),
+        ns(t_cpu) / n as f64,
+        t_mixed.as_secs_f64() / t_cpu.as_secs_f64()
+    );
+    println!();
+    Ok(())
+}
+
 fn ns(d: Duration) -> f64 {
     d.as_secs_f64() * 1e9
 }
@@ -287,6 +553,7 @@ fn main() -> Result<()> {
         }
     }
     println!();
+    threading_report(threads)?;
     println!("chain_10k_ns_per_node={c10k:.1}");
     Ok(())
 }
