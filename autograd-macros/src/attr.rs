@@ -1,6 +1,6 @@
 //! Parsing of the attribute arguments: `#[differentiable(name = "..", once_differentiable,
-//! materialize_grads = false, non_differentiable(result_1), dirty(x), crate = "..")]` and
-//! `#[backward(path::to::forward)]`.
+//! materialize_grads = false, non_differentiable(result_1), dirty(x), builtin, crate = "..")]`
+//! and `#[backward(path::to::forward)]`.
 
 use proc_macro2::{Span, TokenTree};
 use syn::ext::IdentExt;
@@ -16,6 +16,7 @@ mod kw {
     syn::custom_keyword!(materialize_grads);
     syn::custom_keyword!(non_differentiable);
     syn::custom_keyword!(dirty);
+    syn::custom_keyword!(builtin);
 }
 
 /// The options of `#[differentiable(..)]`. Each keeps the span of its keyword for errors.
@@ -31,6 +32,8 @@ pub(crate) struct DiffArgs {
     pub(crate) non_differentiable: Option<NameList>,
     /// `dirty(x, ..)`: inputs the forward modifies in place and returns.
     pub(crate) dirty: Option<NameList>,
+    /// `builtin`: PyTorch's generated-node semantics (for the op library).
+    pub(crate) builtin: Option<Span>,
     /// `crate = "path"`: where generated code finds the runtime (default `::autograd`).
     pub(crate) krate: Option<Path>,
 }
@@ -52,6 +55,10 @@ impl DiffArgs {
 
     pub(crate) fn dirty(&self) -> &[Ident] {
         self.dirty.as_ref().map_or(&[], |l| &l.names)
+    }
+
+    pub(crate) fn builtin(&self) -> bool {
+        self.builtin.is_some()
     }
 
     pub(crate) fn krate(&self) -> Path {
@@ -116,6 +123,15 @@ impl Parse for DiffArgs {
                 let kw: kw::dirty = input.parse()?;
                 let list = NameList::parse(input, kw.span, symbol::DIRTY)?;
                 set(&mut args.dirty, list, kw.span, symbol::DIRTY, &mut push);
+            } else if lookahead.peek(kw::builtin) {
+                let kw: kw::builtin = input.parse()?;
+                set(
+                    &mut args.builtin,
+                    kw.span,
+                    kw.span,
+                    symbol::BUILTIN,
+                    &mut push,
+                );
             } else if lookahead.peek(Token![crate]) {
                 let kw: Token![crate] = input.parse()?;
                 input.parse::<Token![=]>()?;
@@ -268,6 +284,7 @@ mod tests {
             materialize_grads = false,
             non_differentiable(result_1),
             dirty(x, y),
+            builtin,
             crate = "crate::inner",
         );
         assert_eq!(
@@ -277,10 +294,11 @@ mod tests {
         assert!(args.once_differentiable.is_some() && !args.materialize_grads());
         assert_eq!(args.non_differentiable.map(|l| l.names.len()), Some(1));
         assert_eq!(args.dirty.map(|l| l.names.len()), Some(2));
+        assert!(args.builtin.is_some());
         let krate = args.krate.expect("crate");
         assert_eq!(quote::quote!(#krate).to_string(), "crate :: inner");
         let defaults = DiffArgs::default();
-        assert!(defaults.materialize_grads());
+        assert!(defaults.materialize_grads() && !defaults.builtin());
         let krate = defaults.krate();
         assert_eq!(quote::quote!(#krate).to_string(), ":: autograd");
     }
@@ -297,9 +315,9 @@ mod tests {
         assert_eq!(
             errs,
             [
-                "unknown option `nmae`; expected one of `name`, `once_differentiable`, `materialize_grads`, `non_differentiable`, `dirty`, `crate`",
+                "unknown option `nmae`; expected one of `name`, `once_differentiable`, `materialize_grads`, `non_differentiable`, `dirty`, `builtin`, `crate`",
                 "duplicate option `dirty`; each option may be given once",
-                "unknown option `fast`; expected one of `name`, `once_differentiable`, `materialize_grads`, `non_differentiable`, `dirty`, `crate`",
+                "unknown option `fast`; expected one of `name`, `once_differentiable`, `materialize_grads`, `non_differentiable`, `dirty`, `builtin`, `crate`",
             ]
         );
         assert_eq!(

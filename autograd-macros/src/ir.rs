@@ -5,8 +5,10 @@
 use proc_macro2::Span;
 use quote::ToTokens;
 use syn::ext::IdentExt;
+use syn::punctuated::Punctuated;
 use syn::{
-    FnArg, GenericArgument, Ident, Pat, PatType, PathArguments, ReturnType, Signature, Type,
+    Attribute, FnArg, GenericArgument, Ident, Pat, PatType, PathArguments, ReturnType, Signature,
+    Token, Type,
 };
 
 use crate::ctxt::Ctxt;
@@ -29,8 +31,11 @@ pub(crate) struct Param<'a> {
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum ParamKind {
-    /// `&Tensor`: a differentiable input (the node's next edge number `.0`).
+    /// `&Tensor`: a differentiable input, tensor parameter number `.0`.
     Tensor(usize),
+    /// `&[Tensor]`: a slice of differentiable inputs (one next edge each), tensor parameter
+    /// number `.0`.
+    Tensors(usize),
     /// Anything else: an attribute, saved by value if the backward names it.
     Attr,
 }
@@ -42,7 +47,9 @@ pub(crate) struct Output<'a> {
     pub(crate) fallible: bool,
     /// A tuple (outputs named `result_0`, ..) rather than a single `Tensor` (named `result`).
     pub(crate) tuple: bool,
-    /// One type per output tensor.
+    /// A `Vec<Tensor>`: any number of outputs, named `result` together.
+    pub(crate) vec: bool,
+    /// One type per output tensor (for `Vec<Tensor>`, the element type).
     pub(crate) tensors: Vec<&'a Type>,
 }
 
@@ -62,6 +69,16 @@ pub(crate) struct BwParam<'a> {
     pub(crate) original: &'a PatType,
     pub(crate) ident: &'a Ident,
     pub(crate) ty: &'a Type,
+    /// `#[needed_for(a, ..)]`: saved only if one of those inputs needs a gradient.
+    pub(crate) needed_for: Option<NeededFor<'a>>,
+    /// `#[original]`: a `dirty` input's value before the forward modified it.
+    pub(crate) original_value: Option<&'a Attribute>,
+}
+
+/// The `#[needed_for(a, ..)]` attribute of a backward parameter.
+pub(crate) struct NeededFor<'a> {
+    pub(crate) attr: &'a Attribute,
+    pub(crate) names: Vec<Ident>,
 }
 
 /// The backward's return type: one gradient per differentiable input.
@@ -77,6 +94,10 @@ pub(crate) struct BackwardOutput<'a> {
 pub(crate) enum GradType {
     Tensor,
     OptionTensor,
+    /// `Vec<Tensor>`: one gradient per element of a `&[Tensor]` input.
+    VecTensor,
+    /// `Vec<Option<Tensor>>`.
+    VecOptionTensor,
     Other,
 }
 
@@ -87,6 +108,8 @@ pub(crate) enum Source {
     Param(usize),
     /// Forward output number `.0`.
     Output(usize),
+    /// `needs_input_grad`: which inputs need a gradient.
+    NeedsInputGrad,
 }
 
 impl<'a> DiffFn<'a> {
@@ -98,6 +121,14 @@ impl<'a> DiffFn<'a> {
             let Some((original, ident)) = plain_param(cx, arg, "#[differentiable]") else {
                 continue;
             };
+            if *ident == symbol::NEEDS_INPUT_GRAD {
+                cx.error_spanned_by(
+                    ident,
+                    format!(
+                        "parameter name `{ident}` is reserved: in `#[backward]`, it names which inputs need a gradient; rename the parameter"
+                    ),
+                );
+            }
             for reserved in [symbol::GRAD, symbol::RESULT] {
                 if reserved.is_prefix_of(ident) {
                     cx.error_spanned_by(
@@ -111,11 +142,15 @@ impl<'a> DiffFn<'a> {
             }
             let ty = &*original.ty;
             let kind = match classify_param(ty) {
-                Ok(true) => {
+                Ok(Class::Tensor) => {
                     inputs += 1;
                     ParamKind::Tensor(inputs - 1)
                 }
-                Ok(false) => ParamKind::Attr,
+                Ok(Class::Tensors) => {
+                    inputs += 1;
+                    ParamKind::Tensors(inputs - 1)
+                }
+                Ok(Class::Attr) => ParamKind::Attr,
                 Err(msg) => {
                     cx.error_spanned_by(ty, msg);
                     ParamKind::Attr
@@ -126,7 +161,7 @@ impl<'a> DiffFn<'a> {
         if inputs == 0 && cx.is_ok() {
             cx.error_at(
                 sig.paren_token.span.join(),
-                "`#[differentiable]` function needs at least one `&Tensor` parameter: its differentiable inputs",
+                "`#[differentiable]` function needs at least one `&Tensor` (or `&[Tensor]`) parameter: its differentiable inputs",
             );
         }
         let output = Output::from_syn(cx, sig);
@@ -138,10 +173,24 @@ impl<'a> DiffFn<'a> {
         }
     }
 
+    /// The differentiable inputs, `&Tensor` and `&[Tensor]`, in order.
     pub(crate) fn tensor_inputs(&self) -> impl Iterator<Item = &Param<'a>> {
         self.params
             .iter()
-            .filter(|p| matches!(p.kind, ParamKind::Tensor(_)))
+            .filter(|p| matches!(p.kind, ParamKind::Tensor(_) | ParamKind::Tensors(_)))
+    }
+
+    /// Whether a `&[Tensor]` input makes the number of next edges dynamic.
+    pub(crate) fn has_slices(&self) -> bool {
+        self.params
+            .iter()
+            .any(|p| matches!(p.kind, ParamKind::Tensors(_)))
+    }
+
+    /// The tensor input named `name`.
+    pub(crate) fn tensor_input(&self, name: &Ident) -> Option<&Param<'a>> {
+        let name = name.unraw();
+        self.tensor_inputs().find(|p| p.ident.unraw() == name)
     }
 
     pub(crate) fn num_outputs(&self) -> usize {
@@ -161,6 +210,9 @@ impl<'a> DiffFn<'a> {
 
     /// What `name` refers to in a backward of this function.
     pub(crate) fn resolve(&self, name: &Ident) -> Option<Source> {
+        if *name == symbol::NEEDS_INPUT_GRAD {
+            return Some(Source::NeedsInputGrad);
+        }
         let name = name.unraw();
         if let Some(i) = self.params.iter().position(|p| p.ident.unraw() == name) {
             return Some(Source::Param(i));
@@ -202,12 +254,13 @@ impl<'a> Output<'a> {
             original: &sig.output,
             fallible: false,
             tuple: false,
+            vec: false,
             tensors: Vec::new(),
         };
         let ReturnType::Type(_, ty) = &sig.output else {
             cx.error_at(
                 sig.paren_token.span.close(),
-                "`#[differentiable]` function must return `Tensor`, a tuple of tensors, or a `Result` of either",
+                "`#[differentiable]` function must return `Tensor`, a tuple of tensors, `Vec<Tensor>`, or a `Result` of one of them",
             );
             return output;
         };
@@ -233,10 +286,14 @@ impl<'a> Output<'a> {
                 }
             }
             ty if is_tensor(ty) => output.tensors.push(ty),
+            ty if vec_inner(ty).is_some_and(is_tensor) => {
+                output.vec = true;
+                output.tensors.extend(vec_inner(ty));
+            }
             ty => cx.error_spanned_by(
                 ty,
                 format!(
-                    "`#[differentiable]` function must return `Tensor`, a tuple of tensors, or a `Result` of either, found `{}`",
+                    "`#[differentiable]` function must return `Tensor`, a tuple of tensors, `Vec<Tensor>`, or a `Result` of one of them, found `{}`",
                     type_string(ty)
                 ),
             ),
@@ -258,8 +315,22 @@ impl<'a> BackwardFn<'a> {
                 original,
                 ident,
                 ty: &original.ty,
+                needed_for: None,
+                original_value: None,
             };
+            let param = param_attrs(cx, param);
             if symbol::GRAD.is_prefix_of(ident) {
+                for attr in param
+                    .needed_for
+                    .iter()
+                    .map(|n| n.attr)
+                    .chain(param.original_value)
+                {
+                    cx.error_spanned_by(
+                        attr,
+                        format!("incoming gradient `{ident}` takes no attributes; `#[needed_for(..)]` and `#[original]` go on saved parameters"),
+                    );
+                }
                 if let Some(first) = saved.first() {
                     cx.error_spanned_by(
                         ident,
@@ -368,20 +439,34 @@ fn plain_param<'a>(cx: &Ctxt, arg: &'a FnArg, attr: &str) -> Option<(&'a PatType
     }
 }
 
-/// `Ok(true)` for `&Tensor`, `Ok(false)` for an attribute, `Err` for tensor-like types the DSL
-/// does not take.
-fn classify_param(ty: &Type) -> Result<bool, String> {
+/// What a forward parameter is, by its type.
+enum Class {
+    /// `&Tensor`.
+    Tensor,
+    /// `&[Tensor]`.
+    Tensors,
+    /// Anything else.
+    Attr,
+}
+
+/// The class of a forward parameter, or `Err` for tensor-like types the DSL does not take.
+fn classify_param(ty: &Type) -> Result<Class, String> {
     match ty {
         Type::Reference(r) if is_tensor(&r.elem) => match r.mutability {
-            None => Ok(true),
+            None => Ok(Class::Tensor),
             Some(_) => Err("`&mut Tensor` parameters are not supported; take `&Tensor`, and list it in `dirty(..)` if the function modifies it in place".into()),
         },
+        Type::Reference(r) if slice_elem(&r.elem).is_some_and(is_tensor) => match r.mutability {
+            None => Ok(Class::Tensors),
+            Some(_) => Err("`&mut [Tensor]` parameters are not supported; take `&[Tensor]`".into()),
+        },
+        ty if vec_inner(ty).is_some_and(is_tensor) => Err("a list of tensor inputs is taken as a slice: write `&[Tensor]`".into()),
         ty if is_tensor(ty) => Err("tensor inputs are taken by reference: write `&Tensor`".into()),
         Type::ImplTrait(_) => Err("`impl Trait` parameters are not supported by `#[differentiable]`; name a concrete type".into()),
         ty if option_inner(ty).is_some_and(|inner| matches!(inner, Type::Reference(r) if is_tensor(&r.elem))) => {
             Err("optional tensor inputs are not supported by `#[differentiable]`; take `&Tensor`".into())
         }
-        _ => Ok(false),
+        _ => Ok(Class::Attr),
     }
 }
 
@@ -409,19 +494,140 @@ pub(crate) fn is_option_tensor_ref(ty: &Type) -> bool {
     option_inner(ty).is_some_and(is_tensor_ref)
 }
 
+/// `&[T]` (shared) with `elem(T)`.
+pub(crate) fn is_slice_ref_of(ty: &Type, elem: impl Fn(&Type) -> bool) -> bool {
+    matches!(ty, Type::Reference(r) if r.mutability.is_none() && slice_elem(&r.elem).is_some_and(elem))
+}
+
+/// `&[Tensor]`.
+pub(crate) fn is_tensor_slice_ref(ty: &Type) -> bool {
+    is_slice_ref_of(ty, is_tensor)
+}
+
+/// `InputMetadata` (any path ending in `InputMetadata`, without generics).
+pub(crate) fn is_input_metadata(ty: &Type) -> bool {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => p
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == symbol::INPUT_METADATA && s.arguments.is_none()),
+        Type::Group(g) => is_input_metadata(&g.elem),
+        Type::Paren(p) => is_input_metadata(&p.elem),
+        _ => false,
+    }
+}
+
+/// `&InputMetadata`.
+pub(crate) fn is_input_metadata_ref(ty: &Type) -> bool {
+    matches!(ty, Type::Reference(r) if r.mutability.is_none() && is_input_metadata(&r.elem))
+}
+
+/// `[bool; N]`: `Some(N)` for a literal `N`.
+pub(crate) fn bool_array_len(ty: &Type) -> Option<usize> {
+    let Type::Array(a) = ty else { return None };
+    let is_bool = matches!(&*a.elem, Type::Path(p) if p.qself.is_none() && p.path.is_ident(symbol::BOOL.as_str()));
+    match &a.len {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(n),
+            ..
+        }) if is_bool => n.base10_parse().ok(),
+        _ => None,
+    }
+}
+
+/// `&[bool]`.
+pub(crate) fn is_bool_slice_ref(ty: &Type) -> bool {
+    is_slice_ref_of(
+        ty,
+        |t| matches!(t, Type::Path(p) if p.qself.is_none() && p.path.is_ident(symbol::BOOL.as_str())),
+    )
+}
+
 fn grad_type(ty: &Type) -> GradType {
     if is_tensor(ty) {
         GradType::Tensor
     } else if option_inner(ty).is_some_and(is_tensor) {
         GradType::OptionTensor
+    } else if let Some(elem) = vec_inner(ty) {
+        if is_tensor(elem) {
+            GradType::VecTensor
+        } else if option_inner(elem).is_some_and(is_tensor) {
+            GradType::VecOptionTensor
+        } else {
+            GradType::Other
+        }
     } else {
         GradType::Other
     }
 }
 
 /// `T` in `Option<T>`.
-fn option_inner(ty: &Type) -> Option<&Type> {
+pub(crate) fn option_inner(ty: &Type) -> Option<&Type> {
     generic_arg(ty, symbol::OPTION_TYPE)
+}
+
+/// `T` in `Vec<T>`.
+pub(crate) fn vec_inner(ty: &Type) -> Option<&Type> {
+    generic_arg(ty, symbol::VEC_TYPE)
+}
+
+/// `T` in `[T]`.
+fn slice_elem(ty: &Type) -> Option<&Type> {
+    match ty {
+        Type::Slice(s) => Some(&s.elem),
+        Type::Group(g) => slice_elem(&g.elem),
+        Type::Paren(p) => slice_elem(&p.elem),
+        _ => None,
+    }
+}
+
+/// Reads `#[needed_for(..)]` and `#[original]` off a backward parameter (the other attributes
+/// stay for rustc).
+fn param_attrs<'a>(cx: &Ctxt, mut param: BwParam<'a>) -> BwParam<'a> {
+    for attr in &param.original.attrs {
+        let Some(name) = attr.path().get_ident() else {
+            continue;
+        };
+        if *name == symbol::NEEDED_FOR {
+            let names = match attr.parse_args_with(Punctuated::<Ident, Token![,]>::parse_terminated)
+            {
+                Ok(names) if names.is_empty() => {
+                    cx.error_spanned_by(attr, "`#[needed_for(..)]` needs at least one input name");
+                    continue;
+                }
+                Ok(names) => names.into_iter().collect(),
+                Err(_) => {
+                    cx.error_spanned_by(
+                        attr,
+                        "expected `#[needed_for(input, ..)]`: the inputs whose gradients need this value",
+                    );
+                    continue;
+                }
+            };
+            if param.needed_for.is_some() {
+                cx.error_spanned_by(attr, "duplicate attribute `#[needed_for(..)]`");
+            } else {
+                param.needed_for = Some(NeededFor { attr, names });
+            }
+        } else if *name == symbol::ORIGINAL {
+            if !matches!(attr.meta, syn::Meta::Path(_)) {
+                cx.error_spanned_by(attr, "`#[original]` takes no arguments");
+            } else if param.original_value.is_some() {
+                cx.error_spanned_by(attr, "duplicate attribute `#[original]`");
+            } else {
+                param.original_value = Some(attr);
+            }
+        }
+    }
+    param
+}
+
+/// Whether `attr` is one of the backward parameter attributes the macro consumes.
+pub(crate) fn is_param_attr(attr: &Attribute) -> bool {
+    attr.path()
+        .get_ident()
+        .is_some_and(|i| symbol::PARAM_ATTRS.iter().any(|s| i == s))
 }
 
 /// `T` in `Result<T>` or `Result<T, E>` (any path ending in `Result`).

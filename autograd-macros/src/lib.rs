@@ -50,12 +50,15 @@ use proc_macro::TokenStream;
 ///
 /// * The function is a free function: not a method, not generic, not `async`, `const`,
 ///   `unsafe`, `extern` or variadic. Parameters are plain identifiers.
-/// * `&Tensor` parameters are the differentiable inputs (at least one). Every other parameter is
-///   an *attribute*: saved by value (cloned before the forward runs, so it must be
-///   `Clone + Send + Sync + 'static`) if the backward names it. `Tensor`, `&mut Tensor` and
-///   `Option<&Tensor>` parameters are rejected.
-/// * Parameter names `grad`, `grad_*`, `result` and `result_*` are reserved for the backward.
-/// * It returns `Tensor`, a tuple of tensors (several outputs), or a `Result` of either (any
+/// * `&Tensor` parameters are the differentiable inputs (at least one), and so is each tensor of
+///   a `&[Tensor]` parameter (one next edge per tensor, in order: `cat`, `stack`). Every other
+///   parameter is an *attribute*: saved by value (cloned before the forward runs, so it must be
+///   `Clone + Send + Sync + 'static`) if the backward names it. `Tensor`, `&mut Tensor`,
+///   `Vec<Tensor>` and `Option<&Tensor>` parameters are rejected.
+/// * Parameter names `grad`, `grad_*`, `result`, `result_*` and `needs_input_grad` are reserved
+///   for the backward.
+/// * It returns `Tensor`, a tuple of tensors (several outputs), `Vec<Tensor>` (any number of
+///   outputs, decided at run time: `split`, `chunk`), or a `Result` of one of them (any
 ///   `Result<T>` or `Result<T, E>`; an `Err` reaches the caller and nothing is recorded).
 /// * It has exactly one `#[backward]`; a missing or second one is a compile error.
 /// * An output that is one of the inputs (returned as is), a tensor that already requires grad, or
@@ -74,7 +77,26 @@ use proc_macro::TokenStream;
 /// | `materialize_grads = false` | undefined incoming gradients reach the backward as `None` instead of zeros; its gradient parameters are then `Option<&Tensor>` |
 /// | `non_differentiable(result_1, ..)` | those outputs never require grad; their gradient slot is zeros (or `None`) |
 /// | `dirty(x, ..)` | the forward modifies these `&Tensor` inputs in place and returns them (`x.clone()`, the same handle); they become outputs of the node. Requires a `Result` return type: a dirty leaf that requires grad is `a leaf Variable that requires grad has been used in an in-place operation.`, a dirty input not returned is `Some elements marked as dirty during the forward method were not returned as output.`, and a dirty view is `Error::ViewInPlace` |
+/// | `builtin` | PyTorch's generated-node semantics, for an op library (the runtime's ops use it): see below |
 /// | `crate = "path"` | where the generated code finds the runtime (default `::autograd`; `"crate"` inside the runtime itself) |
+///
+/// `non_differentiable(..)` and `dirty(..)` are not available with a `Vec<Tensor>` output.
+///
+/// # Built-in ops: `builtin`
+///
+/// PyTorch's own ops (the `*Backward0` nodes generated from `derivatives.yaml`) differ from its
+/// custom `Function`s in three ways, which `builtin` selects:
+///
+/// * **Undefined gradients.** When every incoming gradient is undefined the node returns
+///   undefined gradients without running its backward (`Backward::SKIP_IF_NO_GRAD`); a custom
+///   function's backward runs anyway.
+/// * **In-place checks come first.** For `dirty` inputs, `Error::LeafInPlace`,
+///   `Error::ViewOfLeafInPlace` and `Error::ViewInPlace` are checked before the forward runs,
+///   whenever grad mode is on (PyTorch's `check_inplace`), so a refused op modifies nothing; a
+///   custom function is checked after its forward (PyTorch's `mark_dirty`), with the texts above.
+/// * **The forward returns new tensors** (or its `dirty` inputs), as a kernel does: that is
+///   asserted in debug builds, instead of replacing an output that is an input, or that already
+///   requires grad, by a detached alias.
 ///
 /// # Equivalent code without `#[differentiable]`
 ///
@@ -99,12 +121,15 @@ use proc_macro::TokenStream;
 ///             let grad = /* grads[0], zeros if undefined */;
 ///             let x = self.x.get()?;                      // version-checked
 ///             let g = scaled_square_backward(&grad, &x, self.scale.clone());
-///             Ok([Some(g)].into_iter().collect())
+///             Ok(smallvec![Some(g)])
 ///         }
 ///         fn release(&self) { self.x.release(); }
 ///     }
 ///     impl __autograd_scaled_square_backward for __autograd_scaled_square_marker {
 ///         fn call(x: &Tensor, scale: f64) -> Tensor {
+///             if !is_grad_enabled() {
+///                 return __autograd_scaled_square_forward(x, scale);
+///             }
 ///             let Some(edges) = next_edges(&[x]) else {
 ///                 let _g = no_grad();
 ///                 return __autograd_scaled_square_forward(x, scale);
@@ -144,21 +169,60 @@ pub fn differentiable(args: TokenStream, item: TokenStream) -> TokenStream {
 /// * It is a plain free function, like the forward.
 /// * **Incoming gradients first**: one parameter per forward output, named `grad` (one output) or
 ///   `grad_0`, `grad_1`, .. (any `grad_*`; a leading `_` is allowed), of type `&Tensor`, or
-///   `Option<&Tensor>` when the forward has `materialize_grads = false`.
+///   `Option<&Tensor>` when the forward has `materialize_grads = false`. A `Vec<Tensor>` forward
+///   has one, `grad: &[Tensor]` (`&[Option<Tensor>]` without materialisation), with one
+///   gradient per output.
 /// * **Then anything it needs, by name**: a forward parameter (same type as in the forward; an
-///   attribute may also be taken as `&T`), or a forward output: `result` (one output) or
-///   `result_0`, `result_1`, .. Only what is named is saved: tensor inputs with
+///   attribute may also be taken as `&T`, or as `&[T]` for a `Vec<T>` and `&str` for a
+///   `String`), or a forward output: `result` (one output, or all of a `Vec<Tensor>` forward as
+///   `&[Tensor]`) or `result_0`, `result_1`, .. Only what is named is saved: tensor inputs with
 ///   `SavedTensor::input` (version-checked when unpacked, so an in-place change after the
 ///   forward is reported), outputs with `SavedTensor::output` (no reference cycle), attributes
 ///   by value. An attribute whose type borrows cannot be saved.
-/// * **It returns one gradient per `&Tensor` input**, in order: `Tensor` or `Option<Tensor>`
-///   (`None`: no gradient, which stays undefined), a tuple for several, optionally in a
-///   `Result` whose error converts into `autograd::Error` (an `Err` stops the backward pass and
-///   reaches the caller of `backward()` unchanged; a panic becomes `Error::Panic`).
+/// * **What PyTorch's `derivatives.yaml` formulas use** is available too:
+///
+///   | backward parameter | receives |
+///   |---|---|
+///   | `needs_input_grad: [bool; N]` (or `&[bool]`) | which inputs' gradients are wanted (one entry per tensor input, or per next edge with `&[Tensor]` inputs): skip the work nobody receives (PyTorch's `should_compute_output`) |
+///   | `x: &InputMetadata` | only the shape, dtype and device of input `x` (PyTorch's `self.sym_sizes()`, `self.scalar_type()`), not its data; `xs: &[InputMetadata]` for a `&[Tensor]` input |
+///   | `#[needed_for(a, ..)] x: Option<&Tensor>` | input or output `x`, saved only if one of the inputs `a, ..` needs its gradient, `None` otherwise (PyTorch saves `self` for `mul` only if `other` requires grad, so that `self` may then change in place) |
+///   | `#[original] x: &Tensor` | for a `dirty` input, its value *before* the forward modified it (PyTorch's `original_self`): a differentiable copy taken first; with `#[needed_for(..)]`, only when needed |
+///   | `xs: &[Tensor]` | a `&[Tensor]` input, each tensor saved |
+///
+/// * **It returns one gradient per tensor input**, in order: `Tensor` or `Option<Tensor>`
+///   (`None`: no gradient, which stays undefined), `Vec<Tensor>` or `Vec<Option<Tensor>>` (one
+///   per tensor) for a `&[Tensor]` input, a tuple for several, optionally in a `Result` whose
+///   error converts into `autograd::Error` (an `Err` stops the backward pass and reaches the
+///   caller of `backward()` unchanged; a panic becomes `Error::Panic`).
 /// * It runs with grad mode = `create_graph`, so a backward written with tensor ops is itself
 ///   differentiable (double backward), unless the forward is `once_differentiable`.
 /// * The types of the forward's parameters must resolve where the backward is (put it in the
 ///   same module, or import them).
+///
+/// ```text
+/// #[differentiable]
+/// fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> { a.mul(b) }
+///
+/// #[backward(mul)]
+/// fn mul_backward(
+///     grad: &Tensor,
+///     #[needed_for(b)] a: Option<&Tensor>,   // saved only if `b` requires grad
+///     #[needed_for(a)] b: Option<&Tensor>,
+/// ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+///     Ok((b.map(|b| grad.mul(b)).transpose()?, a.map(|a| grad.mul(a)).transpose()?))
+/// }
+///
+/// #[differentiable]
+/// fn cat(tensors: &[Tensor], dim: usize) -> Result<Tensor> { Tensor::cat(tensors, dim) }
+///
+/// #[backward(cat)]
+/// fn cat_backward(
+///     grad: &Tensor,
+///     needs_input_grad: &[bool],
+///     tensors: &[InputMetadata],             // shapes only
+///     dim: usize,
+/// ) -> Result<Vec<Option<Tensor>>> { /* narrow `grad` where needed */ }
+/// ```
 ///
 /// # Equivalent code without `#[backward]`
 ///

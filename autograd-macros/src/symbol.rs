@@ -15,25 +15,39 @@ pub(crate) const MATERIALIZE_GRADS: Symbol = Symbol("materialize_grads");
 pub(crate) const NON_DIFFERENTIABLE: Symbol = Symbol("non_differentiable");
 pub(crate) const DIRTY: Symbol = Symbol("dirty");
 pub(crate) const CRATE: Symbol = Symbol("crate");
+pub(crate) const BUILTIN: Symbol = Symbol("builtin");
 
 /// Every option of `#[differentiable(..)]`, in the order the docs list them.
-pub(crate) const OPTIONS: [Symbol; 6] = [
+pub(crate) const OPTIONS: [Symbol; 7] = [
     NAME,
     ONCE_DIFFERENTIABLE,
     MATERIALIZE_GRADS,
     NON_DIFFERENTIABLE,
     DIRTY,
+    BUILTIN,
     CRATE,
 ];
+
+/// `#[needed_for(a, ..)]` on a backward parameter: saved only if one of those inputs needs grad.
+pub(crate) const NEEDED_FOR: Symbol = Symbol("needed_for");
+/// `#[original]` on a backward parameter naming a `dirty` input: its value before the forward.
+pub(crate) const ORIGINAL: Symbol = Symbol("original");
+/// The attributes a backward parameter may carry, in the order the docs list them.
+pub(crate) const PARAM_ATTRS: [Symbol; 2] = [NEEDED_FOR, ORIGINAL];
 
 /// Incoming-gradient parameters of a backward: `grad`, `grad_0`, `grad_out`, ...
 pub(crate) const GRAD: Symbol = Symbol("grad");
 /// The forward's outputs as seen by a backward: `result`, or `result_0`, `result_1`, ...
 pub(crate) const RESULT: Symbol = Symbol("result");
+/// Which inputs need a gradient, as a backward parameter (PyTorch's `ctx.needs_input_grad`).
+pub(crate) const NEEDS_INPUT_GRAD: Symbol = Symbol("needs_input_grad");
 
 pub(crate) const TENSOR: Symbol = Symbol("Tensor");
 pub(crate) const RESULT_TYPE: Symbol = Symbol("Result");
 pub(crate) const OPTION_TYPE: Symbol = Symbol("Option");
+pub(crate) const VEC_TYPE: Symbol = Symbol("Vec");
+pub(crate) const INPUT_METADATA: Symbol = Symbol("InputMetadata");
+pub(crate) const BOOL: Symbol = Symbol("bool");
 
 /// The lint attributes that belong on the renamed user function rather than on the wrapper.
 pub(crate) const LINT_ATTRS: [Symbol; 5] = [

@@ -7,8 +7,9 @@ use syn::{Ident, Type};
 use crate::attr::{backticked, DiffArgs};
 use crate::ctxt::Ctxt;
 use crate::ir::{
-    self, is_option_tensor_ref, is_tensor_ref, type_string, BackwardFn, DiffFn, GradType,
-    ParamKind, Source,
+    self, bool_array_len, is_bool_slice_ref, is_input_metadata_ref, is_option_tensor_ref,
+    is_slice_ref_of, is_tensor_ref, is_tensor_slice_ref, type_string, BackwardFn, BwParam, DiffFn,
+    GradType, ParamKind, Source,
 };
 use crate::symbol;
 
@@ -31,19 +32,39 @@ pub(crate) fn check_forward(cx: &Ctxt, args: &DiffArgs, fwd: &DiffFn<'_>) {
         duplicate(cx, &mut seen, name, symbol::NON_DIFFERENTIABLE.as_str());
     }
     let mut seen: Vec<&Ident> = Vec::new();
+    let single_inputs = || {
+        fwd.params
+            .iter()
+            .filter(|p| matches!(p.kind, ParamKind::Tensor(_)))
+    };
     for name in args.dirty() {
-        let is_input = fwd.tensor_inputs().any(|p| *p.ident == *name);
+        let is_input = single_inputs().any(|p| *p.ident == *name);
         if !is_input {
             cx.error_spanned_by(
                 name,
                 format!(
                     "`dirty(..)` names the tensor inputs that `{}` modifies in place; expected one of {}",
                     fwd.name(),
-                    backticked(fwd.tensor_inputs().map(|p| p.ident))
+                    backticked(single_inputs().map(|p| p.ident))
                 ),
             );
         }
         duplicate(cx, &mut seen, name, symbol::DIRTY.as_str());
+    }
+    if fwd.output.vec {
+        for (list, option) in [
+            (&args.dirty, symbol::DIRTY),
+            (&args.non_differentiable, symbol::NON_DIFFERENTIABLE),
+        ] {
+            if let Some(list) = list {
+                cx.error_at(
+                    list.keyword,
+                    format!(
+                        "`{option}(..)` is not supported with a `Vec<Tensor>` output; return a tuple of tensors"
+                    ),
+                );
+            }
+        }
     }
     if let Some(dirty) = &args.dirty {
         if !fwd.output.fallible && cx.is_ok() {
@@ -69,7 +90,7 @@ fn duplicate<'a>(cx: &Ctxt, seen: &mut Vec<&'a Ident>, name: &'a Ident, list: &s
 /// A backward against its forward.
 pub(crate) fn check_backward(cx: &Ctxt, args: &DiffArgs, fwd: &DiffFn<'_>, bwd: &BackwardFn<'_>) {
     check_grad_params(cx, args, fwd, bwd);
-    check_saved_params(cx, fwd, bwd);
+    check_saved_params(cx, args, fwd, bwd);
     check_return(cx, fwd, bwd);
 }
 
@@ -82,6 +103,9 @@ fn plural(n: usize, word: &str) -> String {
 }
 
 fn check_grad_params(cx: &Ctxt, args: &DiffArgs, fwd: &DiffFn<'_>, bwd: &BackwardFn<'_>) {
+    if fwd.output.vec {
+        return check_vec_grad_params(cx, args, fwd, bwd);
+    }
     let expected = fwd.num_outputs();
     let found = bwd.grads.len();
     if found != expected {
@@ -143,7 +167,45 @@ fn check_grad_params(cx: &Ctxt, args: &DiffArgs, fwd: &DiffFn<'_>, bwd: &Backwar
     }
 }
 
-fn check_saved_params(cx: &Ctxt, fwd: &DiffFn<'_>, bwd: &BackwardFn<'_>) {
+/// A `Vec<Tensor>` forward: one gradient parameter, a slice with one gradient per output.
+fn check_vec_grad_params(cx: &Ctxt, args: &DiffArgs, fwd: &DiffFn<'_>, bwd: &BackwardFn<'_>) {
+    let expected = if args.materialize_grads() {
+        "&[Tensor]"
+    } else {
+        "&[Option<Tensor>]"
+    };
+    let msg = format!(
+        "`#[backward({})]` expects 1 incoming gradient parameter, `grad: {expected}` (one gradient per tensor of the forward's `Vec<Tensor>`), found {}",
+        fwd.name(),
+        bwd.grads.len()
+    );
+    match bwd.grads.as_slice() {
+        [g] => {
+            let ok = if args.materialize_grads() {
+                is_tensor_slice_ref(g.ty)
+            } else {
+                is_slice_ref_of(g.ty, |t| ir::option_inner(t).is_some_and(ir::is_tensor))
+            };
+            if !ok {
+                cx.error_spanned_by(
+                    g.ty,
+                    format!(
+                        "incoming gradient `{}` of a `Vec<Tensor>` forward must be `{expected}`, found `{}`",
+                        g.ident,
+                        type_string(g.ty)
+                    ),
+                );
+            }
+        }
+        [] => match bwd.saved.first() {
+            Some(first) => cx.error_spanned_by(first.original, msg),
+            None => cx.error_at(ir::params_end(bwd.original), msg),
+        },
+        [_, extra, ..] => cx.error_spanned_by(extra.original, msg),
+    }
+}
+
+fn check_saved_params(cx: &Ctxt, args: &DiffArgs, fwd: &DiffFn<'_>, bwd: &BackwardFn<'_>) {
     let mut seen: Vec<Source> = Vec::new();
     for p in &bwd.saved {
         let Some(source) = fwd.resolve(p.ident) else {
@@ -180,18 +242,44 @@ fn check_saved_params(cx: &Ctxt, fwd: &DiffFn<'_>, bwd: &BackwardFn<'_>) {
                 ),
             );
         };
+        check_param_attrs(cx, args, fwd, p, source);
         match source {
-            Source::Output(_) => {
-                if !is_tensor_ref(p.ty) {
-                    mismatch("`&Tensor`".into());
+            Source::NeedsInputGrad => {
+                let n = fwd.tensor_inputs().count();
+                let fits = is_bool_slice_ref(p.ty)
+                    || (!fwd.has_slices() && bool_array_len(p.ty) == Some(n));
+                if !fits {
+                    let expected = if fwd.has_slices() {
+                        "`&[bool]` (one entry per next edge)".to_string()
+                    } else {
+                        format!("`[bool; {n}]` (one entry per tensor input) or `&[bool]`")
+                    };
+                    cx.error_spanned_by(
+                        p.ty,
+                        format!(
+                            "`needs_input_grad` must be {expected}, found `{}`",
+                            type_string(p.ty)
+                        ),
+                    );
                 }
             }
+            Source::Output(_) if fwd.output.vec => {
+                if !is_tensor_slice_ref(p.ty) {
+                    mismatch("`&[Tensor]` (the outputs of a `Vec<Tensor>` forward)".into());
+                }
+            }
+            Source::Output(_) => check_tensor_type(cx, fwd, p, false),
             Source::Param(i) => {
                 let fp = &fwd.params[i];
                 match fp.kind {
-                    ParamKind::Tensor(_) => {
-                        if !is_tensor_ref(p.ty) {
-                            mismatch("`&Tensor`".into());
+                    ParamKind::Tensor(_) => check_tensor_type(cx, fwd, p, true),
+                    ParamKind::Tensors(_) => {
+                        if !is_tensor_slice_ref(p.ty)
+                            && !is_slice_ref_of(p.ty, ir::is_input_metadata)
+                        {
+                            mismatch(
+                                "`&[Tensor]` (saves the tensors) or `&[InputMetadata]` (saves their shapes, dtypes and devices)".into(),
+                            );
                         }
                     }
                     ParamKind::Attr => {
@@ -216,20 +304,116 @@ fn check_saved_params(cx: &Ctxt, fwd: &DiffFn<'_>, bwd: &BackwardFn<'_>) {
     }
 }
 
+/// The type of a backward parameter naming a tensor input (`input`) or a forward output:
+/// `&Tensor`, `Option<&Tensor>` with `#[needed_for]`, or (inputs only) `&InputMetadata`.
+fn check_tensor_type(cx: &Ctxt, fwd: &DiffFn<'_>, p: &BwParam<'_>, input: bool) {
+    let ty = p.ty;
+    let ok = if p.needed_for.is_some() {
+        is_option_tensor_ref(ty)
+    } else {
+        is_tensor_ref(ty) || (input && is_input_metadata_ref(ty))
+    };
+    if ok {
+        return;
+    }
+    let msg = if p.needed_for.is_some() {
+        format!(
+            "`{}` is saved only when needed (`#[needed_for(..)]`), so it must be `Option<&Tensor>`, found `{}`",
+            p.ident,
+            type_string(ty)
+        )
+    } else if is_option_tensor_ref(ty) {
+        format!(
+            "`{}` is `Option<&Tensor>`: add `#[needed_for(input, ..)]` to save it only when one of those inputs needs a gradient, or take `&Tensor`",
+            p.ident
+        )
+    } else {
+        format!(
+            "type of `{}` must match `{}`: expected `&Tensor`, found `{}`",
+            p.ident,
+            fwd.name(),
+            type_string(ty)
+        )
+    };
+    cx.error_spanned_by(ty, msg);
+}
+
+/// `#[needed_for(..)]` names tensor inputs and goes on tensors; `#[original]` goes on `dirty`
+/// inputs.
+fn check_param_attrs(
+    cx: &Ctxt,
+    args: &DiffArgs,
+    fwd: &DiffFn<'_>,
+    p: &BwParam<'_>,
+    source: Source,
+) {
+    let single_tensor = match source {
+        Source::Param(i) => matches!(fwd.params[i].kind, ParamKind::Tensor(_)),
+        Source::Output(_) => !fwd.output.vec,
+        Source::NeedsInputGrad => false,
+    };
+    if let Some(needed) = &p.needed_for {
+        if !single_tensor {
+            cx.error_spanned_by(
+                needed.attr,
+                format!(
+                    "`#[needed_for(..)]` goes on a saved tensor (`Option<&Tensor>`); `{}` is not one",
+                    p.ident
+                ),
+            );
+        }
+        let mut seen: Vec<&Ident> = Vec::new();
+        for name in &needed.names {
+            if fwd.tensor_input(name).is_none() {
+                cx.error_spanned_by(
+                    name,
+                    format!(
+                        "`#[needed_for(..)]` names tensor inputs of `{}` (whose gradients need this value); expected one of {}",
+                        fwd.name(),
+                        backticked(fwd.tensor_inputs().map(|p| p.ident))
+                    ),
+                );
+            }
+            duplicate(cx, &mut seen, name, symbol::NEEDED_FOR.as_str());
+        }
+    }
+    if let Some(attr) = p.original_value {
+        let dirty =
+            matches!(source, Source::Param(_)) && args.dirty().iter().any(|d| *d == *p.ident);
+        if !dirty {
+            cx.error_spanned_by(
+                attr,
+                format!(
+                    "`#[original]` gives the value a `dirty` input had before `{}` modified it; `{}` is not listed in `dirty(..)`",
+                    fwd.name(),
+                    p.ident
+                ),
+            );
+        }
+    }
+}
+
 /// How a backward receives a saved attribute of forward type `forward`: `Some(false)` by value
-/// (a clone), `Some(true)` by reference, `None` if `backward` fits neither.
+/// (a clone), `Some(true)` by reference (`&T`, or through `Deref`: `&[T]` for `Vec<T>`, `&str`
+/// for `String`), `None` if `backward` fits neither.
 pub(crate) fn attr_access(forward: &Type, backward: &Type) -> Option<bool> {
     if backward == forward {
         return Some(false);
     }
-    match backward {
-        Type::Reference(r)
-            if r.mutability.is_none() && r.lifetime.is_none() && *r.elem == *forward =>
-        {
-            Some(true)
-        }
-        _ => None,
+    let Type::Reference(r) = backward else {
+        return None;
+    };
+    if r.mutability.is_some() || r.lifetime.is_some() {
+        return None;
     }
+    let derefs_to = match &*r.elem {
+        Type::Slice(s) => ir::vec_inner(forward).is_some_and(|t| *t == *s.elem),
+        Type::Path(p) if p.path.is_ident("str") => {
+            matches!(forward, Type::Path(f) if f.qself.is_none() && f.path.is_ident("String"))
+        }
+        elem => *elem == *forward,
+    };
+    derefs_to.then_some(true)
 }
 
 /// The type holds a reference or a lifetime, so a node cannot own it.
@@ -249,19 +433,27 @@ fn borrows(ty: &Type) -> bool {
 }
 
 fn check_return(cx: &Ctxt, fwd: &DiffFn<'_>, bwd: &BackwardFn<'_>) {
-    let inputs: Vec<&Ident> = fwd.tensor_inputs().map(|p| p.ident).collect();
+    let inputs: Vec<&ir::Param<'_>> = fwd.tensor_inputs().collect();
+    let names: Vec<&Ident> = inputs.iter().map(|p| p.ident).collect();
     let expected = inputs.len();
     let found = bwd.output.grads.len();
+    let each = if fwd.has_slices() {
+        "`Tensor` or `Option<Tensor>` (`Vec<Tensor>` or `Vec<Option<Tensor>>` for a `&[Tensor]` input)"
+    } else {
+        "`Tensor` or `Option<Tensor>`"
+    };
     let what = if expected == 1 {
-        format!(
-            "the gradient for `{}` (`Tensor` or `Option<Tensor>`)",
-            inputs[0]
-        )
+        let of = if fwd.has_slices() {
+            "`Vec<Tensor>` or `Vec<Option<Tensor>>`"
+        } else {
+            each
+        };
+        format!("the gradient for `{}` ({of})", names[0])
     } else {
         format!(
-            "a tuple of {expected} gradients, one per tensor input of `{}` ({}), each `Tensor` or `Option<Tensor>`",
+            "a tuple of {expected} gradients, one per tensor input of `{}` ({}), each {each}",
             fwd.name(),
-            backticked(&inputs)
+            backticked(&names)
         )
     };
     match bwd.output.original {
@@ -286,11 +478,23 @@ fn check_return(cx: &Ctxt, fwd: &DiffFn<'_>, bwd: &BackwardFn<'_>) {
         syn::ReturnType::Type(..) => {}
     }
     for ((ty, kind), input) in bwd.output.grads.iter().zip(&inputs) {
-        if *kind == GradType::Other {
+        let slice = matches!(input.kind, ParamKind::Tensors(_));
+        let fits = match kind {
+            GradType::Tensor | GradType::OptionTensor => !slice,
+            GradType::VecTensor | GradType::VecOptionTensor => slice,
+            GradType::Other => false,
+        };
+        if !fits {
+            let expected = if slice {
+                "`Vec<Tensor>` or `Vec<Option<Tensor>>` (one gradient per tensor of the slice)"
+            } else {
+                "`Tensor` or `Option<Tensor>`"
+            };
             cx.error_spanned_by(
                 ty,
                 format!(
-                    "the gradient for `{input}` must be `Tensor` or `Option<Tensor>`, found `{}`",
+                    "the gradient for `{}` must be {expected}, found `{}`",
+                    input.ident,
                     type_string(ty)
                 ),
             );

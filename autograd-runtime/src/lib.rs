@@ -54,11 +54,18 @@ pub use tensor::dtype::{DType, Element};
 pub use tensor::Tensor;
 pub use warning::{set_warning_handler, WarningHandler};
 
+/// Reached by the code `#[differentiable]` generates (through `crate = "crate"` inside this
+/// crate, and through the facade elsewhere), to check a `#[backward]` against its forward. Not a
+/// public API.
+#[doc(hidden)]
+pub use autograd_macros::__check_backward;
+
 /// Items used by code that `#[differentiable]` and `#[backward]` generate. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
     pub use crate::graph::function::{next_edges, record_node};
     pub use crate::graph::{Backward, FunctionNode, GradVec, InputMetadata};
+    pub use crate::ops::check_inplace;
     pub use crate::tensor::dtype::{Buffer, ElemVec};
     pub use smallvec;
 

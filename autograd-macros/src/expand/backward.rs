@@ -5,13 +5,15 @@
 use proc_macro2::{Delimiter, Group, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
-use syn::{Ident, ItemFn, Path, Signature};
+use syn::{FnArg, Ident, ItemFn, Path, Signature};
 
-use super::{node::node, sibling, slots, Attrs, Names, SlotKind};
+use super::{node::node, sibling, slots, Attrs, Names, Slot, SlotKind};
 use crate::attr::{BackwardArgs, DiffArgs};
-use crate::ir::{BackwardFn, DiffFn};
+use crate::ir::{is_param_attr, BackwardFn, DiffFn, Param, ParamKind};
 
 /// The user's backward, and the hand-over of its signature to the forward's signature macro.
+/// The parameter attributes the macros consume (`#[needed_for]`, `#[original]`) go to the check
+/// only; the function is re-emitted without them.
 pub(crate) fn backward_attr(args: &BackwardArgs, func: &ItemFn) -> TokenStream {
     let path = &args.forward;
     let Some(last) = path.segments.last() else {
@@ -22,6 +24,13 @@ pub(crate) fn backward_attr(args: &BackwardArgs, func: &ItemFn) -> TokenStream {
     let cfg = Attrs::split(&func.attrs).cfg;
     let ident = &func.sig.ident;
     let sig = &func.sig;
+    let mut stripped = func.clone();
+    for arg in &mut stripped.sig.inputs {
+        if let FnArg::Typed(p) = arg {
+            p.attrs.retain(|a| !is_param_attr(a));
+        }
+    }
+    let func = stripped;
     quote! {
         #func
 
@@ -68,6 +77,64 @@ fn params<'a>(fwd: &DiffFn<'a>) -> (TokenStream, Vec<&'a Ident>) {
     (quote!(#(#idents: #tys),*), idents)
 }
 
+/// The first next edge of tensor input `p`: the number of `&Tensor` inputs before it plus the
+/// lengths of the `&[Tensor]` inputs before it.
+fn edge_start(loc: Span, fwd: &DiffFn<'_>, p: &Param<'_>) -> TokenStream {
+    let before = fwd.tensor_inputs().take_while(|q| q.ident != p.ident);
+    let (singles, slices): (Vec<&Param<'_>>, Vec<&Param<'_>>) =
+        before.partition(|q| matches!(q.kind, ParamKind::Tensor(_)));
+    let n = singles.len();
+    let slices = slices.iter().map(|q| q.ident);
+    quote_spanned!(loc=> (#n #(+ #slices.len())*))
+}
+
+/// Whether tensor input `p` needs a gradient, from the edges being recorded.
+fn input_needed(loc: Span, fwd: &DiffFn<'_>, p: &Param<'_>) -> TokenStream {
+    let start = edge_start(loc, fwd, p);
+    let ident = p.ident;
+    if matches!(p.kind, ParamKind::Tensors(_)) {
+        quote_spanned!(loc=> __edges[#start..#start + #ident.len()].iter().any(::core::option::Option::is_some))
+    } else {
+        quote_spanned!(loc=> __edges[#start].is_some())
+    }
+}
+
+/// `let <slot>_needed = ..;` for each `#[needed_for]` slot.
+fn needed_locals(loc: Span, fwd: &DiffFn<'_>, slots: &[Slot<'_>]) -> TokenStream {
+    slots
+        .iter()
+        .filter_map(|s| {
+            let local = s.needed_local()?;
+            let conds = s.needed_for.iter().map(|p| input_needed(loc, fwd, p));
+            Some(quote_spanned!(loc=> let #local: bool = #(#conds)||*;))
+        })
+        .collect()
+}
+
+/// The tensor inputs as a `&[&Tensor]` expression (one entry per next edge), and the statement
+/// that builds it when `&[Tensor]` inputs make it dynamic.
+fn input_list(loc: Span, krate: &Path, fwd: &DiffFn<'_>) -> (TokenStream, TokenStream) {
+    let inputs = fwd.tensor_inputs().map(|p| p.ident);
+    if !fwd.has_slices() {
+        return (quote_spanned!(loc=> &[#(#inputs),*]), TokenStream::new());
+    }
+    let pushes = fwd.tensor_inputs().map(|p| {
+        let ident = p.ident;
+        if matches!(p.kind, ParamKind::Tensors(_)) {
+            quote_spanned!(loc=> __inputs.extend(#ident.iter());)
+        } else {
+            quote_spanned!(loc=> __inputs.push(#ident);)
+        }
+    });
+    (
+        quote_spanned!(loc=> &__inputs),
+        quote_spanned! {loc=>
+            let mut __inputs: ::std::vec::Vec<&#krate::Tensor> = ::std::vec::Vec::new();
+            #(#pushes)*
+        },
+    )
+}
+
 /// Implements the forward's link trait: run the forward with recording off, then build the node
 /// that saves exactly what the backward names.
 pub(crate) fn link_impl(
@@ -77,6 +144,7 @@ pub(crate) fn link_impl(
     fwd_path: &Path,
 ) -> TokenStream {
     let krate = args.krate();
+    let builtin = args.builtin();
     let Linked {
         span,
         loc,
@@ -89,7 +157,8 @@ pub(crate) fn link_impl(
 
     let (params, idents) = params(fwd);
     let ret = fwd.output.original;
-    let inputs: Vec<&Ident> = fwd.tensor_inputs().map(|p| p.ident).collect();
+    let (input_refs, build_inputs) = input_list(loc, &krate, fwd);
+    let needed = needed_locals(loc, fwd, &slots);
 
     let attr_clones = slots.iter().filter_map(|s| match s.kind {
         SlotKind::Attr { ident, .. } => {
@@ -100,6 +169,15 @@ pub(crate) fn link_impl(
     });
 
     let err = |e: TokenStream| quote_spanned!(loc=> return ::core::result::Result::Err(::core::convert::Into::into(#e)););
+    let try_ = |e: TokenStream| {
+        let ret_err = err(quote_spanned!(loc=> __e));
+        quote_spanned! {loc=>
+            match #e {
+                ::core::result::Result::Ok(__v) => __v,
+                ::core::result::Result::Err(__e) => { #ret_err }
+            }
+        }
+    };
     let unwrap = fwd.output.fallible.then(|| {
         quote_spanned! {loc=>
             let __output = match __output {
@@ -118,51 +196,159 @@ pub(crate) fn link_impl(
     };
 
     // B35: a dirty input must come back as an output (the same handle), may not be a leaf that
-    // requires grad, and may not be a view (its base's history cannot be rewritten).
-    let dirty: Vec<(&Ident, Ident)> = args
+    // requires grad, and may not be a view (its base's history cannot be rewritten). Built-in
+    // ops check first, whenever grad mode is on, with the built-in errors, so that a refused op
+    // changes nothing (PyTorch's `check_inplace`); custom functions check after the forward, as
+    // PyTorch's `mark_dirty` does.
+    let dirty: Vec<(&Param<'_>, Ident)> = args
         .dirty()
         .iter()
         .filter_map(|d| fwd.tensor_inputs().find(|p| *p.ident == *d))
-        .map(|p| (p.ident, format_ident!("__dirty_{}", p.ident.unraw())))
+        .map(|p| (p, format_ident!("__dirty_{}", p.ident.unraw())))
         .collect();
+    let dirty_prechecks = dirty.iter().filter(|_| builtin).map(|(input, _)| {
+        let ident = input.ident;
+        let others = fwd.tensor_inputs().filter(|p| p.ident != ident).map(|p| {
+            let other = p.ident;
+            if matches!(p.kind, ParamKind::Tensors(_)) {
+                quote_spanned!(loc=> || #other.iter().any(#krate::Tensor::requires_grad))
+            } else {
+                quote_spanned!(loc=> || #other.requires_grad())
+            }
+        });
+        let check = try_(quote_spanned!(loc=>
+            #krate::__private::check_inplace(#ident, false #(#others)*)
+        ));
+        quote_spanned!(loc=> #check;)
+    });
     let dirty_checks = dirty.iter().map(|(input, pos)| {
+        let input = input.ident;
         let not_returned = err(quote_spanned!(loc=> #krate::Error::msg(
             "Some elements marked as dirty during the forward method were not returned as output."
         )));
+        let find = quote_spanned! {loc=>
+            let #pos: usize = match [#(&#outs),*].iter().position(|__o| __o.is_same(#input)) {
+                ::core::option::Option::Some(__i) => __i,
+                ::core::option::Option::None => { #not_returned }
+            };
+        };
+        if builtin {
+            return find;
+        }
         let leaf = err(quote_spanned!(loc=> #krate::Error::msg(
             "a leaf Variable that requires grad has been used in an in-place operation."
         )));
         let view = err(quote_spanned!(loc=> #krate::Error::ViewInPlace));
         quote_spanned! {loc=>
-            let #pos: usize = match [#(&#outs),*].iter().position(|__o| __o.is_same(#input)) {
-                ::core::option::Option::Some(__i) => __i,
-                ::core::option::Option::None => { #not_returned }
-            };
+            #find
             if #input.is_leaf() && #input.requires_grad() { #leaf }
             if #input.is_view() { #view }
         }
     });
     let dirty_positions: Vec<&Ident> = dirty.iter().map(|(_, pos)| pos).collect();
 
+    // `#[original]`: a copy of a dirty input taken before the forward modifies it (PyTorch's
+    // `original_self`), differentiable so that a `create_graph` pass reaches the old history.
+    let originals = slots.iter().filter_map(|s| {
+        let SlotKind::Input {
+            ident,
+            original: true,
+            ..
+        } = s.kind
+        else {
+            return None;
+        };
+        let local = format_ident!("{}_original", s.field);
+        let copy = try_(quote_spanned!(loc=> #krate::Tensor::copy(#ident)));
+        Some(match s.needed_local() {
+            Some(needed) => quote_spanned! {loc=>
+                let #local: ::core::option::Option<#krate::Tensor> =
+                    if #needed { ::core::option::Option::Some(#copy) } else { ::core::option::Option::None };
+            },
+            None => quote_spanned!(loc=> let #local: #krate::Tensor = #copy;),
+        })
+    });
+
     // An output that already takes part in autograd (an input returned as is, a captured tensor
     // that requires grad, or an earlier output returned twice) is replaced by a detached alias,
-    // which shares storage and version counter; only dirty inputs keep their handle.
-    let fresh = outs.iter().enumerate().map(|(j, out)| {
-        let earlier = &outs[..j];
-        let earlier_check = (j > 0).then(
-            || quote_spanned!(loc=> || [#(&#earlier),*].iter().any(|__e| __e.is_same(&#out))),
-        );
-        let aliased = quote_spanned! {loc=>
-            #out.requires_grad()
-                || [#(#inputs),*].iter().any(|__i| __i.is_same(&#out))
-                #earlier_check
-        };
-        let keep = (!dirty_positions.is_empty())
-            .then(|| quote_spanned!(loc=> [#(#dirty_positions),*].contains(&#j) ||));
+    // which shares storage and version counter; only dirty inputs keep their handle. A built-in
+    // forward returns new tensors by contract: that is only asserted, in debug builds.
+    let inputs: Vec<&Ident> = fwd
+        .tensor_inputs()
+        .filter(|p| matches!(p.kind, ParamKind::Tensor(_)))
+        .map(|p| p.ident)
+        .collect();
+    let slice_inputs: Vec<&Ident> = fwd
+        .tensor_inputs()
+        .filter(|p| matches!(p.kind, ParamKind::Tensors(_)))
+        .map(|p| p.ident)
+        .collect();
+    let is_input = |t: TokenStream| {
         quote_spanned! {loc=>
-            let #out = if #keep !(#aliased) { #out } else { #out.detach() };
+            false #(|| #inputs.is_same(#t))*
+                #(|| #slice_inputs.iter().any(|__i| __i.is_same(#t)))*
         }
-    });
+    };
+    let fresh: Vec<TokenStream> = if fwd.output.vec {
+        let out = &outs[0];
+        let taken = is_input(quote_spanned!(loc=> __o));
+        let taken_owned = is_input(quote_spanned!(loc=> &__o));
+        vec![if builtin {
+            quote_spanned! {loc=>
+                ::core::debug_assert!(
+                    !#out.iter().any(|__o| __o.requires_grad() || #taken),
+                    "a `builtin` forward returns new tensors"
+                );
+            }
+        } else {
+            quote_spanned! {loc=>
+                let #out: ::std::vec::Vec<#krate::Tensor> = {
+                    let mut __fresh: ::std::vec::Vec<#krate::Tensor> =
+                        ::std::vec::Vec::with_capacity(#out.len());
+                    for __o in #out {
+                        let __o = if __o.requires_grad()
+                            || #taken_owned
+                            || __fresh.iter().any(|__e| __e.is_same(&__o))
+                        {
+                            __o.detach()
+                        } else {
+                            __o
+                        };
+                        __fresh.push(__o);
+                    }
+                    __fresh
+                };
+            }
+        }]
+    } else {
+        outs.iter()
+            .enumerate()
+            .map(|(j, out)| {
+                let earlier = &outs[..j];
+                let earlier_check = (j > 0).then(
+                    || quote_spanned!(loc=> || [#(&#earlier),*].iter().any(|__e| __e.is_same(&#out))),
+                );
+                let taken = is_input(quote_spanned!(loc=> &#out));
+                let aliased = quote_spanned! {loc=>
+                    #out.requires_grad() || #taken #earlier_check
+                };
+                let keep = (!dirty_positions.is_empty())
+                    .then(|| quote_spanned!(loc=> [#(#dirty_positions),*].contains(&#j) ||));
+                if builtin {
+                    quote_spanned! {loc=>
+                        ::core::debug_assert!(
+                            #keep !(#aliased),
+                            "a `builtin` forward returns new tensors (or its `dirty` inputs)"
+                        );
+                    }
+                } else {
+                    quote_spanned! {loc=>
+                        let #out = if #keep !(#aliased) { #out } else { #out.detach() };
+                    }
+                }
+            })
+            .collect()
+    };
 
     let output_names = fwd.output_names();
     let non_diff: Vec<bool> = output_names
@@ -179,34 +365,79 @@ pub(crate) fn link_impl(
             let alias = format_ident!("{}_alias", out);
             quote_spanned!(loc=> let #alias = #out.detach();)
         });
-    let record_refs = outs.iter().zip(&non_diff).map(|(out, nd)| {
-        if *nd {
-            let alias = format_ident!("{}_alias", out);
-            quote_spanned!(loc=> &#alias)
-        } else {
-            quote_spanned!(loc=> &#out)
-        }
-    });
-    let inits = slots.iter().map(|s| {
+    let (record_refs, build_refs) = if fwd.output.vec {
+        let out = &outs[0];
+        (
+            quote_spanned!(loc=> &__refs),
+            quote_spanned! {loc=>
+                let __refs: ::std::vec::Vec<&#krate::Tensor> = #out.iter().collect();
+            },
+        )
+    } else {
+        let refs = outs.iter().zip(&non_diff).map(|(out, nd)| {
+            if *nd {
+                let alias = format_ident!("{}_alias", out);
+                quote_spanned!(loc=> &#alias)
+            } else {
+                quote_spanned!(loc=> &#out)
+            }
+        });
+        (quote_spanned!(loc=> &[#(#refs),*]), TokenStream::new())
+    };
+    let inits = slots.iter().filter(|s| s.has_field()).map(|s| {
         let field = &s.field;
+        let saved = quote_spanned!(loc=> #krate::SavedTensor);
         let init = match s.kind {
-            SlotKind::Input { ident, dirty: false } => quote_spanned!(loc=> #krate::SavedTensor::input(#ident)),
-            SlotKind::Input { ident, dirty: true } => {
+            SlotKind::Input { ident, slice: true, .. } => {
+                quote_spanned!(loc=> #ident.iter().map(#saved::input).collect())
+            }
+            SlotKind::Input { original: true, .. } => {
+                let local = format_ident!("{}_original", s.field);
+                if s.needed_local().is_some() {
+                    quote_spanned!(loc=> #local.as_ref().map(#saved::input))
+                } else {
+                    quote_spanned!(loc=> #saved::input(&#local))
+                }
+            }
+            SlotKind::Input { ident, dirty: false, .. } => quote_spanned!(loc=> #saved::input(#ident)),
+            SlotKind::Input { ident, dirty: true, .. } => {
                 let pos = format_ident!("__dirty_{}", ident.unraw());
-                quote_spanned!(loc=> #krate::SavedTensor::output(#ident, ::core::clone::Clone::clone(__weak), #pos))
+                quote_spanned!(loc=> #saved::output(#ident, ::core::clone::Clone::clone(__weak), #pos))
+            }
+            SlotKind::Metadata { ident, slice: false } => {
+                quote_spanned!(loc=> #krate::__private::InputMetadata::of(#ident))
+            }
+            SlotKind::Metadata { ident, slice: true } => {
+                quote_spanned!(loc=> #ident.iter().map(#krate::__private::InputMetadata::of).collect())
             }
             SlotKind::Attr { .. } => {
                 let local = format_ident!("{}_attr", s.field);
                 quote_spanned!(loc=> #local)
             }
-            SlotKind::Output { index, differentiable: true } => {
-                let out = &outs[index];
-                quote_spanned!(loc=> #krate::SavedTensor::output(&#out, ::core::clone::Clone::clone(__weak), #index))
+            SlotKind::Output { vec: true, .. } => {
+                let out = &outs[0];
+                quote_spanned!(loc=> #out.iter().enumerate()
+                    .map(|(__i, __o)| #saved::output(__o, ::core::clone::Clone::clone(__weak), __i))
+                    .collect())
             }
-            SlotKind::Output { index, differentiable: false } => {
+            SlotKind::Output { index, differentiable: true, .. } => {
                 let out = &outs[index];
-                quote_spanned!(loc=> #krate::SavedTensor::input(&#out))
+                quote_spanned!(loc=> #saved::output(&#out, ::core::clone::Clone::clone(__weak), #index))
             }
+            SlotKind::Output { index, differentiable: false, .. } => {
+                let out = &outs[index];
+                quote_spanned!(loc=> #saved::input(&#out))
+            }
+            SlotKind::NeedsInputGrad { .. } => unreachable!("invariant: filtered by has_field"),
+        };
+        // `#[needed_for]`: saved only when needed (the originals are already optional).
+        let init = match (s.needed_local(), &s.kind) {
+            (Some(needed), kind) if !matches!(kind, SlotKind::Input { original: true, .. }) => {
+                quote_spanned! {loc=>
+                    if #needed { ::core::option::Option::Some(#init) } else { ::core::option::Option::None }
+                }
+            }
+            _ => init,
         };
         quote_spanned!(loc=> #field: #init)
     });
@@ -221,17 +452,29 @@ pub(crate) fn link_impl(
         value
     };
 
+    // The forward runs with recording off (PyTorch's generated code calls the kernel below
+    // autograd too). With grad mode already off, as in a backward pass without `create_graph`,
+    // it is called directly.
+    let no_grad = quote_spanned!(loc=> let _no_grad = #krate::no_grad(););
     let call = quote_spanned! {loc=>
                 fn call(#params) #ret {
+                    #(#dirty_prechecks)*
+                    if !#krate::is_grad_enabled() {
+                        // Recording is off already (a backward pass without `create_graph`).
+                        return #forward_fn(#(#idents),*);
+                    }
+                    #build_inputs
                     let ::core::option::Option::Some(__edges) =
-                        #krate::__private::next_edges(&[#(#inputs),*])
+                        #krate::__private::next_edges(#input_refs)
                     else {
-                        let _no_grad = #krate::no_grad();
+                        #no_grad
                         return #forward_fn(#(#idents),*);
                     };
+                    #needed
+                    #(#originals)*
                     #(#attr_clones)*
                     let __output = {
-                        let _no_grad = #krate::no_grad();
+                        #no_grad
                         #forward_fn(#(#idents),*)
                     };
                     #unwrap
@@ -239,9 +482,10 @@ pub(crate) fn link_impl(
                     #(#dirty_checks)*
                     #(#fresh)*
                     #(#non_diff_aliases)*
+                    #build_refs
                     let _ = #krate::__private::record_node(
                         __edges,
-                        &[#(#record_refs),*],
+                        #record_refs,
                         |__weak| __AutogradNode { #(#inits,)* },
                     );
                     #value

@@ -14,7 +14,7 @@ use syn::ext::IdentExt;
 use syn::{Attribute, Ident, ItemFn, Path};
 
 use crate::attr::DiffArgs;
-use crate::ir::{BackwardFn, DiffFn, ParamKind, Source};
+use crate::ir::{self, BackwardFn, DiffFn, Param, ParamKind, Source};
 use crate::symbol;
 use crate::valid::attr_access;
 
@@ -163,24 +163,69 @@ pub(crate) fn forward(
     }
 }
 
-/// One value a node keeps for its backward.
+/// One value a node keeps for its backward, or (`NeedsInputGrad`) one it reads off the node.
 struct Slot<'a> {
     /// The node struct's field.
     field: Ident,
     kind: SlotKind<'a>,
+    /// `#[needed_for(a, ..)]`: the forward inputs whose gradients need this value; it is saved
+    /// (as `Some`) only if one of them needs a gradient.
+    needed_for: Vec<&'a Param<'a>>,
 }
 
 enum SlotKind<'a> {
-    /// A `&Tensor` input; `dirty` ones are outputs by the time they are saved.
-    Input { ident: &'a Ident, dirty: bool },
+    /// A `&Tensor` input (`slice`: a `&[Tensor]` input); `dirty` ones are outputs by the time
+    /// they are saved, unless the backward takes their `original` value.
+    Input {
+        ident: &'a Ident,
+        dirty: bool,
+        original: bool,
+        slice: bool,
+    },
+    /// The shape, dtype and device of a tensor input (`slice`: of each tensor of a slice).
+    Metadata { ident: &'a Ident, slice: bool },
     /// An attribute, cloned before the forward consumes it.
     Attr {
         ident: &'a Ident,
         ty: &'a syn::Type,
         by_ref: bool,
     },
-    /// Output number `.0`; `non_differentiable` ones are saved as plain tensors.
-    Output { index: usize, differentiable: bool },
+    /// Output number `index` (`vec`: all outputs of a `Vec<Tensor>` forward);
+    /// `non_differentiable` ones are saved as plain tensors.
+    Output {
+        index: usize,
+        differentiable: bool,
+        vec: bool,
+    },
+    /// `needs_input_grad`: `[bool; N]` (`array`) or `&[bool]`, from the node's next edges.
+    NeedsInputGrad { array: Option<usize> },
+}
+
+impl Slot<'_> {
+    /// The saved value is a `SavedTensor` (or a list or option of them).
+    fn is_tensor(&self) -> bool {
+        matches!(self.kind, SlotKind::Input { .. } | SlotKind::Output { .. })
+    }
+
+    /// It is a list: a `&[Tensor]` input or a `Vec<Tensor>` output.
+    fn is_list(&self) -> bool {
+        matches!(
+            self.kind,
+            SlotKind::Input { slice: true, .. }
+                | SlotKind::Metadata { slice: true, .. }
+                | SlotKind::Output { vec: true, .. }
+        )
+    }
+
+    /// The node keeps a field for it.
+    fn has_field(&self) -> bool {
+        !matches!(self.kind, SlotKind::NeedsInputGrad { .. })
+    }
+
+    /// The local that says whether it is saved (for `#[needed_for]` slots).
+    fn needed_local(&self) -> Option<Ident> {
+        (!self.needed_for.is_empty()).then(|| format_ident!("{}_needed", self.field))
+    }
 }
 
 /// What the node saves: exactly the forward parameters and outputs the backward names.
@@ -194,10 +239,27 @@ fn slots<'a>(args: &DiffArgs, fwd: &'a DiffFn<'a>, bwd: &'a BackwardFn<'a>) -> V
                 Source::Param(i) => {
                     let fp = &fwd.params[i];
                     match fp.kind {
-                        ParamKind::Tensor(_) => SlotKind::Input {
-                            ident: fp.ident,
-                            dirty: args.dirty().iter().any(|d| *d == *fp.ident),
-                        },
+                        ParamKind::Tensor(_) | ParamKind::Tensors(_) => {
+                            let slice = matches!(fp.kind, ParamKind::Tensors(_));
+                            let metadata = if slice {
+                                ir::is_slice_ref_of(param.ty, ir::is_input_metadata)
+                            } else {
+                                ir::is_input_metadata_ref(param.ty)
+                            };
+                            if metadata {
+                                SlotKind::Metadata {
+                                    ident: fp.ident,
+                                    slice,
+                                }
+                            } else {
+                                SlotKind::Input {
+                                    ident: fp.ident,
+                                    dirty: args.dirty().iter().any(|d| *d == *fp.ident),
+                                    original: param.original_value.is_some(),
+                                    slice,
+                                }
+                            }
+                        }
                         ParamKind::Attr => SlotKind::Attr {
                             ident: fp.ident,
                             ty: fp.ty,
@@ -211,9 +273,23 @@ fn slots<'a>(args: &DiffArgs, fwd: &'a DiffFn<'a>, bwd: &'a BackwardFn<'a>) -> V
                         .non_differentiable()
                         .iter()
                         .any(|n| *n == output_names[index]),
+                    vec: fwd.output.vec,
+                },
+                Source::NeedsInputGrad => SlotKind::NeedsInputGrad {
+                    array: ir::bool_array_len(param.ty),
                 },
             };
-            Some(Slot { field, kind })
+            let needed_for = param
+                .needed_for
+                .iter()
+                .flat_map(|n| &n.names)
+                .filter_map(|name| fwd.tensor_input(name))
+                .collect();
+            Some(Slot {
+                field,
+                kind,
+                needed_for,
+            })
         })
         .collect()
 }

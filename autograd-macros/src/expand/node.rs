@@ -25,51 +25,144 @@ pub(super) fn node(
     let materialize = args.materialize_grads();
     let once = args.once_differentiable.is_some();
 
-    let fields = slots.iter().map(|s| {
+    let saved = quote_spanned!(loc=> #krate::SavedTensor);
+    let fields = slots.iter().filter(|s| s.has_field()).map(|s| {
         let field = &s.field;
-        match &s.kind {
-            SlotKind::Attr { ty, .. } => quote_spanned!(loc=> #field: #ty),
-            SlotKind::Input { .. } | SlotKind::Output { .. } => {
-                quote_spanned!(loc=> #field: #krate::SavedTensor)
-            }
+        let ty = match &s.kind {
+            SlotKind::Attr { ty, .. } => quote_spanned!(loc=> #ty),
+            SlotKind::Metadata { .. } => quote_spanned!(loc=> #krate::__private::InputMetadata),
+            SlotKind::Input { .. } | SlotKind::Output { .. } => saved.clone(),
+            SlotKind::NeedsInputGrad { .. } => unreachable!("invariant: filtered by has_field"),
+        };
+        let ty = if s.is_list() {
+            quote_spanned!(loc=> ::std::vec::Vec<#ty>)
+        } else {
+            ty
+        };
+        let ty = if s.needed_local().is_some() {
+            quote_spanned!(loc=> ::core::option::Option<#ty>)
+        } else {
+            ty
+        };
+        quote_spanned!(loc=> #field: #ty)
+    });
+    let releases = slots.iter().filter(|s| s.is_tensor()).map(|s| {
+        let field = &s.field;
+        if s.is_list() {
+            quote_spanned!(loc=> for __s in &self.#field { __s.release(); })
+        } else if s.needed_local().is_some() {
+            quote_spanned!(loc=> if let ::core::option::Option::Some(__s) = &self.#field { __s.release(); })
+        } else {
+            quote_spanned!(loc=> self.#field.release();)
         }
     });
-    let tensor_fields: Vec<_> = slots
-        .iter()
-        .filter(|s| !matches!(s.kind, SlotKind::Attr { .. }))
-        .map(|s| &s.field)
-        .collect();
 
+    // The incoming gradients: one local per output, or (`Vec<Tensor>` forward) one list.
+    let vec_output = fwd.output.vec;
     let grads: Vec<_> = (0..bwd.grads.len())
         .map(|i| format_ident!("__grad_{}", i))
         .collect();
-    let grad_args = grads.iter().map(|g| {
-        if materialize {
-            quote_spanned!(loc=> ::core::option::Option::as_ref(&#g)
-                .expect("invariant: `FunctionNode` materialises undefined gradients"))
-        } else {
-            quote_spanned!(loc=> ::core::option::Option::as_ref(&#g))
+    let take_grads = if vec_output {
+        quote_spanned! {loc=>
+            let __grads: ::std::vec::Vec<::core::option::Option<#krate::Tensor>> = grads.into_vec();
         }
-    });
+    } else {
+        let i = 0..grads.len();
+        quote_spanned! {loc=>
+            #(
+                let #grads: ::core::option::Option<&#krate::Tensor> =
+                    grads.get(#i).and_then(::core::option::Option::as_ref);
+            )*
+        }
+    };
+    let grads_iter = if vec_output {
+        quote_spanned!(loc=> __grads.iter().map(::core::option::Option::as_ref))
+    } else {
+        quote_spanned!(loc=> [#(#grads),*].into_iter())
+    };
+    let (grad_prep, grad_args) = if vec_output {
+        if materialize {
+            (
+                quote_spanned! {loc=>
+                    let __grads: ::std::vec::Vec<#krate::Tensor> = __grads
+                        .into_iter()
+                        .map(|__g| __g.expect("invariant: `FunctionNode` materialises undefined gradients"))
+                        .collect();
+                },
+                vec![quote_spanned!(loc=> &__grads)],
+            )
+        } else {
+            (TokenStream::new(), vec![quote_spanned!(loc=> &__grads)])
+        }
+    } else {
+        let args = grads
+            .iter()
+            .map(|g| {
+                if materialize {
+                    quote_spanned!(loc=> #g
+                        .expect("invariant: `FunctionNode` materialises undefined gradients"))
+                } else {
+                    quote_spanned!(loc=> #g)
+                }
+            })
+            .collect();
+        (TokenStream::new(), args)
+    };
+
     let unpacked: Vec<_> = slots
         .iter()
-        .filter(|s| !matches!(s.kind, SlotKind::Attr { .. }))
+        .filter(|s| s.is_tensor())
         .map(|s| {
             let field = &s.field;
             let local = format_ident!("{}_unpacked", field);
-            quote_spanned!(loc=> let #local = self.#field.get()?;)
+            if s.is_list() {
+                quote_spanned! {loc=>
+                    let #local: ::std::vec::Vec<#krate::Tensor> = ::core::iter::Iterator::collect::<
+                        #krate::Result<::std::vec::Vec<#krate::Tensor>>,
+                    >(::core::iter::Iterator::map(self.#field.iter(), #saved::get))?;
+                }
+            } else if s.needed_local().is_some() {
+                quote_spanned! {loc=>
+                    let #local: ::core::option::Option<#krate::Tensor> = match &self.#field {
+                        ::core::option::Option::Some(__s) => ::core::option::Option::Some(__s.get()?),
+                        ::core::option::Option::None => ::core::option::Option::None,
+                    };
+                }
+            } else {
+                quote_spanned!(loc=> let #local = self.#field.get()?;)
+            }
         })
         .collect();
+    let needs_list = slots
+        .iter()
+        .any(|s| matches!(s.kind, SlotKind::NeedsInputGrad { array: None }))
+        .then(|| {
+            quote_spanned! {loc=>
+                let __needs_input_grad: ::std::vec::Vec<bool> =
+                    (0.._meta.num_outputs()).map(|__i| _meta.needs_input_grad(__i)).collect();
+            }
+        });
     let saved_args = slots.iter().map(|s| {
         let field = &s.field;
         match &s.kind {
-            SlotKind::Attr { by_ref: true, .. } => quote_spanned!(loc=> &self.#field),
+            SlotKind::Attr { by_ref: true, .. } | SlotKind::Metadata { .. } => {
+                quote_spanned!(loc=> &self.#field)
+            }
             SlotKind::Attr { by_ref: false, .. } => {
                 quote_spanned!(loc=> ::core::clone::Clone::clone(&self.#field))
             }
+            SlotKind::NeedsInputGrad { array: Some(n) } => {
+                let i = 0..*n;
+                quote_spanned!(loc=> [#(_meta.needs_input_grad(#i)),*])
+            }
+            SlotKind::NeedsInputGrad { array: None } => quote_spanned!(loc=> &__needs_input_grad),
             SlotKind::Input { .. } | SlotKind::Output { .. } => {
                 let local = format_ident!("{}_unpacked", field);
-                quote_spanned!(loc=> &#local)
+                if s.needed_local().is_some() && !s.is_list() {
+                    quote_spanned!(loc=> ::core::option::Option::as_ref(&#local))
+                } else {
+                    quote_spanned!(loc=> &#local)
+                }
             }
         }
     });
@@ -93,17 +186,38 @@ pub(super) fn node(
     } else {
         quote_spanned!(loc=> let #(#results)* = __result;)
     };
-    let wrapped = bwd
+    let some = quote_spanned!(loc=> ::core::option::Option::Some);
+    let has_vec = bwd
         .output
         .grads
         .iter()
-        .zip(&results)
-        .map(|((_, kind), r)| match kind {
-            GradType::OptionTensor => quote_spanned!(loc=> #r),
-            GradType::Tensor | GradType::Other => {
-                quote_spanned!(loc=> ::core::option::Option::Some(#r))
-            }
+        .any(|(_, k)| matches!(k, GradType::VecTensor | GradType::VecOptionTensor));
+    let collect_out = if has_vec {
+        let pushes = bwd.output.grads.iter().zip(&results).map(|((_, kind), r)| match kind {
+            GradType::OptionTensor => quote_spanned!(loc=> __out.push(#r);),
+            GradType::Tensor | GradType::Other => quote_spanned!(loc=> __out.push(#some(#r));),
+            GradType::VecTensor => quote_spanned!(loc=> __out.extend(::core::iter::IntoIterator::into_iter(#r).map(#some));),
+            GradType::VecOptionTensor => quote_spanned!(loc=> __out.extend(#r);),
         });
+        quote_spanned! {loc=>
+            let mut __out: #krate::__private::GradVec = #krate::__private::GradVec::new();
+            #(#pushes)*
+        }
+    } else {
+        let wrapped = bwd
+            .output
+            .grads
+            .iter()
+            .zip(&results)
+            .map(|((_, kind), r)| match kind {
+                GradType::OptionTensor => quote_spanned!(loc=> #r),
+                _ => quote_spanned!(loc=> #some(#r)),
+            });
+        quote_spanned! {loc=>
+            let mut __out: #krate::__private::GradVec =
+                #krate::__private::smallvec::smallvec![#(#wrapped),*];
+        }
+    };
 
     let (once_prologue, once_epilogue, delayed_error) = if once {
         (
@@ -113,9 +227,7 @@ pub(super) fn node(
                 let __create_graph = #krate::is_grad_enabled();
                 let __no_grad = #krate::no_grad();
                 let __wrap = __create_graph
-                    && [#(&#grads),*].iter().any(|__g| {
-                        ::core::option::Option::as_ref(__g).is_some_and(#krate::Tensor::requires_grad)
-                    });
+                    && #grads_iter.any(|__g| __g.is_some_and(#krate::Tensor::requires_grad));
             },
             quote_spanned! {loc=>
                 ::core::mem::drop(__no_grad);
@@ -163,7 +275,9 @@ pub(super) fn node(
             quote_spanned!(loc=> ),
         )
     };
-    let out_mut = once.then(|| quote_spanned!(loc=> mut));
+    let builtin = args.builtin();
+    // `__out` is only modified by the once-differentiable epilogue, or pushed into.
+    let allow_unused_mut = (!once && !has_vec).then(|| quote_spanned!(loc=> #[allow(unused_mut)]));
 
     quote_spanned! {loc=>
         struct __AutogradNode {
@@ -172,7 +286,7 @@ pub(super) fn node(
 
         impl #krate::__private::Backward for __AutogradNode {
             const NAME: &'static str = #name;
-            const SKIP_IF_NO_GRAD: bool = false;
+            const SKIP_IF_NO_GRAD: bool = #builtin;
             const MATERIALIZE_GRADS: bool = #materialize;
 
             fn backward(
@@ -180,24 +294,22 @@ pub(super) fn node(
                 _meta: &#krate::NodeMeta,
                 grads: #krate::__private::GradVec,
             ) -> #krate::Result<#krate::__private::GradVec> {
-                let mut __grads = ::core::iter::IntoIterator::into_iter(grads);
-                #(
-                    let #grads: ::core::option::Option<#krate::Tensor> =
-                        ::core::iter::Iterator::next(&mut __grads).flatten();
-                )*
+                #take_grads
                 #once_prologue
                 #(#unpacked)*
+                #needs_list
+                #grad_prep
                 let __result = #bw_ident(#(#grad_args,)* #(#saved_args),*);
                 #unwrap
                 #destructure
-                let #out_mut __out: #krate::__private::GradVec =
-                    ::core::iter::Iterator::collect(::core::iter::IntoIterator::into_iter([#(#wrapped),*]));
+                #allow_unused_mut
+                #collect_out
                 #once_epilogue
                 ::core::result::Result::Ok(__out)
             }
 
             fn release(&self) {
-                #(self.#tensor_fields.release();)*
+                #(#releases)*
             }
         }
 

@@ -154,7 +154,7 @@ fn unsupported_forwards_are_rejected() {
         ),
         (
             parse_quote!(fn f(v: f64) -> Tensor),
-            "needs at least one `&Tensor` parameter",
+            "needs at least one `&Tensor` (or `&[Tensor]`) parameter",
         ),
         (
             parse_quote!(fn f(x: &mut Tensor) -> Tensor),
@@ -169,8 +169,8 @@ fn unsupported_forwards_are_rejected() {
             "parameter name `grad` is reserved",
         ),
         (
-            parse_quote!(fn f(x: &Tensor) -> Vec<Tensor>),
-            "must return `Tensor`, a tuple of tensors",
+            parse_quote!(fn f(x: &Tensor) -> Vec<f64>),
+            "must return `Tensor`, a tuple of tensors, `Vec<Tensor>`",
         ),
     ];
     for (sig, expected) in cases {
@@ -241,4 +241,132 @@ fn gradient_names() {
     let is_grad = |s: &str| symbol::GRAD.is_prefix_of(&syn::parse_str(s).expect("ident"));
     assert!(is_grad("grad") && is_grad("_grad") && is_grad("grad_0") && is_grad("grad_out"));
     assert!(!is_grad("gradient") && !is_grad("grads") && !is_grad("x_grad"));
+}
+
+#[test]
+fn slices_are_inputs_and_vecs_are_outputs() {
+    let sig: Signature =
+        parse_quote!(fn f(x: &Tensor, xs: &[Tensor], k: usize) -> Result<Vec<Tensor>>);
+    let cx = Ctxt::new();
+    let fwd = DiffFn::from_syn(&cx, &sig);
+    cx.check().expect("valid forward");
+    let kinds: Vec<_> = fwd.params.iter().map(|p| p.kind).collect();
+    assert_eq!(
+        kinds,
+        [ParamKind::Tensor(0), ParamKind::Tensors(1), ParamKind::Attr]
+    );
+    assert!(fwd.has_slices() && fwd.output.vec && fwd.output.fallible && !fwd.output.tuple);
+    assert_eq!(fwd.tensor_inputs().count(), 2);
+    assert_eq!(fwd.output_names(), ["result"]);
+    let resolve = |name: &str| fwd.resolve(&syn::parse_str(name).expect("ident"));
+    assert_eq!(resolve("needs_input_grad"), Some(Source::NeedsInputGrad));
+    assert_eq!(resolve("xs"), Some(Source::Param(1)));
+}
+
+#[test]
+fn unsupported_tensor_lists_and_reserved_names_are_rejected() {
+    let cases: [(Signature, &str); 3] = [
+        (
+            parse_quote!(fn f(xs: &mut [Tensor]) -> Tensor),
+            "`&mut [Tensor]` parameters are not supported",
+        ),
+        (
+            parse_quote!(fn f(x: &Tensor, xs: Vec<Tensor>) -> Tensor),
+            "a list of tensor inputs is taken as a slice: write `&[Tensor]`",
+        ),
+        (
+            parse_quote!(fn f(x: &Tensor, needs_input_grad: bool) -> Tensor),
+            "parameter name `needs_input_grad` is reserved",
+        ),
+    ];
+    for (sig, expected) in cases {
+        let errs = forward_errors(&sig);
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(errs[0].contains(expected), "{:?} vs {expected:?}", errs[0]);
+    }
+}
+
+#[test]
+fn backward_parameter_attributes() {
+    let sig: Signature = parse_quote!(fn b(
+        grad: &Tensor,
+        #[needed_for(a, c)] x: Option<&Tensor>,
+        #[original]
+        #[allow(unused)]
+        y: &Tensor,
+    ) -> Tensor);
+    let cx = Ctxt::new();
+    let bwd = BackwardFn::from_syn(&cx, &sig);
+    cx.check().expect("valid backward syntax");
+    let needed: Vec<String> = bwd.saved[0]
+        .needed_for
+        .as_ref()
+        .expect("needed_for")
+        .names
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(needed, ["a", "c"]);
+    assert!(bwd.saved[0].original_value.is_none());
+    assert!(bwd.saved[1].original_value.is_some() && bwd.saved[1].needed_for.is_none());
+    let kept: Vec<bool> = bwd.saved[1]
+        .original
+        .attrs
+        .iter()
+        .map(is_param_attr)
+        .collect();
+    assert_eq!(kept, [true, false], "`#[allow]` stays for rustc");
+
+    let bad: Signature = parse_quote!(fn b(
+        #[needed_for(a)] grad: &Tensor,
+        #[needed_for()] x: Option<&Tensor>,
+        #[needed_for(a)]
+        #[needed_for(b)]
+        y: Option<&Tensor>,
+        #[original(z)] z: &Tensor,
+        #[needed_for = "a"] w: Option<&Tensor>,
+    ) -> Tensor);
+    let errs = errors(|cx| {
+        BackwardFn::from_syn(cx, &bad);
+    });
+    assert_eq!(
+        errs,
+        [
+            "incoming gradient `grad` takes no attributes; `#[needed_for(..)]` and `#[original]` go on saved parameters",
+            "`#[needed_for(..)]` needs at least one input name",
+            "duplicate attribute `#[needed_for(..)]`",
+            "`#[original]` takes no arguments",
+            "expected `#[needed_for(input, ..)]`: the inputs whose gradients need this value",
+        ]
+    );
+}
+
+#[test]
+fn gradient_lists_and_flag_types() {
+    let sig: Signature = parse_quote!(fn b(grad: &Tensor) -> Result<(Tensor, Vec<Option<Tensor>>, Vec<Tensor>, Vec<f64>)>);
+    let bwd = BackwardFn::from_syn(&Ctxt::new_checked(), &sig);
+    let kinds: Vec<_> = bwd.output.grads.iter().map(|(_, k)| *k).collect();
+    assert_eq!(
+        kinds,
+        [
+            GradType::Tensor,
+            GradType::VecOptionTensor,
+            GradType::VecTensor,
+            GradType::Other
+        ]
+    );
+    assert_eq!(bool_array_len(&parse_quote!([bool; 3])), Some(3));
+    assert_eq!(bool_array_len(&parse_quote!([bool; N])), None);
+    assert_eq!(bool_array_len(&parse_quote!([u8; 3])), None);
+    assert!(is_bool_slice_ref(&parse_quote!(&[bool])));
+    assert!(!is_bool_slice_ref(&parse_quote!(&mut [bool])));
+    assert!(is_input_metadata_ref(&parse_quote!(
+        &autograd::graph::InputMetadata
+    )));
+    assert!(is_slice_ref_of(
+        &parse_quote!(&[InputMetadata]),
+        is_input_metadata
+    ));
+    assert!(is_tensor_slice_ref(&parse_quote!(&[Tensor])));
+    assert!(!is_tensor_slice_ref(&parse_quote!(&Vec<Tensor>)));
 }

@@ -214,3 +214,192 @@ fn attributes_by_value_or_reference() {
     assert!(borrows(&parse_quote!(Cow<'static, str>)));
     assert!(!borrows(&parse_quote!(Vec<usize>)));
 }
+
+fn mul_fwd() -> Signature {
+    parse_quote!(fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor>)
+}
+
+#[test]
+fn needs_input_grad_is_one_flag_per_input() {
+    for ok in [
+        parse_quote!(fn b(grad: &Tensor, needs_input_grad: [bool; 2]) -> (Tensor, Tensor)),
+        parse_quote!(fn b(grad: &Tensor, needs_input_grad: &[bool]) -> (Tensor, Tensor)),
+    ] {
+        let errs = backward_errors(DiffArgs::default(), mul_fwd(), ok);
+        assert!(errs.is_empty(), "{errs:?}");
+    }
+    let errs = backward_errors(
+        DiffArgs::default(),
+        mul_fwd(),
+        parse_quote!(fn b(grad: &Tensor, needs_input_grad: [bool; 3]) -> (Tensor, Tensor)),
+    );
+    assert_eq!(
+        errs,
+        ["`needs_input_grad` must be `[bool; 2]` (one entry per tensor input) or `&[bool]`, found `[bool; 3]`"]
+    );
+    let errs = backward_errors(
+        DiffArgs::default(),
+        parse_quote!(fn cat(xs: &[Tensor]) -> Tensor),
+        parse_quote!(fn b(grad: &Tensor, needs_input_grad: [bool; 1]) -> Vec<Tensor>),
+    );
+    assert_eq!(
+        errs,
+        ["`needs_input_grad` must be `&[bool]` (one entry per next edge), found `[bool; 1]`"]
+    );
+}
+
+#[test]
+fn needed_for_saves_optional_tensors() {
+    let ok = backward_errors(
+        DiffArgs::default(),
+        mul_fwd(),
+        parse_quote!(fn b(
+            grad: &Tensor,
+            #[needed_for(b)] a: Option<&Tensor>,
+            #[needed_for(a, b)] result: Option<&Tensor>,
+        ) -> (Option<Tensor>, Option<Tensor>)),
+    );
+    assert!(ok.is_empty(), "{ok:?}");
+    let errs = backward_errors(
+        DiffArgs::default(),
+        parse_quote!(fn mul(a: &Tensor, b: &Tensor, k: f64) -> Result<Tensor>),
+        parse_quote!(fn b(
+            grad: &Tensor,
+            #[needed_for(c, b, b)] a: Option<&Tensor>,
+            #[needed_for(a)] b: &Tensor,
+            result: Option<&Tensor>,
+            #[needed_for(a)] k: f64,
+        ) -> (Option<Tensor>, Option<Tensor>)),
+    );
+    assert_eq!(
+        errs,
+        [
+            "`#[needed_for(..)]` names tensor inputs of `mul` (whose gradients need this value); expected one of `a`, `b`",
+            "`b` is listed twice in `needed_for(..)`",
+            "`b` is saved only when needed (`#[needed_for(..)]`), so it must be `Option<&Tensor>`, found `&Tensor`",
+            "`result` is `Option<&Tensor>`: add `#[needed_for(input, ..)]` to save it only when one of those inputs needs a gradient, or take `&Tensor`",
+            "`#[needed_for(..)]` goes on a saved tensor (`Option<&Tensor>`); `k` is not one",
+        ]
+    );
+}
+
+#[test]
+fn original_values_are_for_dirty_inputs() {
+    let dirty: DiffArgs = parse_quote!(dirty(a));
+    let ok = backward_errors(
+        dirty,
+        mul_fwd(),
+        parse_quote!(fn b(
+            grad: &Tensor,
+            #[original] #[needed_for(b)] a: Option<&Tensor>,
+        ) -> (Option<Tensor>, Option<Tensor>)),
+    );
+    assert!(ok.is_empty(), "{ok:?}");
+    let errs = backward_errors(
+        DiffArgs::default(),
+        mul_fwd(),
+        parse_quote!(fn b(grad: &Tensor, #[original] a: &Tensor) -> (Tensor, Tensor)),
+    );
+    assert_eq!(
+        errs,
+        ["`#[original]` gives the value a `dirty` input had before `mul` modified it; `a` is not listed in `dirty(..)`"]
+    );
+}
+
+#[test]
+fn metadata_and_slices() {
+    let cat: Signature =
+        parse_quote!(fn cat(x: &Tensor, xs: &[Tensor], dim: usize) -> Result<Tensor>);
+    let ok = backward_errors(
+        DiffArgs::default(),
+        cat.clone(),
+        parse_quote!(fn b(
+            grad: &Tensor,
+            x: &InputMetadata,
+            xs: &[InputMetadata],
+        ) -> Result<(Tensor, Vec<Option<Tensor>>)>),
+    );
+    assert!(ok.is_empty(), "{ok:?}");
+    let ok = backward_errors(
+        DiffArgs::default(),
+        cat.clone(),
+        parse_quote!(fn b(grad: &Tensor, xs: &[Tensor]) -> (Option<Tensor>, Vec<Tensor>)),
+    );
+    assert!(ok.is_empty(), "{ok:?}");
+    let errs = backward_errors(
+        DiffArgs::default(),
+        cat,
+        parse_quote!(fn b(
+            grad: &Tensor,
+            xs: &Tensor,
+            result: &InputMetadata,
+        ) -> (Vec<Tensor>, Tensor)),
+    );
+    assert_eq!(
+        errs,
+        [
+            "type of `xs` must match `cat`: expected `&[Tensor]` (saves the tensors) or `&[InputMetadata]` (saves their shapes, dtypes and devices), found `&Tensor`",
+            "type of `result` must match `cat`: expected `&Tensor`, found `&InputMetadata`",
+            "the gradient for `x` must be `Tensor` or `Option<Tensor>`, found `Vec<Tensor>`",
+            "the gradient for `xs` must be `Vec<Tensor>` or `Vec<Option<Tensor>>` (one gradient per tensor of the slice), found `Tensor`",
+        ]
+    );
+}
+
+#[test]
+fn vec_outputs_take_a_slice_of_gradients() {
+    let split: Signature = parse_quote!(fn split(x: &Tensor, n: usize) -> Result<Vec<Tensor>>);
+    let ok = backward_errors(
+        DiffArgs::default(),
+        split.clone(),
+        parse_quote!(fn b(grad: &[Tensor], result: &[Tensor], n: usize) -> Tensor),
+    );
+    assert!(ok.is_empty(), "{ok:?}");
+    let no_materialize: DiffArgs = parse_quote!(materialize_grads = false);
+    let ok = backward_errors(
+        no_materialize,
+        split.clone(),
+        parse_quote!(fn b(grad: &[Option<Tensor>]) -> Tensor),
+    );
+    assert!(ok.is_empty(), "{ok:?}");
+    let errs = backward_errors(
+        DiffArgs::default(),
+        split.clone(),
+        parse_quote!(fn b(grad: &Tensor, result: &Tensor) -> Tensor),
+    );
+    assert_eq!(
+        errs,
+        [
+            "incoming gradient `grad` of a `Vec<Tensor>` forward must be `&[Tensor]`, found `&Tensor`",
+            "type of `result` must match `split`: expected `&[Tensor]` (the outputs of a `Vec<Tensor>` forward), found `&Tensor`",
+        ]
+    );
+    let errs = backward_errors(
+        DiffArgs::default(),
+        split.clone(),
+        parse_quote!(fn b(grad_0: &[Tensor], grad_1: &[Tensor]) -> Tensor),
+    );
+    assert_eq!(
+        errs,
+        ["`#[backward(split)]` expects 1 incoming gradient parameter, `grad: &[Tensor]` (one gradient per tensor of the forward's `Vec<Tensor>`), found 2"]
+    );
+    let errs = forward_errors(parse_quote!(dirty(x), non_differentiable(result)), split);
+    assert_eq!(
+        errs,
+        [
+            "`dirty(..)` is not supported with a `Vec<Tensor>` output; return a tuple of tensors",
+            "`non_differentiable(..)` is not supported with a `Vec<Tensor>` output; return a tuple of tensors",
+        ]
+    );
+}
+
+#[test]
+fn attributes_through_deref() {
+    let vec: Type = parse_quote!(Vec<usize>);
+    assert_eq!(attr_access(&vec, &parse_quote!(&[usize])), Some(true));
+    assert_eq!(attr_access(&vec, &parse_quote!(&Vec<usize>)), Some(true));
+    assert_eq!(attr_access(&vec, &parse_quote!(&[u32])), None);
+    let string: Type = parse_quote!(String);
+    assert_eq!(attr_access(&string, &parse_quote!(&str)), Some(true));
+    assert_eq!(attr_access(&parse_quote!(f64), &parse_quote!(&str)), None);
+}

@@ -14,7 +14,6 @@ mod saved_hooks;
 
 pub(crate) use accumulate_grad::AccumulateGrad;
 pub use edge::Edge;
-pub(crate) use function::{collect_next_edges, record};
 pub use function::{Backward, FunctionNode};
 pub(crate) use graph_root::GraphRoot;
 pub use hooks::HookHandle;

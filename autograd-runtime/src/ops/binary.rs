@@ -1,24 +1,11 @@
 //! Element-wise binary ops with PyTorch broadcasting (`add sub mul div`), and their scalar forms.
 //! Gradients are reduced back to each input's shape by the engine's `validate_outputs` (B07).
 
-use smallvec::smallvec;
+use autograd_macros::{backward, differentiable};
 
 use crate::backend::cpu::{self, BinaryOp};
-use crate::graph::{collect_next_edges, record, Backward, GradVec, NodeMeta, SavedTensor};
 use crate::tensor::data::{with_view, with_views2, ElementMap};
 use crate::{Element, Result, Tensor};
-
-fn grad0(grads: &GradVec) -> &Tensor {
-    grads[0]
-        .as_ref()
-        .expect("invariant: incoming gradients are materialised")
-}
-
-fn saved(s: &Option<SavedTensor>) -> Result<Tensor> {
-    s.as_ref()
-        .expect("invariant: saved when the other input requires grad")
-        .get()
-}
 
 /// `x (op) s` or `s (op) x` for one element.
 #[derive(Clone, Copy)]
@@ -43,147 +30,118 @@ impl ElementMap for ScalarOp {
     }
 }
 
-struct AddBackward {
-    alpha: f64,
+// ----- the ops, declared as PyTorch's derivatives.yaml entries ---------------------------------
+
+#[differentiable(builtin, crate = "crate")]
+fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary_kernel(BinaryOp::Add, "add", b)
 }
 
-impl Backward for AddBackward {
-    const NAME: &'static str = "AddBackward0";
-    fn backward(&self, meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        let g = grad0(&grads);
-        let gb = if meta.needs_input_grad(1) {
-            Some(if self.alpha == 1.0 {
-                g.clone()
-            } else {
-                g.mul_scalar(self.alpha)?
-            })
-        } else {
-            None
-        };
-        Ok(smallvec![Some(g.clone()), gb])
-    }
+#[backward(add)]
+fn add_backward(grad: &Tensor, needs_input_grad: [bool; 2]) -> (Tensor, Option<Tensor>) {
+    (grad.clone(), needs_input_grad[1].then(|| grad.clone()))
 }
 
-struct SubBackward;
-
-impl Backward for SubBackward {
-    const NAME: &'static str = "SubBackward0";
-    fn backward(&self, meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        let g = grad0(&grads);
-        let gb = if meta.needs_input_grad(1) {
-            Some(g.neg()?)
-        } else {
-            None
-        };
-        Ok(smallvec![Some(g.clone()), gb])
-    }
+#[differentiable(builtin, crate = "crate")]
+fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary_kernel(BinaryOp::Sub, "sub", b)
 }
 
-struct MulBackward {
-    lhs: Option<SavedTensor>,
-    rhs: Option<SavedTensor>,
+#[backward(sub)]
+fn sub_backward(grad: &Tensor, needs_input_grad: [bool; 2]) -> Result<(Tensor, Option<Tensor>)> {
+    let gb = if needs_input_grad[1] {
+        Some(grad.neg()?)
+    } else {
+        None
+    };
+    Ok((grad.clone(), gb))
 }
 
-impl Backward for MulBackward {
-    const NAME: &'static str = "MulBackward0";
-    fn backward(&self, meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        let g = grad0(&grads);
-        let ga = if meta.needs_input_grad(0) {
-            Some(g.mul(&saved(&self.rhs)?)?)
-        } else {
-            None
-        };
-        let gb = if meta.needs_input_grad(1) {
-            Some(g.mul(&saved(&self.lhs)?)?)
-        } else {
-            None
-        };
-        Ok(smallvec![ga, gb])
-    }
-    fn release(&self) {
-        self.lhs
-            .iter()
-            .chain(&self.rhs)
-            .for_each(SavedTensor::release);
-    }
+/// Each operand is saved only if the other one needs its gradient (B14: with only `a` requiring
+/// grad, `a` is not saved and may be modified in place before backward).
+#[differentiable(builtin, crate = "crate")]
+fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary_kernel(BinaryOp::Mul, "mul", b)
 }
 
-struct DivBackward {
-    lhs: Option<SavedTensor>,
-    rhs: SavedTensor,
+#[backward(mul)]
+fn mul_backward(
+    grad: &Tensor,
+    #[needed_for(b)] a: Option<&Tensor>,
+    #[needed_for(a)] b: Option<&Tensor>,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    Ok((
+        b.map(|b| grad.mul(b)).transpose()?,
+        a.map(|a| grad.mul(a)).transpose()?,
+    ))
 }
 
-impl Backward for DivBackward {
-    const NAME: &'static str = "DivBackward0";
-    fn backward(&self, meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        let g = grad0(&grads);
-        let b = self.rhs.get()?;
-        let ga = if meta.needs_input_grad(0) {
-            Some(g.div(&b)?)
-        } else {
-            None
-        };
-        let gb = if meta.needs_input_grad(1) {
-            // d(a/b)/db = -a / b²
-            let a = saved(&self.lhs)?;
-            Some(g.mul(&a)?.div(&b.mul(&b)?)?.neg()?)
-        } else {
-            None
-        };
-        Ok(smallvec![ga, gb])
-    }
-    fn release(&self) {
-        self.lhs.iter().for_each(SavedTensor::release);
-        self.rhs.release();
-    }
+#[differentiable(builtin, crate = "crate")]
+fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary_kernel(BinaryOp::Div, "div", b)
 }
 
-struct MulScalarBackward {
-    scalar: f64,
+#[backward(div)]
+fn div_backward(
+    grad: &Tensor,
+    needs_input_grad: [bool; 2],
+    #[needed_for(b)] a: Option<&Tensor>,
+    b: &Tensor,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let ga = if needs_input_grad[0] {
+        Some(grad.div(b)?)
+    } else {
+        None
+    };
+    // d(a/b)/db = -a / b²
+    let gb = match a {
+        Some(a) => Some(grad.mul(a)?.div(&b.mul(b)?)?.neg()?),
+        None => None,
+    };
+    Ok((ga, gb))
 }
 
-impl Backward for MulScalarBackward {
-    const NAME: &'static str = "MulBackward0";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        Ok(smallvec![Some(grad0(&grads).mul_scalar(self.scalar)?)])
-    }
+#[differentiable(builtin, crate = "crate", name = "MulBackward0")]
+fn mul_scalar(x: &Tensor, s: f64) -> Tensor {
+    x.scalar_kernel(BinaryOp::Mul, s, false)
 }
 
-struct AddScalarBackward;
-
-impl Backward for AddScalarBackward {
-    const NAME: &'static str = "AddBackward0";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        Ok(smallvec![Some(grad0(&grads).clone())])
-    }
+#[backward(mul_scalar)]
+fn mul_scalar_backward(grad: &Tensor, s: f64) -> Result<Tensor> {
+    grad.mul_scalar(s)
 }
 
-struct RsubScalarBackward;
-
-impl Backward for RsubScalarBackward {
-    const NAME: &'static str = "RsubBackward1";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        Ok(smallvec![Some(grad0(&grads).neg()?)])
-    }
+#[differentiable(builtin, crate = "crate", name = "AddBackward0")]
+fn add_scalar(x: &Tensor, s: f64) -> Tensor {
+    x.scalar_kernel(BinaryOp::Add, s, false)
 }
 
-struct RdivScalarBackward {
-    scalar: f64,
-    rhs: SavedTensor,
+#[backward(add_scalar)]
+fn add_scalar_backward(grad: &Tensor) -> Tensor {
+    grad.clone()
 }
 
-impl Backward for RdivScalarBackward {
-    const NAME: &'static str = "DivBackward0";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        // d(s/b)/db = -s / b²
-        let b = self.rhs.get()?;
-        Ok(smallvec![Some(
-            grad0(&grads).mul_scalar(-self.scalar)?.div(&b.mul(&b)?)?
-        )])
-    }
-    fn release(&self) {
-        self.rhs.release();
-    }
+/// `s - x`.
+#[differentiable(builtin, crate = "crate", name = "RsubBackward1")]
+fn rsub_scalar(x: &Tensor, s: f64) -> Tensor {
+    x.scalar_kernel(BinaryOp::Sub, s, true)
+}
+
+#[backward(rsub_scalar)]
+fn rsub_scalar_backward(grad: &Tensor) -> Result<Tensor> {
+    grad.neg()
+}
+
+/// `s / x`.
+#[differentiable(builtin, crate = "crate", name = "DivBackward0")]
+fn rdiv_scalar(x: &Tensor, s: f64) -> Tensor {
+    x.scalar_kernel(BinaryOp::Div, s, true)
+}
+
+#[backward(rdiv_scalar)]
+fn rdiv_scalar_backward(grad: &Tensor, x: &Tensor, s: f64) -> Result<Tensor> {
+    // d(s/x)/dx = -s / x²
+    grad.mul_scalar(-s)?.div(&x.mul(x)?)
 }
 
 impl Tensor {
@@ -236,11 +194,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn add(&self, other: &Tensor) -> Result<Tensor> {
-        let out = self.binary_kernel(BinaryOp::Add, "add", other)?;
-        if let Some(edges) = collect_next_edges(&[self, other]) {
-            record(edges, &[&out], |_| AddBackward { alpha: 1.0 });
-        }
-        Ok(out)
+        add(self, other)
     }
 
     /// Element-wise `self - other`, broadcasting.
@@ -258,11 +212,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn sub(&self, other: &Tensor) -> Result<Tensor> {
-        let out = self.binary_kernel(BinaryOp::Sub, "sub", other)?;
-        if let Some(edges) = collect_next_edges(&[self, other]) {
-            record(edges, &[&out], |_| SubBackward);
-        }
-        Ok(out)
+        sub(self, other)
     }
 
     /// Element-wise `self * other`, broadcasting.
@@ -281,15 +231,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn mul(&self, other: &Tensor) -> Result<Tensor> {
-        let out = self.binary_kernel(BinaryOp::Mul, "mul", other)?;
-        if let Some(edges) = collect_next_edges(&[self, other]) {
-            let (save_lhs, save_rhs) = (edges[1].is_some(), edges[0].is_some());
-            record(edges, &[&out], |_| MulBackward {
-                lhs: save_lhs.then(|| SavedTensor::input(self)),
-                rhs: save_rhs.then(|| SavedTensor::input(other)),
-            });
-        }
-        Ok(out)
+        mul(self, other)
     }
 
     /// Element-wise `self / other`, broadcasting.
@@ -307,15 +249,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn div(&self, other: &Tensor) -> Result<Tensor> {
-        let out = self.binary_kernel(BinaryOp::Div, "div", other)?;
-        if let Some(edges) = collect_next_edges(&[self, other]) {
-            let save_lhs = edges[1].is_some();
-            record(edges, &[&out], |_| DivBackward {
-                lhs: save_lhs.then(|| SavedTensor::input(self)),
-                rhs: SavedTensor::input(other),
-            });
-        }
-        Ok(out)
+        div(self, other)
     }
 
     /// `self * s` for a scalar `s`.
@@ -332,11 +266,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn mul_scalar(&self, s: f64) -> Result<Tensor> {
-        let out = self.scalar_kernel(BinaryOp::Mul, s, false);
-        if let Some(edges) = collect_next_edges(&[self]) {
-            record(edges, &[&out], |_| MulScalarBackward { scalar: s });
-        }
-        Ok(out)
+        Ok(mul_scalar(self, s))
     }
 
     /// `self + s` for a scalar `s`.
@@ -353,11 +283,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn add_scalar(&self, s: f64) -> Result<Tensor> {
-        let out = self.scalar_kernel(BinaryOp::Add, s, false);
-        if let Some(edges) = collect_next_edges(&[self]) {
-            record(edges, &[&out], |_| AddScalarBackward);
-        }
-        Ok(out)
+        Ok(add_scalar(self, s))
     }
 
     /// `self - s` for a scalar `s`.
@@ -408,11 +334,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn rsub_scalar(&self, s: f64) -> Result<Tensor> {
-        let out = self.scalar_kernel(BinaryOp::Sub, s, true);
-        if let Some(edges) = collect_next_edges(&[self]) {
-            record(edges, &[&out], |_| RsubScalarBackward);
-        }
-        Ok(out)
+        Ok(rsub_scalar(self, s))
     }
 
     /// `s / self` for a scalar `s`.
@@ -429,13 +351,6 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn rdiv_scalar(&self, s: f64) -> Result<Tensor> {
-        let out = self.scalar_kernel(BinaryOp::Div, s, true);
-        if let Some(edges) = collect_next_edges(&[self]) {
-            record(edges, &[&out], |_| RdivScalarBackward {
-                scalar: s,
-                rhs: SavedTensor::input(self),
-            });
-        }
-        Ok(out)
+        Ok(rdiv_scalar(self, s))
     }
 }

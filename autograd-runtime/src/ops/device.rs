@@ -1,22 +1,24 @@
 //! Moving tensors between devices: `to(device)` copies the data (host memory for `Cpu` and
 //! `Virtual(i)`) and records a node that moves the gradient back.
 
-use smallvec::smallvec;
+use autograd_macros::{backward, differentiable};
 
-use crate::graph::{collect_next_edges, record, Backward, GradVec, NodeMeta};
+use crate::graph::InputMetadata;
 use crate::tensor::data::with_view;
 use crate::{Device, Error, Result, Tensor};
 
-struct ToDeviceBackward {
-    source: Device,
+/// A copy on another device, PyTorch's `ToCopyBackward0`: the gradient moves back.
+#[differentiable(builtin, crate = "crate", name = "ToCopyBackward0")]
+fn to_device(x: &Tensor, device: Device) -> Tensor {
+    with_view!(x, |a| Tensor::from_ndarray_on(
+        a.as_standard_layout().into_owned(),
+        device
+    ))
 }
 
-impl Backward for ToDeviceBackward {
-    const NAME: &'static str = "ToCopyBackward0";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        let g = grads[0].as_ref().expect("invariant: materialised");
-        Ok(smallvec![Some(g.to(self.source)?)])
-    }
+#[backward(to_device)]
+fn to_device_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
+    grad.to(x.device())
 }
 
 impl Tensor {
@@ -51,14 +53,6 @@ impl Tensor {
                 reason: "this build has no CUDA support".to_string(),
             });
         }
-        let out = with_view!(self, |a| Tensor::from_ndarray_on(
-            a.as_standard_layout().into_owned(),
-            device
-        ));
-        if let Some(edges) = collect_next_edges(&[self]) {
-            let source = self.device();
-            record(edges, &[&out], |_| ToDeviceBackward { source });
-        }
-        Ok(out)
+        Ok(to_device(self, device))
     }
 }

@@ -1,50 +1,14 @@
 //! Indexing ops: `index_select` and `max_dim` (values and indices), and the scatter/gather pairs
 //! that are their gradients (each differentiable, so double backward works).
 
+use autograd_macros::{backward, differentiable};
 use ndarray::ArrayD;
-use smallvec::smallvec;
 
 use crate::backend::{cpu, gather};
-use crate::graph::{collect_next_edges, record, Backward, GradVec, NodeMeta};
+use crate::graph::InputMetadata;
 use crate::tensor::data::with_view;
-use crate::tensor::layout::{wrap_dim, Dims};
+use crate::tensor::layout::{wrap_dim, Dims, Layout};
 use crate::{Error, Result, Tensor};
-
-fn g0(grads: &GradVec) -> &Tensor {
-    grads[0].as_ref().expect("invariant: materialised")
-}
-
-struct IndexSelectBackward {
-    shape: Dims,
-    dim: usize,
-    index: Vec<usize>,
-}
-
-impl Backward for IndexSelectBackward {
-    const NAME: &'static str = "IndexSelectBackward0";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        Ok(smallvec![Some(g0(&grads).index_add_into(
-            &self.shape,
-            self.dim,
-            &self.index
-        )?)])
-    }
-}
-
-/// Gradient of `index_add_into`: select the same rows again.
-struct IndexAddBackward {
-    dim: usize,
-    index: Vec<usize>,
-}
-
-impl Backward for IndexAddBackward {
-    const NAME: &'static str = "IndexAddBackward0";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        Ok(smallvec![Some(
-            g0(&grads).index_select(self.dim, &self.index)?
-        )])
-    }
-}
 
 /// Positions of the maxima along `dim`, in keepdim layout.
 #[derive(Clone)]
@@ -54,38 +18,91 @@ struct Argmax {
     indices: std::sync::Arc<ArrayD<usize>>,
 }
 
-struct MaxBackward {
-    shape: Dims,
-    argmax: Argmax,
+// ----- the ops ----------------------------------------------------------------------------------
+
+/// `dim` is wrapped and `index` checked.
+#[differentiable(builtin, crate = "crate")]
+fn index_select(x: &Tensor, dim: usize, index: Vec<usize>) -> Tensor {
+    let device = x.device();
+    with_view!(x, |a| Tensor::from_ndarray_on(
+        cpu::index_select(a, dim, &index),
+        device
+    ))
 }
 
-impl Backward for MaxBackward {
-    const NAME: &'static str = "MaxBackward0";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        let g = g0(&grads).reshape(&self.argmax.keepdim_shape)?;
-        Ok(smallvec![Some(
-            g.scatter_argmax(&self.shape, &self.argmax)?
-        )])
+#[backward(index_select)]
+fn index_select_backward(
+    grad: &Tensor,
+    x: &InputMetadata,
+    dim: usize,
+    index: &[usize],
+) -> Result<Tensor> {
+    grad.index_add_into(x.shape(), dim, index)
+}
+
+/// Zeros of `shape` with `g`'s slices added at `index` along `dim`: the gradient of
+/// `index_select`, whose own gradient selects the same slices again.
+#[differentiable(builtin, crate = "crate")]
+fn index_add(g: &Tensor, shape: &[usize], dim: usize, index: Vec<usize>) -> Tensor {
+    let device = g.device();
+    with_view!(g, |g| Tensor::from_ndarray_on(
+        cpu::index_add(shape, dim, &index, g),
+        device
+    ))
+}
+
+#[backward(index_add)]
+fn index_add_backward(grad: &Tensor, dim: usize, index: &[usize]) -> Result<Tensor> {
+    grad.index_select(dim, index)
+}
+
+/// The values of `x` at `argmax` (computed by the max kernel, not differentiable): the
+/// differentiable half of `max_dim`. PyTorch's `MaxBackward0` keeps the indices the same way.
+#[differentiable(builtin, crate = "crate", name = "MaxBackward0")]
+fn max_values(x: &Tensor, argmax: Argmax, keepdim: bool) -> Tensor {
+    if x.ndim() == 0 {
+        return x.contiguous_data_owned();
     }
-}
-
-/// Gradient of `scatter_argmax`: gather at the same positions.
-struct ScatterArgmaxBackward {
-    argmax: Argmax,
-}
-
-impl Backward for ScatterArgmaxBackward {
-    const NAME: &'static str = "MaxBackwardBackward0";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        let g = g0(&grads);
-        let device = g.device();
-        let a = &self.argmax;
-        let out = with_view!(g, |v| Tensor::from_ndarray_on(
-            gather::gather_dim(v, a.dim, a.indices.view()),
-            device
-        ));
-        Ok(smallvec![Some(out)])
+    let device = x.device();
+    let values = with_view!(x, |a| Tensor::from_ndarray_on(
+        gather::gather_dim(a, argmax.dim, argmax.indices.view()),
+        device
+    ));
+    if keepdim {
+        return values;
     }
+    let mut shape = argmax.keepdim_shape.clone();
+    if !shape.is_empty() {
+        shape.remove(argmax.dim);
+    }
+    Tensor::from_parts(values.0.storage.clone(), Layout::contiguous(&shape), None)
+}
+
+#[backward(max_values)]
+fn max_values_backward(grad: &Tensor, x: &InputMetadata, argmax: &Argmax) -> Result<Tensor> {
+    grad.reshape(&argmax.keepdim_shape)?
+        .scatter_argmax(x.shape(), argmax)
+}
+
+/// Zeros of `shape` with `g` (keepdim-shaped) written at the argmax positions: the gradient of
+/// `max_dim`, whose own gradient gathers at the same positions.
+#[differentiable(builtin, crate = "crate", name = "MaxBackwardBackward0")]
+fn scatter_argmax(g: &Tensor, shape: &[usize], argmax: Argmax) -> Tensor {
+    let device = g.device();
+    with_view!(g, |g| Tensor::from_ndarray_on(
+        cpu::scatter_max_grad(shape, argmax.dim, argmax.indices.view(), g),
+        device
+    ))
+}
+
+#[backward(scatter_argmax)]
+fn scatter_argmax_backward(grad: &Tensor, argmax: &Argmax) -> Tensor {
+    // A kernel, not an op: this gradient is not differentiated again.
+    let device = grad.device();
+    with_view!(grad, |v| Tensor::from_ndarray_on(
+        gather::gather_dim(v, argmax.dim, argmax.indices.view()),
+        device
+    ))
 }
 
 impl Tensor {
@@ -112,35 +129,12 @@ impl Tensor {
                 format!("index {bad} is out of bounds for dimension {dim} with size {size}"),
             ));
         }
-        let device = self.device();
-        let out = with_view!(self, |a| Tensor::from_ndarray_on(
-            cpu::index_select(a, dim, index),
-            device
-        ));
-        if let Some(edges) = collect_next_edges(&[self]) {
-            record(edges, &[&out], |_| IndexSelectBackward {
-                shape: self.shape_dims(),
-                dim,
-                index: index.to_vec(),
-            });
-        }
-        Ok(out)
+        Ok(index_select(self, dim, index.to_vec()))
     }
 
     /// Zeros of `shape` with this tensor's slices added at `index` along `dim`.
     fn index_add_into(&self, shape: &[usize], dim: usize, index: &[usize]) -> Result<Tensor> {
-        let device = self.device();
-        let out = with_view!(self, |g| Tensor::from_ndarray_on(
-            cpu::index_add(shape, dim, index, g),
-            device
-        ));
-        if let Some(edges) = collect_next_edges(&[self]) {
-            record(edges, &[&out], |_| IndexAddBackward {
-                dim,
-                index: index.to_vec(),
-            });
-        }
-        Ok(out)
+        Ok(index_add(self, shape, dim, index.to_vec()))
     }
 
     /// The maximum over `dim` and, for each, the index of its first occurrence (flattened in the
@@ -169,48 +163,18 @@ impl Tensor {
                 format!("cannot take the max over dimension {dim} of size 0"),
             ));
         }
-        let device = self.device();
-        let (out, indices) = with_view!(self, |a| {
-            let (v, i) = cpu::max_dim(a, dim, true);
-            (Tensor::from_ndarray_on(v, device), i)
-        });
-        let keepdim_shape: Dims = out.shape_dims();
-        let out = if keepdim {
-            out
-        } else {
-            let mut s = keepdim_shape.clone();
-            if !s.is_empty() {
-                s.remove(dim);
-            }
-            let _g = crate::no_grad();
-            out.reshape(&s)?.contiguous_data_owned()
-        };
+        let indices = with_view!(self, |a| cpu::max_dim(a, dim, true).1);
         let flat: Vec<usize> = indices.iter().copied().collect();
-        if let Some(edges) = collect_next_edges(&[self]) {
-            let argmax = Argmax {
-                dim,
-                keepdim_shape,
-                indices: std::sync::Arc::new(indices),
-            };
-            record(edges, &[&out], |_| MaxBackward {
-                shape: self.shape_dims(),
-                argmax,
-            });
-        }
-        Ok((out, flat))
+        let argmax = Argmax {
+            dim,
+            keepdim_shape: indices.shape().into(),
+            indices: std::sync::Arc::new(indices),
+        };
+        Ok((max_values(self, argmax, keepdim), flat))
     }
 
     /// Zeros of `shape` with this (keepdim-shaped) tensor written at the argmax positions.
     fn scatter_argmax(&self, shape: &[usize], argmax: &Argmax) -> Result<Tensor> {
-        let device = self.device();
-        let out = with_view!(self, |g| Tensor::from_ndarray_on(
-            cpu::scatter_max_grad(shape, argmax.dim, argmax.indices.view(), g),
-            device
-        ));
-        if let Some(edges) = collect_next_edges(&[self]) {
-            let argmax = argmax.clone();
-            record(edges, &[&out], |_| ScatterArgmaxBackward { argmax });
-        }
-        Ok(out)
+        Ok(scatter_argmax(self, shape, argmax.clone()))
     }
 }

@@ -2,104 +2,131 @@
 //! `no_grad`), refuse leaves and views that are part of a graph (B35), and rebase the tensor's
 //! history onto a new node when recording.
 
-use smallvec::smallvec;
+use autograd_macros::{backward, differentiable};
 
 use crate::backend::cpu::{self, BinaryOp};
-use crate::graph::{collect_next_edges, record, Backward, GradVec, NodeMeta, SavedTensor};
 use crate::tensor::data::with_view_mut;
 use crate::{is_grad_enabled, Element, Error, Result, Tensor};
 
-struct InplaceBinaryBackward {
-    op: BinaryOp,
-    /// For mul_/div_: the other operand.
-    other: Option<SavedTensor>,
-    /// For mul_/div_ when `other` requires grad: `self` before the op.
-    original: Option<SavedTensor>,
+// ----- the ops --------------------------------------------------------------------------------
+// Each modifies `x` in place and returns it (`dirty(x)`): the node becomes `x`'s new grad_fn (its
+// history is rebased) and is named after the out-of-place op, as in PyTorch. The generated code
+// runs `check_inplace` first, whenever grad mode is on; the kernel bumps the version (also under
+// `no_grad`). The methods check dtype and device before that, as the hand-written ops did.
+
+#[differentiable(builtin, crate = "crate", dirty(x), name = "AddBackward0")]
+fn add_(x: &Tensor, other: &Tensor) -> Result<Tensor> {
+    x.inplace_kernel(BinaryOp::Add, other)?;
+    Ok(x.clone())
 }
 
-impl Backward for InplaceBinaryBackward {
-    const NAME: &'static str = "InplaceBackward0";
-    fn backward(&self, meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        let g = grads[0].as_ref().expect("invariant: materialised");
-        let saved =
-            |s: &Option<SavedTensor>| s.as_ref().expect("invariant: saved when needed").get();
-        let (ga, gb) = match self.op {
-            BinaryOp::Add => (Some(g.clone()), meta.needs_input_grad(1).then(|| g.clone())),
-            BinaryOp::Sub => (
-                Some(g.clone()),
-                if meta.needs_input_grad(1) {
-                    Some(g.neg()?)
-                } else {
-                    None
-                },
-            ),
-            BinaryOp::Mul => (
-                if meta.needs_input_grad(0) {
-                    Some(g.mul(&saved(&self.other)?)?)
-                } else {
-                    None
-                },
-                if meta.needs_input_grad(1) {
-                    Some(g.mul(&saved(&self.original)?)?)
-                } else {
-                    None
-                },
-            ),
-            BinaryOp::Div => {
-                let b = saved(&self.other)?;
-                let ga = if meta.needs_input_grad(0) {
-                    Some(g.div(&b)?)
-                } else {
-                    None
-                };
-                let gb = if meta.needs_input_grad(1) {
-                    Some(g.mul(&saved(&self.original)?)?.div(&b.mul(&b)?)?.neg()?)
-                } else {
-                    None
-                };
-                (ga, gb)
-            }
-            _ => unreachable!("invariant: only add/sub/mul/div are recorded in place"),
-        };
-        Ok(smallvec![ga, gb])
-    }
-    fn release(&self) {
-        self.other
-            .iter()
-            .chain(&self.original)
-            .for_each(SavedTensor::release);
-    }
-    fn name(&self) -> &'static str {
-        match self.op {
-            BinaryOp::Add => "AddBackward0",
-            BinaryOp::Sub => "SubBackward0",
-            BinaryOp::Mul => "MulBackward0",
-            _ => "DivBackward0",
-        }
-    }
+#[backward(add_)]
+fn add_inplace_backward(grad: &Tensor, needs_input_grad: [bool; 2]) -> (Tensor, Option<Tensor>) {
+    (grad.clone(), needs_input_grad[1].then(|| grad.clone()))
 }
 
-struct FillBackward {
-    zero: bool,
+#[differentiable(builtin, crate = "crate", dirty(x), name = "SubBackward0")]
+fn sub_(x: &Tensor, other: &Tensor) -> Result<Tensor> {
+    x.inplace_kernel(BinaryOp::Sub, other)?;
+    Ok(x.clone())
 }
 
-impl Backward for FillBackward {
-    const NAME: &'static str = "FillBackward0";
-    fn name(&self) -> &'static str {
-        if self.zero {
-            "ZeroBackward0"
-        } else {
-            Self::NAME
-        }
-    }
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        Ok(smallvec![Some(
-            grads[0]
-                .as_ref()
-                .expect("invariant: materialised")
-                .zeros_like()
-        )])
-    }
+#[backward(sub_)]
+fn sub_inplace_backward(
+    grad: &Tensor,
+    needs_input_grad: [bool; 2],
+) -> Result<(Tensor, Option<Tensor>)> {
+    let gb = if needs_input_grad[1] {
+        Some(grad.neg()?)
+    } else {
+        None
+    };
+    Ok((grad.clone(), gb))
+}
+
+/// `other` is saved if `x` needs its gradient; `x` before the op (a differentiable copy, so that
+/// a `create_graph` pass reaches its old history) if `other` does.
+#[differentiable(builtin, crate = "crate", dirty(x), name = "MulBackward0")]
+fn mul_(x: &Tensor, other: &Tensor) -> Result<Tensor> {
+    x.inplace_kernel(BinaryOp::Mul, other)?;
+    Ok(x.clone())
+}
+
+#[backward(mul_)]
+fn mul_inplace_backward(
+    grad: &Tensor,
+    #[needed_for(x)] other: Option<&Tensor>,
+    #[original]
+    #[needed_for(other)]
+    x: Option<&Tensor>,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    Ok((
+        other.map(|b| grad.mul(b)).transpose()?,
+        x.map(|a| grad.mul(a)).transpose()?,
+    ))
+}
+
+#[differentiable(builtin, crate = "crate", dirty(x), name = "DivBackward0")]
+fn div_(x: &Tensor, other: &Tensor) -> Result<Tensor> {
+    x.inplace_kernel(BinaryOp::Div, other)?;
+    Ok(x.clone())
+}
+
+#[backward(div_)]
+fn div_inplace_backward(
+    grad: &Tensor,
+    needs_input_grad: [bool; 2],
+    other: &Tensor,
+    #[original]
+    #[needed_for(other)]
+    x: Option<&Tensor>,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let ga = if needs_input_grad[0] {
+        Some(grad.div(other)?)
+    } else {
+        None
+    };
+    // d(a/b)/db = -a / b²
+    let gb = match x {
+        Some(a) => Some(grad.mul(a)?.div(&other.mul(other)?)?.neg()?),
+        None => None,
+    };
+    Ok((ga, gb))
+}
+
+#[differentiable(builtin, crate = "crate", dirty(x), name = "FillBackward0")]
+fn fill_(x: &Tensor, value: f64) -> Result<Tensor> {
+    x.fill_kernel(value);
+    Ok(x.clone())
+}
+
+#[backward(fill_)]
+fn fill_inplace_backward(grad: &Tensor) -> Tensor {
+    grad.zeros_like()
+}
+
+#[differentiable(builtin, crate = "crate", dirty(x), name = "ZeroBackward0")]
+fn zero_(x: &Tensor) -> Result<Tensor> {
+    x.fill_kernel(0.0);
+    Ok(x.clone())
+}
+
+#[backward(zero_)]
+fn zero_inplace_backward(grad: &Tensor) -> Tensor {
+    grad.zeros_like()
+}
+
+/// Refuses in-place ops PyTorch refuses, before anything is modified (PyTorch's
+/// `check_inplace`): see `Tensor::check_inplace`. Called by the code `#[differentiable(builtin,
+/// dirty(x))]` generates, whenever grad mode is on; `others_require_grad` says whether another
+/// input of the op requires grad.
+///
+/// # Errors
+///
+/// [`Error::LeafInPlace`], [`Error::ViewOfLeafInPlace`], [`Error::ViewInPlace`].
+#[doc(hidden)]
+pub fn check_inplace(t: &Tensor, others_require_grad: bool) -> Result<()> {
+    t.check_inplace(others_require_grad)
 }
 
 impl Tensor {
@@ -124,34 +151,21 @@ impl Tensor {
         Ok(())
     }
 
-    fn inplace_binary(&self, op: BinaryOp, name: &'static str, other: &Tensor) -> Result<&Tensor> {
-        self.check_same_dtype_device(name, other)?;
-        self.check_inplace(other.requires_grad())?;
-        let edges = collect_next_edges(&[self, other]);
-        let original = match (&edges, op) {
-            // `other`'s gradient needs `self` before the op: save a differentiable copy, so a
-            // create_graph pass can differentiate through it.
-            (Some(e), BinaryOp::Mul | BinaryOp::Div) if e[1].is_some() => {
-                Some(SavedTensor::input(&self.copy()?))
-            }
-            _ => None,
-        };
+    /// `self (op)= other` and a version bump: the kernel of the binary in-place ops.
+    fn inplace_kernel(&self, op: BinaryOp, other: &Tensor) -> Result<()> {
         // Reading `other` while write-locking `self` would deadlock when they share storage.
         let other_data = if self.shares_storage(other) {
             other.contiguous_data_owned()
         } else {
             other.clone()
         };
-        self.apply_inplace(op, &other_data)?;
-        if let Some(edges) = edges {
-            let save_other = matches!(op, BinaryOp::Mul | BinaryOp::Div) && edges[0].is_some();
-            record(edges, &[self], |_| InplaceBinaryBackward {
-                op,
-                other: save_other.then(|| SavedTensor::input(other)),
-                original,
-            });
-        }
-        Ok(self)
+        self.apply_inplace(op, &other_data)
+    }
+
+    /// Fills with `value` and bumps the version: the kernel of `fill_` and `zero_`.
+    fn fill_kernel(&self, value: f64) {
+        with_view_mut!(self, |a| cpu::fill(a, Element::from_f64(value)));
+        self.0.storage.bump_version();
     }
 
     /// Runs the kernel and bumps the version; no checks, no recording. Dtypes are equal.
@@ -208,7 +222,9 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn add_(&self, other: &Tensor) -> Result<&Tensor> {
-        self.inplace_binary(BinaryOp::Add, "add_", other)
+        self.check_same_dtype_device("add_", other)?;
+        add_(self, other)?;
+        Ok(self)
     }
 
     /// In-place `self -= other`. Returns `self`.
@@ -227,7 +243,9 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn sub_(&self, other: &Tensor) -> Result<&Tensor> {
-        self.inplace_binary(BinaryOp::Sub, "sub_", other)
+        self.check_same_dtype_device("sub_", other)?;
+        sub_(self, other)?;
+        Ok(self)
     }
 
     /// In-place `self *= other`. Returns `self`.
@@ -246,7 +264,9 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn mul_(&self, other: &Tensor) -> Result<&Tensor> {
-        self.inplace_binary(BinaryOp::Mul, "mul_", other)
+        self.check_same_dtype_device("mul_", other)?;
+        mul_(self, other)?;
+        Ok(self)
     }
 
     /// In-place `self /= other`. Returns `self`.
@@ -265,7 +285,9 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn div_(&self, other: &Tensor) -> Result<&Tensor> {
-        self.inplace_binary(BinaryOp::Div, "div_", other)
+        self.check_same_dtype_device("div_", other)?;
+        div_(self, other)?;
+        Ok(self)
     }
 
     /// Fills with `value` in place. Returns `self`.
@@ -284,13 +306,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn fill_(&self, value: f64) -> Result<&Tensor> {
-        self.check_inplace(false)?;
-        let edges = collect_next_edges(&[self]);
-        with_view_mut!(self, |a| cpu::fill(a, Element::from_f64(value)));
-        self.0.storage.bump_version();
-        if let Some(edges) = edges {
-            record(edges, &[self], |_| FillBackward { zero: value == 0.0 });
-        }
+        fill_(self, value)?;
         Ok(self)
     }
 
@@ -310,6 +326,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn zero_(&self) -> Result<&Tensor> {
-        self.fill_(0.0)
+        zero_(self)?;
+        Ok(self)
     }
 }

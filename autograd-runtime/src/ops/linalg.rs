@@ -1,38 +1,36 @@
 //! Matrix multiplication: 2-D and batched (leading dims broadcast).
 
-use smallvec::smallvec;
+use autograd_macros::{backward, differentiable};
 
 use crate::backend::cpu;
-use crate::graph::{collect_next_edges, record, Backward, GradVec, NodeMeta, SavedTensor};
 use crate::tensor::data::with_views2;
 use crate::{Error, Result, Tensor};
 
-struct MmBackward {
-    lhs: Option<SavedTensor>,
-    rhs: Option<SavedTensor>,
+/// `a @ b` (shapes checked). Each operand is saved only if the other needs its gradient.
+#[differentiable(builtin, crate = "crate", name = "MmBackward0")]
+fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let device = a.device();
+    with_views2!("matmul", a, b, |x, y| Ok::<_, Error>(
+        Tensor::from_ndarray_on(cpu::matmul(x, y)?, device)
+    ))
 }
 
-impl Backward for MmBackward {
-    const NAME: &'static str = "MmBackward0";
-    fn backward(&self, meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        let g = grads[0].as_ref().expect("invariant: materialised");
-        let t = |x: &Tensor| x.transpose(x.ndim() - 2, x.ndim() - 1);
-        let ga = match &self.rhs {
-            Some(b) if meta.needs_input_grad(0) => Some(g.matmul(&t(&b.get()?)?)?),
-            _ => None,
-        };
-        let gb = match &self.lhs {
-            Some(a) if meta.needs_input_grad(1) => Some(t(&a.get()?)?.matmul(g)?),
-            _ => None,
-        };
-        Ok(smallvec![ga, gb])
-    }
-    fn release(&self) {
-        self.lhs
-            .iter()
-            .chain(&self.rhs)
-            .for_each(SavedTensor::release);
-    }
+#[backward(matmul)]
+fn matmul_backward(
+    grad: &Tensor,
+    #[needed_for(b)] a: Option<&Tensor>,
+    #[needed_for(a)] b: Option<&Tensor>,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let t = |x: &Tensor| x.transpose(x.ndim() - 2, x.ndim() - 1);
+    let ga = match b {
+        Some(b) => Some(grad.matmul(&t(b)?)?),
+        None => None,
+    };
+    let gb = match a {
+        Some(a) => Some(t(a)?.matmul(grad)?),
+        None => None,
+    };
+    Ok((ga, gb))
 }
 
 impl Tensor {
@@ -84,17 +82,6 @@ impl Tensor {
                 format!("batch dimensions {ba:?} and {bb:?} do not broadcast"),
             ));
         }
-        let device = self.device();
-        let out = with_views2!("matmul", self, other, |x, y| Ok::<_, Error>(
-            Tensor::from_ndarray_on(cpu::matmul(x, y)?, device)
-        ))?;
-        if let Some(edges) = collect_next_edges(&[self, other]) {
-            let (save_lhs, save_rhs) = (edges[1].is_some(), edges[0].is_some());
-            record(edges, &[&out], |_| MmBackward {
-                lhs: save_lhs.then(|| SavedTensor::input(self)),
-                rhs: save_rhs.then(|| SavedTensor::input(other)),
-            });
-        }
-        Ok(out)
+        matmul(self, other)
     }
 }

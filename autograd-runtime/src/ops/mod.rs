@@ -1,6 +1,15 @@
-//! Differentiable primitive ops. Each op is a kernel call from `backend/` plus a small
-//! [`Backward`](crate::graph::Backward) holding what its gradient formula needs; the formulas are
-//! written with tensor ops, so with `create_graph` they are recorded and differentiable again.
+//! Differentiable primitive ops, declared the way PyTorch generates its `*Backward0` nodes from
+//! `derivatives.yaml`: each op is a `#[differentiable(builtin, crate = "crate")]` function whose
+//! body is a kernel call from `backend/`, and a `#[backward]` function, its gradient formula, which
+//! names what it needs (inputs, `result`, attributes, an input's `InputMetadata`, `needs_input_grad`)
+//! so that exactly that is saved. The formulas are written with tensor ops, so with
+//! `create_graph` they are recorded and differentiable again. The public `Tensor` methods
+//! validate their arguments and call the declared functions; only engine-internal nodes
+//! (`AccumulateGrad`, `GraphRoot`, in `graph/`) are written by hand.
+//!
+//! `builtin` gives the nodes PyTorch's built-in semantics: a node whose incoming gradients are
+//! all undefined returns undefined gradients without running, and in-place ops (`dirty`) are
+//! checked by [`check_inplace`] before their kernel runs.
 
 mod binary;
 mod device;
@@ -11,7 +20,11 @@ mod operators;
 mod reduce;
 mod shape;
 mod softmax;
+#[cfg(test)]
+mod tests;
 mod unary;
+
+pub use inplace::check_inplace;
 
 use crate::backend::cpu::BroadcastError;
 use crate::Error;

@@ -1,69 +1,82 @@
 //! Reductions: `sum`, `sum_dims`, `mean`, and `sum_to_shape` (the reduction of a broadcast
 //! gradient back to an input's shape).
 
+use autograd_macros::{backward, differentiable};
 use smallvec::smallvec;
 
-use crate::backend::cpu;
-use crate::graph::{collect_next_edges, record, Backward, GradVec, NodeMeta};
+use crate::backend::cpu::{self, BinaryOp};
+use crate::graph::InputMetadata;
 use crate::tensor::data::with_view;
 use crate::tensor::layout::{wrap_dim, Dims};
 use crate::{Element, Error, Result, Tensor};
 
-struct SumBackward {
-    shape: Dims,
-    /// Reduced dims re-inserted as size 1 before expanding (`sum_dims` without keepdim).
-    keepdim_shape: Option<Dims>,
-    scale: Option<f64>,
-    /// Recorded by `sum_dims` (named `SumBackward1`).
-    dims_form: bool,
+// ----- the ops ----------------------------------------------------------------------------------
+
+#[differentiable(builtin, crate = "crate")]
+fn sum(x: &Tensor) -> Tensor {
+    x.sum_all_kernel()
 }
 
-impl Backward for SumBackward {
-    const NAME: &'static str = "SumBackward0";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        let mut g = grads[0].clone().expect("invariant: materialised");
-        // Scale before expanding: the incoming gradient is small, the expanded view is not.
-        if let Some(s) = self.scale {
-            g = g.mul_scalar(s)?;
-        }
-        if let Some(shape) = &self.keepdim_shape {
-            g = g.reshape(shape)?;
-        }
-        Ok(smallvec![Some(g.expand(&self.shape)?)])
-    }
-    fn name(&self) -> &'static str {
-        // `sum(dims)` is PyTorch's SumBackward1.
-        if self.keepdim_shape.is_some() || self.dims_form {
-            "SumBackward1"
-        } else {
-            Self::NAME
-        }
-    }
+#[backward(sum)]
+fn sum_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
+    grad.expand(x.shape())
 }
 
-struct MeanBackward(SumBackward);
-
-impl Backward for MeanBackward {
-    const NAME: &'static str = "MeanBackward0";
-    fn backward(&self, meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        self.0.backward(meta, grads)
-    }
+#[differentiable(builtin, crate = "crate")]
+fn mean(x: &Tensor) -> Tensor {
+    let n = x.numel() as f64;
+    x.sum_all_kernel()
+        .scalar_kernel(BinaryOp::Mul, 1.0 / n, false)
 }
 
-struct SumToBackward {
-    shape: Dims,
+#[backward(mean)]
+fn mean_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
+    // Scale before expanding: the incoming gradient is small, the expanded view is not.
+    let n = x.shape().iter().product::<usize>() as f64;
+    grad.mul_scalar(1.0 / n)?.expand(x.shape())
 }
 
-impl Backward for SumToBackward {
-    const NAME: &'static str = "SumBackward1";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        Ok(smallvec![Some(
-            grads[0]
-                .as_ref()
-                .expect("invariant: materialised")
-                .expand(&self.shape)?
-        )])
+/// `sum(dims)`, PyTorch's `SumBackward1`; `axes` are validated and wrapped.
+#[differentiable(builtin, crate = "crate", name = "SumBackward1")]
+fn sum_dims(x: &Tensor, axes: Dims, keepdim: bool) -> Tensor {
+    let device = x.device();
+    with_view!(x, |a| Tensor::from_ndarray_on(
+        cpu::sum_axes(a, &axes, keepdim),
+        device
+    ))
+}
+
+#[backward(sum_dims)]
+fn sum_dims_backward(
+    grad: &Tensor,
+    x: &InputMetadata,
+    axes: &Dims,
+    keepdim: bool,
+) -> Result<Tensor> {
+    if keepdim {
+        return grad.expand(x.shape());
     }
+    // The reduced dims come back as size 1 before expanding.
+    let kept: Dims = (x.shape().iter().enumerate())
+        .map(|(i, &n)| if axes.contains(&i) { 1 } else { n })
+        .collect();
+    grad.reshape(&kept)?.expand(x.shape())
+}
+
+/// The reduction of a broadcast result back to `shape` (`SumBackward1` in PyTorch's graphs of
+/// `sum_to_size`).
+#[differentiable(builtin, crate = "crate", name = "SumBackward1")]
+fn sum_to(x: &Tensor, shape: &[usize]) -> Tensor {
+    let device = x.device();
+    with_view!(x, |a| Tensor::from_ndarray_on(
+        cpu::sum_to(a, shape),
+        device
+    ))
+}
+
+#[backward(sum_to)]
+fn sum_to_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
+    grad.expand(x.shape())
 }
 
 impl Tensor {
@@ -82,16 +95,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn sum(&self) -> Result<Tensor> {
-        let out = self.sum_all_kernel();
-        if let Some(edges) = collect_next_edges(&[self]) {
-            record(edges, &[&out], |_| SumBackward {
-                shape: self.shape_dims(),
-                keepdim_shape: None,
-                scale: None,
-                dims_form: false,
-            });
-        }
-        Ok(out)
+        Ok(sum(self))
     }
 
     fn sum_all_kernel(&self) -> Tensor {
@@ -117,22 +121,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn mean(&self) -> Result<Tensor> {
-        let n = self.numel() as f64;
-        let out = {
-            let _g = crate::no_grad();
-            self.sum_all_kernel().mul_scalar(1.0 / n)?
-        };
-        if let Some(edges) = collect_next_edges(&[self]) {
-            record(edges, &[&out], |_| {
-                MeanBackward(SumBackward {
-                    shape: self.shape_dims(),
-                    keepdim_shape: None,
-                    scale: Some(1.0 / n),
-                    dims_form: false,
-                })
-            });
-        }
-        Ok(out)
+        Ok(mean(self))
     }
 
     /// Sum over `dims`; the reduced dims are kept with size 1 if `keepdim`.
@@ -151,7 +140,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn sum_dims(&self, dims: &[usize], keepdim: bool) -> Result<Tensor> {
-        let mut axes = Vec::with_capacity(dims.len());
+        let mut axes = Dims::with_capacity(dims.len());
         for &d in dims {
             let d = wrap_dim(d as isize, self.ndim())?;
             if axes.contains(&d) {
@@ -165,27 +154,7 @@ impl Tensor {
         if self.ndim() == 0 {
             axes.clear();
         }
-        let device = self.device();
-        let out = with_view!(self, |a| Tensor::from_ndarray_on(
-            cpu::sum_axes(a, &axes, keepdim),
-            device
-        ));
-        if let Some(edges) = collect_next_edges(&[self]) {
-            let keepdim_shape = (!keepdim).then(|| {
-                self.shape()
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &n)| if axes.contains(&i) { 1 } else { n })
-                    .collect()
-            });
-            record(edges, &[&out], |_| SumBackward {
-                shape: self.shape_dims(),
-                keepdim_shape,
-                scale: None,
-                dims_form: true,
-            });
-        }
-        Ok(out)
+        Ok(sum_dims(self, axes, keepdim))
     }
 
     /// Sums a broadcast result back to `shape` (leading dims and dims where `shape` has 1),
@@ -217,16 +186,6 @@ impl Tensor {
                 ),
             ));
         }
-        let device = self.device();
-        let out = with_view!(self, |a| Tensor::from_ndarray_on(
-            cpu::sum_to(a, shape),
-            device
-        ));
-        if let Some(edges) = collect_next_edges(&[self]) {
-            record(edges, &[&out], |_| SumToBackward {
-                shape: self.shape_dims(),
-            });
-        }
-        Ok(out)
+        Ok(sum_to(self, shape))
     }
 }

@@ -1,153 +1,184 @@
 //! Shape and data-movement ops: views (`reshape` of contiguous data, `transpose`, `permute`,
 //! `expand`, `narrow`, `chunk`/`split`), and copies (`copy`, `cat`, `stack`, `to_dtype`).
 
+use autograd_macros::{backward, differentiable};
 use ndarray::{Axis, Slice};
-use smallvec::{smallvec, SmallVec};
+use smallvec::smallvec;
 
 use crate::backend::cpu;
-use crate::graph::{collect_next_edges, record, Backward, GradVec, NodeMeta};
+use crate::graph::InputMetadata;
 use crate::tensor::data::with_view;
 use crate::tensor::layout::{contiguous_strides, wrap_dim, Dims, Layout};
 use crate::{DType, Element, Error, Result, Tensor};
 
-fn g0(grads: &GradVec) -> &Tensor {
-    grads[0].as_ref().expect("invariant: materialised")
-}
+// ----- the ops: views first, then copies ---------------------------------------------------------
+// A view's forward returns a new handle aliasing its input's storage (`alias_with_layout`), so
+// the recorded output stays a view of the input.
 
-struct ViewBackward {
-    shape: Dims,
-}
-
-impl Backward for ViewBackward {
-    const NAME: &'static str = "ViewBackward0";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        Ok(smallvec![Some(g0(&grads).reshape(&self.shape)?)])
+/// `reshape`: a view of contiguous data, else a copy; PyTorch's `ViewBackward0` either way.
+#[differentiable(builtin, crate = "crate", name = "ViewBackward0")]
+fn reshape(x: &Tensor, shape: &[usize]) -> Tensor {
+    if x.is_contiguous() {
+        x.alias_with_layout(Layout {
+            shape: shape.into(),
+            strides: contiguous_strides(shape),
+            offset: x.layout().offset,
+        })
+    } else {
+        let c = x.contiguous_data();
+        Tensor::from_parts(c.0.storage.clone(), Layout::contiguous(shape), None)
     }
 }
 
-struct TransposeBackward {
-    d0: usize,
-    d1: usize,
+#[backward(reshape)]
+fn reshape_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
+    grad.reshape(x.shape())
 }
 
-impl Backward for TransposeBackward {
-    const NAME: &'static str = "TransposeBackward0";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        Ok(smallvec![Some(g0(&grads).transpose(self.d0, self.d1)?)])
+/// `d0`, `d1` are wrapped.
+#[differentiable(builtin, crate = "crate")]
+fn transpose(x: &Tensor, d0: usize, d1: usize) -> Tensor {
+    x.alias_with_layout(x.layout().transpose(d0, d1))
+}
+
+#[backward(transpose)]
+fn transpose_backward(grad: &Tensor, d0: usize, d1: usize) -> Result<Tensor> {
+    grad.transpose(d0, d1)
+}
+
+/// `dims` is a validated permutation.
+#[differentiable(builtin, crate = "crate")]
+fn permute(x: &Tensor, dims: Dims) -> Tensor {
+    x.alias_with_layout(x.layout().permute(&dims))
+}
+
+#[backward(permute)]
+fn permute_backward(grad: &Tensor, dims: &Dims) -> Result<Tensor> {
+    let mut inverse: Dims = smallvec![0; dims.len()];
+    for (i, &d) in dims.iter().enumerate() {
+        inverse[d] = i;
     }
+    grad.permute(&inverse)
 }
 
-struct PermuteBackward {
-    inverse: Dims,
+#[differentiable(builtin, crate = "crate")]
+fn expand(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    Ok(x.alias_with_layout(x.layout().expand(shape)?))
 }
 
-impl Backward for PermuteBackward {
-    const NAME: &'static str = "PermuteBackward0";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        Ok(smallvec![Some(g0(&grads).permute(&self.inverse)?)])
-    }
+#[backward(expand)]
+fn expand_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
+    grad.sum_to_shape(x.shape())
 }
 
-struct ExpandBackward {
-    shape: Dims,
+/// `narrow`, PyTorch's `SliceBackward0`.
+#[differentiable(builtin, crate = "crate", name = "SliceBackward0")]
+fn narrow(x: &Tensor, dim: usize, start: usize, len: usize) -> Result<Tensor> {
+    x.narrow_view(dim, start, len)
 }
 
-impl Backward for ExpandBackward {
-    const NAME: &'static str = "ExpandBackward0";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        Ok(smallvec![Some(g0(&grads).sum_to_shape(&self.shape)?)])
-    }
+#[backward(narrow)]
+fn narrow_backward(grad: &Tensor, x: &InputMetadata, dim: usize, start: usize) -> Result<Tensor> {
+    let dim = wrap_dim(dim as isize, x.shape().len())?;
+    grad.narrow_scatter(x.shape(), dim, start)
 }
 
-struct NarrowBackward {
-    shape: Dims,
+/// Zeros of `shape` with `g` written at `start..` along `dim`: the gradient of `narrow`, whose
+/// own gradient narrows again.
+#[differentiable(builtin, crate = "crate", name = "SliceBackwardBackward0")]
+fn narrow_scatter(g: &Tensor, shape: &[usize], dim: usize, start: usize) -> Tensor {
+    let len = g.shape()[dim];
+    let device = g.device();
+    with_view!(g, |g| {
+        let mut z = ndarray::ArrayD::zeros(ndarray::IxDyn(shape));
+        z.slice_axis_mut(Axis(dim), Slice::from(start..start + len))
+            .assign(&g);
+        Tensor::from_ndarray_on(z, device)
+    })
+}
+
+#[backward(narrow_scatter)]
+fn narrow_scatter_backward(
+    grad: &Tensor,
+    g: &InputMetadata,
     dim: usize,
     start: usize,
+) -> Result<Tensor> {
+    grad.narrow(dim, start, g.shape()[dim])
 }
 
-impl Backward for NarrowBackward {
-    const NAME: &'static str = "SliceBackward0";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        Ok(smallvec![Some(g0(&grads).narrow_scatter(
-            &self.shape,
-            self.dim,
-            self.start
-        )?)])
+/// Views of `sizes` along `dim` (wrapped; the sizes add up): one node with an output per part.
+#[differentiable(builtin, crate = "crate")]
+fn split(x: &Tensor, sizes: &[usize], dim: usize) -> Result<Vec<Tensor>> {
+    let mut parts = Vec::with_capacity(sizes.len());
+    let mut start = 0;
+    for &len in sizes {
+        parts.push(x.narrow_view(dim, start, len)?);
+        start += len;
+    }
+    Ok(parts)
+}
+
+#[backward(split)]
+fn split_backward(grad: &[Tensor], dim: usize) -> Result<Tensor> {
+    Tensor::cat(grad, dim)
+}
+
+/// `tensors` are checked (same dtype, device and shape except along the wrapped `dim`).
+#[differentiable(builtin, crate = "crate")]
+fn cat(tensors: &[Tensor], dim: usize) -> Result<Tensor> {
+    let device = tensors[0].device();
+    match tensors[0].dtype() {
+        DType::F32 => cat_typed::<f32>(tensors, dim, device),
+        DType::F64 => cat_typed::<f64>(tensors, dim, device),
     }
 }
 
-/// Backward of `narrow_scatter` (the gradient of `narrow`): narrow again.
-struct NarrowScatterBackward {
+#[backward(cat)]
+fn cat_backward(
+    grad: &Tensor,
+    needs_input_grad: &[bool],
+    tensors: &[InputMetadata],
     dim: usize,
-    start: usize,
-    len: usize,
-}
-
-impl Backward for NarrowScatterBackward {
-    const NAME: &'static str = "SliceBackwardBackward0";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        Ok(smallvec![Some(
-            g0(&grads).narrow(self.dim, self.start, self.len)?
-        )])
+) -> Result<Vec<Option<Tensor>>> {
+    let mut start = 0;
+    let mut grads = Vec::with_capacity(tensors.len());
+    for (t, &needed) in tensors.iter().zip(needs_input_grad) {
+        let len = t.shape()[dim];
+        grads.push(if needed {
+            Some(grad.narrow(dim, start, len)?)
+        } else {
+            None
+        });
+        start += len;
     }
+    Ok(grads)
 }
 
-struct SplitBackward {
-    dim: usize,
+/// PyTorch's `clone()`, `CloneBackward0`.
+#[differentiable(builtin, crate = "crate", name = "CloneBackward0")]
+fn copy(x: &Tensor) -> Tensor {
+    x.contiguous_data_owned()
 }
 
-impl Backward for SplitBackward {
-    const NAME: &'static str = "SplitBackward0";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        let parts: Vec<Tensor> = grads
-            .into_iter()
-            .map(|g| g.expect("invariant: materialised"))
-            .collect();
-        Ok(smallvec![Some(Tensor::cat(&parts, self.dim)?)])
-    }
+#[backward(copy)]
+fn copy_backward(grad: &Tensor) -> Tensor {
+    grad.clone()
 }
 
-struct CatBackward {
-    dim: usize,
-    sizes: Vec<usize>,
+/// `to(dtype)`, PyTorch's `ToCopyBackward0`.
+#[differentiable(builtin, crate = "crate", name = "ToCopyBackward0")]
+fn to_dtype(x: &Tensor, dtype: DType) -> Tensor {
+    let device = x.device();
+    with_view!(x, |a| match dtype {
+        DType::F32 => Tensor::from_ndarray_on(a.mapv(|v| f32::from_f64(v.to_f64())), device),
+        DType::F64 => Tensor::from_ndarray_on(a.mapv(|v| v.to_f64()), device),
+    })
 }
 
-impl Backward for CatBackward {
-    const NAME: &'static str = "CatBackward0";
-    fn backward(&self, meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        let g = g0(&grads);
-        let mut out = GradVec::with_capacity(self.sizes.len());
-        let mut start = 0;
-        for (i, &len) in self.sizes.iter().enumerate() {
-            out.push(if meta.needs_input_grad(i) {
-                Some(g.narrow(self.dim, start, len)?)
-            } else {
-                None
-            });
-            start += len;
-        }
-        Ok(out)
-    }
-}
-
-struct CloneBackward;
-
-impl Backward for CloneBackward {
-    const NAME: &'static str = "CloneBackward0";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        Ok(smallvec![Some(g0(&grads).clone())])
-    }
-}
-
-struct ToCopyBackward {
-    dtype: DType,
-}
-
-impl Backward for ToCopyBackward {
-    const NAME: &'static str = "ToCopyBackward0";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        Ok(smallvec![Some(g0(&grads).to_dtype(self.dtype)?)])
-    }
+#[backward(to_dtype)]
+fn to_dtype_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
+    grad.to_dtype(x.dtype())
 }
 
 impl Tensor {
@@ -177,22 +208,7 @@ impl Tensor {
                 ),
             ));
         }
-        let out = if self.is_contiguous() {
-            self.alias_with_layout(Layout {
-                shape: shape.into(),
-                strides: contiguous_strides(shape),
-                offset: self.layout().offset,
-            })
-        } else {
-            let c = self.contiguous_data();
-            Tensor::from_parts(c.0.storage.clone(), Layout::contiguous(shape), None)
-        };
-        if let Some(edges) = collect_next_edges(&[self]) {
-            record(edges, &[&out], |_| ViewBackward {
-                shape: self.shape_dims(),
-            });
-        }
-        Ok(out)
+        Ok(reshape(self, shape))
     }
 
     /// A view with dims `d0` and `d1` swapped.
@@ -217,11 +233,7 @@ impl Tensor {
         if self.ndim() == 0 {
             return Ok(self.alias_with_layout(self.layout().clone()));
         }
-        let out = self.alias_with_layout(self.layout().transpose(d0, d1));
-        if let Some(edges) = collect_next_edges(&[self]) {
-            record(edges, &[&out], |_| TransposeBackward { d0, d1 });
-        }
-        Ok(out)
+        Ok(transpose(self, d0, d1))
     }
 
     /// A view with dims reordered: result dim `i` is input dim `dims[i]`.
@@ -253,15 +265,7 @@ impl Tensor {
                 ),
             ));
         }
-        let out = self.alias_with_layout(self.layout().permute(dims));
-        if let Some(edges) = collect_next_edges(&[self]) {
-            let mut inverse: Dims = smallvec![0; dims.len()];
-            for (i, &d) in dims.iter().enumerate() {
-                inverse[d] = i;
-            }
-            record(edges, &[&out], |_| PermuteBackward { inverse });
-        }
-        Ok(out)
+        Ok(permute(self, dims.into()))
     }
 
     /// A view broadcasting this tensor to `shape` (size-1 and new leading dims repeat without
@@ -283,13 +287,7 @@ impl Tensor {
         if self.shape() == shape {
             return Ok(self.clone());
         }
-        let out = self.alias_with_layout(self.layout().expand(shape)?);
-        if let Some(edges) = collect_next_edges(&[self]) {
-            record(edges, &[&out], |_| ExpandBackward {
-                shape: self.shape_dims(),
-            });
-        }
-        Ok(out)
+        expand(self, shape)
     }
 
     /// Same as [`Tensor::expand`] (NumPy's name).
@@ -324,16 +322,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn narrow(&self, dim: usize, start: usize, len: usize) -> Result<Tensor> {
-        let out = self.narrow_view(dim, start, len)?;
-        if let Some(edges) = collect_next_edges(&[self]) {
-            let dim = wrap_dim(dim as isize, self.ndim())?;
-            record(edges, &[&out], |_| NarrowBackward {
-                shape: self.shape_dims(),
-                dim,
-                start,
-            });
-        }
-        Ok(out)
+        narrow(self, dim, start, len)
     }
 
     fn narrow_view(&self, dim: usize, start: usize, len: usize) -> Result<Tensor> {
@@ -358,22 +347,7 @@ impl Tensor {
 
     /// Zeros of `shape` with `self` written at `start..` along `dim` (the gradient of `narrow`).
     fn narrow_scatter(&self, shape: &[usize], dim: usize, start: usize) -> Result<Tensor> {
-        let len = self.shape()[dim];
-        let device = self.device();
-        let out = with_view!(self, |g| {
-            let mut z = ndarray::ArrayD::zeros(ndarray::IxDyn(shape));
-            z.slice_axis_mut(Axis(dim), Slice::from(start..start + len))
-                .assign(&g);
-            Tensor::from_ndarray_on(z, device)
-        });
-        if let Some(edges) = collect_next_edges(&[self]) {
-            record(edges, &[&out], |_| NarrowScatterBackward {
-                dim,
-                start,
-                len,
-            });
-        }
-        Ok(out)
+        Ok(narrow_scatter(self, shape, dim, start))
     }
 
     /// Splits into `chunks` views along `dim` (the last may be smaller), recorded as one
@@ -436,17 +410,7 @@ impl Tensor {
                 ),
             ));
         }
-        let mut parts = Vec::with_capacity(sizes.len());
-        let mut start = 0;
-        for &len in sizes {
-            parts.push(self.narrow_view(d, start, len)?);
-            start += len;
-        }
-        if let Some(edges) = collect_next_edges(&[self]) {
-            let outs: SmallVec<[&Tensor; 4]> = parts.iter().collect();
-            record(edges, &outs, |_| SplitBackward { dim: d });
-        }
-        Ok(parts)
+        split(self, sizes, d)
     }
 
     /// Concatenates tensors of equal shape except along `dim`.
@@ -488,17 +452,7 @@ impl Tensor {
                 ));
             }
         }
-        let device = first.device();
-        let out = match first.dtype() {
-            DType::F32 => cat_typed::<f32>(tensors, d, device)?,
-            DType::F64 => cat_typed::<f64>(tensors, d, device)?,
-        };
-        let inputs: SmallVec<[&Tensor; 4]> = tensors.iter().collect();
-        if let Some(edges) = collect_next_edges(&inputs) {
-            let sizes = tensors.iter().map(|t| t.shape()[d]).collect();
-            record(edges, &[&out], |_| CatBackward { dim: d, sizes });
-        }
-        Ok(out)
+        cat(tensors, d)
     }
 
     /// Stacks tensors of equal shape along a new dim `dim`.
@@ -554,11 +508,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn copy(&self) -> Result<Tensor> {
-        let out = self.contiguous_data_owned();
-        if let Some(edges) = collect_next_edges(&[self]) {
-            record(edges, &[&out], |_| CloneBackward);
-        }
-        Ok(out)
+        Ok(copy(self))
     }
 
     /// `self` if contiguous, else a differentiable contiguous copy.
@@ -600,16 +550,7 @@ impl Tensor {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        let device = self.device();
-        let out = with_view!(self, |a| match dtype {
-            DType::F32 => Tensor::from_ndarray_on(a.mapv(|v| f32::from_f64(v.to_f64())), device),
-            DType::F64 => Tensor::from_ndarray_on(a.mapv(|v| v.to_f64()), device),
-        });
-        if let Some(edges) = collect_next_edges(&[self]) {
-            let original = self.dtype();
-            record(edges, &[&out], |_| ToCopyBackward { dtype: original });
-        }
-        Ok(out)
+        Ok(to_dtype(self, dtype))
     }
 
     /// A contiguous copy of the data with no autograd history.

@@ -1,50 +1,42 @@
 //! `softmax` and `log_softmax` over one dimension, numerically stable (the kernels subtract the
 //! maximum), with backward formulas written in tensor ops so they are differentiable again.
 
-use smallvec::smallvec;
+use autograd_macros::{backward, differentiable};
 
 use crate::backend::cpu;
-use crate::graph::{collect_next_edges, record, Backward, GradVec, NodeMeta, SavedTensor};
 use crate::tensor::data::with_view;
 use crate::tensor::layout::wrap_dim;
 use crate::{Result, Tensor};
 
-struct SoftmaxBackward {
-    dim: usize,
-    result: SavedTensor,
+/// `dim` is wrapped.
+#[differentiable(builtin, crate = "crate")]
+fn softmax(x: &Tensor, dim: usize) -> Tensor {
+    let device = x.device();
+    with_view!(x, |a| Tensor::from_ndarray_on(cpu::softmax(a, dim), device))
 }
 
-impl Backward for SoftmaxBackward {
-    const NAME: &'static str = "SoftmaxBackward0";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        // dx = y * (g - Σ_dim g·y)
-        let g = grads[0].as_ref().expect("invariant: materialised");
-        let y = self.result.get()?;
-        let dot = g.mul(&y)?.sum_dims(&[self.dim], true)?;
-        Ok(smallvec![Some(y.mul(&g.sub(&dot)?)?)])
-    }
-    fn release(&self) {
-        self.result.release();
-    }
+#[backward(softmax)]
+fn softmax_backward(grad: &Tensor, result: &Tensor, dim: usize) -> Result<Tensor> {
+    // dx = y * (g - Σ_dim g·y)
+    let dot = grad.mul(result)?.sum_dims(&[dim], true)?;
+    result.mul(&grad.sub(&dot)?)
 }
 
-struct LogSoftmaxBackward {
-    dim: usize,
-    result: SavedTensor,
+/// `dim` is wrapped.
+#[differentiable(builtin, crate = "crate")]
+fn log_softmax(x: &Tensor, dim: usize) -> Tensor {
+    let device = x.device();
+    with_view!(x, |a| Tensor::from_ndarray_on(
+        cpu::log_softmax(a, dim),
+        device
+    ))
 }
 
-impl Backward for LogSoftmaxBackward {
-    const NAME: &'static str = "LogSoftmaxBackward0";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        // dx = g - exp(y) · Σ_dim g
-        let g = grads[0].as_ref().expect("invariant: materialised");
-        let y = self.result.get()?;
-        let total = g.sum_dims(&[self.dim], true)?;
-        Ok(smallvec![Some(g.sub(&y.exp()?.mul(&total)?)?)])
-    }
-    fn release(&self) {
-        self.result.release();
-    }
+#[backward(log_softmax)]
+fn log_softmax_backward(grad: &Tensor, result: &Tensor, dim: usize) -> Result<Tensor> {
+    // dx = g - exp(y) · Σ_dim g
+    let total = grad.sum_dims(&[dim], true)?;
+    grad.sub(&result.exp()?.mul(&total)?)
 }
 
 impl Tensor {
@@ -64,18 +56,7 @@ impl Tensor {
     /// ```
     pub fn softmax(&self, dim: usize) -> Result<Tensor> {
         let dim = wrap_dim(dim as isize, self.ndim())?.min(self.ndim().saturating_sub(1));
-        let device = self.device();
-        let out = with_view!(self, |a| Tensor::from_ndarray_on(
-            cpu::softmax(a, dim),
-            device
-        ));
-        if let Some(edges) = collect_next_edges(&[self]) {
-            record(edges, &[&out], |node| SoftmaxBackward {
-                dim,
-                result: SavedTensor::output(&out, node.clone(), 0),
-            });
-        }
-        Ok(out)
+        Ok(softmax(self, dim))
     }
 
     /// `x - log Σ exp(x)` over `dim`, computed stably.
@@ -95,17 +76,6 @@ impl Tensor {
     /// ```
     pub fn log_softmax(&self, dim: usize) -> Result<Tensor> {
         let dim = wrap_dim(dim as isize, self.ndim())?.min(self.ndim().saturating_sub(1));
-        let device = self.device();
-        let out = with_view!(self, |a| Tensor::from_ndarray_on(
-            cpu::log_softmax(a, dim),
-            device
-        ));
-        if let Some(edges) = collect_next_edges(&[self]) {
-            record(edges, &[&out], |node| LogSoftmaxBackward {
-                dim,
-                result: SavedTensor::output(&out, node.clone(), 0),
-            });
-        }
-        Ok(out)
+        Ok(log_softmax(self, dim))
     }
 }

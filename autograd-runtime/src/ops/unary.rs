@@ -1,10 +1,9 @@
 //! Element-wise unary ops (`neg exp log sin cos tanh sigmoid relu sqrt abs pow`). Each gradient
 //! formula saves either the input or the result, as PyTorch's `derivatives.yaml` does.
 
-use smallvec::smallvec;
+use autograd_macros::{backward, differentiable};
 
 use crate::backend::cpu::{self, UnaryOp};
-use crate::graph::{collect_next_edges, record, Backward, GradVec, NodeMeta, SavedTensor};
 use crate::tensor::data::with_view;
 use crate::{Result, Tensor};
 
@@ -21,51 +20,136 @@ impl Tensor {
     }
 }
 
-/// Defines a unary op: `$method` computes `UnaryOp::$op`; its node `$node` saves the input
-/// (`input`) or the result (`result`) as `x` and computes the gradient with `$formula(g, x)`.
-macro_rules! unary_op {
-    ($(#[$doc:meta])* $method:ident, $op:ident, $node:ident, $name:literal, $saves:ident, |$g:ident, $x:ident| $formula:expr) => {
-        struct $node {
-            saved: SavedTensor,
-        }
+// ----- the ops: a kernel and a formula each -----------------------------------------------------
 
-        impl Backward for $node {
-            const NAME: &'static str = $name;
-            fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-                let $g = grads[0].as_ref().expect("invariant: incoming gradients are materialised");
-                let $x = self.saved.get()?;
-                Ok(smallvec![Some($formula)])
-            }
-            fn release(&self) {
-                self.saved.release();
-            }
-        }
-
-        impl Tensor {
-            $(#[$doc])*
-            ///
-            /// # Errors
-            ///
-            /// Infallible on the CPU; kept fallible like every op.
-            pub fn $method(&self) -> Result<Tensor> {
-                let out = self.unary_kernel(UnaryOp::$op);
-                if let Some(edges) = collect_next_edges(&[self]) {
-                    record(edges, &[&out], |node| $node {
-                        saved: unary_op!(@save $saves, self, out, node),
-                    });
-                }
-                Ok(out)
-            }
-        }
-    };
-    (@save input, $self:ident, $out:ident, $node:ident) => {{
-        let _ = $node;
-        SavedTensor::input($self)
-    }};
-    (@save result, $self:ident, $out:ident, $node:ident) => { SavedTensor::output(&$out, $node.clone(), 0) };
+/// d eˣ = eˣ: saves the result.
+#[differentiable(builtin, crate = "crate")]
+fn exp(x: &Tensor) -> Tensor {
+    x.unary_kernel(UnaryOp::Exp)
 }
 
-unary_op!(
+#[backward(exp)]
+fn exp_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
+    grad.mul(result)
+}
+
+/// d log x = 1/x.
+#[differentiable(builtin, crate = "crate")]
+fn log(x: &Tensor) -> Tensor {
+    x.unary_kernel(UnaryOp::Log)
+}
+
+#[backward(log)]
+fn log_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+    grad.div(x)
+}
+
+/// d sin x = cos x.
+#[differentiable(builtin, crate = "crate")]
+fn sin(x: &Tensor) -> Tensor {
+    x.unary_kernel(UnaryOp::Sin)
+}
+
+#[backward(sin)]
+fn sin_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+    grad.mul(&x.cos()?)
+}
+
+/// d cos x = -sin x.
+#[differentiable(builtin, crate = "crate")]
+fn cos(x: &Tensor) -> Tensor {
+    x.unary_kernel(UnaryOp::Cos)
+}
+
+#[backward(cos)]
+fn cos_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+    grad.mul(&x.sin()?)?.neg()
+}
+
+/// d tanh x = 1 - tanh² x: saves the result.
+#[differentiable(builtin, crate = "crate")]
+fn tanh(x: &Tensor) -> Tensor {
+    x.unary_kernel(UnaryOp::Tanh)
+}
+
+#[backward(tanh)]
+fn tanh_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
+    grad.mul(&result.mul(result)?.rsub_scalar(1.0)?)
+}
+
+/// d σ(x) = σ(x)(1 - σ(x)): saves the result.
+#[differentiable(builtin, crate = "crate")]
+fn sigmoid(x: &Tensor) -> Tensor {
+    x.unary_kernel(UnaryOp::Sigmoid)
+}
+
+#[backward(sigmoid)]
+fn sigmoid_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
+    grad.mul(&result.mul(&result.rsub_scalar(1.0)?)?)
+}
+
+/// The gradient flows where the result is positive.
+#[differentiable(builtin, crate = "crate")]
+fn relu(x: &Tensor) -> Tensor {
+    x.unary_kernel(UnaryOp::Relu)
+}
+
+#[backward(relu)]
+fn relu_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
+    grad.mul(&result.unary_kernel(UnaryOp::PositiveMask))
+}
+
+/// d √x = 1 / (2√x): saves the result.
+#[differentiable(builtin, crate = "crate")]
+fn sqrt(x: &Tensor) -> Tensor {
+    x.unary_kernel(UnaryOp::Sqrt)
+}
+
+#[backward(sqrt)]
+fn sqrt_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
+    grad.div(&result.mul_scalar(2.0)?)
+}
+
+/// d |x| = sign x.
+#[differentiable(builtin, crate = "crate")]
+fn abs(x: &Tensor) -> Tensor {
+    x.unary_kernel(UnaryOp::Abs)
+}
+
+#[backward(abs)]
+fn abs_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+    grad.mul(&x.unary_kernel(UnaryOp::Sign))
+}
+
+#[differentiable(builtin, crate = "crate")]
+fn neg(x: &Tensor) -> Tensor {
+    x.unary_kernel(UnaryOp::Neg)
+}
+
+#[backward(neg)]
+fn neg_backward(grad: &Tensor) -> Result<Tensor> {
+    grad.neg()
+}
+
+#[differentiable(builtin, crate = "crate")]
+fn pow(x: &Tensor, exponent: f64) -> Tensor {
+    let device = x.device();
+    with_view!(x, |a| Tensor::from_ndarray_on(
+        cpu::pow_scalar(a, exponent),
+        device
+    ))
+}
+
+#[backward(pow)]
+fn pow_backward(grad: &Tensor, x: &Tensor, exponent: f64) -> Result<Tensor> {
+    if exponent == 0.0 {
+        Ok(grad.zeros_like())
+    } else {
+        grad.mul(&x.pow(exponent - 1.0)?.mul_scalar(exponent)?)
+    }
+}
+
+impl Tensor {
     /// `eˣ` element-wise.
     ///
     /// # Examples
@@ -75,9 +159,14 @@ unary_op!(
     /// assert_eq!(Tensor::scalar(0.0f64).exp()?.item::<f64>()?, 1.0);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    exp, Exp, ExpBackward, "ExpBackward0", result, |g, r| g.mul(&r)?
-);
-unary_op!(
+    ///
+    /// # Errors
+    ///
+    /// Infallible on the CPU; kept fallible like every op.
+    pub fn exp(&self) -> Result<Tensor> {
+        Ok(exp(self))
+    }
+
     /// Natural logarithm element-wise.
     ///
     /// # Examples
@@ -87,9 +176,14 @@ unary_op!(
     /// assert_eq!(Tensor::scalar(1.0f64).log()?.item::<f64>()?, 0.0);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    log, Log, LogBackward, "LogBackward0", input, |g, x| g.div(&x)?
-);
-unary_op!(
+    ///
+    /// # Errors
+    ///
+    /// Infallible on the CPU; kept fallible like every op.
+    pub fn log(&self) -> Result<Tensor> {
+        Ok(log(self))
+    }
+
     /// Sine element-wise.
     ///
     /// # Examples
@@ -99,9 +193,14 @@ unary_op!(
     /// assert_eq!(Tensor::scalar(0.0f64).sin()?.item::<f64>()?, 0.0);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    sin, Sin, SinBackward, "SinBackward0", input, |g, x| g.mul(&x.cos()?)?
-);
-unary_op!(
+    ///
+    /// # Errors
+    ///
+    /// Infallible on the CPU; kept fallible like every op.
+    pub fn sin(&self) -> Result<Tensor> {
+        Ok(sin(self))
+    }
+
     /// Cosine element-wise.
     ///
     /// # Examples
@@ -111,9 +210,14 @@ unary_op!(
     /// assert_eq!(Tensor::scalar(0.0f64).cos()?.item::<f64>()?, 1.0);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    cos, Cos, CosBackward, "CosBackward0", input, |g, x| g.mul(&x.sin()?)?.neg()?
-);
-unary_op!(
+    ///
+    /// # Errors
+    ///
+    /// Infallible on the CPU; kept fallible like every op.
+    pub fn cos(&self) -> Result<Tensor> {
+        Ok(cos(self))
+    }
+
     /// Hyperbolic tangent element-wise.
     ///
     /// # Examples
@@ -123,9 +227,14 @@ unary_op!(
     /// assert_eq!(Tensor::scalar(0.0f64).tanh()?.item::<f64>()?, 0.0);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    tanh, Tanh, TanhBackward, "TanhBackward0", result, |g, r| g.mul(&r.mul(&r)?.rsub_scalar(1.0)?)?
-);
-unary_op!(
+    ///
+    /// # Errors
+    ///
+    /// Infallible on the CPU; kept fallible like every op.
+    pub fn tanh(&self) -> Result<Tensor> {
+        Ok(tanh(self))
+    }
+
     /// Logistic sigmoid `1 / (1 + e⁻ˣ)` element-wise.
     ///
     /// # Examples
@@ -135,9 +244,14 @@ unary_op!(
     /// assert_eq!(Tensor::scalar(0.0f64).sigmoid()?.item::<f64>()?, 0.5);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    sigmoid, Sigmoid, SigmoidBackward, "SigmoidBackward0", result, |g, r| g.mul(&r.mul(&r.rsub_scalar(1.0)?)?)?
-);
-unary_op!(
+    ///
+    /// # Errors
+    ///
+    /// Infallible on the CPU; kept fallible like every op.
+    pub fn sigmoid(&self) -> Result<Tensor> {
+        Ok(sigmoid(self))
+    }
+
     /// `max(x, 0)` element-wise.
     ///
     /// # Examples
@@ -148,9 +262,14 @@ unary_op!(
     /// assert_eq!(t.relu()?.to_vec::<f32>()?, vec![0.0, 2.0]);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    relu, Relu, ReluBackward, "ReluBackward0", result, |g, r| g.mul(&r.unary_kernel(UnaryOp::PositiveMask))?
-);
-unary_op!(
+    ///
+    /// # Errors
+    ///
+    /// Infallible on the CPU; kept fallible like every op.
+    pub fn relu(&self) -> Result<Tensor> {
+        Ok(relu(self))
+    }
+
     /// Square root element-wise.
     ///
     /// # Examples
@@ -160,9 +279,14 @@ unary_op!(
     /// assert_eq!(Tensor::scalar(9.0f64).sqrt()?.item::<f64>()?, 3.0);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    sqrt, Sqrt, SqrtBackward, "SqrtBackward0", result, |g, r| g.div(&r.mul_scalar(2.0)?)?
-);
-unary_op!(
+    ///
+    /// # Errors
+    ///
+    /// Infallible on the CPU; kept fallible like every op.
+    pub fn sqrt(&self) -> Result<Tensor> {
+        Ok(sqrt(self))
+    }
+
     /// Absolute value element-wise.
     ///
     /// # Examples
@@ -172,40 +296,12 @@ unary_op!(
     /// assert_eq!(Tensor::scalar(-2.0f64).abs()?.item::<f64>()?, 2.0);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    abs, Abs, AbsBackward, "AbsBackward0", input, |g, x| g.mul(&x.unary_kernel(UnaryOp::Sign))?
-);
-
-struct NegBackward;
-
-impl Backward for NegBackward {
-    const NAME: &'static str = "NegBackward0";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        Ok(smallvec![Some(
-            grads[0].as_ref().expect("invariant: materialised").neg()?
-        )])
-    }
-}
-
-struct PowBackward {
-    exponent: f64,
-    saved: SavedTensor,
-}
-
-impl Backward for PowBackward {
-    const NAME: &'static str = "PowBackward0";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        let g = grads[0].as_ref().expect("invariant: materialised");
-        let x = self.saved.get()?;
-        let e = self.exponent;
-        let d = if e == 0.0 {
-            g.zeros_like()
-        } else {
-            g.mul(&x.pow(e - 1.0)?.mul_scalar(e)?)?
-        };
-        Ok(smallvec![Some(d)])
-    }
-    fn release(&self) {
-        self.saved.release();
+    ///
+    /// # Errors
+    ///
+    /// Infallible on the CPU; kept fallible like every op.
+    pub fn abs(&self) -> Result<Tensor> {
+        Ok(abs(self))
     }
 }
 
@@ -224,11 +320,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn neg(&self) -> Result<Tensor> {
-        let out = self.unary_kernel(UnaryOp::Neg);
-        if let Some(edges) = collect_next_edges(&[self]) {
-            record(edges, &[&out], |_| NegBackward);
-        }
-        Ok(out)
+        Ok(neg(self))
     }
 
     /// `xᵉ` element-wise for a scalar exponent.
@@ -248,17 +340,6 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn pow(&self, exponent: f64) -> Result<Tensor> {
-        let device = self.device();
-        let out = with_view!(self, |a| Tensor::from_ndarray_on(
-            cpu::pow_scalar(a, exponent),
-            device
-        ));
-        if let Some(edges) = collect_next_edges(&[self]) {
-            record(edges, &[&out], |_| PowBackward {
-                exponent,
-                saved: SavedTensor::input(self),
-            });
-        }
-        Ok(out)
+        Ok(pow(self, exponent))
     }
 }

@@ -1,0 +1,375 @@
+//! The op library as a whole: every op's first and second derivatives against finite
+//! differences, its node name, what it saves (B14) and that views stay views.
+
+use crate::{grad, gradcheck, gradgradcheck, DType, Device, Error, GradOptions, Result, Tensor};
+
+/// Deterministic values in ±[0.2, 1.5] (away from the kinks of `relu`/`abs`), all distinct.
+fn vals(n: usize, seed: u64) -> Vec<f64> {
+    (0..n)
+        .map(|i| {
+            let u = ((i as u64 * 7 + seed * 13) % 23) as f64 / 23.0 + i as f64 * 1e-3;
+            let m = 0.2 + 1.3 * u;
+            if (i as u64 + seed).is_multiple_of(3) {
+                -m
+            } else {
+                m
+            }
+        })
+        .collect()
+}
+
+fn arg(shape: &[usize], seed: u64) -> Tensor {
+    Tensor::from_vec(vals(shape.iter().product(), seed), shape)
+        .and_then(|t| t.requires_grad_(true))
+        .expect("valid")
+}
+
+fn pos(shape: &[usize], seed: u64) -> Tensor {
+    let v = vals(shape.iter().product(), seed).into_iter().map(f64::abs);
+    Tensor::from_vec(v.collect(), shape)
+        .and_then(|t| t.requires_grad_(true))
+        .expect("valid")
+}
+
+type Op = Box<dyn Fn(&[Tensor]) -> Result<Tensor> + Send + Sync>;
+
+fn case(
+    name: &'static str,
+    inputs: Vec<Tensor>,
+    f: impl Fn(&[Tensor]) -> Result<Tensor> + Send + Sync + 'static,
+) -> (&'static str, Vec<Tensor>, Op) {
+    (name, inputs, Box::new(f))
+}
+
+/// Every differentiable op of `ops/` (the in-place ones on a copy of their input).
+fn every_op() -> Vec<(&'static str, Vec<Tensor>, Op)> {
+    let m = |s: u64| arg(&[2, 3], s);
+    vec![
+        case("add", vec![m(1), arg(&[3], 2)], |i| i[0].add(&i[1])),
+        case("sub", vec![m(1), arg(&[2, 1], 2)], |i| i[0].sub(&i[1])),
+        case("mul", vec![m(1), m(2)], |i| i[0].mul(&i[1])),
+        case("div", vec![m(1), pos(&[3], 2)], |i| i[0].div(&i[1])),
+        case("neg", vec![m(1)], |i| i[0].neg()),
+        case("pow", vec![pos(&[2, 3], 1)], |i| i[0].pow(2.5)),
+        case("exp", vec![m(1)], |i| i[0].exp()),
+        case("log", vec![pos(&[2, 3], 1)], |i| i[0].log()),
+        case("sin", vec![m(1)], |i| i[0].sin()),
+        case("cos", vec![m(1)], |i| i[0].cos()),
+        case("tanh", vec![m(1)], |i| i[0].tanh()),
+        case("sigmoid", vec![m(1)], |i| i[0].sigmoid()),
+        case("relu", vec![m(1)], |i| i[0].relu()?.mul(&i[0])),
+        case("sqrt", vec![pos(&[2, 3], 1)], |i| i[0].sqrt()),
+        case("abs", vec![m(1)], |i| i[0].abs()?.mul(&i[0])),
+        case("mul_scalar", vec![m(1)], |i| i[0].mul_scalar(1.5)),
+        case("add_scalar", vec![m(1)], |i| {
+            i[0].add_scalar(1.5)?.mul(&i[0])
+        }),
+        case("rsub_scalar", vec![m(1)], |i| {
+            i[0].rsub_scalar(1.5)?.mul(&i[0])
+        }),
+        case("rdiv_scalar", vec![pos(&[2, 3], 1)], |i| {
+            i[0].rdiv_scalar(1.5)
+        }),
+        case("sum", vec![m(1)], |i| i[0].mul(&i[0])?.sum()),
+        case("mean", vec![m(1)], |i| i[0].mul(&i[0])?.mean()),
+        case("sum_dims", vec![m(1)], |i| {
+            i[0].mul(&i[0])?.sum_dims(&[1], false)
+        }),
+        case("sum_dims_keepdim", vec![m(1)], |i| {
+            i[0].mul(&i[0])?.sum_dims(&[0], true)
+        }),
+        case("sum_to_shape", vec![m(1)], |i| {
+            i[0].mul(&i[0])?.sum_to_shape(&[1, 3])
+        }),
+        case("matmul", vec![m(1), arg(&[3, 2], 2)], |i| {
+            i[0].matmul(&i[1])
+        }),
+        case(
+            "matmul_batched",
+            vec![arg(&[2, 2, 3], 1), arg(&[3, 2], 2)],
+            |i| i[0].matmul(&i[1]),
+        ),
+        case("reshape", vec![m(1)], |i| i[0].mul(&i[0])?.reshape(&[3, 2])),
+        case("reshape_copy", vec![m(1)], |i| {
+            i[0].transpose(0, 1)?
+                .reshape(&[6])?
+                .mul(&i[0].reshape(&[6])?)
+        }),
+        case("transpose", vec![m(1)], |i| {
+            i[0].mul(&i[0])?.transpose(0, 1)
+        }),
+        case("permute", vec![arg(&[2, 3, 2], 1)], |i| {
+            i[0].mul(&i[0])?.permute(&[2, 0, 1])
+        }),
+        case("expand", vec![arg(&[3, 1], 1)], |i| {
+            i[0].mul(&i[0])?.expand(&[2, 3, 4])
+        }),
+        case("narrow", vec![m(1)], |i| i[0].mul(&i[0])?.narrow(1, 1, 2)),
+        case("split", vec![m(1)], |i| {
+            let p = i[0].mul(&i[0])?.split(&[1, 2], 1)?;
+            p[0].sum()?.add(&p[1].mul_scalar(2.0)?.sum()?)
+        }),
+        case("chunk", vec![m(1)], |i| {
+            let p = i[0].mul(&i[0])?.chunk(2, 0)?;
+            p[1].sub(&p[0])
+        }),
+        case("cat", vec![m(1), arg(&[2, 2], 2)], |i| {
+            Tensor::cat(&[i[0].mul(&i[0])?, i[1].clone()], 1)
+        }),
+        case("stack", vec![m(1), m(2)], |i| {
+            Tensor::stack(&[i[0].mul(&i[1])?, i[1].clone()], 0)
+        }),
+        case("copy", vec![m(1)], |i| i[0].mul(&i[0])?.copy()),
+        case("to_device", vec![m(1)], |i| {
+            i[0].to(Device::Virtual(0))?
+                .mul(&i[0].to(Device::Virtual(0))?)?
+                .to(Device::Cpu)
+        }),
+        case("softmax", vec![m(1)], |i| i[0].softmax(1)?.mul(&i[0])),
+        case("log_softmax", vec![m(1)], |i| {
+            i[0].log_softmax(0)?.mul(&i[0])
+        }),
+        case("index_select", vec![m(1)], |i| {
+            i[0].mul(&i[0])?.index_select(1, &[2, 0, 2])
+        }),
+        case("max_dim", vec![m(1)], |i| {
+            Ok(i[0].mul(&i[0])?.max_dim(1, false)?.0)
+        }),
+        case("max_dim_keepdim", vec![m(1)], |i| {
+            Ok(i[0].mul(&i[0])?.max_dim(0, true)?.0)
+        }),
+        case("add_", vec![m(1), arg(&[3], 2)], |i| {
+            let t = i[0].copy()?;
+            t.add_(&i[1].mul(&i[1])?)?;
+            Ok(t)
+        }),
+        case("sub_", vec![m(1), m(2)], |i| {
+            let t = i[0].mul(&i[0])?;
+            t.sub_(&i[1])?;
+            Ok(t)
+        }),
+        case("mul_", vec![m(1), m(2)], |i| {
+            let t = i[0].copy()?;
+            t.mul_(&i[1])?;
+            t.mul_(&i[1])?;
+            Ok(t)
+        }),
+        case("div_", vec![m(1), pos(&[2, 3], 2)], |i| {
+            let t = i[0].mul(&i[0])?;
+            t.div_(&i[1])?;
+            Ok(t)
+        }),
+        case("fill_", vec![m(1)], |i| {
+            let t = i[0].copy()?;
+            t.fill_(2.0)?;
+            t.add(&i[0])
+        }),
+        case("zero_", vec![m(1)], |i| {
+            let t = i[0].copy()?;
+            t.zero_()?;
+            t.add(&i[0].mul(&i[0])?)
+        }),
+    ]
+}
+
+#[test]
+fn every_op_passes_gradcheck_and_gradgradcheck() {
+    for (name, inputs, f) in every_op() {
+        gradcheck(&f, &inputs).unwrap_or_else(|e| panic!("gradcheck {name}: {e}"));
+        gradgradcheck(&f, &inputs).unwrap_or_else(|e| panic!("gradgradcheck {name}: {e}"));
+    }
+}
+
+fn name(t: &Tensor) -> String {
+    t.grad_fn()
+        .map(|f| f.name().to_string())
+        .unwrap_or_default()
+}
+
+#[test]
+fn node_names_are_pytorchs() -> Result<()> {
+    let x = arg(&[2, 3], 1);
+    let h = x.mul_scalar(1.0)?;
+    let one = Tensor::scalar(1.0f64);
+    let cases = [
+        (x.mul_scalar(2.0)?, "MulBackward0"),
+        (x.add_scalar(2.0)?, "AddBackward0"),
+        (x.sub_scalar(2.0)?, "AddBackward0"),
+        (x.div_scalar(2.0)?, "MulBackward0"),
+        (x.rsub_scalar(2.0)?, "RsubBackward1"),
+        (x.rdiv_scalar(2.0)?, "DivBackward0"),
+        (x.permute(&[1, 0])?, "PermuteBackward0"),
+        (x.expand(&[2, 2, 3])?, "ExpandBackward0"),
+        (x.narrow(1, 0, 2)?, "SliceBackward0"),
+        (x.chunk(2, 1)?[1].clone(), "SplitBackward0"),
+        (Tensor::cat(&[x.clone(), x.clone()], 0)?, "CatBackward0"),
+        (Tensor::stack(&[x.clone(), x.clone()], 0)?, "CatBackward0"),
+        (x.copy()?, "CloneBackward0"),
+        (x.to_dtype(DType::F32)?, "ToCopyBackward0"),
+        (x.to(Device::Virtual(0))?, "ToCopyBackward0"),
+        (x.softmax(1)?, "SoftmaxBackward0"),
+        (x.log_softmax(1)?, "LogSoftmaxBackward0"),
+        (x.index_select(0, &[1])?, "IndexSelectBackward0"),
+        (x.max_dim(1, false)?.0, "MaxBackward0"),
+        (x.sum_to_shape(&[1, 3])?, "SumBackward1"),
+        (h.copy()?.add_(&one)?.clone(), "AddBackward0"),
+        (h.copy()?.sub_(&one)?.clone(), "SubBackward0"),
+        (h.copy()?.mul_(&one)?.clone(), "MulBackward0"),
+        (h.copy()?.div_(&one)?.clone(), "DivBackward0"),
+        (h.copy()?.fill_(0.0)?.clone(), "FillBackward0"),
+        (h.copy()?.zero_()?.clone(), "ZeroBackward0"),
+    ];
+    for (t, expected) in cases {
+        assert_eq!(name(&t), expected);
+    }
+
+    // The gradients of narrow, index_select and max_dim are ops too (double backward).
+    let create_graph = |y: &Tensor| -> Result<Tensor> {
+        let v = y.ones_like().requires_grad_(true)?;
+        let g = grad(
+            &[y.clone()],
+            &[x.clone()],
+            GradOptions::new()
+                .grad_outputs(vec![Some(v)])
+                .create_graph(true),
+        )?;
+        Ok(g[0].clone().expect("x is used"))
+    };
+    assert_eq!(
+        name(&create_graph(&x.narrow(1, 0, 2)?)?),
+        "SliceBackwardBackward0"
+    );
+    assert_eq!(
+        name(&create_graph(&x.index_select(1, &[0, 0])?)?),
+        "IndexAddBackward0"
+    );
+    assert_eq!(
+        name(&create_graph(&x.max_dim(1, true)?.0)?),
+        "MaxBackwardBackward0"
+    );
+    Ok(())
+}
+
+/// Modifies `t` in place (a version bump) and runs `y.backward()`.
+fn modify_then_backward(t: &Tensor, y: &Tensor) -> Result<()> {
+    t.add_(&Tensor::scalar(1.0f64))?;
+    y.sum()?.backward()
+}
+
+fn is_modified_error(r: Result<()>) -> bool {
+    matches!(r, Err(Error::SavedTensorModified { .. }))
+}
+
+/// B14: each operand of `mul`, `div`, `matmul`, `mul_` and `div_` is saved only if a gradient
+/// that needs it is wanted, so modifying an unsaved one in place before backward is fine.
+#[test]
+fn operands_are_saved_only_when_needed() -> Result<()> {
+    let leaf = arg(&[2, 2], 1);
+    let fresh = || leaf.mul_scalar(1.0);
+    let plain = || Tensor::from_vec(vals(4, 2), &[2, 2]);
+    type Binary = fn(&Tensor, &Tensor) -> Result<Tensor>;
+    let ops: [(&str, Binary); 3] = [
+        ("mul", |a, b| a.mul(b)),
+        ("div", |a, b| a.div(b)),
+        ("matmul", |a, b| a.matmul(b)),
+    ];
+    for (op, f) in ops {
+        // Only `a` requires grad: `a` is not saved, `b` is.
+        let (a, b) = (fresh()?, plain()?);
+        let y = f(&a, &b)?;
+        assert!(modify_then_backward(&a, &y).is_ok(), "{op}: a is not saved");
+        let (a, b) = (fresh()?, plain()?);
+        let y = f(&a, &b)?;
+        assert!(
+            is_modified_error(modify_then_backward(&b, &y)),
+            "{op}: b is saved"
+        );
+        // Only `b` requires grad: `a` is saved; `b` only by `div` (its gradient needs it).
+        let (a, b) = (plain()?, fresh()?);
+        let y = f(&a, &b)?;
+        let b_saved = is_modified_error(modify_then_backward(&b, &y));
+        assert_eq!(b_saved, op == "div", "{op}");
+        let (a, b) = (plain()?, fresh()?);
+        let y = f(&a, &b)?;
+        assert!(
+            is_modified_error(modify_then_backward(&a, &y)),
+            "{op}: a is saved"
+        );
+    }
+
+    // In place: `other` is saved for `self`'s gradient (and, by div_, for its own); `self` from
+    // before the op (a copy, immune to later changes) only for `other`'s gradient.
+    for op in ["mul_", "div_"] {
+        let apply = |t: &Tensor, o: &Tensor| -> Result<()> {
+            if op == "mul_" {
+                t.mul_(o).map(drop)
+            } else {
+                t.div_(o).map(drop)
+            }
+        };
+        let (t, w) = (fresh()?, plain()?);
+        apply(&t, &w)?;
+        assert!(
+            is_modified_error(modify_then_backward(&w, &t)),
+            "{op}: other is saved"
+        );
+        let (t, w) = (plain()?, fresh()?);
+        apply(&t, &w)?;
+        let other_saved = is_modified_error(modify_then_backward(&w, &t));
+        assert_eq!(other_saved, op == "div_", "{op}");
+    }
+    // `w`'s gradient is `t` from before the op.
+    leaf.set_grad(None);
+    let (t, w) = (plain()?, fresh()?);
+    let before = t.to_vec::<f64>()?;
+    t.mul_(&w)?;
+    t.sum()?.backward()?;
+    assert_eq!(leaf.grad().expect("leaf.grad").to_vec::<f64>()?, before);
+    Ok(())
+}
+
+/// A view op's output stays a view of its input (shared storage and version counter), with the
+/// op's node as its grad_fn.
+#[test]
+fn views_stay_views() -> Result<()> {
+    let x = arg(&[2, 3], 1).mul_scalar(1.0)?;
+    let views = [
+        (x.reshape(&[3, 2])?, "ViewBackward0"),
+        (x.transpose(0, 1)?, "TransposeBackward0"),
+        (x.permute(&[1, 0])?, "PermuteBackward0"),
+        (x.expand(&[4, 2, 3])?, "ExpandBackward0"),
+        (x.narrow(1, 1, 2)?, "SliceBackward0"),
+        (x.split(&[1, 2], 1)?[1].clone(), "SplitBackward0"),
+    ];
+    let _g = crate::no_grad();
+    x.add_(&Tensor::scalar(1.0f64))?;
+    for (v, node) in views {
+        assert!(v.is_view(), "{node}");
+        assert_eq!(v.version(), x.version(), "{node}");
+        assert_eq!(name(&v), node);
+    }
+    Ok(())
+}
+
+/// In-place ops are checked before they run: a refused one modifies nothing.
+#[test]
+fn refused_in_place_ops_change_nothing() -> Result<()> {
+    let x = arg(&[2], 1);
+    let before = x.to_vec::<f64>()?;
+    assert!(matches!(
+        x.mul_(&Tensor::scalar(2.0f64)),
+        Err(Error::LeafInPlace)
+    ));
+    assert!(matches!(
+        x.narrow(0, 0, 1)?.fill_(0.0),
+        Err(Error::ViewOfLeafInPlace)
+    ));
+    assert_eq!((x.to_vec::<f64>()?, x.version()), (before, 0));
+    // Under no_grad the op runs, bumps the version and records nothing.
+    {
+        let _g = crate::no_grad();
+        x.zero_()?;
+    }
+    assert!(x.is_leaf() && x.version() == 1);
+    Ok(())
+}
