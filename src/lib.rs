@@ -88,7 +88,8 @@
 //!
 //! Options cover PyTorch's custom-function features: `name = ".."` (node name),
 //! `once_differentiable`, `materialize_grads = false`, `non_differentiable(result_1)`, `dirty(x)`
-//! (in-place inputs) and `crate = ".."`; see [`macro@differentiable`].
+//! (in-place inputs), `builtin` (built-in node semantics) and `crate = ".."`; see
+//! [`macro@differentiable`].
 //!
 //! ```
 //! use autograd::{backward, differentiable, Error, GradOptions, Result, Tensor};
@@ -130,6 +131,83 @@
 //! let g = autograd::grad(&[y.mul(&y)?], &[leaf], GradOptions::new().create_graph(true))?;
 //! let err = g[0].as_ref().unwrap().backward().unwrap_err();
 //! assert!(matches!(err, Error::OnceDifferentiable));
+//! # Ok::<(), autograd::Error>(())
+//! ```
+//!
+//! A backward can also take what PyTorch's `derivatives.yaml` formulas use: `needs_input_grad`
+//! (which input gradients are wanted), an input's [`InputMetadata`](graph::InputMetadata) (shape,
+//! dtype, device) instead of its data, and a tensor saved only when another input needs its
+//! gradient (`#[needed_for(..)]`, an `Option<&Tensor>`). A forward may take a slice of tensors
+//! (`&[Tensor]`, one gradient each, returned as a `Vec`) or return a `Vec<Tensor>` (its backward
+//! takes `grad: &[Tensor]`). The op library itself is declared this way, with the `builtin`
+//! option for PyTorch's built-in node semantics.
+//!
+//! ```
+//! use autograd::graph::InputMetadata;
+//! use autograd::{backward, differentiable, Result, Tensor};
+//!
+//! /// `a * b`, saving each operand only if the other one needs its gradient.
+//! #[differentiable]
+//! fn product(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+//!     a.mul(b)
+//! }
+//!
+//! #[backward(product)]
+//! fn product_backward(
+//!     grad: &Tensor,
+//!     #[needed_for(b)] a: Option<&Tensor>,
+//!     #[needed_for(a)] b: Option<&Tensor>,
+//! ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+//!     Ok((b.map(|b| grad.mul(b)).transpose()?, a.map(|a| grad.mul(a)).transpose()?))
+//! }
+//!
+//! let w = Tensor::scalar(3.0f64).requires_grad_(true)?;
+//! let h = w.mul_scalar(1.0)?;
+//! let y = product(&h, &Tensor::scalar(2.0f64))?;
+//! h.add_(&Tensor::scalar(1.0f64))?; // `h` was not saved: only its own gradient is needed
+//! y.backward()?;
+//! assert_eq!(w.grad().unwrap().item::<f64>()?, 2.0);
+//!
+//! /// Concatenates 1-d tensors; the backward keeps only their lengths.
+//! #[differentiable]
+//! fn concat(parts: &[Tensor]) -> Result<Tensor> {
+//!     Tensor::cat(parts, 0)
+//! }
+//!
+//! #[backward(concat)]
+//! fn concat_backward(
+//!     grad: &Tensor,
+//!     needs_input_grad: &[bool],
+//!     parts: &[InputMetadata],
+//! ) -> Result<Vec<Option<Tensor>>> {
+//!     let mut start = 0;
+//!     let mut grads = Vec::new();
+//!     for (part, &needed) in parts.iter().zip(needs_input_grad) {
+//!         let len = part.shape()[0];
+//!         grads.push(if needed { Some(grad.narrow(0, start, len)?) } else { None });
+//!         start += len;
+//!     }
+//!     Ok(grads)
+//! }
+//!
+//! /// Splits a 1-d tensor in two: any number of outputs, as a `Vec`.
+//! #[differentiable]
+//! fn halves(x: &Tensor) -> Result<Vec<Tensor>> {
+//!     x.chunk(2, 0)
+//! }
+//!
+//! #[backward(halves)]
+//! fn halves_backward(grad: &[Tensor]) -> Result<Tensor> {
+//!     Tensor::cat(grad, 0)
+//! }
+//!
+//! let a = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
+//! let b = Tensor::from_vec(vec![3.0f64], &[1])?;
+//! let c = concat(&[a.clone(), b])?;
+//! let parts = halves(&c)?;
+//! assert_eq!(parts[1].grad_fn().unwrap().name(), "HalvesBackward0");
+//! parts[0].mul_scalar(10.0)?.sum()?.add(&parts[1].sum()?)?.backward()?;
+//! assert_eq!(a.grad().unwrap().to_vec::<f64>()?, [10.0, 10.0]);
 //! # Ok::<(), autograd::Error>(())
 //! ```
 //!
