@@ -325,19 +325,81 @@ fn inplace_into_tensor_not_requiring_grad() -> R {
 }
 
 /// Last case of `test_retain_grad_inplace`: in-place over a view of a base that does not require
-/// grad, with an operand that does. PyTorch rebases the base's history (CopySlices); this engine
-/// does not implement CopySlices yet and, as DESIGN.md allows, refuses with a clear error instead
-/// of producing a silently wrong gradient. The data is left untouched.
+/// grad, with an operand that does, runs without error; the base's history is rebased
+/// (CopySlices), so the operand receives its gradient through the base.
 #[test]
 fn inplace_on_view_of_base_not_requiring_grad_with_grad_operand() -> R {
     let x = Tensor::zeros(&[4], DType::F64)?;
     let y = x.reshape(&[2, 2])?;
-    let err = y
-        .add_(&Tensor::randn(&[2, 2], DType::F64, 5)?.requires_grad_(true)?)
+    let t = Tensor::randn(&[2, 2], DType::F64, 5)?.requires_grad_(true)?;
+    y.add_(&t)?;
+    assert_eq!(x.grad_fn().unwrap().name(), "CopySlices");
+    assert_eq!(x.to_vec::<f64>()?, t.to_vec::<f64>()?);
+    x.mul_scalar(3.0)?.sum()?.backward()?;
+    assert_eq!(t.grad().unwrap().to_vec::<f64>()?, vec![3.0; 4]);
+    Ok(())
+}
+
+/// PyTorch's view + in-place semantics: `b = a * 2; v = b[1:3]; v.mul_(3)`; gradients w.r.t. the
+/// base see the modified region, gradients through the view flow back to `a`.
+#[test]
+fn inplace_on_view_rebases_the_base_history() -> R {
+    let a = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], &[4])?.requires_grad_(true)?;
+    let b = a.mul_scalar(2.0)?;
+    let v = b.narrow(0, 1, 2)?;
+    v.mul_(&Tensor::scalar(3.0f64))?;
+    assert_eq!(b.to_vec::<f64>()?, vec![2.0, 12.0, 18.0, 8.0]);
+    assert_eq!(b.grad_fn().unwrap().name(), "CopySlices");
+    assert_eq!(b.version(), 1);
+    b.sum()?
+        .backward_with(BackwardOptions::new().retain_graph(true))?;
+    assert_eq!(a.grad().unwrap().to_vec::<f64>()?, vec![2.0, 6.0, 6.0, 2.0]);
+    a.set_grad(None);
+    v.sum()?.backward()?;
+    assert_eq!(a.grad().unwrap().to_vec::<f64>()?, vec![0.0, 6.0, 6.0, 0.0]);
+    Ok(())
+}
+
+/// The operand of an in-place op on a view gets its gradient from the base's CopySlices.
+#[test]
+fn inplace_on_view_with_a_grad_operand() -> R {
+    let a = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], &[2, 2])?.requires_grad_(true)?;
+    let w = Tensor::from_vec(vec![10.0f64, 20.0], &[2])?.requires_grad_(true)?;
+    let b = a.mul_scalar(1.0)?;
+    let row = b.narrow(0, 1, 1)?; // [[3, 4]]
+    row.mul_(&w)?;
+    assert_eq!(b.to_vec::<f64>()?, vec![1.0, 2.0, 30.0, 80.0]);
+    b.sum()?.backward()?;
+    assert_eq!(w.grad().unwrap().to_vec::<f64>()?, vec![3.0, 4.0]);
+    assert_eq!(
+        a.grad().unwrap().to_vec::<f64>()?,
+        vec![1.0, 1.0, 10.0, 20.0]
+    );
+    Ok(())
+}
+
+/// In-place on a view of a leaf that requires grad is refused (B35), and so is writing through
+/// an expanded view whose elements share memory (PyTorch's "more than one element" error); the
+/// data is left untouched.
+#[test]
+fn inplace_on_view_limits() -> R {
+    let a = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], &[2, 2])?.requires_grad_(true)?;
+    let err = a
+        .narrow(0, 0, 1)?
+        .mul_(&Tensor::scalar(2.0f64))
         .unwrap_err();
-    assert!(matches!(err, Error::ViewInPlace), "{err:?}");
-    assert_eq!(x.to_vec::<f64>()?, vec![0.0; 4]);
-    assert_eq!(x.version(), 0);
+    assert!(matches!(err, Error::ViewOfLeafInPlace), "{err:?}");
+    let base = Tensor::from_vec(vec![1.0f64, 2.0], &[2, 1])?;
+    let expanded = base.expand(&[2, 3])?;
+    let err = expanded.add_(&Tensor::scalar(1.0f64)).unwrap_err();
+    assert!(
+        err.to_string().contains(
+            "more than one element of the written-to tensor refers to a single memory location"
+        ),
+        "{err}"
+    );
+    assert!(expanded.fill_(0.0).is_err());
+    assert_eq!((base.to_vec::<f64>()?, base.version()), (vec![1.0, 2.0], 0));
     Ok(())
 }
 

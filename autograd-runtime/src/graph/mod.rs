@@ -2,6 +2,7 @@
 //! save, and the hooks users attach to them.
 
 mod accumulate_grad;
+pub(crate) mod copy_slices;
 mod edge;
 pub(crate) mod function;
 mod graph_root;

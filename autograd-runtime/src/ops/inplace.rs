@@ -5,6 +5,7 @@
 use autograd_macros::{backward, differentiable};
 
 use crate::backend::cpu::{self, BinaryOp};
+use crate::graph::copy_slices::{rebase_view_history, ViewGeometry};
 use crate::tensor::data::with_view_mut;
 use crate::{is_grad_enabled, Element, Error, Result, Tensor};
 
@@ -96,7 +97,7 @@ fn div_inplace_backward(
 
 #[differentiable(builtin, crate = "crate", dirty(x), name = "FillBackward0")]
 fn fill_(x: &Tensor, value: f64) -> Result<Tensor> {
-    x.fill_kernel(value);
+    x.fill_kernel(value)?;
     Ok(x.clone())
 }
 
@@ -107,7 +108,7 @@ fn fill_inplace_backward(grad: &Tensor) -> Tensor {
 
 #[differentiable(builtin, crate = "crate", dirty(x), name = "ZeroBackward0")]
 fn zero_(x: &Tensor) -> Result<Tensor> {
-    x.fill_kernel(0.0);
+    x.fill_kernel(0.0)?;
     Ok(x.clone())
 }
 
@@ -144,15 +145,62 @@ impl Tensor {
             if base.is_leaf() && base.requires_grad() {
                 return Err(Error::ViewOfLeafInPlace);
             }
-            if base.requires_grad() || self_rg || other_requires_grad {
+            // Other views are rebased through CopySlices (`rebasing_views`), which needs the
+            // base's elements dense.
+            let recorded = base.requires_grad() || self_rg || other_requires_grad;
+            if recorded && ViewGeometry::of(base, self).is_none() {
                 return Err(Error::ViewInPlace);
             }
         }
         Ok(())
     }
 
+    /// Runs the recorded in-place `op` on `self`; when `self` is a view whose history the op
+    /// changes, moves the op into the base's history with CopySlices afterwards (PyTorch's
+    /// `rebase_history` for views), so gradients w.r.t. the base see the modification.
+    fn rebasing_views(
+        &self,
+        other_requires_grad: bool,
+        op: impl FnOnce() -> Result<()>,
+    ) -> Result<()> {
+        let rebase = match &self.0.view_base {
+            Some(base)
+                if is_grad_enabled()
+                    && !(base.is_leaf() && base.requires_grad())
+                    && (base.requires_grad() || self.requires_grad() || other_requires_grad) =>
+            {
+                ViewGeometry::of(base, self).map(|g| (base.clone(), base.gradient_edge(), g))
+            }
+            _ => None,
+        };
+        op()?;
+        if let Some((base, base_edge, geometry)) = rebase {
+            rebase_view_history(self, &base, base_edge, geometry);
+        }
+        Ok(())
+    }
+
+    /// Refuses to write through a layout where several elements share one memory location (an
+    /// `expand`ed view), as PyTorch does.
+    fn check_writable(&self) -> Result<()> {
+        let l = self.layout();
+        let overlapping = l
+            .shape
+            .iter()
+            .zip(&l.strides)
+            .any(|(&n, &s)| n > 1 && s == 0);
+        if overlapping {
+            return Err(Error::shape(
+                "in-place",
+                "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.",
+            ));
+        }
+        Ok(())
+    }
+
     /// `self (op)= other` and a version bump: the kernel of the binary in-place ops.
     fn inplace_kernel(&self, op: BinaryOp, other: &Tensor) -> Result<()> {
+        self.check_writable()?;
         // Reading `other` while write-locking `self` would deadlock when they share storage.
         let other_data = if self.shares_storage(other) {
             other.contiguous_data_owned()
@@ -163,9 +211,11 @@ impl Tensor {
     }
 
     /// Fills with `value` and bumps the version: the kernel of `fill_` and `zero_`.
-    fn fill_kernel(&self, value: f64) {
+    fn fill_kernel(&self, value: f64) -> Result<()> {
+        self.check_writable()?;
         with_view_mut!(self, |a| cpu::fill(a, Element::from_f64(value)));
         self.0.storage.bump_version();
+        Ok(())
     }
 
     /// Runs the kernel and bumps the version; no checks, no recording. Dtypes are equal.
@@ -223,7 +273,7 @@ impl Tensor {
     /// ```
     pub fn add_(&self, other: &Tensor) -> Result<&Tensor> {
         self.check_same_dtype_device("add_", other)?;
-        add_(self, other)?;
+        self.rebasing_views(other.requires_grad(), || add_(self, other).map(drop))?;
         Ok(self)
     }
 
@@ -244,7 +294,7 @@ impl Tensor {
     /// ```
     pub fn sub_(&self, other: &Tensor) -> Result<&Tensor> {
         self.check_same_dtype_device("sub_", other)?;
-        sub_(self, other)?;
+        self.rebasing_views(other.requires_grad(), || sub_(self, other).map(drop))?;
         Ok(self)
     }
 
@@ -265,7 +315,7 @@ impl Tensor {
     /// ```
     pub fn mul_(&self, other: &Tensor) -> Result<&Tensor> {
         self.check_same_dtype_device("mul_", other)?;
-        mul_(self, other)?;
+        self.rebasing_views(other.requires_grad(), || mul_(self, other).map(drop))?;
         Ok(self)
     }
 
@@ -286,7 +336,7 @@ impl Tensor {
     /// ```
     pub fn div_(&self, other: &Tensor) -> Result<&Tensor> {
         self.check_same_dtype_device("div_", other)?;
-        div_(self, other)?;
+        self.rebasing_views(other.requires_grad(), || div_(self, other).map(drop))?;
         Ok(self)
     }
 
@@ -306,7 +356,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn fill_(&self, value: f64) -> Result<&Tensor> {
-        fill_(self, value)?;
+        self.rebasing_views(false, || fill_(self, value).map(drop))?;
         Ok(self)
     }
 
@@ -326,7 +376,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn zero_(&self) -> Result<&Tensor> {
-        zero_(self)?;
+        self.rebasing_views(false, || zero_(self).map(drop))?;
         Ok(self)
     }
 }
