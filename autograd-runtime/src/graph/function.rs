@@ -1,7 +1,8 @@
 //! `FunctionNode<B>`: the one node type behind every differentiable op. An op supplies a
 //! [`Backward`] (its saved state and gradient formula); this file supplies the rest: the
-//! `NodeMeta`, undefined-gradient handling, release of saved tensors, and `record`, which wires a
-//! new node into the graph (next edges from the inputs, grad_fn on the outputs).
+//! `NodeMeta`, undefined-gradient handling, release of saved tensors, and [`next_edges`] /
+//! [`record_node`], which wire a new node into the graph (next edges from the inputs, grad_fn on
+//! the outputs). Both are called by the code `#[differentiable]` generates.
 
 use smallvec::SmallVec;
 
@@ -11,8 +12,8 @@ use crate::{is_grad_enabled, Result, Tensor};
 
 /// The gradient formula and saved state of one differentiable op.
 ///
-/// Implemented by the code `#[differentiable]`/`#[backward]` generate, and by hand for the few
-/// built-in ops that predate the macros.
+/// Implemented by the code `#[differentiable]`/`#[backward]` generate — for the runtime's own ops
+/// as for users' functions.
 pub trait Backward: Send + Sync + 'static {
     /// The node name, e.g. `MulBackward0`.
     const NAME: &'static str;
@@ -85,8 +86,9 @@ impl<B> std::fmt::Debug for FunctionNode<B> {
 
 /// The next edges for a node over `inputs`, or `None` when nothing must be recorded (grad mode
 /// off, or no input requires grad).
+#[doc(hidden)]
 #[inline]
-pub(crate) fn collect_next_edges(inputs: &[&Tensor]) -> Option<SmallVec<[Option<Edge>; 2]>> {
+pub fn next_edges(inputs: &[&Tensor]) -> Option<SmallVec<[Option<Edge>; 2]>> {
     if !is_grad_enabled() {
         return None;
     }
@@ -96,7 +98,9 @@ pub(crate) fn collect_next_edges(inputs: &[&Tensor]) -> Option<SmallVec<[Option<
 
 /// Creates the node for an op whose outputs are `outputs` and makes it their grad_fn.
 /// `make` builds the saved state; it receives the node's own weak handle for saving outputs.
-pub(crate) fn record<B: Backward>(
+#[doc(hidden)]
+#[inline]
+pub fn record_node<B: Backward>(
     edges: SmallVec<[Option<Edge>; 2]>,
     outputs: &[&Tensor],
     make: impl FnOnce(&Weak<dyn Node>) -> B,
@@ -115,21 +119,4 @@ pub(crate) fn record<B: Backward>(
         t.set_grad_fn(node.clone(), i);
     }
     node
-}
-
-/// Public entry point for generated code: same as [`record`] but usable outside the crate.
-#[doc(hidden)]
-pub fn record_node<B: Backward>(
-    edges: SmallVec<[Option<Edge>; 2]>,
-    outputs: &[&Tensor],
-    make: impl FnOnce(&Weak<dyn Node>) -> B,
-) -> NodeRef {
-    record(edges, outputs, make)
-}
-
-/// Public entry point for generated code: the next edges for a node over `inputs`, or `None`
-/// when nothing must be recorded (grad mode off, or no input requires grad).
-#[doc(hidden)]
-pub fn next_edges(inputs: &[&Tensor]) -> Option<SmallVec<[Option<Edge>; 2]>> {
-    collect_next_edges(inputs)
 }
