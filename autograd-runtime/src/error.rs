@@ -279,6 +279,14 @@ pub enum Error {
         /// The panic payload, if it was a string.
         message: String,
     },
+    /// The engine could not start one of its threads (a device worker or a reentrant pool thread).
+    #[error("could not start the autograd thread {name}: {message}")]
+    ThreadSpawn {
+        /// The thread's name.
+        name: String,
+        /// The operating system's error.
+        message: String,
+    },
     /// The engine finished with nodes still waiting for gradients (a bug or a broken graph).
     #[error("could not compute gradients for some functions")]
     IncompleteGraph,

@@ -8,6 +8,7 @@ use super::node_task::{NodeTask, TaskKind};
 use super::ready_queue::ReadyQueue;
 use super::worker;
 use crate::sync::{Arc, Mutex};
+use crate::{Error, Result};
 
 struct DeviceWorker {
     queue: Arc<ReadyQueue>,
@@ -23,27 +24,32 @@ pub(crate) struct DeviceThreads {
 
 impl DeviceThreads {
     /// The queue of device index `index`, starting its worker on first use.
-    pub(crate) fn queue(&self, index: usize) -> Arc<ReadyQueue> {
+    pub(crate) fn queue(&self, index: usize) -> Result<Arc<ReadyQueue>> {
         let mut workers = self.workers.lock();
         if workers.len() <= index {
             workers.resize_with(index + 1, || None);
         }
-        let worker = workers[index].get_or_insert_with(|| {
-            let queue = Arc::new(ReadyQueue::new());
-            let q = queue.clone();
-            let thread = std::thread::Builder::new()
-                .name(format!("autograd-device-{index}"))
-                .spawn(move || {
-                    worker::set_local_ready_queue(q.clone());
-                    worker::thread_main(&q, None);
-                })
-                .expect("failed to spawn an autograd device thread");
-            DeviceWorker {
-                queue,
-                thread: Some(thread),
-            }
+        if let Some(worker) = &workers[index] {
+            return Ok(worker.queue.clone());
+        }
+        let queue = Arc::new(ReadyQueue::new());
+        let q = queue.clone();
+        let name = format!("autograd-device-{index}");
+        let thread = std::thread::Builder::new()
+            .name(name.clone())
+            .spawn(move || {
+                worker::set_local_ready_queue(q.clone());
+                worker::thread_main(&q, None);
+            })
+            .map_err(|e| Error::ThreadSpawn {
+                name,
+                message: e.to_string(),
+            })?;
+        workers[index] = Some(DeviceWorker {
+            queue: queue.clone(),
+            thread: Some(thread),
         });
-        worker.queue.clone()
+        Ok(queue)
     }
 
     /// Number of device threads started so far.

@@ -90,7 +90,7 @@ pub(crate) fn evaluate_function(
             if serves_cpu_queue && device.is_cpu() && continuation.is_none() {
                 continuation = Some(node_task(gt, target, next.meta().sequence_nr(), inputs));
             } else {
-                push_task(gt, target, next.meta().sequence_nr(), device, inputs);
+                push_task(gt, target, next.meta().sequence_nr(), device, inputs)?;
             }
         }
     }
@@ -122,22 +122,28 @@ fn node_task(gt: &Arc<GraphTask>, index: u32, sequence_nr: u64, inputs: InputBuf
 }
 
 /// Queues node `index` of `gt` with `inputs` on the queue for `device` (B28).
+///
+/// # Errors
+///
+/// [`Error::ThreadSpawn`] if the device's worker thread cannot be started (nothing is queued).
 pub(crate) fn push_task(
     gt: &Arc<GraphTask>,
     index: u32,
     sequence_nr: u64,
     device: Device,
     inputs: InputBuffer,
-) {
-    gt.add_outstanding();
-    let task = node_task(gt, index, sequence_nr, inputs);
+) -> Result<()> {
     if device.is_cpu() {
-        gt.cpu_ready_queue.push(task);
-    } else {
-        gt.engine
-            .ready_queue(&gt.cpu_ready_queue, device)
-            .push(task);
+        // The hot path: no queue lookup, no reference count.
+        gt.add_outstanding();
+        gt.cpu_ready_queue
+            .push(node_task(gt, index, sequence_nr, inputs));
+        return Ok(());
     }
+    let queue = gt.engine.ready_queue(&gt.cpu_ready_queue, device)?;
+    gt.add_outstanding();
+    queue.push(node_task(gt, index, sequence_nr, inputs));
+    Ok(())
 }
 
 /// Tensor pre-hooks, then retains_grad hooks (B17, B19).

@@ -71,7 +71,9 @@ pub struct Engine {
 
 #[derive(Debug)]
 pub(crate) struct EngineInner {
-    max_recursion_depth: usize,
+    /// Inline reentrant levels per thread before the pool takes over. Relaxed: a setting read
+    /// once per reentrant call; a change races only with calls that are already deciding.
+    max_recursion_depth: std::sync::atomic::AtomicUsize,
     devices: DeviceThreads,
     pool: Arc<ReentrantPool>,
 }
@@ -87,22 +89,21 @@ impl Engine {
     pub fn new() -> Engine {
         Engine {
             inner: Arc::new(EngineInner {
-                max_recursion_depth: DEFAULT_MAX_RECURSION_DEPTH,
+                max_recursion_depth: std::sync::atomic::AtomicUsize::new(
+                    DEFAULT_MAX_RECURSION_DEPTH,
+                ),
                 devices: DeviceThreads::default(),
                 pool: Arc::default(),
             }),
         }
     }
 
-    /// Sets how many reentrant calls may nest inline on one thread (default 60).
-    ///
-    /// # Panics
-    ///
-    /// If called after the engine was shared (cloned) or used: configure it first.
-    pub fn max_recursion_depth(mut self, depth: usize) -> Engine {
-        Arc::get_mut(&mut self.inner)
-            .expect("configure an Engine before cloning or using it")
-            .max_recursion_depth = depth;
+    /// Sets how many reentrant calls may nest inline on one thread (default 60); deeper calls
+    /// move to a pool thread. Applies to every handle of this engine.
+    pub fn max_recursion_depth(self, depth: usize) -> Engine {
+        self.inner
+            .max_recursion_depth
+            .store(depth, std::sync::atomic::Ordering::Relaxed);
         self
     }
 
@@ -168,13 +169,17 @@ impl EngineInner {
 
     /// PyTorch's `ready_queue(cpu_ready_queue, device)`: CPU work goes to the graph task's own
     /// queue (its caller's thread), device work to that device index's shared queue (B28).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ThreadSpawn`](crate::Error::ThreadSpawn) if a device thread cannot be started.
     pub(crate) fn ready_queue(
         &self,
         cpu_queue: &Arc<ReadyQueue>,
         device: Device,
-    ) -> Arc<ReadyQueue> {
+    ) -> Result<Arc<ReadyQueue>> {
         match device {
-            Device::Cpu => cpu_queue.clone(),
+            Device::Cpu => Ok(cpu_queue.clone()),
             Device::Virtual(i) | Device::Cuda(i) => self.devices.queue(i),
         }
     }
@@ -257,15 +262,22 @@ impl EngineInner {
             outputs.len(),
             queue.clone(),
         ));
-        push_task(&gt, 0, sequence_nr, root_device, root_inputs);
+        push_task(&gt, 0, sequence_nr, root_device, root_inputs)?;
 
         if !reentrant {
             // The caller becomes the owner and works on its own queue until the task is done.
             worker::thread_main(&queue, Some(&gt));
-        } else if worker::current_depth() >= self.max_recursion_depth {
+        } else if worker::current_depth()
+            >= self
+                .max_recursion_depth
+                .load(std::sync::atomic::Ordering::Relaxed)
+        {
             // B27: too deep for this thread's stack; a pool thread drains this queue instead.
-            self.pool.submit(gt.clone());
-            gt.wait_completed();
+            match self.pool.submit(gt.clone()) {
+                Ok(()) => gt.wait_completed(),
+                // The root task is already queued: failing the task makes every thread skip it.
+                Err(e) => gt.set_error(e),
+            }
         } else {
             worker::nested(|| worker::thread_main(&queue, Some(&gt)));
         }

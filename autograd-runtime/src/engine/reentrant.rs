@@ -9,6 +9,7 @@ use std::thread::JoinHandle;
 use super::graph_task::GraphTask;
 use super::worker;
 use crate::sync::{Arc, Condvar, Mutex};
+use crate::{Error, Result};
 
 /// Stack size of pool threads: each runs up to `max_recursion_depth` inline reentrant levels.
 const POOL_STACK_SIZE: usize = 16 * 1024 * 1024;
@@ -34,22 +35,32 @@ pub(crate) struct ReentrantPool {
 
 impl ReentrantPool {
     /// Queues `task` for a pool thread, spawning one if none is idle.
-    pub(crate) fn submit(self: &Arc<Self>, task: Arc<GraphTask>) {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ThreadSpawn`] if a thread is needed and cannot be started (the task is not
+    /// queued then).
+    pub(crate) fn submit(self: &Arc<Self>, task: Arc<GraphTask>) -> Result<()> {
         let mut state = self.state.lock();
-        state.tasks.push_back(task);
-        if state.idle >= state.tasks.len() {
+        if state.idle > state.tasks.len() {
+            state.tasks.push_back(task);
             drop(state);
             self.available.notify_one();
-            return;
+            return Ok(());
         }
         let pool = self.clone();
-        let n = state.threads.len();
+        let name = format!("autograd-reentrant-{}", state.threads.len());
         let thread = std::thread::Builder::new()
-            .name(format!("autograd-reentrant-{n}"))
+            .name(name.clone())
             .stack_size(POOL_STACK_SIZE)
             .spawn(move || pool.run())
-            .expect("failed to spawn an autograd reentrant pool thread");
+            .map_err(|e| Error::ThreadSpawn {
+                name,
+                message: e.to_string(),
+            })?;
+        state.tasks.push_back(task);
         state.threads.push(thread);
+        Ok(())
     }
 
     fn run(&self) {
