@@ -245,3 +245,35 @@ fn stress_threads_devices_reentrancy_and_errors() -> Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn b30_each_concurrent_graph_task_sees_its_own_keep_graph() -> Result<()> {
+    // Two passes overlap (each waits in a hook for the other) with different retain_graph.
+    let barrier = Arc::new(Barrier::new(2));
+    let handles: Vec<_> = [true, false]
+        .into_iter()
+        .map(|retain| {
+            let b = barrier.clone();
+            std::thread::spawn(move || -> Result<Option<bool>> {
+                let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
+                let seen = Arc::new(std::sync::Mutex::new(None));
+                let s = seen.clone();
+                x.register_hook(move |_| {
+                    b.wait();
+                    *s.lock().unwrap() = current_graph_task_keep_graph();
+                    None
+                })?;
+                x.mul_scalar(2.0)?
+                    .backward_with(BackwardOptions::new().retain_graph(retain))?;
+                let v = *seen.lock().unwrap();
+                Ok(v)
+            })
+        })
+        .collect();
+    let seen: Vec<Option<bool>> = handles
+        .into_iter()
+        .map(|h| h.join().unwrap())
+        .collect::<Result<_>>()?;
+    assert_eq!(seen, vec![Some(true), Some(false)]);
+    Ok(())
+}

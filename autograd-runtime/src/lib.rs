@@ -39,8 +39,8 @@ mod warning;
 
 pub use anomaly::{detect_anomaly, is_anomaly_enabled, set_detect_anomaly, AnomalyGuard};
 pub use engine::{
-    backward, current_graph_task_id, grad, queue_callback, will_engine_execute_node,
-    BackwardOptions, Engine, GradOptions, DEFAULT_MAX_RECURSION_DEPTH,
+    backward, current_graph_task_id, current_graph_task_keep_graph, grad, queue_callback,
+    will_engine_execute_node, BackwardOptions, Engine, GradOptions, DEFAULT_MAX_RECURSION_DEPTH,
 };
 pub use error::{Error, Result};
 pub use grad_mode::{enable_grad, is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard};

@@ -430,6 +430,30 @@ pub fn current_graph_task_id() -> Option<u64> {
     worker::with_current_graph_task(|t| t.map(|t| t.id))
 }
 
+/// Whether the backward pass running on this thread keeps its graph (`retain_graph`), or `None`
+/// outside backward (`torch._C._autograd._get_current_graph_task_keep_graph`, B13/B30): each pass
+/// sees its own setting, also when several run at once.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use autograd_runtime::{current_graph_task_keep_graph, BackwardOptions, Tensor};
+/// let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let s = seen.clone();
+/// x.register_hook(move |_| { s.lock().unwrap().push(current_graph_task_keep_graph()); None })?;
+/// let y = x.mul_scalar(2.0)?;
+/// y.backward_with(BackwardOptions::new().retain_graph(true))?;
+/// y.backward()?;
+/// assert_eq!(*seen.lock().unwrap(), vec![Some(true), Some(false)]);
+/// assert_eq!(current_graph_task_keep_graph(), None);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn current_graph_task_keep_graph() -> Option<bool> {
+    worker::with_current_graph_task(|t| t.map(|t| t.keep_graph))
+}
+
 /// Whether the current backward pass will run `node` (`torch._C._will_engine_execute_node`):
 /// it is reachable from the roots and, for `grad()`/`backward(inputs=..)`, needed.
 ///

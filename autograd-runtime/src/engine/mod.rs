@@ -22,8 +22,8 @@ mod worker;
 mod tests;
 
 pub use front_door::{
-    backward, current_graph_task_id, grad, queue_callback, will_engine_execute_node,
-    BackwardOptions, GradOptions,
+    backward, current_graph_task_id, current_graph_task_keep_graph, grad, queue_callback,
+    will_engine_execute_node, BackwardOptions, GradOptions,
 };
 
 use std::sync::OnceLock;
