@@ -1,0 +1,499 @@
+//! Element-wise kernels: unary ops, `pow` by a scalar, binary ops with PyTorch broadcasting,
+//! scalar and in-place variants, `fill` and `where_positive`.
+
+use ndarray::{arr0, ArrayD, ArrayViewD, ArrayViewMutD, IxDyn, Zip};
+
+use super::{first, from_vec, lit, same_shape, to_contiguous};
+use crate::tensor::dtype::Element;
+
+// ---------------------------------------------------------------------------------------------
+// Unary element-wise ops
+// ---------------------------------------------------------------------------------------------
+
+/// An element-wise function of one tensor.
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "kernel for ops still to come (maximum, minimum, tensor pow); unit-tested here"
+    )
+)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum UnaryOp {
+    /// `-x`
+    Neg,
+    /// `e^x`
+    Exp,
+    /// Natural logarithm.
+    Log,
+    /// `sin x`
+    Sin,
+    /// `cos x`
+    Cos,
+    /// `tanh x`
+    Tanh,
+    /// `1 / (1 + e^-x)`
+    Sigmoid,
+    /// `max(x, 0)`; NaN stays NaN.
+    Relu,
+    /// Square root.
+    Sqrt,
+    /// `|x|`
+    Abs,
+    /// -1, 0 or 1 by the sign of `x` (zero keeps its sign bit); NaN stays NaN.
+    Sign,
+    /// `1 / x`
+    Reciprocal,
+    /// `x * x`
+    Square,
+    /// 1 where x > 0, else 0 (relu's derivative).
+    PositiveMask,
+}
+
+/// Applies `f` to every element; standard-layout input maps its slice directly.
+#[inline]
+fn map_unary<T: Element>(a: ArrayViewD<'_, T>, f: impl Fn(T) -> T) -> ArrayD<T> {
+    if a.ndim() == 0 {
+        return arr0(f(first(&a))).into_dyn();
+    }
+    if let Some(s) = a.as_slice() {
+        return from_vec(a.raw_dim(), s.iter().map(|&x| f(x)).collect());
+    }
+    let mut out = ArrayD::zeros(a.raw_dim());
+    Zip::from(&mut out).and(&a).for_each(|o, &x| *o = f(x));
+    out
+}
+
+/// Expands `$body` once per [`UnaryOp`], with `$f` bound to that op's `Fn(T) -> T`, so every
+/// kernel is monomorphised per op and the inner loops carry no branch on the op.
+#[rustfmt::skip]
+macro_rules! with_unary_fn {
+    ($op:expr, $T:ty, |$f:ident| $body:expr) => {{
+        let (zero, one) = (<$T>::zero(), <$T>::one());
+        match $op {
+            UnaryOp::Neg => { let $f = |x: $T| -x; $body }
+            UnaryOp::Exp => { let $f = <$T>::exp; $body }
+            UnaryOp::Log => { let $f = <$T>::ln; $body }
+            UnaryOp::Sin => { let $f = <$T>::sin; $body }
+            UnaryOp::Cos => { let $f = <$T>::cos; $body }
+            UnaryOp::Tanh => { let $f = <$T>::tanh; $body }
+            UnaryOp::Sigmoid => { let $f = |x: $T| one / (one + (-x).exp()); $body }
+            UnaryOp::Relu => { let $f = |x: $T| if x <= zero { zero } else { x }; $body }
+            UnaryOp::Sqrt => { let $f = <$T>::sqrt; $body }
+            UnaryOp::Abs => { let $f = <$T>::abs; $body }
+            // ±0 and NaN are their own sign.
+            UnaryOp::Sign => { let $f = |x: $T| if x > zero { one } else if x < zero { -one } else { x }; $body }
+            UnaryOp::Reciprocal => { let $f = |x: $T| one / x; $body }
+            UnaryOp::Square => { let $f = |x: $T| x * x; $body }
+            UnaryOp::PositiveMask => { let $f = |x: $T| if x > zero { one } else { zero }; $body }
+        }
+    }};
+}
+
+/// Applies `op` to every element of `a`.
+pub(crate) fn unary<T: Element>(op: UnaryOp, a: ArrayViewD<'_, T>) -> ArrayD<T> {
+    if a.ndim() == 0 {
+        let x = first(&a);
+        return arr0(with_unary_fn!(op, T, |f| f(x))).into_dyn();
+    }
+    unary_nd(op, a)
+}
+
+/// [`unary`] for arrays with at least one dimension (kept out of line so the 0-dim path stays
+/// small).
+#[inline(never)]
+fn unary_nd<T: Element>(op: UnaryOp, a: ArrayViewD<'_, T>) -> ArrayD<T> {
+    with_unary_fn!(op, T, |f| map_unary(a, f))
+}
+
+/// `x.powf(exponent)` for every element.
+///
+/// Exponents 0, ±0.5, 1, 2, 3, -1 and -2 use multiplications / `sqrt` so they stay exact
+/// (`0^0 = NaN^0 = 1`, as in PyTorch).
+pub(crate) fn pow_scalar<T: Element>(a: ArrayViewD<'_, T>, exponent: f64) -> ArrayD<T> {
+    let one = T::one();
+    match exponent {
+        0.0 => map_unary(a, |_| one),
+        1.0 => to_contiguous(a),
+        2.0 => map_unary(a, |x| x * x),
+        3.0 => map_unary(a, |x| x * x * x),
+        0.5 => map_unary(a, T::sqrt),
+        -0.5 => map_unary(a, |x| one / x.sqrt()),
+        -1.0 => map_unary(a, |x| one / x),
+        -2.0 => map_unary(a, |x| one / (x * x)),
+        _ => {
+            let e: T = lit(exponent);
+            map_unary(a, |x| x.powf(e))
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Binary element-wise ops and broadcasting
+// ---------------------------------------------------------------------------------------------
+
+/// An element-wise function of two tensors.
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "kernel for ops still to come (maximum, minimum, tensor pow); unit-tested here"
+    )
+)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BinaryOp {
+    /// `x + y`
+    Add,
+    /// `x - y`
+    Sub,
+    /// `x * y`
+    Mul,
+    /// `x / y`
+    Div,
+    /// The larger of the two; NaN if either is NaN (`torch.maximum`).
+    Maximum,
+    /// The smaller of the two; NaN if either is NaN (`torch.minimum`).
+    Minimum,
+    /// `x.powf(y)`
+    Pow,
+}
+
+/// Two shapes that cannot be broadcast together, worded like PyTorch's error.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the size of tensor a ({size_a}) must match the size of tensor b ({size_b}) at non-singleton dimension {dim}"
+)]
+pub(crate) struct BroadcastError {
+    /// Size of the first operand along `dim` (1 where it has no such dimension).
+    pub(crate) size_a: usize,
+    /// Size of the second operand along `dim` (1 where it has no such dimension).
+    pub(crate) size_b: usize,
+    /// Index of the offending dimension in the broadcast result.
+    pub(crate) dim: usize,
+}
+
+/// PyTorch broadcasting: align trailing dims; sizes must be equal or one of them 1.
+///
+/// # Errors
+///
+/// [`BroadcastError`] naming the first dimension where both sizes differ and neither is 1.
+pub(crate) fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>, BroadcastError> {
+    let n = a.len().max(b.len());
+    let (pad_a, pad_b) = (n - a.len(), n - b.len());
+    (0..n)
+        .map(|dim| {
+            let size_a = if dim < pad_a { 1 } else { a[dim - pad_a] };
+            let size_b = if dim < pad_b { 1 } else { b[dim - pad_b] };
+            match (size_a, size_b) {
+                _ if size_a == size_b || size_b == 1 => Ok(size_a),
+                (1, _) => Ok(size_b),
+                _ => Err(BroadcastError {
+                    size_a,
+                    size_b,
+                    dim,
+                }),
+            }
+        })
+        .collect()
+}
+
+/// `v` broadcast to `shape`, which must be a broadcast of its shape.
+fn expand<'a, T>(v: &'a ArrayViewD<'_, T>, shape: &[usize]) -> ArrayViewD<'a, T> {
+    v.broadcast(shape)
+        .expect("invariant: shape is a broadcast of the operand's shape")
+}
+
+/// Checks that `b` broadcasts to `target` without growing it (for in-place ops).
+fn check_broadcast_to(target: &[usize], b: &[usize]) -> Result<(), BroadcastError> {
+    let shape = broadcast_shapes(target, b)?;
+    if same_shape(&shape, target) {
+        return Ok(());
+    }
+    let pad = shape.len() - target.len();
+    let pad_b = shape.len() - b.len();
+    let dim = (0..shape.len())
+        .find(|&d| d < pad || shape[d] != target[d - pad])
+        .expect("invariant: the broadcast shape differs from the target somewhere");
+    let size_a = if dim < pad { 1 } else { target[dim - pad] };
+    let size_b = if dim < pad_b { 1 } else { b[dim - pad_b] };
+    Err(BroadcastError {
+        size_a,
+        size_b,
+        dim,
+    })
+}
+
+/// When `small` broadcasts to `shape` by repeating one contiguous run of its axes, returns
+/// `(outer, mid, inner)` such that `out[o, m, i]` pairs with `small[m]` (row-major, `mid` is
+/// `small.len()`). Covers scalars (`mid == 1`), biases `[N, M] + [M]` and columns `[N, M] * [N, 1]`.
+fn block_broadcast(small: &[usize], shape: &[usize]) -> Option<(usize, usize, usize)> {
+    let pad = shape.len().checked_sub(small.len())?;
+    let kept = |d: usize| d >= pad && small[d - pad] != 1;
+    let Some(first) = (0..shape.len()).find(|&d| kept(d)) else {
+        return Some((shape.iter().product(), 1, 1));
+    };
+    let last = (first..shape.len()).rev().find(|&d| kept(d))?;
+    (first..=last).all(|d| small[d - pad] == shape[d]).then(|| {
+        (
+            shape[..first].iter().product(),
+            shape[first..=last].iter().product(),
+            shape[last + 1..].iter().product(),
+        )
+    })
+}
+
+/// `f(big[o, m, i], small[m])` over a `block_broadcast` layout, in row-major order.
+#[inline]
+fn block_map<T: Element>(
+    big: &[T],
+    small: &[T],
+    (_, mid, inner): (usize, usize, usize),
+    f: impl Fn(T, T) -> T,
+) -> Vec<T> {
+    if big.is_empty() {
+        Vec::new()
+    } else if mid == 1 {
+        let s = small[0];
+        big.iter().map(|&x| f(x, s)).collect()
+    } else if inner == 1 {
+        let mut out = Vec::with_capacity(big.len());
+        for chunk in big.chunks_exact(mid) {
+            out.extend(chunk.iter().zip(small).map(|(&x, &s)| f(x, s)));
+        }
+        out
+    } else {
+        let mut out = Vec::with_capacity(big.len());
+        for (chunk, &s) in big.chunks_exact(inner).zip(small.iter().cycle()) {
+            out.extend(chunk.iter().map(|&x| f(x, s)));
+        }
+        out
+    }
+}
+
+/// Expands `$body` once per [`BinaryOp`], with `$f` bound to that op's `Fn(T, T) -> T`, so every
+/// kernel is monomorphised per op and the inner loops carry no branch on the op.
+#[rustfmt::skip]
+macro_rules! with_binary_fn {
+    ($op:expr, $T:ty, |$f:ident| $body:expr) => {
+        match $op {
+            BinaryOp::Add => { let $f = |x: $T, y: $T| x + y; $body }
+            BinaryOp::Sub => { let $f = |x: $T, y: $T| x - y; $body }
+            BinaryOp::Mul => { let $f = |x: $T, y: $T| x * y; $body }
+            BinaryOp::Div => { let $f = |x: $T, y: $T| x / y; $body }
+            BinaryOp::Maximum => { let $f = |x: $T, y: $T| if x > y || x.is_nan() { x } else { y }; $body }
+            BinaryOp::Minimum => { let $f = |x: $T, y: $T| if x < y || x.is_nan() { x } else { y }; $body }
+            BinaryOp::Pow => { let $f = |x: $T, y: $T| x.powf(y); $body }
+        }
+    };
+}
+
+/// Applies `op` element-wise with PyTorch broadcasting.
+///
+/// # Errors
+///
+/// [`BroadcastError`] if the shapes do not broadcast.
+pub(crate) fn binary<T: Element>(
+    op: BinaryOp,
+    a: ArrayViewD<'_, T>,
+    b: ArrayViewD<'_, T>,
+) -> Result<ArrayD<T>, BroadcastError> {
+    if a.ndim() == 0 && b.ndim() == 0 {
+        // Hot path of scalar graphs: one dispatch, one allocation, no shape work.
+        let (x, y) = (first(&a), first(&b));
+        return Ok(arr0(with_binary_fn!(op, T, |f| f(x, y))).into_dyn());
+    }
+    binary_nd(op, a, b)
+}
+
+/// [`binary`] past the 0-dim case (kept out of line so the 0-dim path stays small).
+#[inline(never)]
+fn binary_nd<T: Element>(
+    op: BinaryOp,
+    a: ArrayViewD<'_, T>,
+    b: ArrayViewD<'_, T>,
+) -> Result<ArrayD<T>, BroadcastError> {
+    with_binary_fn!(op, T, |f| zip_binary(a, b, f))
+}
+
+/// Body of [`binary`] for one op.
+#[inline]
+fn zip_binary<T: Element>(
+    a: ArrayViewD<'_, T>,
+    b: ArrayViewD<'_, T>,
+    f: impl Fn(T, T) -> T + Copy,
+) -> Result<ArrayD<T>, BroadcastError> {
+    if same_shape(a.shape(), b.shape()) {
+        if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {
+            let data = x.iter().zip(y).map(|(&x, &y)| f(x, y)).collect();
+            return Ok(from_vec(a.raw_dim(), data));
+        }
+    }
+    let shape = broadcast_shapes(a.shape(), b.shape())?;
+    if a.len() == 1 && b.len() == 1 {
+        let (x, y) = (first(&a), first(&b));
+        return Ok(from_vec(IxDyn(&shape), vec![f(x, y)]));
+    }
+    if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {
+        if same_shape(a.shape(), &shape) {
+            if let Some(layout) = block_broadcast(b.shape(), &shape) {
+                return Ok(from_vec(IxDyn(&shape), block_map(x, y, layout, f)));
+            }
+        } else if same_shape(b.shape(), &shape) {
+            if let Some(layout) = block_broadcast(a.shape(), &shape) {
+                let data = block_map(y, x, layout, |q, p| f(p, q));
+                return Ok(from_vec(IxDyn(&shape), data));
+            }
+        }
+    }
+    let (a, b) = (expand(&a, &shape), expand(&b, &shape));
+    let mut out = ArrayD::zeros(IxDyn(&shape));
+    Zip::from(&mut out)
+        .and(&a)
+        .and(&b)
+        .for_each(|o, &x, &y| *o = f(x, y));
+    Ok(out)
+}
+
+/// `a (op) s` when `scalar_on_left == false`, `s (op) a` otherwise (for `1.0 - &t`, `2.0 / &t`).
+pub(crate) fn binary_scalar<T: Element>(
+    op: BinaryOp,
+    a: ArrayViewD<'_, T>,
+    s: T,
+    scalar_on_left: bool,
+) -> ArrayD<T> {
+    if a.ndim() == 0 {
+        let x = first(&a);
+        let (x, y) = if scalar_on_left { (s, x) } else { (x, s) };
+        return arr0(with_binary_fn!(op, T, |f| f(x, y))).into_dyn();
+    }
+    with_binary_fn!(op, T, |f| if scalar_on_left {
+        map_unary(a, |x| f(s, x))
+    } else {
+        map_unary(a, |x| f(x, s))
+    })
+}
+
+/// In place `a = a (op) b`, `b` broadcast to `a`'s shape.
+///
+/// `a` may be non-contiguous but must not have overlapping (stride-0) elements.
+///
+/// # Errors
+///
+/// [`BroadcastError`] if `b` does not broadcast to `a`'s shape (including when it would grow it);
+/// `a` is then unchanged.
+pub(crate) fn binary_inplace<T: Element>(
+    op: BinaryOp,
+    a: ArrayViewMutD<'_, T>,
+    b: ArrayViewD<'_, T>,
+) -> Result<(), BroadcastError> {
+    if !same_shape(a.shape(), b.shape()) {
+        check_broadcast_to(a.shape(), b.shape())?;
+    }
+    with_binary_fn!(op, T, |f| zip_inplace(a, b, f));
+    Ok(())
+}
+
+/// Body of [`binary_inplace`] for one op; shapes are already checked.
+#[inline]
+fn zip_inplace<T: Element>(
+    mut a: ArrayViewMutD<'_, T>,
+    b: ArrayViewD<'_, T>,
+    f: impl Fn(T, T) -> T,
+) {
+    let same = same_shape(a.shape(), b.shape());
+    let layout = if same {
+        None
+    } else {
+        block_broadcast(b.shape(), a.shape())
+    };
+    if let (Some(x), Some(y)) = (a.as_slice_mut(), b.as_slice()) {
+        if same {
+            x.iter_mut().zip(y).for_each(|(p, &q)| *p = f(*p, q));
+            return;
+        }
+        if let Some((_, mid, inner)) = layout {
+            if x.is_empty() {
+            } else if mid == 1 {
+                x.iter_mut().for_each(|p| *p = f(*p, y[0]));
+            } else if inner == 1 {
+                for chunk in x.chunks_exact_mut(mid) {
+                    chunk.iter_mut().zip(y).for_each(|(p, &q)| *p = f(*p, q));
+                }
+            } else {
+                for (chunk, &q) in x.chunks_exact_mut(inner).zip(y.iter().cycle()) {
+                    chunk.iter_mut().for_each(|p| *p = f(*p, q));
+                }
+            }
+            return;
+        }
+    }
+    let b = b
+        .broadcast(a.raw_dim())
+        .expect("invariant: checked by check_broadcast_to");
+    Zip::from(&mut a).and(&b).for_each(|p, &q| *p = f(*p, q));
+}
+
+/// In place `a = a (op) s`.
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "kernel for ops still to come (maximum, minimum, tensor pow); unit-tested here"
+    )
+)]
+pub(crate) fn binary_scalar_inplace<T: Element>(op: BinaryOp, mut a: ArrayViewMutD<'_, T>, s: T) {
+    with_binary_fn!(op, T, |f| a.map_inplace(|x| *x = f(*x, s)));
+}
+
+/// Sets every element of `a` to `v`.
+pub(crate) fn fill<T: Element>(mut a: ArrayViewMutD<'_, T>, v: T) {
+    a.fill(v);
+}
+
+/// Element-wise select: `out = if cond > 0 { a } else { b }`, all three broadcast together.
+///
+/// # Errors
+///
+/// [`BroadcastError`] if the three shapes do not broadcast.
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "kernel for ops still to come (maximum, minimum, tensor pow); unit-tested here"
+    )
+)]
+pub(crate) fn where_positive<T: Element>(
+    cond: ArrayViewD<'_, T>,
+    a: ArrayViewD<'_, T>,
+    b: ArrayViewD<'_, T>,
+) -> Result<ArrayD<T>, BroadcastError> {
+    let zero = T::zero();
+    let pick = |c: T, x: T, y: T| if c > zero { x } else { y };
+    if same_shape(cond.shape(), a.shape()) && same_shape(a.shape(), b.shape()) {
+        if let (Some(c), Some(x), Some(y)) = (cond.as_slice(), a.as_slice(), b.as_slice()) {
+            let data = c
+                .iter()
+                .zip(x)
+                .zip(y)
+                .map(|((&c, &x), &y)| pick(c, x, y))
+                .collect();
+            return Ok(from_vec(a.raw_dim(), data));
+        }
+    }
+    let shape = broadcast_shapes(&broadcast_shapes(cond.shape(), a.shape())?, b.shape())?;
+    let (c, x, y) = (
+        expand(&cond, &shape),
+        expand(&a, &shape),
+        expand(&b, &shape),
+    );
+    let mut out = ArrayD::zeros(IxDyn(&shape));
+    Zip::from(&mut out)
+        .and(&c)
+        .and(&x)
+        .and(&y)
+        .for_each(|o, &c, &x, &y| *o = pick(c, x, y));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

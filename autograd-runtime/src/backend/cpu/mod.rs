@@ -1,0 +1,109 @@
+//! Raw CPU kernels: element-wise maths with broadcasting, reductions, softmax, data movement and
+//! random numbers over `ndarray` views, generic over [`Element`].
+//!
+//! Every kernel accepts arbitrary strided views (transposed, sliced, broadcast with stride 0) and
+//! returns a new array in standard (C-contiguous) layout with offset 0, so the caller can take its
+//! buffer with `into_raw_vec_and_offset()`. Standard-layout inputs take slice-based fast paths that
+//! allocate exactly one `Vec` and never enter `Zip`: that is what keeps the backward of a scalar
+//! node cheap. Matrix multiplication lives in [`super::matmul`] and is re-exported here.
+
+mod elementwise;
+mod movement;
+mod random;
+mod reduce;
+
+use ndarray::{Array0, Array1, Array2, ArrayD, ArrayViewD, CowArray, Dimension, IxDyn};
+
+use crate::tensor::dtype::Element;
+
+pub(crate) use super::matmul::matmul;
+pub(crate) use elementwise::{
+    binary, binary_inplace, binary_scalar, broadcast_shapes, fill, pow_scalar, unary, BinaryOp,
+    BroadcastError, UnaryOp,
+};
+pub(crate) use movement::{cat, index_add, index_select, scatter_max_grad, to_contiguous};
+pub(crate) use random::randn;
+pub(crate) use reduce::{has_nan, log_softmax, max_dim, softmax, sum_all, sum_axes, sum_to};
+
+// Kernels with no caller outside the unit tests yet (each item carries `expect(dead_code)`); their
+// paths are kept for the ops still to come.
+#[expect(
+    unused_imports,
+    reason = "no caller yet; the unit tests reach these kernels in their own module"
+)]
+pub(crate) use elementwise::{binary_scalar_inplace, where_positive};
+#[cfg_attr(
+    not(test),
+    expect(
+        unused_imports,
+        reason = "no caller yet outside the tests, where `tests::assert_close` uses it"
+    )
+)]
+pub(crate) use reduce::max_abs_diff;
+
+// ---------------------------------------------------------------------------------------------
+// Shared helpers
+// ---------------------------------------------------------------------------------------------
+
+/// Builds an owned standard-layout array (offset 0) from a buffer in row-major order.
+///
+/// 0- to 2-D shapes go through the fixed-dimension constructors: `IxDyn` stride set-up is a
+/// measurable share of a scalar op's cost, and `into_dyn` is cheaper.
+#[inline]
+fn from_vec<T>(shape: IxDyn, data: Vec<T>) -> ArrayD<T> {
+    const MSG: &str = "invariant: kernel buffers hold exactly the product of the shape";
+    match *shape.slice() {
+        [] => Array0::from_shape_vec((), data).expect(MSG).into_dyn(),
+        [n] => {
+            assert_eq!(n, data.len(), "{MSG}");
+            Array1::from_vec(data).into_dyn()
+        }
+        [r, c] => Array2::from_shape_vec((r, c), data).expect(MSG).into_dyn(),
+        _ => ArrayD::from_shape_vec(shape, data).expect(MSG),
+    }
+}
+
+/// Shape equality without a `memcmp` call (which dominated the cost of scalar ops).
+#[inline]
+fn same_shape(a: &[usize], b: &[usize]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
+/// The first element (in logical order) of a non-empty array, e.g. the value of a 0-dim one.
+#[inline]
+fn first<T: Copy>(a: &ArrayViewD<'_, T>) -> T {
+    *a.first().expect("invariant: the array is not empty")
+}
+
+/// Converts an `f64` constant to `T`.
+#[inline]
+fn lit<T: Element>(v: f64) -> T {
+    <T as Element>::from_f64(v)
+}
+
+/// Returns `a` itself when it is in standard layout, else a standard-layout copy.
+fn standard<T: Element>(a: ArrayViewD<'_, T>) -> CowArray<'_, T, IxDyn> {
+    if a.is_standard_layout() {
+        CowArray::from(a)
+    } else {
+        CowArray::from(to_contiguous(a))
+    }
+}
+
+/// The elements of a standard-layout array, in row-major order.
+fn std_slice<'a, T>(a: &'a CowArray<'_, T, IxDyn>) -> &'a [T] {
+    a.as_slice()
+        .expect("invariant: `standard` returns standard-layout arrays")
+}
+
+/// `(outer, len, inner)`: a standard-layout array of `shape` seen as a 3-D block around `dim`.
+fn split_dims(shape: &[usize], dim: usize) -> (usize, usize, usize) {
+    (
+        shape[..dim].iter().product(),
+        shape[dim],
+        shape[dim + 1..].iter().product(),
+    )
+}
+
+#[cfg(test)]
+mod tests;

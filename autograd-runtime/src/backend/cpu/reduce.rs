@@ -1,0 +1,330 @@
+//! Reductions: pairwise sums (`sum_all`, `sum_axes`, `sum_to`), `max_dim`, softmax and
+//! log-softmax, and the whole-array checks `has_nan` and `max_abs_diff`.
+
+use ndarray::{ArrayD, ArrayView1, ArrayViewD, Axis, CowArray, IxDyn, Zip};
+
+use super::{from_vec, same_shape, split_dims, standard, std_slice, to_contiguous};
+use crate::tensor::dtype::Element;
+
+/// `shape` with `dim` set to 1 (`keepdim`) or removed.
+fn reduced_shape(shape: &[usize], dim: usize, keepdim: bool) -> IxDyn {
+    let mut out = shape.to_vec();
+    if keepdim {
+        out[dim] = 1;
+    } else {
+        out.remove(dim);
+    }
+    IxDyn(&out)
+}
+
+/// Slices up to this length are summed directly (with 8 accumulators); longer ones are split.
+const PAIRWISE_BLOCK: usize = 256;
+
+/// Rows summed directly before [`sum_rows_into`] splits (pairwise over rows).
+const ROW_BLOCK: usize = 32;
+
+/// Pairwise sum: error grows with `log n`, so f32 sums of millions of elements stay accurate.
+fn pairwise_sum<T: Element>(s: &[T]) -> T {
+    if s.len() <= PAIRWISE_BLOCK {
+        let mut acc = [T::zero(); 8];
+        let chunks = s.chunks_exact(8);
+        let rest = chunks.remainder();
+        for c in chunks {
+            for (a, &x) in acc.iter_mut().zip(c) {
+                *a += x;
+            }
+        }
+        let mut total =
+            ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+        for &x in rest {
+            total += x;
+        }
+        total
+    } else {
+        let (l, r) = s.split_at((s.len() / 2) & !7);
+        pairwise_sum(l) + pairwise_sum(r)
+    }
+}
+
+/// Pairwise sum of a strided 1-D view.
+fn strided_sum<T: Element>(v: ArrayView1<'_, T>) -> T {
+    if let Some(s) = v.as_slice_memory_order() {
+        pairwise_sum(s)
+    } else if v.len() <= PAIRWISE_BLOCK {
+        v.iter().fold(T::zero(), |acc, &x| acc + x)
+    } else {
+        let (l, r) = v.split_at(Axis(0), v.len() / 2);
+        strided_sum(l) + strided_sum(r)
+    }
+}
+
+/// Adds the `rows.len() / out.len()` rows of `rows` into `out`, pairwise over rows.
+fn sum_rows_into<T: Element>(rows: &[T], out: &mut [T]) {
+    let inner = out.len();
+    let n_rows = rows.len() / inner;
+    if n_rows <= ROW_BLOCK {
+        for row in rows.chunks_exact(inner) {
+            out.iter_mut().zip(row).for_each(|(o, &x)| *o += x);
+        }
+    } else {
+        let (l, r) = rows.split_at(n_rows / 2 * inner);
+        sum_rows_into(l, out);
+        let mut tmp = vec![T::zero(); inner];
+        sum_rows_into(r, &mut tmp);
+        out.iter_mut().zip(&tmp).for_each(|(o, &x)| *o += x);
+    }
+}
+
+/// Sum of all elements (pairwise, so f32 sums of 1e6 elements stay accurate); 0 when empty.
+pub(crate) fn sum_all<T: Element>(a: ArrayViewD<'_, T>) -> T {
+    if let Some(s) = a.as_slice_memory_order() {
+        return pairwise_sum(s);
+    }
+    let last = Axis(a.ndim() - 1); // 0-dim arrays are contiguous, so ndim >= 1 here
+    let partial: Vec<T> = a.lanes(last).into_iter().map(strided_sum).collect();
+    pairwise_sum(&partial)
+}
+
+/// Sums the standard-layout array `a` over the consecutive axes `start..end`, keeping them as 1s.
+fn sum_axis_run<T: Element>(a: &CowArray<'_, T, IxDyn>, start: usize, end: usize) -> ArrayD<T> {
+    let shape = a.shape();
+    let outer: usize = shape[..start].iter().product();
+    let len: usize = shape[start..end].iter().product();
+    let inner: usize = shape[end..].iter().product();
+    let s = std_slice(a);
+    let mut out_shape = shape.to_vec();
+    out_shape[start..end].iter_mut().for_each(|d| *d = 1);
+    let mut out = vec![T::zero(); outer * inner];
+    if len > 0 && inner > 0 {
+        if inner == 1 {
+            for (o, block) in out.iter_mut().zip(s.chunks_exact(len)) {
+                *o = pairwise_sum(block);
+            }
+        } else {
+            for (o, block) in out.chunks_exact_mut(inner).zip(s.chunks_exact(len * inner)) {
+                sum_rows_into(block, o);
+            }
+        }
+    }
+    from_vec(IxDyn(&out_shape), out)
+}
+
+/// Sums over `axes` (valid and distinct; empty means copy), dropping them unless `keepdim`.
+pub(crate) fn sum_axes<T: Element>(
+    a: ArrayViewD<'_, T>,
+    axes: &[usize],
+    keepdim: bool,
+) -> ArrayD<T> {
+    let ndim = a.ndim();
+    let mut reduce = vec![false; ndim];
+    axes.iter().for_each(|&ax| reduce[ax] = true);
+    let out_shape: Vec<usize> = (0..ndim)
+        .filter(|&d| keepdim || !reduce[d])
+        .map(|d| if reduce[d] { 1 } else { a.shape()[d] })
+        .collect();
+    if axes.is_empty() {
+        return to_contiguous(a);
+    }
+    if axes.len() == ndim {
+        return from_vec(IxDyn(&out_shape), vec![sum_all(a)]);
+    }
+    // Reduce each run of consecutive axes, last run first; every step's output is standard.
+    let mut cur = standard(a);
+    let mut end = ndim;
+    while end > 0 {
+        if !reduce[end - 1] {
+            end -= 1;
+            continue;
+        }
+        let mut start = end - 1;
+        while start > 0 && reduce[start - 1] {
+            start -= 1;
+        }
+        cur = CowArray::from(sum_axis_run(&cur, start, end));
+        end = start;
+    }
+    from_vec(
+        IxDyn(&out_shape),
+        cur.into_owned().into_raw_vec_and_offset().0,
+    )
+}
+
+/// Reduces a broadcast gradient back to `shape` (PyTorch's `sum_to`): sums the leading extra
+/// dims, and the dims where `shape` has 1 and `a` does not. `shape` must broadcast to `a`'s.
+pub(crate) fn sum_to<T: Element>(a: ArrayViewD<'_, T>, shape: &[usize]) -> ArrayD<T> {
+    if same_shape(a.shape(), shape) {
+        return to_contiguous(a);
+    }
+    if a.len() == 1 && shape.iter().product::<usize>() == 1 {
+        let x = *a.iter().next().expect("invariant: a has one element");
+        return from_vec(IxDyn(shape), vec![x]);
+    }
+    let lead = a.ndim() - shape.len();
+    let axes: Vec<usize> = (0..lead)
+        .chain((lead..a.ndim()).filter(|&d| shape[d - lead] == 1 && a.shape()[d] != 1))
+        .collect();
+    let summed = sum_axes(a, &axes, true);
+    from_vec(IxDyn(shape), summed.into_raw_vec_and_offset().0)
+}
+
+/// Max over `dim`: `(values, indices)` of the first maximum. A NaN is the maximum (the first NaN
+/// wins), as in PyTorch.
+///
+/// # Panics
+///
+/// If `dim` has size 0 (PyTorch errors there too; the caller checks).
+pub(crate) fn max_dim<T: Element>(
+    a: ArrayViewD<'_, T>,
+    dim: usize,
+    keepdim: bool,
+) -> (ArrayD<T>, ArrayD<usize>) {
+    let (outer, len, inner) = split_dims(a.shape(), dim);
+    assert!(len > 0, "max_dim: dimension {dim} has size 0");
+    let out_shape = reduced_shape(a.shape(), dim, keepdim);
+    let a = standard(a);
+    let s = std_slice(&a);
+    let mut vals = Vec::with_capacity(outer * inner);
+    let mut idx = Vec::with_capacity(outer * inner);
+    if inner > 0 {
+        for block in s.chunks_exact(len * inner) {
+            if inner == 1 {
+                let (mut best, mut at) = (block[0], 0);
+                for (k, &x) in block.iter().enumerate().skip(1) {
+                    if best.is_nan() {
+                        break;
+                    }
+                    if x > best || x.is_nan() {
+                        (best, at) = (x, k);
+                    }
+                }
+                vals.push(best);
+                idx.push(at);
+            } else {
+                let start = vals.len();
+                vals.extend_from_slice(&block[..inner]);
+                idx.resize(start + inner, 0);
+                for (k, row) in block.chunks_exact(inner).enumerate().skip(1) {
+                    for ((v, i), &x) in vals[start..].iter_mut().zip(&mut idx[start..]).zip(row) {
+                        if x > *v || (x.is_nan() && !v.is_nan()) {
+                            (*v, *i) = (x, k);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (from_vec(out_shape.clone(), vals), from_vec(out_shape, idx))
+}
+
+/// Shared body of [`softmax`] and [`log_softmax`].
+fn softmax_impl<T: Element>(a: ArrayViewD<'_, T>, dim: usize, log: bool) -> ArrayD<T> {
+    let (_, len, inner) = split_dims(a.shape(), dim);
+    let shape = a.raw_dim();
+    let a = standard(a);
+    let s = std_slice(&a);
+    let mut out: Vec<T> = Vec::with_capacity(s.len());
+    if s.is_empty() {
+        return from_vec(shape, out);
+    }
+    let neg_inf = T::neg_infinity();
+    let max = |m: T, x: T| if x > m { x } else { m };
+    if inner == 1 {
+        for row in s.chunks_exact(len) {
+            let m = row.iter().fold(neg_inf, |m, &x| max(m, x));
+            let start = out.len();
+            out.extend(row.iter().map(|&x| (x - m).exp()));
+            let total = pairwise_sum(&out[start..]);
+            if log {
+                let l = total.ln();
+                out[start..]
+                    .iter_mut()
+                    .zip(row)
+                    .for_each(|(o, &x)| *o = (x - m) - l);
+            } else {
+                out[start..].iter_mut().for_each(|o| *o /= total);
+            }
+        }
+    } else {
+        let mut m = vec![neg_inf; inner];
+        let mut total = vec![T::zero(); inner];
+        for block in s.chunks_exact(len * inner) {
+            m.fill(neg_inf);
+            total.fill(T::zero());
+            for row in block.chunks_exact(inner) {
+                m.iter_mut().zip(row).for_each(|(m, &x)| *m = max(*m, x));
+            }
+            let start = out.len();
+            for row in block.chunks_exact(inner) {
+                out.extend(row.iter().zip(&m).map(|(&x, &m)| (x - m).exp()));
+            }
+            sum_rows_into(&out[start..], &mut total);
+            let outs = out[start..]
+                .chunks_exact_mut(inner)
+                .zip(block.chunks_exact(inner));
+            for (o_row, row) in outs {
+                if log {
+                    for (((o, &x), &m), &t) in o_row.iter_mut().zip(row).zip(&m).zip(&total) {
+                        *o = (x - m) - t.ln();
+                    }
+                } else {
+                    o_row.iter_mut().zip(&total).for_each(|(o, &t)| *o /= t);
+                }
+            }
+        }
+    }
+    from_vec(shape, out)
+}
+
+/// Softmax over `dim`, numerically stable (the row maximum is subtracted before `exp`).
+pub(crate) fn softmax<T: Element>(a: ArrayViewD<'_, T>, dim: usize) -> ArrayD<T> {
+    softmax_impl(a, dim, false)
+}
+
+/// Log-softmax over `dim`, stable: `x - max - ln(sum(exp(x - max)))`.
+pub(crate) fn log_softmax<T: Element>(a: ArrayViewD<'_, T>, dim: usize) -> ArrayD<T> {
+    softmax_impl(a, dim, true)
+}
+
+/// Whether any element is NaN.
+pub(crate) fn has_nan<T: Element>(a: ArrayViewD<'_, T>) -> bool {
+    match a.as_slice_memory_order() {
+        // Branch-free folds per chunk vectorise; the early exit is per chunk.
+        Some(s) => s
+            .chunks(1024)
+            .any(|c| c.iter().fold(false, |acc, x| acc | x.is_nan())),
+        None => a.iter().any(|x| x.is_nan()),
+    }
+}
+
+/// `max |a - b|` over two arrays of the same shape: 0 when empty, NaN if any difference is NaN.
+///
+/// # Panics
+///
+/// If the shapes differ.
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "kernel for ops still to come (maximum, minimum, tensor pow); unit-tested here"
+    )
+)]
+pub(crate) fn max_abs_diff<T: Element>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> T {
+    assert_eq!(a.shape(), b.shape(), "max_abs_diff: shapes differ");
+    let step = |m: T, x: T, y: T| {
+        let d = (x - y).abs();
+        if d > m || d.is_nan() {
+            d
+        } else {
+            m
+        }
+    };
+    match (a.as_slice(), b.as_slice()) {
+        (Some(x), Some(y)) => x.iter().zip(y).fold(T::zero(), |m, (&x, &y)| step(m, x, y)),
+        _ => Zip::from(&a)
+            .and(&b)
+            .fold(T::zero(), |m, &x, &y| step(m, x, y)),
+    }
+}
+
+#[cfg(test)]
+mod tests;
