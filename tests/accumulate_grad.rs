@@ -276,3 +276,23 @@ fn b16_concurrent_accumulation_sums() -> R {
     assert_close(&grad_vals(&x), &expected);
     Ok(())
 }
+
+/// A post-accumulate-grad hook may itself run a backward pass that accumulates into the same
+/// leaf (e.g. a regulariser applied after each step) without deadlocking.
+#[test]
+fn post_accumulate_hook_can_run_backward_into_the_same_leaf() -> autograd::Result<()> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let x = autograd::Tensor::scalar(2.0f64).requires_grad_(true)?;
+    let once = Arc::new(AtomicBool::new(false));
+    let (x2, o) = (x.clone(), once.clone());
+    x.register_post_accumulate_grad_hook(move |_| {
+        if !o.swap(true, Ordering::SeqCst) {
+            let _g = autograd::enable_grad();
+            x2.mul_scalar(10.0).unwrap().backward().unwrap();
+        }
+    })?;
+    x.mul_scalar(3.0)?.backward()?;
+    assert_eq!(x.grad().unwrap().item::<f64>()?, 13.0);
+    Ok(())
+}

@@ -59,7 +59,7 @@ impl Node for AccumulateGrad {
         let Some(new_grad) = grads.get_mut(0).and_then(Option::take) else {
             return Ok(smallvec![]);
         };
-        let _serialised = self.lock.lock();
+        let serialised = self.lock.lock();
         let var = &self.variable;
         let old = {
             let mut meta = var.meta_lock();
@@ -93,6 +93,8 @@ impl Node for AccumulateGrad {
             meta.grad = Some(updated);
             meta.leaf_hooks.post_accumulate.clone()
         };
+        // User hooks run unlocked: one that starts a backward reaching this leaf must not deadlock.
+        drop(serialised);
         for (_, hook) in hooks {
             hook(var);
         }
