@@ -23,7 +23,7 @@ enum State {
     /// `edge` for a saved input that requires grad (its grad_fn, or a leaf's AccumulateGrad):
     /// the unpacked tensor takes that history, as PyTorch's unpacked `SavedVariable` does.
     Hooked {
-        packed: Packed,
+        packed: Arc<Packed>,
         hooks: Arc<HookPair>,
         output: Option<(Weak<dyn Node>, usize)>,
         edge: Option<Edge>,
@@ -48,7 +48,7 @@ fn pack(t: &Tensor, output: Option<(&Weak<dyn Node>, usize)>) -> Option<State> {
         None
     };
     Some(State::Hooked {
-        packed,
+        packed: Arc::new(packed),
         hooks,
         output: output.map(|(w, nr)| (w.clone(), nr)),
         edge,
@@ -129,16 +129,19 @@ impl SavedTensor {
                 output,
                 edge,
             } => {
-                let t = hooks.unpack(packed);
+                // The unpack hook is user code: run it without holding this slot's lock.
+                let (packed, hooks) = (packed.clone(), hooks.clone());
+                let history = match output {
+                    Some((node, nr)) => node.upgrade().map(|n| (NodeRef::new(n), *nr)),
+                    None => edge.as_ref().map(|e| (e.node.clone(), e.input_nr)),
+                };
+                drop(state);
+                let t = hooks.unpack(&packed);
                 if !is_grad_enabled() {
                     return Ok(Some(t));
                 }
                 // Re-attach the history the saved tensor had, so a create_graph pass
                 // differentiates through it (a tensor the hook returned as is keeps its own).
-                let history = match output {
-                    Some((node, nr)) => node.upgrade().map(|n| (NodeRef::new(n), *nr)),
-                    None => edge.as_ref().map(|e| (e.node.clone(), e.input_nr)),
-                };
                 match history {
                     Some((node, nr)) if t.grad_fn().is_none() => {
                         let alias = t.detach();
