@@ -19,6 +19,17 @@ use std::sync as imp;
 
 pub(crate) use imp::MutexGuard;
 
+/// Memory orderings: one type for std's and loom's atomics.
+pub(crate) use std::sync::atomic::Ordering;
+
+/// Process-wide statics (id counters, warn-once flags, the default engine, the warning handler):
+/// always std's types, since loom models no statics and they take part in no engine protocol.
+#[cfg(not(loom))]
+pub(crate) mod statics {
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64};
+    pub(crate) use std::sync::OnceLock;
+}
+
 /// A mutex whose `lock` never fails (see the module docs for the poisoning policy).
 #[derive(Debug, Default)]
 pub(crate) struct Mutex<T>(imp::Mutex<T>);

@@ -8,7 +8,8 @@ type Handler = Arc<dyn Fn(&str) + Send + Sync>;
 /// A function that receives warning messages (see [`set_warning_handler`]).
 pub type WarningHandler = Box<dyn Fn(&str) + Send + Sync>;
 
-static HANDLER: std::sync::OnceLock<Mutex<Option<Handler>>> = std::sync::OnceLock::new();
+static HANDLER: crate::sync::statics::OnceLock<Mutex<Option<Handler>>> =
+    crate::sync::statics::OnceLock::new();
 
 /// Installs `handler` to receive every warning (or restores printing to stderr with `None`).
 ///

@@ -2,7 +2,7 @@
 //! `future_result_`). The owner polls it between tasks; a caller whose task went to the pool
 //! blocks on it. See README.md §3 for the wake-up protocol built on it.
 
-use std::sync::atomic::Ordering;
+use crate::sync::Ordering;
 
 use crate::sync::atomic::AtomicBool;
 use crate::sync::{Condvar, Mutex};

@@ -11,9 +11,9 @@
 //! concurrently) falls back to a hash map. The slots are only read during the walk: afterwards the
 //! plan's dense arrays are used, so a later walk may overwrite them freely.
 
+use crate::sync::Ordering;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::Ordering;
 
 use crate::sync::atomic::{AtomicBool, AtomicU64};
 use std::ptr::NonNull;

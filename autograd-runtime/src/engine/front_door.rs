@@ -2,7 +2,8 @@
 //! `Tensor.backward`): argument checks with PyTorch's errors (B12), implicit root gradients,
 //! `retain_graph` defaulting to `create_graph` (B02), and result post-processing (B11).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use crate::sync::statics::AtomicBool;
+use crate::sync::Ordering;
 
 use smallvec::SmallVec;
 

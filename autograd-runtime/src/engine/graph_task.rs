@@ -1,7 +1,7 @@
 //! `GraphTask`: the state of one `backward()`/`grad()` call — dependency counts, buffers of nodes
 //! that are not ready yet, captured gradients, the first error, final callbacks, and completion.
 
-use std::sync::atomic::Ordering;
+use crate::sync::Ordering;
 
 use super::completion::Completion;
 use super::dependencies::GraphPlan;
@@ -77,7 +77,7 @@ impl GraphTask {
         let dependencies = std::mem::take(&mut plan.dependencies);
         let mut not_ready = Vec::with_capacity(n);
         not_ready.resize_with(n, InputBuffer::default);
-        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        static NEXT_ID: crate::sync::statics::AtomicU64 = crate::sync::statics::AtomicU64::new(0);
         GraphTask {
             // Relaxed: only uniqueness and monotonicity per thread matter.
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),

@@ -26,7 +26,7 @@ pub use front_door::{
     will_engine_execute_node, BackwardOptions, GradOptions,
 };
 
-use std::sync::OnceLock;
+use crate::sync::statics::OnceLock;
 
 use dependencies::compute_dependencies;
 use device_threads::DeviceThreads;
@@ -73,7 +73,7 @@ pub struct Engine {
 pub(crate) struct EngineInner {
     /// Inline reentrant levels per thread before the pool takes over. Relaxed: a setting read
     /// once per reentrant call; a change races only with calls that are already deciding.
-    max_recursion_depth: std::sync::atomic::AtomicUsize,
+    max_recursion_depth: crate::sync::atomic::AtomicUsize,
     devices: DeviceThreads,
     pool: Arc<ReentrantPool>,
 }
@@ -89,7 +89,7 @@ impl Engine {
     pub fn new() -> Engine {
         Engine {
             inner: Arc::new(EngineInner {
-                max_recursion_depth: std::sync::atomic::AtomicUsize::new(
+                max_recursion_depth: crate::sync::atomic::AtomicUsize::new(
                     DEFAULT_MAX_RECURSION_DEPTH,
                 ),
                 devices: DeviceThreads::default(),
@@ -103,7 +103,7 @@ impl Engine {
     pub fn max_recursion_depth(self, depth: usize) -> Engine {
         self.inner
             .max_recursion_depth
-            .store(depth, std::sync::atomic::Ordering::Relaxed);
+            .store(depth, crate::sync::Ordering::Relaxed);
         self
     }
 
@@ -270,7 +270,7 @@ impl EngineInner {
         } else if worker::current_depth()
             >= self
                 .max_recursion_depth
-                .load(std::sync::atomic::Ordering::Relaxed)
+                .load(crate::sync::Ordering::Relaxed)
         {
             // B27: too deep for this thread's stack; a pool thread drains this queue instead.
             match self.pool.submit(gt.clone()) {

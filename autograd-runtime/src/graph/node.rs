@@ -1,8 +1,8 @@
 //! The `Node` trait every backward function implements, and `NodeMeta`, the bookkeeping the engine
 //! needs from every node (sequence number, topological number, next edges, input metadata, hooks).
 
+use crate::sync::Ordering;
 use std::cell::Cell;
-use std::sync::atomic::Ordering;
 
 use smallvec::SmallVec;
 

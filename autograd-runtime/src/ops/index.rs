@@ -15,7 +15,7 @@ use crate::{Error, Result, Tensor};
 struct Argmax {
     dim: usize,
     keepdim_shape: Dims,
-    indices: std::sync::Arc<ArrayD<usize>>,
+    indices: crate::sync::Arc<ArrayD<usize>>,
 }
 
 // ----- the ops ----------------------------------------------------------------------------------
@@ -168,7 +168,7 @@ impl Tensor {
         let argmax = Argmax {
             dim,
             keepdim_shape: indices.shape().into(),
-            indices: std::sync::Arc::new(indices),
+            indices: crate::sync::Arc::new(indices),
         };
         Ok((max_values(self, argmax, keepdim), flat))
     }

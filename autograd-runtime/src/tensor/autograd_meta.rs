@@ -1,7 +1,8 @@
 //! A tensor's autograd state (requires_grad, grad, grad_fn + output_nr, retains_grad, hooks, the
 //! weak link to a leaf's AccumulateGrad) and the public methods that read and change it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use crate::sync::statics::AtomicBool;
+use crate::sync::Ordering;
 
 use super::Tensor;
 use crate::graph::hooks::LeafHooks;

@@ -1,7 +1,7 @@
 //! Shared tensor storage: the element buffer, its device, and the version counter that every
 //! view (and `detach()`) of the same data shares.
 
-use std::sync::atomic::Ordering;
+use crate::sync::Ordering;
 
 use crate::sync::{atomic::AtomicU64, RwLock};
 pub(crate) use crate::tensor::dtype::Buffer;
