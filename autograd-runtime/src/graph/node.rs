@@ -1,7 +1,6 @@
 //! The `Node` trait every backward function implements, and `NodeMeta`, the bookkeeping the engine
 //! needs from every node (sequence number, topological number, next edges, input metadata, hooks).
 
-use crate::sync::Ordering;
 use std::cell::Cell;
 
 use smallvec::SmallVec;
@@ -9,6 +8,7 @@ use smallvec::SmallVec;
 use super::hooks::NodeHooks;
 use super::Edge;
 use crate::sync::atomic::AtomicU64;
+use crate::sync::Ordering;
 use crate::tensor::layout::Dims;
 use crate::{DType, Device, Result, Tensor};
 
@@ -84,18 +84,7 @@ impl InputMetadata {
 
     /// Zeros of this shape, dtype and device (for materialising undefined gradients).
     pub fn zeros(&self) -> Tensor {
-        Tensor::from_buffer(
-            match self.dtype {
-                DType::F32 => crate::tensor::storage::Buffer::F32(
-                    smallvec::smallvec![0.0; self.shape.iter().product()],
-                ),
-                DType::F64 => crate::tensor::storage::Buffer::F64(
-                    smallvec::smallvec![0.0; self.shape.iter().product()],
-                ),
-            },
-            &self.shape,
-            self.device,
-        )
+        Tensor::filled(&self.shape, 0.0, self.dtype, self.device)
     }
 }
 

@@ -156,12 +156,18 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn full(shape: &[usize], value: f64, dtype: DType) -> Result<Tensor> {
+        Ok(Tensor::filled(shape, value, dtype, Device::Cpu))
+    }
+
+    /// A new contiguous tensor of `shape` filled with `value`: what every constant constructor
+    /// (`full`, `zeros_like`, materialised zero gradients, ...) builds on.
+    pub(crate) fn filled(shape: &[usize], value: f64, dtype: DType, device: Device) -> Tensor {
         let n = shape.iter().product();
         let data = match dtype {
             DType::F32 => Buffer::F32(smallvec::smallvec![value as f32; n]),
             DType::F64 => Buffer::F64(smallvec::smallvec![value; n]),
         };
-        Ok(Tensor::from_buffer(data, shape, Device::Cpu))
+        Tensor::from_buffer(data, shape, device)
     }
 
     /// A tensor of zeros.
@@ -257,12 +263,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn full_like(&self, value: f64) -> Tensor {
-        let n = self.numel();
-        let data = match self.dtype() {
-            DType::F32 => Buffer::F32(smallvec::smallvec![value as f32; n]),
-            DType::F64 => Buffer::F64(smallvec::smallvec![value; n]),
-        };
-        Tensor::from_buffer(data, self.shape(), self.device())
+        Tensor::filled(self.shape(), value, self.dtype(), self.device())
     }
 
     // ----- inspection -----------------------------------------------------------------------------
