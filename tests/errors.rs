@@ -5,9 +5,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use autograd::__private::{record_node, smallvec::SmallVec};
-use autograd::graph::{Backward, GradVec, NodeMeta};
 use autograd::*;
+
+mod common;
+use common::custom;
 
 // ----- helpers ---------------------------------------------------------------------------------
 
@@ -41,40 +42,6 @@ fn counting_hook(t: &Tensor) -> Arc<AtomicUsize> {
         })
         .unwrap();
     n
-}
-
-/// A hand-written node (what `#[differentiable]` generates) with a closure as its backward.
-struct Custom(Box<dyn Fn(GradVec) -> Result<GradVec> + Send + Sync>);
-
-impl Backward for Custom {
-    const NAME: &'static str = "CustomBackward";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        (self.0)(grads)
-    }
-}
-
-fn edge_of(t: &Tensor) -> Edge {
-    match t.grad_fn() {
-        Some(f) => Edge::new(f, t.output_nr()),
-        None => t
-            .mul_scalar(1.0)
-            .unwrap()
-            .grad_fn()
-            .unwrap()
-            .next_functions()[0]
-            .clone()
-            .unwrap(),
-    }
-}
-
-fn custom(
-    inputs: &[&Tensor],
-    out: Tensor,
-    f: impl Fn(GradVec) -> Result<GradVec> + Send + Sync + 'static,
-) -> Tensor {
-    let edges: SmallVec<[Option<Edge>; 2]> = inputs.iter().map(|t| Some(edge_of(t))).collect();
-    let _node = record_node(edges, &[&out], |_| Custom(Box::new(f)));
-    out
 }
 
 /// After a failed pass, the engine must still run a fresh backward on this thread.
