@@ -26,48 +26,11 @@ use std::hint::black_box;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use autograd::__private::{next_edges, record_node};
-use autograd::graph::{Backward, GradVec, NodeMeta};
-use autograd::{
-    enable_grad, grad, no_grad, BackwardOptions, DType, Device, Engine, GradOptions, Result, Tensor,
-};
+use autograd::{enable_grad, grad, DType, Engine, GradOptions, Result, Tensor};
+mod workloads;
+use workloads::{alternating_chain, chain, retain, sum_tree, through_node};
+
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
-
-fn retain() -> BackwardOptions {
-    BackwardOptions::new().retain_graph(true)
-}
-
-/// A 0-dim f64 leaf and the end of a chain of `n` `mul_scalar` nodes hanging from it.
-fn chain(n: usize) -> Result<(Tensor, Tensor)> {
-    let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
-    let mut y = x.clone();
-    for _ in 0..n {
-        y = y.mul_scalar(1.000_001)?;
-    }
-    Ok((x, y))
-}
-
-/// `leaves` 0-dim leaves and the root of a balanced binary `add` tree over them.
-fn sum_tree(leaves: usize) -> Result<(Vec<Tensor>, Tensor)> {
-    let xs = (0..leaves)
-        .map(|i| Tensor::scalar(i as f64).requires_grad_(true))
-        .collect::<Result<Vec<_>>>()?;
-    let mut level = xs.clone();
-    while level.len() > 1 {
-        level = level
-            .chunks(2)
-            .map(|p| {
-                if p.len() == 2 {
-                    p[0].add(&p[1])
-                } else {
-                    Ok(p[0].clone())
-                }
-            })
-            .collect::<Result<Vec<_>>>()?;
-    }
-    let root = level.pop().expect("at least one leaf");
-    Ok((xs, root))
-}
 
 fn bench_chain(c: &mut Criterion) {
     let mut group = c.benchmark_group("chain_mul_scalar_backward");
@@ -194,31 +157,6 @@ fn bench_threads(c: &mut Criterion) {
     group.finish();
 }
 
-/// A custom node that runs `inner` in its backward and passes the gradient through.
-struct CallInBackward<F: Fn() -> Result<()> + Send + Sync + 'static>(F);
-
-impl<F: Fn() -> Result<()> + Send + Sync + 'static> Backward for CallInBackward<F> {
-    const NAME: &'static str = "CallInBackward";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        (self.0)()?;
-        Ok(grads)
-    }
-}
-
-/// `(leaf, y)` where `y = leaf` through a [`CallInBackward`] node running `inner`.
-fn through_node(
-    inner: impl Fn() -> Result<()> + Send + Sync + 'static,
-) -> Result<(Tensor, Tensor)> {
-    let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
-    let y = {
-        let _g = no_grad();
-        x.copy()?
-    };
-    let edges = next_edges(&[&x]).expect("x requires grad");
-    record_node(edges, &[&y], |_| CallInBackward(inner));
-    Ok((x, y))
-}
-
 /// A tiny graph: a leaf and `leaf * 2` (one `MulBackward0` and one `AccumulateGrad`).
 fn tiny() -> Result<(Tensor, Tensor)> {
     let t = Tensor::scalar(3.0f64).requires_grad_(true)?;
@@ -270,21 +208,6 @@ fn bench_reentrant(c: &mut Criterion) {
     });
     group.finish();
     pooled.shutdown();
-}
-
-/// A chain of `n` nodes (`n` a multiple of 4) alternating CPU and `Virtual(0)`:
-/// `y = y.to(Virtual(0)).mul_scalar(c).to(Cpu).mul_scalar(c)`, repeated `n / 4` times.
-fn alternating_chain(n: usize) -> Result<(Tensor, Tensor)> {
-    let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
-    let mut y = x.clone();
-    for _ in 0..n / 4 {
-        y = y
-            .to(Device::Virtual(0))?
-            .mul_scalar(1.000_001)?
-            .to(Device::Cpu)?
-            .mul_scalar(1.000_001)?;
-    }
-    Ok((x, y))
 }
 
 fn bench_device_alternating(c: &mut Criterion) {

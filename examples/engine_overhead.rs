@@ -37,11 +37,13 @@
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use autograd::__private::{next_edges, record_node};
-use autograd::graph::{Backward, GradVec, NodeMeta};
-use autograd::{enable_grad, no_grad, BackwardOptions, DType, Device, Engine, Result, Tensor};
+use autograd::{enable_grad, no_grad, DType, Engine, Result, Tensor};
 
 /// The chain target from the issue: at most 250 ns per node at n = 10k.
+#[path = "../benches/workloads/mod.rs"]
+mod workloads;
+use workloads::{alternating_chain, chain, retain, sum_tree, through_node};
+
 const CHAIN_TARGET_NS: f64 = 250.0;
 /// Per-node cost growth allowed between the 1k and the 1M chain.
 const GROWTH_TARGET: f64 = 1.5;
@@ -51,18 +53,10 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-fn retain() -> BackwardOptions {
-    BackwardOptions::new().retain_graph(true)
-}
-
 /// Backward time of a chain of `n` scalar multiplications: median of `runs` (after one warm-up),
 /// or a single cold run when `runs == 1`.
 fn chain_backward(n: usize, runs: usize) -> Result<Duration> {
-    let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
-    let mut y = x.clone();
-    for _ in 0..n {
-        y = y.mul_scalar(1.000_000_1)?;
-    }
+    let (x, y) = chain(n)?;
     let mut times = Vec::with_capacity(runs);
     let warmups = usize::from(runs > 1);
     for _ in 0..warmups + runs {
@@ -75,7 +69,7 @@ fn chain_backward(n: usize, runs: usize) -> Result<Duration> {
         .grad()
         .expect("the leaf received a gradient")
         .item::<f64>()?;
-    let expected = 1.000_000_1f64.powi(n as i32);
+    let expected = workloads::CHAIN_FACTOR.powi(n as i32);
     assert!(
         (g - expected).abs() < 1e-8 * expected,
         "chain gradient {g}, expected {expected}"
@@ -85,23 +79,7 @@ fn chain_backward(n: usize, runs: usize) -> Result<Duration> {
 
 /// Backward time of a balanced binary `add` tree over `leaves` 0-dim leaves (median of `runs`).
 fn sum_tree_backward(leaves: usize, runs: usize) -> Result<Duration> {
-    let xs = (0..leaves)
-        .map(|i| Tensor::scalar(i as f64).requires_grad_(true))
-        .collect::<Result<Vec<_>>>()?;
-    let mut level = xs.clone();
-    while level.len() > 1 {
-        level = level
-            .chunks(2)
-            .map(|p| {
-                if p.len() == 2 {
-                    p[0].add(&p[1])
-                } else {
-                    Ok(p[0].clone())
-                }
-            })
-            .collect::<Result<Vec<_>>>()?;
-    }
-    let root = level.pop().expect("at least one leaf");
+    let (xs, root) = sum_tree(leaves)?;
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs + 1 {
         for x in &xs {
@@ -205,16 +183,6 @@ impl Mlp {
     }
 }
 
-/// A 0-dim f64 leaf and the end of a chain of `n` `mul_scalar` nodes hanging from it.
-fn scalar_chain(n: usize) -> Result<(Tensor, Tensor)> {
-    let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
-    let mut y = x.clone();
-    for _ in 0..n {
-        y = y.mul_scalar(1.000_000_1)?;
-    }
-    Ok((x, y))
-}
-
 /// CPU time this thread has used, in ns (Linux's `/proc/thread-self/schedstat`; `None`
 /// elsewhere).
 fn thread_cpu_ns() -> Option<u64> {
@@ -267,31 +235,6 @@ fn backward_on_threads(
     Ok((t, cpu))
 }
 
-/// A custom node that runs `inner` in its backward and passes the gradient through.
-struct CallInBackward<F: Fn() -> Result<()> + Send + Sync + 'static>(F);
-
-impl<F: Fn() -> Result<()> + Send + Sync + 'static> Backward for CallInBackward<F> {
-    const NAME: &'static str = "CallInBackward";
-    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
-        (self.0)()?;
-        Ok(grads)
-    }
-}
-
-/// `(leaf, y)` where `y = leaf` through a [`CallInBackward`] node running `inner`.
-fn through_node(
-    inner: impl Fn() -> Result<()> + Send + Sync + 'static,
-) -> Result<(Tensor, Tensor)> {
-    let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
-    let y = {
-        let _g = no_grad();
-        x.copy()?
-    };
-    let edges = next_edges(&[&x]).expect("x requires grad");
-    record_node(edges, &[&y], |_| CallInBackward(inner));
-    Ok((x, y))
-}
-
 /// An outer graph whose one node calls `engine.backward` on a tiny prebuilt graph (`t * 2`).
 fn nested_call(engine: Engine) -> Result<(Tensor, Tensor)> {
     let t = Tensor::scalar(3.0f64).requires_grad_(true)?;
@@ -326,21 +269,6 @@ fn per_pass(
     Ok(median(times.split_off(1)))
 }
 
-/// A chain of `n` nodes (`n` a multiple of 4) alternating CPU and `Virtual(0)`:
-/// `y = y.to(Virtual(0)).mul_scalar(c).to(Cpu).mul_scalar(c)`, repeated `n / 4` times.
-fn alternating_chain(n: usize) -> Result<(Tensor, Tensor)> {
-    let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
-    let mut y = x.clone();
-    for _ in 0..n / 4 {
-        y = y
-            .to(Device::Virtual(0))?
-            .mul_scalar(1.000_000_1)?
-            .to(Device::Cpu)?
-            .mul_scalar(1.000_000_1)?;
-    }
-    Ok((x, y))
-}
-
 fn threading_report(hw_threads: usize) -> Result<()> {
     println!("threads: each thread runs backward over its own 1k-node scalar chain, all at once");
     println!(
@@ -351,9 +279,7 @@ fn threading_report(hw_threads: usize) -> Result<()> {
     let passes = 400;
     let mut one = f64::NAN;
     for threads in [1usize, 2, 4] {
-        let graphs = (0..threads)
-            .map(|_| scalar_chain(n))
-            .collect::<Result<Vec<_>>>()?;
+        let graphs = (0..threads).map(|_| chain(n)).collect::<Result<Vec<_>>>()?;
         let mut runs = (0..5)
             .map(|_| backward_on_threads(&graphs, passes))
             .collect::<Result<Vec<_>>>()?;
@@ -426,7 +352,7 @@ fn threading_report(hw_threads: usize) -> Result<()> {
     println!("device hops: chain alternating CPU and virtual:0 nodes vs an all-CPU chain (backward only)");
     let n = 10_000;
     let mixed = alternating_chain(n)?;
-    let cpu = scalar_chain(n)?;
+    let cpu = chain(n)?;
     let time = |(x, y): &(Tensor, Tensor)| -> Result<Duration> {
         let mut times = Vec::new();
         for _ in 0..6 {
