@@ -291,6 +291,15 @@ pub enum Error {
     #[error("could not compute gradients for some functions")]
     IncompleteGraph,
 
+    /// The intra-op thread pool cannot be set to the size asked for.
+    #[error("set_num_threads({requested}): {reason}")]
+    ThreadPool {
+        /// The number of threads asked for.
+        requested: usize,
+        /// Why it cannot be done (zero threads, or the pool already runs another size).
+        reason: String,
+    },
+
     // ----- user code ---------------------------------------------------------------------------------
     /// An error raised by user forward/backward code with [`Error::msg`].
     #[error("{0}")]

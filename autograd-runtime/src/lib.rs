@@ -7,7 +7,9 @@
 //! # Tour
 //!
 //! * [`Tensor`]: an `Arc` handle to shared storage plus autograd state (`tensor/`).
-//! * ops on `Tensor` (`ops/`): each a kernel from `backend/` plus a [`graph::Backward`] formula.
+//! * ops on `Tensor` (`ops/`): each a kernel call through the backend seam (`backend/`: the
+//!   CPU backend's kernels run in parallel over [`num_threads`] threads) plus a
+//!   [`graph::Backward`] formula.
 //! * the graph (`graph/`): [`Node`], [`Edge`], [`NodeMeta`], [`SavedTensor`], `AccumulateGrad`.
 //! * the engine (`engine/`): `GraphTask`, `NodeTask`, `ReadyQueue`, `InputBuffer`,
 //!   dependency counting and `exec_info`, driven by [`backward`] and [`grad`].
@@ -38,6 +40,7 @@ mod tensor;
 mod warning;
 
 pub use anomaly::{detect_anomaly, is_anomaly_enabled, set_detect_anomaly, AnomalyGuard};
+pub use backend::cpu::{num_threads, set_num_threads};
 pub use engine::{
     backward, current_graph_task_id, current_graph_task_keep_graph, grad, queue_callback,
     will_engine_execute_node, BackwardOptions, Engine, GradOptions, DEFAULT_MAX_RECURSION_DEPTH,

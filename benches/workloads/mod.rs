@@ -85,3 +85,29 @@ pub(crate) fn alternating_chain(n: usize) -> Result<(Tensor, Tensor)> {
     }
     Ok((x, y))
 }
+
+/// The wide element-wise workload of the CPU-kernels issue: `layers` layers of
+/// `y = tanh(y * w + b)` over f32 vectors of `width`, every `w` (≈ 1) and `b` (≈ 0) a leaf.
+/// Returns the input (no gradient) and the parameters `[w0, b0, w1, b1, ..]`.
+pub(crate) fn wide_tanh(width: usize, layers: usize) -> Result<(Tensor, Vec<Tensor>)> {
+    let x = Tensor::randn(&[width], autograd::DType::F32, 0)?;
+    let mut params = Vec::with_capacity(2 * layers);
+    for l in 0..layers as u64 {
+        let w = Tensor::randn(&[width], autograd::DType::F32, 2 * l + 1)?
+            .mul_scalar(0.1)?
+            .add_scalar(1.0)?;
+        let b = Tensor::randn(&[width], autograd::DType::F32, 2 * l + 2)?.mul_scalar(0.1)?;
+        params.push(w.requires_grad_(true)?);
+        params.push(b.requires_grad_(true)?);
+    }
+    Ok((x, params))
+}
+
+/// The sum of [`wide_tanh`]'s output (recording the graph when grad mode is on).
+pub(crate) fn wide_tanh_loss(x: &Tensor, params: &[Tensor]) -> Result<Tensor> {
+    let mut y = x.clone();
+    for wb in params.chunks_exact(2) {
+        y = y.mul(&wb[0])?.add(&wb[1])?.tanh()?;
+    }
+    y.sum()
+}

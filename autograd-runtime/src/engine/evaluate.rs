@@ -27,7 +27,7 @@ pub(crate) fn evaluate_function(
         let info = &gt.exec_info[index as usize];
         if !info.needed {
             // Tensor hooks fire whenever the engine reaches the node, even if it does not run (B18).
-            grads = call_tensor_pre_hooks(node, grads);
+            grads = call_tensor_pre_hooks(node, grads)?;
         }
         if !info.captures.is_empty() {
             let mut state = gt.state.lock();
@@ -49,7 +49,10 @@ pub(crate) fn evaluate_function(
     }
     if gt.anomaly.enabled && gt.anomaly.check_nan {
         for (i, g) in outputs.iter().enumerate() {
-            if g.as_ref().is_some_and(Tensor::has_nan) {
+            if let Some(g) = g {
+                if !g.has_nan()? {
+                    continue;
+                }
                 return Err(Error::NanInGradient {
                     node: node.name().to_string(),
                     index: i,
@@ -147,7 +150,7 @@ pub(crate) fn push_task(
 }
 
 /// Tensor pre-hooks, then retains_grad hooks (B17, B19).
-fn call_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> GradVec {
+fn call_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> Result<GradVec> {
     if let Some(leaf) = node.accumulates_into() {
         let hooks = leaf.meta_lock().leaf_hooks.tensor.clone();
         for (_, hook) in hooks {
@@ -157,10 +160,10 @@ fn call_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> GradVec {
                 }
             }
         }
-        return grads;
+        return Ok(grads);
     }
     let Some(hooks) = node.meta().hooks.snapshot() else {
-        return grads;
+        return Ok(grads);
     };
     for (_, output_nr, hook) in &hooks.tensor_pre {
         if let Some(g) = grads.get(*output_nr).cloned().flatten() {
@@ -177,16 +180,16 @@ fn call_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> GradVec {
         let _no_grad = crate::no_grad();
         let mut meta = t.meta_lock();
         let updated = match meta.grad.take() {
-            None => g.contiguous_data_owned(),
+            None => g.contiguous_data_owned()?,
             Some(old) => old.add(g).unwrap_or(old),
         };
         meta.grad = Some(updated);
     }
-    grads
+    Ok(grads)
 }
 
 fn call_function(node: &dyn Node, grads: GradVec) -> Result<GradVec> {
-    let mut grads = call_tensor_pre_hooks(node, grads);
+    let mut grads = call_tensor_pre_hooks(node, grads)?;
     let hooks = node.meta().hooks.snapshot();
     if let Some(h) = &hooks {
         for (_, pre) in &h.pre {

@@ -80,7 +80,7 @@ impl Node for AccumulateGrad {
             {
                 new_grad
             }
-            None if !grad_mode => new_grad.contiguous_data_owned(),
+            None if !grad_mode => new_grad.contiguous_data_owned()?,
             None => new_grad.copy()?,
             Some(old) if !grad_mode => {
                 old.accumulate_in_place(&new_grad)?;

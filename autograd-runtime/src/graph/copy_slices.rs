@@ -40,10 +40,10 @@ impl ViewGeometry {
     }
 
     /// A contiguous copy of `grad` (shaped like the base) and an alias of its view region.
-    fn split(&self, grad: &Tensor) -> (Tensor, Tensor) {
-        let whole = grad.contiguous_data_owned();
+    fn split(&self, grad: &Tensor) -> Result<(Tensor, Tensor)> {
+        let whole = grad.contiguous_data_owned()?;
         let region = whole.alias_with_layout(self.view.clone());
-        (whole, region)
+        Ok((whole, region))
     }
 }
 
@@ -92,15 +92,15 @@ impl Node for CopySlices {
                 "double backward through an in-place operation on a view (CopySlices) is not supported yet",
             ));
         }
-        let (whole, region) = self.geometry.split(&grad);
+        let (whole, region) = self.geometry.split(&grad)?;
         let mut res = self
             .op
-            .apply(smallvec![Some(region.contiguous_data_owned())])?;
+            .apply(smallvec![Some(region.contiguous_data_owned()?)])?;
         let for_view = res.first_mut().and_then(Option::take);
         // The old base's gradient: g outside the region, the op's gradient for the view inside.
         match for_view {
             Some(g) => region.copy_from(&g)?,
-            None => region.fill_untracked(0.0),
+            None => region.fill_untracked(0.0)?,
         }
         let mut out: GradVec = smallvec![Some(whole)];
         out.extend(res.into_iter().skip(1));
@@ -155,7 +155,7 @@ impl Node for ViewOfBaseBackward {
             ));
         }
         let zeros = Tensor::zeros(&self.geometry.base_shape, grad.dtype())?.to(grad.device())?;
-        let (whole, region) = self.geometry.split(&zeros);
+        let (whole, region) = self.geometry.split(&zeros)?;
         region.copy_from(&grad)?;
         Ok(smallvec![Some(whole)])
     }

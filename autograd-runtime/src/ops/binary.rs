@@ -3,8 +3,8 @@
 
 use autograd_macros::{backward, differentiable};
 
-use crate::backend::cpu::{self, BinaryOp};
-use crate::tensor::data::{with_view, with_views2, ElementMap};
+use crate::backend::{self, BinaryOp};
+use crate::tensor::data::ElementMap;
 use crate::{Element, Result, Tensor};
 
 /// `x (op) s` or `s (op) x` for one element.
@@ -70,10 +70,10 @@ fn mul_backward(
     #[needed_for(b)] a: Option<&Tensor>,
     #[needed_for(a)] b: Option<&Tensor>,
 ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-    Ok((
-        b.map(|b| grad.mul(b)).transpose()?,
-        a.map(|a| grad.mul(a)).transpose()?,
-    ))
+    let ga = b.map(|b| grad.mul(b)).transpose()?;
+    // The last use of `grad`: its buffer may take the product.
+    let gb = a.map(|a| grad.last_use(BinaryOp::Mul, a)).transpose()?;
+    Ok((ga, gb))
 }
 
 #[differentiable(builtin, crate = "crate")]
@@ -102,7 +102,7 @@ fn div_backward(
 }
 
 #[differentiable(builtin, crate = "crate", name = "MulBackward0")]
-fn mul_scalar(x: &Tensor, s: f64) -> Tensor {
+fn mul_scalar(x: &Tensor, s: f64) -> Result<Tensor> {
     x.scalar_kernel(BinaryOp::Mul, s, false)
 }
 
@@ -112,7 +112,7 @@ fn mul_scalar_backward(grad: &Tensor, s: f64) -> Result<Tensor> {
 }
 
 #[differentiable(builtin, crate = "crate", name = "AddBackward0")]
-fn add_scalar(x: &Tensor, s: f64) -> Tensor {
+fn add_scalar(x: &Tensor, s: f64) -> Result<Tensor> {
     x.scalar_kernel(BinaryOp::Add, s, false)
 }
 
@@ -123,7 +123,7 @@ fn add_scalar_backward(grad: &Tensor) -> Tensor {
 
 /// `s - x`.
 #[differentiable(builtin, crate = "crate", name = "RsubBackward1")]
-fn rsub_scalar(x: &Tensor, s: f64) -> Tensor {
+fn rsub_scalar(x: &Tensor, s: f64) -> Result<Tensor> {
     x.scalar_kernel(BinaryOp::Sub, s, true)
 }
 
@@ -134,7 +134,7 @@ fn rsub_scalar_backward(grad: &Tensor) -> Result<Tensor> {
 
 /// `s / x`.
 #[differentiable(builtin, crate = "crate", name = "DivBackward0")]
-fn rdiv_scalar(x: &Tensor, s: f64) -> Tensor {
+fn rdiv_scalar(x: &Tensor, s: f64) -> Result<Tensor> {
     x.scalar_kernel(BinaryOp::Div, s, true)
 }
 
@@ -145,35 +145,62 @@ fn rdiv_scalar_backward(grad: &Tensor, x: &Tensor, s: f64) -> Result<Tensor> {
 }
 
 impl Tensor {
+    /// `self (op) other` for the last use of `self` in a backward formula: written over this
+    /// tensor's buffer when nothing else references it ([`Tensor::is_uniquely_owned`]), the
+    /// result has this tensor's shape, and the formula is not recorded (`create_graph`);
+    /// otherwise the ordinary, recorded op. Nobody can observe the write, so the result is
+    /// the same either way, without an allocation.
+    pub(crate) fn last_use(&self, op: BinaryOp, other: &Tensor) -> Result<Tensor> {
+        if !super::unary::records(&[self, other])
+            && self.is_uniquely_owned()
+            && super::is_expandable_to(other.shape(), self.shape())
+            && self.dtype() == other.dtype()
+            && self.device() == other.device()
+        {
+            backend::of_tensor(self)?.binary_inplace(op, self, other)?;
+            return Ok(self.clone());
+        }
+        match op {
+            BinaryOp::Add => self.add(other),
+            BinaryOp::Sub => self.sub(other),
+            BinaryOp::Mul => self.mul(other),
+            BinaryOp::Div => self.div(other),
+            _ => unreachable!("invariant: backward formulas use the four arithmetic ops"),
+        }
+    }
+
+    /// `self (op) other` with broadcasting, not recorded.
     pub(crate) fn binary_kernel(
         &self,
         op: BinaryOp,
         name: &'static str,
         other: &Tensor,
     ) -> Result<Tensor> {
-        let device = self.device();
-        with_views2!(name, self, other, |a, b| Ok(Tensor::from_ndarray_on(
-            cpu::binary(op, a, b)?,
-            device
-        )))
+        backend::of_pair(name, self, other)?.binary(op, self, other)
     }
 
-    pub(crate) fn scalar_kernel(&self, op: BinaryOp, s: f64, scalar_on_left: bool) -> Tensor {
-        if matches!(
-            op,
-            BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div
-        ) {
-            return self.map_elements(ScalarOp {
+    /// `self (op) s` (or `s (op) self`), not recorded. Scalars (every gradient of a scalar
+    /// graph) are computed inline, without a trip through the backend.
+    pub(crate) fn scalar_kernel(
+        &self,
+        op: BinaryOp,
+        s: f64,
+        scalar_on_left: bool,
+    ) -> Result<Tensor> {
+        if self.numel() <= 2
+            && self.device().is_host()
+            && matches!(
+                op,
+                BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div
+            )
+        {
+            return Ok(self.map_elements(ScalarOp {
                 op,
                 s,
                 scalar_on_left,
-            });
+            }));
         }
-        let device = self.device();
-        with_view!(self, |a| Tensor::from_ndarray_on(
-            cpu::binary_scalar(op, a, Element::from_f64(s), scalar_on_left),
-            device
-        ))
+        backend::of_tensor(self)?.binary_scalar(op, self, s, scalar_on_left)
     }
 
     /// Element-wise `self + other`, broadcasting as PyTorch.
@@ -256,7 +283,8 @@ impl Tensor {
     ///
     /// # Errors
     ///
-    /// Infallible on the CPU; kept fallible like every op.
+    /// [`Error::DeviceUnavailable`](crate::Error::DeviceUnavailable) if this build has no kernels
+    /// for the tensor's device.
     ///
     /// # Examples
     ///
@@ -266,7 +294,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn mul_scalar(&self, s: f64) -> Result<Tensor> {
-        Ok(mul_scalar(self, s))
+        mul_scalar(self, s)
     }
 
     /// `self + s` for a scalar `s`.
@@ -283,7 +311,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn add_scalar(&self, s: f64) -> Result<Tensor> {
-        Ok(add_scalar(self, s))
+        add_scalar(self, s)
     }
 
     /// `self - s` for a scalar `s`.
@@ -334,7 +362,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn rsub_scalar(&self, s: f64) -> Result<Tensor> {
-        Ok(rsub_scalar(self, s))
+        rsub_scalar(self, s)
     }
 
     /// `s / self` for a scalar `s`.
@@ -351,6 +379,6 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn rdiv_scalar(&self, s: f64) -> Result<Tensor> {
-        Ok(rdiv_scalar(self, s))
+        rdiv_scalar(self, s)
     }
 }

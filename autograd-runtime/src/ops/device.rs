@@ -3,17 +3,16 @@
 
 use autograd_macros::{backward, differentiable};
 
+use crate::backend;
 use crate::graph::InputMetadata;
-use crate::tensor::data::with_view;
-use crate::{Device, Error, Result, Tensor};
+#[cfg(doc)]
+use crate::Error;
+use crate::{Device, Result, Tensor};
 
 /// A copy on another device, PyTorch's `ToCopyBackward0`: the gradient moves back.
 #[differentiable(builtin, crate = "crate", name = "ToCopyBackward0")]
-fn to_device(x: &Tensor, device: Device) -> Tensor {
-    with_view!(x, |a| Tensor::from_ndarray_on(
-        a.as_standard_layout().into_owned(),
-        device
-    ))
+fn to_device(x: &Tensor, device: Device) -> Result<Tensor> {
+    backend::of_tensor(x)?.to_device(x, device)
 }
 
 #[backward(to_device)]
@@ -47,12 +46,8 @@ impl Tensor {
         if device == self.device() {
             return Ok(self.clone());
         }
-        if let Device::Cuda(_) = device {
-            return Err(Error::DeviceUnavailable {
-                device,
-                reason: "this build has no CUDA support".to_string(),
-            });
-        }
-        Ok(to_device(self, device))
+        // The target must have kernels too: its backend runs the gradient's way back.
+        backend::of(device)?;
+        to_device(self, device)
     }
 }

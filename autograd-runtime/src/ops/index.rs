@@ -2,11 +2,10 @@
 //! that are their gradients (each differentiable, so double backward works).
 
 use autograd_macros::{backward, differentiable};
-use ndarray::ArrayD;
 
-use crate::backend::{cpu, gather};
+use crate::backend;
 use crate::graph::InputMetadata;
-use crate::tensor::data::with_view;
+use crate::sync::Arc;
 use crate::tensor::layout::{wrap_dim, Dims, Layout};
 use crate::{Error, Result, Tensor};
 
@@ -15,19 +14,16 @@ use crate::{Error, Result, Tensor};
 struct Argmax {
     dim: usize,
     keepdim_shape: Dims,
-    indices: crate::sync::Arc<ArrayD<usize>>,
+    /// One index along `dim` per element of the keepdim-shaped result, in C order.
+    indices: Arc<[usize]>,
 }
 
 // ----- the ops ----------------------------------------------------------------------------------
 
 /// `dim` is wrapped and `index` checked.
 #[differentiable(builtin, crate = "crate")]
-fn index_select(x: &Tensor, dim: usize, index: Vec<usize>) -> Tensor {
-    let device = x.device();
-    with_view!(x, |a| Tensor::from_ndarray_on(
-        cpu::index_select(a, dim, &index),
-        device
-    ))
+fn index_select(x: &Tensor, dim: usize, index: Vec<usize>) -> Result<Tensor> {
+    backend::of_tensor(x)?.index_select(x, dim, &index)
 }
 
 #[backward(index_select)]
@@ -43,12 +39,8 @@ fn index_select_backward(
 /// Zeros of `shape` with `g`'s slices added at `index` along `dim`: the gradient of
 /// `index_select`, whose own gradient selects the same slices again.
 #[differentiable(builtin, crate = "crate")]
-fn index_add(g: &Tensor, shape: &[usize], dim: usize, index: Vec<usize>) -> Tensor {
-    let device = g.device();
-    with_view!(g, |g| Tensor::from_ndarray_on(
-        cpu::index_add(shape, dim, &index, g),
-        device
-    ))
+fn index_add(g: &Tensor, shape: &[usize], dim: usize, index: Vec<usize>) -> Result<Tensor> {
+    backend::of_tensor(g)?.index_add(g, shape, dim, &index)
 }
 
 #[backward(index_add)]
@@ -59,23 +51,23 @@ fn index_add_backward(grad: &Tensor, dim: usize, index: &[usize]) -> Result<Tens
 /// The values of `x` at `argmax` (computed by the max kernel, not differentiable): the
 /// differentiable half of `max_dim`. PyTorch's `MaxBackward0` keeps the indices the same way.
 #[differentiable(builtin, crate = "crate", name = "MaxBackward0")]
-fn max_values(x: &Tensor, argmax: Argmax, keepdim: bool) -> Tensor {
+fn max_values(x: &Tensor, argmax: Argmax, keepdim: bool) -> Result<Tensor> {
     if x.ndim() == 0 {
         return x.contiguous_data_owned();
     }
-    let device = x.device();
-    let values = with_view!(x, |a| Tensor::from_ndarray_on(
-        gather::gather_dim(a, argmax.dim, argmax.indices.view()),
-        device
-    ));
+    let values = backend::of_tensor(x)?.gather(x, argmax.dim, &argmax.indices)?;
     if keepdim {
-        return values;
+        return Ok(values);
     }
     let mut shape = argmax.keepdim_shape.clone();
     if !shape.is_empty() {
         shape.remove(argmax.dim);
     }
-    Tensor::from_parts(values.0.storage.clone(), Layout::contiguous(&shape), None)
+    Ok(Tensor::from_parts(
+        values.0.storage.clone(),
+        Layout::contiguous(&shape),
+        None,
+    ))
 }
 
 #[backward(max_values)]
@@ -87,22 +79,14 @@ fn max_values_backward(grad: &Tensor, x: &InputMetadata, argmax: &Argmax) -> Res
 /// Zeros of `shape` with `g` (keepdim-shaped) written at the argmax positions: the gradient of
 /// `max_dim`, whose own gradient gathers at the same positions.
 #[differentiable(builtin, crate = "crate", name = "MaxBackwardBackward0")]
-fn scatter_argmax(g: &Tensor, shape: &[usize], argmax: Argmax) -> Tensor {
-    let device = g.device();
-    with_view!(g, |g| Tensor::from_ndarray_on(
-        cpu::scatter_max_grad(shape, argmax.dim, argmax.indices.view(), g),
-        device
-    ))
+fn scatter_argmax(g: &Tensor, shape: &[usize], argmax: Argmax) -> Result<Tensor> {
+    backend::of_tensor(g)?.scatter(g, shape, argmax.dim, &argmax.indices)
 }
 
 #[backward(scatter_argmax)]
-fn scatter_argmax_backward(grad: &Tensor, argmax: &Argmax) -> Tensor {
+fn scatter_argmax_backward(grad: &Tensor, argmax: &Argmax) -> Result<Tensor> {
     // A kernel, not an op: this gradient is not differentiated again.
-    let device = grad.device();
-    with_view!(grad, |v| Tensor::from_ndarray_on(
-        gather::gather_dim(v, argmax.dim, argmax.indices.view()),
-        device
-    ))
+    backend::of_tensor(grad)?.gather(grad, argmax.dim, &argmax.indices)
 }
 
 impl Tensor {
@@ -129,12 +113,12 @@ impl Tensor {
                 format!("index {bad} is out of bounds for dimension {dim} with size {size}"),
             ));
         }
-        Ok(index_select(self, dim, index.to_vec()))
+        index_select(self, dim, index.to_vec())
     }
 
     /// Zeros of `shape` with this tensor's slices added at `index` along `dim`.
     fn index_add_into(&self, shape: &[usize], dim: usize, index: &[usize]) -> Result<Tensor> {
-        Ok(index_add(self, shape, dim, index.to_vec()))
+        index_add(self, shape, dim, index.to_vec())
     }
 
     /// The maximum over `dim` and, for each, the index of its first occurrence (flattened in the
@@ -163,18 +147,21 @@ impl Tensor {
                 format!("cannot take the max over dimension {dim} of size 0"),
             ));
         }
-        let indices = with_view!(self, |a| cpu::max_dim(a, dim, true).1);
-        let flat: Vec<usize> = indices.iter().copied().collect();
+        let flat = backend::of_tensor(self)?.argmax(self, dim)?;
+        let mut keepdim_shape = self.shape_dims();
+        if let Some(d) = keepdim_shape.get_mut(dim) {
+            *d = 1;
+        }
         let argmax = Argmax {
             dim,
-            keepdim_shape: indices.shape().into(),
-            indices: crate::sync::Arc::new(indices),
+            keepdim_shape,
+            indices: Arc::from(flat.as_slice()),
         };
-        Ok((max_values(self, argmax, keepdim), flat))
+        Ok((max_values(self, argmax, keepdim)?, flat))
     }
 
     /// Zeros of `shape` with this (keepdim-shaped) tensor written at the argmax positions.
     fn scatter_argmax(&self, shape: &[usize], argmax: &Argmax) -> Result<Tensor> {
-        Ok(scatter_argmax(self, shape, argmax.clone()))
+        scatter_argmax(self, shape, argmax.clone())
     }
 }

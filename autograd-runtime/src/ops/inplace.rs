@@ -4,10 +4,9 @@
 
 use autograd_macros::{backward, differentiable};
 
-use crate::backend::cpu::{self, BinaryOp};
+use crate::backend::{self, BinaryOp};
 use crate::graph::copy_slices::{rebase_view_history, ViewGeometry};
-use crate::tensor::data::with_view_mut;
-use crate::{is_grad_enabled, Element, Error, Result, Tensor};
+use crate::{is_grad_enabled, Error, Result, Tensor};
 
 // ----- the ops --------------------------------------------------------------------------------
 // Each modifies `x` in place and returns it (`dirty(x)`): the node becomes `x`'s new grad_fn (its
@@ -201,49 +200,29 @@ impl Tensor {
     /// `self (op)= other` and a version bump: the kernel of the binary in-place ops.
     fn inplace_kernel(&self, op: BinaryOp, other: &Tensor) -> Result<()> {
         self.check_writable()?;
-        // Reading `other` while write-locking `self` would deadlock when they share storage.
-        let other_data = if self.shares_storage(other) {
-            other.contiguous_data_owned()
-        } else {
-            other.clone()
-        };
-        self.apply_inplace(op, &other_data)
+        self.apply_inplace(op, other)
     }
 
     /// Fills with `value` and bumps the version: the kernel of `fill_` and `zero_`.
     fn fill_kernel(&self, value: f64) -> Result<()> {
         self.check_writable()?;
-        with_view_mut!(self, |a| cpu::fill(a, Element::from_f64(value)));
+        backend::of_tensor(self)?.fill(self, value)?;
         self.0.storage.bump_version();
         Ok(())
     }
 
-    /// Runs the kernel and bumps the version; no checks, no recording. Dtypes are equal.
+    /// Runs the kernel and bumps the version; no checks, no recording. Dtypes are equal. The
+    /// backend copies `other` first when it shares this tensor's storage.
     fn apply_inplace(&self, op: BinaryOp, other: &Tensor) -> Result<()> {
-        let result = match self.dtype() {
-            crate::DType::F32 => self.apply_inplace_typed::<f32>(op, other),
-            crate::DType::F64 => self.apply_inplace_typed::<f64>(op, other),
-        };
+        let result = backend::of_pair("in-place op", self, other)
+            .and_then(|b| b.binary_inplace(op, self, other));
         self.0.storage.bump_version();
         result
     }
 
-    fn apply_inplace_typed<T: Element>(&self, op: BinaryOp, other: &Tensor) -> Result<()> {
-        let b = other.to_array::<T>()?;
-        let mut guard = self.0.storage.data.write();
-        let data = T::slice_mut(&mut guard).expect("invariant: dtype checked by the caller");
-        let a = crate::tensor::data::view_mut(data, self.layout());
-        cpu::binary_inplace(op, a, b.view()).map_err(Error::from)
-    }
-
     /// `self += other` for the engine's gradient accumulation: not recorded, not checked.
     pub(crate) fn accumulate_in_place(&self, other: &Tensor) -> Result<()> {
-        let other = if self.shares_storage(other) {
-            other.contiguous_data_owned()
-        } else {
-            other.clone()
-        };
-        self.apply_inplace(BinaryOp::Add, &other)
+        self.apply_inplace(BinaryOp::Add, other)
     }
 
     /// Whether this handle is the only way to reach its data (so the engine may write into it).

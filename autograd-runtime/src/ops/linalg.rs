@@ -2,17 +2,13 @@
 
 use autograd_macros::{backward, differentiable};
 
-use crate::backend::cpu;
-use crate::tensor::data::with_views2;
+use crate::backend;
 use crate::{Error, Result, Tensor};
 
 /// `a @ b` (shapes checked). Each operand is saved only if the other needs its gradient.
 #[differentiable(builtin, crate = "crate", name = "MmBackward0")]
 fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let device = a.device();
-    with_views2!("matmul", a, b, |x, y| Ok::<_, Error>(
-        Tensor::from_ndarray_on(cpu::matmul(x, y)?, device)
-    ))
+    backend::of_pair("matmul", a, b)?.matmul(a, b)
 }
 
 #[backward(matmul)]
@@ -76,7 +72,7 @@ impl Tensor {
             ));
         }
         let (ba, bb) = (&a[..a.len() - 2], &b[..b.len() - 2]);
-        if cpu::broadcast_shapes(ba, bb).is_err() {
+        if backend::broadcast_shapes(ba, bb).is_err() {
             return Err(Error::shape(
                 "matmul",
                 format!("batch dimensions {ba:?} and {bb:?} do not broadcast"),

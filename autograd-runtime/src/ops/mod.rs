@@ -26,7 +26,7 @@ mod unary;
 
 pub use inplace::check_inplace;
 
-use crate::backend::cpu::BroadcastError;
+use crate::backend::BroadcastError;
 use crate::Error;
 
 impl From<BroadcastError> for Error {

@@ -2,19 +2,17 @@
 //! gradient back to an input's shape).
 
 use autograd_macros::{backward, differentiable};
-use smallvec::smallvec;
 
-use crate::backend::cpu::{self, BinaryOp};
+use crate::backend::{self, BinaryOp};
 use crate::graph::InputMetadata;
-use crate::tensor::data::with_view;
 use crate::tensor::layout::{wrap_dim, Dims};
-use crate::{Element, Error, Result, Tensor};
+use crate::{Error, Result, Tensor};
 
 // ----- the ops ----------------------------------------------------------------------------------
 
 #[differentiable(builtin, crate = "crate")]
-fn sum(x: &Tensor) -> Tensor {
-    x.sum_all_kernel()
+fn sum(x: &Tensor) -> Result<Tensor> {
+    backend::of_tensor(x)?.sum_all(x)
 }
 
 #[backward(sum)]
@@ -23,9 +21,10 @@ fn sum_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
 }
 
 #[differentiable(builtin, crate = "crate")]
-fn mean(x: &Tensor) -> Tensor {
+fn mean(x: &Tensor) -> Result<Tensor> {
     let n = x.numel() as f64;
-    x.sum_all_kernel()
+    backend::of_tensor(x)?
+        .sum_all(x)?
         .scalar_kernel(BinaryOp::Mul, 1.0 / n, false)
 }
 
@@ -38,12 +37,8 @@ fn mean_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
 
 /// `sum(dims)`, PyTorch's `SumBackward1`; `axes` are validated and wrapped.
 #[differentiable(builtin, crate = "crate", name = "SumBackward1")]
-fn sum_dims(x: &Tensor, axes: Dims, keepdim: bool) -> Tensor {
-    let device = x.device();
-    with_view!(x, |a| Tensor::from_ndarray_on(
-        cpu::sum_axes(a, &axes, keepdim),
-        device
-    ))
+fn sum_dims(x: &Tensor, axes: Dims, keepdim: bool) -> Result<Tensor> {
+    backend::of_tensor(x)?.sum_dims(x, &axes, keepdim)
 }
 
 #[backward(sum_dims)]
@@ -66,12 +61,8 @@ fn sum_dims_backward(
 /// The reduction of a broadcast result back to `shape` (`SumBackward1` in PyTorch's graphs of
 /// `sum_to_size`).
 #[differentiable(builtin, crate = "crate", name = "SumBackward1")]
-fn sum_to(x: &Tensor, shape: &[usize]) -> Tensor {
-    let device = x.device();
-    with_view!(x, |a| Tensor::from_ndarray_on(
-        cpu::sum_to(a, shape),
-        device
-    ))
+fn sum_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    backend::of_tensor(x)?.sum_to(x, shape)
 }
 
 #[backward(sum_to)]
@@ -84,7 +75,8 @@ impl Tensor {
     ///
     /// # Errors
     ///
-    /// Infallible on the CPU; kept fallible like every op.
+    /// [`Error::DeviceUnavailable`](crate::Error::DeviceUnavailable) if this build has no kernels
+    /// for the tensor's device.
     ///
     /// # Examples
     ///
@@ -95,22 +87,15 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn sum(&self) -> Result<Tensor> {
-        Ok(sum(self))
-    }
-
-    fn sum_all_kernel(&self) -> Tensor {
-        let device = self.device();
-        with_view!(self, |a| {
-            let s = cpu::sum_all(a);
-            Tensor::from_buffer(Element::wrap(smallvec![s]), &[], device)
-        })
+        sum(self)
     }
 
     /// Mean of all elements (a 0-dim tensor).
     ///
     /// # Errors
     ///
-    /// Infallible on the CPU; kept fallible like every op.
+    /// [`Error::DeviceUnavailable`](crate::Error::DeviceUnavailable) if this build has no kernels
+    /// for the tensor's device.
     ///
     /// # Examples
     ///
@@ -121,7 +106,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn mean(&self) -> Result<Tensor> {
-        Ok(mean(self))
+        mean(self)
     }
 
     /// Sum over `dims`; the reduced dims are kept with size 1 if `keepdim`.
@@ -154,7 +139,7 @@ impl Tensor {
         if self.ndim() == 0 {
             axes.clear();
         }
-        Ok(sum_dims(self, axes, keepdim))
+        sum_dims(self, axes, keepdim)
     }
 
     /// Sums a broadcast result back to `shape` (leading dims and dims where `shape` has 1),
@@ -186,6 +171,6 @@ impl Tensor {
                 ),
             ));
         }
-        Ok(sum_to(self, shape))
+        sum_to(self, shape)
     }
 }

@@ -2,14 +2,12 @@
 //! `expand`, `narrow`, `chunk`/`split`), and copies (`copy`, `cat`, `stack`, `to_dtype`).
 
 use autograd_macros::{backward, differentiable};
-use ndarray::{Axis, Slice};
 use smallvec::smallvec;
 
-use crate::backend::cpu;
+use crate::backend;
 use crate::graph::InputMetadata;
-use crate::tensor::data::with_view;
 use crate::tensor::layout::{contiguous_strides, wrap_dim, Dims, Layout};
-use crate::{DType, Element, Error, Result, Tensor};
+use crate::{DType, Error, Result, Tensor};
 
 // ----- the ops: views first, then copies ---------------------------------------------------------
 // A view's forward returns a new handle aliasing its input's storage (`alias_with_layout`), so
@@ -17,16 +15,20 @@ use crate::{DType, Element, Error, Result, Tensor};
 
 /// `reshape`: a view of contiguous data, else a copy; PyTorch's `ViewBackward0` either way.
 #[differentiable(builtin, crate = "crate", name = "ViewBackward0")]
-fn reshape(x: &Tensor, shape: &[usize]) -> Tensor {
+fn reshape(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
     if x.is_contiguous() {
-        x.alias_with_layout(Layout {
+        Ok(x.alias_with_layout(Layout {
             shape: shape.into(),
             strides: contiguous_strides(shape),
             offset: x.layout().offset,
-        })
+        }))
     } else {
-        let c = x.contiguous_data();
-        Tensor::from_parts(c.0.storage.clone(), Layout::contiguous(shape), None)
+        let c = x.contiguous_data()?;
+        Ok(Tensor::from_parts(
+            c.0.storage.clone(),
+            Layout::contiguous(shape),
+            None,
+        ))
     }
 }
 
@@ -86,15 +88,8 @@ fn narrow_backward(grad: &Tensor, x: &InputMetadata, dim: usize, start: usize) -
 /// Zeros of `shape` with `g` written at `start..` along `dim`: the gradient of `narrow`, whose
 /// own gradient narrows again.
 #[differentiable(builtin, crate = "crate", name = "SliceBackwardBackward0")]
-fn narrow_scatter(g: &Tensor, shape: &[usize], dim: usize, start: usize) -> Tensor {
-    let len = g.shape()[dim];
-    let device = g.device();
-    with_view!(g, |g| {
-        let mut z = ndarray::ArrayD::zeros(ndarray::IxDyn(shape));
-        z.slice_axis_mut(Axis(dim), Slice::from(start..start + len))
-            .assign(&g);
-        Tensor::from_ndarray_on(z, device)
-    })
+fn narrow_scatter(g: &Tensor, shape: &[usize], dim: usize, start: usize) -> Result<Tensor> {
+    backend::of_tensor(g)?.narrow_scatter(g, shape, dim, start)
 }
 
 #[backward(narrow_scatter)]
@@ -127,11 +122,10 @@ fn split_backward(grad: &[Tensor], dim: usize) -> Result<Tensor> {
 /// `tensors` are checked (same dtype, device and shape except along the wrapped `dim`).
 #[differentiable(builtin, crate = "crate")]
 fn cat(tensors: &[Tensor], dim: usize) -> Result<Tensor> {
-    let device = tensors[0].device();
-    match tensors[0].dtype() {
-        DType::F32 => cat_typed::<f32>(tensors, dim, device),
-        DType::F64 => cat_typed::<f64>(tensors, dim, device),
-    }
+    let first = tensors
+        .first()
+        .ok_or_else(|| Error::shape("cat", "expected a non-empty list of tensors"))?;
+    backend::of_tensor(first)?.cat(tensors, dim)
 }
 
 #[backward(cat)]
@@ -157,7 +151,7 @@ fn cat_backward(
 
 /// PyTorch's `clone()`, `CloneBackward0`.
 #[differentiable(builtin, crate = "crate", name = "CloneBackward0")]
-fn copy(x: &Tensor) -> Tensor {
+fn copy(x: &Tensor) -> Result<Tensor> {
     x.contiguous_data_owned()
 }
 
@@ -168,12 +162,8 @@ fn copy_backward(grad: &Tensor) -> Tensor {
 
 /// `to(dtype)`, PyTorch's `ToCopyBackward0`.
 #[differentiable(builtin, crate = "crate", name = "ToCopyBackward0")]
-fn to_dtype(x: &Tensor, dtype: DType) -> Tensor {
-    let device = x.device();
-    with_view!(x, |a| match dtype {
-        DType::F32 => Tensor::from_ndarray_on(a.mapv(|v| f32::from_f64(v.to_f64())), device),
-        DType::F64 => Tensor::from_ndarray_on(a.mapv(|v| v.to_f64()), device),
-    })
+fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
+    backend::of_tensor(x)?.to_dtype(x, dtype)
 }
 
 #[backward(to_dtype)]
@@ -208,7 +198,7 @@ impl Tensor {
                 ),
             ));
         }
-        Ok(reshape(self, shape))
+        reshape(self, shape)
     }
 
     /// A view with dims `d0` and `d1` swapped.
@@ -347,7 +337,7 @@ impl Tensor {
 
     /// Zeros of `shape` with `self` written at `start..` along `dim` (the gradient of `narrow`).
     fn narrow_scatter(&self, shape: &[usize], dim: usize, start: usize) -> Result<Tensor> {
-        Ok(narrow_scatter(self, shape, dim, start))
+        narrow_scatter(self, shape, dim, start)
     }
 
     /// Splits into `chunks` views along `dim` (the last may be smaller), recorded as one
@@ -508,7 +498,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn copy(&self) -> Result<Tensor> {
-        Ok(copy(self))
+        copy(self)
     }
 
     /// `self` if contiguous, else a differentiable contiguous copy.
@@ -550,24 +540,11 @@ impl Tensor {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        Ok(to_dtype(self, dtype))
+        to_dtype(self, dtype)
     }
 
     /// A contiguous copy of the data with no autograd history.
-    pub(crate) fn contiguous_data_owned(&self) -> Tensor {
-        let device = self.device();
-        with_view!(self, |a| Tensor::from_ndarray_on(
-            cpu::to_contiguous(a),
-            device
-        ))
+    pub(crate) fn contiguous_data_owned(&self) -> Result<Tensor> {
+        backend::of_tensor(self)?.contiguous(self)
     }
-}
-
-fn cat_typed<T: Element>(tensors: &[Tensor], dim: usize, device: crate::Device) -> Result<Tensor> {
-    let arrays = tensors
-        .iter()
-        .map(|t| t.to_array::<T>())
-        .collect::<Result<Vec<_>>>()?;
-    let views: Vec<_> = arrays.iter().map(|a| a.view()).collect();
-    Ok(Tensor::from_ndarray_on(cpu::cat(&views, dim), device))
 }

@@ -3,16 +3,14 @@
 
 use autograd_macros::{backward, differentiable};
 
-use crate::backend::cpu;
-use crate::tensor::data::with_view;
+use crate::backend;
 use crate::tensor::layout::wrap_dim;
 use crate::{Result, Tensor};
 
 /// `dim` is wrapped.
 #[differentiable(builtin, crate = "crate")]
-fn softmax(x: &Tensor, dim: usize) -> Tensor {
-    let device = x.device();
-    with_view!(x, |a| Tensor::from_ndarray_on(cpu::softmax(a, dim), device))
+fn softmax(x: &Tensor, dim: usize) -> Result<Tensor> {
+    backend::of_tensor(x)?.softmax(x, dim, false)
 }
 
 #[backward(softmax)]
@@ -24,12 +22,8 @@ fn softmax_backward(grad: &Tensor, result: &Tensor, dim: usize) -> Result<Tensor
 
 /// `dim` is wrapped.
 #[differentiable(builtin, crate = "crate")]
-fn log_softmax(x: &Tensor, dim: usize) -> Tensor {
-    let device = x.device();
-    with_view!(x, |a| Tensor::from_ndarray_on(
-        cpu::log_softmax(a, dim),
-        device
-    ))
+fn log_softmax(x: &Tensor, dim: usize) -> Result<Tensor> {
+    backend::of_tensor(x)?.softmax(x, dim, true)
 }
 
 #[backward(log_softmax)]
@@ -56,7 +50,7 @@ impl Tensor {
     /// ```
     pub fn softmax(&self, dim: usize) -> Result<Tensor> {
         let dim = wrap_dim(dim as isize, self.ndim())?.min(self.ndim().saturating_sub(1));
-        Ok(softmax(self, dim))
+        softmax(self, dim)
     }
 
     /// `x - log Σ exp(x)` over `dim`, computed stably.
@@ -76,6 +70,6 @@ impl Tensor {
     /// ```
     pub fn log_softmax(&self, dim: usize) -> Result<Tensor> {
         let dim = wrap_dim(dim as isize, self.ndim())?.min(self.ndim().saturating_sub(1));
-        Ok(log_softmax(self, dim))
+        log_softmax(self, dim)
     }
 }

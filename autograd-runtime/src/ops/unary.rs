@@ -3,126 +3,175 @@
 
 use autograd_macros::{backward, differentiable};
 
-use crate::backend::cpu::{self, UnaryOp};
-use crate::tensor::data::with_view;
+use crate::backend::{self, BinaryOp, FusedOp, UnaryOp};
 use crate::{Result, Tensor};
 
 impl Tensor {
     /// Applies an element-wise kernel without recording anything.
-    pub(crate) fn unary_kernel(&self, op: UnaryOp) -> Tensor {
-        let device = self.device();
-        with_view!(self, |a| Tensor::from_ndarray_on(cpu::unary(op, a), device))
+    pub(crate) fn unary_kernel(&self, op: UnaryOp) -> Result<Tensor> {
+        backend::of_tensor(self)?.unary(op, self)
+    }
+
+    /// A fused backward formula `op(self, saved)` (`self` the incoming gradient): one pass, one
+    /// output, never recorded. Formulas call it only when they are not recorded themselves
+    /// ([`records`] is false); under `create_graph` they spell the formula out in ops.
+    ///
+    /// When this gradient is referenced by nothing else ([`Tensor::is_uniquely_owned`]: the
+    /// engine handed over its only handle, and the formula uses it once), a closed-form
+    /// formula writes over its buffer instead of allocating one: no one can observe the write.
+    pub(crate) fn fused_kernel(&self, op: FusedOp, saved: &Tensor) -> Result<Tensor> {
+        let backend = backend::of_pair("backward formula", self, saved)?;
+        if op.is_closed_form() && self.shape() == saved.shape() && self.is_uniquely_owned() {
+            backend.fused_inplace(op, self, saved)?;
+            return Ok(self.clone());
+        }
+        backend.fused(op, self, saved)
     }
 
     /// Whether any element is NaN (anomaly mode).
-    pub(crate) fn has_nan(&self) -> bool {
-        with_view!(self, |a| cpu::has_nan(a))
+    pub(crate) fn has_nan(&self) -> Result<bool> {
+        backend::of_tensor(self)?.has_nan(self)
     }
+}
+
+/// Whether a backward formula over `inputs` is itself recorded (a `create_graph` pass where one
+/// of them requires grad). Then it is written in differentiable ops, so it has a gradient of its
+/// own; otherwise it runs as one fused kernel: one pass, one output, no temporaries.
+pub(crate) fn records(inputs: &[&Tensor]) -> bool {
+    crate::is_grad_enabled() && inputs.iter().any(|t| t.requires_grad())
 }
 
 // ----- the ops: a kernel and a formula each -----------------------------------------------------
 
 /// d eˣ = eˣ: saves the result.
 #[differentiable(builtin, crate = "crate")]
-fn exp(x: &Tensor) -> Tensor {
+fn exp(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Exp)
 }
 
 #[backward(exp)]
 fn exp_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
-    grad.mul(result)
+    grad.last_use(BinaryOp::Mul, result)
 }
 
 /// d log x = 1/x.
 #[differentiable(builtin, crate = "crate")]
-fn log(x: &Tensor) -> Tensor {
+fn log(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Log)
 }
 
 #[backward(log)]
 fn log_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
-    grad.div(x)
+    grad.last_use(BinaryOp::Div, x)
 }
 
 /// d sin x = cos x.
 #[differentiable(builtin, crate = "crate")]
-fn sin(x: &Tensor) -> Tensor {
+fn sin(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Sin)
 }
 
 #[backward(sin)]
 fn sin_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
-    grad.mul(&x.cos()?)
+    if records(&[grad, x]) {
+        grad.mul(&x.cos()?)
+    } else {
+        grad.fused_kernel(FusedOp::Sin, x)
+    }
 }
 
 /// d cos x = -sin x.
 #[differentiable(builtin, crate = "crate")]
-fn cos(x: &Tensor) -> Tensor {
+fn cos(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Cos)
 }
 
 #[backward(cos)]
 fn cos_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
-    grad.mul(&x.sin()?)?.neg()
+    if records(&[grad, x]) {
+        grad.mul(&x.sin()?)?.neg()
+    } else {
+        grad.fused_kernel(FusedOp::Cos, x)
+    }
 }
 
 /// d tanh x = 1 - tanh² x: saves the result.
 #[differentiable(builtin, crate = "crate")]
-fn tanh(x: &Tensor) -> Tensor {
+fn tanh(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Tanh)
 }
 
 #[backward(tanh)]
 fn tanh_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
-    grad.mul(&result.mul(result)?.rsub_scalar(1.0)?)
+    if records(&[grad, result]) {
+        grad.mul(&result.mul(result)?.rsub_scalar(1.0)?)
+    } else {
+        grad.fused_kernel(FusedOp::Tanh, result)
+    }
 }
 
 /// d σ(x) = σ(x)(1 - σ(x)): saves the result.
 #[differentiable(builtin, crate = "crate")]
-fn sigmoid(x: &Tensor) -> Tensor {
+fn sigmoid(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Sigmoid)
 }
 
 #[backward(sigmoid)]
 fn sigmoid_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
-    grad.mul(&result.mul(&result.rsub_scalar(1.0)?)?)
+    if records(&[grad, result]) {
+        grad.mul(&result.mul(&result.rsub_scalar(1.0)?)?)
+    } else {
+        grad.fused_kernel(FusedOp::Sigmoid, result)
+    }
 }
 
 /// The gradient flows where the result is positive.
 #[differentiable(builtin, crate = "crate")]
-fn relu(x: &Tensor) -> Tensor {
+fn relu(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Relu)
 }
 
 #[backward(relu)]
 fn relu_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
-    grad.mul(&result.unary_kernel(UnaryOp::PositiveMask))
+    if records(&[grad]) {
+        grad.mul(&result.unary_kernel(UnaryOp::PositiveMask)?)
+    } else {
+        grad.fused_kernel(FusedOp::Relu, result)
+    }
 }
 
 /// d √x = 1 / (2√x): saves the result.
 #[differentiable(builtin, crate = "crate")]
-fn sqrt(x: &Tensor) -> Tensor {
+fn sqrt(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Sqrt)
 }
 
 #[backward(sqrt)]
 fn sqrt_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
-    grad.div(&result.mul_scalar(2.0)?)
+    if records(&[grad, result]) {
+        grad.div(&result.mul_scalar(2.0)?)
+    } else {
+        grad.fused_kernel(FusedOp::Sqrt, result)
+    }
 }
 
 /// d |x| = sign x.
 #[differentiable(builtin, crate = "crate")]
-fn abs(x: &Tensor) -> Tensor {
+fn abs(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Abs)
 }
 
 #[backward(abs)]
 fn abs_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
-    grad.mul(&x.unary_kernel(UnaryOp::Sign))
+    if records(&[grad]) {
+        grad.mul(&x.unary_kernel(UnaryOp::Sign)?)
+    } else {
+        grad.fused_kernel(FusedOp::Abs, x)
+    }
 }
 
 #[differentiable(builtin, crate = "crate")]
-fn neg(x: &Tensor) -> Tensor {
+fn neg(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Neg)
 }
 
@@ -132,20 +181,18 @@ fn neg_backward(grad: &Tensor) -> Result<Tensor> {
 }
 
 #[differentiable(builtin, crate = "crate")]
-fn pow(x: &Tensor, exponent: f64) -> Tensor {
-    let device = x.device();
-    with_view!(x, |a| Tensor::from_ndarray_on(
-        cpu::pow_scalar(a, exponent),
-        device
-    ))
+fn pow(x: &Tensor, exponent: f64) -> Result<Tensor> {
+    backend::of_tensor(x)?.pow_scalar(x, exponent)
 }
 
 #[backward(pow)]
 fn pow_backward(grad: &Tensor, x: &Tensor, exponent: f64) -> Result<Tensor> {
     if exponent == 0.0 {
         Ok(grad.zeros_like())
-    } else {
+    } else if records(&[grad, x]) {
         grad.mul(&x.pow(exponent - 1.0)?.mul_scalar(exponent)?)
+    } else {
+        grad.fused_kernel(FusedOp::Pow { exponent }, x)
     }
 }
 
@@ -162,9 +209,10 @@ impl Tensor {
     ///
     /// # Errors
     ///
-    /// Infallible on the CPU; kept fallible like every op.
+    /// [`Error::DeviceUnavailable`](crate::Error::DeviceUnavailable) if this build has no kernels
+    /// for the tensor's device.
     pub fn exp(&self) -> Result<Tensor> {
-        Ok(exp(self))
+        exp(self)
     }
 
     /// Natural logarithm element-wise.
@@ -179,9 +227,10 @@ impl Tensor {
     ///
     /// # Errors
     ///
-    /// Infallible on the CPU; kept fallible like every op.
+    /// [`Error::DeviceUnavailable`](crate::Error::DeviceUnavailable) if this build has no kernels
+    /// for the tensor's device.
     pub fn log(&self) -> Result<Tensor> {
-        Ok(log(self))
+        log(self)
     }
 
     /// Sine element-wise.
@@ -196,9 +245,10 @@ impl Tensor {
     ///
     /// # Errors
     ///
-    /// Infallible on the CPU; kept fallible like every op.
+    /// [`Error::DeviceUnavailable`](crate::Error::DeviceUnavailable) if this build has no kernels
+    /// for the tensor's device.
     pub fn sin(&self) -> Result<Tensor> {
-        Ok(sin(self))
+        sin(self)
     }
 
     /// Cosine element-wise.
@@ -213,9 +263,10 @@ impl Tensor {
     ///
     /// # Errors
     ///
-    /// Infallible on the CPU; kept fallible like every op.
+    /// [`Error::DeviceUnavailable`](crate::Error::DeviceUnavailable) if this build has no kernels
+    /// for the tensor's device.
     pub fn cos(&self) -> Result<Tensor> {
-        Ok(cos(self))
+        cos(self)
     }
 
     /// Hyperbolic tangent element-wise.
@@ -230,9 +281,10 @@ impl Tensor {
     ///
     /// # Errors
     ///
-    /// Infallible on the CPU; kept fallible like every op.
+    /// [`Error::DeviceUnavailable`](crate::Error::DeviceUnavailable) if this build has no kernels
+    /// for the tensor's device.
     pub fn tanh(&self) -> Result<Tensor> {
-        Ok(tanh(self))
+        tanh(self)
     }
 
     /// Logistic sigmoid `1 / (1 + e⁻ˣ)` element-wise.
@@ -247,9 +299,10 @@ impl Tensor {
     ///
     /// # Errors
     ///
-    /// Infallible on the CPU; kept fallible like every op.
+    /// [`Error::DeviceUnavailable`](crate::Error::DeviceUnavailable) if this build has no kernels
+    /// for the tensor's device.
     pub fn sigmoid(&self) -> Result<Tensor> {
-        Ok(sigmoid(self))
+        sigmoid(self)
     }
 
     /// `max(x, 0)` element-wise.
@@ -265,9 +318,10 @@ impl Tensor {
     ///
     /// # Errors
     ///
-    /// Infallible on the CPU; kept fallible like every op.
+    /// [`Error::DeviceUnavailable`](crate::Error::DeviceUnavailable) if this build has no kernels
+    /// for the tensor's device.
     pub fn relu(&self) -> Result<Tensor> {
-        Ok(relu(self))
+        relu(self)
     }
 
     /// Square root element-wise.
@@ -282,9 +336,10 @@ impl Tensor {
     ///
     /// # Errors
     ///
-    /// Infallible on the CPU; kept fallible like every op.
+    /// [`Error::DeviceUnavailable`](crate::Error::DeviceUnavailable) if this build has no kernels
+    /// for the tensor's device.
     pub fn sqrt(&self) -> Result<Tensor> {
-        Ok(sqrt(self))
+        sqrt(self)
     }
 
     /// Absolute value element-wise.
@@ -299,9 +354,10 @@ impl Tensor {
     ///
     /// # Errors
     ///
-    /// Infallible on the CPU; kept fallible like every op.
+    /// [`Error::DeviceUnavailable`](crate::Error::DeviceUnavailable) if this build has no kernels
+    /// for the tensor's device.
     pub fn abs(&self) -> Result<Tensor> {
-        Ok(abs(self))
+        abs(self)
     }
 }
 
@@ -310,7 +366,8 @@ impl Tensor {
     ///
     /// # Errors
     ///
-    /// Infallible on the CPU; kept fallible like every op.
+    /// [`Error::DeviceUnavailable`](crate::Error::DeviceUnavailable) if this build has no kernels
+    /// for the tensor's device.
     ///
     /// # Examples
     ///
@@ -320,14 +377,15 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn neg(&self) -> Result<Tensor> {
-        Ok(neg(self))
+        neg(self)
     }
 
     /// `xᵉ` element-wise for a scalar exponent.
     ///
     /// # Errors
     ///
-    /// Infallible on the CPU; kept fallible like every op.
+    /// [`Error::DeviceUnavailable`](crate::Error::DeviceUnavailable) if this build has no kernels
+    /// for the tensor's device.
     ///
     /// # Examples
     ///
@@ -340,6 +398,6 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn pow(&self, exponent: f64) -> Result<Tensor> {
-        Ok(pow(self, exponent))
+        pow(self, exponent)
     }
 }

@@ -262,39 +262,20 @@ impl Tensor {
     /// Copies `src`'s values into this tensor's elements (same shape and dtype), without
     /// recording or bumping the version: for engine-owned buffers only (CopySlices).
     pub(crate) fn copy_from(&self, src: &Tensor) -> Result<()> {
-        let src = if self.shares_storage(src) {
-            src.contiguous_data_owned()
-        } else {
-            src.clone()
-        };
-        match self.dtype() {
-            crate::DType::F32 => self.copy_from_typed::<f32>(&src),
-            crate::DType::F64 => self.copy_from_typed::<f64>(&src),
-        }
-    }
-
-    fn copy_from_typed<T: Element>(&self, src: &Tensor) -> Result<()> {
-        let b = src.to_array::<T>()?;
-        let mut guard = self.0.storage.data.write();
-        let data = T::slice_mut(&mut guard).expect("invariant: dtype dispatched by the caller");
-        view_mut(data, self.layout()).assign(&b);
-        Ok(())
+        crate::backend::of_pair("copy", self, src)?.copy_into(self, src)
     }
 
     /// Fills this tensor's elements with `v`, without recording or bumping the version.
-    pub(crate) fn fill_untracked(&self, v: f64) {
-        with_view_mut!(self, |a| crate::backend::cpu::fill(a, Element::from_f64(v)));
+    pub(crate) fn fill_untracked(&self, v: f64) -> Result<()> {
+        crate::backend::of_tensor(self)?.fill(self, v)
     }
 
     /// A contiguous tensor with the same values: `self` if already contiguous, else a copy.
     /// Not recorded in the graph (used by kernels and the engine).
-    pub(crate) fn contiguous_data(&self) -> Tensor {
+    pub(crate) fn contiguous_data(&self) -> Result<Tensor> {
         if self.is_contiguous() && self.layout().offset == 0 && self.0.view_base.is_none() {
-            return self.detach();
+            return Ok(self.detach());
         }
-        with_view!(self, |v| Tensor::from_ndarray_on(
-            crate::backend::cpu::to_contiguous(v),
-            self.device()
-        ))
+        self.contiguous_data_owned()
     }
 }

@@ -34,6 +34,12 @@ impl Device {
     pub fn is_cpu(self) -> bool {
         matches!(self, Device::Cpu)
     }
+
+    /// Whether the data lives in host memory (`Cpu` and `Virtual`), so the CPU kernels can
+    /// read it.
+    pub(crate) fn is_host(self) -> bool {
+        matches!(self, Device::Cpu | Device::Virtual(_))
+    }
 }
 
 impl fmt::Display for Device {

@@ -3,6 +3,7 @@
 
 use ndarray::{arr0, ArrayD, ArrayViewD, ArrayViewMutD, IxDyn, Zip};
 
+use super::vmath::VMath;
 use super::{first, from_vec, lit, same_shape, to_contiguous};
 use crate::tensor::dtype::Element;
 
@@ -72,12 +73,12 @@ macro_rules! with_unary_fn {
         let (zero, one) = (<$T>::zero(), <$T>::one());
         match $op {
             UnaryOp::Neg => { let $f = |x: $T| -x; $body }
-            UnaryOp::Exp => { let $f = <$T>::exp; $body }
-            UnaryOp::Log => { let $f = <$T>::ln; $body }
-            UnaryOp::Sin => { let $f = <$T>::sin; $body }
-            UnaryOp::Cos => { let $f = <$T>::cos; $body }
-            UnaryOp::Tanh => { let $f = <$T>::tanh; $body }
-            UnaryOp::Sigmoid => { let $f = |x: $T| one / (one + (-x).exp()); $body }
+            UnaryOp::Exp => { let $f = |x: $T| $crate::backend::cpu::vmath::eval($crate::backend::cpu::vmath::MathFn::Exp, x); $body }
+            UnaryOp::Log => { let $f = |x: $T| $crate::backend::cpu::vmath::eval($crate::backend::cpu::vmath::MathFn::Log, x); $body }
+            UnaryOp::Sin => { let $f = |x: $T| $crate::backend::cpu::vmath::eval($crate::backend::cpu::vmath::MathFn::Sin, x); $body }
+            UnaryOp::Cos => { let $f = |x: $T| $crate::backend::cpu::vmath::eval($crate::backend::cpu::vmath::MathFn::Cos, x); $body }
+            UnaryOp::Tanh => { let $f = |x: $T| $crate::backend::cpu::vmath::eval($crate::backend::cpu::vmath::MathFn::Tanh, x); $body }
+            UnaryOp::Sigmoid => { let $f = |x: $T| $crate::backend::cpu::vmath::eval($crate::backend::cpu::vmath::MathFn::Sigmoid, x); $body }
             UnaryOp::Relu => { let $f = |x: $T| if x <= zero { zero } else { x }; $body }
             UnaryOp::Sqrt => { let $f = <$T>::sqrt; $body }
             UnaryOp::Abs => { let $f = <$T>::abs; $body }
@@ -89,9 +90,10 @@ macro_rules! with_unary_fn {
         }
     }};
 }
+pub(crate) use with_unary_fn;
 
 /// Applies `op` to every element of `a`.
-pub(crate) fn unary<T: Element>(op: UnaryOp, a: ArrayViewD<'_, T>) -> ArrayD<T> {
+pub(crate) fn unary<T: Element + VMath>(op: UnaryOp, a: ArrayViewD<'_, T>) -> ArrayD<T> {
     if a.ndim() == 0 {
         let x = first(&a);
         return arr0(with_unary_fn!(op, T, |f| f(x))).into_dyn();
@@ -102,7 +104,7 @@ pub(crate) fn unary<T: Element>(op: UnaryOp, a: ArrayViewD<'_, T>) -> ArrayD<T> 
 /// [`unary`] for arrays with at least one dimension (kept out of line so the 0-dim path stays
 /// small).
 #[inline(never)]
-fn unary_nd<T: Element>(op: UnaryOp, a: ArrayViewD<'_, T>) -> ArrayD<T> {
+fn unary_nd<T: Element + VMath>(op: UnaryOp, a: ArrayViewD<'_, T>) -> ArrayD<T> {
     with_unary_fn!(op, T, |f| map_unary(a, f))
 }
 
@@ -110,7 +112,7 @@ fn unary_nd<T: Element>(op: UnaryOp, a: ArrayViewD<'_, T>) -> ArrayD<T> {
 ///
 /// Exponents 0, ±0.5, 1, 2, 3, -1 and -2 use multiplications / `sqrt` so they stay exact
 /// (`0^0 = NaN^0 = 1`, as in PyTorch).
-pub(crate) fn pow_scalar<T: Element>(a: ArrayViewD<'_, T>, exponent: f64) -> ArrayD<T> {
+pub(crate) fn pow_scalar<T: Element + VMath>(a: ArrayViewD<'_, T>, exponent: f64) -> ArrayD<T> {
     let one = T::one();
     match exponent {
         0.0 => map_unary(a, |_| one),
@@ -123,7 +125,7 @@ pub(crate) fn pow_scalar<T: Element>(a: ArrayViewD<'_, T>, exponent: f64) -> Arr
         -2.0 => map_unary(a, |x| one / (x * x)),
         _ => {
             let e: T = lit(exponent);
-            map_unary(a, |x| x.powf(e))
+            map_unary(a, |x| super::vmath::powf(x, e))
         }
     }
 }
@@ -226,7 +228,7 @@ fn check_broadcast_to(target: &[usize], b: &[usize]) -> Result<(), BroadcastErro
 /// When `small` broadcasts to `shape` by repeating one contiguous run of its axes, returns
 /// `(outer, mid, inner)` such that `out[o, m, i]` pairs with `small[m]` (row-major, `mid` is
 /// `small.len()`). Covers scalars (`mid == 1`), biases `[N, M] + [M]` and columns `[N, M] * [N, 1]`.
-fn block_broadcast(small: &[usize], shape: &[usize]) -> Option<(usize, usize, usize)> {
+pub(crate) fn block_broadcast(small: &[usize], shape: &[usize]) -> Option<(usize, usize, usize)> {
     let pad = shape.len().checked_sub(small.len())?;
     let kept = |d: usize| d >= pad && small[d - pad] != 1;
     let Some(first) = (0..shape.len()).find(|&d| kept(d)) else {
@@ -286,6 +288,7 @@ macro_rules! with_binary_fn {
         }
     };
 }
+pub(crate) use with_binary_fn;
 
 /// Applies `op` element-wise with PyTorch broadcasting.
 ///

@@ -1,45 +1,41 @@
-//! Raw CPU kernels: element-wise maths with broadcasting, reductions, softmax, data movement and
-//! random numbers over `ndarray` views, generic over [`Element`].
+//! The CPU backend: [`Cpu`], the [`Backend`] over host memory (also behind `Device::Virtual`),
+//! and its kernels: element-wise maths with broadcasting, reductions, softmax, data movement and
+//! random numbers, generic over [`Element`].
+//!
+//! Two tiers of kernels. `dense` works on contiguous buffers (and values repeated by `expand`),
+//! split over the intra-op pool ([`parallel`]) with transcendental functions on SIMD lanes
+//! ([`vmath`]): the path every wide tensor takes. The ndarray kernels (`elementwise`, `reduce`,
+//! `movement`) take arbitrary strided views: broadcasting that is not one repeated block,
+//! transposed operands, and the small tensors of scalar graphs.
 //!
 //! Every kernel accepts arbitrary strided views (transposed, sliced, broadcast with stride 0) and
 //! returns a new array in standard (C-contiguous) layout with offset 0, so the caller can take its
 //! buffer with `into_raw_vec_and_offset()`. Standard-layout inputs take slice-based fast paths that
 //! allocate exactly one `Vec` and never enter `Zip`: that is what keeps the backward of a scalar
-//! node cheap. Matrix multiplication lives in [`super::matmul`] and is re-exported here.
+//! node cheap. Matrix multiplication (`matmul`, over the `gemm` crate) lives in its own file.
 
+mod dense;
+mod dispatch;
 mod elementwise;
+mod gather;
+mod matmul;
 mod movement;
+pub(crate) mod parallel;
 mod random;
 mod reduce;
+pub(crate) mod vmath;
 
 use ndarray::{Array0, Array1, Array2, ArrayD, ArrayViewD, CowArray, Dimension, IxDyn};
 
 use crate::tensor::dtype::Element;
 
-pub(crate) use super::matmul::matmul;
-pub(crate) use elementwise::{
-    binary, binary_inplace, binary_scalar, broadcast_shapes, fill, pow_scalar, unary, BinaryOp,
-    BroadcastError, UnaryOp,
-};
-pub(crate) use movement::{cat, index_add, index_select, scatter_max_grad, to_contiguous};
+pub(crate) use dense::FusedOp;
+pub(crate) use dispatch::Cpu;
+pub(crate) use elementwise::{broadcast_shapes, BinaryOp, BroadcastError, UnaryOp};
+pub(crate) use matmul::matmul;
+pub(crate) use movement::to_contiguous;
+pub use parallel::{num_threads, set_num_threads};
 pub(crate) use random::randn;
-pub(crate) use reduce::{has_nan, log_softmax, max_dim, softmax, sum_all, sum_axes, sum_to};
-
-// Kernels with no caller outside the unit tests yet (each item carries `expect(dead_code)`); their
-// paths are kept for the ops still to come.
-#[expect(
-    unused_imports,
-    reason = "no caller yet; the unit tests reach these kernels in their own module"
-)]
-pub(crate) use elementwise::{binary_scalar_inplace, where_positive};
-#[cfg_attr(
-    not(test),
-    expect(
-        unused_imports,
-        reason = "no caller yet outside the tests, where `tests::assert_close` uses it"
-    )
-)]
-pub(crate) use reduce::max_abs_diff;
 
 // ---------------------------------------------------------------------------------------------
 // Shared helpers

@@ -1,14 +1,18 @@
 //! Shape and data movement: contiguous copies, `index_select` and its scatter-add, `cat`, and the
 //! scatter behind `max_dim`'s gradient.
 
-use ndarray::{arr0, ArrayD, ArrayViewD, IxDyn};
+use ndarray::parallel::prelude::*;
+use ndarray::{arr0, ArrayD, ArrayViewD, ArrayViewMutD, Axis, IxDyn, Slice, Zip};
+
+use super::parallel::{is_parallel, GRAIN};
 
 #[cfg(doc)]
-use super::max_dim;
+use super::reduce::max_dim;
 use super::{first, from_vec, split_dims, standard, std_slice};
 use crate::tensor::dtype::Element;
 
-/// A standard-layout copy of `a`.
+/// A standard-layout copy of `a`; wide copies of strided views (transposes, expands) are split
+/// over the intra-op pool.
 pub(crate) fn to_contiguous<T: Element>(a: ArrayViewD<'_, T>) -> ArrayD<T> {
     if a.ndim() == 0 {
         return arr0(first(&a)).into_dyn();
@@ -17,8 +21,37 @@ pub(crate) fn to_contiguous<T: Element>(a: ArrayViewD<'_, T>) -> ArrayD<T> {
         return from_vec(a.raw_dim(), s.to_vec());
     }
     let mut out = ArrayD::zeros(a.raw_dim());
-    out.assign(&a);
+    assign(out.view_mut(), a);
     out
+}
+
+/// `dst[i] = src[i]` for every position (same shape), in parallel for wide arrays.
+pub(crate) fn assign<T: Element>(mut dst: ArrayViewMutD<'_, T>, src: ArrayViewD<'_, T>) {
+    if is_parallel(dst.len()) {
+        Zip::from(&mut dst)
+            .and(&src)
+            .into_par_iter()
+            .with_min_len(GRAIN)
+            .for_each(|(d, &x)| *d = x);
+    } else {
+        dst.assign(&src);
+    }
+}
+
+/// Zeros of `shape` with `g` written at `start..` along `dim` (the gradient of `narrow`).
+pub(crate) fn narrow_scatter<T: Element>(
+    shape: &[usize],
+    dim: usize,
+    start: usize,
+    g: ArrayViewD<'_, T>,
+) -> ArrayD<T> {
+    let len = g.shape()[dim];
+    let mut z = ArrayD::zeros(IxDyn(shape));
+    assign(
+        z.slice_axis_mut(Axis(dim), Slice::from(start..start + len)),
+        g,
+    );
+    z
 }
 
 /// The slices of `a` at positions `index` along `dim`, in that order (repeats allowed).

@@ -3,6 +3,10 @@
 
 use ndarray::{ArrayD, ArrayView1, ArrayViewD, Axis, CowArray, IxDyn, Zip};
 
+use rayon::prelude::*;
+
+use super::parallel::{is_parallel, map_chunks, GRAIN};
+use super::vmath::{self, MathFn, VMath};
 use super::{from_vec, same_shape, split_dims, standard, std_slice, to_contiguous};
 use crate::tensor::dtype::Element;
 
@@ -60,25 +64,58 @@ fn strided_sum<T: Element>(v: ArrayView1<'_, T>) -> T {
 
 /// Adds the `rows.len() / out.len()` rows of `rows` into `out`, pairwise over rows.
 fn sum_rows_into<T: Element>(rows: &[T], out: &mut [T]) {
-    let inner = out.len();
+    sum_rows_cols(rows, out.len(), 0, out);
+}
+
+/// Adds columns `c0..c0 + out.len()` of the rows of `rows` (each `inner` long) into `out`,
+/// pairwise over rows. Each column's sum is computed in the same order whatever `c0` and
+/// `out.len()`, so splitting the columns over threads does not change a bit.
+fn sum_rows_cols<T: Element>(rows: &[T], inner: usize, c0: usize, out: &mut [T]) {
     let n_rows = rows.len() / inner;
+    let width = out.len();
     if n_rows <= ROW_BLOCK {
         for row in rows.chunks_exact(inner) {
+            let row = &row[c0..c0 + width];
             out.iter_mut().zip(row).for_each(|(o, &x)| *o += x);
         }
     } else {
         let (l, r) = rows.split_at(n_rows / 2 * inner);
-        sum_rows_into(l, out);
-        let mut tmp = vec![T::zero(); inner];
-        sum_rows_into(r, &mut tmp);
+        sum_rows_cols(l, inner, c0, out);
+        let mut tmp = vec![T::zero(); width];
+        sum_rows_cols(r, inner, c0, &mut tmp);
         out.iter_mut().zip(&tmp).for_each(|(o, &x)| *o += x);
     }
+}
+
+/// Column sums of each `[len, inner]` block of `s` into the matching `inner` outputs, the
+/// columns split over the pool when the work is wide.
+fn sum_columns<T: Element>(s: &[T], len: usize, inner: usize, out: &mut [T]) {
+    for (o, block) in out.chunks_exact_mut(inner).zip(s.chunks_exact(len * inner)) {
+        if is_parallel(len * inner) {
+            // Column blocks of at least one grain of work, a multiple of 16 columns wide.
+            let cols = (GRAIN / len.max(1)).next_multiple_of(16).max(16);
+            o.par_chunks_mut(cols)
+                .enumerate()
+                .for_each(|(b, o)| sum_rows_cols(block, inner, b * cols, o));
+        } else {
+            sum_rows_cols(block, inner, 0, o);
+        }
+    }
+}
+
+/// Pairwise sum of a slice, cut into fixed chunks of [`GRAIN`] summed on the pool and
+/// combined pairwise in chunk order: the same bits whatever the number of threads.
+fn chunked_sum<T: Element>(s: &[T]) -> T {
+    if s.len() <= GRAIN {
+        return pairwise_sum(s);
+    }
+    pairwise_sum(&map_chunks(s, pairwise_sum))
 }
 
 /// Sum of all elements (pairwise, so f32 sums of 1e6 elements stay accurate); 0 when empty.
 pub(crate) fn sum_all<T: Element>(a: ArrayViewD<'_, T>) -> T {
     if let Some(s) = a.as_slice_memory_order() {
-        return pairwise_sum(s);
+        return chunked_sum(s);
     }
     let last = Axis(a.ndim() - 1); // 0-dim arrays are contiguous, so ndim >= 1 here
     let partial: Vec<T> = a.lanes(last).into_iter().map(strided_sum).collect();
@@ -97,13 +134,18 @@ fn sum_axis_run<T: Element>(a: &CowArray<'_, T, IxDyn>, start: usize, end: usize
     let mut out = vec![T::zero(); outer * inner];
     if len > 0 && inner > 0 {
         if inner == 1 {
-            for (o, block) in out.iter_mut().zip(s.chunks_exact(len)) {
-                *o = pairwise_sum(block);
+            if is_parallel(outer * len) {
+                out.par_iter_mut()
+                    .zip(s.par_chunks_exact(len))
+                    .with_min_len(GRAIN.div_ceil(len))
+                    .for_each(|(o, block)| *o = pairwise_sum(block));
+            } else {
+                for (o, block) in out.iter_mut().zip(s.chunks_exact(len)) {
+                    *o = pairwise_sum(block);
+                }
             }
         } else {
-            for (o, block) in out.chunks_exact_mut(inner).zip(s.chunks_exact(len * inner)) {
-                sum_rows_into(block, o);
-            }
+            sum_columns(s, len, inner, &mut out);
         }
     }
     from_vec(IxDyn(&out_shape), out)
@@ -216,72 +258,94 @@ pub(crate) fn max_dim<T: Element>(
     (from_vec(out_shape.clone(), vals), from_vec(out_shape, idx))
 }
 
-/// Shared body of [`softmax`] and [`log_softmax`].
-fn softmax_impl<T: Element>(a: ArrayViewD<'_, T>, dim: usize, log: bool) -> ArrayD<T> {
+/// Softmax (or log-softmax) of one row into `out`: `x - max`, `exp` on SIMD lanes, a pairwise
+/// sum, then the normalisation.
+fn softmax_row<T: Element + VMath>(row: &[T], out: &mut [T], log: bool) {
+    let neg_inf = T::neg_infinity();
+    let m = row.iter().fold(neg_inf, |m, &x| if x > m { x } else { m });
+    out.iter_mut().zip(row).for_each(|(o, &x)| *o = x - m);
+    vmath::map_inplace(MathFn::Exp, out);
+    let total = pairwise_sum(out);
+    if log {
+        let l = total.ln();
+        out.iter_mut().zip(row).for_each(|(o, &x)| *o = (x - m) - l);
+    } else {
+        out.iter_mut().for_each(|o| *o /= total);
+    }
+}
+
+/// Shared body of [`softmax`] and [`log_softmax`]; rows (or blocks) are split over the pool.
+fn softmax_impl<T: Element + VMath>(a: ArrayViewD<'_, T>, dim: usize, log: bool) -> ArrayD<T> {
     let (_, len, inner) = split_dims(a.shape(), dim);
     let shape = a.raw_dim();
     let a = standard(a);
     let s = std_slice(&a);
-    let mut out: Vec<T> = Vec::with_capacity(s.len());
+    let mut out: Vec<T> = vec![T::zero(); s.len()];
     if s.is_empty() {
         return from_vec(shape, out);
     }
-    let neg_inf = T::neg_infinity();
-    let max = |m: T, x: T| if x > m { x } else { m };
     if inner == 1 {
-        for row in s.chunks_exact(len) {
-            let m = row.iter().fold(neg_inf, |m, &x| max(m, x));
-            let start = out.len();
-            out.extend(row.iter().map(|&x| (x - m).exp()));
-            let total = pairwise_sum(&out[start..]);
-            if log {
-                let l = total.ln();
-                out[start..]
-                    .iter_mut()
-                    .zip(row)
-                    .for_each(|(o, &x)| *o = (x - m) - l);
-            } else {
-                out[start..].iter_mut().for_each(|o| *o /= total);
+        if is_parallel(s.len()) {
+            out.par_chunks_mut(len)
+                .zip(s.par_chunks(len))
+                .with_min_len(GRAIN.div_ceil(len))
+                .for_each(|(o, row)| softmax_row(row, o, log));
+        } else {
+            for (o, row) in out.chunks_mut(len).zip(s.chunks(len)) {
+                softmax_row(row, o, log);
             }
         }
     } else {
-        let mut m = vec![neg_inf; inner];
-        let mut total = vec![T::zero(); inner];
-        for block in s.chunks_exact(len * inner) {
-            m.fill(neg_inf);
-            total.fill(T::zero());
-            for row in block.chunks_exact(inner) {
-                m.iter_mut().zip(row).for_each(|(m, &x)| *m = max(*m, x));
-            }
-            let start = out.len();
-            for row in block.chunks_exact(inner) {
-                out.extend(row.iter().zip(&m).map(|(&x, &m)| (x - m).exp()));
-            }
-            sum_rows_into(&out[start..], &mut total);
-            let outs = out[start..]
-                .chunks_exact_mut(inner)
-                .zip(block.chunks_exact(inner));
-            for (o_row, row) in outs {
-                if log {
-                    for (((o, &x), &m), &t) in o_row.iter_mut().zip(row).zip(&m).zip(&total) {
-                        *o = (x - m) - t.ln();
-                    }
-                } else {
-                    o_row.iter_mut().zip(&total).for_each(|(o, &t)| *o /= t);
-                }
-            }
+        let block = |(o, b): (&mut [T], &[T])| softmax_block(b, o, inner, log);
+        if is_parallel(s.len()) {
+            out.par_chunks_mut(len * inner)
+                .zip(s.par_chunks(len * inner))
+                .for_each(block);
+        } else {
+            out.chunks_mut(len * inner)
+                .zip(s.chunks(len * inner))
+                .for_each(block);
         }
     }
     from_vec(shape, out)
 }
 
+/// Softmax over the rows of one `[len, inner]` block (the reduced dim is not the last one).
+fn softmax_block<T: Element + VMath>(block: &[T], out: &mut [T], inner: usize, log: bool) {
+    let neg_inf = T::neg_infinity();
+    let mut m = vec![neg_inf; inner];
+    let mut total = vec![T::zero(); inner];
+    for row in block.chunks_exact(inner) {
+        m.iter_mut()
+            .zip(row)
+            .for_each(|(m, &x)| *m = if x > *m { x } else { *m });
+    }
+    for (o_row, row) in out.chunks_exact_mut(inner).zip(block.chunks_exact(inner)) {
+        for ((o, &x), &m) in o_row.iter_mut().zip(row).zip(&m) {
+            *o = x - m;
+        }
+    }
+    vmath::map_inplace(MathFn::Exp, out);
+    sum_rows_into(out, &mut total);
+    let rows = out.chunks_exact_mut(inner).zip(block.chunks_exact(inner));
+    for (o_row, row) in rows {
+        if log {
+            for (((o, &x), &m), &t) in o_row.iter_mut().zip(row).zip(&m).zip(&total) {
+                *o = (x - m) - t.ln();
+            }
+        } else {
+            o_row.iter_mut().zip(&total).for_each(|(o, &t)| *o /= t);
+        }
+    }
+}
+
 /// Softmax over `dim`, numerically stable (the row maximum is subtracted before `exp`).
-pub(crate) fn softmax<T: Element>(a: ArrayViewD<'_, T>, dim: usize) -> ArrayD<T> {
+pub(crate) fn softmax<T: Element + VMath>(a: ArrayViewD<'_, T>, dim: usize) -> ArrayD<T> {
     softmax_impl(a, dim, false)
 }
 
 /// Log-softmax over `dim`, stable: `x - max - ln(sum(exp(x - max)))`.
-pub(crate) fn log_softmax<T: Element>(a: ArrayViewD<'_, T>, dim: usize) -> ArrayD<T> {
+pub(crate) fn log_softmax<T: Element + VMath>(a: ArrayViewD<'_, T>, dim: usize) -> ArrayD<T> {
     softmax_impl(a, dim, true)
 }
 

@@ -3,6 +3,7 @@
 
 use ndarray::{s, ArrayD, ArrayViewD, IxDyn};
 
+use super::reduce::max_abs_diff;
 use super::*;
 
 /// A standard-layout f64 array of `shape` holding `data`.

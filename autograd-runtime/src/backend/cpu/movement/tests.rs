@@ -3,7 +3,7 @@
 use ndarray::{s, IxDyn};
 
 use super::*;
-use crate::backend::cpu::max_dim;
+use crate::backend::cpu::reduce::max_dim;
 use crate::backend::cpu::tests::{arr, check, range};
 
 // --- data movement ---------------------------------------------------------------------------

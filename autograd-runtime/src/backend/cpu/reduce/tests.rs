@@ -253,3 +253,54 @@ fn nan_and_difference_checks() {
     )
     .is_nan());
 }
+
+// --- determinism across thread counts ----------------------------------------------------------
+
+/// Runs `f` on a private rayon pool of `threads` threads: the kernels split their work over the
+/// pool they run on, so this is what `set_num_threads(threads)` would do to them.
+fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("a test pool")
+        .install(f)
+}
+
+/// The bits of every element, to compare results exactly.
+fn bits(a: &ArrayD<f32>) -> Vec<u32> {
+    a.iter().map(|x| x.to_bits()).collect()
+}
+
+#[test]
+fn reductions_give_the_same_bits_whatever_the_thread_count() {
+    // Values of very different magnitudes, so any change of summation order changes the bits.
+    let (rows, cols) = (1_031, 517);
+    let data: Vec<f32> = (0..rows * cols)
+        .map(|i| {
+            let k = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+            (k as f32 / 16_777_216.0 - 0.5) * if i % 7 == 0 { 1e4 } else { 1.0 }
+        })
+        .collect();
+    let a = ArrayD::from_shape_vec(IxDyn(&[rows, cols]), data).expect("shape");
+    let run = || {
+        (
+            sum_all(a.view()).to_bits(),
+            bits(&sum_axes(a.view(), &[0], false)),
+            bits(&sum_axes(a.view(), &[1], false)),
+            bits(&sum_to(a.view(), &[1, cols])),
+            bits(&softmax(a.view(), 1)),
+            bits(&log_softmax(a.view(), 0)),
+        )
+    };
+    let one = on_threads(1, run);
+    for threads in [2, 3, 4, 8] {
+        assert!(
+            on_threads(threads, run) == one,
+            "reductions differ between 1 and {threads} threads"
+        );
+    }
+    // The chunked sum is still accurate: compare with an f64 sum.
+    let exact: f64 = a.iter().map(|&x| f64::from(x)).sum();
+    let got = f64::from(f32::from_bits(one.0));
+    assert!((got - exact).abs() <= 1e-5 * a.iter().map(|x| x.abs() as f64).sum::<f64>());
+}

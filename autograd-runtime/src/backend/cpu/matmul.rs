@@ -7,7 +7,7 @@
 use gemm::Parallelism;
 use ndarray::{ArrayD, ArrayView2, ArrayViewD, Axis, Ix2, IxDyn};
 
-use super::cpu::{broadcast_shapes, BroadcastError};
+use super::{broadcast_shapes, BroadcastError};
 use crate::tensor::dtype::Element;
 
 /// Products with at most this many multiply-adds (`m * n * k`) use a plain loop: below it the

@@ -1,0 +1,1032 @@
+//! Accuracy sweeps, special values and the same-bits-anywhere property of the vector math.
+//!
+//! Every sweep measures the worst error in ulps against a reference and asserts a bound; run with
+//! `-- --nocapture` to see the figures. Sizes are chosen for a debug-mode `cargo test` on a 2-core
+//! machine (the whole module in a few seconds):
+//!
+//! * `f32`: every `k`-th bit pattern of all `2^32` (~1.2M values, NaNs included), plus ~0.6M to
+//!   1.2M values strided over the function's interesting range and its thresholds, plus the
+//!   special values. Reference: std's `f64` function on the widened input, rounded to `f32`: the
+//!   correctly rounded result except in vanishingly rare double-rounding cases (the `f64` value
+//!   within `2^-29` ulp of an `f32` midpoint). Bound: 2 ulp.
+//! * `f64`: every `k`-th bit pattern of all `2^64` (~0.3M values) plus ~0.3M to 0.6M values over
+//!   the interesting range, plus the specials. Reference: std's `f64` function (glibc's libm, within
+//!   1 ulp of the correctly rounded result for these functions; glibc documents up to 2 ulp for
+//!   `tanh`), so the asserted 3 ulp against it bounds the error against the correctly rounded
+//!   value by 4 ulp.
+//!
+//! `AUTOGRAD_VMATH_SWEEP=full` (meant for `cargo test --release`) sweeps all `2^32` `f32` inputs
+//! and `2^27` strided `f64` bit patterns per function (plus `2^24` in the range), on all cores.
+
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use super::*;
+
+const ALL_FNS: [MathFn; 6] = [
+    MathFn::Exp,
+    MathFn::Log,
+    MathFn::Tanh,
+    MathFn::Sigmoid,
+    MathFn::Sin,
+    MathFn::Cos,
+];
+
+fn full_sweep() -> bool {
+    std::env::var("AUTOGRAD_VMATH_SWEEP").is_ok_and(|v| v == "full")
+}
+
+/// Runs `map_into` and returns the initialised output.
+fn mapped<T: VMath>(f: MathFn, src: &[T]) -> Vec<T> {
+    let mut out = vec![MaybeUninit::<T>::uninit(); src.len()];
+    map_into(f, src, &mut out);
+    out.into_iter()
+        // SAFETY: `map_into` writes every element of `dst`.
+        .map(|o| unsafe { o.assume_init() })
+        .collect()
+}
+
+/// Runs `powf_into` and returns the initialised output.
+fn powed<T: VMath>(src: &[T], e: T) -> Vec<T> {
+    let mut out = vec![MaybeUninit::<T>::uninit(); src.len()];
+    powf_into(src, e, &mut out);
+    out.into_iter()
+        // SAFETY: `powf_into` writes every element of `dst`.
+        .map(|o| unsafe { o.assume_init() })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ulp arithmetic
+// ---------------------------------------------------------------------------------------------
+
+/// Position of `x` on the line of `f32` values (`±0` both at 0).
+fn ord32(x: f32) -> i64 {
+    let b = i64::from(x.to_bits() as i32);
+    if b < 0 {
+        i64::from(i32::MIN) - b
+    } else {
+        b
+    }
+}
+
+fn from_ord32(o: i64) -> f32 {
+    if o < 0 {
+        f32::from_bits((i64::from(i32::MIN) - o) as i32 as u32)
+    } else {
+        f32::from_bits(o as u32)
+    }
+}
+
+/// Position of `x` on the line of `f64` values (`±0` both at 0).
+fn ord64(x: f64) -> i128 {
+    let b = i128::from(x.to_bits() as i64);
+    if b < 0 {
+        i128::from(i64::MIN) - b
+    } else {
+        b
+    }
+}
+
+fn from_ord64(o: i128) -> f64 {
+    if o < 0 {
+        f64::from_bits((i128::from(i64::MIN) - o) as i64 as u64)
+    } else {
+        f64::from_bits(o as u64)
+    }
+}
+
+/// Whether `got` may be compared with `want` in ulps: NaN, infinities and zeros of the reference
+/// (and NaN or infinite results) must match exactly, sign included.
+fn classes_match<T: Copy + PartialEq>(
+    got: T,
+    want: T,
+    nan: fn(T) -> bool,
+    inf: fn(T) -> bool,
+    bits_eq: fn(T, T) -> bool,
+    zero: T,
+) -> bool {
+    if nan(want) || nan(got) {
+        return nan(want) && nan(got);
+    }
+    if inf(want) || inf(got) || want == zero {
+        return bits_eq(got, want);
+    }
+    true
+}
+
+fn classes_match32(got: f32, want: f32) -> bool {
+    classes_match(
+        got,
+        want,
+        f32::is_nan,
+        f32::is_infinite,
+        |a, b| a.to_bits() == b.to_bits(),
+        0.0,
+    )
+}
+
+fn classes_match64(got: f64, want: f64) -> bool {
+    classes_match(
+        got,
+        want,
+        f64::is_nan,
+        f64::is_infinite,
+        |a, b| a.to_bits() == b.to_bits(),
+        0.0,
+    )
+}
+
+/// Distance in `f32` ulps (0 for two NaNs).
+fn ulps32(got: f32, want: f32) -> u64 {
+    if got.is_nan() && want.is_nan() {
+        return 0;
+    }
+    (ord32(got) - ord32(want)).unsigned_abs()
+}
+
+fn ulps64(got: f64, want: f64) -> u64 {
+    if got.is_nan() && want.is_nan() {
+        return 0;
+    }
+    u64::try_from((ord64(got) - ord64(want)).unsigned_abs()).unwrap_or(u64::MAX)
+}
+
+/// Error of `got` against the exact (`f64`) value `want` in units of the `f32` ulp at `want`.
+fn frac_ulps32(got: f32, want: f64) -> f64 {
+    if !want.is_finite() || !got.is_finite() {
+        return 0.0;
+    }
+    let e = ((want.abs().to_bits() >> 52) as i32 - 1023).max(-126);
+    (f64::from(got) - want).abs() / 2f64.powi(e - 23)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sweeps
+// ---------------------------------------------------------------------------------------------
+
+/// The worst case of one sweep.
+#[derive(Clone, Copy, Debug, Default)]
+struct Worst {
+    ulps: u64,
+    input: f64,
+    got: f64,
+    want: f64,
+    /// `f32` only: the largest error against the unrounded `f64` reference, in ulps, and where.
+    frac: f64,
+    frac_input: f64,
+    count: u64,
+    class_errors: u64,
+    first_class_error: Option<(f64, f64, f64)>,
+}
+
+impl Worst {
+    fn merge(&mut self, o: &Worst) {
+        if o.ulps > self.ulps {
+            self.ulps = o.ulps;
+            self.input = o.input;
+            self.got = o.got;
+            self.want = o.want;
+        }
+        if o.frac > self.frac {
+            self.frac = o.frac;
+            self.frac_input = o.frac_input;
+        }
+        self.count += o.count;
+        self.class_errors += o.class_errors;
+        if self.first_class_error.is_none() {
+            self.first_class_error = o.first_class_error;
+        }
+    }
+
+    fn note(&mut self, ulps: u64, input: f64, got: f64, want: f64) {
+        self.count += 1;
+        if ulps > self.ulps {
+            self.ulps = ulps;
+            self.input = input;
+            self.got = got;
+            self.want = want;
+        }
+    }
+
+    fn class_error(&mut self, input: f64, got: f64, want: f64) {
+        self.class_errors += 1;
+        if self.first_class_error.is_none() {
+            self.first_class_error = Some((input, got, want));
+        }
+    }
+
+    fn report_and_check(&self, what: &str, bound: u64) {
+        println!(
+            "vmath {what:<18} worst {} ulp{} over {} values (at x = {:e}: got {:e}, want {:e})",
+            self.ulps,
+            if self.frac > 0.0 {
+                format!(
+                    " ({:.3} ulp vs the f64 value at x = {:e})",
+                    self.frac, self.frac_input
+                )
+            } else {
+                String::new()
+            },
+            self.count,
+            self.input,
+            self.got,
+            self.want,
+        );
+        assert_eq!(
+            self.class_errors, 0,
+            "{what}: {} special results differ, first (x, got, want) = {:?}",
+            self.class_errors, self.first_class_error
+        );
+        assert!(
+            self.ulps <= bound,
+            "{what}: {} ulp at x = {:e} (got {:e}, want {:e}), bound {bound}",
+            self.ulps,
+            self.input,
+            self.got,
+            self.want
+        );
+    }
+}
+
+/// Feeds `gen(0..n)` through `map` in batches, on `threads` threads, and merges the per-thread
+/// worst cases that `check` records.
+fn sweep<T: Copy + Send + Sync>(
+    n: u64,
+    threads: usize,
+    generate: &(dyn Fn(u64) -> T + Sync),
+    map: &(dyn Fn(&[T]) -> Vec<T> + Sync),
+    check: &(dyn Fn(&mut Worst, T, T) + Sync),
+) -> Worst {
+    const BATCH: u64 = 1 << 14;
+    let next = AtomicU64::new(0);
+    let total = Mutex::new(Worst::default());
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1) {
+            s.spawn(|| {
+                let mut w = Worst::default();
+                let mut xs = Vec::with_capacity(BATCH as usize);
+                loop {
+                    let start = next.fetch_add(BATCH, Ordering::Relaxed);
+                    if start >= n {
+                        break;
+                    }
+                    xs.clear();
+                    xs.extend((start..(start + BATCH).min(n)).map(generate));
+                    for (&x, y) in xs.iter().zip(map(&xs)) {
+                        check(&mut w, x, y);
+                    }
+                }
+                total.lock().expect("no panics while held").merge(&w);
+            });
+        }
+    });
+    total.into_inner().expect("no panics while held")
+}
+
+fn threads() -> usize {
+    if full_sweep() {
+        std::thread::available_parallelism().map_or(1, usize::from)
+    } else {
+        1
+    }
+}
+
+/// Checks one `f32` result against the `f64` reference.
+fn check32(w: &mut Worst, x: f32, got: f32, exact: f64) {
+    let want = exact as f32;
+    if !classes_match32(got, want) {
+        w.class_error(f64::from(x), f64::from(got), f64::from(want));
+    }
+    let frac = frac_ulps32(got, exact);
+    if frac > w.frac {
+        w.frac = frac;
+        w.frac_input = f64::from(x);
+    }
+    w.note(
+        ulps32(got, want),
+        f64::from(x),
+        f64::from(got),
+        f64::from(want),
+    );
+}
+
+fn check64(w: &mut Worst, x: f64, got: f64, want: f64) {
+    if !classes_match64(got, want) {
+        w.class_error(x, got, want);
+    }
+    w.note(ulps64(got, want), x, got, want);
+}
+
+/// `f32` values strided over the value line from `lo` to `hi` (about `n` of them).
+fn range32(lo: f32, hi: f32, n: u64) -> impl Fn(u64) -> f32 + Sync {
+    let (a, b) = (ord32(lo), ord32(hi));
+    let step = ((b - a) as u64 / n.max(1)).max(1);
+    move |i| from_ord32((a + (i * step) as i64).min(b))
+}
+
+fn range64(lo: f64, hi: f64, n: u64) -> impl Fn(u64) -> f64 + Sync {
+    let (a, b) = (ord64(lo), ord64(hi));
+    let step = ((b - a) as u128 / u128::from(n.max(1))).max(1);
+    move |i| from_ord64((a + (u128::from(i) * step) as i128).min(b))
+}
+
+/// Special `f32` inputs for every function.
+fn specials32() -> Vec<f32> {
+    let mut v = vec![
+        0.0,
+        1.0,
+        2.0,
+        0.5,
+        f32::from_bits(1),
+        f32::from_bits(0x007f_ffff),
+        f32::MIN_POSITIVE,
+        f32::MAX,
+        f32::INFINITY,
+        f32::NAN,
+        f32::EPSILON,
+        1e-30,
+        1e30,
+        1e38,
+        88.722_83,
+        88.722_84,
+        -87.336_55,
+        -103.972_08,
+        -103.972_09,
+        9.010_913,
+        1.0 - f32::EPSILON,
+        1.0 + f32::EPSILON,
+        core::f32::consts::FRAC_PI_2,
+        core::f32::consts::PI,
+        1e5,
+        1e10,
+        TRIG_MAX_F32,
+    ];
+    for k in 1..200 {
+        v.push(k as f32 * core::f32::consts::FRAC_PI_4);
+    }
+    let neg: Vec<f32> = v.iter().map(|&x| -x).collect();
+    v.extend(neg);
+    let near: Vec<f32> = v
+        .iter()
+        .flat_map(|&x| (-3i64..=3).map(move |d| from_ord32(ord32(x) + d)))
+        .filter(|x| !x.is_nan())
+        .collect();
+    v.extend(near);
+    v
+}
+
+const TRIG_MAX_F32: f32 = lanes32::TRIG_MAX;
+
+fn specials64() -> Vec<f64> {
+    let mut v = vec![
+        0.0,
+        1.0,
+        2.0,
+        0.5,
+        f64::from_bits(1),
+        f64::from_bits(0x000f_ffff_ffff_ffff),
+        f64::MIN_POSITIVE,
+        f64::MAX,
+        f64::INFINITY,
+        f64::NAN,
+        f64::EPSILON,
+        1e-300,
+        1e300,
+        709.782_712_893_384,
+        -708.396_418_532_264_1,
+        -745.133_219_101_941_1,
+        -745.133_219_101_941_2,
+        19.06,
+        0.55,
+        1.0 - f64::EPSILON,
+        1.0 + f64::EPSILON,
+        core::f64::consts::FRAC_PI_2,
+        core::f64::consts::PI,
+        1e5,
+        1e10,
+        1e22,
+        lanes64::TRIG_MAX,
+        // A double close to a multiple of pi/2 (|x - n pi/2| ~ 2^-61).
+        6_381_956_970_095_103.0 * 2f64.powi(797),
+    ];
+    for k in 1..200 {
+        v.push(f64::from(k) * core::f64::consts::FRAC_PI_4);
+    }
+    let neg: Vec<f64> = v.iter().map(|&x| -x).collect();
+    v.extend(neg);
+    let near: Vec<f64> = v
+        .iter()
+        .flat_map(|&x| (-3i128..=3).map(move |d| from_ord64(ord64(x) + d)))
+        .filter(|x| !x.is_nan())
+        .collect();
+    v.extend(near);
+    v
+}
+
+/// `f32` reference, in `f64`.
+fn reference32(f: MathFn, x: f64) -> f64 {
+    match f {
+        MathFn::Exp => x.exp(),
+        MathFn::Log => x.ln(),
+        MathFn::Tanh => x.tanh(),
+        // Rounded to f32 from a 2^-52-accurate f64: correctly rounded but for near-midpoints.
+        MathFn::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+        MathFn::Sin => x.sin(),
+        MathFn::Cos => x.cos(),
+    }
+}
+
+/// `(s, e)` with `s + e == a + b` exactly.
+fn two_sum(a: f64, b: f64) -> (f64, f64) {
+    let s = a + b;
+    let bb = s - a;
+    (s, (a - (s - bb)) + (b - bb))
+}
+
+/// `1/(1 + e^-x)` from std's `exp` (within about 0.5 ulp) with the rest in double-double
+/// arithmetic: within about 1 ulp of the correctly rounded value (`0.8` ulp for `x >= 0`, where
+/// the `exp` error is damped by `e/(1+e) <= 1/2`).
+fn sigmoid_ref64(x: f64) -> f64 {
+    if x.is_nan() {
+        return x;
+    }
+    let (num, e) = if x >= 0.0 {
+        (1.0, (-x).exp())
+    } else {
+        let e = x.exp();
+        (e, e)
+    };
+    let (dh, dl) = two_sum(1.0, e);
+    let q = num / dh;
+    let r = q.mul_add(-dh, num) - q * dl;
+    q + r / dh
+}
+
+fn reference64(f: MathFn, x: f64) -> f64 {
+    match f {
+        MathFn::Sigmoid => sigmoid_ref64(x),
+        _ => reference32(f, x),
+    }
+}
+
+/// The interesting range of each function (where results are neither saturated nor trivial).
+fn range_of(f: MathFn) -> (f64, f64) {
+    match f {
+        MathFn::Exp => (-746.0, 710.0),
+        MathFn::Log => (0.0, 4.0),
+        MathFn::Tanh => (-20.0, 20.0),
+        MathFn::Sigmoid => (-746.0, 40.0),
+        MathFn::Sin | MathFn::Cos => (-1e4, 1e4),
+    }
+}
+
+fn accuracy32(f: MathFn) {
+    let full = full_sweep();
+    let threads = threads();
+    let map = |xs: &[f32]| mapped(f, xs);
+    let check = |w: &mut Worst, x: f32, y: f32| check32(w, x, y, reference32(f, f64::from(x)));
+    let mut worst = Worst::default();
+
+    // Every k-th bit pattern of all 2^32 (k odd, so all low-bit patterns appear).
+    let (n_all, step) = if full {
+        (1u64 << 32, 1u64)
+    } else {
+        (1_200_000, 3579)
+    };
+    let all = move |i: u64| f32::from_bits((i * step) as u32);
+    worst.merge(&sweep(n_all, threads, &all, &map, &check));
+
+    // The interesting range, densely (both signs for the odd/even functions).
+    let (lo, hi) = range_of(f);
+    let n_range = if full { 1 << 26 } else { 600_000 };
+    let (lo, hi) = (lo.max(f64::from(f32::MIN)) as f32, hi as f32);
+    let gen = range32(lo, hi, n_range);
+    worst.merge(&sweep(n_range, threads, &gen, &map, &check));
+
+    // Thresholds: subnormal results / underflow / overflow of exp and sigmoid, the tiny-argument
+    // cut of tanh, log near 1 and of subnormals, sin/cos near the end of the vector reduction.
+    let edges: &[(f32, f32)] = match f {
+        MathFn::Exp => &[(88.0, 89.0), (-104.5, -86.5)],
+        MathFn::Log => &[(0.999, 1.001), (0.0, f32::MIN_POSITIVE * 2.0)],
+        MathFn::Tanh => &[(1.0 / 8192.0, 1.0 / 1024.0), (8.5, 9.5)],
+        MathFn::Sigmoid => &[(-104.5, -86.5), (15.0, 18.0)],
+        MathFn::Sin | MathFn::Cos => &[(1e6, 1e7), (TRIG_MAX_F32 * 0.999, TRIG_MAX_F32 * 1.001)],
+    };
+    for &(a, b) in edges {
+        let n = if full { 1 << 22 } else { 150_000 };
+        worst.merge(&sweep(n, threads, &range32(a, b, n), &map, &check));
+    }
+
+    let sp = specials32();
+    worst.merge(&sweep(
+        sp.len() as u64,
+        1,
+        &|i| sp[i as usize],
+        &map,
+        &check,
+    ));
+
+    worst.report_and_check(&format!("{f:?} f32"), 2);
+}
+
+fn accuracy64(f: MathFn) {
+    let full = full_sweep();
+    let threads = threads();
+    let map = |xs: &[f64]| mapped(f, xs);
+    let check = |w: &mut Worst, x: f64, y: f64| check64(w, x, y, reference64(f, x));
+    let mut worst = Worst::default();
+
+    let n_all = if full { 1 << 27 } else { 300_000 };
+    let step = (u64::MAX / n_all) | 1;
+    let all = move |i: u64| f64::from_bits(i.wrapping_mul(step));
+    worst.merge(&sweep(n_all, threads, &all, &map, &check));
+
+    let (lo, hi) = range_of(f);
+    let n_range = if full { 1 << 24 } else { 300_000 };
+    worst.merge(&sweep(
+        n_range,
+        threads,
+        &range64(lo, hi, n_range),
+        &map,
+        &check,
+    ));
+
+    let edges: &[(f64, f64)] = match f {
+        MathFn::Exp => &[(709.0, 710.0), (-746.0, -707.0)],
+        MathFn::Log => &[(0.999_999, 1.000_001), (0.0, f64::MIN_POSITIVE * 2.0)],
+        MathFn::Tanh => &[(0.5, 0.6), (1e-9, 1e-3)],
+        MathFn::Sigmoid => &[(-746.0, -700.0), (30.0, 40.0)],
+        MathFn::Sin | MathFn::Cos => &[
+            (1e8, 1e9),
+            (lanes64::TRIG_MAX * 0.999_999, lanes64::TRIG_MAX * 1.000_001),
+        ],
+    };
+    for &(a, b) in edges {
+        let n = if full { 1 << 22 } else { 60_000 };
+        worst.merge(&sweep(n, threads, &range64(a, b, n), &map, &check));
+    }
+
+    let sp = specials64();
+    worst.merge(&sweep(
+        sp.len() as u64,
+        1,
+        &|i| sp[i as usize],
+        &map,
+        &check,
+    ));
+
+    worst.report_and_check(&format!("{f:?} f64"), 3);
+}
+
+#[test]
+fn exp_f32_accuracy() {
+    accuracy32(MathFn::Exp);
+}
+
+#[test]
+fn log_f32_accuracy() {
+    accuracy32(MathFn::Log);
+}
+
+#[test]
+fn tanh_f32_accuracy() {
+    accuracy32(MathFn::Tanh);
+}
+
+#[test]
+fn sigmoid_f32_accuracy() {
+    accuracy32(MathFn::Sigmoid);
+}
+
+#[test]
+fn sin_f32_accuracy() {
+    accuracy32(MathFn::Sin);
+}
+
+#[test]
+fn cos_f32_accuracy() {
+    accuracy32(MathFn::Cos);
+}
+
+#[test]
+fn exp_f64_accuracy() {
+    accuracy64(MathFn::Exp);
+}
+
+#[test]
+fn log_f64_accuracy() {
+    accuracy64(MathFn::Log);
+}
+
+#[test]
+fn tanh_f64_accuracy() {
+    accuracy64(MathFn::Tanh);
+}
+
+#[test]
+fn sigmoid_f64_accuracy() {
+    accuracy64(MathFn::Sigmoid);
+}
+
+#[test]
+fn sin_f64_accuracy() {
+    accuracy64(MathFn::Sin);
+}
+
+#[test]
+fn cos_f64_accuracy() {
+    accuracy64(MathFn::Cos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// powf
+// ---------------------------------------------------------------------------------------------
+
+/// Exponents of the `powf` sweeps: fractional, integer (odd and even), tiny, large.
+const POW_EXPONENTS: [f64; 16] = [
+    2.5,
+    -1.5,
+    0.3,
+    7.0,
+    -3.0,
+    1e-3,
+    100.0,
+    0.5,
+    -0.5,
+    2.0,
+    1.0 / 3.0,
+    -7.25,
+    1e-9,
+    -40.0,
+    1500.5,
+    123_456.7,
+];
+
+/// `powf` for every exponent of [`POW_EXPONENTS`] over bit patterns of both signs (about
+/// 60k `f32` / 30k `f64` per exponent, full: 2^24 / 2^22), plus bases near 1 for the large
+/// exponents. References: std's `f64` `powf`, rounded for `f32`; bounds 2 and 3 ulp.
+#[test]
+fn powf_f32_accuracy() {
+    let full = full_sweep();
+    let threads = threads();
+    let mut worst = Worst::default();
+    for &e64 in &POW_EXPONENTS {
+        let e = e64 as f32;
+        let map = |xs: &[f32]| powed(xs, e);
+        let check = |w: &mut Worst, x: f32, y: f32| {
+            check32(w, x, y, f64::from(x).powf(f64::from(e)));
+        };
+        let n = if full { 1 << 24 } else { 60_000 };
+        let step = (u64::from(u32::MAX) / n) | 1;
+        worst.merge(&sweep(
+            n,
+            threads,
+            &|i| f32::from_bits((i * step) as u32),
+            &map,
+            &check,
+        ));
+        let m = if full { 1 << 20 } else { 5_000 };
+        worst.merge(&sweep(m, threads, &range32(0.9, 1.1, m), &map, &check));
+    }
+    worst.report_and_check("powf f32", 2);
+}
+
+#[test]
+fn powf_f64_accuracy() {
+    let full = full_sweep();
+    let threads = threads();
+    let mut worst = Worst::default();
+    let mut exponents = POW_EXPONENTS.to_vec();
+    // Large exponents of bases near 1 exercise the double-double log.
+    exponents.extend([2.0e3, 1e6, -3.5e7, 2f64.powi(40) + 1.0]);
+    for &e in &exponents {
+        let map = |xs: &[f64]| powed(xs, e);
+        let check = |w: &mut Worst, x: f64, y: f64| check64(w, x, y, x.powf(e));
+        let n = if full { 1 << 22 } else { 30_000 };
+        let step = (u64::MAX / n) | 1;
+        worst.merge(&sweep(
+            n,
+            threads,
+            &|i| f64::from_bits(i.wrapping_mul(step)),
+            &map,
+            &check,
+        ));
+        // Bases where |e ln x| runs up to the overflow and underflow thresholds.
+        let reach = (745.0 / e.abs()).min(700.0);
+        let m = if full { 1 << 20 } else { 5_000 };
+        worst.merge(&sweep(
+            m,
+            threads,
+            &range64((-reach).exp(), reach.exp(), m),
+            &map,
+            &check,
+        ));
+    }
+    worst.report_and_check("powf f64", 3);
+}
+
+/// Every combination of special bases and exponents: infinities, NaN and signed zeros must match
+/// std's `powf` exactly (sign included), finite results within the usual bounds.
+#[test]
+fn powf_special_cases() {
+    let bases = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -0.5,
+        2.0,
+        -2.0,
+        3.0,
+        -3.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        f64::MIN_POSITIVE,
+        -f64::MIN_POSITIVE,
+        f64::from_bits(1),
+        -f64::from_bits(1),
+        f64::MAX,
+        -f64::MAX,
+        1e-30,
+        -1e30,
+    ];
+    let exponents = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        2.0,
+        -2.0,
+        3.0,
+        -3.0,
+        0.5,
+        -0.5,
+        2.5,
+        -2.5,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        1e300,
+        -1e300,
+        9_007_199_254_740_991.0,
+        -9_007_199_254_740_991.0,
+        9_007_199_254_740_992.0,
+        16_777_215.0,
+        0.1,
+        1075.0,
+        -1075.0,
+    ];
+    let mut w64 = Worst::default();
+    let mut w32 = Worst::default();
+    for &e in &exponents {
+        let got = powed(&bases, e);
+        for (&x, &y) in bases.iter().zip(&got) {
+            check64(&mut w64, x, y, x.powf(e));
+            assert!(powf(x, e).to_bits() == y.to_bits() || (y.is_nan() && powf(x, e).is_nan()));
+        }
+        let (b32, e32): (Vec<f32>, f32) = (bases.iter().map(|&b| b as f32).collect(), e as f32);
+        let got = powed(&b32, e32);
+        for (&x, &y) in b32.iter().zip(&got) {
+            let want = x.powf(e32);
+            if !classes_match32(y, want) {
+                w32.class_error(f64::from(x), f64::from(y), f64::from(want));
+            }
+            check32(&mut w32, x, y, f64::from(x).powf(f64::from(e32)));
+        }
+    }
+    w64.report_and_check("powf specials f64", 3);
+    w32.report_and_check("powf specials f32", 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Same bits whatever the position
+// ---------------------------------------------------------------------------------------------
+
+/// A deterministic spread of values: random magnitudes from `1e-40` to `1e40` of both signs, and
+/// every few elements a special value (including huge `sin` arguments).
+fn mixed_values(n: usize) -> Vec<f64> {
+    let specials = [
+        0.0,
+        -0.0,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        1e30,
+        -3e12,
+        f64::from_bits(1),
+        1.0,
+        -1.0,
+    ];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    (0..n)
+        .map(|i| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            if i % 7 == 3 {
+                specials[(state >> 60) as usize % specials.len()]
+            } else {
+                let mag = ((state >> 11) as f64 / (1u64 << 53) as f64) * 80.0 - 40.0;
+                let sign = if state & 1 == 0 { 1.0 } else { -1.0 };
+                sign * 10f64.powf(mag / 8.0)
+            }
+        })
+        .collect()
+}
+
+fn same_bits<T: Copy + PartialEq + std::fmt::Debug>(got: T, want: T, nan: fn(T) -> bool) -> bool {
+    (nan(got) && nan(want)) || got == want
+}
+
+fn check_positions<T>(
+    data: &[T],
+    lanes: usize,
+    eval_one: &dyn Fn(T) -> T,
+    slice: &dyn Fn(&[T]) -> Vec<T>,
+    inplace: &dyn Fn(&mut [T]),
+    nan: fn(T) -> bool,
+    what: &str,
+) where
+    T: Copy + PartialEq + std::fmt::Debug,
+{
+    let singles: Vec<T> = data.iter().map(|&x| eval_one(x)).collect();
+    for (&x, &y) in data.iter().zip(&singles) {
+        // Bit-equal, not just equal: -0.0 vs 0.0 would pass `==`.
+        assert!(
+            same_bits(y, eval_one(x), nan),
+            "{what}: eval not repeatable at {x:?}"
+        );
+    }
+    let whole = slice(data);
+    for off in 0..=lanes {
+        for len in 0..=40.min(data.len() - off) {
+            let part = &data[off..off + len];
+            let got = slice(part);
+            let mut buf = part.to_vec();
+            inplace(&mut buf);
+            for i in 0..len {
+                let want = singles[off + i];
+                assert!(
+                    same_bits(got[i], want, nan) && same_bits(buf[i], want, nan),
+                    "{what}: x = {:?} at offset {off}, len {len}: into {:?}, in place {:?}, eval {want:?}",
+                    part[i],
+                    got[i],
+                    buf[i]
+                );
+                assert!(
+                    same_bits(whole[off + i], want, nan),
+                    "{what}: whole slice differs at {}",
+                    off + i
+                );
+            }
+        }
+    }
+}
+
+/// `map_into`, `map_inplace`, `powf_into`, `powf_inplace`, `eval` and `powf` agree bit for bit
+/// (NaN payloads aside) for every offset `0..=LANES` and length `0..=40`, so any chunking of a
+/// slice gives the same results.
+#[test]
+fn same_bits_whatever_the_position() {
+    let d64 = mixed_values(96);
+    let d32: Vec<f32> = d64.iter().map(|&x| x as f32).collect();
+    for f in ALL_FNS {
+        check_positions(
+            &d64,
+            BLOCK_F64,
+            &|x| eval(f, x),
+            &|s| mapped(f, s),
+            &|b| map_inplace(f, b),
+            f64::is_nan,
+            &format!("{f:?} f64"),
+        );
+        check_positions(
+            &d32,
+            BLOCK_F32,
+            &|x| eval(f, x),
+            &|s| mapped(f, s),
+            &|b| map_inplace(f, b),
+            f32::is_nan,
+            &format!("{f:?} f32"),
+        );
+    }
+    for e in [2.5, -3.0, 0.0, f64::NAN, f64::INFINITY, 1e-3] {
+        check_positions(
+            &d64,
+            BLOCK_F64,
+            &|x| powf(x, e),
+            &|s| powed(s, e),
+            &|b| powf_inplace(b, e),
+            f64::is_nan,
+            &format!("powf({e}) f64"),
+        );
+        let e32 = e as f32;
+        check_positions(
+            &d32,
+            BLOCK_F32,
+            &|x| powf(x, e32),
+            &|s| powed(s, e32),
+            &|b| powf_inplace(b, e32),
+            f32::is_nan,
+            &format!("powf({e}) f32"),
+        );
+    }
+}
+
+/// The scalar fallback ([`StdKernel`], used when pulp finds no SIMD instruction set) is not what
+/// this machine runs, so it is checked here directly: 100k `f32` and 50k `f64` values per function
+/// over all bit patterns and the interesting range, the specials, and `powf`. Same references and
+/// bounds as above.
+#[test]
+fn scalar_fallback_accuracy() {
+    for f in ALL_FNS {
+        let k = StdKernel::new(Op::Map(f));
+        let map32 = |xs: &[f32]| {
+            let mut v = xs.to_vec();
+            drive::<_, 1, _>(&k, Io::InPlace(&mut v));
+            v
+        };
+        let check = |w: &mut Worst, x: f32, y: f32| check32(w, x, y, reference32(f, f64::from(x)));
+        let mut worst = sweep(
+            100_000,
+            1,
+            &|i| f32::from_bits((i * 42_949) as u32),
+            &map32,
+            &check,
+        );
+        let (lo, hi) = range_of(f);
+        let gen = range32(lo.max(-1e30) as f32, hi as f32, 50_000);
+        worst.merge(&sweep(50_000, 1, &gen, &map32, &check));
+        let sp = specials32();
+        worst.merge(&sweep(
+            sp.len() as u64,
+            1,
+            &|i| sp[i as usize],
+            &map32,
+            &check,
+        ));
+        worst.report_and_check(&format!("{f:?} f32 fallback"), 2);
+
+        let map64 = |xs: &[f64]| {
+            let mut v = xs.to_vec();
+            drive::<_, 1, _>(&k, Io::InPlace(&mut v));
+            v
+        };
+        let check = |w: &mut Worst, x: f64, y: f64| check64(w, x, y, reference64(f, x));
+        let step = (u64::MAX / 50_000) | 1;
+        let mut worst = sweep(
+            50_000,
+            1,
+            &|i| f64::from_bits(i.wrapping_mul(step)),
+            &map64,
+            &check,
+        );
+        worst.merge(&sweep(50_000, 1, &range64(lo, hi, 50_000), &map64, &check));
+        let sp = specials64();
+        worst.merge(&sweep(
+            sp.len() as u64,
+            1,
+            &|i| sp[i as usize],
+            &map64,
+            &check,
+        ));
+        worst.report_and_check(&format!("{f:?} f64 fallback"), 3);
+    }
+    for e in [2.5, -3.0, 0.0, f64::NAN, f64::NEG_INFINITY, 1e-3] {
+        let k = StdKernel::new(Op::Pow(e));
+        let xs = specials64();
+        let mut got = xs.clone();
+        drive::<_, 1, _>(&k, Io::InPlace(&mut got));
+        let mut w = Worst::default();
+        for (&x, &y) in xs.iter().zip(&got) {
+            check64(&mut w, x, y, x.powf(e));
+        }
+        let xs32: Vec<f32> = specials32();
+        let mut got32 = xs32.clone();
+        drive::<_, 1, _>(&k, Io::InPlace(&mut got32));
+        for (&x, &y) in xs32.iter().zip(&got32) {
+            check32(&mut w, x, y, f64::from(x).powf(e));
+        }
+        w.report_and_check(&format!("powf({e}) fallback"), 3);
+    }
+}
+
+#[test]
+#[should_panic(expected = "lengths differ")]
+fn map_into_rejects_length_mismatch() {
+    let mut out = vec![MaybeUninit::<f32>::uninit(); 3];
+    map_into(MathFn::Exp, &[1.0f32, 2.0], &mut out);
+}
+
+/// The split constants have the properties the reductions rely on.
+#[test]
+fn reduction_constants() {
+    // k * LN2_HI42 exact for |k| < 2^11: at most 42 significant bits.
+    assert_eq!(0.693_147_180_559_890_3f64.to_bits() & ((1 << 11) - 1), 0);
+    // k * LN2_HI16 exact for |k| < 2^8: at most 16 significant bits.
+    assert_eq!(0.693_145_75f32.to_bits() & ((1 << 8) - 1), 0);
+}

@@ -1,0 +1,89 @@
+//! Criterion benchmarks of the CPU kernels under the ops, on wide tensors.
+//!
+//! ```text
+//! cargo bench --bench kernels                          # all hardware threads
+//! RAYON_NUM_THREADS=1 cargo bench --bench kernels      # intra-op work on one thread
+//! ```
+//!
+//! * `wide_tanh/{forward,backward}`: the workload of the CPU-kernels issue (10 layers of
+//!   `y = tanh(y * w + b)` over 2^20 f32 elements, every `w`, `b` a leaf); the forward records
+//!   the graph and ends in `sum`, the backward runs on a freshly built graph each iteration;
+//! * `unary_2^20/*`: one element-wise op over 2^20 f32 elements (throughput in elements);
+//! * `reduce_2^20/*`: `sum`, `sum_dims` over rows and columns, `softmax` over rows of a
+//!   1024 x 1024 f32 tensor.
+//!
+//! `examples/cpu_kernels.rs` prints the same wide-tanh and MLP figures as plain numbers, and
+//! `benches/pytorch_kernels.py` times PyTorch on them.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use autograd::{no_grad, DType, Tensor};
+mod workloads;
+use workloads::{wide_tanh, wide_tanh_loss};
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+
+const WIDTH: usize = 1 << 20;
+
+fn bench_wide_tanh(c: &mut Criterion) {
+    let mut group = c.benchmark_group("wide_tanh");
+    let (x, params) = wide_tanh(WIDTH, 10).expect("build workload");
+    group.bench_function("forward", |b| {
+        b.iter(|| black_box(wide_tanh_loss(&x, &params).expect("forward")))
+    });
+    group.bench_function("backward", |b| {
+        b.iter_batched(
+            || {
+                params.iter().for_each(|p| p.set_grad(None));
+                wide_tanh_loss(&x, &params).expect("forward")
+            },
+            |loss| loss.backward().expect("backward"),
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+}
+
+fn bench_unary(c: &mut Criterion) {
+    let mut group = c.benchmark_group("unary_2^20");
+    group.throughput(Throughput::Elements(WIDTH as u64));
+    let x = Tensor::randn(&[WIDTH], DType::F32, 7).expect("randn");
+    let _g = no_grad();
+    group.bench_function("tanh", |b| b.iter(|| black_box(x.tanh().expect("tanh"))));
+    group.bench_function("exp", |b| b.iter(|| black_box(x.exp().expect("exp"))));
+    group.bench_function("sigmoid", |b| {
+        b.iter(|| black_box(x.sigmoid().expect("sigmoid")))
+    });
+    group.bench_function("sin", |b| b.iter(|| black_box(x.sin().expect("sin"))));
+    group.bench_function("mul", |b| b.iter(|| black_box(x.mul(&x).expect("mul"))));
+    group.finish();
+}
+
+fn bench_reduce(c: &mut Criterion) {
+    let mut group = c.benchmark_group("reduce_2^20");
+    group.throughput(Throughput::Elements(WIDTH as u64));
+    let x = Tensor::randn(&[1024, 1024], DType::F32, 8).expect("randn");
+    let _g = no_grad();
+    group.bench_function("sum", |b| b.iter(|| black_box(x.sum().expect("sum"))));
+    group.bench_function("sum_dims_0", |b| {
+        b.iter(|| black_box(x.sum_dims(&[0], false).expect("sum_dims")))
+    });
+    group.bench_function("sum_dims_1", |b| {
+        b.iter(|| black_box(x.sum_dims(&[1], false).expect("sum_dims")))
+    });
+    group.bench_function("softmax_1", |b| {
+        b.iter(|| black_box(x.softmax(1).expect("softmax")))
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = kernels;
+    config = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    targets = bench_wide_tanh, bench_unary, bench_reduce
+}
+criterion_main!(kernels);
