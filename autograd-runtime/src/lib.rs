@@ -40,7 +40,7 @@ mod tensor;
 mod warning;
 
 pub use anomaly::{detect_anomaly, is_anomaly_enabled, set_detect_anomaly, AnomalyGuard};
-pub use backend::cpu::{num_threads, set_num_threads};
+pub use backend::cpu::{cached_bytes, empty_cache, num_threads, set_cache_limit, set_num_threads};
 pub use engine::{
     backward, current_graph_task_id, current_graph_task_keep_graph, grad, queue_callback,
     will_engine_execute_node, BackwardOptions, Engine, GradOptions, DEFAULT_MAX_RECURSION_DEPTH,

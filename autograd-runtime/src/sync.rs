@@ -26,7 +26,7 @@ pub(crate) use std::sync::atomic::Ordering;
 /// always std's types, since loom models no statics and they take part in no engine protocol.
 #[cfg(not(loom))]
 pub(crate) mod statics {
-    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64};
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
     pub(crate) use std::sync::OnceLock;
 }
 
@@ -93,6 +93,14 @@ impl<T> RwLock<T> {
     pub(crate) fn write(&self) -> std::sync::RwLockWriteGuard<'_, T> {
         self.0
             .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The value, through exclusive access (no locking).
+    #[inline]
+    pub(crate) fn get_mut(&mut self) -> &mut T {
+        self.0
+            .get_mut()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }

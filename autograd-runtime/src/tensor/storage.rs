@@ -3,6 +3,7 @@
 
 use crate::sync::Ordering;
 
+use crate::backend::cpu::buffer_cache;
 use crate::sync::{atomic::AtomicU64, RwLock};
 pub(crate) use crate::tensor::dtype::Buffer;
 use crate::Device;
@@ -42,5 +43,22 @@ impl Storage {
     #[inline]
     pub(crate) fn bump_version(&self) {
         self.version.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Storage {
+    /// Hands a large host buffer to the CPU backend's buffer cache for the next kernel output
+    /// of its size (small and inline buffers are simply freed).
+    fn drop(&mut self) {
+        let large = |cap: usize, elem: usize| cap * elem >= buffer_cache::MIN_BYTES;
+        match self.data.get_mut() {
+            Buffer::F32(v) if v.spilled() && large(v.capacity(), 4) => {
+                buffer_cache::give(std::mem::take(v).into_vec());
+            }
+            Buffer::F64(v) if v.spilled() && large(v.capacity(), 8) => {
+                buffer_cache::give(std::mem::take(v).into_vec());
+            }
+            _ => {}
+        }
     }
 }

@@ -14,6 +14,7 @@
 //! allocate exactly one `Vec` and never enter `Zip`: that is what keeps the backward of a scalar
 //! node cheap. Matrix multiplication (`matmul`, over the `gemm` crate) lives in its own file.
 
+pub(crate) mod buffer_cache;
 mod dense;
 mod dispatch;
 mod elementwise;
@@ -29,6 +30,7 @@ use ndarray::{Array0, Array1, Array2, ArrayD, ArrayViewD, CowArray, Dimension, I
 
 use crate::tensor::dtype::Element;
 
+pub use buffer_cache::{cached_bytes, empty_cache, set_cache_limit};
 pub(crate) use dense::FusedOp;
 pub(crate) use dispatch::Cpu;
 pub(crate) use elementwise::{broadcast_shapes, BinaryOp, BroadcastError, UnaryOp};

@@ -24,7 +24,8 @@ pub(crate) fn is_parallel(n: usize) -> bool {
 
 /// A `Vec` of `len` elements written chunk by chunk: `fill(start, chunk)` must initialise every
 /// element of `chunk`, which holds the elements `start..start + chunk.len()`. Chunks run on the
-/// pool when `len` exceeds one grain.
+/// pool when `len` exceeds one grain. The buffer comes from the buffer cache when it holds one
+/// of this size.
 ///
 /// # Safety
 ///
@@ -33,10 +34,10 @@ pub(crate) fn is_parallel(n: usize) -> bool {
 #[inline]
 pub(crate) unsafe fn collect_chunks<T, F>(len: usize, fill: F) -> Vec<T>
 where
-    T: Send,
+    T: Send + 'static,
     F: Fn(usize, &mut [MaybeUninit<T>]) + Sync,
 {
-    let mut v = Vec::with_capacity(len);
+    let mut v = super::buffer_cache::take(len);
     let spare = &mut v.spare_capacity_mut()[..len];
     if is_parallel(len) {
         spare

@@ -78,8 +78,9 @@ fn pow2i(k: i32) -> f32 {
 /// Method: `n = round(x / ln2)`; `r = x - n ln2` with `x - n LN2_HI` exact (multiples of `2^-25`
 /// below 1/2) and the rounding error of subtracting `n LN2_LO` recovered into `rl`;
 /// `e^(r+rl) = 1 + r + (r^2 Q(r) + rl)` ([`EXP_Q`]) summed as a double-`f32` and rounded once;
-/// scaling by `2^n` in two steps (one rounding for subnormal results, overflow to inf). Error
-/// about 0.55 ulp (final rounding, the `2^-28` polynomial, the rounding of `r^2 Q(r)`).
+/// scaling by `2^n` in two steps (overflow to inf). Error below 0.55 ulp for normal results (final
+/// rounding, the `2^-28` polynomial, the rounding of `r^2 Q(r)`); subnormal results are rounded
+/// twice (to 24 bits, then by the scaling), below 0.78 ulp. Exhaustively measured.
 #[inline(always)]
 pub(super) fn exp(x: f32) -> f32 {
     let x = if x < EXP_MIN { EXP_MIN } else { x };
@@ -105,7 +106,7 @@ pub(super) fn exp(x: f32) -> f32 {
 /// Method: subnormals scaled by `2^25`; `x = 2^k m` with `m` in `[sqrt(1/2), sqrt(2))`,
 /// `f = m - 1` (exact), `s = f/(2+f)`, `ln m = f - (hfsq - s (hfsq + z P(z)))` ([`LOG_P`]),
 /// `hfsq = f^2/2`, `z = s^2`; then `k LN2_HI16` (exact) plus the rest as a double-`f32`, rounded
-/// once. Error about 0.6 ulp.
+/// once. Error below 0.8 ulp (exhaustively measured), mostly the rounding of `f - (...)`.
 #[inline(always)]
 pub(super) fn ln(x: f32) -> f32 {
     let sub = x < f32::MIN_POSITIVE;
