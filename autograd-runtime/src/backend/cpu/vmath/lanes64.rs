@@ -281,8 +281,9 @@ fn exp_parts(x: f64, xl: f64) -> (i64, f64, f64) {
 }
 
 /// `e^x`. Method in [`exp_parts`]; the double-double `1 + q` is rounded once and scaled by `2^n`
-/// in two exact-or-final steps. Error below 0.52 ulp (final rounding plus `2^-57` relative);
-/// subnormal results are rounded twice (to 53 bits, then by the scaling): below 0.75 ulp.
+/// in two exact-or-final steps. Error below 0.6 ulp (final rounding; the rounding of
+/// `r^2 Q(r)`, up to `0.1 u`; the polynomial, `2^-63.8`); subnormal results are rounded twice (to
+/// 53 bits, then by the scaling): below 0.75 ulp. Measured against mpmath.
 #[inline(always)]
 pub(super) fn exp(x: f64) -> f64 {
     let x = clamp(x, EXP_MIN, EXP_MAX);
