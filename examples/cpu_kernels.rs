@@ -5,6 +5,7 @@
 //! cargo run --release --example cpu_kernels                       # all hardware threads
 //! cargo run --release --example cpu_kernels -- --threads 1        # intra-op work on one thread
 //! cargo run --release --example cpu_kernels -- --peak-mlp         # peak RSS of one large-MLP step
+//! cargo run --release --example cpu_kernels -- --cache-limit-mib 0 # without the buffer cache
 //! ```
 //!
 //! What is measured (medians of several runs after a warm-up):
@@ -188,8 +189,14 @@ fn main() -> Result<()> {
         match a.as_str() {
             "--peak-mlp" => peak = true,
             "--threads" => threads = args.next().and_then(|n| n.parse().ok()),
+            "--cache-limit-mib" => {
+                let mib: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+                autograd::set_cache_limit(mib << 20);
+            }
             other => {
-                eprintln!("unknown argument {other:?}; expected --threads N or --peak-mlp");
+                eprintln!(
+                    "unknown argument {other:?}; expected --threads N, --cache-limit-mib N or --peak-mlp"
+                );
                 std::process::exit(2);
             }
         }

@@ -30,23 +30,58 @@ const DEFAULT_LIMIT: usize = 512 * 1024 * 1024;
 static LIMIT: AtomicUsize = AtomicUsize::new(DEFAULT_LIMIT);
 
 /// One cached allocation: a `Vec<T>`'s buffer with its length forgotten.
+#[derive(Debug)]
 struct RawBuf {
     ptr: NonNull<u8>,
     /// Capacity in elements of the `Vec<T>` it came from.
     cap: usize,
     /// Its size in bytes.
     bytes: usize,
+    /// The `T` of that `Vec<T>`.
+    elem: TypeId,
     /// Rebuilds the `Vec<T>` (length 0) and drops it, with the layout it was allocated with.
     free: unsafe fn(NonNull<u8>, usize),
 }
 
 // SAFETY: a `RawBuf` owns its allocation exclusively (it was a `Vec<T>` with `T: Send`, and no
-// other pointer to it survives `give`), so moving it to another thread is moving that `Vec`.
+// other pointer to it survives `from_vec`), so moving it to another thread is moving that `Vec`.
 unsafe impl Send for RawBuf {}
+
+impl RawBuf {
+    /// Takes over `v`'s buffer (its elements are forgotten: plain floats, nothing to drop).
+    fn from_vec<T: Send + 'static>(v: Vec<T>) -> RawBuf {
+        let mut v = ManuallyDrop::new(v);
+        RawBuf {
+            ptr: NonNull::new(v.as_mut_ptr().cast::<u8>())
+                .expect("invariant: a Vec's pointer is non-null"),
+            cap: v.capacity(),
+            bytes: v.capacity() * size_of::<T>(),
+            elem: TypeId::of::<T>(),
+            free: free_raw::<T>,
+        }
+    }
+
+    /// The buffer as an empty `Vec<T>` again.
+    ///
+    /// # Panics
+    ///
+    /// If it did not come from a `Vec<T>` (an invariant: the cache keys buffers by type).
+    fn into_vec<T: 'static>(self) -> Vec<T> {
+        assert!(
+            self.elem == TypeId::of::<T>(),
+            "invariant: a cached buffer is taken back as the type it was given as"
+        );
+        let raw = ManuallyDrop::new(self);
+        // SAFETY: `ptr`/`cap` are the buffer and capacity of a forgotten `Vec<T>` (checked
+        // just above: same `T`), and `ManuallyDrop` keeps `RawBuf`'s destructor from freeing
+        // it, so the new `Vec` is its only owner.
+        unsafe { Vec::from_raw_parts(raw.ptr.as_ptr().cast::<T>(), 0, raw.cap) }
+    }
+}
 
 impl Drop for RawBuf {
     fn drop(&mut self) {
-        // SAFETY: `ptr` and `cap` come from a `Vec<T>` forgotten in `give`, and `free` is
+        // SAFETY: `ptr` and `cap` come from a `Vec<T>` forgotten in `from_vec`, and `free` is
         // `free_raw::<T>` for that same `T`; the buffer is dropped exactly once, here.
         unsafe { (self.free)(self.ptr, self.cap) }
     }
@@ -64,10 +99,57 @@ unsafe fn free_raw<T>(ptr: NonNull<u8>, cap: usize) {
 }
 
 /// Cached buffers by element type and capacity.
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Cache {
     buffers: HashMap<(TypeId, usize), Vec<RawBuf>>,
+    /// The bytes of all cached buffers.
     bytes: usize,
+}
+
+impl Cache {
+    /// A buffer of exactly `key` (type, capacity), or on a miss the buffers evicted to make
+    /// room for a fresh one of `bytes` (to be freed once the lock is released).
+    fn pop(&mut self, key: (TypeId, usize), bytes: usize) -> Result<RawBuf, Vec<RawBuf>> {
+        match self.buffers.get_mut(&key).and_then(Vec::pop) {
+            Some(raw) => {
+                self.bytes -= raw.bytes;
+                Ok(raw)
+            }
+            None => Err(self.evict(bytes)),
+        }
+    }
+
+    /// Keeps `raw` unless that would pass `limit` bytes; then hands it back (to be freed).
+    fn push(&mut self, raw: RawBuf, limit: usize) -> Option<RawBuf> {
+        if self.bytes + raw.bytes > limit {
+            return Some(raw);
+        }
+        self.bytes += raw.bytes;
+        self.buffers
+            .entry((raw.elem, raw.cap))
+            .or_default()
+            .push(raw);
+        None
+    }
+
+    /// Removes cached buffers until `want` bytes are out (or the cache is empty) and returns
+    /// them, to be freed once the lock is released.
+    fn evict(&mut self, want: usize) -> Vec<RawBuf> {
+        let mut out = Vec::new();
+        let mut freed = 0;
+        for list in self.buffers.values_mut() {
+            while freed < want {
+                let Some(raw) = list.pop() else { break };
+                freed += raw.bytes;
+                out.push(raw);
+            }
+            if freed >= want {
+                break;
+            }
+        }
+        self.bytes -= freed;
+        out
+    }
 }
 
 /// The cache, created on first use.
@@ -77,58 +159,40 @@ fn cache() -> MutexGuard<'static, Cache> {
 }
 
 /// An empty `Vec<T>` with capacity for `len` elements: a cached buffer of exactly that size if
-/// there is one, else a fresh allocation.
+/// there is one, else a fresh allocation. A miss first frees cached buffers of other sizes
+/// (as many bytes as it asks for), so sizes a workload stopped using go back to the system
+/// allocator instead of sitting in the cache.
 #[inline]
 pub(crate) fn take<T: 'static>(len: usize) -> Vec<T> {
     let bytes = len.saturating_mul(size_of::<T>());
-    if bytes >= MIN_BYTES {
-        let raw = {
-            let mut cache = cache();
-            let raw = cache
-                .buffers
-                .get_mut(&(TypeId::of::<T>(), len))
-                .and_then(Vec::pop);
-            if raw.is_some() {
-                cache.bytes -= bytes;
-            }
-            raw
-        };
-        if let Some(raw) = raw {
-            let raw = ManuallyDrop::new(raw);
-            // SAFETY: the entry was keyed by `TypeId::of::<T>()` and capacity `len`, so it is the
-            // buffer of a forgotten `Vec<T>` of capacity `len`; `ManuallyDrop` keeps `RawBuf`'s
-            // destructor from freeing it, so the new `Vec` is its only owner.
-            return unsafe { Vec::from_raw_parts(raw.ptr.as_ptr().cast::<T>(), 0, raw.cap) };
+    if bytes < MIN_BYTES {
+        return Vec::with_capacity(len);
+    }
+    let popped = cache().pop((TypeId::of::<T>(), len), bytes);
+    match popped {
+        Ok(raw) => raw.into_vec(),
+        Err(evicted) => {
+            drop(evicted); // freed outside the lock
+            Vec::with_capacity(len)
         }
     }
-    Vec::with_capacity(len)
+}
+
+/// `len` zeros in a buffer from [`take`].
+pub(crate) fn zeroed<T: Clone + Default + 'static>(len: usize) -> Vec<T> {
+    let mut v = take(len);
+    v.resize(len, T::default());
+    v
 }
 
 /// Keeps `v`'s buffer for a later [`take`] of its capacity, or frees it (small, or the cache is
 /// full).
 pub(crate) fn give<T: Send + 'static>(v: Vec<T>) {
-    let bytes = v.capacity().saturating_mul(size_of::<T>());
-    if bytes < MIN_BYTES || size_of::<T>() == 0 {
+    if v.capacity().saturating_mul(size_of::<T>()) < MIN_BYTES || size_of::<T>() == 0 {
         return;
     }
-    let mut cache = cache();
-    if cache.bytes + bytes > LIMIT.load(Ordering::Relaxed) {
-        return; // `v` is freed on return, after the lock is released
-    }
-    let mut v = ManuallyDrop::new(v);
-    let raw = RawBuf {
-        ptr: NonNull::new(v.as_mut_ptr().cast::<u8>())
-            .expect("invariant: a Vec's pointer is non-null"),
-        cap: v.capacity(),
-        bytes,
-        free: free_raw::<T>,
-    };
-    cache.bytes += bytes;
-    cache
-        .buffers
-        .entry((TypeId::of::<T>(), raw.cap))
-        .or_default()
-        .push(raw);
+    let refused = cache().push(RawBuf::from_vec(v), LIMIT.load(Ordering::Relaxed));
+    drop(refused); // freed outside the lock
 }
 
 /// Frees every buffer the CPU backend keeps for reuse (PyTorch's `torch.cuda.empty_cache`, for
@@ -172,19 +236,8 @@ pub fn set_cache_limit(bytes: usize) {
     LIMIT.store(bytes, Ordering::Relaxed);
     let evicted: Vec<RawBuf> = {
         let mut cache = cache();
-        let Cache {
-            buffers,
-            bytes: held,
-        } = &mut *cache;
-        let mut evicted = Vec::new();
-        for list in buffers.values_mut() {
-            while *held > bytes {
-                let Some(raw) = list.pop() else { break };
-                *held -= raw.bytes;
-                evicted.push(raw);
-            }
-        }
-        evicted
+        let over = cache.bytes.saturating_sub(bytes);
+        cache.evict(over)
     };
     drop(evicted); // freed outside the lock
 }
@@ -193,18 +246,56 @@ pub fn set_cache_limit(bytes: usize) {
 mod tests {
     use super::*;
 
+    fn raw(len: usize) -> RawBuf {
+        RawBuf::from_vec(vec![1.5f64; len])
+    }
+
     #[test]
-    fn a_given_buffer_comes_back_for_the_same_size_and_type() {
-        // A size no other test uses, so parallel tests cannot take it in between.
-        let len = 40_009;
-        let v: Vec<f64> = vec![1.5; len];
-        let ptr = v.as_ptr();
+    fn a_cached_buffer_comes_back_for_its_type_and_size_only() {
+        let mut cache = Cache::default();
+        let given = raw(40_000);
+        let ptr = given.ptr;
+        assert!(cache.push(given, usize::MAX).is_none());
+        assert_eq!(cache.bytes, 320_000);
+        // Same byte size, other type: a miss, which evicts the f64 buffer to make room.
+        let evicted = cache
+            .pop((TypeId::of::<u64>(), 40_000), 320_000)
+            .expect_err("no u64 buffers");
+        assert_eq!((evicted.len(), cache.bytes), (1, 0));
+        assert!(cache
+            .push(evicted.into_iter().next().expect("one"), usize::MAX)
+            .is_none());
+        let back = cache
+            .pop((TypeId::of::<f64>(), 40_000), 320_000)
+            .expect("the f64 buffer");
+        assert_eq!((back.ptr, cache.bytes), (ptr, 0));
+        let v: Vec<f64> = back.into_vec();
+        assert_eq!((v.len(), v.capacity()), (0, 40_000));
+    }
+
+    #[test]
+    fn the_limit_bounds_the_cache_and_eviction_frees_what_a_miss_asks_for() {
+        let mut cache = Cache::default();
+        assert!(cache.push(raw(40_000), 500_000).is_none());
+        // A second buffer would pass the limit: handed back to be freed.
+        assert!(cache.push(raw(40_000), 500_000).is_some());
+        assert!(cache.push(raw(20_000), 500_000).is_none());
+        assert_eq!(cache.bytes, 480_000);
+        let evicted = cache
+            .pop((TypeId::of::<f64>(), 30_000), 240_000)
+            .expect_err("no buffer of that size");
+        let freed: usize = evicted.iter().map(|r| r.bytes).sum();
+        assert!(freed >= 240_000);
+        assert_eq!(cache.bytes, 480_000 - freed);
+    }
+
+    #[test]
+    fn take_and_give_round_trip_through_the_global_cache() {
+        // Other tests may evict it in between; the result is correct either way.
+        let v: Vec<f32> = take(100_003);
+        assert!(v.capacity() >= 100_003 && v.is_empty());
         give(v);
-        // Another element type of the same byte size does not get it.
-        let other: Vec<u64> = take(len);
-        assert_ne!(other.as_ptr().cast::<f64>(), ptr);
-        let back: Vec<f64> = take(len);
-        assert_eq!(back.as_ptr(), ptr);
-        assert_eq!((back.len(), back.capacity()), (0, len));
+        let z: Vec<f32> = zeroed(100_003);
+        assert!(z.len() == 100_003 && z.iter().all(|&x| x == 0.0));
     }
 }

@@ -4,7 +4,7 @@
 use ndarray::{arr0, ArrayD, ArrayViewD, ArrayViewMutD, IxDyn, Zip};
 
 use super::vmath::VMath;
-use super::{first, from_vec, lit, same_shape, to_contiguous};
+use super::{buffer_cache, first, from_vec, lit, same_shape, to_contiguous, zeros_array};
 use crate::tensor::dtype::Element;
 
 // ---------------------------------------------------------------------------------------------
@@ -60,7 +60,7 @@ fn map_unary<T: Element>(a: ArrayViewD<'_, T>, f: impl Fn(T) -> T) -> ArrayD<T> 
     if let Some(s) = a.as_slice() {
         return from_vec(a.raw_dim(), s.iter().map(|&x| f(x)).collect());
     }
-    let mut out = ArrayD::zeros(a.raw_dim());
+    let mut out = zeros_array(a.raw_dim());
     Zip::from(&mut out).and(&a).for_each(|o, &x| *o = f(x));
     out
 }
@@ -258,13 +258,13 @@ fn block_map<T: Element>(
         let s = small[0];
         big.iter().map(|&x| f(x, s)).collect()
     } else if inner == 1 {
-        let mut out = Vec::with_capacity(big.len());
+        let mut out = buffer_cache::take(big.len());
         for chunk in big.chunks_exact(mid) {
             out.extend(chunk.iter().zip(small).map(|(&x, &s)| f(x, s)));
         }
         out
     } else {
-        let mut out = Vec::with_capacity(big.len());
+        let mut out = buffer_cache::take(big.len());
         for (chunk, &s) in big.chunks_exact(inner).zip(small.iter().cycle()) {
             out.extend(chunk.iter().map(|&x| f(x, s)));
         }
@@ -349,7 +349,7 @@ fn zip_binary<T: Element>(
         }
     }
     let (a, b) = (expand(&a, &shape), expand(&b, &shape));
-    let mut out = ArrayD::zeros(IxDyn(&shape));
+    let mut out = zeros_array(IxDyn(&shape));
     Zip::from(&mut out)
         .and(&a)
         .and(&b)
@@ -489,7 +489,7 @@ pub(crate) fn where_positive<T: Element>(
         expand(&a, &shape),
         expand(&b, &shape),
     );
-    let mut out = ArrayD::zeros(IxDyn(&shape));
+    let mut out = zeros_array(IxDyn(&shape));
     Zip::from(&mut out)
         .and(&c)
         .and(&x)

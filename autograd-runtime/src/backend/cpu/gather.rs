@@ -11,7 +11,7 @@ pub(crate) fn gather_dim<T: Element>(
     dim: usize,
     index: ArrayViewD<'_, usize>,
 ) -> ArrayD<T> {
-    let mut out = ArrayD::zeros(IxDyn(index.shape()));
+    let mut out = super::zeros_array(IxDyn(index.shape()));
     for (pos, &k) in index.indexed_iter() {
         let mut src = pos.clone();
         src[dim] = k;

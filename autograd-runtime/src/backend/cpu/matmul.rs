@@ -46,7 +46,7 @@ pub(crate) fn matmul<T: Element>(
     assert_eq!(k, kb, "matmul: inner dimensions differ ({k} vs {kb})");
     let batch = broadcast_shapes(&a.shape()[..ra], &b.shape()[..rb])?;
     let count: usize = batch.iter().product();
-    let mut out = vec![T::zero(); count * m * n];
+    let mut out = super::buffer_cache::zeroed(count * m * n);
     if !out.is_empty() && k > 0 {
         let b_single = b.shape()[..rb].iter().all(|&d| d == 1);
         if count > 1 && b_single && a.shape()[..ra] == batch[..] && a.is_standard_layout() {

@@ -61,6 +61,12 @@ fn from_vec<T>(shape: IxDyn, data: Vec<T>) -> ArrayD<T> {
     }
 }
 
+/// A standard-layout array of zeros of `shape`, its buffer from the buffer cache.
+fn zeros_array<T: Element>(shape: IxDyn) -> ArrayD<T> {
+    let n = shape.size();
+    from_vec(shape, buffer_cache::zeroed(n))
+}
+
 /// Shape equality without a `memcmp` call (which dominated the cost of scalar ops).
 #[inline]
 fn same_shape(a: &[usize], b: &[usize]) -> bool {

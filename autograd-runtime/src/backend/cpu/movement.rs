@@ -8,7 +8,7 @@ use super::parallel::{is_parallel, GRAIN};
 
 #[cfg(doc)]
 use super::reduce::max_dim;
-use super::{first, from_vec, split_dims, standard, std_slice};
+use super::{buffer_cache, first, from_vec, split_dims, standard, std_slice, zeros_array};
 use crate::tensor::dtype::Element;
 
 /// A standard-layout copy of `a`; wide copies of strided views (transposes, expands) are split
@@ -20,7 +20,7 @@ pub(crate) fn to_contiguous<T: Element>(a: ArrayViewD<'_, T>) -> ArrayD<T> {
     if let Some(s) = a.as_slice() {
         return from_vec(a.raw_dim(), s.to_vec());
     }
-    let mut out = ArrayD::zeros(a.raw_dim());
+    let mut out = zeros_array(a.raw_dim());
     assign(out.view_mut(), a);
     out
 }
@@ -46,7 +46,7 @@ pub(crate) fn narrow_scatter<T: Element>(
     g: ArrayViewD<'_, T>,
 ) -> ArrayD<T> {
     let len = g.shape()[dim];
-    let mut z = ArrayD::zeros(IxDyn(shape));
+    let mut z = zeros_array(IxDyn(shape));
     assign(
         z.slice_axis_mut(Axis(dim), Slice::from(start..start + len)),
         g,
@@ -73,7 +73,7 @@ pub(crate) fn index_select<T: Element>(
     shape[dim] = index.len();
     let a = standard(a);
     let s = std_slice(&a);
-    let mut out = Vec::with_capacity(shape.iter().product());
+    let mut out = buffer_cache::take(shape.iter().product());
     if len * inner > 0 {
         for block in s.chunks_exact(len * inner) {
             for &i in index {
@@ -108,7 +108,7 @@ pub(crate) fn index_add<T: Element>(
     );
     let grad = standard(grad);
     let g = std_slice(&grad);
-    let mut out = vec![T::zero(); outer * len * inner];
+    let mut out = buffer_cache::zeroed(outer * len * inner);
     if inner > 0 && !index.is_empty() {
         for (o, g_block) in g.chunks_exact(index.len() * inner).enumerate() {
             for (&i, g_row) in index.iter().zip(g_block.chunks_exact(inner)) {
@@ -131,7 +131,7 @@ pub(crate) fn cat<T: Element>(parts: &[ArrayViewD<'_, T>], dim: usize) -> ArrayD
     shape[dim] = parts.iter().map(|p| p.shape()[dim]).sum();
     let (outer, _, inner) = split_dims(&shape, dim);
     let parts: Vec<_> = parts.iter().map(|p| standard(p.view())).collect();
-    let mut out = Vec::with_capacity(shape.iter().product());
+    let mut out = buffer_cache::take(shape.iter().product());
     for o in 0..outer {
         for p in &parts {
             let chunk = p.shape()[dim] * inner;
@@ -165,7 +165,7 @@ pub(crate) fn scatter_max_grad<T: Element>(
         "scatter_max_grad: gradient has the wrong size"
     );
     let grad = standard(grad);
-    let mut out = vec![T::zero(); outer * len * inner];
+    let mut out = buffer_cache::zeroed(outer * len * inner);
     let pairs = indices.iter().zip(std_slice(&grad)).enumerate();
     for (flat, (&i, &g)) in pairs {
         assert!(

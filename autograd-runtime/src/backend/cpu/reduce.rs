@@ -7,7 +7,7 @@ use rayon::prelude::*;
 
 use super::parallel::{is_parallel, map_chunks, GRAIN};
 use super::vmath::{self, MathFn, VMath};
-use super::{from_vec, same_shape, split_dims, standard, std_slice, to_contiguous};
+use super::{buffer_cache, from_vec, same_shape, split_dims, standard, std_slice, to_contiguous};
 use crate::tensor::dtype::Element;
 
 /// `shape` with `dim` set to 1 (`keepdim`) or removed.
@@ -131,7 +131,7 @@ fn sum_axis_run<T: Element>(a: &CowArray<'_, T, IxDyn>, start: usize, end: usize
     let s = std_slice(a);
     let mut out_shape = shape.to_vec();
     out_shape[start..end].iter_mut().for_each(|d| *d = 1);
-    let mut out = vec![T::zero(); outer * inner];
+    let mut out = buffer_cache::zeroed(outer * inner);
     if len > 0 && inner > 0 {
         if inner == 1 {
             if is_parallel(outer * len) {
@@ -280,7 +280,7 @@ fn softmax_impl<T: Element + VMath>(a: ArrayViewD<'_, T>, dim: usize, log: bool)
     let shape = a.raw_dim();
     let a = standard(a);
     let s = std_slice(&a);
-    let mut out: Vec<T> = vec![T::zero(); s.len()];
+    let mut out: Vec<T> = buffer_cache::zeroed(s.len());
     if s.is_empty() {
         return from_vec(shape, out);
     }
