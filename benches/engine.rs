@@ -47,6 +47,22 @@ fn bench_chain(c: &mut Criterion) {
     group.finish();
 }
 
+/// Recording a chain of scalar multiplications and running its backward (graph freed): the
+/// forward + backward cost per op.
+fn bench_chain_record(c: &mut Criterion) {
+    let mut group = c.benchmark_group("chain_mul_scalar_record_and_backward");
+    let n = 10_000usize;
+    group.throughput(Throughput::Elements(n as u64));
+    group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, &n| {
+        b.iter(|| {
+            let (x, y) = chain(n).expect("build chain");
+            y.backward().expect("backward");
+            black_box(x)
+        })
+    });
+    group.finish();
+}
+
 fn bench_chain_grad(c: &mut Criterion) {
     let mut group = c.benchmark_group("chain_mul_scalar_grad");
     for n in [1_000usize, 10_000] {
@@ -241,7 +257,7 @@ fn config() -> Criterion {
 criterion_group! {
     name = engine;
     config = config();
-    targets = bench_chain, bench_chain_grad, bench_sum_tree, bench_mlp
+    targets = bench_chain, bench_chain_record, bench_chain_grad, bench_sum_tree, bench_mlp
 }
 criterion_group! {
     name = threads;

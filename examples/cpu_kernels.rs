@@ -16,7 +16,8 @@
 //! * MLP forward+backward, f32: `relu(x W1 + b1) W2 + b2` with an MSE loss, for
 //!   64x784 -> 512 -> 10 and 256x1024 -> 1024 -> 1024;
 //! * with `--peak-mlp`: the process's peak resident memory after one training step of the large
-//!   MLP (run alone, so the figure is that step's);
+//!   MLP (run alone, so the figure is that step's), and how far the step raised it above the
+//!   resident memory after setting the model up;
 //! * heap allocations (a counting global allocator): per op of the wide-tanh forward, per node of
 //!   its backward, and per node of a 10k scalar `mul_scalar` chain's forward and backward.
 //!
@@ -174,10 +175,11 @@ impl Mlp {
     }
 }
 
-/// Peak resident set size of this process in MiB (Linux `VmHWM`; `None` elsewhere).
-fn peak_rss_mib() -> Option<f64> {
+/// A resident-set figure of this process in MiB from `/proc/self/status` (`VmHWM:` the peak,
+/// `VmRSS:` now; `None` off Linux).
+fn rss_mib(field: &str) -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib / 1024.0)
 }
@@ -205,9 +207,16 @@ fn main() -> Result<()> {
         autograd::set_num_threads(n)?;
     }
     if peak {
-        Mlp::new(256, [1024, 1024, 1024])?.step()?;
-        let rss = peak_rss_mib().map_or("n/a".into(), |m| format!("{m:.1}"));
-        println!("peak_rss_mib={rss} (one step of 256x1024->1024->1024, whole process)");
+        let mlp = Mlp::new(256, [1024, 1024, 1024])?;
+        let before = rss_mib("VmRSS:");
+        mlp.step()?;
+        let (peak, before) = (rss_mib("VmHWM:"), before);
+        let show = |m: Option<f64>| m.map_or("n/a".into(), |m| format!("{m:.1}"));
+        println!(
+            "peak_rss_mib={} step_peak_over_setup_mib={} (one step of 256x1024->1024->1024)",
+            show(peak),
+            show(peak.zip(before).map(|(p, b)| p - b))
+        );
         return Ok(());
     }
     println!(

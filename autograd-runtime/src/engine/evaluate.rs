@@ -152,7 +152,8 @@ pub(crate) fn push_task(
 /// Tensor pre-hooks, then retains_grad hooks (B17, B19).
 fn call_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> Result<GradVec> {
     if let Some(leaf) = node.accumulates_into() {
-        let hooks = leaf.meta_lock().leaf_hooks.tensor.clone();
+        let hooks =
+            (leaf.meta_lock().leaf_hooks.as_ref()).map_or_else(Vec::new, |h| h.tensor.clone());
         for (_, hook) in hooks {
             if let Some(g) = grads.first().cloned().flatten() {
                 if let Some(new) = hook(&g) {

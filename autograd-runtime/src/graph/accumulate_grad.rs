@@ -91,7 +91,10 @@ impl Node for AccumulateGrad {
         let hooks = {
             let mut meta = var.meta_lock();
             meta.grad = Some(updated);
-            meta.leaf_hooks.post_accumulate.clone()
+            meta.leaf_hooks
+                .as_ref()
+                .map(|h| h.post_accumulate.clone())
+                .unwrap_or_default()
         };
         // User hooks run unlocked: one that starts a backward reaching this leaf must not deadlock.
         drop(serialised);

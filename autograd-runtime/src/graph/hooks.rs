@@ -205,8 +205,10 @@ impl HookHandle {
             HookTarget::Tensor(w) => {
                 if let Some(t) = w.upgrade() {
                     let mut meta = t.autograd.lock();
-                    meta.leaf_hooks.tensor.retain(|h| h.0 != self.id);
-                    meta.leaf_hooks.post_accumulate.retain(|h| h.0 != self.id);
+                    if let Some(hooks) = meta.leaf_hooks.as_mut() {
+                        hooks.tensor.retain(|h| h.0 != self.id);
+                        hooks.post_accumulate.retain(|h| h.0 != self.id);
+                    }
                 }
             }
         }

@@ -26,8 +26,9 @@ pub(crate) struct AutogradMeta {
     pub(crate) grad_accumulator: Option<Weak<AccumulateGrad>>,
     /// Whether `retain_grad()` was called on this non-leaf.
     pub(crate) retains_grad: bool,
-    /// Tensor hooks and post-accumulate-grad hooks of a leaf.
-    pub(crate) leaf_hooks: LeafHooks,
+    /// Tensor hooks and post-accumulate-grad hooks of a leaf; boxed on first registration, so
+    /// the many tensors without hooks (every gradient) stay small and cheap to build.
+    pub(crate) leaf_hooks: Option<Box<LeafHooks>>,
     /// Set by `detach_()` on a tensor that had a grad_fn: a node that saved it must refuse to use
     /// it (B15).
     pub(crate) detached_in_place: bool,
@@ -318,7 +319,10 @@ impl Tensor {
                 Ok(HookHandle::on_node(&grad_fn, id))
             }
             None if meta.requires_grad => {
-                let id = meta.leaf_hooks.add_tensor(Arc::new(hook));
+                let id = meta
+                    .leaf_hooks
+                    .get_or_insert_with(Box::default)
+                    .add_tensor(Arc::new(hook));
                 drop(meta);
                 Ok(HookHandle::on_tensor(self, id))
             }
@@ -356,7 +360,10 @@ impl Tensor {
         if !meta.requires_grad {
             return Err(Error::HookWithoutRequiresGrad);
         }
-        let id = meta.leaf_hooks.add_post_accumulate(Arc::new(hook));
+        let id = meta
+            .leaf_hooks
+            .get_or_insert_with(Box::default)
+            .add_post_accumulate(Arc::new(hook));
         drop(meta);
         Ok(HookHandle::on_tensor(self, id))
     }
