@@ -117,6 +117,15 @@ macro_rules! with_fused_fn {
     }};
 }
 
+/// Runs `f` compiled for the best instruction set of this CPU (pulp's run-time dispatch:
+/// AVX-512, AVX2+FMA, NEON or the baseline), so the element loop it inlines uses the widest
+/// SIMD registers. The loops are plain IEEE arithmetic (no fused multiply-add), so every
+/// instruction set gives the same bits.
+#[inline(always)]
+fn simd<R>(f: impl FnOnce() -> R) -> R {
+    pulp::Arch::new().dispatch(f)
+}
+
 /// `dst[i] = f(a[i], b[i])` for one chunk, with the operand kinds matched outside the loop so
 /// each loop is a plain zip the compiler vectorizes.
 #[inline(always)]
@@ -163,7 +172,7 @@ fn zip_collect<T: Element>(
     // `dst`, and the operands it zips with (`sub` of the same range) have at least its length.
     unsafe {
         collect_chunks(len, |start, dst| {
-            zip_into(a.sub(start, dst.len()), b.sub(start, dst.len()), dst, f)
+            simd(|| zip_into(a.sub(start, dst.len()), b.sub(start, dst.len()), dst, f))
         })
     }
 }
@@ -199,9 +208,11 @@ pub(crate) fn unary<T: Element + VMath>(op: UnaryOp, src: &[T]) -> Vec<T> {
         unsafe {
             collect_chunks(src.len(), |start, dst| {
                 let src = &src[start..start + dst.len()];
-                for (d, &x) in dst.iter_mut().zip(src) {
-                    d.write(f(x));
-                }
+                simd(|| {
+                    for (d, &x) in dst.iter_mut().zip(src) {
+                        d.write(f(x));
+                    }
+                })
             })
         }
     })
@@ -231,10 +242,10 @@ pub(crate) fn binary<T: Element>(
 /// `a (op)= b` in place over `a`'s elements.
 pub(crate) fn binary_inplace<T: Element>(op: BinaryOp, a: &mut [T], b: Operand<'_, T>) {
     with_binary_fn!(op, T, |f| for_chunks_mut(a, |start, c| {
-        match b.sub(start, c.len()) {
+        simd(|| match b.sub(start, c.len()) {
             Operand::Slice(y) => c.iter_mut().zip(y).for_each(|(x, &y)| *x = f(*x, y)),
             Operand::Scalar(y) => c.iter_mut().for_each(|x| *x = f(*x, y)),
-        }
+        })
     }))
 }
 
@@ -249,10 +260,10 @@ pub(crate) fn fused_inplace<T: Element>(op: FusedOp, a: &mut [T], b: Operand<'_,
         "fused_inplace: {op:?} is not closed-form"
     );
     with_fused_fn!(op, T, |f| for_chunks_mut(a, |start, c| {
-        match b.sub(start, c.len()) {
+        simd(|| match b.sub(start, c.len()) {
             Operand::Slice(y) => c.iter_mut().zip(y).for_each(|(x, &y)| *x = f(*x, y)),
             Operand::Scalar(y) => c.iter_mut().for_each(|x| *x = f(*x, y)),
-        }
+        })
     }))
 }
 
@@ -316,9 +327,11 @@ fn map<T: Element>(src: &[T], f: impl Fn(T) -> T + Sync) -> Vec<T> {
     unsafe {
         collect_chunks(src.len(), |start, dst| {
             let src = &src[start..start + dst.len()];
-            for (d, &x) in dst.iter_mut().zip(src) {
-                d.write(f(x));
-            }
+            simd(|| {
+                for (d, &x) in dst.iter_mut().zip(src) {
+                    d.write(f(x));
+                }
+            })
         })
     }
 }
