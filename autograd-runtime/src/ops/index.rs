@@ -64,7 +64,7 @@ fn max_values(x: &Tensor, argmax: Argmax, keepdim: bool) -> Result<Tensor> {
         shape.remove(argmax.dim);
     }
     Ok(Tensor::from_parts(
-        values.0.storage.clone(),
+        Arc::clone(&values.0.storage),
         Layout::contiguous(&shape),
         None,
     ))

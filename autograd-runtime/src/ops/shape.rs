@@ -25,7 +25,7 @@ fn reshape(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
     } else {
         let c = x.contiguous_data()?;
         Ok(Tensor::from_parts(
-            c.0.storage.clone(),
+            crate::sync::Arc::clone(&c.0.storage),
             Layout::contiguous(shape),
             None,
         ))

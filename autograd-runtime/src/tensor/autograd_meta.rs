@@ -248,7 +248,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn detach(&self) -> Tensor {
-        Tensor::from_parts(self.0.storage.clone(), self.0.layout.clone(), None)
+        Tensor::from_parts(Arc::clone(&self.0.storage), self.0.layout.clone(), None)
     }
 
     /// Detaches this tensor from the graph in place (PyTorch's `detach_()`): it becomes a leaf

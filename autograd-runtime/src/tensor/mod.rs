@@ -9,6 +9,7 @@ pub(crate) mod layout;
 pub(crate) mod storage;
 
 use std::fmt;
+use std::mem::ManuallyDrop;
 
 use crate::sync::{Arc, Mutex};
 use crate::{DType, Device, Element, Error, Result};
@@ -41,8 +42,9 @@ pub struct Tensor(pub(crate) Arc<TensorImpl>);
 
 /// The shared state behind a [`Tensor`] handle.
 pub(crate) struct TensorImpl {
-    /// The data, shared with views and detached aliases.
-    pub(crate) storage: Arc<Storage>,
+    /// The data, shared with views and detached aliases. Taken out (once) by `Drop`, which
+    /// hands it to [`Storage::recycle`].
+    pub(crate) storage: ManuallyDrop<Arc<Storage>>,
     /// Shape, strides, offset into `storage`.
     pub(crate) layout: Layout,
     /// Cached from the storage buffer (never changes).
@@ -63,7 +65,7 @@ impl Tensor {
     ) -> Tensor {
         let dtype = storage.data.read().dtype();
         Tensor(Arc::new(TensorImpl {
-            storage,
+            storage: ManuallyDrop::new(storage),
             layout,
             dtype,
             view_base,
@@ -80,7 +82,7 @@ impl Tensor {
         );
         let dtype = data.dtype();
         Tensor(Arc::new(TensorImpl {
-            storage: Arc::new(Storage::new(data, device)),
+            storage: ManuallyDrop::new(Storage::new_shared(data, device)),
             layout: Layout::contiguous(shape),
             dtype,
             view_base: None,
@@ -421,7 +423,7 @@ impl Tensor {
     pub(crate) fn alias_with_layout(&self, layout: Layout) -> Tensor {
         let base = self.0.view_base.clone().unwrap_or_else(|| self.clone());
         Tensor(Arc::new(TensorImpl {
-            storage: self.0.storage.clone(),
+            storage: ManuallyDrop::new(Arc::clone(&self.0.storage)),
             layout,
             dtype: self.0.dtype,
             view_base: Some(base),
@@ -451,6 +453,15 @@ impl fmt::Debug for Tensor {
             d.field("requires_grad", &true);
         }
         d.finish()
+    }
+}
+
+impl Drop for TensorImpl {
+    fn drop(&mut self) {
+        // SAFETY: `storage` is taken exactly once, here, and `self` is never used again: the
+        // remaining fields are dropped right after this function without touching it.
+        let storage = unsafe { ManuallyDrop::take(&mut self.storage) };
+        Storage::recycle(storage);
     }
 }
 

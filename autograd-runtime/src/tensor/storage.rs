@@ -1,7 +1,9 @@
 //! Shared tensor storage: the element buffer, its device, and the version counter that every
 //! view (and `detach()`) of the same data shares.
 
-use crate::sync::Ordering;
+use std::cell::RefCell;
+
+use crate::sync::{Arc, Ordering};
 
 use crate::backend::cpu::buffer_cache;
 use crate::sync::{atomic::AtomicU64, RwLock};
@@ -19,7 +21,59 @@ pub(crate) struct Storage {
     version: AtomicU64,
 }
 
+/// Storages kept for reuse per thread, at most this many.
+const SPARE_MAX: usize = 32;
+
+thread_local! {
+    /// Storages whose last tensor died on this thread, holding a small inline buffer: the next
+    /// tensor built here takes one instead of allocating (every gradient of a scalar graph is a
+    /// new tensor, so this saves an allocation and a free per node on the engine's hot path).
+    static SPARE: RefCell<Vec<Arc<Storage>>> = const { RefCell::new(Vec::new()) };
+}
+
 impl Storage {
+    /// A storage holding `data` on `device`, at version 0: a spare one from this thread when
+    /// there is one, else a new allocation.
+    #[inline]
+    pub(crate) fn new_shared(data: Buffer, device: Device) -> Arc<Storage> {
+        let spare = SPARE.try_with(|s| s.borrow_mut().pop()).ok().flatten();
+        match spare {
+            Some(mut arc) => {
+                let s = Arc::get_mut(&mut arc).expect("invariant: spare storages are unique");
+                *s.data.get_mut() = data;
+                s.device = device;
+                *s.version.get_mut() = 0;
+                arc
+            }
+            None => Arc::new(Storage::new(data, device)),
+        }
+    }
+
+    /// The end of a tensor's hold on `storage`: if nothing else references it (no other tensor,
+    /// view or saved tensor) and its buffer is inline, it is kept as a spare for
+    /// [`Storage::new_shared`]; otherwise it is simply dropped.
+    #[inline]
+    pub(crate) fn recycle(mut storage: Arc<Storage>) {
+        let Some(s) = Arc::get_mut(&mut storage) else {
+            return;
+        };
+        let inline = match s.data.get_mut() {
+            Buffer::F32(v) => !v.spilled(),
+            Buffer::F64(v) => !v.spilled(),
+        };
+        if !inline {
+            return;
+        }
+        let mut storage = Some(storage);
+        // During thread teardown the list may be gone: the storage is then just dropped.
+        let _ = SPARE.try_with(|spare| {
+            let mut spare = spare.borrow_mut();
+            if spare.len() < SPARE_MAX {
+                spare.extend(storage.take());
+            }
+        });
+    }
+
     pub(crate) fn new(data: Buffer, device: Device) -> Storage {
         Storage {
             data: RwLock::new(data),
@@ -60,5 +114,36 @@ impl Drop for Storage {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Tensor;
+
+    #[test]
+    fn a_recycled_storage_starts_over_at_version_zero_with_its_new_values() -> crate::Result<()> {
+        for round in 0..100 {
+            let a = Tensor::scalar(1.0f64);
+            a.add_(&Tensor::scalar(1.0f64))?;
+            assert_eq!(a.version(), 1);
+            drop(a); // its storage becomes a spare of this thread
+            let b = Tensor::scalar(f64::from(round));
+            assert_eq!((b.version(), b.item::<f64>()?), (0, f64::from(round)));
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn a_storage_another_tensor_still_uses_is_not_recycled() -> crate::Result<()> {
+        let a = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
+        let alias = a.detach(); // shares the storage
+        drop(a);
+        let fresh: Vec<Tensor> = (0..64)
+            .map(|i| Tensor::scalar(i as f32).mul_scalar(3.0))
+            .collect::<crate::Result<_>>()?;
+        assert_eq!(alias.to_vec::<f32>()?, vec![1.0, 2.0]);
+        assert!(fresh.iter().all(|t| !t.shares_storage(&alias)));
+        Ok(())
     }
 }
