@@ -4,6 +4,8 @@
 //! backward computes `a.t() @ g` and `g @ b.t()`) are never copied first. Batch dimensions
 //! broadcast; a batched left operand times a plain matrix is folded into one large product.
 
+use std::mem::MaybeUninit;
+
 use gemm::Parallelism;
 use ndarray::{ArrayD, ArrayView2, ArrayViewD, Axis, Ix2, IxDyn};
 
@@ -46,8 +48,16 @@ pub(crate) fn matmul<T: Element>(
     assert_eq!(k, kb, "matmul: inner dimensions differ ({k} vs {kb})");
     let batch = broadcast_shapes(&a.shape()[..ra], &b.shape()[..rb])?;
     let count: usize = batch.iter().product();
-    let mut out = super::buffer_cache::zeroed(count * m * n);
-    if !out.is_empty() && k > 0 {
+    let len = count * m * n;
+    // With `k > 0` every element is written by `gemm_into`, so the buffer starts uninitialised
+    // (no memset); an empty inner dimension gives zeros.
+    let mut out = if k == 0 {
+        super::buffer_cache::zeroed(len)
+    } else {
+        super::buffer_cache::take(len)
+    };
+    if len > 0 && k > 0 {
+        let spare = &mut out.spare_capacity_mut()[..len];
         let b_single = b.shape()[..rb].iter().all(|&d| d == 1);
         if count > 1 && b_single && a.shape()[..ra] == batch[..] && a.is_standard_layout() {
             // [batch.., m, k] @ [k, n] is one [count * m, k] @ [k, n] product.
@@ -55,10 +65,10 @@ pub(crate) fn matmul<T: Element>(
                 .view()
                 .into_shape_with_order((count * m, k))
                 .expect("invariant: a standard-layout array reshapes without copying");
-            gemm_into(&mut out, a2, matrix_at(&b, &[]));
+            gemm_into(spare, a2, matrix_at(&b, &[]));
         } else {
             let mut idx = vec![0; batch.len()];
-            for dst in out.chunks_exact_mut(m * n) {
+            for dst in spare.chunks_exact_mut(m * n) {
                 gemm_into(dst, matrix_at(&a, &idx), matrix_at(&b, &idx));
                 // Advance the row-major batch index (odometer).
                 for (i, &size) in idx.iter_mut().zip(&batch).rev() {
@@ -70,6 +80,11 @@ pub(crate) fn matmul<T: Element>(
                 }
             }
         }
+        // SAFETY: the capacity is at least `len` (`take`), and every element of `0..len` was
+        // written: either one `gemm_into` over all of `spare`, or one per `m * n` block of it,
+        // the blocks tiling it exactly (`len = count * m * n`); `gemm_into` writes its whole
+        // destination.
+        unsafe { out.set_len(len) };
     }
     let mut shape = batch;
     if !a_vec {
@@ -96,8 +111,13 @@ fn matrix_at<'a, T>(v: &ArrayViewD<'a, T>, idx: &[usize]) -> ArrayView2<'a, T> {
         .expect("invariant: only the two matrix axes remain")
 }
 
-/// `dst = lhs @ rhs` with `dst` row-major (`m * n` elements); `m, n, k > 0`.
-fn gemm_into<T: Element>(dst: &mut [T], lhs: ArrayView2<'_, T>, rhs: ArrayView2<'_, T>) {
+/// `dst = lhs @ rhs` with `dst` row-major (`m * n` elements, possibly uninitialised: every one
+/// is written, none read); `m, n, k > 0`.
+fn gemm_into<T: Element>(
+    dst: &mut [MaybeUninit<T>],
+    lhs: ArrayView2<'_, T>,
+    rhs: ArrayView2<'_, T>,
+) {
     let (m, k) = lhs.dim();
     let n = rhs.ncols();
     assert!(
@@ -107,7 +127,7 @@ fn gemm_into<T: Element>(dst: &mut [T], lhs: ArrayView2<'_, T>, rhs: ArrayView2<
     if m * n * k <= SMALL_GEMM {
         for (i, row) in dst.chunks_exact_mut(n).enumerate() {
             for (j, d) in row.iter_mut().enumerate() {
-                *d = lhs.row(i).dot(&rhs.column(j));
+                d.write(lhs.row(i).dot(&rhs.column(j)));
             }
         }
         return;
@@ -126,7 +146,8 @@ fn gemm_into<T: Element>(dst: &mut [T], lhs: ArrayView2<'_, T>, rhs: ArrayView2<
     // they address initialised elements that stay borrowed (read-only) for this call. It writes
     // dst[i * n + j] for i < m, j < n (column stride 1, row stride n), all inside the
     // exclusively borrowed `dst` of length m * n, which cannot alias the shared views. With
-    // `read_dst == false` the old contents are not read, so `alpha` is ignored, and
+    // `read_dst == false` the old contents are never read (they may be uninitialised; the
+    // `MaybeUninit<T>` slice has `T`'s layout), so `alpha` is ignored, and
     // `beta == 1` gives dst = lhs @ rhs. `T` is f32 or f64 (any other type makes gemm panic,
     // not misbehave, as it dispatches on `TypeId`).
     unsafe {
@@ -134,7 +155,7 @@ fn gemm_into<T: Element>(dst: &mut [T], lhs: ArrayView2<'_, T>, rhs: ArrayView2<
             m,
             n,
             k,
-            dst.as_mut_ptr(),
+            dst.as_mut_ptr().cast::<T>(),
             1,
             n as isize,
             false,
