@@ -9,6 +9,9 @@
 //!   PyTorch's semantics: hooks, `retain_graph`, `create_graph` (double backward), selective
 //!   execution for `grad()`, anomaly mode, final callbacks.
 //! * [`gradcheck()`] / [`gradgradcheck()`]: check gradients against finite differences.
+//! * CPU kernels split over [`num_threads`] threads ([`set_num_threads`], PyTorch's
+//!   `torch.set_num_threads`) with transcendental functions on SIMD lanes; large buffers are
+//!   reused between steps ([`empty_cache`], [`set_cache_limit`]).
 //!
 //! ```
 //! use autograd::{Tensor, DType};
