@@ -203,19 +203,7 @@ pub(crate) fn unary<T: Element + VMath>(op: UnaryOp, src: &[T]) -> Vec<T> {
             })
         };
     }
-    with_unary_fn!(op, T, |f| {
-        // SAFETY: the loop writes every element of `dst`; `src` is cut to the same range.
-        unsafe {
-            collect_chunks(src.len(), |start, dst| {
-                let src = &src[start..start + dst.len()];
-                simd(|| {
-                    for (d, &x) in dst.iter_mut().zip(src) {
-                        d.write(f(x));
-                    }
-                })
-            })
-        }
-    })
+    with_unary_fn!(op, T, |f| map(src, f))
 }
 
 /// `x^e` for every element of `src` on SIMD lanes.

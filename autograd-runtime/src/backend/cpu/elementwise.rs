@@ -4,7 +4,7 @@
 use ndarray::{arr0, ArrayD, ArrayViewD, ArrayViewMutD, IxDyn, Zip};
 
 use super::vmath::VMath;
-use super::{buffer_cache, first, from_vec, lit, same_shape, to_contiguous, zeros_array};
+use super::{buffer_cache, first, from_vec, same_shape, zeros_array};
 use crate::tensor::dtype::Element;
 
 // ---------------------------------------------------------------------------------------------
@@ -108,26 +108,16 @@ fn unary_nd<T: Element + VMath>(op: UnaryOp, a: ArrayViewD<'_, T>) -> ArrayD<T> 
     with_unary_fn!(op, T, |f| map_unary(a, f))
 }
 
-/// `x.powf(exponent)` for every element.
-///
-/// Exponents 0, ±0.5, 1, 2, 3, -1 and -2 use multiplications / `sqrt` so they stay exact
-/// (`0^0 = NaN^0 = 1`, as in PyTorch).
+/// `x.powf(exponent)` for every element: [`dense::pow_scalar`](super::dense::pow_scalar) on a
+/// standard-layout copy (exponents 0, ±0.5, 1, 2, 3, -1 and -2 stay exact; `0^0 = NaN^0 = 1`,
+/// as in PyTorch).
 pub(crate) fn pow_scalar<T: Element + VMath>(a: ArrayViewD<'_, T>, exponent: f64) -> ArrayD<T> {
-    let one = T::one();
-    match exponent {
-        0.0 => map_unary(a, |_| one),
-        1.0 => to_contiguous(a),
-        2.0 => map_unary(a, |x| x * x),
-        3.0 => map_unary(a, |x| x * x * x),
-        0.5 => map_unary(a, T::sqrt),
-        -0.5 => map_unary(a, |x| one / x.sqrt()),
-        -1.0 => map_unary(a, |x| one / x),
-        -2.0 => map_unary(a, |x| one / (x * x)),
-        _ => {
-            let e: T = lit(exponent);
-            map_unary(a, |x| super::vmath::powf(x, e))
-        }
-    }
+    let shape = a.raw_dim();
+    let a = super::standard(a);
+    from_vec(
+        shape,
+        super::dense::pow_scalar(super::std_slice(&a), exponent),
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
