@@ -18,7 +18,16 @@ pub(crate) struct Layout {
 
 impl Layout {
     /// A C-contiguous layout of `shape` at offset 0.
+    #[inline]
     pub(crate) fn contiguous(shape: &[usize]) -> Layout {
+        if shape.is_empty() {
+            // 0-dim (every gradient of a scalar loss): nothing to build.
+            return Layout {
+                shape: Dims::new(),
+                strides: Dims::new(),
+                offset: 0,
+            };
+        }
         Layout {
             shape: shape.into(),
             strides: contiguous_strides(shape),
