@@ -45,6 +45,15 @@ impl<T> Mutex<T> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+
+    /// The value, through exclusive access (no locking).
+    #[cfg(not(loom))]
+    #[inline]
+    pub(crate) fn get_mut(&mut self) -> &mut T {
+        self.0
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 /// A condition variable paired with [`Mutex`], with the same poisoning policy.

@@ -177,7 +177,7 @@ fn call_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> Result<GradVec>
         let (Some(t), Some(Some(g))) = (tensor.upgrade(), grads.get(*output_nr)) else {
             continue;
         };
-        let t = Tensor(t);
+        let t = Tensor(std::mem::ManuallyDrop::new(t));
         let _no_grad = crate::no_grad();
         let mut meta = t.meta_lock();
         let updated = match meta.grad.take() {

@@ -39,14 +39,31 @@ impl Storage {
         let spare = SPARE.try_with(|s| s.borrow_mut().pop()).ok().flatten();
         match spare {
             Some(mut arc) => {
-                let s = Arc::get_mut(&mut arc).expect("invariant: spare storages are unique");
-                *s.data.get_mut() = data;
-                s.device = device;
-                *s.version.get_mut() = 0;
+                Storage::refill(&mut arc, data, device);
                 arc
             }
             None => Arc::new(Storage::new(data, device)),
         }
+    }
+
+    /// Whether `storage` could serve a new small tensor: nothing else references it and its
+    /// buffer is inline.
+    #[inline]
+    pub(crate) fn is_spare(storage: &mut Arc<Storage>) -> bool {
+        Arc::get_mut(storage).is_some_and(|s| match s.data.get_mut() {
+            Buffer::F32(v) => !v.spilled(),
+            Buffer::F64(v) => !v.spilled(),
+        })
+    }
+
+    /// Refills a spare storage ([`Storage::is_spare`]) for a new tensor: `data`, `device`,
+    /// version 0.
+    #[inline]
+    pub(crate) fn refill(storage: &mut Arc<Storage>, data: Buffer, device: Device) {
+        let s = Arc::get_mut(storage).expect("invariant: spare storages are unique");
+        *s.data.get_mut() = data;
+        s.device = device;
+        *s.version.get_mut() = 0;
     }
 
     /// The end of a tensor's hold on `storage`: if nothing else references it (no other tensor,
@@ -130,6 +147,26 @@ mod tests {
             drop(a); // its storage becomes a spare of this thread
             let b = Tensor::scalar(f64::from(round));
             assert_eq!((b.version(), b.item::<f64>()?), (0, f64::from(round)));
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn a_reused_tensor_allocation_carries_no_autograd_state_over() -> crate::Result<()> {
+        for round in 0..100 {
+            let a = Tensor::scalar(1.0f64).requires_grad_(true)?;
+            a.set_grad(Some(Tensor::scalar(3.0f64)));
+            let y = a.mul_scalar(2.0)?; // has a grad_fn
+            y.retain_grad()?;
+            drop((a, y)); // their allocations become spares of this thread
+            for b in [
+                Tensor::scalar(f64::from(round)),
+                Tensor::scalar(0.5f64).exp()?,
+            ] {
+                assert!(!b.requires_grad() && b.is_leaf());
+                assert!(b.grad().is_none() && b.grad_fn().is_none());
+                assert_eq!(b.version(), 0);
+            }
         }
         Ok(())
     }
