@@ -42,7 +42,7 @@ use storage::{Buffer, Storage};
 pub struct Tensor(pub(crate) ManuallyDrop<Arc<TensorImpl>>);
 
 impl Drop for Tensor {
-    /// The last handle of a fresh small tensor hands its allocation to [`TensorImpl::retire`]
+    /// The last handle of a fresh small tensor hands its allocation to `TensorImpl::retire`
     /// for reuse; every other drop is the `Arc`'s ordinary one.
     #[inline]
     fn drop(&mut self) {
