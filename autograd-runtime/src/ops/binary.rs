@@ -151,7 +151,7 @@ impl Tensor {
     /// otherwise the ordinary, recorded op. Nobody can observe the write, so the result is
     /// the same either way, without an allocation.
     pub(crate) fn last_use(&self, op: BinaryOp, other: &Tensor) -> Result<Tensor> {
-        if !super::unary::records(&[self, other])
+        if !super::records(&[self, other])
             && self.is_uniquely_owned()
             && super::is_expandable_to(other.shape(), self.shape())
             && self.dtype() == other.dtype()

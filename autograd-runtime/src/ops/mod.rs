@@ -27,7 +27,7 @@ mod unary;
 pub use inplace::check_inplace;
 
 use crate::backend::BroadcastError;
-use crate::Error;
+use crate::{Error, Tensor};
 
 impl From<BroadcastError> for Error {
     fn from(e: BroadcastError) -> Error {
@@ -37,6 +37,13 @@ impl From<BroadcastError> for Error {
             dim: e.dim,
         }
     }
+}
+
+/// Whether a backward formula over `inputs` is itself recorded (a `create_graph` pass where one
+/// of them requires grad). Then it is written in differentiable ops, so it has a gradient of its
+/// own; otherwise it runs as one fused kernel: one pass, one output, no temporaries.
+pub(crate) fn records(inputs: &[&Tensor]) -> bool {
+    crate::is_grad_enabled() && inputs.iter().any(|t| t.requires_grad())
 }
 
 /// Whether `shape` can be broadcast (expanded) to `target`.

@@ -3,6 +3,7 @@
 
 use autograd_macros::{backward, differentiable};
 
+use super::records;
 use crate::backend::{self, BinaryOp, FusedOp, UnaryOp};
 use crate::{Result, Tensor};
 
@@ -14,7 +15,7 @@ impl Tensor {
 
     /// A fused backward formula `op(self, saved)` (`self` the incoming gradient): one pass, one
     /// output, never recorded. Formulas call it only when they are not recorded themselves
-    /// ([`records`] is false); under `create_graph` they spell the formula out in ops.
+    /// ([`super::records`] is false); under `create_graph` they spell the formula out in ops.
     ///
     /// When this gradient is referenced by nothing else ([`Tensor::is_uniquely_owned`]: the
     /// engine handed over its only handle, and the formula uses it once), a closed-form
@@ -32,13 +33,6 @@ impl Tensor {
     pub(crate) fn has_nan(&self) -> Result<bool> {
         backend::of_tensor(self)?.has_nan(self)
     }
-}
-
-/// Whether a backward formula over `inputs` is itself recorded (a `create_graph` pass where one
-/// of them requires grad). Then it is written in differentiable ops, so it has a gradient of its
-/// own; otherwise it runs as one fused kernel: one pass, one output, no temporaries.
-pub(crate) fn records(inputs: &[&Tensor]) -> bool {
-    crate::is_grad_enabled() && inputs.iter().any(|t| t.requires_grad())
 }
 
 // ----- the ops: a kernel and a formula each -----------------------------------------------------

@@ -6,9 +6,9 @@ pub(crate) mod data;
 pub(crate) mod device;
 pub(crate) mod dtype;
 pub(crate) mod layout;
+mod spare;
 pub(crate) mod storage;
 
-use std::cell::RefCell;
 use std::fmt;
 use std::mem::ManuallyDrop;
 
@@ -42,21 +42,20 @@ use storage::{Buffer, Storage};
 pub struct Tensor(pub(crate) ManuallyDrop<Arc<TensorImpl>>);
 
 impl Drop for Tensor {
-    /// The last handle of a fresh small tensor hands its allocation to `TensorImpl::retire`
-    /// for reuse; every other drop is the `Arc`'s ordinary one.
+    /// The last handle of a small tensor nothing else can reach hands its allocation to the
+    /// spare list for reuse (`tensor/spare.rs`); every other drop is the `Arc`'s ordinary one.
     #[inline]
     fn drop(&mut self) {
         // SAFETY: the `Arc` is taken exactly once, here, and `self.0` is never used again.
         let arc = unsafe { ManuallyDrop::take(&mut self.0) };
-        TensorImpl::retire(arc);
+        spare::retire(arc);
     }
 }
 
 /// The shared state behind a [`Tensor`] handle.
 pub(crate) struct TensorImpl {
-    /// The data, shared with views and detached aliases. Taken out (once) by `Drop`, which
-    /// hands it to [`Storage::recycle`].
-    pub(crate) storage: ManuallyDrop<Arc<Storage>>,
+    /// The data, shared with views and detached aliases.
+    pub(crate) storage: Arc<Storage>,
     /// Shape, strides, offset into `storage`.
     pub(crate) layout: Layout,
     /// Cached from the storage buffer (never changes).
@@ -77,7 +76,7 @@ impl Tensor {
     ) -> Tensor {
         let dtype = storage.data.read().dtype();
         Tensor(ManuallyDrop::new(Arc::new(TensorImpl {
-            storage: ManuallyDrop::new(storage),
+            storage,
             layout,
             dtype,
             view_base,
@@ -93,12 +92,12 @@ impl Tensor {
             "invariant: buffer matches shape"
         );
         let dtype = data.dtype();
-        let data = match TensorImpl::reuse(data, shape, device) {
+        let data = match spare::reuse(data, shape, device) {
             Ok(t) => return t,
             Err(data) => data,
         };
         Tensor(ManuallyDrop::new(Arc::new(TensorImpl {
-            storage: ManuallyDrop::new(Storage::new_shared(data, device)),
+            storage: Arc::new(Storage::new(data, device)),
             layout: Layout::contiguous(shape),
             dtype,
             view_base: None,
@@ -439,7 +438,7 @@ impl Tensor {
     pub(crate) fn alias_with_layout(&self, layout: Layout) -> Tensor {
         let base = self.0.view_base.clone().unwrap_or_else(|| self.clone());
         Tensor(ManuallyDrop::new(Arc::new(TensorImpl {
-            storage: ManuallyDrop::new(Arc::clone(&self.0.storage)),
+            storage: Arc::clone(&self.0.storage),
             layout,
             dtype: self.0.dtype,
             view_base: Some(base),
@@ -469,73 +468,6 @@ impl fmt::Debug for Tensor {
             d.field("requires_grad", &true);
         }
         d.finish()
-    }
-}
-
-/// Retired tensors kept for reuse per thread, at most this many.
-const SPARE_TENSORS_MAX: usize = 32;
-
-thread_local! {
-    /// Tensors whose last handle dropped on this thread, each with its own unique storage
-    /// holding a small inline buffer and with its autograd state cleared: the next small
-    /// tensor built here takes one instead of allocating two `Arc`s (every gradient of a
-    /// scalar graph is such a tensor).
-    static SPARE_TENSORS: RefCell<Vec<Arc<TensorImpl>>> = const { RefCell::new(Vec::new()) };
-}
-
-impl TensorImpl {
-    /// The end of a tensor's last handle. If nothing else can reach it (no other handle, no
-    /// weak reference from a hook, not a view) and its storage is its own with an inline
-    /// buffer, its autograd state is dropped now (as an ordinary drop would) and the
-    /// allocation is kept for [`TensorImpl::reuse`]; otherwise the `Arc` drops as usual.
-    #[inline]
-    fn retire(mut arc: Arc<TensorImpl>) {
-        let Some(imp) = Arc::get_mut(&mut arc) else {
-            return;
-        };
-        if imp.view_base.is_some() || !Storage::is_spare(&mut imp.storage) {
-            return;
-        }
-        *imp.autograd.get_mut() = AutogradMeta::default();
-        let mut arc = Some(arc);
-        // During thread teardown the list may be gone: the tensor is then just dropped.
-        let _ = SPARE_TENSORS.try_with(|spare| {
-            let mut spare = spare.borrow_mut();
-            if spare.len() < SPARE_TENSORS_MAX {
-                spare.extend(arc.take());
-            }
-        });
-    }
-
-    /// A contiguous tensor of `shape` on `device` holding `data` (at most two elements,
-    /// inline), built in a retired tensor's allocation if this thread has one; else `data`
-    /// back.
-    #[inline]
-    fn reuse(data: Buffer, shape: &[usize], device: Device) -> std::result::Result<Tensor, Buffer> {
-        if data.len() > 2 {
-            return Err(data);
-        }
-        let Some(mut arc) = SPARE_TENSORS
-            .try_with(|s| s.borrow_mut().pop())
-            .ok()
-            .flatten()
-        else {
-            return Err(data);
-        };
-        let imp = Arc::get_mut(&mut arc).expect("invariant: spare tensors are unique");
-        imp.dtype = data.dtype();
-        imp.layout = Layout::contiguous(shape);
-        Storage::refill(&mut imp.storage, data, device);
-        Ok(Tensor(ManuallyDrop::new(arc)))
-    }
-}
-
-impl Drop for TensorImpl {
-    fn drop(&mut self) {
-        // SAFETY: `storage` is taken exactly once, here, and `self` is never used again: the
-        // remaining fields are dropped right after this function without touching it.
-        let storage = unsafe { ManuallyDrop::take(&mut self.storage) };
-        Storage::recycle(storage);
     }
 }
 

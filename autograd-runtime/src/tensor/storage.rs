@@ -1,8 +1,6 @@
 //! Shared tensor storage: the element buffer, its device, and the version counter that every
 //! view (and `detach()`) of the same data shares.
 
-use std::cell::RefCell;
-
 use crate::sync::{Arc, Ordering};
 
 use crate::backend::cpu::buffer_cache;
@@ -21,31 +19,7 @@ pub(crate) struct Storage {
     version: AtomicU64,
 }
 
-/// Storages kept for reuse per thread, at most this many.
-const SPARE_MAX: usize = 32;
-
-thread_local! {
-    /// Storages whose last tensor died on this thread, holding a small inline buffer: the next
-    /// tensor built here takes one instead of allocating (every gradient of a scalar graph is a
-    /// new tensor, so this saves an allocation and a free per node on the engine's hot path).
-    static SPARE: RefCell<Vec<Arc<Storage>>> = const { RefCell::new(Vec::new()) };
-}
-
 impl Storage {
-    /// A storage holding `data` on `device`, at version 0: a spare one from this thread when
-    /// there is one, else a new allocation.
-    #[inline]
-    pub(crate) fn new_shared(data: Buffer, device: Device) -> Arc<Storage> {
-        let spare = SPARE.try_with(|s| s.borrow_mut().pop()).ok().flatten();
-        match spare {
-            Some(mut arc) => {
-                Storage::refill(&mut arc, data, device);
-                arc
-            }
-            None => Arc::new(Storage::new(data, device)),
-        }
-    }
-
     /// Whether `storage` could serve a new small tensor: nothing else references it and its
     /// buffer is inline.
     #[inline]
@@ -64,31 +38,6 @@ impl Storage {
         *s.data.get_mut() = data;
         s.device = device;
         *s.version.get_mut() = 0;
-    }
-
-    /// The end of a tensor's hold on `storage`: if nothing else references it (no other tensor,
-    /// view or saved tensor) and its buffer is inline, it is kept as a spare for
-    /// [`Storage::new_shared`]; otherwise it is simply dropped.
-    #[inline]
-    pub(crate) fn recycle(mut storage: Arc<Storage>) {
-        let Some(s) = Arc::get_mut(&mut storage) else {
-            return;
-        };
-        let inline = match s.data.get_mut() {
-            Buffer::F32(v) => !v.spilled(),
-            Buffer::F64(v) => !v.spilled(),
-        };
-        if !inline {
-            return;
-        }
-        let mut storage = Some(storage);
-        // During thread teardown the list may be gone: the storage is then just dropped.
-        let _ = SPARE.try_with(|spare| {
-            let mut spare = spare.borrow_mut();
-            if spare.len() < SPARE_MAX {
-                spare.extend(storage.take());
-            }
-        });
     }
 
     pub(crate) fn new(data: Buffer, device: Device) -> Storage {

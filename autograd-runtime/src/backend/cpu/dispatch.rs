@@ -13,6 +13,7 @@ use crate::backend::{broadcast_shapes, Backend};
 use crate::sync::Arc;
 use crate::tensor::data::{view, view_mut, with_view, with_view_mut, with_views2};
 use crate::tensor::dtype::ElemVec;
+use crate::tensor::layout::contiguous_strides;
 use crate::tensor::storage::Buffer;
 use crate::{DType, Device, Element, Error, Result, Tensor};
 
@@ -199,15 +200,10 @@ impl Backend for Cpu {
 
     fn pow_scalar(&self, x: &Tensor, exponent: f64) -> Result<Tensor> {
         let device = x.device();
-        Ok(with_view!(x, |a| {
-            if a.len() <= SMALL {
-                Tensor::from_ndarray_on(elementwise::pow_scalar(a, exponent), device)
-            } else {
-                let shape = a.shape().to_vec();
-                let a = standard(a);
-                tensor_of(dense::pow_scalar(std_slice(&a), exponent), &shape, device)
-            }
-        }))
+        Ok(with_view!(x, |a| Tensor::from_ndarray_on(
+            elementwise::pow_scalar(a, exponent),
+            device
+        )))
     }
 
     fn binary(&self, op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -446,7 +442,8 @@ impl Backend for Cpu {
         if let Some(d) = keep.get_mut(dim) {
             *d = 1;
         }
-        let index = ArrayViewD::from_shape(IxDyn(&keep).strides(IxDyn(&contiguous(&keep))), index)
+        let strides = contiguous_strides(&keep);
+        let index = ArrayViewD::from_shape(IxDyn(&keep).strides(IxDyn(&strides)), index)
             .map_err(|_| Error::shape("gather", "index does not match the reduced shape"))?;
         Ok(with_view!(x, |a| Tensor::from_ndarray_on(
             gather::gather_dim(a, dim, index.view()),
@@ -457,7 +454,7 @@ impl Backend for Cpu {
     fn scatter(&self, g: &Tensor, shape: &[usize], dim: usize, index: &[usize]) -> Result<Tensor> {
         let device = g.device();
         let index = ArrayViewD::from_shape(IxDyn(&[index.len()]), index)
-            .map_err(|_| Error::shape("scatter", "bad index"))?;
+            .expect("invariant: a 1-D view of a slice has the slice's length");
         Ok(with_view!(g, |v| Tensor::from_ndarray_on(
             movement::scatter_max_grad(shape, dim, index.view(), v),
             device
@@ -484,9 +481,4 @@ impl Backend for Cpu {
             Tensor::from_ndarray_on(super::matmul(x, y)?, device)
         ))
     }
-}
-
-/// C-order strides of `shape`.
-fn contiguous(shape: &[usize]) -> Vec<usize> {
-    crate::tensor::layout::contiguous_strides(shape).to_vec()
 }

@@ -1,0 +1,61 @@
+//! Spare tensors: the allocations of small tensors that died on this thread, reused for the next
+//! small tensor built here (every gradient of a scalar graph is one), so that the engine's hot
+//! path builds a gradient without touching the allocator.
+//!
+//! A tensor qualifies when nothing else can reach it: its last handle is dropping, no hook holds
+//! it weakly, it is not a view, and its storage is its own with an inline buffer (at most two
+//! elements). Its autograd state is dropped at once, as an ordinary drop would, so keeping the
+//! allocation delays nothing observable.
+
+use std::cell::RefCell;
+use std::mem::ManuallyDrop;
+
+use super::storage::{Buffer, Storage};
+use super::{AutogradMeta, Layout, Tensor, TensorImpl};
+use crate::sync::Arc;
+use crate::Device;
+
+/// Spare tensors kept per thread, at most this many.
+const MAX: usize = 32;
+
+thread_local! {
+    static SPARE: RefCell<Vec<Arc<TensorImpl>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The end of a tensor's last handle: keeps the allocation as a spare if it qualifies (see the
+/// module docs); otherwise `arc` drops as usual.
+#[inline]
+pub(super) fn retire(mut arc: Arc<TensorImpl>) {
+    let Some(imp) = Arc::get_mut(&mut arc) else {
+        return;
+    };
+    if imp.view_base.is_some() || !Storage::is_spare(&mut imp.storage) {
+        return;
+    }
+    *imp.autograd.get_mut() = AutogradMeta::default();
+    let mut arc = Some(arc);
+    // During thread teardown the list may be gone: the tensor is then just dropped.
+    let _ = SPARE.try_with(|spare| {
+        let mut spare = spare.borrow_mut();
+        if spare.len() < MAX {
+            spare.extend(arc.take());
+        }
+    });
+}
+
+/// A contiguous tensor of `shape` on `device` holding `data` (at most two elements, inline),
+/// built in a spare allocation of this thread; `data` back when there is none.
+#[inline]
+pub(super) fn reuse(data: Buffer, shape: &[usize], device: Device) -> Result<Tensor, Buffer> {
+    if data.len() > 2 {
+        return Err(data);
+    }
+    let Some(mut arc) = SPARE.try_with(|s| s.borrow_mut().pop()).ok().flatten() else {
+        return Err(data);
+    };
+    let imp = Arc::get_mut(&mut arc).expect("invariant: spare tensors are unique");
+    imp.dtype = data.dtype();
+    imp.layout = Layout::contiguous(shape);
+    Storage::refill(&mut imp.storage, data, device);
+    Ok(Tensor(ManuallyDrop::new(arc)))
+}
