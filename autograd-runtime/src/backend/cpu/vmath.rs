@@ -228,31 +228,20 @@ fn drive<T: Copy + Default, const N: usize, K: Kernel<T, N>>(k: &K, io: Io<'_, T
     }
 }
 
-/// Defines a unit struct whose kernel maps every lane through `$lane`.
-macro_rules! lane_kernel {
-    ($name:ident, $t:ty, $n:expr, $lane:path) => {
-        #[derive(Clone, Copy, Debug)]
-        struct $name;
-        impl Kernel<$t, $n> for $name {
-            #[inline(always)]
-            fn apply(&self, mut block: [$t; $n]) -> [$t; $n] {
-                for v in &mut block {
-                    *v = $lane(*v);
-                }
-                block
-            }
-        }
-    };
-}
+/// A kernel that maps every lane through `F` (a lane function of `lanes32`/`lanes64`, or a
+/// closure over one).
+#[derive(Clone, Copy, Debug)]
+struct Lanes<F>(F);
 
-lane_kernel!(Exp32, f32, BLOCK_F32, lanes32::exp);
-lane_kernel!(Log32, f32, BLOCK_F32, lanes32::ln);
-lane_kernel!(Tanh32, f32, BLOCK_F32, lanes32::tanh);
-lane_kernel!(Sigmoid32, f32, BLOCK_F32, lanes32::sigmoid);
-lane_kernel!(Exp64, f64, BLOCK_F64, lanes64::exp);
-lane_kernel!(Log64, f64, BLOCK_F64, lanes64::ln);
-lane_kernel!(Tanh64, f64, BLOCK_F64, lanes64::tanh);
-lane_kernel!(Sigmoid64, f64, BLOCK_F64, lanes64::sigmoid);
+impl<T: Copy, const N: usize, F: Fn(T) -> T> Kernel<T, N> for Lanes<F> {
+    #[inline(always)]
+    fn apply(&self, mut block: [T; N]) -> [T; N] {
+        for v in &mut block {
+            *v = (self.0)(*v);
+        }
+        block
+    }
+}
 
 /// Defines a sine or cosine kernel: the vector path for `|x| <= $max`, then, only in blocks that
 /// hold a larger or infinite argument, `$scalar` (std's function with its exact argument
@@ -360,14 +349,12 @@ impl PowCase {
     }
 }
 
-/// `x^e` for an exponent of one of the special classes (zero, NaN, infinite), on `f64` lanes.
-#[derive(Clone, Copy, Debug)]
-struct PowSpecial(PowCase);
-
-impl PowSpecial {
+impl PowCase {
+    /// `x^e` for an exponent of one of the special classes (zero, NaN, infinite), on an `f64`
+    /// lane.
     #[inline(always)]
     fn lane(&self, x: f64) -> f64 {
-        match self.0 {
+        match *self {
             PowCase::Zero => 1.0,
             PowCase::Nan => {
                 if x == 1.0 {
@@ -379,50 +366,6 @@ impl PowSpecial {
             PowCase::Inf { positive } => lanes64::pow_inf(x, positive),
             PowCase::Finite(_) => f64::NAN,
         }
-    }
-}
-
-impl Kernel<f32, BLOCK_F32> for PowSpecial {
-    #[inline(always)]
-    fn apply(&self, mut block: [f32; BLOCK_F32]) -> [f32; BLOCK_F32] {
-        for v in &mut block {
-            *v = self.lane(f64::from(*v)) as f32;
-        }
-        block
-    }
-}
-
-impl Kernel<f64, BLOCK_F64> for PowSpecial {
-    #[inline(always)]
-    fn apply(&self, mut block: [f64; BLOCK_F64]) -> [f64; BLOCK_F64] {
-        for v in &mut block {
-            *v = self.lane(*v);
-        }
-        block
-    }
-}
-
-/// `x^e` for a finite, non-zero exponent.
-#[derive(Clone, Copy, Debug)]
-struct PowFinite(lanes64::PowExp);
-
-impl Kernel<f32, BLOCK_F32> for PowFinite {
-    #[inline(always)]
-    fn apply(&self, mut block: [f32; BLOCK_F32]) -> [f32; BLOCK_F32] {
-        for v in &mut block {
-            *v = lanes32::pow(*v, self.0);
-        }
-        block
-    }
-}
-
-impl Kernel<f64, BLOCK_F64> for PowFinite {
-    #[inline(always)]
-    fn apply(&self, mut block: [f64; BLOCK_F64]) -> [f64; BLOCK_F64] {
-        for v in &mut block {
-            *v = lanes64::pow(*v, self.0);
-        }
-        block
     }
 }
 
@@ -500,15 +443,19 @@ impl WithSimd for Run<'_, f32> {
     fn with_simd<S: Simd>(self, _simd: S) {
         let io = self.io;
         match self.op {
-            Op::Map(MathFn::Exp) => drive(&Exp32, io),
-            Op::Map(MathFn::Log) => drive(&Log32, io),
-            Op::Map(MathFn::Tanh) => drive(&Tanh32, io),
-            Op::Map(MathFn::Sigmoid) => drive(&Sigmoid32, io),
-            Op::Map(MathFn::Sin) => drive(&Sin32, io),
-            Op::Map(MathFn::Cos) => drive(&Cos32, io),
+            Op::Map(MathFn::Exp) => drive::<_, BLOCK_F32, _>(&Lanes(lanes32::exp), io),
+            Op::Map(MathFn::Log) => drive::<_, BLOCK_F32, _>(&Lanes(lanes32::ln), io),
+            Op::Map(MathFn::Tanh) => drive::<_, BLOCK_F32, _>(&Lanes(lanes32::tanh), io),
+            Op::Map(MathFn::Sigmoid) => drive::<_, BLOCK_F32, _>(&Lanes(lanes32::sigmoid), io),
+            Op::Map(MathFn::Sin) => drive::<_, BLOCK_F32, _>(&Sin32, io),
+            Op::Map(MathFn::Cos) => drive::<_, BLOCK_F32, _>(&Cos32, io),
             Op::Pow(e) => match PowCase::of(f64::from(e)) {
-                PowCase::Finite(pe) => drive(&PowFinite(pe), io),
-                special => drive(&PowSpecial(special), io),
+                PowCase::Finite(pe) => {
+                    drive::<_, BLOCK_F32, _>(&Lanes(|x| lanes32::pow(x, pe)), io)
+                }
+                special => {
+                    drive::<_, BLOCK_F32, _>(&Lanes(|x: f32| special.lane(f64::from(x)) as f32), io)
+                }
             },
         }
     }
@@ -521,15 +468,17 @@ impl WithSimd for Run<'_, f64> {
     fn with_simd<S: Simd>(self, _simd: S) {
         let io = self.io;
         match self.op {
-            Op::Map(MathFn::Exp) => drive(&Exp64, io),
-            Op::Map(MathFn::Log) => drive(&Log64, io),
-            Op::Map(MathFn::Tanh) => drive(&Tanh64, io),
-            Op::Map(MathFn::Sigmoid) => drive(&Sigmoid64, io),
-            Op::Map(MathFn::Sin) => drive(&Sin64, io),
-            Op::Map(MathFn::Cos) => drive(&Cos64, io),
+            Op::Map(MathFn::Exp) => drive::<_, BLOCK_F64, _>(&Lanes(lanes64::exp), io),
+            Op::Map(MathFn::Log) => drive::<_, BLOCK_F64, _>(&Lanes(lanes64::ln), io),
+            Op::Map(MathFn::Tanh) => drive::<_, BLOCK_F64, _>(&Lanes(lanes64::tanh), io),
+            Op::Map(MathFn::Sigmoid) => drive::<_, BLOCK_F64, _>(&Lanes(lanes64::sigmoid), io),
+            Op::Map(MathFn::Sin) => drive::<_, BLOCK_F64, _>(&Sin64, io),
+            Op::Map(MathFn::Cos) => drive::<_, BLOCK_F64, _>(&Cos64, io),
             Op::Pow(e) => match PowCase::of(e) {
-                PowCase::Finite(pe) => drive(&PowFinite(pe), io),
-                special => drive(&PowSpecial(special), io),
+                PowCase::Finite(pe) => {
+                    drive::<_, BLOCK_F64, _>(&Lanes(|x| lanes64::pow(x, pe)), io)
+                }
+                special => drive::<_, BLOCK_F64, _>(&Lanes(|x| special.lane(x)), io),
             },
         }
     }
