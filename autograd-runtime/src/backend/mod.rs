@@ -4,10 +4,12 @@
 //! See `README.md` beside this file for the contract every backend keeps.
 
 pub(crate) mod cpu;
+mod op;
 
 use std::fmt;
 
-pub(crate) use cpu::{broadcast_shapes, BinaryOp, BroadcastError, FusedOp, UnaryOp};
+pub(crate) use cpu::{broadcast_shapes, BroadcastError};
+pub(crate) use op::{BinaryOp, FusedOp, UnaryOp};
 
 use crate::{DType, Device, Error, Result, Tensor};
 

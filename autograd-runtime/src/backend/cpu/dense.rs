@@ -8,9 +8,10 @@
 
 use std::mem::MaybeUninit;
 
-use super::elementwise::{with_binary_fn, with_unary_fn, BinaryOp, UnaryOp};
+use super::elementwise::{with_binary_fn, with_unary_fn};
 use super::parallel::{collect_chunks, for_chunks_mut};
 use super::vmath::{self, MathFn, VMath};
+use crate::backend::op::{BinaryOp, FusedOp, UnaryOp};
 use crate::tensor::dtype::Element;
 
 /// One input of a dense element-wise kernel.
@@ -29,43 +30,6 @@ impl<'a, T: Copy> Operand<'a, T> {
         match self {
             Operand::Slice(s) => Operand::Slice(&s[start..start + len]),
             Operand::Scalar(x) => Operand::Scalar(x),
-        }
-    }
-}
-
-/// The backward formula of an element-wise op, named after the op, fused into one pass with
-/// one output. `a` is always the incoming gradient `g`; `b` is what the formula saved.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum FusedOp {
-    /// `g * (1 - y²)`, `y = tanh x`.
-    Tanh,
-    /// `g * y * (1 - y)`, `y = σ(x)`.
-    Sigmoid,
-    /// `g` where `y > 0`, else 0 (`y = relu x`).
-    Relu,
-    /// `g / (2y)`, `y = √x`.
-    Sqrt,
-    /// `g * sign x`.
-    Abs,
-    /// `g * cos x` (the gradient of `sin`).
-    Sin,
-    /// `-g * sin x` (the gradient of `cos`).
-    Cos,
-    /// `g * e * x^(e - 1)`.
-    Pow {
-        /// The exponent `e` of the forward `x^e`.
-        exponent: f64,
-    },
-}
-
-impl FusedOp {
-    /// Whether the formula is plain arithmetic (no transcendental function): those run in
-    /// one pass, and can write their result over the gradient's buffer.
-    pub(crate) fn is_closed_form(self) -> bool {
-        match self {
-            FusedOp::Tanh | FusedOp::Sigmoid | FusedOp::Relu | FusedOp::Sqrt | FusedOp::Abs => true,
-            FusedOp::Pow { exponent } => exponent == 2.0,
-            FusedOp::Sin | FusedOp::Cos => false,
         }
     }
 }

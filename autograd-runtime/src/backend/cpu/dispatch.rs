@@ -5,11 +5,11 @@
 use ndarray::{ArrayViewD, IxDyn, ShapeBuilder};
 use smallvec::smallvec;
 
-use super::dense::{self, FusedOp, Operand};
+use super::dense::{self, Operand};
 use super::{
     elementwise, gather, movement, reduce, standard, std_slice, to_contiguous, BinaryOp, UnaryOp,
 };
-use crate::backend::{broadcast_shapes, Backend};
+use crate::backend::{broadcast_shapes, Backend, FusedOp};
 use crate::sync::Arc;
 use crate::tensor::data::{view, view_mut, with_view, with_view_mut, with_views2};
 use crate::tensor::dtype::ElemVec;

@@ -5,51 +5,12 @@ use ndarray::{arr0, ArrayD, ArrayViewD, ArrayViewMutD, IxDyn, Zip};
 
 use super::vmath::VMath;
 use super::{buffer_cache, first, from_vec, same_shape, zeros_array};
+use crate::backend::op::{BinaryOp, UnaryOp};
 use crate::tensor::dtype::Element;
 
 // ---------------------------------------------------------------------------------------------
 // Unary element-wise ops
 // ---------------------------------------------------------------------------------------------
-
-/// An element-wise function of one tensor.
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "kernel for ops still to come (maximum, minimum, tensor pow); unit-tested here"
-    )
-)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum UnaryOp {
-    /// `-x`
-    Neg,
-    /// `e^x`
-    Exp,
-    /// Natural logarithm.
-    Log,
-    /// `sin x`
-    Sin,
-    /// `cos x`
-    Cos,
-    /// `tanh x`
-    Tanh,
-    /// `1 / (1 + e^-x)`
-    Sigmoid,
-    /// `max(x, 0)`; NaN stays NaN.
-    Relu,
-    /// Square root.
-    Sqrt,
-    /// `|x|`
-    Abs,
-    /// -1, 0 or 1 by the sign of `x` (zero keeps its sign bit); NaN stays NaN.
-    Sign,
-    /// `1 / x`
-    Reciprocal,
-    /// `x * x`
-    Square,
-    /// 1 where x > 0, else 0 (relu's derivative).
-    PositiveMask,
-}
 
 /// Applies `f` to every element; standard-layout input maps its slice directly.
 #[inline]
@@ -123,32 +84,6 @@ pub(crate) fn pow_scalar<T: Element + VMath>(a: ArrayViewD<'_, T>, exponent: f64
 // ---------------------------------------------------------------------------------------------
 // Binary element-wise ops and broadcasting
 // ---------------------------------------------------------------------------------------------
-
-/// An element-wise function of two tensors.
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "kernel for ops still to come (maximum, minimum, tensor pow); unit-tested here"
-    )
-)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum BinaryOp {
-    /// `x + y`
-    Add,
-    /// `x - y`
-    Sub,
-    /// `x * y`
-    Mul,
-    /// `x / y`
-    Div,
-    /// The larger of the two; NaN if either is NaN (`torch.maximum`).
-    Maximum,
-    /// The smaller of the two; NaN if either is NaN (`torch.minimum`).
-    Minimum,
-    /// `x.powf(y)`
-    Pow,
-}
 
 /// Two shapes that cannot be broadcast together, worded like PyTorch's error.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -30,10 +30,10 @@ use ndarray::{Array0, Array1, Array2, ArrayD, ArrayViewD, CowArray, Dimension, I
 
 use crate::tensor::dtype::Element;
 
+pub(crate) use crate::backend::op::{BinaryOp, UnaryOp};
 pub use buffer_cache::{cached_bytes, empty_cache, set_cache_limit};
-pub(crate) use dense::FusedOp;
 pub(crate) use dispatch::Cpu;
-pub(crate) use elementwise::{broadcast_shapes, BinaryOp, BroadcastError, UnaryOp};
+pub(crate) use elementwise::{broadcast_shapes, BroadcastError};
 pub(crate) use matmul::matmul;
 pub(crate) use movement::to_contiguous;
 pub use parallel::{num_threads, set_num_threads};

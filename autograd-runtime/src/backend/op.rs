@@ -1,0 +1,105 @@
+//! The kinds of element-wise work an op asks a backend for: backend-neutral names, so that every
+//! backend (the CPU one here, CUDA next) implements the same set.
+
+/// An element-wise function of one tensor.
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "kernel for ops still to come (maximum, minimum, tensor pow); unit-tested here"
+    )
+)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum UnaryOp {
+    /// `-x`
+    Neg,
+    /// `e^x`
+    Exp,
+    /// Natural logarithm.
+    Log,
+    /// `sin x`
+    Sin,
+    /// `cos x`
+    Cos,
+    /// `tanh x`
+    Tanh,
+    /// `1 / (1 + e^-x)`
+    Sigmoid,
+    /// `max(x, 0)`; NaN stays NaN.
+    Relu,
+    /// Square root.
+    Sqrt,
+    /// `|x|`
+    Abs,
+    /// -1, 0 or 1 by the sign of `x` (zero keeps its sign bit); NaN stays NaN.
+    Sign,
+    /// `1 / x`
+    Reciprocal,
+    /// `x * x`
+    Square,
+    /// 1 where x > 0, else 0 (relu's derivative).
+    PositiveMask,
+}
+
+/// An element-wise function of two tensors.
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "kernel for ops still to come (maximum, minimum, tensor pow); unit-tested here"
+    )
+)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BinaryOp {
+    /// `x + y`
+    Add,
+    /// `x - y`
+    Sub,
+    /// `x * y`
+    Mul,
+    /// `x / y`
+    Div,
+    /// The larger of the two; NaN if either is NaN (`torch.maximum`).
+    Maximum,
+    /// The smaller of the two; NaN if either is NaN (`torch.minimum`).
+    Minimum,
+    /// `x.powf(y)`
+    Pow,
+}
+
+/// The backward formula of an element-wise op, named after the op, fused into one pass with
+/// one output. `a` is always the incoming gradient `g`; `b` is what the formula saved.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum FusedOp {
+    /// `g * (1 - y²)`, `y = tanh x`.
+    Tanh,
+    /// `g * y * (1 - y)`, `y = σ(x)`.
+    Sigmoid,
+    /// `g` where `y > 0`, else 0 (`y = relu x`).
+    Relu,
+    /// `g / (2y)`, `y = √x`.
+    Sqrt,
+    /// `g * sign x`.
+    Abs,
+    /// `g * cos x` (the gradient of `sin`).
+    Sin,
+    /// `-g * sin x` (the gradient of `cos`).
+    Cos,
+    /// `g * e * x^(e - 1)`.
+    Pow {
+        /// The exponent `e` of the forward `x^e`.
+        exponent: f64,
+    },
+}
+
+impl FusedOp {
+    /// Whether the formula is plain arithmetic (no transcendental function): those run in
+    /// one pass, and can write their result over the gradient's buffer.
+    pub(crate) fn is_closed_form(self) -> bool {
+        match self {
+            FusedOp::Tanh | FusedOp::Sigmoid | FusedOp::Relu | FusedOp::Sqrt | FusedOp::Abs => true,
+            FusedOp::Pow { exponent } => exponent == 2.0,
+            FusedOp::Sin | FusedOp::Cos => false,
+        }
+    }
+}
