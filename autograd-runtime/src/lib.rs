@@ -39,6 +39,7 @@ mod sync;
 mod tensor;
 mod warning;
 
+pub mod viz;
 pub use anomaly::{detect_anomaly, is_anomaly_enabled, set_detect_anomaly, AnomalyGuard};
 pub use backend::cpu::{cached_bytes, empty_cache, num_threads, set_cache_limit, set_num_threads};
 pub use engine::{

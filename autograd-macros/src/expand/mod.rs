@@ -167,6 +167,8 @@ pub(crate) fn forward(
 struct Slot<'a> {
     /// The node struct's field.
     field: Ident,
+    /// The name the backward gives the value (its parameter, unraw'd), shown by graph tools.
+    name: String,
     kind: SlotKind<'a>,
     /// `#[needed_for(a, ..)]`: the forward inputs whose gradients need this value; it is saved
     /// (as `Some`) only if one of them needs a gradient.
@@ -234,7 +236,9 @@ fn slots<'a>(args: &DiffArgs, fwd: &'a DiffFn<'a>, bwd: &'a BackwardFn<'a>) -> V
     bwd.saved
         .iter()
         .filter_map(|param| {
-            let field = format_ident!("__saved_{}", param.ident.unraw());
+            let name = param.ident.unraw();
+            let field = format_ident!("__saved_{}", name);
+            let name = name.to_string();
             let kind = match fwd.resolve(param.ident)? {
                 Source::Param(i) => {
                     let fp = &fwd.params[i];
@@ -287,6 +291,7 @@ fn slots<'a>(args: &DiffArgs, fwd: &'a DiffFn<'a>, bwd: &'a BackwardFn<'a>) -> V
                 .collect();
             Some(Slot {
                 field,
+                name,
                 kind,
                 needed_for,
             })

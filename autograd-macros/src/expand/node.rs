@@ -56,6 +56,21 @@ pub(super) fn node(
             quote_spanned!(loc=> self.#field.release();)
         }
     });
+    let visits = slots.iter().filter(|s| s.is_tensor()).map(|s| {
+        let field = &s.field;
+        let name = &s.name;
+        if s.is_list() {
+            quote_spanned! {loc=>
+                for (__i, __s) in self.#field.iter().enumerate() {
+                    __visit(&::std::format!("{}[{}]", #name, __i), __s);
+                }
+            }
+        } else if s.needed_local().is_some() {
+            quote_spanned!(loc=> if let ::core::option::Option::Some(__s) = &self.#field { __visit(#name, __s); })
+        } else {
+            quote_spanned!(loc=> __visit(#name, &self.#field);)
+        }
+    });
 
     // The incoming gradients: one local per output, or (`Vec<Tensor>` forward) one list.
     let vec_output = fwd.output.vec;
@@ -310,6 +325,11 @@ pub(super) fn node(
 
             fn release(&self) {
                 #(#releases)*
+            }
+
+            fn visit_saved(&self, __visit: &mut dyn ::core::ops::FnMut(&str, &#saved)) {
+                let _ = &__visit;
+                #(#visits)*
             }
         }
 

@@ -111,6 +111,10 @@ impl Node for CopySlices {
     fn release_saved(&self) {
         self.op.release_saved();
     }
+
+    fn visit_saved_tensors(&self, visit: &mut dyn FnMut(&str, &super::SavedTensor)) {
+        self.op.visit_saved_tensors(visit);
+    }
 }
 
 /// The grad_fn of a view after an in-place op on it: scatters the view's gradient into zeros

@@ -6,7 +6,7 @@
 
 use smallvec::SmallVec;
 
-use super::{Edge, GradVec, InputMetadata, Node, NodeMeta, NodeRef};
+use super::{Edge, GradVec, InputMetadata, Node, NodeMeta, NodeRef, SavedTensor};
 use crate::sync::{Arc, Weak};
 use crate::{is_grad_enabled, Result, Tensor};
 
@@ -34,6 +34,11 @@ pub trait Backward: Send + Sync + 'static {
 
     /// Frees saved tensors (called after the node ran without `retain_graph`).
     fn release(&self) {}
+
+    /// Calls `visit` with each saved tensor and its name (see [`Node::visit_saved_tensors`]).
+    fn visit_saved(&self, visit: &mut dyn FnMut(&str, &SavedTensor)) {
+        let _ = visit;
+    }
 
     /// The node name; [`Backward::NAME`] unless one formula serves several ops (in-place ops
     /// are named after their out-of-place op, as in PyTorch).
@@ -73,6 +78,10 @@ impl<B: Backward> Node for FunctionNode<B> {
 
     fn release_saved(&self) {
         self.backward.release();
+    }
+
+    fn visit_saved_tensors(&self, visit: &mut dyn FnMut(&str, &SavedTensor)) {
+        self.backward.visit_saved(visit);
     }
 }
 

@@ -6,7 +6,7 @@ use std::cell::Cell;
 use smallvec::SmallVec;
 
 use super::hooks::NodeHooks;
-use super::Edge;
+use super::{Edge, SavedTensor};
 use crate::sync::atomic::AtomicU64;
 use crate::sync::Ordering;
 use crate::tensor::layout::Dims;
@@ -40,6 +40,29 @@ pub trait Node: Send + Sync + 'static {
     /// `release_variables`). Later use of a released tensor fails with
     /// [`Error::BackwardTwice`](crate::Error::BackwardTwice).
     fn release_saved(&self) {}
+
+    /// Calls `visit` with each tensor the node saved for its backward, under the name its
+    /// backward gives it (`x`, `result`, ...; `name[i]` for the tensors of a list). Tools such as
+    /// [`viz::to_dot`](crate::viz::to_dot) use it; nodes that save no tensor keep the default,
+    /// which visits nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?.requires_grad_(true)?;
+    /// let y = x.exp()?; // ExpBackward0 saves its output
+    /// let mut saved = Vec::new();
+    /// y.grad_fn().unwrap().visit_saved_tensors(&mut |name, t| {
+    ///     let md = t.metadata().unwrap();
+    ///     saved.push((name.to_string(), md.shape().to_vec()));
+    /// });
+    /// assert_eq!(saved, [("result".to_string(), vec![2])]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    fn visit_saved_tensors(&self, visit: &mut dyn FnMut(&str, &SavedTensor)) {
+        let _ = visit;
+    }
 
     /// For `AccumulateGrad`: the leaf it accumulates into (whose tensor hooks it runs).
     #[doc(hidden)]

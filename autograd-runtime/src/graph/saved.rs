@@ -4,6 +4,7 @@
 //! (B38) the slot keeps what the pack hook returned instead.
 
 use super::saved_hooks::{self, HookPair, Packed};
+use super::InputMetadata;
 use crate::sync::{Arc, Mutex, Weak};
 use crate::{is_grad_enabled, Edge, Error, Node, NodeRef, Result, Tensor};
 
@@ -187,6 +188,45 @@ impl SavedTensor {
             .ok_or_else(|| Error::msg("internal error: unpacked an empty saved tensor"))
     }
 
+    /// Shape, dtype and device of the saved tensor, read without unpacking it: no version check,
+    /// no unpack hook. `None` when the slot holds no tensor (empty, released after backward, or
+    /// packed by [`saved_tensors_hooks`](crate::saved_tensors_hooks) into a value of the hook's
+    /// own).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, SavedTensor, Tensor};
+    /// let t = Tensor::zeros(&[2, 3], DType::F32)?;
+    /// let saved = SavedTensor::input(&t);
+    /// let md = saved.metadata().unwrap();
+    /// assert_eq!((md.shape(), md.dtype()), (&[2, 3][..], DType::F32));
+    /// saved.release();
+    /// assert!(saved.metadata().is_none());
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn metadata(&self) -> Option<InputMetadata> {
+        match &*self.state.lock() {
+            State::Input { tensor, .. } => Some(InputMetadata::of(tensor)),
+            State::Output { data, .. } => Some(InputMetadata::of(data)),
+            State::Empty | State::Hooked { .. } | State::PackModifiedInput | State::Released => {
+                None
+            }
+        }
+    }
+
+    /// What the slot holds, in a word or two (for `Debug` and graph pictures).
+    pub(crate) fn state_name(&self) -> &'static str {
+        match &*self.state.lock() {
+            State::Empty => "empty",
+            State::Input { .. } => "input",
+            State::Output { .. } => "output",
+            State::Hooked { .. } => "packed by hooks",
+            State::PackModifiedInput => "invalid (pack hook modified it)",
+            State::Released => "released",
+        }
+    }
+
     /// Frees the tensor (PyTorch's `reset_data`); later unpacks fail with `BackwardTwice`.
     pub fn release(&self) {
         let old = std::mem::replace(&mut *self.state.lock(), State::Released);
@@ -223,14 +263,8 @@ fn check_version(t: &Tensor, saved: u64, saved_by: Option<(&Weak<dyn Node>, usiz
 
 impl std::fmt::Debug for SavedTensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let what = match &*self.state.lock() {
-            State::Empty => "empty",
-            State::Input { .. } => "input",
-            State::Output { .. } => "output",
-            State::Hooked { .. } => "packed by hooks",
-            State::PackModifiedInput => "invalid (pack hook modified it)",
-            State::Released => "released",
-        };
-        f.debug_tuple("SavedTensor").field(&what).finish()
+        f.debug_tuple("SavedTensor")
+            .field(&self.state_name())
+            .finish()
     }
 }
