@@ -35,11 +35,12 @@ mod grad_mode;
 pub mod gradcheck;
 pub mod graph;
 mod ops;
+pub mod profiler;
 mod sync;
 mod tensor;
+pub mod viz;
 mod warning;
 
-pub mod viz;
 pub use anomaly::{detect_anomaly, is_anomaly_enabled, set_detect_anomaly, AnomalyGuard};
 pub use backend::cpu::{cached_bytes, empty_cache, num_threads, set_cache_limit, set_num_threads};
 pub use engine::{

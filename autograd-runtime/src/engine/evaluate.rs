@@ -40,7 +40,14 @@ pub(crate) fn evaluate_function(
         }
     }
 
-    let outputs = call_function(node, grads)?;
+    let _span = super::trace::node_span(&gt.span, node);
+    // Not profiling (`None`) costs one load of a field fixed before the task was queued: no
+    // atomic, no thread-local. The task reached this thread through the ready queue's mutex,
+    // which orders its creation before this read.
+    let outputs = match &gt.profiler {
+        None => call_function(node, grads)?,
+        Some(sessions) => sessions.record(node, gt.id, grads, |g| call_function(node, g))?,
+    };
     if !gt.keep_graph {
         node.release_saved();
     }

@@ -9,7 +9,9 @@ use super::exec_info::ExecInfo;
 use super::input_buffer::InputBuffer;
 use super::node_task::{NodeTask, TaskKind};
 use super::ready_queue::ReadyQueue;
+use super::trace::PassSpan;
 use crate::anomaly::AnomalyMode;
+use crate::profiler::Sessions;
 use crate::sync::atomic::{AtomicBool, AtomicUsize};
 use crate::sync::{Arc, Mutex};
 use crate::{Error, Result, Tensor};
@@ -59,6 +61,11 @@ pub(crate) struct GraphTask {
     has_error: AtomicBool,
     /// Set once the task is finished (successfully or not); the owner's loop exits on it.
     completion: Completion,
+    /// The profiler sessions this pass records into (`profiler.rs`, step 2), `None` when not
+    /// profiling. Fixed at creation, before any node of the task is queued.
+    pub(crate) profiler: Option<Sessions>,
+    /// The pass's `tracing` span (nothing without the `tracing` feature).
+    pub(crate) span: PassSpan,
 }
 
 impl GraphTask {
@@ -78,9 +85,16 @@ impl GraphTask {
         let mut not_ready = Vec::with_capacity(n);
         not_ready.resize_with(n, InputBuffer::default);
         static NEXT_ID: crate::sync::statics::AtomicU64 = crate::sync::statics::AtomicU64::new(0);
+        // Relaxed: only uniqueness and monotonicity per thread matter.
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        // A reentrant pass inherits the sessions of the pass whose node starts it.
+        let profiler = super::worker::with_current_graph_task(|parent| {
+            Sessions::capture(parent.and_then(|p| p.profiler.as_ref()))
+        });
         GraphTask {
-            // Relaxed: only uniqueness and monotonicity per thread matter.
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            id,
+            profiler,
+            span: PassSpan::new(id, reentrant_depth),
             engine,
             keep_graph,
             create_graph,

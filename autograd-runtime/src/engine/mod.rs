@@ -15,6 +15,7 @@ mod input_buffer;
 mod node_task;
 mod ready_queue;
 mod reentrant;
+mod trace;
 mod unwind;
 mod worker;
 
@@ -262,6 +263,7 @@ impl EngineInner {
             outputs.len(),
             queue.clone(),
         ));
+        let _span = gt.span.enter();
         push_task(&gt, 0, sequence_nr, root_device, root_inputs)?;
 
         if !reentrant {
