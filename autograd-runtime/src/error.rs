@@ -103,6 +103,17 @@ pub enum Error {
         /// Why it is unavailable.
         reason: String,
     },
+    /// A device could not run an op: out of memory, a failed kernel launch or copy. The pass
+    /// that hit it fails with this error; the device and the engine stay usable.
+    #[error("{op} on {device}: {message}")]
+    Device {
+        /// The device that failed.
+        device: Device,
+        /// The op or transfer that failed.
+        op: &'static str,
+        /// What the device reported (e.g. `CUDA out of memory (CUDA_ERROR_OUT_OF_MEMORY)`).
+        message: String,
+    },
 
     // ----- autograd state ----------------------------------------------------------------------
     /// `set_requires_grad` on a non-leaf.

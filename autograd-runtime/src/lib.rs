@@ -29,6 +29,7 @@
 
 mod anomaly;
 mod backend;
+pub mod cuda;
 mod engine;
 mod error;
 mod grad_mode;

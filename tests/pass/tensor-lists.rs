@@ -47,8 +47,8 @@ fn rows_backward(
     let parts = grad
         .iter()
         .zip(result)
-        .map(|(g, r)| g.clone().unwrap_or_else(|| r.zeros_like()))
-        .collect::<Vec<_>>();
+        .map(|(g, r)| g.clone().map_or_else(|| r.zeros_like(), Ok))
+        .collect::<Result<Vec<_>>>()?;
     Tensor::cat(&parts, 0)?.reshape(x.shape())
 }
 

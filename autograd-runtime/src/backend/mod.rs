@@ -4,6 +4,8 @@
 //! See `README.md` beside this file for the contract every backend keeps.
 
 pub(crate) mod cpu;
+#[cfg(feature = "cuda")]
+pub(crate) mod cuda;
 mod op;
 
 use std::fmt;
@@ -11,7 +13,7 @@ use std::fmt;
 pub(crate) use cpu::{broadcast_shapes, BroadcastError};
 pub(crate) use op::{BinaryOp, FusedOp, UnaryOp};
 
-use crate::{DType, Device, Error, Result, Tensor};
+use crate::{DType, Device, Result, Tensor};
 
 /// The kernels of one kind of device. Every method takes tensors that live on this backend's
 /// device (the dispatch functions below check that) and returns new tensors on the same device,
@@ -111,11 +113,71 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
 pub(crate) fn of(device: Device) -> Result<&'static dyn Backend> {
     match device {
         Device::Cpu | Device::Virtual(_) => Ok(&cpu::Cpu),
-        Device::Cuda(_) => Err(Error::DeviceUnavailable {
-            device,
-            reason: "this build has no CUDA support".into(),
-        }),
+        #[cfg(feature = "cuda")]
+        Device::Cuda(i) => {
+            cuda::device(i)?;
+            Ok(&cuda::Cuda)
+        }
+        #[cfg(not(feature = "cuda"))]
+        Device::Cuda(_) => Err(no_cuda(device)),
     }
+}
+
+/// The error for a CUDA device in a build without the `cuda` feature.
+#[cfg(not(feature = "cuda"))]
+pub(crate) fn no_cuda(device: Device) -> crate::Error {
+    crate::Error::DeviceUnavailable {
+        device,
+        reason: "this build has no CUDA support (the `cuda` feature is off)".into(),
+    }
+}
+
+/// A copy of `x` in host memory (`x` itself when it is there already): how the element readers
+/// (`to_vec`, `item`, ...) read a device tensor.
+pub(crate) fn host(x: &Tensor) -> Result<std::borrow::Cow<'_, Tensor>> {
+    if x.device().is_host() {
+        return Ok(std::borrow::Cow::Borrowed(x));
+    }
+    #[cfg(feature = "cuda")]
+    return cuda::to_host(x).map(std::borrow::Cow::Owned);
+    #[cfg(not(feature = "cuda"))]
+    Err(no_cuda(x.device()))
+}
+
+/// A new contiguous tensor of `shape` filled with `value` on device memory (`device` is not a
+/// host device).
+pub(crate) fn full(shape: &[usize], value: f64, dtype: DType, device: Device) -> Result<Tensor> {
+    match device {
+        #[cfg(feature = "cuda")]
+        Device::Cuda(i) => cuda::full(shape, value, dtype, i),
+        _ => {
+            let _ = (shape, value, dtype);
+            Err(crate::Error::DeviceUnavailable {
+                device,
+                reason: "no device memory backend for it in this build".into(),
+            })
+        }
+    }
+}
+
+/// A copy of host tensor `x` on CUDA device `ordinal`.
+pub(crate) fn upload_cuda(x: &Tensor, ordinal: usize) -> Result<Tensor> {
+    #[cfg(feature = "cuda")]
+    return cuda::upload(x, ordinal);
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = x;
+        Err(no_cuda(Device::Cuda(ordinal)))
+    }
+}
+
+/// Called by an engine device thread as it starts: binds CUDA device `index`'s context to the
+/// thread if that device is in use (PyTorch's worker sets its device once).
+pub(crate) fn on_device_thread_start(index: usize) {
+    #[cfg(feature = "cuda")]
+    cuda::bind_worker(index);
+    #[cfg(not(feature = "cuda"))]
+    let _ = index;
 }
 
 /// The backend of `t`'s device.

@@ -38,6 +38,7 @@ impl DeviceThreads {
         let thread = std::thread::Builder::new()
             .name(name.clone())
             .spawn(move || {
+                crate::backend::on_device_thread_start(index);
                 worker::set_local_ready_queue(q.clone());
                 worker::thread_main(&q, None);
             })

@@ -156,7 +156,7 @@ fn make_grads(roots: &[Tensor], grads: &[Option<Tensor>]) -> Result<GradVec> {
             // As PyTorch's `_make_grads`: only roots that require grad get an implicit gradient;
             // the others fail later with "element i ... does not require grad".
             None if !root.requires_grad() => out.push(None),
-            None if root.numel() == 1 => out.push(Some(root.ones_like())),
+            None if root.numel() == 1 => out.push(Some(root.ones_like()?)),
             None => return Err(Error::ImplicitGradNonScalar),
         }
     }
@@ -303,7 +303,7 @@ pub(crate) fn grad_on(
         if slot.is_none() {
             if options.materialize_grads {
                 // PyTorch: `zeros_like(input, requires_grad=True)`, so it can be differentiated.
-                *slot = Some(input.zeros_like().requires_grad_(true)?);
+                *slot = Some(input.zeros_like()?.requires_grad_(true)?);
             } else if !allow_unused {
                 return Err(Error::UnusedInput { index });
             }

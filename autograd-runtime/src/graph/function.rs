@@ -69,7 +69,7 @@ impl<B: Backward> Node for FunctionNode<B> {
         if B::MATERIALIZE_GRADS {
             for (i, g) in grads.iter_mut().enumerate() {
                 if g.is_none() {
-                    *g = Some(self.meta.input_metadata(i).zeros());
+                    *g = Some(self.meta.input_metadata(i).zeros()?);
                 }
             }
         }

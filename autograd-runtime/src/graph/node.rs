@@ -106,7 +106,11 @@ impl InputMetadata {
     }
 
     /// Zeros of this shape, dtype and device (for materialising undefined gradients).
-    pub fn zeros(&self) -> Tensor {
+    ///
+    /// # Errors
+    ///
+    /// A device error (out of memory) for a tensor in device memory.
+    pub fn zeros(&self) -> crate::Result<Tensor> {
         Tensor::filled(&self.shape, 0.0, self.dtype, self.device)
     }
 }

@@ -101,7 +101,7 @@ fn fill_(x: &Tensor, value: f64) -> Result<Tensor> {
 }
 
 #[backward(fill_)]
-fn fill_inplace_backward(grad: &Tensor) -> Tensor {
+fn fill_inplace_backward(grad: &Tensor) -> Result<Tensor> {
     grad.zeros_like()
 }
 
@@ -112,7 +112,7 @@ fn zero_(x: &Tensor) -> Result<Tensor> {
 }
 
 #[backward(zero_)]
-fn zero_inplace_backward(grad: &Tensor) -> Tensor {
+fn zero_inplace_backward(grad: &Tensor) -> Result<Tensor> {
     grad.zeros_like()
 }
 

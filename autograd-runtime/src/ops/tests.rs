@@ -225,7 +225,7 @@ fn node_names_are_pytorchs() -> Result<()> {
 
     // The gradients of narrow, index_select and max_dim are ops too (double backward).
     let create_graph = |y: &Tensor| -> Result<Tensor> {
-        let v = y.ones_like().requires_grad_(true)?;
+        let v = y.ones_like()?.requires_grad_(true)?;
         let g = grad(
             &[y.clone()],
             &[x.clone()],

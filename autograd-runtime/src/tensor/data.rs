@@ -41,6 +41,9 @@ macro_rules! with_view {
                 let $v = $crate::tensor::data::view::<f64>(__d, __t.layout());
                 $body
             }
+            $crate::tensor::storage::Buffer::Cuda(_) => {
+                unreachable!("invariant: host kernels only receive host tensors")
+            }
         }
     }};
 }
@@ -99,6 +102,9 @@ macro_rules! with_view_mut {
                 let $v = $crate::tensor::data::view_mut::<f64>(__d, __t.layout());
                 $body
             }
+            $crate::tensor::storage::Buffer::Cuda(_) => {
+                unreachable!("invariant: host kernels only receive host tensors")
+            }
         }
     }};
 }
@@ -139,6 +145,7 @@ impl Tensor {
         match &*guard {
             Buffer::F32(d) => map_typed(d, self.layout(), m, self.device()),
             Buffer::F64(d) => map_typed(d, self.layout(), m, self.device()),
+            Buffer::Cuda(_) => unreachable!("invariant: map_elements is for host tensors only"),
         }
     }
 
@@ -196,6 +203,9 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        if !self.device().is_host() {
+            return crate::backend::host(self)?.to_vec();
+        }
         let guard = self.0.storage.data.read();
         let data = T::slice(&guard).ok_or(Error::WrongDType {
             expected: T::DTYPE,
@@ -223,6 +233,9 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn to_array<T: Element>(&self) -> Result<ArrayD<T>> {
+        if !self.device().is_host() {
+            return crate::backend::host(self)?.to_array();
+        }
         let guard = self.0.storage.data.read();
         let data = T::slice(&guard).ok_or(Error::WrongDType {
             expected: T::DTYPE,
@@ -250,6 +263,9 @@ impl Tensor {
             return Err(Error::NotAScalar {
                 numel: self.numel(),
             });
+        }
+        if !self.device().is_host() {
+            return crate::backend::host(self)?.item();
         }
         let guard = self.0.storage.data.read();
         let data = T::slice(&guard).ok_or(Error::WrongDType {

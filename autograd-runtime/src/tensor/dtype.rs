@@ -90,13 +90,29 @@ pub enum Buffer {
     F32(ElemVec<f32>),
     /// `f64` elements.
     F64(ElemVec<f64>),
+    /// Elements in a CUDA device's memory (either dtype).
+    Cuda(DeviceBuffer),
 }
+
+/// Device memory of the CUDA backend.
+#[cfg(feature = "cuda")]
+pub(crate) use crate::backend::cuda::DeviceBuffer;
+
+/// Device memory of the CUDA backend: none in a build without the `cuda` feature.
+#[cfg(not(feature = "cuda"))]
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum DeviceBuffer {}
 
 impl Buffer {
     pub(crate) fn dtype(&self) -> DType {
         match self {
             Buffer::F32(_) => DType::F32,
             Buffer::F64(_) => DType::F64,
+            #[cfg(feature = "cuda")]
+            Buffer::Cuda(d) => d.dtype(),
+            #[cfg(not(feature = "cuda"))]
+            Buffer::Cuda(d) => match *d {},
         }
     }
 
@@ -104,6 +120,10 @@ impl Buffer {
         match self {
             Buffer::F32(v) => v.len(),
             Buffer::F64(v) => v.len(),
+            #[cfg(feature = "cuda")]
+            Buffer::Cuda(d) => d.len(),
+            #[cfg(not(feature = "cuda"))]
+            Buffer::Cuda(d) => match *d {},
         }
     }
 }

@@ -173,18 +173,26 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn full(shape: &[usize], value: f64, dtype: DType) -> Result<Tensor> {
-        Ok(Tensor::filled(shape, value, dtype, Device::Cpu))
+        Tensor::filled(shape, value, dtype, Device::Cpu)
     }
 
     /// A new contiguous tensor of `shape` filled with `value`: what every constant constructor
     /// (`full`, `zeros_like`, materialised zero gradients, ...) builds on.
-    pub(crate) fn filled(shape: &[usize], value: f64, dtype: DType, device: Device) -> Tensor {
+    pub(crate) fn filled(
+        shape: &[usize],
+        value: f64,
+        dtype: DType,
+        device: Device,
+    ) -> Result<Tensor> {
+        if !device.is_host() {
+            return crate::backend::full(shape, value, dtype, device);
+        }
         let n = shape.iter().product();
         let data = match dtype {
             DType::F32 => Buffer::F32(smallvec::smallvec![value as f32; n]),
             DType::F64 => Buffer::F64(smallvec::smallvec![value; n]),
         };
-        Tensor::from_buffer(data, shape, device)
+        Ok(Tensor::from_buffer(data, shape, device))
     }
 
     /// A tensor of zeros.
@@ -250,10 +258,10 @@ impl Tensor {
     /// ```
     /// use autograd_runtime::Tensor;
     /// let t = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
-    /// assert_eq!(t.zeros_like().to_vec::<f32>()?, vec![0.0, 0.0]);
+    /// assert_eq!(t.zeros_like()?.to_vec::<f32>()?, vec![0.0, 0.0]);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn zeros_like(&self) -> Tensor {
+    pub fn zeros_like(&self) -> Result<Tensor> {
         self.full_like(0.0)
     }
 
@@ -263,23 +271,27 @@ impl Tensor {
     ///
     /// ```
     /// use autograd_runtime::Tensor;
-    /// assert_eq!(Tensor::scalar(3.0f64).ones_like().item::<f64>()?, 1.0);
+    /// assert_eq!(Tensor::scalar(3.0f64).ones_like()?.item::<f64>()?, 1.0);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn ones_like(&self) -> Tensor {
+    pub fn ones_like(&self) -> Result<Tensor> {
         self.full_like(1.0)
     }
 
     /// A tensor filled with `value`, with this tensor's shape, dtype and device.
     ///
+    /// # Errors
+    ///
+    /// [`Error::Device`] if the device cannot allocate it (CUDA out of memory).
+    ///
     /// # Examples
     ///
     /// ```
     /// use autograd_runtime::Tensor;
-    /// assert_eq!(Tensor::scalar(3.0f64).full_like(5.0).item::<f64>()?, 5.0);
+    /// assert_eq!(Tensor::scalar(3.0f64).full_like(5.0)?.item::<f64>()?, 5.0);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn full_like(&self, value: f64) -> Tensor {
+    pub fn full_like(&self, value: f64) -> Result<Tensor> {
         Tensor::filled(self.shape(), value, self.dtype(), self.device())
     }
 

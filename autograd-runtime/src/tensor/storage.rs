@@ -27,6 +27,7 @@ impl Storage {
         Arc::get_mut(storage).is_some_and(|s| match s.data.get_mut() {
             Buffer::F32(v) => !v.spilled(),
             Buffer::F64(v) => !v.spilled(),
+            Buffer::Cuda(_) => false,
         })
     }
 

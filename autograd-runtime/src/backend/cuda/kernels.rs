@@ -1,0 +1,181 @@
+//! The kernel source (`kernels.cu`), its compilation by NVRTC (once per process: the PTX is then
+//! loaded into each device's context), and the argument types the kernels take.
+
+use std::sync::OnceLock;
+
+use cudarc::driver::DeviceRepr;
+use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
+
+use crate::backend::{BinaryOp, FusedOp, UnaryOp};
+use crate::tensor::layout::Layout;
+use crate::DType;
+
+/// The CUDA C++ source of every kernel.
+pub(crate) const SOURCE: &str = include_str!("kernels.cu");
+
+/// The most dimensions a tensor handed to a kernel may have (`MAX_DIMS` in `kernels.cu`).
+pub(crate) const MAX_DIMS: usize = 8;
+
+/// Threads per block (`BLOCK` in `kernels.cu`; the reductions' trees assume it).
+pub(crate) const BLOCK: u32 = 256;
+
+/// Every kernel `kernels.cu` defines, loaded by name into each device's module.
+pub(crate) const NAMES: &[&str] = &[
+    "unary_f32",
+    "unary_f64",
+    "pow_scalar_f32",
+    "pow_scalar_f64",
+    "binary_f32",
+    "binary_f64",
+    "binary_scalar_f32",
+    "binary_scalar_f64",
+    "fused_f32",
+    "fused_f64",
+    "binary_inplace_f32",
+    "binary_inplace_f64",
+    "fill_f32",
+    "fill_f64",
+    "copy_f32",
+    "copy_f64",
+    "has_nan_f32",
+    "has_nan_f64",
+    "cast_f32_f64",
+    "cast_f64_f32",
+    "sum_f32",
+    "sum_f64",
+    "softmax_f32",
+    "softmax_f64",
+    "argmax_f32",
+    "argmax_f64",
+    "index_select_f32",
+    "index_select_f64",
+    "index_add_f32",
+    "index_add_f64",
+    "gather_f32",
+    "gather_f64",
+    "scatter_f32",
+    "scatter_f64",
+];
+
+/// `name` with the dtype's suffix (`"unary"` → `"unary_f32"`), as listed in [`NAMES`].
+pub(crate) fn name(base: &'static str, dtype: DType) -> String {
+    format!("{base}_{dtype}")
+}
+
+/// The compiled PTX, or NVRTC's error log. Compiled once per process: PTX is portable across
+/// the devices' architectures (the driver finishes it for each when a context loads it).
+pub(crate) fn ptx() -> Result<&'static Ptx, String> {
+    static PTX: OnceLock<Result<Ptx, String>> = OnceLock::new();
+    PTX.get_or_init(compile).as_ref().map_err(Clone::clone)
+}
+
+/// Compiles [`SOURCE`] with NVRTC.
+pub(crate) fn compile() -> Result<Ptx, String> {
+    let opts = CompileOptions {
+        // IEEE results: no flush-to-zero, correctly rounded division and square root, and no
+        // contraction into fused multiply-adds (so formulas round as written, like the CPU's).
+        ftz: Some(false),
+        prec_div: Some(true),
+        prec_sqrt: Some(true),
+        fmad: Some(false),
+        name: Some("autograd_kernels.cu".into()),
+        ..CompileOptions::default()
+    };
+    compile_ptx_with_opts(SOURCE, opts)
+        .map_err(|e| format!("NVRTC could not compile the kernels: {e:?}"))
+}
+
+/// A tensor's layout as a kernel reads it (`struct Layout` in `kernels.cu`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KernelLayout {
+    ndim: u64,
+    offset: u64,
+    shape: [u64; MAX_DIMS],
+    strides: [u64; MAX_DIMS],
+}
+
+// SAFETY: `KernelLayout` is `repr(C)`, made of `u64`s only (no padding, no pointers), and matches
+// `struct Layout` in `kernels.cu` field for field, so passing it by value as a kernel parameter
+// hands the kernel exactly these bytes.
+unsafe impl DeviceRepr for KernelLayout {}
+
+impl KernelLayout {
+    /// `layout` for a kernel, or `None` with more than [`MAX_DIMS`] dims.
+    pub(crate) fn new(layout: &Layout) -> Option<KernelLayout> {
+        KernelLayout::from_parts(&layout.shape, &layout.strides, layout.offset)
+    }
+
+    /// A dense C-order layout of `shape`.
+    pub(crate) fn contiguous(shape: &[usize]) -> Option<KernelLayout> {
+        KernelLayout::new(&Layout::contiguous(shape))
+    }
+
+    pub(crate) fn from_parts(
+        shape: &[usize],
+        strides: &[usize],
+        offset: usize,
+    ) -> Option<KernelLayout> {
+        if shape.len() > MAX_DIMS {
+            return None;
+        }
+        let mut l = KernelLayout {
+            ndim: shape.len() as u64,
+            offset: offset as u64,
+            shape: [1; MAX_DIMS],
+            strides: [0; MAX_DIMS],
+        };
+        for (d, (&size, &stride)) in shape.iter().zip(strides).enumerate() {
+            l.shape[d] = size as u64;
+            l.strides[d] = stride as u64;
+        }
+        Some(l)
+    }
+}
+
+/// `op`'s code in `unary_op` of `kernels.cu`.
+pub(crate) fn unary_code(op: UnaryOp) -> i32 {
+    match op {
+        UnaryOp::Neg => 0,
+        UnaryOp::Exp => 1,
+        UnaryOp::Log => 2,
+        UnaryOp::Sin => 3,
+        UnaryOp::Cos => 4,
+        UnaryOp::Tanh => 5,
+        UnaryOp::Sigmoid => 6,
+        UnaryOp::Relu => 7,
+        UnaryOp::Sqrt => 8,
+        UnaryOp::Abs => 9,
+        UnaryOp::Sign => 10,
+        UnaryOp::Reciprocal => 11,
+        UnaryOp::Square => 12,
+        UnaryOp::PositiveMask => 13,
+    }
+}
+
+/// `op`'s code in `binary_op` of `kernels.cu`.
+pub(crate) fn binary_code(op: BinaryOp) -> i32 {
+    match op {
+        BinaryOp::Add => 0,
+        BinaryOp::Sub => 1,
+        BinaryOp::Mul => 2,
+        BinaryOp::Div => 3,
+        BinaryOp::Maximum => 4,
+        BinaryOp::Minimum => 5,
+        BinaryOp::Pow => 6,
+    }
+}
+
+/// `op`'s code in `fused_op` of `kernels.cu`, and its exponent (0 unless `Pow`).
+pub(crate) fn fused_code(op: FusedOp) -> (i32, f64) {
+    match op {
+        FusedOp::Tanh => (0, 0.0),
+        FusedOp::Sigmoid => (1, 0.0),
+        FusedOp::Relu => (2, 0.0),
+        FusedOp::Sqrt => (3, 0.0),
+        FusedOp::Abs => (4, 0.0),
+        FusedOp::Sin => (5, 0.0),
+        FusedOp::Cos => (6, 0.0),
+        FusedOp::Pow { exponent } => (7, exponent),
+    }
+}

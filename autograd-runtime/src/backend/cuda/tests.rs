@@ -1,0 +1,122 @@
+//! What the CUDA backend can show on any machine: the kernel source compiles under NVRTC (which
+//! needs no GPU, only `libnvrtc`), the op codes match the kernels', layouts fit the kernel
+//! struct, and a machine without a driver gets errors, never a panic. The GPU behaviour itself
+//! is tested in `tests/cuda.rs`, which skips (saying why) without a device.
+
+use super::kernels::{self, KernelLayout, NAMES, SOURCE};
+use crate::backend::{BinaryOp, FusedOp, UnaryOp};
+use crate::tensor::layout::Layout;
+use crate::{cuda, Device, Error, Tensor};
+
+/// Compiles the kernels with the real NVRTC when the library can be loaded (set
+/// `LD_LIBRARY_PATH` to a directory holding `libnvrtc.so.12`, e.g. from the
+/// `nvidia-cuda-nvrtc-cu12` wheel, as `.ci/run` does), and checks every kernel the backend
+/// loads by name is in the PTX.
+#[test]
+fn the_kernel_source_compiles_under_nvrtc_and_defines_every_kernel() {
+    // SAFETY: only `dlopen`s candidate file names of the NVRTC library.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        println!(
+            "skipped: libnvrtc.so not found, so the kernel source was not compiled \
+             (put libnvrtc.so.12 on LD_LIBRARY_PATH to run this)"
+        );
+        return;
+    }
+    let ptx = match kernels::compile() {
+        Ok(ptx) => ptx.to_src(),
+        Err(log) => panic!("{log}"),
+    };
+    for name in NAMES {
+        assert!(
+            ptx.contains(&format!(".entry {name}(")),
+            "kernel {name} is not in the PTX"
+        );
+    }
+    // Double-precision kernels really are double precision.
+    assert!(ptx.contains(".f64"));
+}
+
+#[test]
+fn every_kernel_name_is_defined_in_the_source() {
+    for name in NAMES {
+        let (base, suffix) = name.rsplit_once('_').unwrap();
+        let defined = SOURCE.contains(&format!("void {name}("))
+            || (SOURCE.contains(&format!("void {base}_##S(")) && ["f32", "f64"].contains(&suffix));
+        assert!(defined, "{name} is not defined in kernels.cu");
+    }
+}
+
+#[test]
+fn op_codes_follow_the_kernel_switches() {
+    // The `switch` in `unary_op` has one case per code, in the enum's order; spot-check the
+    // codes whose formulas are easy to confuse.
+    assert_eq!(kernels::unary_code(UnaryOp::Neg), 0);
+    assert_eq!(kernels::unary_code(UnaryOp::Sigmoid), 6);
+    assert_eq!(kernels::unary_code(UnaryOp::PositiveMask), 13);
+    assert!(SOURCE.contains("case 6: return T(1) / (T(1) + m_exp(-x));"));
+    assert!(SOURCE.contains("case 12: return x * x;"));
+    assert_eq!(kernels::binary_code(BinaryOp::Div), 3);
+    assert!(SOURCE.contains("case 3: return a / b;"));
+    assert_eq!(kernels::fused_code(FusedOp::Tanh).0, 0);
+    assert!(SOURCE.contains("case 0: return g * (T(1) - s * s);"));
+    assert_eq!(
+        kernels::fused_code(FusedOp::Pow { exponent: 3.0 }),
+        (7, 3.0)
+    );
+}
+
+#[test]
+fn kernel_layouts_carry_shape_strides_and_offset_up_to_eight_dims() {
+    let l = Layout::contiguous(&[2, 3, 4])
+        .transpose(0, 2)
+        .narrow(0, 1, 2);
+    let k = KernelLayout::new(&l).unwrap();
+    let text = format!("{k:?}");
+    assert!(
+        text.contains("ndim: 3") && text.contains("offset: 1,"),
+        "{text}"
+    );
+    assert!(text.contains("shape: [2, 3, 2, 1, 1, 1, 1, 1]"), "{text}");
+    assert!(
+        text.contains("strides: [1, 4, 12, 0, 0, 0, 0, 0]"),
+        "{text}"
+    );
+    assert!(KernelLayout::contiguous(&[1; 8]).is_some());
+    assert!(KernelLayout::contiguous(&[1; 9]).is_none());
+    // The Rust struct is the C struct: 2 + 8 + 8 u64s.
+    assert_eq!(std::mem::size_of::<KernelLayout>(), 18 * 8);
+}
+
+#[test]
+fn without_a_device_cuda_requests_are_errors_that_say_why() -> crate::Result<()> {
+    if cuda::is_available() {
+        println!("skipped: this machine has a CUDA device; tests/cuda.rs covers it");
+        return Ok(());
+    }
+    assert_eq!(cuda::device_count(), 0);
+    let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?.requires_grad_(true)?;
+    let err = x.to(Device::Cuda(0)).unwrap_err();
+    let Error::DeviceUnavailable { device, reason } = &err else {
+        panic!("expected DeviceUnavailable, got {err:?}");
+    };
+    assert_eq!(*device, Device::Cuda(0));
+    assert!(
+        reason.starts_with("no CUDA driver found") || reason.starts_with("no such device"),
+        "{reason}"
+    );
+    assert!(err
+        .to_string()
+        .starts_with("device cuda:0 is not available: "));
+    assert_eq!(
+        cuda::unavailable_reason(3).as_deref(),
+        Some(reason.as_str())
+    );
+    assert!(matches!(
+        cuda::synchronize(0),
+        Err(Error::DeviceUnavailable { .. })
+    ));
+    // The engine is untouched by the failed request.
+    x.mul_scalar(3.0)?.sum()?.backward()?;
+    assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [3.0, 3.0]);
+    Ok(())
+}

@@ -1,0 +1,101 @@
+//! Whether this machine can run CUDA tensors (PyTorch's `torch.cuda.is_available()` and
+//! `torch.cuda.device_count()`).
+//!
+//! The driver, NVRTC and cuBLAS are loaded when first needed, so a program built with CUDA support
+//! runs unchanged on a machine without a GPU: these answer `false` / `0`, and moving a tensor to
+//! [`Device::Cuda`](crate::Device::Cuda) returns [`Error::DeviceUnavailable`](crate::Error)
+//! saying why. Nothing here panics.
+//!
+//! ```
+//! use autograd_runtime::{cuda, Device, Error, Tensor};
+//!
+//! let device = if cuda::is_available() { Device::Cuda(0) } else { Device::Cpu };
+//! let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?.to(device)?;
+//! assert_eq!(x.mul_scalar(2.0)?.to_vec::<f32>()?, [2.0, 4.0]);
+//!
+//! // A device this machine does not have is an error naming it, never a panic.
+//! let missing = Device::Cuda(cuda::device_count());
+//! let err = Tensor::scalar(1.0f32).to(missing).unwrap_err();
+//! assert!(matches!(err, Error::DeviceUnavailable { device, .. } if device == missing));
+//! assert!(err.to_string().starts_with(&format!("device {missing} is not available: ")));
+//! # Ok::<(), Error>(())
+//! ```
+
+/// Whether at least one CUDA device can be used: the driver loads and reports a device. (NVRTC
+/// and cuBLAS are checked when a device is first used; [`unavailable_reason`] says what failed.)
+///
+/// # Examples
+///
+/// ```
+/// if !autograd_runtime::cuda::is_available() {
+///     println!("no GPU: {}", autograd_runtime::cuda::unavailable_reason(0).unwrap());
+/// }
+/// ```
+pub fn is_available() -> bool {
+    device_count() > 0
+}
+
+/// The number of CUDA devices the driver reports (0 without a driver).
+///
+/// # Examples
+///
+/// ```
+/// let n = autograd_runtime::cuda::device_count();
+/// assert_eq!(n > 0, autograd_runtime::cuda::is_available());
+/// ```
+pub fn device_count() -> usize {
+    #[cfg(feature = "cuda")]
+    return crate::backend::cuda::driver().unwrap_or(0);
+    #[cfg(not(feature = "cuda"))]
+    0
+}
+
+/// Why `cuda:<ordinal>` cannot be used (no driver, no such device, a library missing, a set-up
+/// failure), or `None` when it can. Sets the device up if it was not yet.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::cuda;
+/// let beyond = cuda::device_count();
+/// assert!(cuda::unavailable_reason(beyond).is_some());
+/// ```
+pub fn unavailable_reason(ordinal: usize) -> Option<String> {
+    match crate::backend::of(crate::Device::Cuda(ordinal)) {
+        Ok(_) => None,
+        Err(crate::Error::DeviceUnavailable { reason, .. }) => Some(reason),
+        Err(other) => Some(other.to_string()),
+    }
+}
+
+/// Waits until all work issued so far on `cuda:<ordinal>` has finished (PyTorch's
+/// `torch.cuda.synchronize`): for timing. Reading a tensor's values waits by itself.
+///
+/// # Errors
+///
+/// [`Error::DeviceUnavailable`](crate::Error::DeviceUnavailable) if the device cannot be used,
+/// [`Error::Device`](crate::Error::Device) if the device reports a failure.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::cuda;
+/// if cuda::is_available() {
+///     cuda::synchronize(0)?;
+/// } else {
+///     assert!(cuda::synchronize(0).is_err());
+/// }
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn synchronize(ordinal: usize) -> crate::Result<()> {
+    #[cfg(feature = "cuda")]
+    {
+        let dev = crate::backend::cuda::device(ordinal)?;
+        dev.bind()?;
+        dev.stream
+            .synchronize()
+            .map_err(|e| dev.error("synchronize", e))
+    }
+    #[cfg(not(feature = "cuda"))]
+    Err(crate::backend::no_cuda(crate::Device::Cuda(ordinal)))
+}

@@ -1,0 +1,339 @@
+//! CUDA tensors against the CPU. Every test needs a GPU; without one each prints
+//! `skipped: <why>` and passes, so `cargo test --workspace` runs anywhere.
+//!
+//! * every op's gradient on `cuda:0` equals the CPU's (f32 within 1e-4 relative, f64 within
+//!   1e-10), and gradcheck holds in f64 through the device;
+//! * double backward, a mixed CPU/CUDA graph (B26–B28 with a real device), concurrent backward
+//!   from several threads on one GPU, and an out-of-memory request that fails cleanly.
+
+use std::thread;
+
+use autograd::*;
+
+/// `cuda:0`, or `None` after printing why this test is skipped.
+fn gpu(test: &str) -> Option<Device> {
+    if cuda::is_available() {
+        return Some(Device::Cuda(0));
+    }
+    let why = cuda::unavailable_reason(0).unwrap_or_default();
+    println!("skipped {test}: no CUDA device ({why})");
+    None
+}
+
+/// A program: differentiable inputs in, one tensor out.
+type Program = fn(&[Tensor]) -> Result<Tensor>;
+
+/// Positive values for `log`, `sqrt`, `pow(0.5)` and division.
+fn positive(x: &Tensor) -> Result<Tensor> {
+    x.abs()?.add_scalar(0.5)
+}
+
+/// Every op of the library, each with the shapes of its inputs.
+fn programs() -> Vec<(&'static str, Vec<Vec<usize>>, Program)> {
+    vec![
+        ("neg", vec![vec![3, 4]], |x| x[0].neg()),
+        ("exp", vec![vec![3, 4]], |x| x[0].exp()),
+        ("log", vec![vec![3, 4]], |x| positive(&x[0])?.log()),
+        ("sin", vec![vec![3, 4]], |x| x[0].sin()),
+        ("cos", vec![vec![3, 4]], |x| x[0].cos()),
+        ("tanh", vec![vec![3, 4]], |x| x[0].tanh()),
+        ("sigmoid", vec![vec![3, 4]], |x| x[0].sigmoid()),
+        ("relu", vec![vec![3, 4]], |x| x[0].relu()),
+        ("sqrt", vec![vec![3, 4]], |x| positive(&x[0])?.sqrt()),
+        ("abs", vec![vec![3, 4]], |x| x[0].abs()),
+        ("pow 2", vec![vec![3, 4]], |x| x[0].pow(2.0)),
+        ("pow 3", vec![vec![3, 4]], |x| x[0].pow(3.0)),
+        ("pow 0.5", vec![vec![3, 4]], |x| positive(&x[0])?.pow(0.5)),
+        ("add broadcast", vec![vec![3, 4], vec![4]], |x| {
+            x[0].add(&x[1])
+        }),
+        ("sub broadcast", vec![vec![3, 1], vec![1, 4]], |x| {
+            x[0].sub(&x[1])
+        }),
+        ("mul broadcast", vec![vec![2, 3, 4], vec![3, 1]], |x| {
+            x[0].mul(&x[1])
+        }),
+        ("div", vec![vec![3, 4], vec![3, 4]], |x| {
+            x[0].div(&positive(&x[1])?)
+        }),
+        ("scalars", vec![vec![5]], |x| {
+            x[0].mul_scalar(3.0)?
+                .add_scalar(1.0)?
+                .rsub_scalar(2.0)?
+                .div_scalar(4.0)
+        }),
+        ("rdiv", vec![vec![5]], |x| positive(&x[0])?.rdiv_scalar(2.0)),
+        ("sum", vec![vec![3, 4]], |x| x[0].sum()),
+        ("sum dims", vec![vec![2, 3, 4]], |x| {
+            x[0].sum_dims(&[0, 2], true)
+        }),
+        ("mean", vec![vec![3, 4]], |x| x[0].mean()),
+        ("max_dim", vec![vec![3, 4]], |x| {
+            Ok(x[0].max_dim(1, false)?.0)
+        }),
+        ("softmax", vec![vec![3, 4]], |x| x[0].softmax(1)),
+        ("log_softmax dim 0", vec![vec![3, 4]], |x| {
+            x[0].log_softmax(0)
+        }),
+        ("matmul", vec![vec![3, 4], vec![4, 5]], |x| {
+            x[0].matmul(&x[1])
+        }),
+        ("matmul transposed", vec![vec![4, 3], vec![5, 4]], |x| {
+            x[0].transpose(0, 1)?.matmul(&x[1].transpose(0, 1)?)
+        }),
+        ("matmul batched", vec![vec![2, 3, 4], vec![4, 5]], |x| {
+            x[0].matmul(&x[1])
+        }),
+        (
+            "matmul batch broadcast",
+            vec![vec![2, 1, 3, 4], vec![3, 4, 2]],
+            |x| x[0].matmul(&x[1]),
+        ),
+        ("index_select", vec![vec![4, 3]], |x| {
+            x[0].index_select(0, &[2, 0, 2])
+        }),
+        ("narrow", vec![vec![4, 3]], |x| x[0].narrow(1, 1, 2)),
+        ("cat", vec![vec![2, 3], vec![1, 3]], |x| {
+            Tensor::cat(&[x[0].clone(), x[1].clone()], 0)
+        }),
+        ("stack", vec![vec![2, 3], vec![2, 3]], |x| {
+            Tensor::stack(&[x[0].clone(), x[1].clone()], 1)
+        }),
+        ("permute contiguous", vec![vec![2, 3, 4]], |x| {
+            x[0].permute(&[2, 0, 1])?.contiguous()
+        }),
+        ("reshape expand", vec![vec![3, 1]], |x| {
+            x[0].expand(&[3, 4])?.reshape(&[4, 3])
+        }),
+        ("in-place", vec![vec![3, 4], vec![4]], |x| {
+            let y = x[0].mul_scalar(2.0)?;
+            y.add_(&x[1])?;
+            y.mul_(&y.detach())?;
+            Ok(y)
+        }),
+    ]
+}
+
+/// Deterministic inputs of `shapes` in `dtype` on the CPU.
+fn inputs(shapes: &[Vec<usize>], dtype: DType) -> Result<Vec<Tensor>> {
+    shapes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Tensor::randn(s, DType::F64, 7 + i as u64)?.to_dtype(dtype))
+        .collect()
+}
+
+/// The gradients of `sum(program(inputs) * weights)` with the program run on `device`.
+fn gradients(program: Program, cpu_inputs: &[Tensor], device: Device) -> Result<Vec<Vec<f64>>> {
+    let leaves = cpu_inputs
+        .iter()
+        .map(|t| t.to(device)?.detach().requires_grad_(true))
+        .collect::<Result<Vec<_>>>()?;
+    let out = program(&leaves)?;
+    assert_eq!(out.device(), device);
+    let weights = Tensor::randn(out.shape(), DType::F64, 99)?
+        .to_dtype(out.dtype())?
+        .to(device)?;
+    out.mul(&weights)?.sum()?.backward()?;
+    leaves
+        .iter()
+        .map(|l| {
+            let g = l.grad().expect("every input gets a gradient");
+            assert_eq!(g.device(), device);
+            g.to_dtype(DType::F64)?.to_vec::<f64>()
+        })
+        .collect()
+}
+
+#[test]
+fn every_op_gradient_on_cuda_equals_the_cpu_gradient() -> Result<()> {
+    let Some(gpu) = gpu("every_op_gradient_on_cuda_equals_the_cpu_gradient") else {
+        return Ok(());
+    };
+    for (dtype, tolerance) in [(DType::F32, 1e-4), (DType::F64, 1e-10)] {
+        for (name, shapes, program) in programs() {
+            let x = inputs(&shapes, dtype)?;
+            let on_cpu = gradients(program, &x, Device::Cpu)?;
+            let on_gpu = gradients(program, &x, gpu)?;
+            for (i, (c, g)) in on_cpu.iter().zip(&on_gpu).enumerate() {
+                for (a, b) in c.iter().zip(g) {
+                    let err = (a - b).abs() / a.abs().max(1.0);
+                    assert!(
+                        err <= tolerance,
+                        "{name} ({dtype}) input {i}: cpu {c:?} vs cuda {g:?}"
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The harness itself, on any machine: every program runs, and the device path (a
+/// host-backed `Virtual` device, scheduled like a GPU) gives the CPU's gradients bit for bit.
+#[test]
+fn every_program_gives_the_same_gradients_on_a_virtual_device() -> Result<()> {
+    for dtype in [DType::F32, DType::F64] {
+        for (name, shapes, program) in programs() {
+            let x = inputs(&shapes, dtype)?;
+            let on_cpu = gradients(program, &x, Device::Cpu)?;
+            let on_virtual = gradients(program, &x, Device::Virtual(0))?;
+            assert_eq!(on_cpu, on_virtual, "{name} ({dtype})");
+            assert!(
+                on_cpu.iter().flatten().any(|g| *g != 0.0),
+                "{name}: all-zero gradient"
+            );
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn gradcheck_and_gradgradcheck_hold_in_f64_on_cuda() -> Result<()> {
+    let Some(gpu) = gpu("gradcheck_and_gradgradcheck_hold_in_f64_on_cuda") else {
+        return Ok(());
+    };
+    for (name, shapes, program) in programs() {
+        let x = inputs(&shapes, DType::F64)?
+            .into_iter()
+            .map(|t| t.requires_grad_(true))
+            .collect::<Result<Vec<_>>>()?;
+        // The inputs move to the device inside the function (differentiably), so the checks'
+        // own perturbations stay on the CPU while every op runs on the GPU.
+        let on_gpu = |i: &[Tensor]| -> Result<Tensor> {
+            let moved = i.iter().map(|t| t.to(gpu)).collect::<Result<Vec<_>>>()?;
+            program(&moved)?.to(Device::Cpu)
+        };
+        gradcheck(on_gpu, &x).map_err(|e| Error::msg(format!("{name}: {e}")))?;
+        if !matches!(name, "relu" | "abs" | "max_dim" | "in-place") {
+            gradgradcheck(on_gpu, &x).map_err(|e| Error::msg(format!("{name}: {e}")))?;
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn double_backward_on_cuda_matches_the_closed_form() -> Result<()> {
+    let Some(gpu) = gpu("double_backward_on_cuda_matches_the_closed_form") else {
+        return Ok(());
+    };
+    let x = Tensor::from_vec(vec![0.5f64, -1.0, 2.0], &[3])?
+        .to(gpu)?
+        .requires_grad_(true)?;
+    let y = x.pow(3.0)?.sum()?;
+    let g = grad(&[y], &[x.clone()], GradOptions::new().create_graph(true))?;
+    let g = g[0].clone().unwrap();
+    assert_eq!(g.device(), gpu);
+    g.sum()?.backward()?; // d/dx Σ 3x² = 6x
+    assert_eq!(x.grad().unwrap().to_vec::<f64>()?, [3.0, -6.0, 12.0]);
+    Ok(())
+}
+
+#[test]
+fn a_mixed_cpu_and_cuda_graph_runs_each_node_on_its_device_thread() -> Result<()> {
+    let Some(gpu) = gpu("a_mixed_cpu_and_cuda_graph_runs_each_node_on_its_device_thread") else {
+        return Ok(());
+    };
+    let w = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3])?.requires_grad_(true)?;
+    let on_gpu = w.to(gpu)?; // B26: `to` is differentiable
+    let threads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let t = threads.clone();
+    let h = on_gpu.tanh()?;
+    h.register_hook(move |_| {
+        t.lock()
+            .unwrap()
+            .push(thread::current().name().unwrap_or("").to_string());
+        None
+    })?;
+    let back = h.to(Device::Cpu)?.mul_scalar(2.0)?.sum()?;
+    back.backward()?;
+    // B28: the CUDA node ran on the device-0 worker; the gradient arrived on the CPU, complete.
+    assert_eq!(*threads.lock().unwrap(), ["autograd-device-0"]);
+    let expected: Vec<f32> = [1.0f32, 2.0, 3.0]
+        .iter()
+        .map(|v| 2.0 * (1.0 - v.tanh().powi(2)))
+        .collect();
+    let got = w.grad().unwrap().to_vec::<f32>()?;
+    for (a, b) in got.iter().zip(&expected) {
+        assert!((a - b).abs() < 1e-6, "{got:?} vs {expected:?}");
+    }
+    Ok(())
+}
+
+#[test]
+fn concurrent_backward_passes_share_one_gpu() -> Result<()> {
+    let Some(gpu) = gpu("concurrent_backward_passes_share_one_gpu") else {
+        return Ok(());
+    };
+    let handles: Vec<_> = (0..8)
+        .map(|i| {
+            thread::spawn(move || -> Result<Vec<f32>> {
+                let x = Tensor::full(&[256, 64], f64::from(i), DType::F32)?
+                    .to(gpu)?
+                    .requires_grad_(true)?;
+                let w = Tensor::full(&[64, 32], 0.01, DType::F32)?.to(gpu)?;
+                x.matmul(&w)?.tanh()?.sum()?.backward()?;
+                x.grad().unwrap().sum_dims(&[0], false)?.to_vec::<f32>()
+            })
+        })
+        .collect();
+    for (i, h) in handles.into_iter().enumerate() {
+        let got = h.join().unwrap()?;
+        // d/dx Σ tanh(x·w) = Σ_j (1 - tanh²(Σ_k x w)) w: every row the same.
+        let z = (i as f32 * 0.01 * 64.0).tanh();
+        let per_row = 32.0 * 0.01 * (1.0 - z * z);
+        for g in got {
+            assert!((g - 256.0 * per_row).abs() <= 1e-3 * (256.0 * per_row).max(1.0));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn an_out_of_memory_request_is_an_error_and_the_next_pass_works() -> Result<()> {
+    let Some(gpu) = gpu("an_out_of_memory_request_is_an_error_and_the_next_pass_works") else {
+        return Ok(());
+    };
+    // 2^40 f64s = 8 TiB: more than any GPU has.
+    let huge = Tensor::zeros(&[1], DType::F64)?
+        .to(gpu)?
+        .expand(&[1 << 20, 1 << 20])?;
+    let err = huge.contiguous().unwrap_err();
+    assert!(
+        matches!(&err, Error::Device { message, .. } if message.contains("out of memory")),
+        "{err}"
+    );
+    let x = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?
+        .to(gpu)?
+        .requires_grad_(true)?;
+    x.exp()?.sum()?.backward()?;
+    assert_eq!(
+        x.grad().unwrap().to_vec::<f64>()?,
+        [1.0f64.exp(), 2.0f64.exp()]
+    );
+    Ok(())
+}
+
+#[test]
+fn without_a_gpu_moving_to_cuda_is_an_error_naming_the_device() -> Result<()> {
+    let x = Tensor::scalar(1.0f32);
+    if cuda::is_available() {
+        let beyond = Device::Cuda(cuda::device_count());
+        let err = x.to(beyond).unwrap_err();
+        assert!(err.to_string().contains("no such device"), "{err}");
+        return Ok(());
+    }
+    let err = x.to(Device::Cuda(0)).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::DeviceUnavailable {
+                device: Device::Cuda(0),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    println!("as a user sees it: {err}");
+    Ok(())
+}
