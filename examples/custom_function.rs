@@ -2,33 +2,26 @@
 //! with a hand-written backward (the softmax), checked against finite differences and then used as
 //! the loss of a tiny softmax regression trained by gradient descent.
 //!
-//! Run with `cargo run --example custom_function`.
+//! Run with `cargo run --example custom_function`. It trains on `cuda:0` when a GPU is present.
 
-use autograd::{backward, differentiable, gradcheck, gradgradcheck, DType, Error, Result, Tensor};
+use autograd::{
+    backward, cuda, differentiable, gradcheck, gradgradcheck, DType, Device, Error, Result, Tensor,
+};
 
-/// `log Σ_j exp(x[i, j])` for every row `i` of a 2-D `f64` tensor, computed as
+/// `log Σ_j exp(x[i, j])` for every row `i` of a 2-D tensor, computed as
 /// `m + log Σ_j exp(x[i, j] - m)` with `m` the row maximum, so that large inputs do not overflow.
+/// Written with tensor ops, so it runs wherever `x` lives (CPU, a virtual device or CUDA).
 #[differentiable]
 fn logsumexp(x: &Tensor) -> Result<Tensor> {
-    let &[rows, cols] = x.shape() else {
+    if x.ndim() != 2 {
         return Err(Error::msg(format!(
             "logsumexp expects a matrix, got shape {:?}",
             x.shape()
         )));
-    };
-    let values = x.to_vec::<f64>()?;
-    let out = values
-        .chunks(cols.max(1))
-        .take(rows)
-        .map(|row| {
-            let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            if m.is_infinite() {
-                return m;
-            }
-            m + row.iter().map(|v| (v - m).exp()).sum::<f64>().ln()
-        })
-        .collect();
-    Tensor::from_vec(out, &[rows])
+    }
+    let (m, _) = x.max_dim(1, true)?;
+    let lse = x.sub(&m)?.exp()?.sum_dims(&[1], true)?.log()?.add(&m)?;
+    lse.reshape(&[x.shape()[0]])
 }
 
 /// d lse(x)_i / d x[i, j] = softmax(x)[i, j] = exp(x[i, j] - lse(x)_i). Written with tensor ops,
@@ -97,10 +90,17 @@ fn loss(x: &Tensor, onehot: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
     logsumexp(&logits)?.sub(&picked)?.mean()
 }
 
-fn train() -> Result<()> {
+/// Trains on `device`: the data and parameters live there, and so does every node of the graph,
+/// the custom one included.
+fn train(device: Device) -> Result<()> {
     let (x, onehot) = dataset()?;
-    let w = Tensor::zeros(&[2, 3], DType::F64)?.requires_grad_(true)?;
-    let b = Tensor::zeros(&[3], DType::F64)?.requires_grad_(true)?;
+    let (x, onehot) = (x.to(device)?, onehot.to(device)?);
+    let w = Tensor::zeros(&[2, 3], DType::F64)?
+        .to(device)?
+        .requires_grad_(true)?;
+    let b = Tensor::zeros(&[3], DType::F64)?
+        .to(device)?
+        .requires_grad_(true)?;
     let lr = 0.5;
     let mut first = None;
     let mut last = f64::NAN;
@@ -131,5 +131,12 @@ fn train() -> Result<()> {
 
 fn main() -> Result<()> {
     check()?;
-    train()
+    // On the first GPU when there is one, else on the CPU.
+    let device = if cuda::is_available() {
+        Device::Cuda(0)
+    } else {
+        Device::Cpu
+    };
+    println!("training on {device}");
+    train(device)
 }

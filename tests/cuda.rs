@@ -337,3 +337,45 @@ fn without_a_gpu_moving_to_cuda_is_an_error_naming_the_device() -> Result<()> {
     println!("as a user sees it: {err}");
     Ok(())
 }
+
+/// `x * sigmoid(x)` (SiLU) as a custom op whose forward and backward use tensor ops only.
+#[differentiable]
+fn silu(x: &Tensor) -> Result<Tensor> {
+    x.mul(&x.sigmoid()?)
+}
+
+#[backward(silu)]
+fn silu_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+    let s = x.sigmoid()?;
+    grad.mul(&s.mul(&x.mul(&s.rsub_scalar(1.0)?)?.add_scalar(1.0)?)?)
+}
+
+#[test]
+fn a_custom_differentiable_op_runs_on_cuda_unchanged() -> Result<()> {
+    // The same check on a Virtual device everywhere, on CUDA where there is one.
+    let devices = [
+        Some(Device::Virtual(0)),
+        gpu("a_custom_differentiable_op_runs_on_cuda_unchanged"),
+    ];
+    for device in devices.into_iter().flatten() {
+        let host = Tensor::from_vec(vec![-1.0f64, 0.5, 2.0], &[3])?;
+        let x = host.to(device)?.requires_grad_(true)?;
+        let y = silu(&x)?;
+        assert_eq!(
+            (y.device(), y.grad_fn().unwrap().name()),
+            (device, "SiluBackward0")
+        );
+        y.sum()?.backward()?;
+        let g = x.grad().unwrap();
+        assert_eq!(g.device(), device);
+        for (v, g) in [-1.0f64, 0.5, 2.0].iter().zip(g.to_vec::<f64>()?) {
+            let s = 1.0 / (1.0 + (-v).exp());
+            assert!((g - s * (1.0 + v * (1.0 - s))).abs() < 1e-12);
+        }
+        gradcheck(
+            |i| silu(&i[0].to(device)?)?.to(Device::Cpu),
+            &[host.requires_grad_(true)?],
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,141 @@
+//! The engine's share of a GPU training step: each workload's forward + backward through the
+//! engine, beside the same kernels issued by hand with recording off (the backward written out
+//! as the ops the engine would run). `engine_share` is the difference over the engine's time.
+//!
+//! ```text
+//! cargo run --release --example cuda_overhead
+//! ```
+//!
+//! Prints `key=value` lines; without a GPU it prints `skipped: ...` and exits successfully.
+
+use std::time::Instant;
+
+use autograd::{cuda, no_grad, DType, Device, Result, Tensor};
+
+const WARMUP: usize = 3;
+const RUNS: usize = 20;
+
+/// The median wall time of `f` in milliseconds, each run ended by a device synchronisation.
+fn time_ms(mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    for _ in 0..WARMUP {
+        f()?;
+    }
+    cuda::synchronize(0)?;
+    let mut times = Vec::with_capacity(RUNS);
+    for _ in 0..RUNS {
+        let start = Instant::now();
+        f()?;
+        cuda::synchronize(0)?;
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[RUNS / 2])
+}
+
+fn param(shape: &[usize], seed: u64, device: Device) -> Result<Tensor> {
+    let fan_in = shape[0] as f64;
+    Tensor::randn(shape, DType::F32, seed)?
+        .mul_scalar(1.0 / fan_in.sqrt())?
+        .to(device)?
+        .requires_grad_(true)
+}
+
+/// `sum(tanh(x @ w1 + b1) @ w2 + b2)`, backward through the engine vs by hand.
+fn mlp(batch: usize, sizes: [usize; 3], device: Device) -> Result<(f64, f64)> {
+    let [input, hidden, classes] = sizes;
+    let x = Tensor::randn(&[batch, input], DType::F32, 1)?.to(device)?;
+    let (w1, b1) = (
+        param(&[input, hidden], 2, device)?,
+        param(&[hidden], 3, device)?,
+    );
+    let (w2, b2) = (
+        param(&[hidden, classes], 4, device)?,
+        param(&[classes], 5, device)?,
+    );
+    let engine = time_ms(|| {
+        let h = x.matmul(&w1)?.add(&b1)?.tanh()?;
+        h.matmul(&w2)?.add(&b2)?.sum()?.backward()?;
+        for p in [&w1, &b1, &w2, &b2] {
+            p.set_grad(None);
+        }
+        Ok(())
+    })?;
+    let by_hand = time_ms(|| {
+        let _off = no_grad();
+        let h = x.matmul(&w1)?.add(&b1)?.tanh()?;
+        let logits = h.matmul(&w2)?.add(&b2)?;
+        let _loss = logits.sum()?;
+        let g = logits.ones_like()?;
+        let _gw2 = h.transpose(0, 1)?.matmul(&g)?;
+        let _gb2 = g.sum_dims(&[0], false)?;
+        let gh = g.matmul(&w2.transpose(0, 1)?)?;
+        let gz = gh.mul(&h.mul(&h)?.rsub_scalar(1.0)?)?;
+        let _gw1 = x.transpose(0, 1)?.matmul(&gz)?;
+        let _gb1 = gz.sum_dims(&[0], false)?;
+        Ok(())
+    })?;
+    Ok((engine, by_hand))
+}
+
+/// `layers` of `y = tanh(y * w + b)` on vectors of `width`, backward of `y.sum()`.
+fn wide_tanh(width: usize, layers: usize, device: Device) -> Result<(f64, f64)> {
+    let x = Tensor::randn(&[width], DType::F32, 1)?.to(device)?;
+    let params = (0..layers)
+        .map(|l| {
+            let w = Tensor::randn(&[width], DType::F32, 10 + l as u64)?.to(device)?;
+            let b = Tensor::randn(&[width], DType::F32, 50 + l as u64)?.to(device)?;
+            Ok((w.requires_grad_(true)?, b.requires_grad_(true)?))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let engine = time_ms(|| {
+        let mut y = x.clone();
+        for (w, b) in &params {
+            y = y.mul(w)?.add(b)?.tanh()?;
+        }
+        y.sum()?.backward()?;
+        for (w, b) in &params {
+            w.set_grad(None);
+            b.set_grad(None);
+        }
+        Ok(())
+    })?;
+    let by_hand = time_ms(|| {
+        let _off = no_grad();
+        let mut ys = vec![x.clone()];
+        for (w, b) in &params {
+            let next = ys[ys.len() - 1].mul(w)?.add(b)?.tanh()?;
+            ys.push(next);
+        }
+        let _loss = ys[layers].sum()?;
+        let mut g = ys[layers].ones_like()?;
+        for l in (0..layers).rev() {
+            let gz = g.mul(&ys[l + 1].mul(&ys[l + 1])?.rsub_scalar(1.0)?)?;
+            let _gw = gz.mul(&ys[l])?;
+            g = gz.mul(&params[l].0)?;
+        }
+        Ok(())
+    })?;
+    Ok((engine, by_hand))
+}
+
+fn report(name: &str, (engine, by_hand): (f64, f64)) {
+    println!("{name}_engine_ms={engine:.3}");
+    println!("{name}_kernels_alone_ms={by_hand:.3}");
+    println!(
+        "{name}_engine_share={:.3}",
+        ((engine - by_hand) / engine).max(0.0)
+    );
+}
+
+fn main() -> Result<()> {
+    if !cuda::is_available() {
+        let why = cuda::unavailable_reason(0).unwrap_or_default();
+        println!("skipped: no CUDA device ({why})");
+        return Ok(());
+    }
+    let device = Device::Cuda(0);
+    report("mlp_4096x784x512x10", mlp(4096, [784, 512, 10], device)?);
+    report("mlp_4096x784x2048x10", mlp(4096, [784, 2048, 10], device)?);
+    report("wide_tanh_2p20_x10", wide_tanh(1 << 20, 10, device)?);
+    Ok(())
+}
