@@ -22,6 +22,15 @@
 //!   plain lines otherwise; a loss/accuracy plot (PNG or SVG); optionally the DOT graph of one
 //!   step (`--graph`) and the autograd profiler's table of the last epoch (`--profile`).
 
+/// `println!`, except that it does not panic when stdout is closed early (`train_mlp | head -3`): the
+/// output is dropped and the run goes on.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 mod cli;
 mod data;
 mod idx;
@@ -107,7 +116,7 @@ fn run(args: &Args) -> Result<(), RunError> {
     };
     let mode = Mode::detect(args.quiet);
     if mode != Mode::Quiet {
-        println!(
+        say!(
             "data:  {}: {} train / {} test, {} features, {} classes ({})",
             data.name,
             data.train.len(),
@@ -116,14 +125,16 @@ fn run(args: &Args) -> Result<(), RunError> {
             data.classes,
             data.split_note
         );
-        println!(
+        say!(
             "model: MLP {arch} ({activation}), {} parameters, f32 on {device}, {} CPU threads",
             thousands(model.parameter_count() as f64),
             autograd::num_threads()
         );
-        println!(
+        say!(
             "train: {optimizer_desc}, batch {}, {} epochs, seed {}",
-            args.batch_size, args.epochs, args.seed
+            args.batch_size,
+            args.epochs,
+            args.seed
         );
     }
     let optimizer: Box<dyn Optimizer> = match args.optimizer {
@@ -161,14 +172,15 @@ fn run(args: &Args) -> Result<(), RunError> {
     let t = &trainer.timings;
     let secs = |d: Duration| d.as_secs_f64();
     let share = |d: Duration| 100.0 * secs(d) / secs(wall).max(1e-9);
-    println!(
-        "test accuracy {:.1}% ({correct}/{total}), test loss {:.4}, train loss {:.4} after {} epochs",
+    say!(
+        "test accuracy {:.1}% ({correct}/{total}), test loss {:.4}, train loss {:.4} after {} epoch{}",
         100.0 * last.test_accuracy,
         last.test_loss,
         last.train_loss,
-        last.epoch
+        last.epoch,
+        if last.epoch == 1 { "" } else { "s" }
     );
-    println!(
+    say!(
         "wall time {:.2} s: forward {:.2} s ({:.0}%), backward {:.2} s ({:.0}%), optimizer {:.2} s \
          ({:.0}%), batching {:.2} s, evaluation {:.2} s, other {:.2} s",
         secs(wall),
@@ -184,17 +196,17 @@ fn run(args: &Args) -> Result<(), RunError> {
     );
 
     if let Some(path) = &args.graph {
-        println!(
+        say!(
             "graph: {} (one training step; render with `dot -Tsvg {} -o graph.svg`)",
             path.display(),
             path.display()
         );
     }
     if let Some(prof) = &profile {
-        println!("profile of epoch {} (backward nodes):", args.epochs);
-        println!("{}", inspect::table(prof));
+        say!("profile of epoch {} (backward nodes):", args.epochs);
+        say!("{}", inspect::table(prof));
         inspect::write_trace(prof, Path::new(TRACE_PATH))?;
-        println!("profile: {TRACE_PATH} (Chrome trace: chrome://tracing or ui.perfetto.dev)");
+        say!("profile: {TRACE_PATH} (Chrome trace: chrome://tracing or ui.perfetto.dev)");
     }
     let title = format!(
         "{} · MLP {arch} {activation} · {optimizer_desc} · test accuracy {:.1}%",
@@ -202,6 +214,6 @@ fn run(args: &Args) -> Result<(), RunError> {
         100.0 * last.test_accuracy
     );
     plot::draw(&args.plot, &title, &history)?;
-    println!("plot: {}", args.plot.path.display());
+    say!("plot: {}", args.plot.path.display());
     Ok(())
 }

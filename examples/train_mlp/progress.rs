@@ -96,7 +96,7 @@ impl Progress {
             }
             Mode::Lines => {
                 let width = self.epochs.to_string().len();
-                println!("epoch {:>width$}/{}  {summary}", s.epoch, self.epochs);
+                say!("epoch {:>width$}/{}  {summary}", s.epoch, self.epochs);
             }
             Mode::Quiet => {}
         }
