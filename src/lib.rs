@@ -9,6 +9,9 @@
 //!   PyTorch's semantics: hooks, `retain_graph`, `create_graph` (double backward), selective
 //!   execution for `grad()`, anomaly mode, final callbacks.
 //! * [`gradcheck()`] / [`gradgradcheck()`]: check gradients against finite differences.
+//! * [`viz::to_dot`]: the backward graph as Graphviz DOT (torchviz's picture);
+//!   [`profiler::profile`]: the autograd profiler, with a `key_averages()` table and a Chrome
+//!   trace; with the cargo feature `tracing`, `tracing` spans per backward pass and per node.
 //! * CPU kernels split over [`num_threads`] threads ([`set_num_threads`], PyTorch's
 //!   `torch.set_num_threads`) with transcendental functions on SIMD lanes; large buffers are
 //!   reused between steps ([`empty_cache`], [`set_cache_limit`]).

@@ -10,10 +10,11 @@
 //!    calling thread plus those of the graph task running on that thread, if any (a reentrant
 //!    pass started from inside a node, on whatever thread that node runs), as PyTorch's
 //!    `GraphTask` captures the caller's thread-local state. Tasks that capture none hold `None`.
-//! 3. The engine checks that field before it calls a node: `None` costs one load of an immutable
-//!    field of the task, no atomic and no thread-local; `Some` times the node on whatever thread
-//!    runs it (the caller's, a device worker `autograd-device-<i>`, a reentrant pool thread) and
-//!    appends one [`NodeEvent`] to each captured session.
+//! 3. The engine checks that field where it calls a node's `apply`: `None` costs one load of an
+//!    immutable field of the task, no atomic and no thread-local; `Some` times `apply` (the
+//!    node's own work, without its hooks, as PyTorch's profiler times `Node::operator()`) on
+//!    whatever thread runs it (the caller's, a device worker `autograd-device-<i>`, a reentrant
+//!    pool thread) and appends one [`NodeEvent`] to each captured session.
 //! 4. When the closure returns, [`profile`] pops its session and takes its events. Events of
 //!    passes still running at that point (only possible for passes started on other threads, or
 //!    nodes still finishing after an error stopped their pass) are not part of the [`Profile`].
@@ -124,26 +125,48 @@ impl Sessions {
         (!all.is_empty()).then(|| Sessions(all.into()))
     }
 
-    /// Runs `call(grads)` for `node` of graph task `graph_task_id`, timing it, and records the
-    /// event in every session.
-    pub(crate) fn record<R>(
-        &self,
-        node: &dyn Node,
-        graph_task_id: u64,
-        grads: GradVec,
-        call: impl FnOnce(GradVec) -> R,
-    ) -> R {
+    /// Starts timing a node about to run with `grads` (step 3 of the [module docs](self)).
+    /// Cold and out of line, so the engine's unprofiled path stays as it was.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn start(&self, grads: &GradVec) -> NodeRecording<'_> {
         let input_shapes = grads
             .iter()
             .map(|g| g.as_ref().map(|g| g.shape().to_vec()))
             .collect();
         CHILD_TIME.with(|c| c.borrow_mut().push(Duration::ZERO));
-        let started = Instant::now();
-        // Pops this node's child-time slot even if the node unwinds (the engine catches panics
-        // of user backward code further up, and the thread goes on running nodes).
-        let timer = NodeTimer { started };
-        let result = call(grads);
-        let (duration, children) = timer.finish();
+        NodeRecording {
+            sessions: self,
+            input_shapes,
+            started: Instant::now(),
+        }
+    }
+}
+
+/// A node being timed: made by [`Sessions::start`] before the node runs, consumed by
+/// [`NodeRecording::finish`] after it. Dropped unfinished (the node unwound), it only releases
+/// its slot of `CHILD_TIME`; the engine catches the panic further up and goes on.
+pub(crate) struct NodeRecording<'a> {
+    sessions: &'a Sessions,
+    input_shapes: Vec<Option<Vec<usize>>>,
+    started: Instant,
+}
+
+impl NodeRecording<'_> {
+    /// Stops the clock and appends the event for `node` of graph task `graph_task_id` to every
+    /// session; credits the node's duration to the profiled node it is nested in, if any.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn finish(mut self, node: &dyn Node, graph_task_id: u64) {
+        let duration = self.started.elapsed();
+        let children = CHILD_TIME.with(|c| {
+            let mut c = c.borrow_mut();
+            let children = c.pop().unwrap_or_default();
+            if let Some(parent) = c.last_mut() {
+                *parent += duration;
+            }
+            children
+        });
         let (thread_nr, thread) = current_thread();
         let event = NodeEvent {
             name: node.name().to_string(),
@@ -155,43 +178,22 @@ impl Sessions {
             start: Duration::ZERO,
             duration,
             self_duration: duration.saturating_sub(children),
-            input_shapes,
+            input_shapes: std::mem::take(&mut self.input_shapes),
         };
-        for session in self.0.iter() {
+        let started = self.started;
+        let sessions = self.sessions;
+        std::mem::forget(self);
+        for session in sessions.0.iter() {
             let mut e = event.clone();
             e.start = started.saturating_duration_since(session.start);
             session.events.lock().push(e);
         }
-        result
     }
 }
 
-/// The child-time slot of one profiled node on this thread (see `CHILD_TIME`).
-struct NodeTimer {
-    started: Instant,
-}
-
-impl NodeTimer {
-    /// The node's duration and that of the profiled nodes nested in it; credits the duration to
-    /// the enclosing profiled node, if any.
-    fn finish(self) -> (Duration, Duration) {
-        let duration = self.started.elapsed();
-        let children = CHILD_TIME.with(|c| {
-            let mut c = c.borrow_mut();
-            let children = c.pop().unwrap_or_default();
-            if let Some(parent) = c.last_mut() {
-                *parent += duration;
-            }
-            children
-        });
-        std::mem::forget(self);
-        (duration, children)
-    }
-}
-
-impl Drop for NodeTimer {
+impl Drop for NodeRecording<'_> {
     fn drop(&mut self) {
-        // Only reached when the node unwound: drop its slot.
+        // Only reached when the node unwound (`finish` forgets `self`): release its slot.
         let _ = CHILD_TIME.try_with(|c| c.borrow_mut().pop());
     }
 }
@@ -245,7 +247,8 @@ pub struct NodeEvent {
     pub device: Device,
     /// When it started, from the start of [`profile`].
     pub start: Duration,
-    /// How long it ran: tensor hooks, pre-hooks, the node itself, output validation, post-hooks.
+    /// How long its `apply` ran: the node's own work, without its hooks and the engine's checks
+    /// of the gradients it returned.
     pub duration: Duration,
     /// `duration` minus that of the profiled nodes of reentrant passes run inline inside it.
     pub self_duration: Duration,
