@@ -40,7 +40,13 @@ fn reshape_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
 /// `d0`, `d1` are wrapped.
 #[differentiable(builtin, crate = "crate")]
 fn transpose(x: &Tensor, d0: usize, d1: usize) -> Tensor {
-    x.alias_with_layout(x.layout().transpose(d0, d1))
+    // A 0-dim tensor has no dims to swap (`d0 == d1 == 0`): the view keeps its layout.
+    let layout = if x.ndim() == 0 {
+        x.layout().clone()
+    } else {
+        x.layout().transpose(d0, d1)
+    };
+    x.alias_with_layout(layout)
 }
 
 #[backward(transpose)]
@@ -220,9 +226,6 @@ impl Tensor {
             wrap_dim(d0 as isize, self.ndim())?,
             wrap_dim(d1 as isize, self.ndim())?,
         );
-        if self.ndim() == 0 {
-            return Ok(self.alias_with_layout(self.layout().clone()));
-        }
         Ok(transpose(self, d0, d1))
     }
 
