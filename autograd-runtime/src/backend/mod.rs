@@ -104,6 +104,10 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
     fn matmul(&self, a: &Tensor, b: &Tensor) -> Result<Tensor>;
 }
 
+/// Device indices are below this (PyTorch's `c10::Device` index is 8-bit; its engine starts a
+/// worker per index).
+pub(crate) const MAX_DEVICES: usize = 64;
+
 /// The backend of `device`.
 ///
 /// # Errors
@@ -112,7 +116,12 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
 #[inline]
 pub(crate) fn of(device: Device) -> Result<&'static dyn Backend> {
     match device {
-        Device::Cpu | Device::Virtual(_) => Ok(&cpu::Cpu),
+        Device::Cpu => Ok(&cpu::Cpu),
+        Device::Virtual(i) if i < MAX_DEVICES => Ok(&cpu::Cpu),
+        Device::Virtual(_) => Err(crate::Error::DeviceUnavailable {
+            device,
+            reason: format!("device indices go up to {}", MAX_DEVICES - 1),
+        }),
         #[cfg(feature = "cuda")]
         Device::Cuda(i) => {
             cuda::device(i)?;

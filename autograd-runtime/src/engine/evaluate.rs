@@ -151,6 +151,31 @@ pub(crate) fn push_task(
 }
 
 /// Tensor pre-hooks, then retains_grad hooks (B17, B19).
+/// A tensor hook's replacement gradient must look like the one it replaces (PyTorch's
+/// `check_single_result`: "hook 'hook' has changed the size of value").
+fn check_hook_result(old: &Tensor, new: Tensor) -> Result<Tensor> {
+    let changed = if new.shape() != old.shape() {
+        Some((
+            "size",
+            format!("{:?}", old.shape()),
+            format!("{:?}", new.shape()),
+        ))
+    } else if new.dtype() != old.dtype() {
+        Some(("type", old.dtype().to_string(), new.dtype().to_string()))
+    } else if new.device() != old.device() {
+        Some(("device", old.device().to_string(), new.device().to_string()))
+    } else {
+        None
+    };
+    match changed {
+        None => Ok(new),
+        Some((what, was, got)) => Err(Error::shape(
+            "hook",
+            format!("hook has changed the {what} of value (was {was} got {got})"),
+        )),
+    }
+}
+
 fn call_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> Result<GradVec> {
     if let Some(leaf) = node.accumulates_into() {
         let hooks =
@@ -158,7 +183,7 @@ fn call_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> Result<GradVec>
         for (_, hook) in hooks {
             if let Some(g) = grads.first().cloned().flatten() {
                 if let Some(new) = hook(&g) {
-                    grads[0] = Some(new);
+                    grads[0] = Some(check_hook_result(&g, new)?);
                 }
             }
         }
@@ -170,7 +195,7 @@ fn call_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> Result<GradVec>
     for (_, output_nr, hook) in &hooks.tensor_pre {
         if let Some(g) = grads.get(*output_nr).cloned().flatten() {
             if let Some(new) = hook(&g) {
-                grads[*output_nr] = Some(new);
+                grads[*output_nr] = Some(check_hook_result(&g, new)?);
             }
         }
     }

@@ -176,6 +176,14 @@ impl Tensor {
         name: &'static str,
         other: &Tensor,
     ) -> Result<Tensor> {
+        if self.shape() != other.shape() {
+            // A broadcast result can be far larger than either operand: check it can exist.
+            let shape = backend::broadcast_shapes(self.shape(), other.shape())?;
+            let n = crate::tensor::layout::checked_numel(name, &shape)?;
+            if n > self.numel().max(other.numel()) {
+                crate::tensor::layout::check_alloc(name, n, self.dtype().size_of())?;
+            }
+        }
         backend::of_pair(name, self, other)?.binary(op, self, other)
     }
 

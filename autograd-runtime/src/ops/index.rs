@@ -23,6 +23,10 @@ struct Argmax {
 /// `dim` is wrapped and `index` checked.
 #[differentiable(builtin, crate = "crate")]
 fn index_select(x: &Tensor, dim: usize, index: Vec<usize>) -> Result<Tensor> {
+    let mut shape = x.shape().to_vec();
+    shape[dim] = index.len();
+    let numel = crate::tensor::layout::checked_numel("index_select", &shape)?;
+    crate::tensor::layout::check_alloc("index_select", numel, x.dtype().size_of())?;
     backend::of_tensor(x)?.index_select(x, dim, &index)
 }
 

@@ -72,12 +72,15 @@ impl Tensor {
             ));
         }
         let (ba, bb) = (&a[..a.len() - 2], &b[..b.len() - 2]);
-        if backend::broadcast_shapes(ba, bb).is_err() {
+        let Ok(mut out) = backend::broadcast_shapes(ba, bb) else {
             return Err(Error::shape(
                 "matmul",
                 format!("batch dimensions {ba:?} and {bb:?} do not broadcast"),
             ));
-        }
+        };
+        out.extend([a[a.len() - 2], b[b.len() - 1]]);
+        let numel = crate::tensor::layout::checked_numel("matmul", &out)?;
+        crate::tensor::layout::check_alloc("matmul", numel, self.dtype().size_of())?;
         matmul(self, other)
     }
 }

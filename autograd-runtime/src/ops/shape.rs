@@ -131,6 +131,11 @@ fn cat(tensors: &[Tensor], dim: usize) -> Result<Tensor> {
     let first = tensors
         .first()
         .ok_or_else(|| Error::shape("cat", "expected a non-empty list of tensors"))?;
+    let numel = tensors
+        .iter()
+        .try_fold(0usize, |n, t| n.checked_add(t.numel()))
+        .ok_or_else(|| Error::shape("cat", "the result has more than usize::MAX elements"))?;
+    crate::tensor::layout::check_alloc("cat", numel, first.dtype().size_of())?;
     backend::of_tensor(first)?.cat(tensors, dim)
 }
 
@@ -195,7 +200,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
-        if shape.iter().product::<usize>() != self.numel() {
+        if crate::tensor::layout::checked_numel("reshape", shape)? != self.numel() {
             return Err(Error::shape(
                 "reshape",
                 format!(
@@ -326,7 +331,10 @@ impl Tensor {
             ));
         }
         let dim = wrap_dim(dim as isize, self.ndim())?;
-        if start + len > self.shape()[dim] {
+        if start
+            .checked_add(len)
+            .is_none_or(|end| end > self.shape()[dim])
+        {
             return Err(Error::shape(
                 "narrow",
                 format!(
@@ -394,7 +402,8 @@ impl Tensor {
     /// ```
     pub fn split(&self, sizes: &[usize], dim: usize) -> Result<Vec<Tensor>> {
         let d = wrap_dim(dim as isize, self.ndim())?;
-        if sizes.iter().sum::<usize>() != self.shape()[d] {
+        let total = sizes.iter().try_fold(0usize, |n, &s| n.checked_add(s));
+        if total != Some(self.shape()[d]) {
             return Err(Error::shape(
                 "split",
                 format!(
@@ -548,6 +557,8 @@ impl Tensor {
 
     /// A contiguous copy of the data with no autograd history.
     pub(crate) fn contiguous_data_owned(&self) -> Result<Tensor> {
+        // An expanded view may stand for far more elements than its storage holds.
+        crate::tensor::layout::check_alloc("contiguous", self.numel(), self.dtype().size_of())?;
         backend::of_tensor(self)?.contiguous(self)
     }
 }

@@ -12,6 +12,11 @@ use crate::{Device, Element, Error, Result};
 /// A read-only ndarray view of `data` laid out as `layout`.
 #[inline]
 pub(crate) fn view<'a, T: Element>(data: &'a [T], layout: &Layout) -> ArrayViewD<'a, T> {
+    if layout.shape.contains(&0) {
+        // No element: any strides describe it, and ndarray rejects some over an empty slice.
+        return ArrayViewD::from_shape(IxDyn(&layout.shape), &[])
+            .expect("invariant: an empty shape fits an empty slice");
+    }
     let shape = IxDyn(&layout.shape).strides(IxDyn(&layout.strides));
     ArrayViewD::from_shape(shape, &data[layout.offset.min(data.len())..])
         .expect("invariant: a tensor's layout stays inside its storage")
@@ -20,6 +25,10 @@ pub(crate) fn view<'a, T: Element>(data: &'a [T], layout: &Layout) -> ArrayViewD
 /// A mutable ndarray view of `data` laid out as `layout`.
 #[inline]
 pub(crate) fn view_mut<'a, T: Element>(data: &'a mut [T], layout: &Layout) -> ArrayViewMutD<'a, T> {
+    if layout.shape.contains(&0) {
+        return ArrayViewMutD::from_shape(IxDyn(&layout.shape), &mut [])
+            .expect("invariant: an empty shape fits an empty slice");
+    }
     let shape = IxDyn(&layout.shape).strides(IxDyn(&layout.strides));
     let offset = layout.offset.min(data.len());
     ArrayViewMutD::from_shape(shape, &mut data[offset..])

@@ -16,6 +16,49 @@ pub(crate) struct Layout {
     pub(crate) offset: usize,
 }
 
+/// The number of elements of `shape`, or PyTorch's error when the product overflows `usize`.
+pub(crate) fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .ok_or_else(|| {
+            Error::shape(
+                op,
+                format!("storage size calculation overflowed with sizes={shape:?}"),
+            )
+        })
+}
+
+/// Allocations from this size up are tried first (`try_reserve`), so that a request the
+/// machine cannot serve is an error instead of an abort. Smaller ones are not worth the probe.
+const PROBE_BYTES: usize = 1 << 30;
+
+/// Checks that `numel` elements of `elem_size` bytes can be allocated: `Error::Device` on the
+/// CPU with PyTorch's allocator message otherwise (Rust aborts the process on a failed
+/// allocation, so a too-large request must be caught before it is made).
+pub(crate) fn check_alloc(op: &'static str, numel: usize, elem_size: usize) -> Result<()> {
+    let fail = |bytes: String| Error::Device {
+        device: crate::Device::Cpu,
+        op,
+        message: format!("can't allocate memory: you tried to allocate {bytes} bytes"),
+    };
+    let Some(bytes) = numel.checked_mul(elem_size) else {
+        return Err(fail(format!("{numel} x {elem_size}")));
+    };
+    if bytes < PROBE_BYTES {
+        return Ok(());
+    }
+    if bytes > isize::MAX as usize {
+        return Err(fail(bytes.to_string()));
+    }
+    // Reserving address space is cheap (pages are touched only when written), and the probe
+    // is freed at once.
+    let mut probe: Vec<u8> = Vec::new();
+    probe
+        .try_reserve_exact(bytes)
+        .map_err(|_| fail(bytes.to_string()))
+}
+
 impl Layout {
     /// A C-contiguous layout of `shape` at offset 0.
     #[inline]
@@ -75,6 +118,7 @@ impl Layout {
 
     /// Broadcast to `shape` (PyTorch `expand`): new leading dims and size-1 dims get stride 0.
     pub(crate) fn expand(&self, shape: &[usize]) -> Result<Layout> {
+        checked_numel("expand", shape)?;
         let extra = shape.len().checked_sub(self.shape.len()).ok_or_else(|| {
             Error::shape(
                 "expand",

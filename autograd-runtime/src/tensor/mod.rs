@@ -121,7 +121,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn from_vec<T: Element>(v: Vec<T>, shape: &[usize]) -> Result<Tensor> {
-        if v.len() != shape.iter().product::<usize>() {
+        if v.len() != layout::checked_numel("from_vec", shape)? {
             return Err(Error::InvalidShape {
                 shape: shape.to_vec(),
                 len: v.len(),
@@ -184,10 +184,11 @@ impl Tensor {
         dtype: DType,
         device: Device,
     ) -> Result<Tensor> {
+        let n = layout::checked_numel("full", shape)?;
         if !device.is_host() {
             return crate::backend::full(shape, value, dtype, device);
         }
-        let n = shape.iter().product();
+        layout::check_alloc("full", n, dtype.size_of())?;
         let data = match dtype {
             DType::F32 => Buffer::F32(smallvec::smallvec![value as f32; n]),
             DType::F64 => Buffer::F64(smallvec::smallvec![value; n]),
@@ -245,6 +246,8 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn randn(shape: &[usize], dtype: DType, seed: u64) -> Result<Tensor> {
+        let n = layout::checked_numel("randn", shape)?;
+        layout::check_alloc("randn", n, dtype.size_of())?;
         Ok(match dtype {
             DType::F32 => Tensor::from_ndarray(crate::backend::cpu::randn::<f32>(shape, seed)),
             DType::F64 => Tensor::from_ndarray(crate::backend::cpu::randn::<f64>(shape, seed)),

@@ -101,7 +101,11 @@ fn std_slice<'a, T>(a: &'a CowArray<'_, T, IxDyn>) -> &'a [T] {
 }
 
 /// `(outer, len, inner)`: a standard-layout array of `shape` seen as a 3-D block around `dim`.
+/// A 0-dim array is one element along its one (implicit) dim, as in PyTorch.
 fn split_dims(shape: &[usize], dim: usize) -> (usize, usize, usize) {
+    if shape.is_empty() {
+        return (1, 1, 1);
+    }
     (
         shape[..dim].iter().product(),
         shape[dim],

@@ -10,9 +10,13 @@ use super::vmath::{self, MathFn, VMath};
 use super::{buffer_cache, from_vec, same_shape, split_dims, standard, std_slice, to_contiguous};
 use crate::tensor::dtype::Element;
 
-/// `shape` with `dim` set to 1 (`keepdim`) or removed.
+/// `shape` with `dim` set to 1 (`keepdim`) or removed. A 0-dim shape stays 0-dim (PyTorch
+/// reduces a scalar over its dim 0 to a scalar).
 fn reduced_shape(shape: &[usize], dim: usize, keepdim: bool) -> IxDyn {
     let mut out = shape.to_vec();
+    if out.is_empty() {
+        return IxDyn(&out);
+    }
     if keepdim {
         out[dim] = 1;
     } else {

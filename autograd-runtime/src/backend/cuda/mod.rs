@@ -275,6 +275,9 @@ fn upload_index(dev: &CudaDevice, op: &'static str, index: &[usize]) -> Result<C
 
 /// `(outer, d, inner)` of `shape` around `dim`.
 fn split_at_dim(shape: &[usize], dim: usize) -> (usize, usize, usize) {
+    if shape.is_empty() {
+        return (1, 1, 1);
+    }
     (
         shape[..dim].iter().product(),
         shape[dim],

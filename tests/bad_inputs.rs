@@ -1,0 +1,709 @@
+//! Hostile arguments across the public API: every case must return an `autograd::Error` (with
+//! PyTorch's text where it has one) or a documented result. A panic from library code, an abort,
+//! a hang (a watchdog bounds the sweep) or a wrong value fails the test. The number of cases is
+//! printed (`cargo test --test bad_inputs -- --nocapture`).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use autograd::*;
+
+/// What the sweep saw.
+#[derive(Default)]
+struct Sweep {
+    cases: usize,
+    errors: usize,
+    failures: Vec<String>,
+}
+
+impl Sweep {
+    /// Runs `f`; `check` judges its outcome (`Err` text or `Ok` value). A panic fails the case.
+    fn case<T>(
+        &mut self,
+        name: impl Into<String>,
+        f: impl FnOnce() -> Result<T>,
+        check: impl FnOnce(&Result<T>) -> bool,
+    ) {
+        let name = name.into();
+        self.cases += 1;
+        match catch_unwind(AssertUnwindSafe(|| {
+            let r = f();
+            let ok = check(&r);
+            (r.is_err(), ok, r.err().map(|e| e.to_string()))
+        })) {
+            Ok((is_err, true, _)) => self.errors += usize::from(is_err),
+            Ok((_, false, err)) => self.failures.push(format!("{name}: wrong outcome {err:?}")),
+            Err(p) => {
+                let msg = p
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+                self.failures.push(format!("{name}: panicked: {msg:?}"));
+            }
+        }
+    }
+
+    /// `f` must fail with an error whose text contains `text`.
+    fn err<T>(&mut self, name: impl Into<String>, text: &str, f: impl FnOnce() -> Result<T>) {
+        self.case(
+            name,
+            f,
+            |r| matches!(r, Err(e) if e.to_string().contains(text)),
+        );
+    }
+}
+
+fn f64s(shape: &[usize], values: &[f64]) -> Tensor {
+    let n: usize = shape.iter().product();
+    let v: Vec<f64> = (0..n).map(|i| values[i % values.len()]).collect();
+    Tensor::from_vec(v, shape).unwrap()
+}
+
+/// Values that break naive kernels: NaN, infinities, signed zeros, subnormals, extremes.
+const HOSTILE: [f64; 10] = [
+    f64::NAN,
+    f64::INFINITY,
+    f64::NEG_INFINITY,
+    0.0,
+    -0.0,
+    5e-324,
+    -1.0,
+    1e308,
+    -1e-300,
+    0.5,
+];
+
+const SHAPES: [&[usize]; 8] = [&[], &[0], &[1], &[3], &[0, 3], &[2, 0], &[1, 1, 1], &[2, 3]];
+
+type Unary = (&'static str, fn(&Tensor) -> Result<Tensor>, fn(f64) -> f64);
+
+fn unary_ops() -> Vec<Unary> {
+    vec![
+        ("neg", |t| t.neg(), |x| -x),
+        ("exp", |t| t.exp(), f64::exp),
+        ("log", |t| t.log(), f64::ln),
+        ("sin", |t| t.sin(), f64::sin),
+        ("cos", |t| t.cos(), f64::cos),
+        ("tanh", |t| t.tanh(), f64::tanh),
+        ("sigmoid", |t| t.sigmoid(), |x| 1.0 / (1.0 + (-x).exp())),
+        (
+            "relu",
+            |t| t.relu(),
+            |x| if x > 0.0 || x.is_nan() { x } else { 0.0 },
+        ),
+        ("sqrt", |t| t.sqrt(), f64::sqrt),
+        ("abs", |t| t.abs(), f64::abs),
+        ("pow 2", |t| t.pow(2.0), |x| x * x),
+        ("pow -1", |t| t.pow(-1.0), |x| x.powf(-1.0)),
+        // PyTorch computes `pow(x, 0.5)` as `sqrt(x)`: NaN at -inf, -0 at -0.
+        ("pow 0.5", |t| t.pow(0.5), f64::sqrt),
+        (
+            "mul inf",
+            |t| t.mul_scalar(f64::INFINITY),
+            |x| x * f64::INFINITY,
+        ),
+        ("add nan", |t| t.add_scalar(f64::NAN), |x| x + f64::NAN),
+        ("rdiv 1", |t| t.rdiv_scalar(1.0), |x| 1.0 / x),
+    ]
+}
+
+fn same(a: f64, b: f64) -> bool {
+    (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= 1e-12 * a.abs().max(b.abs())
+}
+
+/// Element-wise ops on every hostile shape and value, with and without autograd, in f64 and
+/// f32: the values must be the scalar function's (NaN where it is NaN), the backward must run.
+fn elementwise(s: &mut Sweep) {
+    for shape in SHAPES {
+        for (name, op, reference) in unary_ops() {
+            let x = f64s(shape, &HOSTILE);
+            let expected: Vec<f64> = x
+                .to_vec::<f64>()
+                .unwrap()
+                .into_iter()
+                .map(reference)
+                .collect();
+            s.case(
+                format!("{name} {shape:?}"),
+                || op(&x)?.to_vec::<f64>(),
+                |r| {
+                    matches!(r, Ok(v) if v.len() == expected.len()
+                    && v.iter().zip(&expected).all(|(a, b)| same(*a, *b)))
+                },
+            );
+            s.case(
+                format!("{name} {shape:?} on virtual:0"),
+                || op(&x.to(Device::Virtual(0))?)?.to_vec::<f64>(),
+                |r| {
+                    matches!(r, Ok(v) if v.len() == expected.len()
+                    && v.iter().zip(&expected).all(|(a, b)| same(*a, *b)))
+                },
+            );
+            s.case(
+                format!("{name} {shape:?} f32"),
+                || op(&x.to_dtype(DType::F32)?)?.to_vec::<f32>(),
+                |r| matches!(r, Ok(v) if v.len() == expected.len()),
+            );
+            s.case(
+                format!("{name} {shape:?} backward"),
+                || {
+                    let leaf = x.detach().requires_grad_(true)?;
+                    op(&leaf)?.sum()?.backward()?;
+                    Ok(leaf.grad().map(|g| g.shape().to_vec()))
+                },
+                |r| matches!(r, Ok(Some(g)) if g == shape),
+            );
+        }
+    }
+}
+
+/// Every pair of shapes through the binary ops: PyTorch's broadcast result or its error text.
+fn broadcasting(s: &mut Sweep) {
+    let ops: [(&str, fn(&Tensor, &Tensor) -> Result<Tensor>); 4] = [
+        ("add", |a, b| a.add(b)),
+        ("sub", |a, b| a.sub(b)),
+        ("mul", |a, b| a.mul(b)),
+        ("div", |a, b| a.div(b)),
+    ];
+    for a_shape in SHAPES {
+        for b_shape in SHAPES {
+            let expected = broadcast(a_shape, b_shape);
+            for (name, op) in ops {
+                let (a, b) = (f64s(a_shape, &HOSTILE), f64s(b_shape, &[2.0, -3.0]));
+                let label = format!("{name} {a_shape:?} {b_shape:?}");
+                match &expected {
+                    Some(shape) => s.case(
+                        label,
+                        || op(&a, &b),
+                        |r| matches!(r, Ok(t) if t.shape() == shape.as_slice()),
+                    ),
+                    None => s.err(label, "must match the size of tensor b", || op(&a, &b)),
+                }
+            }
+        }
+    }
+    let a = f64s(&[2], &[1.0]);
+    s.err(
+        "add f64 + f32",
+        "expected both tensors to have the same dtype",
+        || a.add(&a.to_dtype(DType::F32)?),
+    );
+    s.err(
+        "add cpu + virtual",
+        "expected all tensors to be on the same device",
+        || a.add(&a.to(Device::Virtual(0))?),
+    );
+    s.err("add_ f32 into f64", "same dtype", || {
+        a.add_(&a.to_dtype(DType::F32)?).map(|_| ())
+    });
+    s.err("add_ bigger source", "must match", || {
+        a.add_(&f64s(&[3, 2], &[1.0])).map(|_| ())
+    });
+    s.err(
+        "mul_ of an expanded view",
+        "more than one element of the written-to tensor",
+        || {
+            f64s(&[1], &[1.0])
+                .expand(&[3])?
+                .mul_(&f64s(&[3], &[2.0]))
+                .map(|_| ())
+        },
+    );
+}
+
+/// The broadcast shape of `a` and `b`, as PyTorch computes it.
+fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
+    let n = a.len().max(b.len());
+    (0..n)
+        .map(|i| {
+            let da = if i + a.len() >= n {
+                a[i + a.len() - n]
+            } else {
+                1
+            };
+            let db = if i + b.len() >= n {
+                b[i + b.len() - n]
+            } else {
+                1
+            };
+            match (da, db) {
+                (x, y) if x == y => Some(x),
+                (1, y) => Some(y),
+                (x, 1) => Some(x),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// Dims, indices and sizes out of range, negative (wrapped) or huge, and shape products that
+/// overflow `usize`.
+fn shapes_and_dims(s: &mut Sweep) {
+    let m = f64s(&[2, 3], &[1.0, 2.0, 3.0]);
+    let scalar = Tensor::scalar(4.0f64);
+    let empty = f64s(&[0, 3], &[0.0]);
+    let huge = [usize::MAX, 1 << 62, 1 << 40, 7];
+    for dim in [2, 3, 64, usize::MAX - 5] {
+        let text = "Dimension out of range";
+        s.err(format!("transpose dim {dim}"), text, || m.transpose(0, dim));
+        s.err(format!("narrow dim {dim}"), text, || m.narrow(dim, 0, 1));
+        s.err(format!("index_select dim {dim}"), text, || {
+            m.index_select(dim, &[0])
+        });
+        s.err(format!("sum_dims dim {dim}"), text, || {
+            m.sum_dims(&[dim], false)
+        });
+        s.err(format!("softmax dim {dim}"), text, || m.softmax(dim));
+        s.err(format!("log_softmax dim {dim}"), text, || {
+            m.log_softmax(dim)
+        });
+        s.err(format!("max_dim dim {dim}"), text, || {
+            Ok(m.max_dim(dim, true)?.0)
+        });
+        s.err(format!("cat dim {dim}"), text, || {
+            Tensor::cat(&[m.clone(), m.clone()], dim)
+        });
+        s.err(format!("stack dim {dim}"), text, || {
+            Tensor::stack(&[m.clone()], dim + 1)
+        });
+        s.err(format!("chunk dim {dim}"), text, || m.chunk(2, dim));
+    }
+    // usize::MAX is dim -1, as PyTorch's negative dims.
+    s.case(
+        "transpose(0, -1)",
+        || m.transpose(0, usize::MAX),
+        |r| matches!(r, Ok(t) if t.shape() == [3, 2]),
+    );
+    for &n in &huge {
+        for (label, shape) in [("huge", vec![n, 2]), ("huge x huge", vec![n, n])] {
+            let text_ok = |r: &Result<Tensor>| match r {
+                Err(e) => {
+                    let t = e.to_string();
+                    t.contains("overflowed") || t.contains("can't allocate memory")
+                }
+                Ok(t) => t.numel() == shape.iter().product::<usize>(),
+            };
+            s.case(
+                format!("zeros {label} {n}"),
+                || Tensor::zeros(&shape, DType::F64),
+                text_ok,
+            );
+            s.case(
+                format!("randn {label} {n}"),
+                || Tensor::randn(&shape, DType::F32, 0),
+                text_ok,
+            );
+            s.case(
+                format!("from_vec {label} {n}"),
+                || Tensor::from_vec(vec![1.0f64], &shape),
+                |r| r.is_err(),
+            );
+            s.case(
+                format!("reshape {label} {n}"),
+                || m.reshape(&shape),
+                |r| r.is_err(),
+            );
+            s.case(
+                format!("expand {label} {n}"),
+                || scalar.expand(&shape),
+                |r| match r {
+                    Ok(t) => t.numel() == shape.iter().product::<usize>(),
+                    Err(e) => e.to_string().contains("overflowed"),
+                },
+            );
+            s.case(
+                format!("expand then contiguous {label} {n}"),
+                || scalar.expand(&shape)?.contiguous(),
+                |r| match r {
+                    Ok(t) => t.numel() == shape.iter().product::<usize>(),
+                    Err(e) => {
+                        let t = e.to_string();
+                        t.contains("overflowed") || t.contains("can't allocate memory")
+                    }
+                },
+            );
+        }
+        s.err(
+            format!("narrow start {n}"),
+            "exceeds dimension size",
+            || m.narrow(1, n, 2),
+        );
+        s.err(format!("narrow len {n}"), "exceeds dimension size", || {
+            m.narrow(1, 1, n)
+        });
+        s.err(format!("index_select index {n}"), "out of bounds", || {
+            m.index_select(0, &[0, n])
+        });
+        s.err(format!("split size {n}"), "do not add up", || {
+            m.split(&[n, 1], 1)
+        });
+    }
+    s.err(
+        "broadcast huge outer product",
+        "can't allocate memory",
+        || {
+            let col = Tensor::zeros(&[1], DType::F32)?.expand(&[1 << 31, 1])?;
+            col.add(&col.transpose(0, 1)?)
+        },
+    );
+    s.err("matmul huge outer product", "can't allocate memory", || {
+        let col = Tensor::zeros(&[1, 1], DType::F64)?.expand(&[1 << 31, 1])?;
+        col.matmul(&col.transpose(0, 1)?)
+    });
+    s.err(
+        "reshape wrong size",
+        "is invalid for input of size 6",
+        || m.reshape(&[4]),
+    );
+    s.err(
+        "from_vec wrong size",
+        "is invalid for input of size 2",
+        || Tensor::from_vec(vec![1.0f64, 2.0], &[3]),
+    );
+    s.err("permute short", "is not a permutation", || m.permute(&[0]));
+    s.err("permute repeated", "is not a permutation", || {
+        m.permute(&[1, 1])
+    });
+    s.err("expand to fewer dims", "must be greater or equal", || {
+        m.broadcast_to(&[3])
+    });
+    s.err("expand a non-1 dim", "must match", || m.expand(&[4, 3]));
+    s.err("sum_dims repeated", "appears multiple times", || {
+        m.sum_dims(&[1, 1], false)
+    });
+    s.err("sum_to_shape unrelated", "is not expandable", || {
+        m.sum_to_shape(&[4])
+    });
+    s.err("cat nothing", "non-empty list", || Tensor::cat(&[], 0));
+    s.err("stack nothing", "non-empty list", || Tensor::stack(&[], 0));
+    s.err("cat ranks", "Sizes of tensors must match", || {
+        Tensor::cat(&[m.clone(), scalar.clone()], 0)
+    });
+    s.err("chunk 0", "greater than 0", || m.chunk(0, 0));
+    s.err("max over an empty dim", "size 0", || {
+        Ok(empty.max_dim(0, false)?.0)
+    });
+    s.err("matmul 1-D", "at least 2D", || {
+        m.matmul(&f64s(&[3], &[1.0]))
+    });
+    s.err("matmul inner", "cannot be multiplied", || m.matmul(&m));
+    s.err("matmul batch", "do not broadcast", || {
+        f64s(&[2, 2, 3], &[1.0]).matmul(&f64s(&[3, 3, 4], &[1.0]))
+    });
+    s.err("item of many", "cannot be converted to Scalar", || {
+        m.item::<f64>()
+    });
+    s.err("item of none", "cannot be converted to Scalar", || {
+        empty.item::<f64>()
+    });
+    s.err("item wrong dtype", "expected a tensor of dtype f32", || {
+        scalar.item::<f32>()
+    });
+    s.err(
+        "to_vec wrong dtype",
+        "expected a tensor of dtype f32",
+        || m.to_vec::<f32>(),
+    );
+    s.err("virtual device 64", "device indices go up to 63", || {
+        m.to(Device::Virtual(64))
+    });
+    s.err("virtual device huge", "not available", || {
+        m.to(Device::Virtual(usize::MAX))
+    });
+    s.err("cuda device huge", "not available", || {
+        m.to(Device::Cuda(usize::MAX))
+    });
+    s.err("set_num_threads(0)", "at least 1", || set_num_threads(0));
+    // Documented results on empty and 0-dim tensors (PyTorch's).
+    s.case(
+        "mean of nothing is NaN",
+        || empty.mean()?.item::<f64>(),
+        |r| matches!(r, Ok(v) if v.is_nan()),
+    );
+    s.case(
+        "sum of nothing is 0",
+        || empty.sum()?.item::<f64>(),
+        |r| matches!(r, Ok(v) if *v == 0.0),
+    );
+    s.case(
+        "softmax of nothing",
+        || empty.softmax(1),
+        |r| matches!(r, Ok(t) if t.shape() == [0, 3]),
+    );
+    s.case(
+        "softmax of a scalar",
+        || scalar.softmax(0)?.item::<f64>(),
+        |r| matches!(r, Ok(v) if *v == 1.0),
+    );
+    s.case(
+        "max of a scalar",
+        || {
+            let x = scalar.detach().requires_grad_(true)?;
+            let (v, i) = x.max_dim(0, false)?;
+            v.backward()?;
+            Ok((v.item::<f64>()?, i, x.grad().unwrap().item::<f64>()?))
+        },
+        |r| matches!(r, Ok((v, i, g)) if *v == 4.0 && i == &[0] && *g == 1.0),
+    );
+    s.case(
+        "empty matmul is zeros",
+        || empty.matmul(&f64s(&[3, 0], &[0.0])),
+        |r| matches!(r, Ok(t) if t.shape() == [0, 0]),
+    );
+    s.case(
+        "inner dimension 0 gives zeros",
+        || {
+            f64s(&[2, 0], &[0.0])
+                .matmul(&f64s(&[0, 2], &[0.0]))?
+                .to_vec::<f64>()
+        },
+        |r| matches!(r, Ok(v) if v == &[0.0; 4]),
+    );
+    s.case(
+        "index_select nothing",
+        || m.index_select(0, &[]),
+        |r| matches!(r, Ok(t) if t.shape() == [0, 3]),
+    );
+}
+
+/// A node whose backward fails or panics.
+struct Faulty {
+    panic: bool,
+}
+
+impl graph::Backward for Faulty {
+    const NAME: &'static str = "FaultyBackward";
+    fn backward(&self, _: &graph::NodeMeta, _: graph::GradVec) -> Result<graph::GradVec> {
+        if self.panic {
+            panic!("faulty backward");
+        }
+        Err(Error::msg("faulty backward failed"))
+    }
+}
+
+/// Wrong gradients for `backward`/`grad`, hooks that misbehave, backwards that fail, and the
+/// engine re-entered from a hook.
+fn engine(s: &mut Sweep) {
+    let fresh = || -> Result<(Tensor, Tensor)> {
+        let x = f64s(&[2, 3], &[1.0, -2.0]).requires_grad_(true)?;
+        let y = x.mul_scalar(2.0)?;
+        Ok((x, y))
+    };
+    let with_grad = |g: Result<Tensor>| -> Result<()> {
+        let (_, y) = fresh()?;
+        y.backward_with(BackwardOptions::new().gradient(g?))
+    };
+    s.err(
+        "backward gradient shape",
+        "Mismatch in shape: grad_output[0] has a shape of [3] and output[0] has a shape of [2, 3].",
+        || with_grad(Tensor::zeros(&[3], DType::F64)),
+    );
+    s.err(
+        "backward gradient dtype",
+        "Mismatch in dtype: grad_output[0] has a dtype of f32 and output[0] has a dtype of f64",
+        || with_grad(Tensor::zeros(&[2, 3], DType::F32)),
+    );
+    s.err(
+        "backward gradient device",
+        "expected device cpu but got virtual:0",
+        || with_grad(Tensor::zeros(&[2, 3], DType::F64)?.to(Device::Virtual(0))),
+    );
+    s.err(
+        "backward of a non-scalar",
+        "grad can be implicitly created only for scalar outputs",
+        || fresh()?.1.backward(),
+    );
+    s.err(
+        "backward of a constant",
+        "does not require grad and does not have a grad_fn",
+        || Tensor::scalar(1.0f64).backward(),
+    );
+    s.err(
+        "grad without inputs",
+        "`inputs` argument to `grad()` cannot be empty.",
+        || {
+            let (_, y) = fresh()?;
+            grad(&[y.sum()?], &[], GradOptions::new())
+        },
+    );
+    s.err(
+        "grad count mismatch",
+        "got 1 tensors and 2 gradients",
+        || {
+            let (x, y) = fresh()?;
+            grad(
+                &[y],
+                &[x],
+                GradOptions::new().grad_outputs(vec![None, None]),
+            )
+        },
+    );
+    s.err(
+        "grad of an unused input",
+        "appears to not have been used in the graph",
+        || {
+            let (_, y) = fresh()?;
+            let other = Tensor::scalar(1.0f64).requires_grad_(true)?;
+            grad(&[y.sum()?], &[other], GradOptions::new())
+        },
+    );
+    s.err(
+        "backward twice",
+        "Trying to backward through the graph a second time",
+        || {
+            let (x, _) = fresh()?;
+            let y = x.exp()?.sum()?;
+            y.backward()?;
+            y.backward()
+        },
+    );
+    s.err(
+        "hook returns a wrong shape",
+        "hook: hook has changed the size of value (was [2, 3] got [5])",
+        || {
+            let (_, y) = fresh()?;
+            let y = y.exp()?;
+            y.register_hook(|_| Some(Tensor::zeros(&[5], DType::F64).unwrap()))?;
+            y.sum()?.backward()
+        },
+    );
+    s.err(
+        "leaf hook returns a wrong shape",
+        "hook has changed the size of value (was [2, 3] got [])",
+        || {
+            let (x, y) = fresh()?;
+            x.register_hook(|_| Some(Tensor::scalar(0.0f64)))?;
+            y.sum()?.backward()
+        },
+    );
+    s.err("hook panics", "panic during backward", || {
+        let (_, y) = fresh()?;
+        y.register_hook(|_| panic!("hook exploded"))?;
+        y.sum()?.backward()
+    });
+    s.err(
+        "hook changes the dtype",
+        "hook has changed the type of value (was f64 got f32)",
+        || {
+            let (_, y) = fresh()?;
+            y.register_hook(|g| Some(g.to_dtype(DType::F32).unwrap()))?;
+            y.sum()?.backward()
+        },
+    );
+    s.err(
+        "post-accumulate hook on a non-leaf",
+        "post accumulate grad hooks cannot be registered on non-leaf tensors",
+        || {
+            let (_, y) = fresh()?;
+            y.register_post_accumulate_grad_hook(|_| {}).map(|_| ())
+        },
+    );
+    for panic in [false, true] {
+        let text = if panic {
+            "panic during backward in FaultyBackward: faulty backward"
+        } else {
+            "faulty backward failed"
+        };
+        s.err(
+            format!("custom backward fails (panic: {panic})"),
+            text,
+            || {
+                let (x, _) = fresh()?;
+                let y = {
+                    let _off = no_grad();
+                    x.copy()?
+                };
+                let edges = __private::next_edges(&[&x]).expect("x requires grad");
+                __private::record_node(edges, &[&y], |_| Faulty { panic });
+                y.sum()?.backward()
+            },
+        );
+    }
+    // The engine is still usable after every failure above.
+    s.case(
+        "engine usable afterwards",
+        || {
+            let (x, y) = fresh()?;
+            y.sum()?.backward()?;
+            x.grad().unwrap().to_vec::<f64>()
+        },
+        |r| matches!(r, Ok(v) if v == &[2.0; 6]),
+    );
+    // Re-entering the engine from a hook: a nested backward runs to completion (with grad mode
+    // on, as a hook that wants a graph must ask for it), and the outer pass finishes.
+    s.case(
+        "backward from inside a hook",
+        || {
+            let (x, y) = fresh()?;
+            let inner = Tensor::scalar(3.0f64).requires_grad_(true)?;
+            let seen = inner.clone();
+            y.register_hook(move |g| {
+                let _on = enable_grad();
+                seen.mul(&seen).unwrap().backward().unwrap();
+                Some(g.clone())
+            })?;
+            y.sum()?.backward()?;
+            Ok((
+                x.grad().unwrap().to_vec::<f64>()?,
+                inner.grad().unwrap().item::<f64>()?,
+            ))
+        },
+        |r| matches!(r, Ok((g, i)) if g == &[2.0; 6] && *i == 6.0),
+    );
+    s.err(
+        "leaf modified in place",
+        "a leaf Variable that requires grad is being used in an in-place operation.",
+        || {
+            let (x, _) = fresh()?;
+            x.add_(&Tensor::scalar(1.0f64)).map(|_| ())
+        },
+    );
+    s.err(
+        "requires_grad on a non-leaf",
+        "you can only change requires_grad flags of leaf variables",
+        || fresh()?.1.requires_grad_(false).map(|_| ()),
+    );
+    s.err(
+        "saved tensor modified",
+        "modified by an inplace operation",
+        || {
+            let (x, _) = fresh()?;
+            let h = x.mul_scalar(1.0)?;
+            let y = h.sin()?; // saves its input `h`
+            h.add_(&Tensor::scalar(1.0f64))?;
+            y.sum()?.backward()
+        },
+    );
+}
+
+fn sweep() -> Sweep {
+    let mut s = Sweep::default();
+    elementwise(&mut s);
+    broadcasting(&mut s);
+    shapes_and_dims(&mut s);
+    engine(&mut s);
+    s
+}
+
+#[test]
+fn hostile_arguments_give_errors_or_documented_results_never_panics() {
+    // A hang is a failure too: the sweep runs on its own thread under a generous deadline.
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        // A panicking hook or backward prints its message through the panic hook; keep the
+        // output to the sweep's own summary.
+        let _ = tx.send(sweep());
+    });
+    let s = rx
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the bad-input sweep hung (no result within 120 s)");
+    println!(
+        "bad-input sweep: {} cases, {} returned errors, {} failed",
+        s.cases,
+        s.errors,
+        s.failures.len()
+    );
+    assert!(s.failures.is_empty(), "{:#?}", s.failures);
+    assert!(s.cases >= 900, "the sweep shrank to {} cases", s.cases);
+}
