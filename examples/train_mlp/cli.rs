@@ -75,7 +75,11 @@ pub(crate) struct Args {
 
     /// Write the backward graph of one training step's loss in Graphviz DOT to PATH
     /// (render with `dot -Tpng PATH -o graph.png`).
-    #[arg(long, value_name = "PATH")]
+    #[arg(
+        long,
+        default_value = "target/train_mlp/graph.dot",
+        value_name = "PATH"
+    )]
     pub(crate) graph: Option<PathBuf>,
 
     /// Profile the last epoch with the autograd profiler and print its table of nodes.
@@ -236,7 +240,12 @@ mod tests {
         assert_eq!(a.plot.format, PlotFormat::Png);
         assert_eq!(
             (a.threads, a.graph, a.profile, a.quiet),
-            (None, None, false, false)
+            (
+                None,
+                Some(PathBuf::from("target/train_mlp/graph.dot")),
+                false,
+                false
+            )
         );
     }
 
