@@ -9,7 +9,7 @@
 //! leaves, with `retain_graph` twice, through `backward()` into `.grad`, and for a third of them
 //! the gradient of a gradient (`create_graph`) is checked against finite differences.
 //!
-//! `AUTOGRAD_FUZZ_CASES=N` runs N programs (default 300); `AUTOGRAD_FUZZ_SEED=S` changes the
+//! `AUTOGRAD_FUZZ_CASES=N` runs N programs (default 500); `AUTOGRAD_FUZZ_SEED=S` changes the
 //! generator's seed (default fixed, so CI sees the same programs). On failure proptest shrinks
 //! the program and the test prints the minimal one. `--nocapture` shows a summary line.
 
@@ -35,7 +35,7 @@ struct Stats {
 }
 
 /// Programs run by default (CI).
-const DEFAULT_CASES: u32 = 300;
+const DEFAULT_CASES: u32 = 500;
 
 fn env_number(name: &str) -> Option<u64> {
     std::env::var(name).ok().map(|v| {
