@@ -269,6 +269,18 @@ impl EngineInner {
         if !reentrant {
             // The caller becomes the owner and works on its own queue until the task is done.
             worker::thread_main(&queue, Some(&gt));
+            // A failed task completes as soon as its error is set, so tasks of it that were ready
+            // then are still queued here, each holding the graph task (the whole graph, through
+            // its plan) and its gradients; and a wake-up pushed after the owner saw the task
+            // complete is never popped. Every graph task using this queue is done now (nested
+            // ones finished before their callers), so drop both kinds rather than keep them
+            // until this thread's next pass — or forever, once it exits: the graph task holds
+            // this queue, which would hold the graph task.
+            queue.retain(|t| match (&t.graph_task, t.kind) {
+                (_, node_task::TaskKind::WakeUp) => false,
+                (Some(task), _) => !task.has_error(),
+                (None, _) => true,
+            });
         } else if worker::current_depth()
             >= self
                 .max_recursion_depth

@@ -81,6 +81,23 @@ impl<T: Ord> ReadyQueue<T> {
         }
     }
 
+    /// Drops every queued task for which `keep` is false (the end of a failed pass: see
+    /// `EngineInner::execute`). An empty queue, the usual case, keeps its allocation.
+    #[cfg_attr(loom, allow(dead_code, reason = "the loom models do not drop tasks"))]
+    pub(crate) fn retain(&self, keep: impl FnMut(&T) -> bool) {
+        let dropped: Vec<T> = {
+            let mut inner = self.inner.lock();
+            if inner.heap.is_empty() {
+                return;
+            }
+            let (kept, dropped): (Vec<T>, Vec<T>) =
+                std::mem::take(&mut inner.heap).into_iter().partition(keep);
+            inner.heap = BinaryHeap::from(kept);
+            dropped
+        };
+        drop(dropped); // their gradients and graph tasks are freed outside the lock
+    }
+
     /// Number of queued tasks.
     #[allow(dead_code, reason = "used by unit tests and loom models")]
     pub(crate) fn len(&self) -> usize {
