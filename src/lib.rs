@@ -217,6 +217,37 @@
 //! # Ok::<(), autograd::Error>(())
 //! ```
 //!
+//! ## Derived backward: `#[differentiable(derive)]`
+//!
+//! For a straight-line body (`let`s, tensor methods, operators, scalar arithmetic, `?`), the
+//! macro derives the backward itself: each op's rule (`DerivativeRules`, declared beside the op)
+//! applied in reverse order. A call records one node, `<CamelName>Backward0`, instead of one per
+//! op; the intermediates its backward reads are saved with it and version-checked. A loop, a
+//! branch, a closure, a mutation or an in-place method is a compile error pointing at it.
+//!
+//! ```
+//! use autograd::{differentiable, Result, Tensor};
+//!
+//! /// `tanh(x @ w + b)`: one `DenseBackward0` node per call.
+//! #[differentiable(derive)]
+//! fn dense(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
+//!     let h = x.matmul(w)? + b;
+//!     h.tanh()
+//! }
+//!
+//! let x = Tensor::from_vec(vec![1.0f64, 2.0], &[1, 2])?;
+//! let w = Tensor::from_vec(vec![0.5f64, -0.5], &[2, 1])?;
+//! let b = Tensor::from_vec(vec![0.1f64], &[1])?;
+//! w.set_requires_grad(true)?;
+//! let y = dense(&x, &w, &b)?;
+//! assert_eq!(y.grad_fn().unwrap().name(), "DenseBackward0");
+//! y.sum()?.backward()?;
+//! let t = (0.5f64 - 1.0 + 0.1).tanh();
+//! let g = w.grad().unwrap().to_vec::<f64>()?;
+//! assert!((g[0] - (1.0 - t * t)).abs() < 1e-12 && (g[1] - 2.0 * (1.0 - t * t)).abs() < 1e-12);
+//! # Ok::<(), autograd::Error>(())
+//! ```
+//!
 //! `examples/custom_function.rs` implements a numerically stable log-sum-exp this way and trains a
 //! small softmax regression with it.
 

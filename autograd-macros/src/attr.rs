@@ -17,6 +17,7 @@ mod kw {
     syn::custom_keyword!(non_differentiable);
     syn::custom_keyword!(dirty);
     syn::custom_keyword!(builtin);
+    syn::custom_keyword!(derive);
 }
 
 /// The options of `#[differentiable(..)]`. Each keeps the span of its keyword for errors.
@@ -36,6 +37,8 @@ pub(crate) struct DiffArgs {
     pub(crate) builtin: Option<Span>,
     /// `crate = "path"`: where generated code finds the runtime (default `::autograd`).
     pub(crate) krate: Option<Path>,
+    /// `derive`: the macro derives the backward from the body (no `#[backward]`).
+    pub(crate) derive: Option<Span>,
 }
 
 /// `keyword(a, b, ..)`.
@@ -130,6 +133,15 @@ impl Parse for DiffArgs {
                     kw.span,
                     kw.span,
                     symbol::BUILTIN,
+                    &mut push,
+                );
+            } else if lookahead.peek(kw::derive) {
+                let kw: kw::derive = input.parse()?;
+                set(
+                    &mut args.derive,
+                    kw.span,
+                    kw.span,
+                    symbol::DERIVE,
                     &mut push,
                 );
             } else if lookahead.peek(Token![crate]) {
@@ -315,9 +327,9 @@ mod tests {
         assert_eq!(
             errs,
             [
-                "unknown option `nmae`; expected one of `name`, `once_differentiable`, `materialize_grads`, `non_differentiable`, `dirty`, `builtin`, `crate`",
+                "unknown option `nmae`; expected one of `name`, `once_differentiable`, `materialize_grads`, `non_differentiable`, `dirty`, `builtin`, `derive`, `crate`",
                 "duplicate option `dirty`; each option may be given once",
-                "unknown option `fast`; expected one of `name`, `once_differentiable`, `materialize_grads`, `non_differentiable`, `dirty`, `builtin`, `crate`",
+                "unknown option `fast`; expected one of `name`, `once_differentiable`, `materialize_grads`, `non_differentiable`, `dirty`, `builtin`, `derive`, `crate`",
             ]
         );
         assert_eq!(

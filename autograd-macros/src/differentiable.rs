@@ -7,7 +7,7 @@ use syn::ItemFn;
 use crate::attr::DiffArgs;
 use crate::ctxt::Ctxt;
 use crate::ir::DiffFn;
-use crate::{expand, fallback, valid};
+use crate::{derive, expand, fallback, valid};
 
 pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let func: ItemFn = match syn::parse2(item.clone()) {
@@ -28,6 +28,9 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
 
 fn try_expand(args: TokenStream, func: &ItemFn) -> syn::Result<TokenStream> {
     let opts: DiffArgs = syn::parse2(args.clone())?;
+    if opts.derive.is_some() {
+        return derive::try_expand(&opts, func);
+    }
     let cx = Ctxt::new();
     let fwd = DiffFn::from_syn(&cx, &func.sig);
     valid::check_forward(&cx, &opts, &fwd);

@@ -14,6 +14,8 @@ use syn::{
 use crate::ctxt::Ctxt;
 use crate::symbol::{self, Symbol};
 
+pub(crate) mod body;
+
 /// A `#[differentiable]` function.
 pub(crate) struct DiffFn<'a> {
     pub(crate) original: &'a Signature,

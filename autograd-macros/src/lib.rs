@@ -13,6 +13,7 @@
 mod attr;
 mod backward;
 mod ctxt;
+mod derive;
 mod differentiable;
 mod expand;
 mod fallback;
@@ -66,6 +67,40 @@ use proc_macro::TokenStream;
 ///   version counter), so that the node never takes over a tensor it did not create. Only `dirty`
 ///   inputs keep their handle.
 ///
+/// # Derived backward: `derive`
+///
+/// `#[differentiable(derive)]` takes no `#[backward]`: the macro derives it from the body by
+/// reverse-mode source transformation, and a call records one node, `<CamelName>Backward0`.
+///
+/// ```text
+/// #[differentiable(derive)]
+/// fn gelu_tanh(x: &Tensor) -> Result<Tensor> {
+///     let c = (2.0 / std::f64::consts::PI).sqrt();
+///     let inner = (x + &(x.pow(3.0)? * 0.044715)) * c;
+///     let t = inner.tanh()?;
+///     Ok(x * 0.5 * (t + 1.0))
+/// }
+/// ```
+///
+/// * The body is straight-line: `let name = ..` bindings, tensor method calls (`x.exp()?`),
+///   the operators `+ - * /` and unary `-` on tensors and `f64` scalars (either side), scalar
+///   expressions of the attribute parameters, literals and constants, and a final tensor
+///   (optionally `Ok(..)`). It returns `Tensor` or a `Result` of one; inputs are `&Tensor`.
+/// * Each method `m` (and each operator: `add`, `mul_scalar`, `rsub_scalar`, ..) is
+///   differentiated by its rule `DerivativeRules::m`, written beside the op in the runtime. A
+///   method without a rule is rustc's error at that call: no function named `m` found for
+///   struct `DerivativeRules`.
+/// * Loops, `if`/`match`, closures, macros, `return`, assignments, `let mut`, in-place methods
+///   (`add_`), free-function calls on tensors and methods of non-tensor values that take tensors
+///   are compile errors spanned on the construct; write a `#[backward]` for those.
+/// * Only `name` and `crate` combine with `derive`.
+///
+/// The forward runs with recording off and returns the intermediates the rules read; with
+/// `create_graph`, the backward runs the body again with recording on, so that its own graph
+/// reaches the inputs (double backward). The runnable version of this example is in the
+/// `autograd` crate docs, section "Derived backward"; the design, with an expansion, is in this
+/// crate's README.
+///
 /// # Options
 ///
 /// `#[differentiable(option, ..)]`, each at most once:
@@ -78,6 +113,7 @@ use proc_macro::TokenStream;
 /// | `non_differentiable(result_1, ..)` | those outputs never require grad; their gradient slot is zeros (or `None`) |
 /// | `dirty(x, ..)` | the forward modifies these `&Tensor` inputs in place and returns them (`x.clone()`, the same handle); they become outputs of the node. Requires a `Result` return type: a dirty leaf that requires grad is `a leaf Variable that requires grad has been used in an in-place operation.`, a dirty input not returned is `Some elements marked as dirty during the forward method were not returned as output.`, and a dirty view is `Error::ViewInPlace` |
 /// | `builtin` | PyTorch's generated-node semantics, for an op library (the runtime's ops use it): see below |
+/// | `derive` | derive the backward from the body (no `#[backward]`): see above |
 /// | `crate = "path"` | where the generated code finds the runtime (default `::autograd`; `"crate"` inside the runtime itself) |
 ///
 /// `non_differentiable(..)` and `dirty(..)` are not available with a `Vec<Tensor>` output.

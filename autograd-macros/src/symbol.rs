@@ -16,15 +16,17 @@ pub(crate) const NON_DIFFERENTIABLE: Symbol = Symbol("non_differentiable");
 pub(crate) const DIRTY: Symbol = Symbol("dirty");
 pub(crate) const CRATE: Symbol = Symbol("crate");
 pub(crate) const BUILTIN: Symbol = Symbol("builtin");
+pub(crate) const DERIVE: Symbol = Symbol("derive");
 
 /// Every option of `#[differentiable(..)]`, in the order the docs list them.
-pub(crate) const OPTIONS: [Symbol; 7] = [
+pub(crate) const OPTIONS: [Symbol; 8] = [
     NAME,
     ONCE_DIFFERENTIABLE,
     MATERIALIZE_GRADS,
     NON_DIFFERENTIABLE,
     DIRTY,
     BUILTIN,
+    DERIVE,
     CRATE,
 ];
 
@@ -48,6 +50,8 @@ pub(crate) const OPTION_TYPE: Symbol = Symbol("Option");
 pub(crate) const VEC_TYPE: Symbol = Symbol("Vec");
 pub(crate) const INPUT_METADATA: Symbol = Symbol("InputMetadata");
 pub(crate) const BOOL: Symbol = Symbol("bool");
+/// The tail `Ok(..)` of a derived body.
+pub(crate) const OK: Symbol = Symbol("Ok");
 
 /// The lint attributes that belong on the renamed user function rather than on the wrapper.
 pub(crate) const LINT_ATTRS: [Symbol; 5] = [

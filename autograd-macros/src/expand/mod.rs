@@ -4,6 +4,7 @@
 //! `backward.rs` what `#[backward]` adds.
 
 mod backward;
+pub(crate) mod derive;
 mod node;
 
 pub(crate) use backward::{backward_attr, link_impl, link_stub};

@@ -3,6 +3,7 @@
 
 use autograd_macros::{backward, differentiable};
 
+use super::derivative_rules::reduce_to;
 use crate::backend::{self, BinaryOp};
 use crate::tensor::data::ElementMap;
 use crate::{Element, Result, Tensor};
@@ -388,5 +389,76 @@ impl Tensor {
     /// ```
     pub fn rdiv_scalar(&self, s: f64) -> Result<Tensor> {
         rdiv_scalar(self, s)
+    }
+}
+
+// ----- derivative rules for `#[differentiable(derive)]` (see `derivative_rules.rs`) -------------
+
+/// Binary rules reduce each gradient to its operand's shape (the operands may broadcast);
+/// scalar forms reuse the op's formula above.
+#[doc(hidden)]
+impl super::DerivativeRules {
+    pub fn add(
+        grad: &Tensor,
+        needs: [bool; 2],
+        a: &Tensor,
+        b: &Tensor,
+        _result: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let ga = needs[0].then(|| reduce_to(grad.clone(), a)).transpose()?;
+        let gb = needs[1].then(|| reduce_to(grad.clone(), b)).transpose()?;
+        Ok((ga, gb))
+    }
+    pub fn sub(
+        grad: &Tensor,
+        needs: [bool; 2],
+        a: &Tensor,
+        b: &Tensor,
+        _result: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let ga = needs[0].then(|| reduce_to(grad.clone(), a)).transpose()?;
+        let gb = needs[1].then(|| reduce_to(grad.neg()?, b)).transpose()?;
+        Ok((ga, gb))
+    }
+    pub fn mul(
+        grad: &Tensor,
+        needs: [bool; 2],
+        a: &Tensor,
+        b: &Tensor,
+        _result: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let ga = needs[0].then(|| reduce_to(grad.mul(b)?, a)).transpose()?;
+        let gb = needs[1].then(|| reduce_to(grad.mul(a)?, b)).transpose()?;
+        Ok((ga, gb))
+    }
+    pub fn div(
+        grad: &Tensor,
+        needs: [bool; 2],
+        a: &Tensor,
+        b: &Tensor,
+        _result: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let (ga, gb) = div_backward(grad, needs, needs[1].then_some(a), b)?;
+        let ga = ga.map(|g| reduce_to(g, a)).transpose()?;
+        let gb = gb.map(|g| reduce_to(g, b)).transpose()?;
+        Ok((ga, gb))
+    }
+    pub fn mul_scalar(grad: &Tensor, _x: &Tensor, _result: &Tensor, s: f64) -> Result<Tensor> {
+        mul_scalar_backward(grad, s)
+    }
+    pub fn div_scalar(grad: &Tensor, _x: &Tensor, _result: &Tensor, s: f64) -> Result<Tensor> {
+        mul_scalar_backward(grad, 1.0 / s)
+    }
+    pub fn add_scalar(grad: &Tensor, _x: &Tensor, _result: &Tensor, _s: f64) -> Result<Tensor> {
+        Ok(add_scalar_backward(grad))
+    }
+    pub fn sub_scalar(grad: &Tensor, _x: &Tensor, _result: &Tensor, _s: f64) -> Result<Tensor> {
+        Ok(add_scalar_backward(grad))
+    }
+    pub fn rsub_scalar(grad: &Tensor, _x: &Tensor, _result: &Tensor, _s: f64) -> Result<Tensor> {
+        rsub_scalar_backward(grad)
+    }
+    pub fn rdiv_scalar(grad: &Tensor, x: &Tensor, _result: &Tensor, s: f64) -> Result<Tensor> {
+        rdiv_scalar_backward(grad, x, s)
     }
 }

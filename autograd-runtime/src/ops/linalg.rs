@@ -84,3 +84,25 @@ impl Tensor {
         matmul(self, other)
     }
 }
+
+// ----- derivative rules for `#[differentiable(derive)]` (see `derivative_rules.rs`) -------------
+
+#[doc(hidden)]
+impl super::DerivativeRules {
+    pub fn matmul(
+        grad: &Tensor,
+        needs: [bool; 2],
+        a: &Tensor,
+        b: &Tensor,
+        _result: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let (ga, gb) = matmul_backward(grad, needs[1].then_some(a), needs[0].then_some(b))?;
+        let ga = ga
+            .map(|g| super::derivative_rules::reduce_to(g, a))
+            .transpose()?;
+        let gb = gb
+            .map(|g| super::derivative_rules::reduce_to(g, b))
+            .transpose()?;
+        Ok((ga, gb))
+    }
+}

@@ -12,6 +12,7 @@
 //! checked by [`check_inplace`] before their kernel runs.
 
 mod binary;
+mod derivative_rules;
 mod device;
 mod index;
 mod inplace;
@@ -24,6 +25,7 @@ mod softmax;
 mod tests;
 mod unary;
 
+pub use derivative_rules::{accumulate, DerivativeRules};
 pub use inplace::check_inplace;
 
 use crate::backend::BroadcastError;

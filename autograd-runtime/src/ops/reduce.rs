@@ -174,3 +174,28 @@ impl Tensor {
         sum_to(self, shape)
     }
 }
+
+// ----- derivative rules for `#[differentiable(derive)]` (see `derivative_rules.rs`) -------------
+
+#[doc(hidden)]
+impl super::DerivativeRules {
+    pub fn sum(grad: &Tensor, x: &Tensor, _result: &Tensor) -> Result<Tensor> {
+        sum_backward(grad, &InputMetadata::of(x))
+    }
+    pub fn mean(grad: &Tensor, x: &Tensor, _result: &Tensor) -> Result<Tensor> {
+        mean_backward(grad, &InputMetadata::of(x))
+    }
+    pub fn sum_dims(
+        grad: &Tensor,
+        x: &Tensor,
+        _result: &Tensor,
+        dims: &[usize],
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let axes: Dims = dims
+            .iter()
+            .map(|&d| wrap_dim(d as isize, x.ndim()))
+            .collect::<Result<_>>()?;
+        sum_dims_backward(grad, &InputMetadata::of(x), &axes, keepdim)
+    }
+}

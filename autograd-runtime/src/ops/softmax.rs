@@ -73,3 +73,15 @@ impl Tensor {
         log_softmax(self, dim)
     }
 }
+
+// ----- derivative rules for `#[differentiable(derive)]` (see `derivative_rules.rs`) -------------
+
+#[doc(hidden)]
+impl super::DerivativeRules {
+    pub fn softmax(grad: &Tensor, _x: &Tensor, result: &Tensor, dim: usize) -> Result<Tensor> {
+        softmax_backward(grad, result, dim)
+    }
+    pub fn log_softmax(grad: &Tensor, _x: &Tensor, result: &Tensor, dim: usize) -> Result<Tensor> {
+        log_softmax_backward(grad, result, dim)
+    }
+}

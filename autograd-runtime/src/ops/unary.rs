@@ -395,3 +395,43 @@ impl Tensor {
         pow(self, exponent)
     }
 }
+
+// ----- derivative rules for `#[differentiable(derive)]` (see `derivative_rules.rs`) -------------
+
+/// Each rule reuses the op's own gradient formula above.
+#[doc(hidden)]
+impl super::DerivativeRules {
+    pub fn exp(grad: &Tensor, _x: &Tensor, result: &Tensor) -> Result<Tensor> {
+        exp_backward(grad, result)
+    }
+    pub fn log(grad: &Tensor, x: &Tensor, _result: &Tensor) -> Result<Tensor> {
+        log_backward(grad, x)
+    }
+    pub fn sin(grad: &Tensor, x: &Tensor, _result: &Tensor) -> Result<Tensor> {
+        sin_backward(grad, x)
+    }
+    pub fn cos(grad: &Tensor, x: &Tensor, _result: &Tensor) -> Result<Tensor> {
+        cos_backward(grad, x)
+    }
+    pub fn tanh(grad: &Tensor, _x: &Tensor, result: &Tensor) -> Result<Tensor> {
+        tanh_backward(grad, result)
+    }
+    pub fn sigmoid(grad: &Tensor, _x: &Tensor, result: &Tensor) -> Result<Tensor> {
+        sigmoid_backward(grad, result)
+    }
+    pub fn relu(grad: &Tensor, _x: &Tensor, result: &Tensor) -> Result<Tensor> {
+        relu_backward(grad, result)
+    }
+    pub fn sqrt(grad: &Tensor, _x: &Tensor, result: &Tensor) -> Result<Tensor> {
+        sqrt_backward(grad, result)
+    }
+    pub fn abs(grad: &Tensor, x: &Tensor, _result: &Tensor) -> Result<Tensor> {
+        abs_backward(grad, x)
+    }
+    pub fn neg(grad: &Tensor, _x: &Tensor, _result: &Tensor) -> Result<Tensor> {
+        neg_backward(grad)
+    }
+    pub fn pow(grad: &Tensor, x: &Tensor, _result: &Tensor, exponent: f64) -> Result<Tensor> {
+        pow_backward(grad, x, exponent)
+    }
+}

@@ -1,0 +1,117 @@
+//! `#[differentiable(derive)]`: lower the body to straight-line ops, write the hidden forward and
+//! backward a user would write by hand (`expand/derive.rs`), then expand that pair exactly as
+//! `#[differentiable]` and `#[backward]` do, so that saving, version checks and the node are the
+//! same code.
+//!
+//! The hidden forward returns the result followed by the residuals (the intermediates the
+//! backward reads), declared `non_differentiable` with `materialize_grads = false`: they are
+//! saved with the node like any output, version-checked, and never require grad.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::{ItemFn, LitStr, Path};
+
+use crate::attr::DiffArgs;
+use crate::ctxt::Ctxt;
+use crate::expand::derive::{derived, hidden_names};
+use crate::ir::body::Body;
+use crate::ir::{BackwardFn, DiffFn, ParamKind};
+use crate::{expand, valid};
+
+pub(crate) fn try_expand(opts: &DiffArgs, func: &ItemFn) -> syn::Result<TokenStream> {
+    let cx = Ctxt::new();
+    let fwd = DiffFn::from_syn(&cx, &func.sig);
+    check_options(&cx, opts);
+    for p in &fwd.params {
+        if matches!(p.kind, ParamKind::Tensors(_)) {
+            cx.error_spanned_by(
+                p.ty,
+                "`&[Tensor]` inputs are not supported by `#[differentiable(derive)]` yet; write a `#[backward]`",
+            );
+        }
+    }
+    if fwd.output.tuple || fwd.output.vec {
+        cx.error_spanned_by(
+            fwd.output.original,
+            "`#[differentiable(derive)]` functions return one `Tensor` (or a `Result` of one)",
+        );
+    }
+    let body = if cx.is_ok() {
+        Body::from_syn(&cx, &fwd, &func.block)
+    } else {
+        None
+    };
+    cx.check()?;
+    let Some(body) = body else {
+        return Err(syn::Error::new_spanned(
+            &func.sig.ident,
+            "internal error: body not lowered",
+        ));
+    };
+    let krate = opts.krate();
+    let d = derived(&krate, &fwd, func, &body);
+    expand_pair(opts, &fwd, &krate, d)
+}
+
+/// Options that change what a hand-written pair means have no meaning for a derived one.
+fn check_options(cx: &Ctxt, opts: &DiffArgs) {
+    let unsupported = |span: proc_macro2::Span, option: &str| {
+        cx.error_at(
+            span,
+            format!("`{option}` is not supported with `derive`; write a `#[backward]` to use it"),
+        );
+    };
+    if let Some(s) = opts.once_differentiable {
+        unsupported(s, "once_differentiable");
+    }
+    if let Some(b) = &opts.materialize_grads {
+        unsupported(b.span, "materialize_grads");
+    }
+    if let Some(l) = &opts.non_differentiable {
+        unsupported(l.keyword, "non_differentiable");
+    }
+    if let Some(l) = &opts.dirty {
+        unsupported(l.keyword, "dirty");
+    }
+    if let Some(s) = opts.builtin {
+        unsupported(s, "builtin");
+    }
+}
+
+/// Expands the hidden pair through the same code as a hand-written `#[differentiable]` and
+/// `#[backward]`.
+fn expand_pair(
+    opts: &DiffArgs,
+    user: &DiffFn<'_>,
+    krate: &Path,
+    d: expand::derive::Derived,
+) -> syn::Result<TokenStream> {
+    let name = opts
+        .name
+        .clone()
+        .unwrap_or_else(|| LitStr::new(&user.default_node_name(), user.ident.span()));
+    let residuals = (1..=d.residuals).map(|i| quote::format_ident!("result_{}", i));
+    let non_diff = (d.residuals > 0).then(|| quote!(non_differentiable(#(#residuals),*),));
+    let krate_str = LitStr::new(&quote!(#krate).to_string(), user.ident.span());
+    let args_tokens = quote!(name = #name, materialize_grads = false, #non_diff crate = #krate_str);
+    let args: DiffArgs = syn::parse2(args_tokens.clone())?;
+    let forward: ItemFn = syn::parse2(d.forward)?;
+    let backward: ItemFn = syn::parse2(d.backward)?;
+    let cx = Ctxt::new();
+    let hfwd = DiffFn::from_syn(&cx, &forward.sig);
+    let hbwd = BackwardFn::from_syn(&cx, &backward.sig);
+    valid::check_forward(&cx, &args, &hfwd);
+    valid::check_backward(&cx, &args, &hfwd, &hbwd);
+    cx.check()?;
+    let (hidden, _) = hidden_names(user.ident);
+    let path: Path = hidden.into();
+    let forward_items = expand::forward(&args, &args_tokens, &hfwd, &forward);
+    let link = expand::link_impl(&args, &hfwd, &hbwd, &path);
+    let wrapper = d.wrapper;
+    Ok(quote! {
+        #wrapper
+        #forward_items
+        #backward
+        #link
+    })
+}

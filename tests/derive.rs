@@ -1,0 +1,289 @@
+//! `#[differentiable(derive)]`: the macro derives the backward of a straight-line body. For each
+//! derived function: gradcheck and gradgradcheck, gradients equal to the same body recorded op
+//! by op, one graph node per call, and version-checked saved tensors.
+
+use autograd::{
+    differentiable, gradcheck, gradgradcheck, DType, Error, GradOptions, Result, Tensor,
+};
+
+// ----- the derived functions, each with its op-by-op twin ---------------------------------------
+
+/// GELU, tanh approximation: `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))`.
+#[differentiable(derive)]
+fn gelu_tanh(x: &Tensor) -> Result<Tensor> {
+    let c = (2.0 / std::f64::consts::PI).sqrt();
+    let inner = (x + &(x.pow(3.0)? * 0.044715)) * c;
+    let t = inner.tanh()?;
+    Ok(x * 0.5 * (t + 1.0))
+}
+
+fn gelu_tanh_recorded(x: &Tensor) -> Result<Tensor> {
+    let c = (2.0 / std::f64::consts::PI).sqrt();
+    let inner = (x + &(x.pow(3.0)? * 0.044715)) * c;
+    let t = inner.tanh()?;
+    Ok(x * 0.5 * (t + 1.0))
+}
+
+/// log Σ exp(x), stabilised by a shift: the shift is an input, so it gets a gradient too.
+#[differentiable(derive)]
+fn log_sum_exp(x: &Tensor, shift: &Tensor) -> Result<Tensor> {
+    let z = x.sub(shift)?;
+    let s = z.exp()?.sum()?;
+    s.log()?.add(shift)
+}
+
+fn log_sum_exp_recorded(x: &Tensor, shift: &Tensor) -> Result<Tensor> {
+    let z = x.sub(shift)?;
+    let s = z.exp()?.sum()?;
+    s.log()?.add(shift)
+}
+
+/// A dense layer: `tanh(x @ w + b)`, `b` broadcast over the rows.
+#[differentiable(derive)]
+fn dense_tanh(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let h = x.matmul(w)? + b;
+    h.tanh()
+}
+
+fn dense_tanh_recorded(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let h = x.matmul(w)? + b;
+    h.tanh()
+}
+
+/// Mean softmax cross-entropy of `logits` `[n, k]` against one-hot `targets`.
+#[differentiable(derive)]
+fn softmax_cross_entropy(logits: &Tensor, targets: &Tensor, n: f64) -> Result<Tensor> {
+    let lse = logits.exp()?.sum_dims(&[1], true)?.log()?;
+    let log_p = logits - &lse;
+    let picked = (log_p * targets).sum()?;
+    Ok(-picked / n)
+}
+
+fn softmax_cross_entropy_recorded(logits: &Tensor, targets: &Tensor, n: f64) -> Result<Tensor> {
+    let lse = logits.exp()?.sum_dims(&[1], true)?.log()?;
+    let log_p = logits - &lse;
+    let picked = (log_p * targets).sum()?;
+    Ok(-picked / n)
+}
+
+/// A value used several times, scalar operators on both sides, and every unary rule.
+#[differentiable(derive)]
+fn many_uses(x: &Tensor, scale: f64) -> Result<Tensor> {
+    let y = x.sigmoid()? * x;
+    let z = (1.0 - &y) / (y.exp()? + 2.0);
+    let w = z.sin()? * z.cos()? + x.abs()?.sqrt()?.mul_scalar(scale)?;
+    let v = (x * x).add_scalar(1.0)?.log()?.relu()?;
+    let u = 3.0 / (v.add_scalar(1.0)?) - w.neg()?.div_scalar(2.0)?.sub_scalar(0.5)?;
+    Ok(u.mean()? * scale)
+}
+
+fn many_uses_recorded(x: &Tensor, scale: f64) -> Result<Tensor> {
+    let y = x.sigmoid()? * x;
+    let z = (1.0 - &y) / (y.exp()? + 2.0);
+    let w = z.sin()? * z.cos()? + x.abs()?.sqrt()?.mul_scalar(scale)?;
+    let v = (x * x).add_scalar(1.0)?.log()?.relu()?;
+    let u = 3.0 / (v.add_scalar(1.0)?) - w.neg()?.div_scalar(2.0)?.sub_scalar(0.5)?;
+    Ok(u.mean()? * scale)
+}
+
+/// Panicking operators only: a forward that returns `Tensor`; `b` is never used.
+#[differentiable(derive)]
+fn infallible(a: &Tensor, b: &Tensor) -> Tensor {
+    let _ = b;
+    let sq = a * a;
+    &sq * 3.0 - a
+}
+
+// ----- helpers ----------------------------------------------------------------------------------
+
+fn input(shape: &[usize], seed: u64) -> Tensor {
+    let t = Tensor::randn(shape, DType::F64, seed).expect("randn");
+    t.set_requires_grad(true).expect("leaf");
+    t
+}
+
+fn grads(y: &Tensor, inputs: &[Tensor]) -> Vec<Option<Tensor>> {
+    autograd::grad(
+        std::slice::from_ref(y),
+        inputs,
+        GradOptions::new().allow_unused(true),
+    )
+    .expect("grad")
+}
+
+fn assert_close(a: &Tensor, b: &Tensor) {
+    let (a, b) = (a.to_vec::<f64>().expect("a"), b.to_vec::<f64>().expect("b"));
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert!(
+            (x - y).abs() <= 1e-12 * (1.0 + x.abs().max(y.abs())),
+            "{x} vs {y}"
+        );
+    }
+}
+
+/// Same value, same gradients (to rounding) as the op-by-op twin; one node named `name` whose
+/// next functions are the inputs' `AccumulateGrad`s.
+fn check_against_recorded(
+    derived: impl Fn(&[Tensor]) -> Result<Tensor>,
+    recorded: impl Fn(&[Tensor]) -> Result<Tensor>,
+    inputs: &[Tensor],
+    name: &str,
+) {
+    let y = derived(inputs).expect("derived");
+    let r = recorded(inputs).expect("recorded");
+    assert_close(&y, &r);
+    let node = y.grad_fn().expect("derived output has a grad_fn");
+    assert_eq!(node.name(), name);
+    let next = node.next_functions();
+    assert_eq!(next.len(), inputs.len(), "one next edge per tensor input");
+    for (edge, x) in next.iter().zip(inputs) {
+        let edge = edge.as_ref().expect("every input requires grad");
+        assert_eq!(edge.node.name(), "AccumulateGrad");
+        assert!(x.is_leaf());
+    }
+    let ys = y.sum().expect("sum");
+    let rs = r.sum().expect("sum");
+    for (gd, gr) in grads(&ys, inputs).iter().zip(grads(&rs, inputs)) {
+        match (gd, gr) {
+            (Some(gd), Some(gr)) => assert_close(gd, &gr),
+            (None, None) => {}
+            (gd, gr) => panic!(
+                "gradient presence differs: {:?} vs {:?}",
+                gd.is_some(),
+                gr.is_some()
+            ),
+        }
+    }
+}
+
+// ----- the tests --------------------------------------------------------------------------------
+
+#[test]
+fn gelu_tanh_matches_recorded_and_passes_gradchecks() -> Result<()> {
+    let x = input(&[3, 4], 1);
+    check_against_recorded(
+        |t| gelu_tanh(&t[0]),
+        |t| gelu_tanh_recorded(&t[0]),
+        std::slice::from_ref(&x),
+        "GeluTanhBackward0",
+    );
+    gradcheck(|t| gelu_tanh(&t[0]), std::slice::from_ref(&x))?;
+    gradgradcheck(|t| gelu_tanh(&t[0]), std::slice::from_ref(&x))
+}
+
+#[test]
+fn log_sum_exp_matches_recorded_and_passes_gradchecks() -> Result<()> {
+    let inputs = [input(&[5], 2), input(&[], 3)];
+    check_against_recorded(
+        |t| log_sum_exp(&t[0], &t[1]),
+        |t| log_sum_exp_recorded(&t[0], &t[1]),
+        &inputs,
+        "LogSumExpBackward0",
+    );
+    gradcheck(|t| log_sum_exp(&t[0], &t[1]), &inputs)?;
+    gradgradcheck(|t| log_sum_exp(&t[0], &t[1]), &inputs)
+}
+
+#[test]
+fn dense_layer_matches_recorded_and_passes_gradchecks() -> Result<()> {
+    let inputs = [input(&[4, 3], 4), input(&[3, 2], 5), input(&[2], 6)];
+    check_against_recorded(
+        |t| dense_tanh(&t[0], &t[1], &t[2]),
+        |t| dense_tanh_recorded(&t[0], &t[1], &t[2]),
+        &inputs,
+        "DenseTanhBackward0",
+    );
+    // The bias gradient is reduced to the bias's shape.
+    let y = dense_tanh(&inputs[0], &inputs[1], &inputs[2])?;
+    y.sum()?.backward()?;
+    assert_eq!(inputs[2].grad().expect("bias grad").shape(), &[2]);
+    gradcheck(|t| dense_tanh(&t[0], &t[1], &t[2]), &inputs)?;
+    gradgradcheck(|t| dense_tanh(&t[0], &t[1], &t[2]), &inputs)
+}
+
+#[test]
+fn softmax_cross_entropy_matches_recorded_and_passes_gradchecks() -> Result<()> {
+    let logits = input(&[3, 4], 7);
+    let targets = Tensor::from_vec(
+        vec![1.0f64, 0., 0., 0., 0., 0., 1., 0., 0., 1., 0., 0.],
+        &[3, 4],
+    )?;
+    targets.set_requires_grad(true)?;
+    let inputs = [logits, targets];
+    check_against_recorded(
+        |t| softmax_cross_entropy(&t[0], &t[1], 3.0),
+        |t| softmax_cross_entropy_recorded(&t[0], &t[1], 3.0),
+        &inputs,
+        "SoftmaxCrossEntropyBackward0",
+    );
+    gradcheck(|t| softmax_cross_entropy(&t[0], &t[1], 3.0), &inputs)?;
+    gradgradcheck(|t| softmax_cross_entropy(&t[0], &t[1], 3.0), &inputs)
+}
+
+#[test]
+fn every_rule_and_repeated_uses_match_recorded() -> Result<()> {
+    let x = input(&[6], 8);
+    check_against_recorded(
+        |t| many_uses(&t[0], 1.5),
+        |t| many_uses_recorded(&t[0], 1.5),
+        std::slice::from_ref(&x),
+        "ManyUsesBackward0",
+    );
+    gradcheck(|t| many_uses(&t[0], 1.5), std::slice::from_ref(&x))?;
+    gradgradcheck(|t| many_uses(&t[0], 1.5), std::slice::from_ref(&x))
+}
+
+#[test]
+fn an_unused_input_gets_no_gradient() -> Result<()> {
+    let (a, b) = (input(&[3], 9), input(&[3], 10));
+    let y = infallible(&a, &b);
+    assert_eq!(y.grad_fn().expect("node").name(), "InfallibleBackward0");
+    let g = grads(&y.sum()?, &[a.clone(), b.clone()]);
+    assert!(g[1].is_none(), "`b` is not used");
+    let expected = (&a * 6.0).add_scalar(-1.0)?;
+    assert_close(g[0].as_ref().expect("grad of a"), &expected);
+    gradcheck(|t| Ok(infallible(&t[0], &b)), &[a])
+}
+
+#[test]
+fn only_inputs_that_need_grad_get_one() -> Result<()> {
+    let x = input(&[4, 3], 11);
+    let w = Tensor::randn(&[3, 2], DType::F64, 12)?;
+    let b = Tensor::randn(&[2], DType::F64, 13)?;
+    let y = dense_tanh(&x, &w, &b)?;
+    let next = y.grad_fn().expect("node").next_functions();
+    assert!(next[0].is_some() && next[1].is_none() && next[2].is_none());
+    y.sum()?.backward()?;
+    assert!(x.grad().is_some() && w.grad().is_none() && b.grad().is_none());
+    // Nothing requires grad: nothing is recorded.
+    let y = dense_tanh(&x.detach(), &w, &b)?;
+    assert!(y.grad_fn().is_none());
+    Ok(())
+}
+
+#[test]
+fn modifying_a_saved_input_in_place_is_reported() -> Result<()> {
+    let x = input(&[3], 14);
+    let shift = Tensor::randn(&[], DType::F64, 15)?;
+    let y = log_sum_exp(&x, &shift)?;
+    shift.add_(&Tensor::scalar(1.0f64))?;
+    match y.backward() {
+        Err(Error::SavedTensorModified {
+            saved_version,
+            current_version,
+            ..
+        }) => assert!(current_version > saved_version),
+        other => panic!("expected SavedTensorModified, got {other:?}"),
+    }
+    Ok(())
+}
+
+#[test]
+fn backward_twice_without_retain_graph_fails() -> Result<()> {
+    let x = input(&[3], 16);
+    let y = gelu_tanh(&x)?.sum()?;
+    y.backward()?;
+    assert!(matches!(y.backward(), Err(Error::BackwardTwice)));
+    Ok(())
+}
