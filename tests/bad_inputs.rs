@@ -76,6 +76,8 @@ const HOSTILE: [f64; 10] = [
 
 const SHAPES: [&[usize]; 8] = [&[], &[0], &[1], &[3], &[0, 3], &[2, 0], &[1, 1, 1], &[2, 3]];
 
+type Binary = (&'static str, fn(&Tensor, &Tensor) -> Result<Tensor>);
+
 type Unary = (&'static str, fn(&Tensor) -> Result<Tensor>, fn(f64) -> f64);
 
 fn unary_ops() -> Vec<Unary> {
@@ -160,7 +162,7 @@ fn elementwise(s: &mut Sweep) {
 
 /// Every pair of shapes through the binary ops: PyTorch's broadcast result or its error text.
 fn broadcasting(s: &mut Sweep) {
-    let ops: [(&str, fn(&Tensor, &Tensor) -> Result<Tensor>); 4] = [
+    let ops: [Binary; 4] = [
         ("add", |a, b| a.add(b)),
         ("sub", |a, b| a.sub(b)),
         ("mul", |a, b| a.mul(b)),
