@@ -86,6 +86,23 @@ fn many_uses_recorded(x: &Tensor, scale: f64) -> Result<Tensor> {
     Ok(u.mean()? * scale)
 }
 
+/// One value used by both operands of an op and again after: the rules' contributions share
+/// buffers, which the summation must not write over.
+#[differentiable(derive)]
+fn shared(x: &Tensor) -> Result<Tensor> {
+    let y = x.exp()?;
+    let z = &y + &y;
+    let w = z.mul(&y)?;
+    Ok(&w * &w + &y)
+}
+
+fn shared_recorded(x: &Tensor) -> Result<Tensor> {
+    let y = x.exp()?;
+    let z = &y + &y;
+    let w = z.mul(&y)?;
+    Ok(&w * &w + &y)
+}
+
 /// Panicking operators only: a forward that returns `Tensor`; `b` is never used.
 #[differentiable(derive)]
 fn infallible(a: &Tensor, b: &Tensor) -> Tensor {
@@ -232,6 +249,19 @@ fn every_rule_and_repeated_uses_match_recorded() -> Result<()> {
     );
     gradcheck(|t| many_uses(&t[0], 1.5), std::slice::from_ref(&x))?;
     gradgradcheck(|t| many_uses(&t[0], 1.5), std::slice::from_ref(&x))
+}
+
+#[test]
+fn contributions_that_share_a_buffer_are_summed_correctly() -> Result<()> {
+    let x = input(&[2, 3], 17);
+    check_against_recorded(
+        |t| shared(&t[0]),
+        |t| shared_recorded(&t[0]),
+        std::slice::from_ref(&x),
+        "SharedBackward0",
+    );
+    gradcheck(|t| shared(&t[0]), std::slice::from_ref(&x))?;
+    gradgradcheck(|t| shared(&t[0]), std::slice::from_ref(&x))
 }
 
 #[test]

@@ -8,12 +8,13 @@
 //! saved with the node like any output, version-checked, and never require grad.
 
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{quote, quote_spanned};
 use syn::{ItemFn, LitStr, Path};
 
 use crate::attr::DiffArgs;
 use crate::ctxt::Ctxt;
 use crate::expand::derive::{derived, hidden_names};
+use crate::expand::Names;
 use crate::ir::body::Body;
 use crate::ir::{BackwardFn, DiffFn, ParamKind};
 use crate::{expand, valid};
@@ -108,10 +109,38 @@ fn expand_pair(
     let forward_items = expand::forward(&args, &args_tokens, &hfwd, &forward);
     let link = expand::link_impl(&args, &hfwd, &hbwd, &path);
     let wrapper = d.wrapper;
+    let refuse = refuse_backward(user);
     Ok(quote! {
         #wrapper
+        #refuse
         #forward_items
         #backward
         #link
     })
+}
+
+/// The signature macro a `#[backward(f)]` calls: for a derived `f`, an error (at `f`'s name) that
+/// says the backward is derived, instead of rustc's "cannot find macro".
+fn refuse_backward(user: &DiffFn<'_>) -> TokenStream {
+    let Names { signature, .. } = Names::of(user.ident);
+    let message = format!(
+        "`{}` is `#[differentiable(derive)]`: its backward is derived; remove the `#[backward({})]` function, or `derive` to keep it",
+        user.name(),
+        user.name()
+    );
+    let error = quote_spanned!(user.ident.span()=> ::core::compile_error!(#message););
+    quote! {
+        #[doc(hidden)]
+        #[allow(unused_macros)]
+        macro_rules! #signature {
+            ({ $($path:tt)* } { $backward:ident } $($rest:tt)*) => {
+                #error
+                const _: () = { let _ = $backward; };
+            };
+        }
+
+        #[doc(hidden)]
+        #[allow(unused_imports)]
+        pub(crate) use #signature;
+    }
 }

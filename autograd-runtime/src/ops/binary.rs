@@ -427,8 +427,9 @@ impl super::DerivativeRules {
         b: &Tensor,
         _result: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let ga = needs[0].then(|| reduce_to(grad.mul(b)?, a)).transpose()?;
-        let gb = needs[1].then(|| reduce_to(grad.mul(a)?, b)).transpose()?;
+        let (ga, gb) = mul_backward(grad, needs[1].then_some(a), needs[0].then_some(b))?;
+        let ga = ga.map(|g| reduce_to(g, a)).transpose()?;
+        let gb = gb.map(|g| reduce_to(g, b)).transpose()?;
         Ok((ga, gb))
     }
     pub fn div(

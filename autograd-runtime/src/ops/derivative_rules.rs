@@ -3,6 +3,7 @@
 //! `unary.rs`, `binary.rs`, `reduce.rs`, `linalg.rs`); this file holds the type, its calling
 //! convention and the helpers the derived backward uses.
 
+use crate::backend::BinaryOp;
 use crate::{Result, Tensor};
 
 /// The derivative rules of the tensor methods, one associated function per method, named like
@@ -29,10 +30,15 @@ use crate::{Result, Tensor};
 pub struct DerivativeRules;
 
 /// `acc + g`, where either may be absent: sums the gradients of a value used several times.
+/// Both are the derived backward's own locals, used for the last time: the sum is written over
+/// whichever nothing else references, when the backward is not recorded.
 #[doc(hidden)]
 pub fn accumulate(acc: Option<Tensor>, g: Option<Tensor>) -> Result<Option<Tensor>> {
     match (acc, g) {
-        (Some(a), Some(g)) => Ok(Some(a.add(&g)?)),
+        (Some(a), Some(g)) if !a.is_uniquely_owned() && g.is_uniquely_owned() => {
+            Ok(Some(g.last_use(BinaryOp::Add, &a)?))
+        }
+        (Some(a), Some(g)) => Ok(Some(a.last_use(BinaryOp::Add, &g)?)),
         (a, None) => Ok(a),
         (None, g) => Ok(g),
     }
