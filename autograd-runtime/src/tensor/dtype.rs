@@ -90,8 +90,9 @@ pub enum Buffer {
     F32(ElemVec<f32>),
     /// `f64` elements.
     F64(ElemVec<f64>),
-    /// Elements in a CUDA device's memory (either dtype).
-    Cuda(DeviceBuffer),
+    /// Elements in a CUDA device's memory (either dtype). Boxed so that host buffers, on every
+    /// hot path, keep the enum (and every storage) as small as before CUDA support.
+    Cuda(Box<DeviceBuffer>),
 }
 
 /// Device memory of the CUDA backend.
@@ -112,7 +113,7 @@ impl Buffer {
             #[cfg(feature = "cuda")]
             Buffer::Cuda(d) => d.dtype(),
             #[cfg(not(feature = "cuda"))]
-            Buffer::Cuda(d) => match *d {},
+            Buffer::Cuda(d) => match **d {},
         }
     }
 
@@ -123,7 +124,7 @@ impl Buffer {
             #[cfg(feature = "cuda")]
             Buffer::Cuda(d) => d.len(),
             #[cfg(not(feature = "cuda"))]
-            Buffer::Cuda(d) => match *d {},
+            Buffer::Cuda(d) => match **d {},
         }
     }
 }
@@ -175,4 +176,20 @@ impl Element for f64 {
         self
     }
     buffer_access!(f64, F64);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Buffer;
+
+    #[test]
+    fn device_buffers_do_not_grow_host_buffers() {
+        // A host buffer is a tag plus an inline `SmallVec<[f64; 2]>`: the CUDA variant is boxed
+        // so that it adds nothing to the storage of every host tensor.
+        assert!(
+            std::mem::size_of::<Buffer>() <= 32,
+            "{}",
+            std::mem::size_of::<Buffer>()
+        );
+    }
 }

@@ -230,7 +230,7 @@ fn launch_blocks(
 
 /// A new contiguous tensor of `shape` from a filled device buffer.
 fn wrap(dev: &CudaDevice, buf: DeviceBuffer, shape: &[usize]) -> Tensor {
-    Tensor::from_buffer(Buffer::Cuda(buf), shape, dev.device())
+    Tensor::from_buffer(Buffer::Cuda(Box::new(buf)), shape, dev.device())
 }
 
 /// Runs `kernel(x's address, x's layout, output address)` into a new contiguous output of
