@@ -3,7 +3,7 @@
 
 use autograd_macros::{backward, differentiable};
 
-use super::derivative_rules::reduce_to;
+use super::derivative_rules::reduce_pair;
 use crate::backend::{self, BinaryOp};
 use crate::tensor::data::ElementMap;
 use crate::{Element, Result, Tensor};
@@ -145,6 +145,29 @@ fn rdiv_scalar_backward(grad: &Tensor, x: &Tensor, s: f64) -> Result<Tensor> {
     grad.mul_scalar(-s)?.div(&x.mul(x)?)
 }
 
+/// The element count of `a` and `b` broadcast together, without building the shape (this runs
+/// for every broadcasting op): `None` if they do not broadcast, PyTorch's overflow error if the
+/// count exceeds `usize`.
+fn broadcast_numel(op: &'static str, a: &[usize], b: &[usize]) -> Result<Option<usize>> {
+    let n = a.len().max(b.len());
+    let dim = |s: &[usize], i: usize| (i + s.len()).checked_sub(n).map_or(1, |j| s[j]);
+    let mut count = 1usize;
+    for i in 0..n {
+        let size = match (dim(a, i), dim(b, i)) {
+            (x, y) if x == y || y == 1 => x,
+            (1, y) => y,
+            _ => return Ok(None),
+        };
+        count = count.checked_mul(size).ok_or_else(|| {
+            crate::Error::shape(
+                op,
+                format!("storage size calculation overflowed with sizes={a:?} and {b:?}"),
+            )
+        })?;
+    }
+    Ok(Some(count))
+}
+
 impl Tensor {
     /// `self (op) other` for the last use of `self` in a backward formula: written over this
     /// tensor's buffer when nothing else references it ([`Tensor::is_uniquely_owned`]), the
@@ -179,9 +202,11 @@ impl Tensor {
     ) -> Result<Tensor> {
         if self.shape() != other.shape() {
             // A broadcast result can be far larger than either operand: check it can exist.
-            let shape = backend::broadcast_shapes(self.shape(), other.shape())?;
-            let n = crate::tensor::layout::checked_numel(name, &shape)?;
-            if n > self.numel().max(other.numel()) {
+            // Incompatible shapes are left to the backend, which reports them.
+            let larger = self.numel().max(other.numel());
+            if let Some(n) =
+                broadcast_numel(name, self.shape(), other.shape())?.filter(|&n| n > larger)
+            {
                 crate::tensor::layout::check_alloc(name, n, self.dtype().size_of())?;
             }
         }
@@ -405,9 +430,11 @@ impl super::DerivativeRules {
         b: &Tensor,
         _result: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let ga = needs[0].then(|| reduce_to(grad.clone(), a)).transpose()?;
-        let gb = needs[1].then(|| reduce_to(grad.clone(), b)).transpose()?;
-        Ok((ga, gb))
+        let grads = (
+            needs[0].then(|| grad.clone()),
+            needs[1].then(|| grad.clone()),
+        );
+        reduce_pair(grads, a, b)
     }
     pub fn sub(
         grad: &Tensor,
@@ -416,9 +443,8 @@ impl super::DerivativeRules {
         b: &Tensor,
         _result: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let ga = needs[0].then(|| reduce_to(grad.clone(), a)).transpose()?;
-        let gb = needs[1].then(|| reduce_to(grad.neg()?, b)).transpose()?;
-        Ok((ga, gb))
+        let gb = needs[1].then(|| grad.neg()).transpose()?;
+        reduce_pair((needs[0].then(|| grad.clone()), gb), a, b)
     }
     pub fn mul(
         grad: &Tensor,
@@ -427,10 +453,8 @@ impl super::DerivativeRules {
         b: &Tensor,
         _result: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let (ga, gb) = mul_backward(grad, needs[1].then_some(a), needs[0].then_some(b))?;
-        let ga = ga.map(|g| reduce_to(g, a)).transpose()?;
-        let gb = gb.map(|g| reduce_to(g, b)).transpose()?;
-        Ok((ga, gb))
+        let grads = mul_backward(grad, needs[1].then_some(a), needs[0].then_some(b))?;
+        reduce_pair(grads, a, b)
     }
     pub fn div(
         grad: &Tensor,
@@ -439,10 +463,8 @@ impl super::DerivativeRules {
         b: &Tensor,
         _result: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let (ga, gb) = div_backward(grad, needs, needs[1].then_some(a), b)?;
-        let ga = ga.map(|g| reduce_to(g, a)).transpose()?;
-        let gb = gb.map(|g| reduce_to(g, b)).transpose()?;
-        Ok((ga, gb))
+        let grads = div_backward(grad, needs, needs[1].then_some(a), b)?;
+        reduce_pair(grads, a, b)
     }
     pub fn mul_scalar(grad: &Tensor, _x: &Tensor, _result: &Tensor, s: f64) -> Result<Tensor> {
         mul_scalar_backward(grad, s)

@@ -45,10 +45,22 @@ pub fn accumulate(acc: Option<Tensor>, g: Option<Tensor>) -> Result<Option<Tenso
 }
 
 /// `grad` summed down to `like`'s shape when an op broadcast `like` (PyTorch's `sum_to_size`).
-pub(crate) fn reduce_to(grad: Tensor, like: &Tensor) -> Result<Tensor> {
+fn reduce_to(grad: Tensor, like: &Tensor) -> Result<Tensor> {
     if grad.shape() == like.shape() {
         Ok(grad)
     } else {
         grad.sum_to_shape(like.shape())
     }
+}
+
+/// Both gradients of a two-operand rule, each summed down to its operand's shape.
+pub(crate) fn reduce_pair(
+    (ga, gb): (Option<Tensor>, Option<Tensor>),
+    a: &Tensor,
+    b: &Tensor,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    Ok((
+        ga.map(|g| reduce_to(g, a)).transpose()?,
+        gb.map(|g| reduce_to(g, b)).transpose()?,
+    ))
 }

@@ -96,13 +96,7 @@ impl super::DerivativeRules {
         b: &Tensor,
         _result: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let (ga, gb) = matmul_backward(grad, needs[1].then_some(a), needs[0].then_some(b))?;
-        let ga = ga
-            .map(|g| super::derivative_rules::reduce_to(g, a))
-            .transpose()?;
-        let gb = gb
-            .map(|g| super::derivative_rules::reduce_to(g, b))
-            .transpose()?;
-        Ok((ga, gb))
+        let grads = matmul_backward(grad, needs[1].then_some(a), needs[0].then_some(b))?;
+        super::derivative_rules::reduce_pair(grads, a, b)
     }
 }

@@ -375,6 +375,53 @@ pub(crate) fn to_host(x: &Tensor) -> Result<Tensor> {
     download(x, Device::Cpu)
 }
 
+/// One launch of an indexing kernel of `kernels.cu` (`index_select`, `index_add`, `gather`,
+/// `scatter`). They all read a contiguous source, an uploaded `index` and write `out`, around one
+/// dim seen as `[outer, d, inner]`: parameters `(src, index, out, outer, d, inner[, len])`.
+struct IndexCall {
+    op: &'static str,
+    kernel: &'static str,
+    /// `(outer, d, inner)` around the indexed dim (of the source or of the output, per kernel).
+    blocks: (usize, usize, usize),
+    /// The index length, for the kernels that take it.
+    len: Option<usize>,
+    /// Threads to launch (one per output element or per lane).
+    work: usize,
+    /// Whether `out` starts as zeros (a scatter writes only some elements).
+    zeroed: bool,
+}
+
+impl IndexCall {
+    fn run(&self, src: &Tensor, index: &[usize], out_shape: &[usize]) -> Result<Tensor> {
+        let dev = dev_of(src)?;
+        let src = dense(src)?;
+        let idx = upload_index(dev, self.op, index)?;
+        let n = out_shape.iter().product();
+        let mut out = if self.zeroed {
+            DeviceBuffer::zeros(dev, src.dtype(), n)?
+        } else {
+            DeviceBuffer::alloc(dev, src.dtype(), n)?
+        };
+        {
+            let guard = src.0.storage.data.read();
+            let sp = device_buffer(dev, self.op, &guard)?.ptr(&dev.stream);
+            let (outer, d, inner) = self.blocks;
+            let mut args = vec![
+                Arg::U64(sp),
+                Arg::U64(idx.device_ptr(&dev.stream).0),
+                Arg::U64(out.ptr_mut(&dev.stream)),
+                Arg::U64(outer as u64),
+                Arg::U64(d as u64),
+                Arg::U64(inner as u64),
+            ];
+            args.extend(self.len.map(|l| Arg::U64(l as u64)));
+            let name = kernels::name(self.kernel, src.dtype());
+            launch(dev, self.op, &name, self.work, &args)?;
+        }
+        Ok(wrap(dev, out, out_shape))
+    }
+}
+
 // ----- the backend --------------------------------------------------------------------------
 
 impl Backend for Cuda {
@@ -840,30 +887,17 @@ impl Backend for Cuda {
     }
 
     fn index_select(&self, x: &Tensor, dim: usize, index: &[usize]) -> Result<Tensor> {
-        let dev = dev_of(x)?;
-        let x = dense(x)?;
-        let (outer, d, inner) = split_at_dim(x.shape(), dim);
         let mut shape = x.shape().to_vec();
         shape[dim] = index.len();
-        let n: usize = shape.iter().product();
-        let idx = upload_index(dev, "index_select", index)?;
-        let mut out = DeviceBuffer::alloc(dev, x.dtype(), n)?;
-        {
-            let guard = x.0.storage.data.read();
-            let xp = device_buffer(dev, "index_select", &guard)?.ptr(&dev.stream);
-            let args = [
-                Arg::U64(xp),
-                Arg::U64(idx.device_ptr(&dev.stream).0),
-                Arg::U64(out.ptr_mut(&dev.stream)),
-                Arg::U64(outer as u64),
-                Arg::U64(d as u64),
-                Arg::U64(inner as u64),
-                Arg::U64(index.len() as u64),
-            ];
-            let name = kernels::name("index_select", x.dtype());
-            launch(dev, "index_select", &name, n, &args)?;
-        }
-        Ok(wrap(dev, out, &shape))
+        let call = IndexCall {
+            op: "index_select",
+            kernel: "index_select",
+            blocks: split_at_dim(x.shape(), dim),
+            len: Some(index.len()),
+            work: shape.iter().product(),
+            zeroed: false,
+        };
+        call.run(x, index, &shape)
     }
 
     fn index_add(
@@ -873,83 +907,45 @@ impl Backend for Cuda {
         dim: usize,
         index: &[usize],
     ) -> Result<Tensor> {
-        let dev = dev_of(g)?;
-        let g = dense(g)?;
-        let (outer, d, inner) = split_at_dim(shape, dim);
-        let n: usize = shape.iter().product();
-        let idx = upload_index(dev, "index_select backward", index)?;
-        let mut out = DeviceBuffer::alloc(dev, g.dtype(), n)?;
-        {
-            let guard = g.0.storage.data.read();
-            let gp = device_buffer(dev, "index_select backward", &guard)?.ptr(&dev.stream);
-            let args = [
-                Arg::U64(gp),
-                Arg::U64(idx.device_ptr(&dev.stream).0),
-                Arg::U64(out.ptr_mut(&dev.stream)),
-                Arg::U64(outer as u64),
-                Arg::U64(d as u64),
-                Arg::U64(inner as u64),
-                Arg::U64(index.len() as u64),
-            ];
-            let name = kernels::name("index_add", g.dtype());
-            launch(dev, "index_select backward", &name, n, &args)?;
-        }
-        Ok(wrap(dev, out, shape))
+        let call = IndexCall {
+            op: "index_select backward",
+            kernel: "index_add",
+            blocks: split_at_dim(shape, dim),
+            len: Some(index.len()),
+            work: shape.iter().product(),
+            zeroed: false,
+        };
+        call.run(g, index, shape)
     }
 
     fn gather(&self, x: &Tensor, dim: usize, index: &[usize]) -> Result<Tensor> {
-        let dev = dev_of(x)?;
-        let x = dense(x)?;
-        let (outer, d, inner) = split_at_dim(x.shape(), dim);
         let mut shape = x.shape().to_vec();
-        shape[dim] = 1;
-        let lanes = outer * inner;
-        let idx = upload_index(dev, "gather", index)?;
-        let mut out = DeviceBuffer::alloc(dev, x.dtype(), lanes)?;
-        {
-            let guard = x.0.storage.data.read();
-            let xp = device_buffer(dev, "gather", &guard)?.ptr(&dev.stream);
-            let args = [
-                Arg::U64(xp),
-                Arg::U64(idx.device_ptr(&dev.stream).0),
-                Arg::U64(out.ptr_mut(&dev.stream)),
-                Arg::U64(outer as u64),
-                Arg::U64(d as u64),
-                Arg::U64(inner as u64),
-            ];
-            launch(
-                dev,
-                "gather",
-                &kernels::name("gather", x.dtype()),
-                lanes,
-                &args,
-            )?;
+        if let Some(d) = shape.get_mut(dim) {
+            *d = 1;
         }
-        Ok(wrap(dev, out, &shape))
+        let (outer, d, inner) = split_at_dim(x.shape(), dim);
+        let call = IndexCall {
+            op: "gather",
+            kernel: "gather",
+            blocks: (outer, d, inner),
+            len: None,
+            work: outer * inner,
+            zeroed: false,
+        };
+        call.run(x, index, &shape)
     }
 
     fn scatter(&self, g: &Tensor, shape: &[usize], dim: usize, index: &[usize]) -> Result<Tensor> {
-        let dev = dev_of(g)?;
-        let g = dense(g)?;
         let (outer, d, inner) = split_at_dim(shape, dim);
-        let lanes = outer * inner;
-        let idx = upload_index(dev, "gather backward", index)?;
-        let mut out = DeviceBuffer::zeros(dev, g.dtype(), shape.iter().product())?;
-        {
-            let guard = g.0.storage.data.read();
-            let gp = device_buffer(dev, "gather backward", &guard)?.ptr(&dev.stream);
-            let args = [
-                Arg::U64(gp),
-                Arg::U64(idx.device_ptr(&dev.stream).0),
-                Arg::U64(out.ptr_mut(&dev.stream)),
-                Arg::U64(outer as u64),
-                Arg::U64(d as u64),
-                Arg::U64(inner as u64),
-            ];
-            let name = kernels::name("scatter", g.dtype());
-            launch(dev, "gather backward", &name, lanes, &args)?;
-        }
-        Ok(wrap(dev, out, shape))
+        let call = IndexCall {
+            op: "gather backward",
+            kernel: "scatter",
+            blocks: (outer, d, inner),
+            len: None,
+            work: outer * inner,
+            zeroed: true,
+        };
+        call.run(g, index, shape)
     }
 
     fn narrow_scatter(
