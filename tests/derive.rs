@@ -139,8 +139,47 @@ fn assert_close(a: &Tensor, b: &Tensor) {
     }
 }
 
+/// The elements the saved tensors of `y`'s graph keep alive: each distinct saved tensor counts
+/// the elements it addresses (a broadcast dimension, stride 0, counts once). The stand-ins a
+/// derived node keeps for values whose shape alone is read count 0: they all alias one
+/// process-wide zero and keep nothing of the graph's alive (the op-by-op graph keeps shape
+/// metadata for those, also 0).
+fn saved_elements(y: &Tensor) -> usize {
+    let mut seen: Vec<autograd::NodeRef> = Vec::new();
+    let mut stack: Vec<autograd::NodeRef> = y.grad_fn().into_iter().collect();
+    let mut saved: Vec<Tensor> = Vec::new();
+    let stand_in =
+        autograd::__private::keep_ref(y, autograd::__private::Read::Shape).expect("stand-in");
+    while let Some(node) = stack.pop() {
+        if seen.iter().any(|n| n.ptr_eq(&node)) {
+            continue;
+        }
+        node.visit_saved_tensors(&mut |_, s| {
+            let t = s.get().expect("saved tensor");
+            if !saved.iter().any(|u| u.is_same(&t)) {
+                saved.push(t);
+            }
+        });
+        stack.extend(node.next_functions().into_iter().flatten().map(|e| e.node));
+        seen.push(node);
+    }
+    saved
+        .iter()
+        .filter(|t| !(t.dtype() == stand_in.dtype() && t.shares_storage(&stand_in)))
+        .map(|t| {
+            t.shape()
+                .iter()
+                .zip(t.strides())
+                .filter(|&(_, &stride)| stride != 0)
+                .map(|(&n, _)| n)
+                .product::<usize>()
+                * usize::from(t.numel() > 0)
+        })
+        .sum()
+}
+
 /// Same value, same gradients (to rounding) as the op-by-op twin; one node named `name` whose
-/// next functions are the inputs' `AccumulateGrad`s.
+/// next functions are the inputs' `AccumulateGrad`s; no more saved elements than the twin.
 fn check_against_recorded(
     derived: impl Fn(&[Tensor]) -> Result<Tensor>,
     recorded: impl Fn(&[Tensor]) -> Result<Tensor>,
@@ -159,6 +198,12 @@ fn check_against_recorded(
         assert_eq!(edge.node.name(), "AccumulateGrad");
         assert!(x.is_leaf());
     }
+    let (saved_derived, saved_recorded) = (saved_elements(&y), saved_elements(&r));
+    assert!(
+        saved_derived <= saved_recorded,
+        "{name}: the derived node keeps {saved_derived} elements, the op-by-op graph {saved_recorded}"
+    );
+    eprintln!("{name}: saved elements derived {saved_derived}, recorded {saved_recorded}");
     let ys = y.sum().expect("sum");
     let rs = r.sum().expect("sum");
     for (gd, gr) in grads(&ys, inputs).iter().zip(grads(&rs, inputs)) {
@@ -294,11 +339,13 @@ fn only_inputs_that_need_grad_get_one() -> Result<()> {
 
 #[test]
 fn modifying_a_saved_input_in_place_is_reported() -> Result<()> {
-    let x = input(&[3], 14);
-    let shift = Tensor::randn(&[], DType::F64, 15)?;
-    let y = log_sum_exp(&x, &shift)?;
-    shift.add_(&Tensor::scalar(1.0f64))?;
-    match y.backward() {
+    // `matmul`'s rule reads both operands: `w` is kept, and its version is checked.
+    let x = input(&[4, 3], 14);
+    let w = Tensor::randn(&[3, 2], DType::F64, 15)?;
+    let b = Tensor::randn(&[2], DType::F64, 16)?;
+    let y = dense_tanh(&x, &w, &b)?;
+    w.add_(&Tensor::scalar(1.0f64))?;
+    match y.sum()?.backward() {
         Err(Error::SavedTensorModified {
             saved_version,
             current_version,
@@ -306,6 +353,32 @@ fn modifying_a_saved_input_in_place_is_reported() -> Result<()> {
         }) => assert!(current_version > saved_version),
         other => panic!("expected SavedTensorModified, got {other:?}"),
     }
+    Ok(())
+}
+
+#[test]
+fn a_value_read_only_for_its_shape_is_not_kept() -> Result<()> {
+    // `sub` and `add` read only `shift`'s shape (to undo broadcasting), so `shift` is not kept:
+    // changing it in place after the forward is no error, as for the op-by-op recording.
+    let x = input(&[3], 17);
+    let shift = Tensor::randn(&[], DType::F64, 18)?;
+    shift.set_requires_grad(true)?;
+    let y = log_sum_exp(&x, &shift)?;
+    let y_recorded = log_sum_exp_recorded(&x, &shift)?;
+    shift.detach().add_(&Tensor::scalar(1.0f64))?;
+    let derived = autograd::grad(&[y], &[x.clone(), shift.clone()], GradOptions::new())?;
+    let recorded = autograd::grad(
+        &[y_recorded],
+        &[x.clone(), shift.clone()],
+        GradOptions::new(),
+    )?;
+    for (d, r) in derived.iter().zip(&recorded) {
+        let (d, r) = (d.as_ref().expect("grad"), r.as_ref().expect("grad"));
+        assert_eq!(d.to_vec::<f64>()?, r.to_vec::<f64>()?);
+    }
+    // d/d shift of log Σ exp(x - s) + s is 0.
+    let gs: f64 = derived[1].as_ref().expect("grad").item()?;
+    assert!(gs.abs() < 1e-12, "{gs}");
     Ok(())
 }
 

@@ -3,9 +3,9 @@
 //! `#[differentiable]` and `#[backward]` do, so that saving, version checks and the node are the
 //! same code.
 //!
-//! The hidden forward returns the result followed by the residuals (the intermediates the
-//! backward reads), declared `non_differentiable` with `materialize_grads = false`: they are
-//! saved with the node like any output, version-checked, and never require grad.
+//! The hidden forward returns the result followed by what the backward keeps of each value
+//! (`expand/derive.rs`), with `materialize_grads = false`: the kept values are outputs of the
+//! node, saved with it like any saved output and version-checked.
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
@@ -91,10 +91,8 @@ fn expand_pair(
         .name
         .clone()
         .unwrap_or_else(|| LitStr::new(&user.default_node_name(), user.ident.span()));
-    let residuals = (1..=d.residuals).map(|i| quote::format_ident!("result_{}", i));
-    let non_diff = (d.residuals > 0).then(|| quote!(non_differentiable(#(#residuals),*),));
     let krate_str = LitStr::new(&quote!(#krate).to_string(), user.ident.span());
-    let args_tokens = quote!(name = #name, materialize_grads = false, #non_diff crate = #krate_str);
+    let args_tokens = quote!(name = #name, materialize_grads = false, crate = #krate_str);
     let args: DiffArgs = syn::parse2(args_tokens.clone())?;
     let forward: ItemFn = syn::parse2(d.forward)?;
     let backward: ItemFn = syn::parse2(d.backward)?;

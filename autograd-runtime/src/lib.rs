@@ -71,7 +71,10 @@ pub use autograd_macros::__check_backward;
 pub mod __private {
     pub use crate::graph::function::{next_edges, record_node};
     pub use crate::graph::{Backward, FunctionNode, GradVec, InputMetadata};
-    pub use crate::ops::{accumulate, check_inplace, DerivativeRules};
+    pub use crate::ops::{
+        accumulate, check_inplace, keep, keep_ref, Binary, DerivativeRules, Read, Reads, Rule,
+        Unary, UnaryWith,
+    };
     pub use crate::tensor::dtype::{Buffer, ElemVec};
     pub use smallvec;
 

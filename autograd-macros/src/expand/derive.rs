@@ -1,7 +1,14 @@
 //! What `#[differentiable(derive)]` writes in place of a hand-written pair: a hidden forward that
-//! runs the lowered body and returns the result with the intermediates the backward needs, and
-//! a hidden backward that applies each op's `DerivativeRules` entry in reverse order. The two are
-//! then expanded exactly as a `#[differentiable]` / `#[backward]` pair (see `derive.rs`).
+//! runs the lowered body and returns the result followed by what the backward keeps of every
+//! value (see `keep`), and a hidden backward that applies each op's `DerivativeRules` entry in
+//! reverse order. The two are then expanded exactly as a `#[differentiable]` / `#[backward]`
+//! pair (see `derive.rs`).
+//!
+//! What is kept of a value is decided by the rules that read it, at compile time: each rule
+//! declares what it reads (`Reads`), and the forward keeps the value itself, a one-element
+//! stand-in of its shape, or an empty tensor. The kept values are outputs of the node, so they
+//! are saved and version-checked like any saved output, and a gradient that reaches one in a
+//! double backward (through a rule that read it) flows back into the node, seeded at that value.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned, ToTokens};
@@ -12,14 +19,12 @@ use crate::ir::{DiffFn, ParamKind};
 
 /// The code of the hidden pair, before it is parsed and expanded.
 pub(crate) struct Derived {
-    /// `__autograd_f_derived`: returns `(result, residuals..)`.
+    /// `__autograd_f_derived`: returns `(result, kept values..)`.
     pub(crate) forward: TokenStream,
     /// `__autograd_f_derived_backward`.
     pub(crate) backward: TokenStream,
     /// `f` itself: calls the hidden forward and returns its first output.
     pub(crate) wrapper: TokenStream,
-    /// How many residuals the forward returns after the result.
-    pub(crate) residuals: usize,
 }
 
 /// The names of the hidden pair.
@@ -31,11 +36,12 @@ pub(crate) fn hidden_names(ident: &Ident) -> (Ident, Ident) {
     )
 }
 
-/// A tensor value as a `&Tensor` expression: inputs are references already.
-fn reference(body: &Body, v: usize) -> TokenStream {
+/// A tensor value as a `&Tensor` expression: in the forward, inputs are references already and
+/// intermediates are owned; in the backward every value is a reference to a saved tensor.
+fn reference(body: &Body, v: usize, backward: bool) -> TokenStream {
     let var = &body.vars[v];
     let ident = &var.ident;
-    if var.input.is_some() {
+    if backward || var.input.is_some() {
         quote!(#ident)
     } else {
         quote!((&#ident))
@@ -47,12 +53,12 @@ fn reference(body: &Body, v: usize) -> TokenStream {
 fn run_op(body: &Body, op: &Op, try_: &TokenStream) -> TokenStream {
     let v = &body.vars[op.result].ident;
     let arg = |a: &Arg| match a {
-        Arg::Tensor(t) => reference(body, *t),
+        Arg::Tensor(t) => reference(body, *t, false),
         Arg::Scalar(s) => s.clone(),
     };
     let value = match &op.form {
         Form::Method { method, args } => {
-            let recv = reference(body, op.tensors[0]);
+            let recv = reference(body, op.tensors[0], false);
             let args = args.iter().map(arg);
             quote!(#recv.#method(#(#args),*) #try_)
         }
@@ -69,7 +75,7 @@ fn run_op(body: &Body, op: &Op, try_: &TokenStream) -> TokenStream {
             quote!(#l #bin #r)
         }
         Form::Neg => {
-            let x = reference(body, op.tensors[0]);
+            let x = reference(body, op.tensors[0], false);
             quote!(-#x)
         }
     };
@@ -85,60 +91,111 @@ fn mentions(tokens: &TokenStream, ident: &Ident) -> bool {
     })
 }
 
+/// The rule of `op`, spanned on the user's method or operator (where a missing rule is
+/// reported).
+fn rule_path(krate: &Path, op: &Op) -> TokenStream {
+    let rule = &op.rule;
+    quote_spanned!(rule.span()=> #krate::__private::DerivativeRules::#rule)
+}
+
+/// What the rules of the live ops read of value `v`, as a constant `Read`.
+fn reads_of(krate: &Path, body: &Body, live: &[bool], v: usize) -> TokenStream {
+    let read = quote!(#krate::__private::Read);
+    let uses = body.ops().filter(|op| live[op.result]).flat_map(|op| {
+        let path = rule_path(krate, op);
+        let operands = op
+            .tensors
+            .iter()
+            .enumerate()
+            .filter(move |&(_, &t)| t == v)
+            .map(move |(i, _)| quote!(.max(#path.reads.operand(#i))))
+            .collect::<Vec<_>>();
+        let path = rule_path(krate, op);
+        let result = (op.result == v).then(|| quote!(.max(#path.reads.result())));
+        operands.into_iter().chain(result)
+    });
+    quote!(const { #read::Nothing #(#uses)* })
+}
+
 pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body) -> Derived {
     let (hidden, hidden_backward) = hidden_names(fwd.ident);
     let tensor = quote!(#krate::Tensor);
+    let private = quote!(#krate::__private);
     let fallible = fwd.output.fallible;
     let live = body.live();
     let out = body.output;
+    let n_vars = body.vars.len();
 
-    // Forward: every step as written; returns the result, then each live intermediate.
-    let try_fwd = if fallible { quote!(?) } else { quote!() };
-    let fwd_steps = body.stmts.iter().map(|s| match s {
-        Step::Scalar(t) => t.clone(),
-        Step::Op(op) => run_op(body, op, &try_fwd),
-    });
-    let residuals: Vec<usize> = body
-        .ops()
-        .map(|op| op.result)
-        .filter(|&v| live[v] && v != out)
+    // Every live value is kept (as itself, a stand-in or an empty tensor): residual `k + 1` is
+    // `kept[k]`.
+    let kept: Vec<usize> = (0..n_vars).filter(|&v| live[v]).collect();
+    let keep_local = |v: usize| format_ident!("__autograd_keep{}", v);
+    let reads: Vec<TokenStream> = (0..n_vars)
+        .map(|v| reads_of(krate, body, &live, v))
         .collect();
+    // The step after which an intermediate is used for the last time: it is kept (moved) there,
+    // so a value only the forward uses is dropped as soon as it can be.
+    let mut last_use = vec![None; n_vars];
+    for (i, s) in body.stmts.iter().enumerate() {
+        if let Step::Op(op) = s {
+            last_use[op.result] = Some(i);
+            for &t in &op.tensors {
+                last_use[t] = Some(i);
+            }
+        }
+    }
+
+    // Forward: the inputs' kept values, then every step as written, each intermediate kept
+    // after its last use; returns the result and the kept values.
+    let try_fwd = if fallible { quote!(?) } else { quote!() };
+    let keep_inputs = kept
+        .iter()
+        .filter(|&&v| body.vars[v].input.is_some())
+        .map(|&v| {
+            let (ident, local, read) = (&body.vars[v].ident, keep_local(v), &reads[v]);
+            quote!(let #local = #private::keep_ref(#ident, #read)?;)
+        });
+    let fwd_steps = body.stmts.iter().enumerate().map(|(i, s)| {
+        let step = match s {
+            Step::Scalar(t) => return t.clone(),
+            Step::Op(op) => run_op(body, op, &try_fwd),
+        };
+        let keeps = kept
+            .iter()
+            .filter(|&&v| v != out && body.vars[v].input.is_none() && last_use[v] == Some(i))
+            .map(|&v| {
+                let (ident, local, read) = (&body.vars[v].ident, keep_local(v), &reads[v]);
+                quote!(let #local = #private::keep(#ident, #read)?;)
+            });
+        quote!(#step #(#keeps)*)
+    });
     let out_ident = &body.vars[out].ident;
-    let residual_idents: Vec<&Ident> = residuals.iter().map(|&v| &body.vars[v].ident).collect();
-    let n_outputs = 1 + residuals.len();
+    let (out_local, out_read) = (keep_local(out), &reads[out]);
+    let kept_locals: Vec<Ident> = kept.iter().map(|&v| keep_local(v)).collect();
+    let n_outputs = 1 + kept.len();
     let tensors_ty = (0..n_outputs).map(|_| &tensor);
     let tuple_ty = quote!((#(#tensors_ty,)*));
-    let (ret, value) = if fallible {
-        (
-            quote!(#krate::Result<#tuple_ty>),
-            quote!(::core::result::Result::Ok((#out_ident, #(#residual_idents,)*))),
-        )
-    } else {
-        (tuple_ty, quote!((#out_ident, #(#residual_idents,)*)))
-    };
     let inputs = &func.sig.inputs;
     // The lints are the user's to hear about on their own function; the copy here would repeat
     // them (`unused_variables` for a scalar `let` only the backward reads).
     let forward = quote! {
         #[doc(hidden)]
         #[allow(unused_variables, clippy::all)]
-        fn #hidden(#inputs) -> #ret {
+        fn #hidden(#inputs) -> #krate::Result<#tuple_ty> {
+            #(#keep_inputs)*
             #(#fwd_steps)*
-            #value
+            let #out_local = #private::keep_ref(&#out_ident, #out_read)?;
+            ::core::result::Result::Ok((#out_ident, #(#kept_locals,)*))
         }
     };
 
-    // Backward parameters: incoming gradients (the result's; the residuals' are ignored),
-    // `needs_input_grad`, the inputs and attributes the steps use, and the saved outputs.
+    // Backward parameters: the incoming gradients (the result's, then one per kept value),
+    // `needs_input_grad`, the attributes the steps use, and the kept values.
     let grads: Vec<Ident> = (0..n_outputs)
         .map(|i| format_ident!("grad_{}", i))
         .collect();
-    let ignored = &grads[1..];
     let n_inputs = fwd.tensor_inputs().count();
     let live_ops: Vec<&Op> = body.ops().filter(|op| live[op.result]).collect();
-    let used_inputs: Vec<usize> = (0..body.vars.len())
-        .filter(|&v| body.vars[v].input.is_some() && live[v] && v != out)
-        .collect();
     let scalar_tokens: Vec<&TokenStream> = body
         .stmts
         .iter()
@@ -155,18 +212,14 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
         .filter(|p| scalar_tokens.iter().any(|t| mentions(t, p.ident)))
         .map(|p| (p.ident, p.ty))
         .collect();
-    let input_params = used_inputs.iter().map(|&v| {
-        let ident = &body.vars[v].ident;
-        quote!(#ident: &#tensor)
-    });
     let attr_params = attrs.iter().map(|(i, t)| quote!(#i: #t));
-    let results: Vec<Ident> = (0..n_outputs)
+    let results: Vec<Ident> = (1..n_outputs)
         .map(|i| format_ident!("result_{}", i))
         .collect();
 
     let needs = |v: usize| format_ident!("__needs_{}", v);
     let grad = |v: usize| format_ident!("__grad_{}", v);
-    let input_needs = (0..body.vars.len()).filter_map(|v| {
+    let input_needs = (0..n_vars).filter_map(|v| {
         let i = body.vars[v].input?;
         let n = needs(v);
         Some(quote!(let #n: bool = needs_input_grad[#i];))
@@ -180,47 +233,39 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
         Step::Scalar(t) => Some(t),
         Step::Op(_) => None,
     });
-    // The intermediates: replayed with recording on under `create_graph`, so that the
-    // backward's own graph reaches the inputs; otherwise the saved ones.
-    let try_bwd = quote!(?);
-    let replay = live_ops.iter().map(|op| run_op(body, op, &try_bwd));
-    let bound: Vec<&Ident> = live_ops
-        .iter()
-        .map(|op| &body.vars[op.result].ident)
-        .collect();
-    let saved_values = live_ops.iter().map(|op| {
-        let r = if op.result == out {
-            &results[0]
-        } else {
-            let j = residuals
-                .iter()
-                .position(|&v| v == op.result)
-                .expect("invariant: every live intermediate is a residual");
-            &results[j + 1]
-        };
-        quote!(::core::clone::Clone::clone(#r))
+    // Each value, bound to what was kept of it.
+    let bind_kept = kept.iter().zip(&results).map(|(&v, r)| {
+        let ident = &body.vars[v].ident;
+        quote!(let #ident: &#tensor = #r;)
     });
-    let grad_locals = (0..body.vars.len()).filter(|&v| live[v]).map(|v| {
+    // Gradients: seeded by the gradients that reach the node's outputs (a kept value receives
+    // one only in a double backward, through a rule that read it).
+    let grad_locals = kept.iter().zip(&grads[1..]).map(|(&v, gk)| {
         let g = grad(v);
         if v == out {
-            quote!(let mut #g: ::core::option::Option<#tensor> = ::core::option::Option::Some(::core::clone::Clone::clone(__grad));)
+            let g0 = &grads[0];
+            quote! {
+                let mut #g: ::core::option::Option<#tensor> = #private::accumulate(
+                    #g0.cloned(),
+                    #gk.cloned(),
+                )?;
+            }
         } else {
-            quote!(let mut #g: ::core::option::Option<#tensor> = ::core::option::Option::None;)
+            quote!(let mut #g: ::core::option::Option<#tensor> = #gk.cloned();)
         }
     });
-    let accumulate = quote!(#krate::__private::accumulate);
+    let accumulate = quote!(#private::accumulate);
     let rules = live_ops.iter().rev().map(|op| {
         let g = grad(op.result);
-        let rule = &op.rule;
-        let path = quote_spanned!(rule.span()=> #krate::__private::DerivativeRules::#rule);
-        let operands = op.tensors.iter().map(|&t| reference(body, t));
-        let result = reference(body, op.result);
+        let path = rule_path(krate, op);
+        let operands = op.tensors.iter().map(|&t| reference(body, t, true));
+        let result = reference(body, op.result, true);
         let scalars = &op.scalars;
         let apply = if let [x] = op.tensors[..] {
             let (nx, gx) = (needs(x), grad(x));
             quote! {
                 if #nx {
-                    let __c = #path(&__g, #(#operands,)* #result, #(#scalars),*)?;
+                    let __c = (#path.apply)(&__g, #(#operands,)* #result, #(#scalars),*)?;
                     #gx = #accumulate(#gx.take(), ::core::option::Option::Some(__c))?;
                 }
             }
@@ -234,7 +279,7 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
             let n = needs(op.result);
             quote! {
                 if #n {
-                    let (#(#parts,)*) = #path(&__g, [#(#flags),*], #(#operands,)* #result, #(#scalars),*)?;
+                    let (#(#parts,)*) = (#path.apply)(&__g, [#(#flags),*], #(#operands,)* #result, #(#scalars),*)?;
                     #(#adds)*
                 }
             }
@@ -275,7 +320,6 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
             quote!((#(#nones,)*)),
         )
     };
-    let grad0 = &grads[0];
     // Generated code: unused flags, `mut` locals a rule never updates, and parenthesised
     // scalars are expected here.
     let backward = quote! {
@@ -284,23 +328,16 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
         fn #hidden_backward(
             #(#grads: ::core::option::Option<&#tensor>,)*
             needs_input_grad: [bool; #n_inputs],
-            #(#input_params,)*
             #(#attr_params,)*
             #(#results: &#tensor,)*
         ) -> #krate::Result<#bwd_ret> {
-            let _ = (#(#ignored,)*);
-            let ::core::option::Option::Some(__grad) = #grad0 else {
+            if true #(&& #grads.is_none())* {
                 return ::core::result::Result::Ok(#bwd_none);
-            };
+            }
             #(#scalar_steps)*
             #(#input_needs)*
             #(#op_needs)*
-            let (#(#bound,)*) = if #krate::is_grad_enabled() {
-                #(#replay)*
-                (#(#bound,)*)
-            } else {
-                (#(#saved_values,)*)
-            };
+            #(#bind_kept)*
             #(#grad_locals)*
             #(#rules)*
             ::core::result::Result::Ok(#bwd_value)
@@ -313,10 +350,16 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
     let user_ret = fwd.output.original;
     let args = fwd.params.iter().map(|p| p.ident);
     let call = quote!(#hidden(#(#args),*));
+    // An infallible function's ops are operators, which panic on error; so does it.
     let wrapper_body = if fallible {
         quote!(::core::result::Result::Ok(#call?.0))
     } else {
-        quote!(#call.0)
+        quote! {
+            match #call {
+                ::core::result::Result::Ok(__outputs) => __outputs.0,
+                ::core::result::Result::Err(__e) => ::core::panic!("{}", __e),
+            }
+        }
     };
     let wrapper = quote! {
         #(#attrs_out)*
@@ -328,6 +371,5 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
         forward,
         backward,
         wrapper,
-        residuals: residuals.len(),
     }
 }

@@ -3,7 +3,7 @@
 
 use autograd_macros::{backward, differentiable};
 
-use super::derivative_rules::reduce_pair;
+use super::derivative_rules::{reduce_pair, Binary, Reads, Rule, UnaryWith};
 use crate::backend::{self, BinaryOp};
 use crate::tensor::data::ElementMap;
 use crate::{Element, Result, Tensor};
@@ -422,66 +422,61 @@ impl Tensor {
 /// Binary rules reduce each gradient to its operand's shape (the operands may broadcast);
 /// scalar forms reuse the op's formula above.
 #[doc(hidden)]
+#[allow(non_upper_case_globals)]
 impl super::DerivativeRules {
-    pub fn add(
-        grad: &Tensor,
-        needs: [bool; 2],
-        a: &Tensor,
-        b: &Tensor,
-        _result: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let grads = (
-            needs[0].then(|| grad.clone()),
-            needs[1].then(|| grad.clone()),
-        );
-        reduce_pair(grads, a, b)
-    }
-    pub fn sub(
-        grad: &Tensor,
-        needs: [bool; 2],
-        a: &Tensor,
-        b: &Tensor,
-        _result: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let gb = needs[1].then(|| grad.neg()).transpose()?;
-        reduce_pair((needs[0].then(|| grad.clone()), gb), a, b)
-    }
-    pub fn mul(
-        grad: &Tensor,
-        needs: [bool; 2],
-        a: &Tensor,
-        b: &Tensor,
-        _result: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let grads = mul_backward(grad, needs[1].then_some(a), needs[0].then_some(b))?;
-        reduce_pair(grads, a, b)
-    }
-    pub fn div(
-        grad: &Tensor,
-        needs: [bool; 2],
-        a: &Tensor,
-        b: &Tensor,
-        _result: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let grads = div_backward(grad, needs, needs[1].then_some(a), b)?;
-        reduce_pair(grads, a, b)
-    }
-    pub fn mul_scalar(grad: &Tensor, _x: &Tensor, _result: &Tensor, s: f64) -> Result<Tensor> {
-        mul_scalar_backward(grad, s)
-    }
-    pub fn div_scalar(grad: &Tensor, _x: &Tensor, _result: &Tensor, s: f64) -> Result<Tensor> {
-        mul_scalar_backward(grad, 1.0 / s)
-    }
-    pub fn add_scalar(grad: &Tensor, _x: &Tensor, _result: &Tensor, _s: f64) -> Result<Tensor> {
-        Ok(add_scalar_backward(grad))
-    }
-    pub fn sub_scalar(grad: &Tensor, _x: &Tensor, _result: &Tensor, _s: f64) -> Result<Tensor> {
-        Ok(add_scalar_backward(grad))
-    }
-    pub fn rsub_scalar(grad: &Tensor, _x: &Tensor, _result: &Tensor, _s: f64) -> Result<Tensor> {
-        rsub_scalar_backward(grad)
-    }
-    pub fn rdiv_scalar(grad: &Tensor, x: &Tensor, _result: &Tensor, s: f64) -> Result<Tensor> {
-        rdiv_scalar_backward(grad, x, s)
-    }
+    pub const add: Rule<Binary> = Rule {
+        reads: Reads::OPERAND_SHAPES,
+        apply: |grad, needs, a, b, _result| {
+            let grads = (
+                needs[0].then(|| grad.clone()),
+                needs[1].then(|| grad.clone()),
+            );
+            reduce_pair(grads, a, b)
+        },
+    };
+    pub const sub: Rule<Binary> = Rule {
+        reads: Reads::OPERAND_SHAPES,
+        apply: |grad, needs, a, b, _result| {
+            let gb = needs[1].then(|| grad.neg()).transpose()?;
+            reduce_pair((needs[0].then(|| grad.clone()), gb), a, b)
+        },
+    };
+    pub const mul: Rule<Binary> = Rule {
+        reads: Reads::OPERANDS,
+        apply: |grad, needs, a, b, _result| {
+            let grads = mul_backward(grad, needs[1].then_some(a), needs[0].then_some(b))?;
+            reduce_pair(grads, a, b)
+        },
+    };
+    pub const div: Rule<Binary> = Rule {
+        reads: Reads::OPERANDS,
+        apply: |grad, needs, a, b, _result| {
+            let grads = div_backward(grad, needs, needs[1].then_some(a), b)?;
+            reduce_pair(grads, a, b)
+        },
+    };
+    pub const mul_scalar: Rule<UnaryWith<f64>> = Rule {
+        reads: Reads::NOTHING,
+        apply: |grad, _x, _result, s| mul_scalar_backward(grad, s),
+    };
+    pub const div_scalar: Rule<UnaryWith<f64>> = Rule {
+        reads: Reads::NOTHING,
+        apply: |grad, _x, _result, s| mul_scalar_backward(grad, 1.0 / s),
+    };
+    pub const add_scalar: Rule<UnaryWith<f64>> = Rule {
+        reads: Reads::NOTHING,
+        apply: |grad, _x, _result, _s| Ok(add_scalar_backward(grad)),
+    };
+    pub const sub_scalar: Rule<UnaryWith<f64>> = Rule {
+        reads: Reads::NOTHING,
+        apply: |grad, _x, _result, _s| Ok(add_scalar_backward(grad)),
+    };
+    pub const rsub_scalar: Rule<UnaryWith<f64>> = Rule {
+        reads: Reads::NOTHING,
+        apply: |grad, _x, _result, _s| rsub_scalar_backward(grad),
+    };
+    pub const rdiv_scalar: Rule<UnaryWith<f64>> = Rule {
+        reads: Reads::OPERAND,
+        apply: |grad, x, _result, s| rdiv_scalar_backward(grad, x, s),
+    };
 }

@@ -2,6 +2,7 @@
 
 use autograd_macros::{backward, differentiable};
 
+use super::derivative_rules::{reduce_pair, Binary, Reads, Rule};
 use crate::backend;
 use crate::{Error, Result, Tensor};
 
@@ -88,15 +89,13 @@ impl Tensor {
 // ----- derivative rules for `#[differentiable(derive)]` (see `derivative_rules.rs`) -------------
 
 #[doc(hidden)]
+#[allow(non_upper_case_globals)]
 impl super::DerivativeRules {
-    pub fn matmul(
-        grad: &Tensor,
-        needs: [bool; 2],
-        a: &Tensor,
-        b: &Tensor,
-        _result: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let grads = matmul_backward(grad, needs[1].then_some(a), needs[0].then_some(b))?;
-        super::derivative_rules::reduce_pair(grads, a, b)
-    }
+    pub const matmul: Rule<Binary> = Rule {
+        reads: Reads::OPERANDS,
+        apply: |grad, needs, a, b, _result| {
+            let grads = matmul_backward(grad, needs[1].then_some(a), needs[0].then_some(b))?;
+            reduce_pair(grads, a, b)
+        },
+    };
 }

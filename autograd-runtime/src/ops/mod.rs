@@ -25,7 +25,9 @@ mod softmax;
 mod tests;
 mod unary;
 
-pub use derivative_rules::{accumulate, DerivativeRules};
+pub use derivative_rules::{
+    accumulate, keep, keep_ref, Binary, DerivativeRules, Read, Reads, Rule, Unary, UnaryWith,
+};
 pub use inplace::check_inplace;
 
 use crate::backend::BroadcastError;

@@ -3,6 +3,7 @@
 
 use autograd_macros::{backward, differentiable};
 
+use super::derivative_rules::{Reads, Rule, Unary};
 use crate::backend::{self, BinaryOp};
 use crate::graph::InputMetadata;
 use crate::tensor::layout::{wrap_dim, Dims};
@@ -178,24 +179,26 @@ impl Tensor {
 // ----- derivative rules for `#[differentiable(derive)]` (see `derivative_rules.rs`) -------------
 
 #[doc(hidden)]
+#[allow(non_upper_case_globals)]
 impl super::DerivativeRules {
-    pub fn sum(grad: &Tensor, x: &Tensor, _result: &Tensor) -> Result<Tensor> {
-        sum_backward(grad, &InputMetadata::of(x))
-    }
-    pub fn mean(grad: &Tensor, x: &Tensor, _result: &Tensor) -> Result<Tensor> {
-        mean_backward(grad, &InputMetadata::of(x))
-    }
-    pub fn sum_dims(
-        grad: &Tensor,
-        x: &Tensor,
-        _result: &Tensor,
-        dims: &[usize],
-        keepdim: bool,
-    ) -> Result<Tensor> {
-        let axes: Dims = dims
-            .iter()
-            .map(|&d| wrap_dim(d as isize, x.ndim()))
-            .collect::<Result<_>>()?;
-        sum_dims_backward(grad, &InputMetadata::of(x), &axes, keepdim)
-    }
+    pub const sum: Rule<Unary> = Rule {
+        reads: Reads::OPERAND_SHAPE,
+        apply: |grad, x, _result| sum_backward(grad, &InputMetadata::of(x)),
+    };
+    pub const mean: Rule<Unary> = Rule {
+        reads: Reads::OPERAND_SHAPE,
+        apply: |grad, x, _result| mean_backward(grad, &InputMetadata::of(x)),
+    };
+    #[allow(clippy::type_complexity)]
+    pub const sum_dims: Rule<fn(&Tensor, &Tensor, &Tensor, &[usize], bool) -> Result<Tensor>> =
+        Rule {
+            reads: Reads::OPERAND_SHAPE,
+            apply: |grad, x, _result, dims, keepdim| {
+                let axes: Dims = dims
+                    .iter()
+                    .map(|&d| wrap_dim(d as isize, x.ndim()))
+                    .collect::<Result<_>>()?;
+                sum_dims_backward(grad, &InputMetadata::of(x), &axes, keepdim)
+            },
+        };
 }

@@ -3,6 +3,7 @@
 
 use autograd_macros::{backward, differentiable};
 
+use super::derivative_rules::{Reads, Rule, UnaryWith};
 use crate::backend;
 use crate::tensor::layout::wrap_dim;
 use crate::{Result, Tensor};
@@ -77,11 +78,14 @@ impl Tensor {
 // ----- derivative rules for `#[differentiable(derive)]` (see `derivative_rules.rs`) -------------
 
 #[doc(hidden)]
+#[allow(non_upper_case_globals)]
 impl super::DerivativeRules {
-    pub fn softmax(grad: &Tensor, _x: &Tensor, result: &Tensor, dim: usize) -> Result<Tensor> {
-        softmax_backward(grad, result, dim)
-    }
-    pub fn log_softmax(grad: &Tensor, _x: &Tensor, result: &Tensor, dim: usize) -> Result<Tensor> {
-        log_softmax_backward(grad, result, dim)
-    }
+    pub const softmax: Rule<UnaryWith<usize>> = Rule {
+        reads: Reads::RESULT,
+        apply: |grad, _x, result, dim| softmax_backward(grad, result, dim),
+    };
+    pub const log_softmax: Rule<UnaryWith<usize>> = Rule {
+        reads: Reads::RESULT,
+        apply: |grad, _x, result, dim| log_softmax_backward(grad, result, dim),
+    };
 }

@@ -3,6 +3,7 @@
 
 use autograd_macros::{backward, differentiable};
 
+use super::derivative_rules::{Reads, Rule, Unary, UnaryWith};
 use super::records;
 use crate::backend::{self, BinaryOp, FusedOp, UnaryOp};
 use crate::{Result, Tensor};
@@ -400,38 +401,50 @@ impl Tensor {
 
 /// Each rule reuses the op's own gradient formula above.
 #[doc(hidden)]
+#[allow(non_upper_case_globals)]
 impl super::DerivativeRules {
-    pub fn exp(grad: &Tensor, _x: &Tensor, result: &Tensor) -> Result<Tensor> {
-        exp_backward(grad, result)
-    }
-    pub fn log(grad: &Tensor, x: &Tensor, _result: &Tensor) -> Result<Tensor> {
-        log_backward(grad, x)
-    }
-    pub fn sin(grad: &Tensor, x: &Tensor, _result: &Tensor) -> Result<Tensor> {
-        sin_backward(grad, x)
-    }
-    pub fn cos(grad: &Tensor, x: &Tensor, _result: &Tensor) -> Result<Tensor> {
-        cos_backward(grad, x)
-    }
-    pub fn tanh(grad: &Tensor, _x: &Tensor, result: &Tensor) -> Result<Tensor> {
-        tanh_backward(grad, result)
-    }
-    pub fn sigmoid(grad: &Tensor, _x: &Tensor, result: &Tensor) -> Result<Tensor> {
-        sigmoid_backward(grad, result)
-    }
-    pub fn relu(grad: &Tensor, _x: &Tensor, result: &Tensor) -> Result<Tensor> {
-        relu_backward(grad, result)
-    }
-    pub fn sqrt(grad: &Tensor, _x: &Tensor, result: &Tensor) -> Result<Tensor> {
-        sqrt_backward(grad, result)
-    }
-    pub fn abs(grad: &Tensor, x: &Tensor, _result: &Tensor) -> Result<Tensor> {
-        abs_backward(grad, x)
-    }
-    pub fn neg(grad: &Tensor, _x: &Tensor, _result: &Tensor) -> Result<Tensor> {
-        neg_backward(grad)
-    }
-    pub fn pow(grad: &Tensor, x: &Tensor, _result: &Tensor, exponent: f64) -> Result<Tensor> {
-        pow_backward(grad, x, exponent)
-    }
+    pub const exp: Rule<Unary> = Rule {
+        reads: Reads::RESULT,
+        apply: |grad, _x, result| exp_backward(grad, result),
+    };
+    pub const log: Rule<Unary> = Rule {
+        reads: Reads::OPERAND,
+        apply: |grad, x, _result| log_backward(grad, x),
+    };
+    pub const sin: Rule<Unary> = Rule {
+        reads: Reads::OPERAND,
+        apply: |grad, x, _result| sin_backward(grad, x),
+    };
+    pub const cos: Rule<Unary> = Rule {
+        reads: Reads::OPERAND,
+        apply: |grad, x, _result| cos_backward(grad, x),
+    };
+    pub const tanh: Rule<Unary> = Rule {
+        reads: Reads::RESULT,
+        apply: |grad, _x, result| tanh_backward(grad, result),
+    };
+    pub const sigmoid: Rule<Unary> = Rule {
+        reads: Reads::RESULT,
+        apply: |grad, _x, result| sigmoid_backward(grad, result),
+    };
+    pub const relu: Rule<Unary> = Rule {
+        reads: Reads::RESULT,
+        apply: |grad, _x, result| relu_backward(grad, result),
+    };
+    pub const sqrt: Rule<Unary> = Rule {
+        reads: Reads::RESULT,
+        apply: |grad, _x, result| sqrt_backward(grad, result),
+    };
+    pub const abs: Rule<Unary> = Rule {
+        reads: Reads::OPERAND,
+        apply: |grad, x, _result| abs_backward(grad, x),
+    };
+    pub const neg: Rule<Unary> = Rule {
+        reads: Reads::NOTHING,
+        apply: |grad, _x, _result| neg_backward(grad),
+    };
+    pub const pow: Rule<UnaryWith<f64>> = Rule {
+        reads: Reads::OPERAND,
+        apply: |grad, x, _result, exponent| pow_backward(grad, x, exponent),
+    };
 }

@@ -436,8 +436,20 @@ impl Tensor {
         Arc::ptr_eq(&self.0, &other.0)
     }
 
-    /// Whether `self` and `other` share storage (views, detached aliases).
-    pub(crate) fn shares_storage(&self, other: &Tensor) -> bool {
+    /// Whether `self` and `other` share storage: views of one base, detached aliases (PyTorch's
+    /// comparison of `untyped_storage().data_ptr()`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2])?;
+    /// assert!(a.shares_storage(&a.transpose(0, 1)?));
+    /// assert!(a.shares_storage(&a.detach()));
+    /// assert!(!a.shares_storage(&a.copy()?));
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn shares_storage(&self, other: &Tensor) -> bool {
         Arc::ptr_eq(&self.0.storage, &other.0.storage)
     }
 
