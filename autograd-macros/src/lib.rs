@@ -95,9 +95,12 @@ use proc_macro::TokenStream;
 ///   are compile errors spanned on the construct; write a `#[backward]` for those.
 /// * Only `name` and `crate` combine with `derive`.
 ///
-/// The forward runs with recording off and returns the intermediates the rules read; with
-/// `create_graph`, the backward runs the body again with recording on, so that its own graph
-/// reaches the inputs (double backward). The runnable version of this example is in the
+/// The forward runs with recording off and keeps, of every value, what the rules that read it
+/// declare they read (`Reads`): the value, a stand-in of its shape, or nothing. The kept values
+/// are outputs of the node, saved and version-checked, so with `create_graph` the backward's own
+/// graph reaches the inputs through the node itself (double backward), with nothing recomputed.
+/// A function returning `Tensor` (not a `Result`) panics on an error, as its operators do. The
+/// runnable version of this example is in the
 /// `autograd` crate docs, section "Derived backward"; the design, with an expansion, is in this
 /// crate's README.
 ///
