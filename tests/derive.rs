@@ -103,6 +103,20 @@ fn shared_recorded(x: &Tensor) -> Result<Tensor> {
     Ok(&w * &w + &y)
 }
 
+/// Views in the body: `transpose`, `reshape`, `narrow`, `expand`, `permute`, `contiguous`.
+#[differentiable(derive)]
+fn attention_slice(q: &Tensor, k: &Tensor, bias: &Tensor, scale: f64) -> Result<Tensor> {
+    let scores = q.matmul(&k.transpose(0, 1)?)? * scale + bias.expand(&[2, 3])?;
+    let p = scores.softmax(1)?.permute(&[1, 0])?.contiguous()?;
+    p.reshape(&[6])?.narrow(0, 1, 4)
+}
+
+fn attention_slice_recorded(q: &Tensor, k: &Tensor, bias: &Tensor, scale: f64) -> Result<Tensor> {
+    let scores = q.matmul(&k.transpose(0, 1)?)? * scale + bias.expand(&[2, 3])?;
+    let p = scores.softmax(1)?.permute(&[1, 0])?.contiguous()?;
+    p.reshape(&[6])?.narrow(0, 1, 4)
+}
+
 /// Panicking operators only: a forward that returns `Tensor`; `b` is never used.
 #[differentiable(derive)]
 fn infallible(a: &Tensor, b: &Tensor) -> Tensor {
@@ -335,6 +349,20 @@ fn only_inputs_that_need_grad_get_one() -> Result<()> {
     let y = dense_tanh(&x.detach(), &w, &b)?;
     assert!(y.grad_fn().is_none());
     Ok(())
+}
+
+#[test]
+fn views_match_recorded_and_pass_gradchecks() -> Result<()> {
+    let inputs = [input(&[2, 4], 21), input(&[3, 4], 22), input(&[1, 3], 23)];
+    let derived = |t: &[Tensor]| attention_slice(&t[0], &t[1], &t[2], 0.5);
+    check_against_recorded(
+        derived,
+        |t| attention_slice_recorded(&t[0], &t[1], &t[2], 0.5),
+        &inputs,
+        "AttentionSliceBackward0",
+    );
+    gradcheck(derived, &inputs)?;
+    gradgradcheck(derived, &inputs)
 }
 
 #[test]

@@ -300,6 +300,46 @@ mod tests {
             rdiv_scalar(2.0) => x.rdiv_scalar(2.0).unwrap();
             softmax(1) => x.softmax(1).unwrap();
             log_softmax(1) => x.log_softmax(1).unwrap();
+            contiguous() => x.transpose(0, 1).unwrap().contiguous().unwrap().transpose(0, 1).unwrap();
+            copy() => x.copy().unwrap();
+            to_dtype(DType::F64) => x.copy().unwrap();
+        }
+        // Views: the incoming gradient has the view's shape.
+        let gt = g.transpose(0, 1).unwrap().contiguous().unwrap();
+        macro_rules! view {
+            ($($rule:ident ($($s:expr),*) => $grad:expr;)*) => {$(
+                let result = x.$rule($($s),*).unwrap();
+                let grad: Tensor = $grad;
+                let full = (R::$rule.apply)(&fresh(&grad), &x, &result $(, $s)*)
+                    .expect(stringify!($rule));
+                let reads = R::$rule.reads;
+                let lean = (R::$rule.apply)(
+                    &fresh(&grad),
+                    &kept(&x, reads.operand(0)),
+                    &kept(&result, reads.result()) $(, $s)*
+                )
+                .expect(stringify!($rule));
+                same(&full, &lean, stringify!($rule));
+            )*};
+        }
+        view! {
+            reshape(&[3, 2]) => g.reshape(&[3, 2]).unwrap();
+            transpose(0, 1) => gt.clone();
+            permute(&[1, 0]) => gt.clone();
+            narrow(1, 1, 2) => g.narrow(1, 1, 2).unwrap().contiguous().unwrap();
+        }
+        let wide = t(&[0.5, 1.5, 2.5], &[1, 3]);
+        for (name, rule) in [("expand", R::expand), ("broadcast_to", R::broadcast_to)] {
+            let result = wide.expand(&[2, 3]).unwrap();
+            let full = (rule.apply)(&fresh(&g), &wide, &result, &[2, 3]).expect(name);
+            let lean = (rule.apply)(
+                &fresh(&g),
+                &kept(&wide, rule.reads.operand(0)),
+                &kept(&result, rule.reads.result()),
+                &[2, 3],
+            )
+            .expect(name);
+            same(&full, &lean, name);
         }
         // Reductions: the incoming gradient has the result's shape.
         let s = x.sum().unwrap();

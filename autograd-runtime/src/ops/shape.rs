@@ -4,6 +4,7 @@
 use autograd_macros::{backward, differentiable};
 use smallvec::smallvec;
 
+use super::derivative_rules::{Reads, Rule, Unary, UnaryWith};
 use crate::backend;
 use crate::graph::InputMetadata;
 use crate::tensor::layout::{contiguous_strides, wrap_dim, Dims, Layout};
@@ -561,4 +562,51 @@ impl Tensor {
         crate::tensor::layout::check_alloc("contiguous", self.numel(), self.dtype().size_of())?;
         backend::of_tensor(self)?.contiguous(self)
     }
+}
+
+// ----- derivative rules for `#[differentiable(derive)]` (see `derivative_rules.rs`) -------------
+
+/// Each rule reuses the op's own gradient formula above; a view's rule reads at most its
+/// input's shape.
+#[doc(hidden)]
+#[allow(non_upper_case_globals, clippy::type_complexity)]
+impl super::DerivativeRules {
+    pub const reshape: Rule<fn(&Tensor, &Tensor, &Tensor, &[usize]) -> Result<Tensor>> = Rule {
+        reads: Reads::OPERAND_SHAPE,
+        apply: |grad, x, _result, _shape| reshape_backward(grad, &InputMetadata::of(x)),
+    };
+    pub const transpose: Rule<fn(&Tensor, &Tensor, &Tensor, usize, usize) -> Result<Tensor>> =
+        Rule {
+            reads: Reads::NOTHING,
+            apply: |grad, _x, _result, d0, d1| transpose_backward(grad, d0, d1),
+        };
+    pub const permute: Rule<fn(&Tensor, &Tensor, &Tensor, &[usize]) -> Result<Tensor>> = Rule {
+        reads: Reads::NOTHING,
+        apply: |grad, _x, _result, dims| permute_backward(grad, &dims.into()),
+    };
+    pub const expand: Rule<fn(&Tensor, &Tensor, &Tensor, &[usize]) -> Result<Tensor>> = Rule {
+        reads: Reads::OPERAND_SHAPE,
+        apply: |grad, x, _result, _shape| expand_backward(grad, &InputMetadata::of(x)),
+    };
+    pub const broadcast_to: Rule<fn(&Tensor, &Tensor, &Tensor, &[usize]) -> Result<Tensor>> =
+        Self::expand;
+    pub const narrow: Rule<fn(&Tensor, &Tensor, &Tensor, usize, usize, usize) -> Result<Tensor>> =
+        Rule {
+            reads: Reads::OPERAND_SHAPE,
+            apply: |grad, x, _result, dim, start, _len| {
+                narrow_backward(grad, &InputMetadata::of(x), dim, start)
+            },
+        };
+    pub const contiguous: Rule<Unary> = Rule {
+        reads: Reads::NOTHING,
+        apply: |grad, _x, _result| Ok(copy_backward(grad)),
+    };
+    pub const copy: Rule<Unary> = Rule {
+        reads: Reads::NOTHING,
+        apply: |grad, _x, _result| Ok(copy_backward(grad)),
+    };
+    pub const to_dtype: Rule<UnaryWith<DType>> = Rule {
+        reads: Reads::OPERAND_SHAPE,
+        apply: |grad, x, _result, _dtype| to_dtype_backward(grad, &InputMetadata::of(x)),
+    };
 }
