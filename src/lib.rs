@@ -219,7 +219,8 @@
 //!
 //! ## Derived backward: `#[differentiable(derive)]`
 //!
-//! For a straight-line body (`let`s, tensor methods, operators, scalar arithmetic, `?`), the
+//! For a straight-line body (`let`s, tensor methods, operators, scalar arithmetic, `?`, calls of
+//! other `#[differentiable]` functions), the
 //! macro derives the backward itself: each op's rule (`DerivativeRules`, declared beside the op)
 //! applied in reverse order. A call records one node, `<CamelName>Backward0`, instead of one per
 //! op; each rule declares what it reads, and the node keeps exactly that (no more than the

@@ -3,7 +3,7 @@
 //! by op, one graph node per call, and version-checked saved tensors.
 
 use autograd::{
-    differentiable, gradcheck, gradgradcheck, DType, Error, GradOptions, Result, Tensor,
+    backward, differentiable, gradcheck, gradgradcheck, DType, Error, GradOptions, Result, Tensor,
 };
 
 // ----- the derived functions, each with its op-by-op twin ---------------------------------------
@@ -115,6 +115,34 @@ fn attention_slice_recorded(q: &Tensor, k: &Tensor, bias: &Tensor, scale: f64) -
     let scores = q.matmul(&k.transpose(0, 1)?)? * scale + bias.expand(&[2, 3])?;
     let p = scores.softmax(1)?.permute(&[1, 0])?.contiguous()?;
     p.reshape(&[6])?.narrow(0, 1, 4)
+}
+
+/// A hand-written pair with an attribute, called from a derived body below.
+#[differentiable]
+fn scaled_square(x: &Tensor, scale: f64) -> Result<Tensor> {
+    Ok(x * x * scale)
+}
+
+#[backward(scaled_square)]
+fn scaled_square_backward(grad: &Tensor, x: &Tensor, scale: f64) -> Result<Tensor> {
+    Ok(grad * x * (2.0 * scale))
+}
+
+/// Calls of a derived function (`gelu_tanh`, `log_sum_exp`) and of a hand-written pair
+/// (`scaled_square`): each is one op of this body, differentiated by its own backward.
+#[differentiable(derive)]
+fn composed(x: &Tensor, shift: &Tensor, scale: f64) -> Result<Tensor> {
+    let g = gelu_tanh(x)?;
+    let s = scaled_square(&g, scale)?;
+    let l = log_sum_exp(&(&s + x), shift)?;
+    Ok(l * 2.0)
+}
+
+fn composed_recorded(x: &Tensor, shift: &Tensor, scale: f64) -> Result<Tensor> {
+    let g = gelu_tanh_recorded(x)?;
+    let s = scaled_square(&g, scale)?;
+    let l = log_sum_exp_recorded(&(&s + x), shift)?;
+    Ok(l * 2.0)
 }
 
 /// Panicking operators only: a forward that returns `Tensor`; `b` is never used.
@@ -363,6 +391,30 @@ fn views_match_recorded_and_pass_gradchecks() -> Result<()> {
     );
     gradcheck(derived, &inputs)?;
     gradgradcheck(derived, &inputs)
+}
+
+#[test]
+fn calls_of_differentiable_functions_match_recorded_and_pass_gradchecks() -> Result<()> {
+    let inputs = [input(&[2, 3], 31), input(&[], 32)];
+    let derived = |t: &[Tensor]| composed(&t[0], &t[1], 0.7);
+    check_against_recorded(
+        derived,
+        |t| composed_recorded(&t[0], &t[1], 0.7),
+        &inputs,
+        "ComposedBackward0",
+    );
+    gradcheck(derived, &inputs)?;
+    gradgradcheck(derived, &inputs)?;
+    // Only `x` needs a gradient: the callees' rules are asked for that one alone.
+    let x = input(&[4], 33);
+    let shift = Tensor::randn(&[], DType::F64, 34)?;
+    let g = grads(&composed(&x, &shift, 1.5)?, std::slice::from_ref(&x));
+    let r = grads(
+        &composed_recorded(&x, &shift, 1.5)?,
+        std::slice::from_ref(&x),
+    );
+    assert_close(g[0].as_ref().expect("grad"), r[0].as_ref().expect("grad"));
+    Ok(())
 }
 
 #[test]

@@ -107,9 +107,11 @@ fn expand_pair(
     let forward_items = expand::forward(&args, &args_tokens, &hfwd, &forward);
     let link = expand::link_impl(&args, &hfwd, &hbwd, &path);
     let wrapper = d.wrapper;
+    let rule = d.rule;
     let refuse = refuse_backward(user);
     Ok(quote! {
         #wrapper
+        #rule
         #refuse
         #forward_items
         #backward

@@ -90,9 +90,12 @@ use proc_macro::TokenStream;
 ///   differentiated by its rule `DerivativeRules::m`, written beside the op in the runtime. A
 ///   method without a rule is rustc's error at that call: no function named `m` found for
 ///   struct `DerivativeRules`.
+/// * A call of another `#[differentiable]` function (hand-written or derived) is one op,
+///   differentiated by that function's backward; a plain function called on a tensor has no
+///   rule (rustc: cannot find value `__autograd_f_rule`, at `f`).
 /// * Loops, `if`/`match`, closures, macros, `return`, assignments, `let mut`, in-place methods
-///   (`add_`), free-function calls on tensors and methods of non-tensor values that take tensors
-///   are compile errors spanned on the construct; write a `#[backward]` for those.
+///   (`add_`) and methods of non-tensor values that take tensors are compile errors spanned on
+///   the construct; write a `#[backward]` for those.
 /// * Only `name` and `crate` combine with `derive`.
 ///
 /// The forward runs with recording off and keeps, of every value, what the rules that read it
@@ -114,6 +117,7 @@ use proc_macro::TokenStream;
 /// | `once_differentiable` | the backward runs under `no_grad`. With `create_graph`, if an incoming gradient requires grad, the results come out of an `Error` node, and differentiating them again fails with `Error::OnceDifferentiable` (PyTorch's `@once_differentiable`) |
 /// | `materialize_grads = false` | undefined incoming gradients reach the backward as `None` instead of zeros; its gradient parameters are then `Option<&Tensor>` |
 /// | `non_differentiable(result_1, ..)` | those outputs never require grad; their gradient slot is zeros (or `None`) |
+/// | `save(r, ..)` | state computed in the forward for the backward only (PyTorch's `ctx.save_for_backward(intermediate)`, `ctx.r = ..`): the body returns its outputs followed by these residuals, `(Tensor, R, ..)` (in a `Result` or not); the public function returns the outputs only; a backward names `r` like a saved parameter (by value or by reference, checked by rustc), and a residual it does not name is dropped. The residual is moved into the node, never cloned; its type must be `Clone + Send + Sync + 'static` |
 /// | `dirty(x, ..)` | the forward modifies these `&Tensor` inputs in place and returns them (`x.clone()`, the same handle); they become outputs of the node. Requires a `Result` return type: a dirty leaf that requires grad is `a leaf Variable that requires grad has been used in an in-place operation.`, a dirty input not returned is `Some elements marked as dirty during the forward method were not returned as output.`, and a dirty view is `Error::ViewInPlace` |
 /// | `builtin` | PyTorch's generated-node semantics, for an op library (the runtime's ops use it): see below |
 /// | `derive` | derive the backward from the body (no `#[backward]`): see above |

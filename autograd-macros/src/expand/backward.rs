@@ -491,7 +491,9 @@ pub(crate) fn link_impl(
                     #value
                 }
     };
-    let impl_link = impl_link(span, &link, &marker, call);
+    let rule = super::rule::eligible(args, fwd)
+        .then(|| super::rule::impl_items(loc, &krate, fwd, bwd, &slots));
+    let impl_link = impl_link(span, &link, &marker, quote_spanned!(loc=> #call #rule));
     quote_spanned! {loc=>
         const _: () = {
             #node

@@ -25,6 +25,8 @@ pub(crate) struct Derived {
     pub(crate) backward: TokenStream,
     /// `f` itself: calls the hidden forward and returns its first output.
     pub(crate) wrapper: TokenStream,
+    /// `__autograd_f_rule`: how a derived body that calls `f` differentiates the call.
+    pub(crate) rule: TokenStream,
 }
 
 /// The names of the hidden pair.
@@ -78,6 +80,10 @@ fn run_op(body: &Body, op: &Op, try_: &TokenStream) -> TokenStream {
             let x = reference(body, op.tensors[0], false);
             quote!(-#x)
         }
+        Form::Call { func, args } => {
+            let args = args.iter().map(arg);
+            quote!(#func(#(#args),*) #try_)
+        }
     };
     quote!(let #v = #value;)
 }
@@ -91,11 +97,17 @@ fn mentions(tokens: &TokenStream, ident: &Ident) -> bool {
     })
 }
 
-/// The rule of `op`, spanned on the user's method or operator (where a missing rule is
-/// reported).
+/// The rule of `op`, spanned on the user's method, operator or function name (where a missing
+/// rule is reported): `DerivativeRules::method`, or for a call of `path::f`, `path::__autograd_f_rule`.
 fn rule_path(krate: &Path, op: &Op) -> TokenStream {
     let rule = &op.rule;
-    quote_spanned!(rule.span()=> #krate::__private::DerivativeRules::#rule)
+    match &op.callee {
+        Some(path) => {
+            let path = crate::expand::sibling(path, &crate::expand::rule::rule_name(rule));
+            quote_spanned!(rule.span()=> #path)
+        }
+        None => quote_spanned!(rule.span()=> #krate::__private::DerivativeRules::#rule),
+    }
 }
 
 /// What the rules of the live ops read of value `v`, as a constant `Read`.
@@ -261,7 +273,10 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
         let operands = op.tensors.iter().map(|&t| reference(body, t, true));
         let result = reference(body, op.result, true);
         let scalars = &op.scalars;
-        let apply = if let [x] = op.tensors[..] {
+        // Builtin one-operand rules take and return one gradient; every other rule takes
+        // `needs` and returns one `Option` per operand.
+        let apply = if let ([x], None) = (&op.tensors[..], &op.callee) {
+            let x = *x;
             let (nx, gx) = (needs(x), grad(x));
             quote! {
                 if #nx {
@@ -367,9 +382,84 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
             #wrapper_body
         }
     };
+    let rule = own_rule(krate, fwd, &func.vis, &attrs, kept.len());
     Derived {
         forward,
         backward,
         wrapper,
+        rule,
+    }
+}
+
+/// `__autograd_f_rule` of a derived `f`, for derived bodies that call it. The caller keeps only
+/// `f`'s inputs (and its attributes); the rule runs `f`'s hidden forward again to get what `f`'s
+/// own backward reads, then that backward. Under `create_graph` the forward records its node
+/// again, so the gradient it returns is differentiable through it.
+fn own_rule(
+    krate: &Path,
+    fwd: &DiffFn<'_>,
+    vis: &syn::Visibility,
+    backward_attrs: &[(&Ident, &syn::Type)],
+    kept: usize,
+) -> TokenStream {
+    if !fwd.original.generics.params.is_empty() {
+        return TokenStream::new();
+    }
+    let (hidden, hidden_backward) = hidden_names(fwd.ident);
+    let rule = crate::expand::rule::rule_name(fwd.ident);
+    let tensor = quote!(#krate::Tensor);
+    let private = quote!(#krate::__private);
+    let tensors: Vec<&Ident> = fwd.tensor_inputs().map(|p| p.ident).collect();
+    let attrs: Vec<(&Ident, &syn::Type)> = fwd
+        .params
+        .iter()
+        .filter(|p| p.kind == ParamKind::Attr)
+        .map(|p| (p.ident, p.ty))
+        .collect();
+    let n = tensors.len();
+    let tensor_tys = (0..n).map(|_| quote!(&#tensor));
+    let grad_tys: Vec<TokenStream> = (0..n)
+        .map(|_| quote!(::core::option::Option<#tensor>))
+        .collect();
+    let attr_tys = attrs.iter().map(|(_, t)| t);
+    let attr_idents = attrs.iter().map(|(i, _)| i);
+    let used = |i: &Ident| backward_attrs.iter().any(|(b, _)| *b == i);
+    let forward_args = fwd.params.iter().map(|p| {
+        let ident = p.ident;
+        if p.kind == ParamKind::Attr && used(ident) {
+            quote!(::core::clone::Clone::clone(&#ident))
+        } else {
+            quote!(#ident)
+        }
+    });
+    let backward_attr_args = backward_attrs.iter().map(|(i, _)| i);
+    let kept_locals: Vec<Ident> = (1..=kept).map(|k| format_ident!("__k{}", k)).collect();
+    let nones = (0..kept).map(|_| quote!(::core::option::Option::None));
+    let value = if n == 1 {
+        quote!((__grads,))
+    } else {
+        quote!(__grads)
+    };
+    let reads = (0..n).map(|_| quote!(#private::Read::Value));
+    quote! {
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals, dead_code, unused_variables, clippy::all)]
+        #vis const #rule: #private::Rule<
+            fn(&#tensor, [bool; #n], #(#tensor_tys,)* &#tensor, #(#attr_tys),*)
+                -> #krate::Result<(#(#grad_tys,)*)>
+        > = #private::Rule {
+            reads: #private::Reads { operands: &[#(#reads),*], result: false },
+            apply: |__grad, __needs, #(#tensors,)* __result, #(#attr_idents),*| {
+                let (_, #(#kept_locals,)*) = #hidden(#(#forward_args),*)?;
+                let __grads = #hidden_backward(
+                    ::core::option::Option::Some(__grad),
+                    #(#nones,)*
+                    __needs,
+                    #(#backward_attr_args,)*
+                    #(&#kept_locals,)*
+                )?;
+                ::core::result::Result::Ok(#value)
+            },
+        };
     }
 }

@@ -6,6 +6,7 @@
 mod backward;
 pub(crate) mod derive;
 mod node;
+pub(crate) mod rule;
 
 pub(crate) use backward::{backward_attr, link_impl, link_stub};
 
@@ -122,6 +123,16 @@ pub(crate) fn forward(
     );
     let label = format!("add a function annotated `#[backward({})]`", fwd.name());
     let note = "the backward names the incoming gradients first (`grad`), then any forward parameters or outputs (`result`) it needs, and returns one gradient per `&Tensor` input";
+    // The rule a derived body uses to call this function (`rule.rs`).
+    let (rule_items, rule_const) = if rule::eligible(args, fwd) {
+        let loc = ident.span();
+        (
+            rule::trait_items(loc, &krate, fwd),
+            rule::public_const(loc, &krate, vis, fwd),
+        )
+    } else {
+        (TokenStream::new(), TokenStream::new())
+    };
     quote! {
         #(#cfg)*
         #(#wrapper_attrs)*
@@ -146,7 +157,11 @@ pub(crate) fn forward(
         #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
         pub(crate) trait #link {
             fn call(#params) #ret;
+            #rule_items
         }
+
+        #(#cfg)*
+        #rule_const
 
         #(#cfg)*
         #[doc(hidden)]

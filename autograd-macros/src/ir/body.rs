@@ -38,9 +38,11 @@ pub(crate) enum Step {
 /// A primitive op: `result = rule(tensors.., scalars..)`.
 pub(crate) struct Op {
     pub(crate) result: usize,
-    /// The method name (or the operator's method), spanned on the user's token: the name of
-    /// its derivative rule.
+    /// The method name (or the operator's method, or the called function's name), spanned on
+    /// the user's token: the name of its derivative rule.
     pub(crate) rule: Ident,
+    /// For a call of a `#[differentiable]` function: its path, beside which its rule is.
+    pub(crate) callee: Option<syn::Path>,
     /// Its tensor operands, receiver first.
     pub(crate) tensors: Vec<usize>,
     /// Its non-tensor arguments, as written.
@@ -56,6 +58,8 @@ pub(crate) enum Form {
     Binary { op: BinOp, lhs: Arg, rhs: Arg },
     /// `-operand`.
     Neg,
+    /// `function(args)`: a `#[differentiable]` function.
+    Call { func: syn::Path, args: Vec<Arg> },
 }
 
 /// An argument of an op.
@@ -294,9 +298,14 @@ impl Lower<'_> {
             ident: format_ident!("__autograd_v{}", result),
             input: None,
         });
+        let callee = match &form {
+            Form::Call { func, .. } => Some(func.clone()),
+            _ => None,
+        };
         self.stmts.push(Step::Op(Op {
             result,
             rule,
+            callee,
             tensors,
             scalars,
             form,
@@ -405,11 +414,7 @@ impl Lower<'_> {
                 self.reject(r, "an early `return`");
                 None
             }
-            Expr::Call(c) => self.scalars(
-                e,
-                "a function call on tensors (call the tensor's methods instead)",
-                &c.args,
-            ),
+            Expr::Call(c) => self.call(c),
             Expr::Cast(c) => self.scalars(e, "a cast of a tensor", [&*c.expr]),
             Expr::Index(i) => self.scalars(e, "indexing into a tensor", [&*i.expr, &*i.index]),
             Expr::Field(f) => self.scalars(e, "a field of a tensor", [&*f.base]),
@@ -461,6 +466,41 @@ impl Lower<'_> {
             args,
         };
         Some(self.push_op(m.method.clone(), tensors, scalars, form))
+    }
+
+    /// `f(args)`: scalar arithmetic if no argument is a tensor, else a call of a
+    /// `#[differentiable]` function, differentiated by its rule `__autograd_f_rule` (a plain
+    /// function has none: rustc reports that name missing at `f`).
+    fn call(&mut self, c: &syn::ExprCall) -> Option<Value> {
+        let mut args = Vec::new();
+        for a in &c.args {
+            args.push(self.arg(a)?);
+        }
+        if args.iter().all(|a| matches!(a, Arg::Scalar(_))) {
+            return Some(Value::Scalar);
+        }
+        let func = match &*c.func {
+            Expr::Path(p) if p.qself.is_none() && !p.path.segments.is_empty() => p.path.clone(),
+            _ => {
+                self.reject(c, "a call of something other than a function by its path");
+                return None;
+            }
+        };
+        let last = func.segments.last()?;
+        if !last.arguments.is_none() {
+            self.reject(&last.arguments, "a function call with generic arguments");
+            return None;
+        }
+        let rule = last.ident.clone();
+        let mut tensors = Vec::new();
+        let mut scalars = Vec::new();
+        for a in &args {
+            match a {
+                Arg::Tensor(v) => tensors.push(*v),
+                Arg::Scalar(t) => scalars.push(t.clone()),
+            }
+        }
+        Some(self.push_op(rule, tensors, scalars, Form::Call { func, args }))
     }
 
     fn binary(&mut self, b: &syn::ExprBinary) -> Option<Value> {
@@ -586,6 +626,25 @@ mod tests {
         assert!(errors[1].contains("a branch (`if`)"));
         assert!(errors[2].contains("the in-place method `add_`"));
         assert!(errors[2].contains("`#[backward(f)]`"));
+    }
+
+    #[test]
+    fn calls_with_a_tensor_argument_are_ops() {
+        let (body, errors) = lower(syn::parse_quote! {
+            fn f(x: &Tensor, s: f64) -> Result<Tensor> {
+                let n = max(s, 1.0);
+                let y = layers::gelu(&x.exp()?, n)?;
+                Ok(y * n)
+            }
+        });
+        assert!(errors.is_empty(), "{errors:?}");
+        let body = body.expect("lowered");
+        assert_eq!(rules(&body), ["exp", "gelu", "mul_scalar"]);
+        let call = body.ops().nth(1).expect("the call");
+        let callee = call.callee.as_ref().expect("a callee");
+        assert_eq!(quote!(#callee).to_string(), "layers :: gelu");
+        assert_eq!((call.tensors.len(), call.scalars.len()), (1, 1));
+        assert!(body.ops().all(|op| op.rule != "max"), "a scalar call is a scalar step");
     }
 
     #[test]

@@ -80,49 +80,54 @@ impl Read {
     }
 }
 
-/// What a rule reads of its operands (receiver first) and of its op's result.
+/// What a rule reads of its operands (receiver first; an operand past the end is not read) and
+/// of its op's result.
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy)]
 pub struct Reads {
-    pub operands: [Read; 2],
+    pub operands: &'static [Read],
     pub result: bool,
 }
 
 impl Reads {
     /// Reads nothing (`neg`, `mul_scalar`, ..).
     pub const NOTHING: Reads = Reads {
-        operands: [Read::Nothing; 2],
+        operands: &[],
         result: false,
     };
     /// Reads the result (`exp`, `tanh`, ..).
     pub const RESULT: Reads = Reads {
-        operands: [Read::Nothing; 2],
+        operands: &[],
         result: true,
     };
     /// Reads its operand (`log`, `sin`, ..).
     pub const OPERAND: Reads = Reads {
-        operands: [Read::Value, Read::Nothing],
+        operands: &[Read::Value],
         result: false,
     };
     /// Reads its operand's shape (`sum`, `mean`).
     pub const OPERAND_SHAPE: Reads = Reads {
-        operands: [Read::Shape, Read::Nothing],
+        operands: &[Read::Shape],
         result: false,
     };
     /// Reads both operands (`mul`, `matmul`).
     pub const OPERANDS: Reads = Reads {
-        operands: [Read::Value; 2],
+        operands: &[Read::Value, Read::Value],
         result: false,
     };
     /// Reads both operands' shapes, to undo broadcasting (`add`, `sub`).
     pub const OPERAND_SHAPES: Reads = Reads {
-        operands: [Read::Shape; 2],
+        operands: &[Read::Shape, Read::Shape],
         result: false,
     };
 
     /// What it reads of operand `i`.
     pub const fn operand(self, i: usize) -> Read {
-        self.operands[i]
+        if i < self.operands.len() {
+            self.operands[i]
+        } else {
+            Read::Nothing
+        }
     }
 
     /// What it reads of the result.

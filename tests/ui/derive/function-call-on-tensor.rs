@@ -1,5 +1,6 @@
-// A call of a free function on a tensor is rejected (its derivative is unknown): the error spans
-// the call.
+// A call of a plain function on a tensor: a derived body can call only `#[differentiable]`
+// functions (each has a rule, `__autograd_<name>_rule`, beside it); rustc reports the missing rule
+// at the function's name.
 use autograd::{differentiable, Result, Tensor};
 
 fn helper(t: &Tensor) -> Result<Tensor> {

@@ -1,0 +1,243 @@
+//! The derivative rule of a `#[differentiable]` function, so that a `#[differentiable(derive)]`
+//! body can call it like a builtin op: `f` gets a sibling constant `__autograd_f_rule`, a
+//! `Rule` whose `reads` says what its backward names (an input, its metadata only, the result)
+//! and whose `apply` calls the backward with those values.
+//!
+//! The forward cannot see its backward, so the rule goes through the link trait: the forward
+//! declares `READS` and `derivative` on it (with defaults, so that a stub impl need not), and the
+//! constant reads them off the marker; the backward's impl of the trait overrides both.
+//!
+//! Calling convention of `apply` for `N` tensor inputs: `fn(grad: &Tensor, needs: [bool; N],
+//! inputs: &Tensor.., result: &Tensor, attributes..) -> Result<(Option<Tensor>, ..)>`, one
+//! gradient per tensor input, `None` where `needs` is false or the backward gives none.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote_spanned};
+use syn::{Ident, Path, Visibility};
+
+use super::{Names, Slot, SlotKind};
+use crate::attr::DiffArgs;
+use crate::ir::{BackwardFn, DiffFn, GradType, ParamKind};
+
+/// Whether `fwd` gets a rule: one differentiable `Tensor` output, inputs that are `&Tensor`s or
+/// attributes, no generics, and none of the options that change what a call means
+/// (`once_differentiable`, `dirty`, `non_differentiable`). The runtime's `builtin` ops have
+/// theirs in `DerivativeRules`, under their method names.
+pub(super) fn eligible(args: &DiffArgs, fwd: &DiffFn<'_>) -> bool {
+    !args.builtin()
+        && !fwd.output.tuple
+        && !fwd.output.vec
+        && fwd.original.generics.params.is_empty()
+        && fwd
+            .params
+            .iter()
+            .all(|p| matches!(p.kind, ParamKind::Tensor(_) | ParamKind::Attr))
+        && args.once_differentiable.is_none()
+        && args.dirty().is_empty()
+        && args.non_differentiable().is_empty()
+}
+
+/// The type of the rule's `apply`.
+fn apply_type(loc: Span, krate: &Path, fwd: &DiffFn<'_>) -> TokenStream {
+    let tensor = quote_spanned!(loc=> #krate::Tensor);
+    let n = fwd.tensor_inputs().count();
+    let inputs = (0..n).map(|_| quote_spanned!(loc=> &#tensor));
+    let grads = (0..n).map(|_| quote_spanned!(loc=> ::core::option::Option<#tensor>));
+    let attrs = fwd
+        .params
+        .iter()
+        .filter(|p| p.kind == ParamKind::Attr)
+        .map(|p| p.ty);
+    quote_spanned! {loc=>
+        fn(&#tensor, [bool; #n], #(#inputs,)* &#tensor, #(#attrs),*)
+            -> #krate::Result<(#(#grads,)*)>
+    }
+}
+
+/// The parameters of `derivative`: `(__grad, __needs, inputs.., __result, attributes..)`.
+fn apply_params(loc: Span, krate: &Path, fwd: &DiffFn<'_>) -> TokenStream {
+    let tensor = quote_spanned!(loc=> #krate::Tensor);
+    let n = fwd.tensor_inputs().count();
+    let inputs = fwd.tensor_inputs().map(|p| {
+        let ident = p.ident;
+        quote_spanned!(loc=> #ident: &#tensor)
+    });
+    let attrs = fwd
+        .params
+        .iter()
+        .filter(|p| p.kind == ParamKind::Attr)
+        .map(|p| {
+            let (ident, ty) = (p.ident, p.ty);
+            quote_spanned!(loc=> #ident: #ty)
+        });
+    quote_spanned! {loc=>
+        __grad: &#tensor, __needs: [bool; #n], #(#inputs,)* __result: &#tensor, #(#attrs),*
+    }
+}
+
+/// The return type of `derivative`.
+fn apply_return(loc: Span, krate: &Path, fwd: &DiffFn<'_>) -> TokenStream {
+    let grads = fwd
+        .tensor_inputs()
+        .map(|_| quote_spanned!(loc=> ::core::option::Option<#krate::Tensor>));
+    quote_spanned!(loc=> #krate::Result<(#(#grads,)*)>)
+}
+
+/// The link trait's rule items, with defaults (the backward's impl overrides them).
+pub(super) fn trait_items(loc: Span, krate: &Path, fwd: &DiffFn<'_>) -> TokenStream {
+    let params = apply_params(loc, krate, fwd);
+    let ret = apply_return(loc, krate, fwd);
+    let n = fwd.tensor_inputs().count();
+    let reads = (0..n).map(|_| quote_spanned!(loc=> #krate::__private::Read::Value));
+    quote_spanned! {loc=>
+        const READS: #krate::__private::Reads = #krate::__private::Reads {
+            operands: &[#(#reads),*],
+            result: true,
+        };
+        #[allow(unused_variables, private_interfaces)]
+        fn derivative(#params) -> #ret {
+            ::core::result::Result::Err(#krate::Error::msg("no backward is linked"))
+        }
+    }
+}
+
+/// `const __autograd_f_rule`, beside the forward, with its visibility.
+pub(super) fn public_const(
+    loc: Span,
+    krate: &Path,
+    vis: &Visibility,
+    fwd: &DiffFn<'_>,
+) -> TokenStream {
+    let Names { marker, link, .. } = Names::of(fwd.ident);
+    let rule = rule_name(fwd.ident);
+    let ty = apply_type(loc, krate, fwd);
+    quote_spanned! {loc=>
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals, dead_code)]
+        #vis const #rule: #krate::__private::Rule<#ty> = #krate::__private::Rule {
+            reads: <#marker as #link>::READS,
+            apply: <#marker as #link>::derivative,
+        };
+    }
+}
+
+/// `__autograd_f_rule`.
+pub(crate) fn rule_name(ident: &Ident) -> Ident {
+    let base = syn::ext::IdentExt::unraw(ident);
+    format_ident!("__autograd_{}_rule", base, span = ident.span())
+}
+
+/// The backward's overrides: what it names, and the call of the backward with those values.
+pub(super) fn impl_items(
+    loc: Span,
+    krate: &Path,
+    fwd: &DiffFn<'_>,
+    bwd: &BackwardFn<'_>,
+    slots: &[Slot<'_>],
+) -> TokenStream {
+    let inputs: Vec<&Ident> = fwd.tensor_inputs().map(|p| p.ident).collect();
+    let read = |i: &Ident| {
+        let named = slots.iter().find_map(|s| match s.kind {
+            SlotKind::Input { ident, .. } if ident == i => Some(quote_spanned!(loc=> Value)),
+            SlotKind::Metadata { ident, .. } if ident == i => Some(quote_spanned!(loc=> Shape)),
+            _ => None,
+        });
+        let named = named.unwrap_or_else(|| quote_spanned!(loc=> Nothing));
+        quote_spanned!(loc=> #krate::__private::Read::#named)
+    };
+    let reads = inputs.iter().map(|i| read(i));
+    let result = slots
+        .iter()
+        .any(|s| matches!(s.kind, SlotKind::Output { .. }));
+    let position = |i: &Ident| inputs.iter().position(|j| *j == i);
+
+    let grad_args = bwd.grads.iter().map(|g| {
+        if crate::ir::is_tensor_ref(g.ty) {
+            quote_spanned!(loc=> __grad)
+        } else {
+            quote_spanned!(loc=> ::core::option::Option::Some(__grad))
+        }
+    });
+    let saved_args = slots.iter().map(|s| match &s.kind {
+        SlotKind::Input { ident, .. } => {
+            if s.needed_for.is_empty() {
+                quote_spanned!(loc=> #ident)
+            } else {
+                let flags = s
+                    .needed_for
+                    .iter()
+                    .filter_map(|p| position(p.ident))
+                    .map(|j| quote_spanned!(loc=> __needs[#j]));
+                quote_spanned!(loc=> (false #(|| #flags)*).then_some(#ident))
+            }
+        }
+        SlotKind::Metadata { ident, .. } => {
+            quote_spanned!(loc=> &#krate::__private::InputMetadata::of(#ident))
+        }
+        SlotKind::Attr {
+            ident,
+            by_ref: true,
+            ..
+        } => quote_spanned!(loc=> &#ident),
+        SlotKind::Attr {
+            ident,
+            by_ref: false,
+            ..
+        } => quote_spanned!(loc=> ::core::clone::Clone::clone(&#ident)),
+        SlotKind::Output { .. } => {
+            if s.needed_for.is_empty() {
+                quote_spanned!(loc=> __result)
+            } else {
+                quote_spanned!(loc=> ::core::option::Option::Some(__result))
+            }
+        }
+        SlotKind::NeedsInputGrad { array: Some(_) } => quote_spanned!(loc=> __needs),
+        SlotKind::NeedsInputGrad { array: None } => quote_spanned!(loc=> &__needs[..]),
+    });
+    let bw_ident = bwd.ident;
+    let unwrap = if bwd.output.fallible {
+        quote_spanned!(loc=> match __r {
+            ::core::result::Result::Ok(__v) => __v,
+            ::core::result::Result::Err(__e) => {
+                return ::core::result::Result::Err(::core::convert::Into::into(__e));
+            }
+        })
+    } else {
+        quote_spanned!(loc=> __r)
+    };
+    let outs: Vec<Ident> = (0..bwd.output.grads.len())
+        .map(|i| format_ident!("__r{}", i))
+        .collect();
+    let destructure = if bwd.output.tuple {
+        quote_spanned!(loc=> let (#(#outs,)*) = #unwrap;)
+    } else {
+        quote_spanned!(loc=> let #(#outs)* = #unwrap;)
+    };
+    let wrapped = bwd
+        .output
+        .grads
+        .iter()
+        .zip(&outs)
+        .enumerate()
+        .map(|(j, ((_, kind), r))| {
+            let value = match kind {
+                GradType::OptionTensor => quote_spanned!(loc=> #r),
+                _ => quote_spanned!(loc=> ::core::option::Option::Some(#r)),
+            };
+            quote_spanned!(loc=> if __needs[#j] { #value } else { ::core::option::Option::None })
+        });
+    let params = apply_params(loc, krate, fwd);
+    let ret = apply_return(loc, krate, fwd);
+    quote_spanned! {loc=>
+        const READS: #krate::__private::Reads = #krate::__private::Reads {
+            operands: &[#(#reads),*],
+            result: #result,
+        };
+        #[allow(unused_variables, clippy::all)]
+        fn derivative(#params) -> #ret {
+            let __r = #bw_ident(#(#grad_args,)* #(#saved_args),*);
+            #destructure
+            ::core::result::Result::Ok((#(#wrapped,)*))
+        }
+    }
+}
