@@ -145,6 +145,23 @@ fn composed_recorded(x: &Tensor, shift: &Tensor, scale: f64) -> Result<Tensor> {
     Ok(l * 2.0)
 }
 
+/// `detach()` makes a constant: no gradient flows through it (the stop-gradient of a
+/// normalisation), while the value it has is read by `mul`'s rule.
+#[differentiable(derive)]
+fn scaled_by_detached_norm(x: &Tensor) -> Result<Tensor> {
+    let sq = x * x;
+    let norm = sq.sum()?.sqrt()?.detach();
+    let y = x.sin()?;
+    Ok(&y / &norm + &sq * &norm)
+}
+
+fn scaled_by_detached_norm_recorded(x: &Tensor) -> Result<Tensor> {
+    let sq = x * x;
+    let norm = sq.sum()?.sqrt()?.detach();
+    let y = x.sin()?;
+    Ok(&y / &norm + &sq * &norm)
+}
+
 /// Panicking operators only: a forward that returns `Tensor`; `b` is never used.
 #[differentiable(derive)]
 fn infallible(a: &Tensor, b: &Tensor) -> Tensor {
@@ -414,6 +431,52 @@ fn calls_of_differentiable_functions_match_recorded_and_pass_gradchecks() -> Res
         std::slice::from_ref(&x),
     );
     assert_close(g[0].as_ref().expect("grad"), r[0].as_ref().expect("grad"));
+    Ok(())
+}
+
+#[test]
+fn detach_stops_the_gradient() -> Result<()> {
+    let x = input(&[5], 41);
+    check_against_recorded(
+        |t| scaled_by_detached_norm(&t[0]),
+        |t| scaled_by_detached_norm_recorded(&t[0]),
+        std::slice::from_ref(&x),
+        "ScaledByDetachedNormBackward0",
+    );
+    // d/dx [sin(x)/n + x² n] with n held constant: cos(x)/n + 2 x n.
+    let xs = x.to_vec::<f64>()?;
+    let n = xs.iter().map(|v| v * v).sum::<f64>().sqrt();
+    let g = grads(
+        &scaled_by_detached_norm(&x)?.sum()?,
+        std::slice::from_ref(&x),
+    );
+    let g = g[0].as_ref().expect("grad").to_vec::<f64>()?;
+    for (gi, xi) in g.iter().zip(&xs) {
+        let expected = xi.cos() / n + 2.0 * xi * n;
+        assert!((gi - expected).abs() < 1e-12, "{gi} vs {expected}");
+    }
+    Ok(())
+}
+
+#[test]
+fn what_is_kept_follows_which_inputs_need_a_gradient() -> Result<()> {
+    // Data `x` needs no gradient: `matmul` keeps `x` for `w`'s gradient but only `w`'s shape,
+    // as the op-by-op `MmBackward0` saves `x` alone (`#[needed_for]`).
+    let x = Tensor::randn(&[4, 3], DType::F64, 35)?;
+    let w = input(&[3, 2], 36);
+    let b = input(&[2], 37);
+    let (derived, recorded) = (dense_tanh(&x, &w, &b)?, dense_tanh_recorded(&x, &w, &b)?);
+    let (d, r) = (saved_elements(&derived), saved_elements(&recorded));
+    assert_eq!(
+        (d, r),
+        (12 + 8, 12 + 8),
+        "x [4, 3] and the tanh result [4, 2]"
+    );
+    let g = grads(&derived.sum()?, &[w.clone(), b.clone()]);
+    let h = grads(&recorded.sum()?, &[w.clone(), b.clone()]);
+    for (g, h) in g.iter().zip(&h) {
+        assert_close(g.as_ref().expect("grad"), h.as_ref().expect("grad"));
+    }
     Ok(())
 }
 

@@ -50,6 +50,8 @@ pub(crate) const OPTION_TYPE: Symbol = Symbol("Option");
 pub(crate) const VEC_TYPE: Symbol = Symbol("Vec");
 pub(crate) const INPUT_METADATA: Symbol = Symbol("InputMetadata");
 pub(crate) const BOOL: Symbol = Symbol("bool");
+/// `x.detach()` in a derived body: a constant for the derivative.
+pub(crate) const DETACH: Symbol = Symbol("detach");
 /// The tail `Ok(..)` of a derived body.
 pub(crate) const OK: Symbol = Symbol("Ok");
 

@@ -72,8 +72,8 @@ pub mod __private {
     pub use crate::graph::function::{next_edges, record_node};
     pub use crate::graph::{Backward, FunctionNode, GradVec, InputMetadata};
     pub use crate::ops::{
-        accumulate, check_inplace, keep, keep_ref, Binary, DerivativeRules, Read, Reads, Rule,
-        Unary, UnaryWith,
+        accumulate, check_inplace, keep, keep_ref, needing_grad, Binary, DerivativeRules, Read,
+        Reads, Rule, Unary, UnaryWith,
     };
     pub use crate::tensor::dtype::{Buffer, ElemVec};
     pub use smallvec;

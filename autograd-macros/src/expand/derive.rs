@@ -50,17 +50,21 @@ fn reference(body: &Body, v: usize, backward: bool) -> TokenStream {
     }
 }
 
-/// `let v = <op as written>;`; `try_` follows each method call (`?` where the caller returns a
-/// `Result`).
-fn run_op(body: &Body, op: &Op, try_: &TokenStream) -> TokenStream {
+/// `let v = <op as written>;`, with `?` after a method or function call where the user wrote one.
+fn run_op(body: &Body, op: &Op) -> TokenStream {
+    let try_ = if op.tried { quote!(?) } else { quote!() };
     let v = &body.vars[op.result].ident;
     let arg = |a: &Arg| match a {
         Arg::Tensor(t) => reference(body, *t, false),
         Arg::Scalar(s) => s.clone(),
     };
     let value = match &op.form {
-        Form::Method { method, args } => {
-            let recv = reference(body, op.tensors[0], false);
+        Form::Method {
+            receiver,
+            method,
+            args,
+        } => {
+            let recv = reference(body, *receiver, false);
             let args = args.iter().map(arg);
             quote!(#recv.#method(#(#args),*) #try_)
         }
@@ -110,23 +114,34 @@ fn rule_path(krate: &Path, op: &Op) -> TokenStream {
     }
 }
 
-/// What the rules of the live ops read of value `v`, as a constant `Read`.
+/// The local that says, in the forward, whether value `v` will need a gradient (an input that
+/// requires grad, or an op with an operand that will).
+fn forward_needs(v: usize) -> Ident {
+    format_ident!("__autograd_fneeds{}", v)
+}
+
+/// What the rules of the live ops read of value `v`, given which operands will need a gradient:
+/// a `Read`, from each rule's `reads` declaration.
 fn reads_of(krate: &Path, body: &Body, live: &[bool], v: usize) -> TokenStream {
     let read = quote!(#krate::__private::Read);
-    let uses = body.ops().filter(|op| live[op.result]).flat_map(|op| {
-        let path = rule_path(krate, op);
-        let operands = op
-            .tensors
-            .iter()
-            .enumerate()
-            .filter(move |&(_, &t)| t == v)
-            .map(move |(i, _)| quote!(.max(#path.reads.operand(#i))))
-            .collect::<Vec<_>>();
-        let path = rule_path(krate, op);
-        let result = (op.result == v).then(|| quote!(.max(#path.reads.result())));
-        operands.into_iter().chain(result)
-    });
-    quote!(const { #read::Nothing #(#uses)* })
+    let uses = body
+        .ops()
+        .filter(|op| live[op.result] && !op.tensors.is_empty())
+        .flat_map(|op| {
+            let path = rule_path(krate, op);
+            let needs: Vec<Ident> = op.tensors.iter().map(|&t| forward_needs(t)).collect();
+            let operands = op
+                .tensors
+                .iter()
+                .enumerate()
+                .filter(|&(_, &t)| t == v)
+                .map(|(i, _)| quote!(.max(#path.reads.operand_given(#i, &[#(#needs),*]))))
+                .collect::<Vec<_>>();
+            let result =
+                (op.result == v).then(|| quote!(.max(#path.reads.result_given(&[#(#needs),*]))));
+            operands.into_iter().chain(result).collect::<Vec<_>>()
+        });
+    quote!(#read::Nothing #(#uses)*)
 }
 
 pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body) -> Derived {
@@ -154,12 +169,22 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
             for &t in &op.tensors {
                 last_use[t] = Some(i);
             }
+            // The receiver of a constant (`detach`) is read too, though not an operand.
+            if let Form::Method { receiver, .. } = op.form {
+                last_use[receiver] = Some(i);
+            }
         }
     }
 
-    // Forward: the inputs' kept values, then every step as written, each intermediate kept
-    // after its last use; returns the result and the kept values.
-    let try_fwd = if fallible { quote!(?) } else { quote!() };
+    // Forward: every step as written, each followed by whether its value will need a gradient,
+    // and each intermediate kept after its last use; then the inputs and the result are kept.
+    // Returns the result and the kept values.
+    let input_needs_fwd = (0..n_vars)
+        .filter(|&v| body.vars[v].input.is_some())
+        .map(|v| {
+            let (ident, n) = (&body.vars[v].ident, forward_needs(v));
+            quote!(let #n: bool = #ident.requires_grad();)
+        });
     let keep_inputs = kept
         .iter()
         .filter(|&&v| body.vars[v].input.is_some())
@@ -168,10 +193,13 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
             quote!(let #local = #private::keep_ref(#ident, #read)?;)
         });
     let fwd_steps = body.stmts.iter().enumerate().map(|(i, s)| {
-        let step = match s {
+        let (step, op) = match s {
             Step::Scalar(t) => return t.clone(),
-            Step::Op(op) => run_op(body, op, &try_fwd),
+            Step::Op(op) => (run_op(body, op), op),
         };
+        let n = forward_needs(op.result);
+        let from = op.tensors.iter().map(|&t| forward_needs(t));
+        let needs = quote!(let #n: bool = false #(|| #from)*;);
         let keeps = kept
             .iter()
             .filter(|&&v| v != out && body.vars[v].input.is_none() && last_use[v] == Some(i))
@@ -179,7 +207,7 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
                 let (ident, local, read) = (&body.vars[v].ident, keep_local(v), &reads[v]);
                 quote!(let #local = #private::keep(#ident, #read)?;)
             });
-        quote!(#step #(#keeps)*)
+        quote!(#step #needs #(#keeps)*)
     });
     let out_ident = &body.vars[out].ident;
     let (out_local, out_read) = (keep_local(out), &reads[out]);
@@ -194,8 +222,9 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
         #[doc(hidden)]
         #[allow(unused_variables, clippy::all)]
         fn #hidden(#inputs) -> #krate::Result<#tuple_ty> {
-            #(#keep_inputs)*
+            #(#input_needs_fwd)*
             #(#fwd_steps)*
+            #(#keep_inputs)*
             let #out_local = #private::keep_ref(&#out_ident, #out_read)?;
             ::core::result::Result::Ok((#out_ident, #(#kept_locals,)*))
         }
@@ -267,7 +296,7 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
         }
     });
     let accumulate = quote!(#private::accumulate);
-    let rules = live_ops.iter().rev().map(|op| {
+    let rules = live_ops.iter().rev().filter(|op| !op.tensors.is_empty()).map(|op| {
         let g = grad(op.result);
         let path = rule_path(krate, op);
         let operands = op.tensors.iter().map(|&t| reference(body, t, true));
@@ -417,6 +446,7 @@ fn own_rule(
         .map(|p| (p.ident, p.ty))
         .collect();
     let n = tensors.len();
+    let positions = 0..n;
     let tensor_tys = (0..n).map(|_| quote!(&#tensor));
     let grad_tys: Vec<TokenStream> = (0..n)
         .map(|_| quote!(::core::option::Option<#tensor>))
@@ -448,8 +478,9 @@ fn own_rule(
             fn(&#tensor, [bool; #n], #(#tensor_tys,)* &#tensor, #(#attr_tys),*)
                 -> #krate::Result<(#(#grad_tys,)*)>
         > = #private::Rule {
-            reads: #private::Reads { operands: &[#(#reads),*], result: false },
+            reads: #private::Reads { operands: &[#(#reads),*], result: false, value_for: &[] },
             apply: |__grad, __needs, #(#tensors,)* __result, #(#attr_idents),*| {
+                #(let #tensors = &#private::needing_grad(#tensors, __needs[#positions])?;)*
                 let (_, #(#kept_locals,)*) = #hidden(#(#forward_args),*)?;
                 let __grads = #hidden_backward(
                     ::core::option::Option::Some(__grad),

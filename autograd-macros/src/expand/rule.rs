@@ -93,6 +93,7 @@ pub(super) fn trait_items(loc: Span, krate: &Path, fwd: &DiffFn<'_>) -> TokenStr
         const READS: #krate::__private::Reads = #krate::__private::Reads {
             operands: &[#(#reads),*],
             result: true,
+            value_for: &[],
         };
         #[allow(unused_variables, private_interfaces)]
         fn derivative(#params) -> #ret {
@@ -146,10 +147,23 @@ pub(super) fn impl_items(
         quote_spanned!(loc=> #krate::__private::Read::#named)
     };
     let reads = inputs.iter().map(|i| read(i));
+    let position = |i: &Ident| inputs.iter().position(|j| *j == i);
+    // `#[needed_for(j)]` on input `i`: its value is read only for `j`'s gradient.
+    let value_for = inputs.iter().map(|i| {
+        let only = slots.iter().find_map(|s| match s.kind {
+            SlotKind::Input { ident, .. } if ident == *i && s.needed_for.len() == 1 => {
+                position(s.needed_for[0].ident)
+            }
+            _ => None,
+        });
+        match only {
+            Some(j) => quote_spanned!(loc=> ::core::option::Option::Some(#j)),
+            None => quote_spanned!(loc=> ::core::option::Option::None),
+        }
+    });
     let result = slots
         .iter()
         .any(|s| matches!(s.kind, SlotKind::Output { .. }));
-    let position = |i: &Ident| inputs.iter().position(|j| *j == i);
 
     let grad_args = bwd.grads.iter().map(|g| {
         if crate::ir::is_tensor_ref(g.ty) {
@@ -232,6 +246,7 @@ pub(super) fn impl_items(
         const READS: #krate::__private::Reads = #krate::__private::Reads {
             operands: &[#(#reads),*],
             result: #result,
+            value_for: &[#(#value_for),*],
         };
         #[allow(unused_variables, clippy::all)]
         fn derivative(#params) -> #ret {

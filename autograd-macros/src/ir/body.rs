@@ -35,7 +35,8 @@ pub(crate) enum Step {
     Op(Op),
 }
 
-/// A primitive op: `result = rule(tensors.., scalars..)`.
+/// A primitive op: `result = rule(tensors.., scalars..)`. An op with no tensor operands
+/// (`detach()`) is a constant: it has no rule and passes no gradient on.
 pub(crate) struct Op {
     pub(crate) result: usize,
     /// The method name (or the operator's method, or the called function's name), spanned on
@@ -48,12 +49,18 @@ pub(crate) struct Op {
     /// Its non-tensor arguments, as written.
     pub(crate) scalars: Vec<TokenStream>,
     pub(crate) form: Form,
+    /// Written with `?` after it (a method or function returning a `Result`).
+    pub(crate) tried: bool,
 }
 
 /// How the op is written, to run it again as written.
 pub(crate) enum Form {
     /// `receiver.method(args)`.
-    Method { method: Ident, args: Vec<Arg> },
+    Method {
+        receiver: usize,
+        method: Ident,
+        args: Vec<Arg>,
+    },
     /// `lhs op rhs`.
     Binary { op: BinOp, lhs: Arg, rhs: Arg },
     /// `-operand`.
@@ -88,6 +95,8 @@ struct Lower<'c> {
     vars: Vec<Var>,
     stmts: Vec<Step>,
     scope: Vec<(Ident, Binding)>,
+    /// The function returns a `Result`: a tail call without `?` is that `Result`.
+    fallible: bool,
 }
 
 impl Body {
@@ -99,6 +108,7 @@ impl Body {
             vars: Vec::new(),
             stmts: Vec::new(),
             scope: Vec::new(),
+            fallible: fwd.output.fallible,
         };
         for p in &fwd.params {
             let binding = match p.kind {
@@ -261,16 +271,28 @@ impl Lower<'_> {
     }
 
     fn output(&mut self, e: &Expr) -> Option<usize> {
-        let inner = match e {
+        let (inner, wrapped) = match e {
             Expr::Call(c)
                 if c.args.len() == 1
                     && matches!(&*c.func, Expr::Path(p) if p.path.is_ident(symbol::OK.as_str())) =>
             {
-                &c.args[0]
+                (&c.args[0], true)
             }
-            e => e,
+            e => (e, false),
         };
-        match self.expr(inner)? {
+        let before = self.stmts.len();
+        let value = self.expr(inner)?;
+        // `h.tanh()` as the tail of a function returning a `Result`: the call's `Result` is the
+        // function's, so the lowered op takes the `?`.
+        if let (false, true, Value::Tensor(v)) = (wrapped, self.fallible, value) {
+            let pushed = self.stmts.len() > before;
+            if let (true, Some(Step::Op(op))) = (pushed, self.stmts.last_mut()) {
+                if op.result == v && matches!(op.form, Form::Method { .. } | Form::Call { .. }) {
+                    op.tried = true;
+                }
+            }
+        }
+        match value {
             Value::Tensor(v) if self.vars[v].input.is_some() => {
                 self.reject(inner, "returning an input unchanged");
                 None
@@ -309,6 +331,7 @@ impl Lower<'_> {
             tensors,
             scalars,
             form,
+            tried: false,
         }));
         Value::Tensor(result)
     }
@@ -360,7 +383,20 @@ impl Lower<'_> {
                 }
                 None => self.expr(&r.expr),
             },
-            Expr::Try(t) => self.expr(&t.expr),
+            Expr::Try(t) => {
+                let before = self.stmts.len();
+                let value = self.expr(&t.expr)?;
+                // The op the `?` applies to is the last one its operand pushed.
+                let pushed = self.stmts.len() > before;
+                if let (true, Value::Tensor(v), Some(Step::Op(op))) =
+                    (pushed, value, self.stmts.last_mut())
+                {
+                    if op.result == v {
+                        op.tried = true;
+                    }
+                }
+                Some(value)
+            }
             Expr::MethodCall(m) => self.method(m),
             Expr::Binary(b) => self.binary(b),
             Expr::Unary(u) => match u.op {
@@ -450,6 +486,16 @@ impl Lower<'_> {
             self.reject(t, "a method call with generic arguments");
             return None;
         }
+        if m.method == symbol::DETACH && m.args.is_empty() {
+            // A constant for the derivative: an op with no tensor operands, so no gradient
+            // reaches the receiver through it, and no rule.
+            let form = Form::Method {
+                receiver: recv,
+                method: m.method.clone(),
+                args: Vec::new(),
+            };
+            return Some(self.push_op(m.method.clone(), Vec::new(), Vec::new(), form));
+        }
         let mut tensors = vec![recv];
         let mut scalars = Vec::new();
         let mut args = Vec::new();
@@ -462,6 +508,7 @@ impl Lower<'_> {
             args.push(arg);
         }
         let form = Form::Method {
+            receiver: recv,
             method: m.method.clone(),
             args,
         };
@@ -644,7 +691,10 @@ mod tests {
         let callee = call.callee.as_ref().expect("a callee");
         assert_eq!(quote!(#callee).to_string(), "layers :: gelu");
         assert_eq!((call.tensors.len(), call.scalars.len()), (1, 1));
-        assert!(body.ops().all(|op| op.rule != "max"), "a scalar call is a scalar step");
+        assert!(
+            body.ops().all(|op| op.rule != "max"),
+            "a scalar call is a scalar step"
+        );
     }
 
     #[test]

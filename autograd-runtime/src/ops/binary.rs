@@ -3,7 +3,7 @@
 
 use autograd_macros::{backward, differentiable};
 
-use super::derivative_rules::{reduce_pair, Binary, Reads, Rule, UnaryWith};
+use super::derivative_rules::{reduce_pair, Binary, Read, Reads, Rule, UnaryWith};
 use crate::backend::{self, BinaryOp};
 use crate::tensor::data::ElementMap;
 use crate::{Element, Result, Tensor};
@@ -449,7 +449,12 @@ impl super::DerivativeRules {
         },
     };
     pub const div: Rule<Binary> = Rule {
-        reads: Reads::OPERANDS,
+        // `b` for both gradients, `a` only for `b`'s.
+        reads: Reads {
+            operands: &[Read::Value, Read::Value],
+            result: false,
+            value_for: &[Some(1), None],
+        },
         apply: |grad, needs, a, b, _result| {
             let grads = div_backward(grad, needs, needs[1].then_some(a), b)?;
             reduce_pair(grads, a, b)

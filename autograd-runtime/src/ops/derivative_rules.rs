@@ -18,9 +18,9 @@ use crate::{DType, Device, Result, Tensor};
 /// at that call: "no associated item named `m` found for struct `DerivativeRules`". Add the rule
 /// beside the op, or write the backward by hand with `#[backward]`.
 ///
-/// Each rule is a [`Rule`]: what it [`Reads`] of its op (so the derived forward keeps exactly
-/// those values, and a stand-in of the right shape where only the shape is read), and the
-/// function that applies it. Calling convention of `apply`, for an op with tensor operands
+/// Each rule is a [`Rule`]: what it [`Reads`] of its op, given which operands need a gradient
+/// (so the derived forward keeps exactly those values, and a stand-in of the right shape where
+/// only the shape is read), and the function that applies it. Calling convention of `apply`, for an op with tensor operands
 /// `a, ..` (receiver first), result `result` and non-tensor arguments `s, ..`:
 ///
 /// * one tensor operand ([`Unary`]): `fn(grad: &Tensor, a: &Tensor, result: &Tensor, s, ..) ->
@@ -85,8 +85,13 @@ impl Read {
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy)]
 pub struct Reads {
+    /// What it reads of each operand when every operand needs a gradient.
     pub operands: &'static [Read],
     pub result: bool,
+    /// `value_for[i] == Some(j)`: operand `i`'s value is read only for operand `j`'s gradient
+    /// (as `#[needed_for(j)]` says for a hand-written backward); without that, the rule reads at
+    /// most operand `i`'s shape, for `i`'s own gradient.
+    pub value_for: &'static [Option<usize>],
 }
 
 impl Reads {
@@ -94,37 +99,71 @@ impl Reads {
     pub const NOTHING: Reads = Reads {
         operands: &[],
         result: false,
+        value_for: &[],
     };
     /// Reads the result (`exp`, `tanh`, ..).
     pub const RESULT: Reads = Reads {
         operands: &[],
         result: true,
+        value_for: &[],
     };
     /// Reads its operand (`log`, `sin`, ..).
     pub const OPERAND: Reads = Reads {
         operands: &[Read::Value],
         result: false,
+        value_for: &[],
     };
     /// Reads its operand's shape (`sum`, `mean`).
     pub const OPERAND_SHAPE: Reads = Reads {
         operands: &[Read::Shape],
         result: false,
+        value_for: &[],
     };
-    /// Reads both operands (`mul`, `matmul`).
+    /// Reads both operands, each for the other's gradient (`mul`, `matmul`).
     pub const OPERANDS: Reads = Reads {
         operands: &[Read::Value, Read::Value],
         result: false,
+        value_for: &[Some(1), Some(0)],
     };
     /// Reads both operands' shapes, to undo broadcasting (`add`, `sub`).
     pub const OPERAND_SHAPES: Reads = Reads {
         operands: &[Read::Shape, Read::Shape],
         result: false,
+        value_for: &[],
     };
 
-    /// What it reads of operand `i`.
+    /// What it reads of operand `i` when every operand needs a gradient.
     pub const fn operand(self, i: usize) -> Read {
         if i < self.operands.len() {
             self.operands[i]
+        } else {
+            Read::Nothing
+        }
+    }
+
+    /// What it reads of operand `i` when `needs` says which operands need a gradient: nothing
+    /// if none does (the rule does not run); a value read only for another operand's gradient
+    /// is read (or only the shape, for `i`'s own) as `value_for` says.
+    pub fn operand_given(self, i: usize, needs: &[bool]) -> Read {
+        if !needs.iter().any(|&n| n) {
+            return Read::Nothing;
+        }
+        match (self.operand(i), self.value_for.get(i).copied().flatten()) {
+            (Read::Value, Some(j)) if !needs.get(j).copied().unwrap_or(false) => {
+                if needs.get(i).copied().unwrap_or(false) {
+                    Read::Shape
+                } else {
+                    Read::Nothing
+                }
+            }
+            (read, _) => read,
+        }
+    }
+
+    /// What it reads of the result when `needs` says which operands need a gradient.
+    pub fn result_given(self, needs: &[bool]) -> Read {
+        if needs.iter().any(|&n| n) {
+            self.result()
         } else {
             Read::Nothing
         }
@@ -165,6 +204,19 @@ pub fn keep_ref(v: &Tensor, read: Read) -> Result<Tensor> {
         )),
         Read::Shape => stand_in(v),
         Read::Nothing => empty(),
+    }
+}
+
+/// `t`, as an input of a derived function's forward run again by its rule (`__autograd_f_rule`):
+/// where the caller's backward needs its gradient but `t` does not require grad (a saved value
+/// read back without `create_graph`), a leaf alias that does, so that the forward keeps what
+/// that gradient's rules read. Without `create_graph` no graph is recorded from it.
+#[doc(hidden)]
+pub fn needing_grad(t: &Tensor, needs: bool) -> Result<Tensor> {
+    if needs && !t.requires_grad() {
+        t.detach().requires_grad_(true)
+    } else {
+        Ok(t.clone())
     }
 }
 
@@ -384,17 +436,26 @@ mod tests {
             ("matmul", R::matmul, &w, x.matmul(&w).unwrap(), &gm),
         ];
         for (name, rule, other, result, grad) in binary {
-            let full = (rule.apply)(&fresh(grad), [true, true], &x, other, &result).expect(name);
-            let lean = (rule.apply)(
-                &fresh(grad),
-                [true, true],
-                &kept(&x, rule.reads.operand(0)),
-                &kept(other, rule.reads.operand(1)),
-                &kept(&result, rule.reads.result()),
-            )
-            .expect(name);
-            for (f, l) in [(&full.0, &lean.0), (&full.1, &lean.1)] {
-                same(f.as_ref().expect("grad"), l.as_ref().expect("grad"), name);
+            // With every operand needing a gradient, and with one of them only: what the
+            // rule reads given `needs` suffices for the gradients it then computes.
+            for needs in [[true, true], [true, false], [false, true]] {
+                let full = (rule.apply)(&fresh(grad), needs, &x, other, &result).expect(name);
+                let reads = rule.reads;
+                let lean = (rule.apply)(
+                    &fresh(grad),
+                    needs,
+                    &kept(&x, reads.operand_given(0, &needs)),
+                    &kept(other, reads.operand_given(1, &needs)),
+                    &kept(&result, reads.result_given(&needs)),
+                )
+                .expect(name);
+                for (f, l) in [(&full.0, &lean.0), (&full.1, &lean.1)] {
+                    match (f, l) {
+                        (Some(f), Some(l)) => same(f, l, name),
+                        (None, None) => {}
+                        _ => panic!("{name}: gradients present differ for {needs:?}"),
+                    }
+                }
             }
         }
     }

@@ -26,7 +26,8 @@ mod tests;
 mod unary;
 
 pub use derivative_rules::{
-    accumulate, keep, keep_ref, Binary, DerivativeRules, Read, Reads, Rule, Unary, UnaryWith,
+    accumulate, keep, keep_ref, needing_grad, Binary, DerivativeRules, Read, Reads, Rule, Unary,
+    UnaryWith,
 };
 pub use inplace::check_inplace;
 
