@@ -379,3 +379,50 @@ fn a_custom_differentiable_op_runs_on_cuda_unchanged() -> Result<()> {
     }
     Ok(())
 }
+
+/// A derived function whose node keeps shape-only stand-ins (`add`'s broadcast `b`, `mean`'s
+/// input): they must live on the tensors' device.
+#[differentiable(derive)]
+fn dense_tanh_mean(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let h = x.matmul(w)? + b;
+    h.tanh()?.mean()
+}
+
+#[test]
+fn a_derived_op_runs_on_a_device_with_the_cpu_gradients() -> Result<()> {
+    let devices = [
+        Some(Device::Virtual(0)),
+        gpu("a_derived_op_runs_on_a_device_with_the_cpu_gradients"),
+    ];
+    let hosts = [
+        Tensor::randn(&[4, 3], DType::F64, 51)?,
+        Tensor::randn(&[3, 2], DType::F64, 52)?,
+        Tensor::randn(&[2], DType::F64, 53)?,
+    ];
+    let gradients = |device: Device| -> Result<Vec<Vec<f64>>> {
+        let inputs: Vec<Tensor> = hosts
+            .iter()
+            .map(|h| h.to(device)?.detach().requires_grad_(true))
+            .collect::<Result<_>>()?;
+        let y = dense_tanh_mean(&inputs[0], &inputs[1], &inputs[2])?;
+        assert_eq!(y.grad_fn().unwrap().name(), "DenseTanhMeanBackward0");
+        y.backward()?;
+        inputs
+            .iter()
+            .map(|t| {
+                let g = t.grad().unwrap();
+                assert_eq!(g.device(), device);
+                g.to_vec::<f64>()
+            })
+            .collect()
+    };
+    let cpu = gradients(Device::Cpu)?;
+    for device in devices.into_iter().flatten() {
+        for (d, c) in gradients(device)?.iter().zip(&cpu) {
+            for (d, c) in d.iter().zip(c) {
+                assert!((d - c).abs() < 1e-12, "{device}: {d} vs {c}");
+            }
+        }
+    }
+    Ok(())
+}
