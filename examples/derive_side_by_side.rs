@@ -5,6 +5,9 @@
 //! prints, for each: the nodes per call, the elements its graph saves, and the median backward
 //! time on a small and on a 2^20-element tensor.
 //!
+//! Then the main job's loss, softmax cross-entropy, derived against its hand-written closed
+//! form (`(softmax(z) - t) / N`, in `examples/train_mlp/loss.rs`), on the main job's batch shape.
+//!
 //! ```text
 //! cargo run --release --example derive_side_by_side
 //! ```
@@ -59,6 +62,35 @@ fn gelu_recorded(x: &Tensor) -> Result<Tensor> {
     let inner = (x + &(x.pow(3.0)? * C)) * K;
     let t = inner.tanh()?;
     Ok(x * 0.5 * (t + 1.0))
+}
+
+// ----- softmax cross-entropy: derived, and the closed form the main job uses ---------------------
+
+/// Mean cross-entropy of logits `[N, C]` against one-hot targets, derived: `log_softmax`'s rule
+/// keeps its result, `mul`'s keeps the targets.
+#[differentiable(derive)]
+fn cross_entropy_derived(logits: &Tensor, targets: &Tensor, n: f64) -> Result<Tensor> {
+    let picked = (logits.log_softmax(1)? * targets).sum()?;
+    Ok(picked * (-1.0 / n))
+}
+
+/// The same, with the closed-form gradient written by hand.
+#[differentiable]
+fn cross_entropy_by_hand(logits: &Tensor, targets: &Tensor, n: f64) -> Result<Tensor> {
+    let picked = (logits.log_softmax(1)? * targets).sum()?;
+    Ok(picked * (-1.0 / n))
+}
+
+/// `d loss / d z = (softmax(z) - t) / N`, scaled by the incoming gradient.
+#[backward(cross_entropy_by_hand)]
+fn cross_entropy_by_hand_backward(
+    grad: &Tensor,
+    logits: &Tensor,
+    targets: &Tensor,
+    n: f64,
+) -> Result<(Tensor, Option<Tensor>)> {
+    let dz = (logits.softmax(1)? - targets) * (1.0 / n);
+    Ok((dz.mul(grad)?, None))
 }
 
 type Gelu = fn(&Tensor) -> Result<Tensor>;
@@ -138,6 +170,29 @@ fn backward_time(f: Gelu, n: usize, runs: usize) -> Result<Duration> {
     Ok(times[times.len() / 2])
 }
 
+type CrossEntropy = fn(&Tensor, &Tensor, f64) -> Result<Tensor>;
+
+/// Median backward time of a cross-entropy on `[n, c]` logits (graph built once).
+fn cross_entropy_time(f: CrossEntropy, n: usize, c: usize, runs: usize) -> Result<Duration> {
+    let z = Tensor::randn(&[n, c], DType::F32, 8)?.requires_grad_(true)?;
+    let mut onehot = vec![0.0f32; n * c];
+    for i in 0..n {
+        onehot[i * c + (i * 7) % c] = 1.0;
+    }
+    let t = Tensor::from_vec(onehot, &[n, c])?;
+    let loss = f(&z, &t, n as f64)?;
+    let pass = || loss.backward_with(BackwardOptions::new().retain_graph(true));
+    pass()?;
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let start = Instant::now();
+        pass()?;
+        times.push(start.elapsed());
+    }
+    times.sort();
+    Ok(times[times.len() / 2])
+}
+
 fn max_abs_diff(a: &Tensor, b: &Tensor) -> Result<f64> {
     let (a, b) = (a.to_vec::<f64>()?, b.to_vec::<f64>()?);
     Ok(a.iter().zip(&b).fold(0.0, |m, (x, y)| m.max((x - y).abs())))
@@ -182,6 +237,42 @@ fn main() -> Result<()> {
         let large = backward_time(f, 1 << 20, 21)?;
         println!(
             "{name:<13} {nodes:>6} {saved:>15} {:>14.2} µs {:>14.2} ms",
+            small.as_secs_f64() * 1e6,
+            large.as_secs_f64() * 1e3
+        );
+    }
+
+    // Softmax cross-entropy, checked and timed on the main job's batch (64 x 10) and a wide one.
+    let z = Tensor::randn(&[6, 4], DType::F64, 2)?.requires_grad_(true)?;
+    let t = Tensor::from_vec(
+        (0..24)
+            .map(|i| f64::from(u8::from(i % 4 == (i / 4) % 4)))
+            .collect(),
+        &[6, 4],
+    )?;
+    let derived = cross_entropy_derived(&z, &t, 6.0)?;
+    let by_hand = cross_entropy_by_hand(&z, &t, 6.0)?;
+    let gd = autograd::grad(&[derived], &[z.clone()], autograd::GradOptions::new())?[0]
+        .clone()
+        .expect("grad");
+    let gh = autograd::grad(&[by_hand], &[z.clone()], autograd::GradOptions::new())?[0]
+        .clone()
+        .expect("grad");
+    let d = max_abs_diff(&gd, &gh)?;
+    assert!(d < 1e-12, "{d}");
+    println!("\nsoftmax cross-entropy: derived and closed-form gradients match (max diff {d:.1e})");
+    println!(
+        "{:<13} {:>17} {:>17}",
+        "version", "backward 64x10", "backward 4096x1000"
+    );
+    for (name, f) in [
+        ("derived", cross_entropy_derived as CrossEntropy),
+        ("closed form", cross_entropy_by_hand),
+    ] {
+        let small = cross_entropy_time(f, 64, 10, 2001)?;
+        let large = cross_entropy_time(f, 4096, 1000, 11)?;
+        println!(
+            "{name:<13} {:>14.2} µs {:>14.2} ms",
             small.as_secs_f64() * 1e6,
             large.as_secs_f64() * 1e3
         );
