@@ -147,18 +147,8 @@ fn graph_size(y: &Tensor) -> Result<(usize, usize)> {
     Ok((nodes, elements))
 }
 
-/// Median backward time of `f` on a leaf of `n` elements (graph built once, `retain_graph`).
-fn backward_time(f: Gelu, n: usize, runs: usize) -> Result<Duration> {
-    let x = Tensor::randn(&[n], DType::F32, 5)?.requires_grad_(true)?;
-    let y = f(&x)?;
-    let ones = Tensor::ones(&[n], DType::F32)?;
-    let pass = || {
-        y.backward_with(
-            BackwardOptions::new()
-                .gradient(ones.clone())
-                .retain_graph(true),
-        )
-    };
+/// Median time of `runs` calls of `pass`, after one warm-up call.
+fn median_time(pass: impl Fn() -> Result<()>, runs: usize) -> Result<Duration> {
     pass()?;
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs {
@@ -168,6 +158,19 @@ fn backward_time(f: Gelu, n: usize, runs: usize) -> Result<Duration> {
     }
     times.sort();
     Ok(times[times.len() / 2])
+}
+
+/// Median backward time of `f` on a leaf of `n` elements (graph built once, `retain_graph`).
+fn backward_time(f: Gelu, n: usize, runs: usize) -> Result<Duration> {
+    let x = Tensor::randn(&[n], DType::F32, 5)?.requires_grad_(true)?;
+    let y = f(&x)?;
+    let ones = Tensor::ones(&[n], DType::F32)?;
+    let options = || {
+        BackwardOptions::new()
+            .gradient(ones.clone())
+            .retain_graph(true)
+    };
+    median_time(|| y.backward_with(options()), runs)
 }
 
 type CrossEntropy = fn(&Tensor, &Tensor, f64) -> Result<Tensor>;
@@ -181,16 +184,10 @@ fn cross_entropy_time(f: CrossEntropy, n: usize, c: usize, runs: usize) -> Resul
     }
     let t = Tensor::from_vec(onehot, &[n, c])?;
     let loss = f(&z, &t, n as f64)?;
-    let pass = || loss.backward_with(BackwardOptions::new().retain_graph(true));
-    pass()?;
-    let mut times = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let start = Instant::now();
-        pass()?;
-        times.push(start.elapsed());
-    }
-    times.sort();
-    Ok(times[times.len() / 2])
+    median_time(
+        || loss.backward_with(BackwardOptions::new().retain_graph(true)),
+        runs,
+    )
 }
 
 fn max_abs_diff(a: &Tensor, b: &Tensor) -> Result<f64> {
