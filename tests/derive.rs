@@ -162,6 +162,20 @@ fn scaled_by_detached_norm_recorded(x: &Tensor) -> Result<Tensor> {
     Ok(&y / &norm + &sq * &norm)
 }
 
+/// Two results from one node; `h` feeds both.
+#[differentiable(derive)]
+fn tanh_and_square(x: &Tensor, w: &Tensor) -> Result<(Tensor, Tensor)> {
+    let h = x * w;
+    let t = h.tanh()?;
+    Ok((t, &h * &h))
+}
+
+fn tanh_and_square_recorded(x: &Tensor, w: &Tensor) -> Result<(Tensor, Tensor)> {
+    let h = x * w;
+    let t = h.tanh()?;
+    Ok((t, &h * &h))
+}
+
 /// Panicking operators only: a forward that returns `Tensor`; `b` is never used.
 #[differentiable(derive)]
 fn infallible(a: &Tensor, b: &Tensor) -> Tensor {
@@ -478,6 +492,40 @@ fn what_is_kept_follows_which_inputs_need_a_gradient() -> Result<()> {
         assert_close(g.as_ref().expect("grad"), h.as_ref().expect("grad"));
     }
     Ok(())
+}
+
+#[test]
+fn several_results_share_one_node() -> Result<()> {
+    let inputs = [input(&[2, 3], 61), input(&[3], 62)];
+    let (t, sq) = tanh_and_square(&inputs[0], &inputs[1])?;
+    let node = t.grad_fn().expect("node");
+    assert_eq!(node.name(), "TanhAndSquareBackward0");
+    assert!(sq.grad_fn().expect("node").ptr_eq(&node));
+    let (rt, rsq) = tanh_and_square_recorded(&inputs[0], &inputs[1])?;
+    assert_close(&t, &rt);
+    assert_close(&sq, &rsq);
+    // Both results, and each alone (the other's gradient never arrives).
+    let combine =
+        |a: &Tensor, b: &Tensor| -> Result<Tensor> { a.sum()?.mul_scalar(2.0)?.add(&b.sum()?) };
+    for loss in [
+        |t: &Tensor, sq: &Tensor, c: &dyn Fn(&Tensor, &Tensor) -> Result<Tensor>| c(t, sq),
+        |t: &Tensor, _: &Tensor, _: &dyn Fn(&Tensor, &Tensor) -> Result<Tensor>| t.sum(),
+        |_: &Tensor, sq: &Tensor, _: &dyn Fn(&Tensor, &Tensor) -> Result<Tensor>| sq.sum(),
+    ] {
+        let (t, sq) = tanh_and_square(&inputs[0], &inputs[1])?;
+        let (rt, rsq) = tanh_and_square_recorded(&inputs[0], &inputs[1])?;
+        let g = grads(&loss(&t, &sq, &combine)?, &inputs);
+        let r = grads(&loss(&rt, &rsq, &combine)?, &inputs);
+        for (g, r) in g.iter().zip(&r) {
+            assert_close(g.as_ref().expect("grad"), r.as_ref().expect("grad"));
+        }
+    }
+    let both = |t: &[Tensor]| {
+        let (a, b) = tanh_and_square(&t[0], &t[1])?;
+        combine(&a, &b)
+    };
+    gradcheck(both, &inputs)?;
+    gradgradcheck(both, &inputs)
 }
 
 #[test]

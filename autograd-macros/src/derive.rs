@@ -31,10 +31,10 @@ pub(crate) fn try_expand(opts: &DiffArgs, func: &ItemFn) -> syn::Result<TokenStr
             );
         }
     }
-    if fwd.output.tuple || fwd.output.vec {
+    if fwd.output.vec {
         cx.error_spanned_by(
             fwd.output.original,
-            "`#[differentiable(derive)]` functions return one `Tensor` (or a `Result` of one)",
+            "`#[differentiable(derive)]` functions return a `Tensor` or a tuple of them (or a `Result` of either), not a `Vec`",
         );
     }
     let body = if cx.is_ok() {

@@ -85,7 +85,9 @@ use proc_macro::TokenStream;
 /// * The body is straight-line: `let name = ..` bindings, tensor method calls (`x.exp()?`),
 ///   the operators `+ - * /` and unary `-` on tensors and `f64` scalars (either side), scalar
 ///   expressions of the attribute parameters, literals and constants, and a final tensor
-///   (optionally `Ok(..)`). It returns `Tensor` or a `Result` of one; inputs are `&Tensor`.
+///   (optionally `Ok(..)`), or a tuple of them for a function returning a tuple (one node, one
+///   output per element). It returns `Tensor`, a tuple of them, or a `Result` of either; inputs
+///   are `&Tensor`.
 /// * Each method `m` (and each operator: `add`, `mul_scalar`, `rsub_scalar`, ..) is
 ///   differentiated by its rule `DerivativeRules::m`, written beside the op in the runtime. A
 ///   method without a rule is rustc's error at that call: no function named `m` found for

@@ -150,7 +150,8 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
     let private = quote!(#krate::__private);
     let fallible = fwd.output.fallible;
     let live = body.live();
-    let out = body.output;
+    let outs = &body.outputs;
+    let m = outs.len();
     let n_vars = body.vars.len();
 
     // Every live value is kept (as itself, a stand-in or an empty tensor): residual `k + 1` is
@@ -202,17 +203,30 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
         let needs = quote!(let #n: bool = false #(|| #from)*;);
         let keeps = kept
             .iter()
-            .filter(|&&v| v != out && body.vars[v].input.is_none() && last_use[v] == Some(i))
+            .filter(|&&v| {
+                !outs.contains(&v) && body.vars[v].input.is_none() && last_use[v] == Some(i)
+            })
             .map(|&v| {
                 let (ident, local, read) = (&body.vars[v].ident, keep_local(v), &reads[v]);
                 quote!(let #local = #private::keep(#ident, #read)?;)
             });
         quote!(#step #needs #(#keeps)*)
     });
-    let out_ident = &body.vars[out].ident;
-    let (out_local, out_read) = (keep_local(out), &reads[out]);
+    // Each returned value is kept once (it may be returned twice).
+    let mut returned: Vec<usize> = outs.clone();
+    returned.sort_unstable();
+    returned.dedup();
+    let keep_outputs = returned.iter().map(|&v| {
+        let (ident, local, read) = (&body.vars[v].ident, keep_local(v), &reads[v]);
+        quote!(let #local = #private::keep_ref(&#ident, #read)?;)
+    });
+    let out_idents = outs.iter().map(|&v| {
+        let ident = &body.vars[v].ident;
+        // A value returned twice is returned as two handles (the node aliases the second).
+        quote!(::core::clone::Clone::clone(&#ident))
+    });
     let kept_locals: Vec<Ident> = kept.iter().map(|&v| keep_local(v)).collect();
-    let n_outputs = 1 + kept.len();
+    let n_outputs = m + kept.len();
     let tensors_ty = (0..n_outputs).map(|_| &tensor);
     let tuple_ty = quote!((#(#tensors_ty,)*));
     let inputs = &func.sig.inputs;
@@ -225,12 +239,12 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
             #(#input_needs_fwd)*
             #(#fwd_steps)*
             #(#keep_inputs)*
-            let #out_local = #private::keep_ref(&#out_ident, #out_read)?;
-            ::core::result::Result::Ok((#out_ident, #(#kept_locals,)*))
+            #(#keep_outputs)*
+            ::core::result::Result::Ok((#(#out_idents,)* #(#kept_locals,)*))
         }
     };
 
-    // Backward parameters: the incoming gradients (the result's, then one per kept value),
+    // Backward parameters: the incoming gradients (the results', then one per kept value),
     // `needs_input_grad`, the attributes the steps use, and the kept values.
     let grads: Vec<Ident> = (0..n_outputs)
         .map(|i| format_ident!("grad_{}", i))
@@ -254,7 +268,7 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
         .map(|p| (p.ident, p.ty))
         .collect();
     let attr_params = attrs.iter().map(|(i, t)| quote!(#i: #t));
-    let results: Vec<Ident> = (1..n_outputs)
+    let results: Vec<Ident> = (m..n_outputs)
         .map(|i| format_ident!("result_{}", i))
         .collect();
 
@@ -281,18 +295,16 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
     });
     // Gradients: seeded by the gradients that reach the node's outputs (a kept value receives
     // one only in a double backward, through a rule that read it).
-    let grad_locals = kept.iter().zip(&grads[1..]).map(|(&v, gk)| {
+    let grad_locals = kept.iter().zip(&grads[m..]).map(|(&v, gk)| {
         let g = grad(v);
-        if v == out {
-            let g0 = &grads[0];
-            quote! {
-                let mut #g: ::core::option::Option<#tensor> = #private::accumulate(
-                    #g0.cloned(),
-                    #gk.cloned(),
-                )?;
-            }
-        } else {
-            quote!(let mut #g: ::core::option::Option<#tensor> = #gk.cloned();)
+        let seeds = outs
+            .iter()
+            .zip(&grads)
+            .filter(|&(&o, _)| o == v)
+            .map(|(_, gj)| gj);
+        quote! {
+            let mut #g: ::core::option::Option<#tensor> = #gk.cloned();
+            #(#g = #private::accumulate(#g, #seeds.cloned())?;)*
         }
     });
     let accumulate = quote!(#private::accumulate);
@@ -394,13 +406,27 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
     let user_ret = fwd.output.original;
     let args = fwd.params.iter().map(|p| p.ident);
     let call = quote!(#hidden(#(#args),*));
+    let picked: Vec<TokenStream> = (0..m)
+        .map(|j| {
+            let j = syn::Index::from(j);
+            quote!(__outputs.#j)
+        })
+        .collect();
+    let value = if fwd.output.tuple {
+        quote!((#(#picked,)*))
+    } else {
+        quote!(#(#picked)*)
+    };
     // An infallible function's ops are operators, which panic on error; so does it.
     let wrapper_body = if fallible {
-        quote!(::core::result::Result::Ok(#call?.0))
+        quote! {
+            let __outputs = #call?;
+            ::core::result::Result::Ok(#value)
+        }
     } else {
         quote! {
             match #call {
-                ::core::result::Result::Ok(__outputs) => __outputs.0,
+                ::core::result::Result::Ok(__outputs) => #value,
                 ::core::result::Result::Err(__e) => ::core::panic!("{}", __e),
             }
         }
@@ -411,7 +437,12 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
             #wrapper_body
         }
     };
-    let rule = own_rule(krate, fwd, &func.vis, &attrs, kept.len());
+    // A function of several results is not called from derived bodies yet: no rule.
+    let rule = if m == 1 {
+        own_rule(krate, fwd, &func.vis, &attrs, kept.len())
+    } else {
+        TokenStream::new()
+    };
     Derived {
         forward,
         backward,

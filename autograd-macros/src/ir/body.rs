@@ -16,8 +16,8 @@ pub(crate) struct Body {
     /// Every tensor value: the `&Tensor` inputs first, then one per op, in order.
     pub(crate) vars: Vec<Var>,
     pub(crate) stmts: Vec<Step>,
-    /// The value the function returns.
-    pub(crate) output: usize,
+    /// The values the function returns: one, or one per element of a returned tuple.
+    pub(crate) outputs: Vec<usize>,
 }
 
 /// A tensor value.
@@ -97,6 +97,8 @@ struct Lower<'c> {
     scope: Vec<(Ident, Binding)>,
     /// The function returns a `Result`: a tail call without `?` is that `Result`.
     fallible: bool,
+    /// The function returns a tuple of tensors.
+    tuple: bool,
 }
 
 impl Body {
@@ -109,6 +111,7 @@ impl Body {
             stmts: Vec::new(),
             scope: Vec::new(),
             fallible: fwd.output.fallible,
+            tuple: fwd.output.tuple,
         };
         for p in &fwd.params {
             let binding = match p.kind {
@@ -161,11 +164,11 @@ impl Body {
                 "a `#[differentiable(derive)]` body ends with its result: a tensor expression, or `Ok(..)` of one",
             );
         }
-        let output = output?;
+        let outputs = output?;
         ok.then_some(Body {
             vars: lower.vars,
             stmts: lower.stmts,
-            output,
+            outputs,
         })
     }
 
@@ -180,7 +183,9 @@ impl Body {
     /// Which values the output depends on (the output included): only those get gradients.
     pub(crate) fn live(&self) -> Vec<bool> {
         let mut live = vec![false; self.vars.len()];
-        live[self.output] = true;
+        for &o in &self.outputs {
+            live[o] = true;
+        }
         for op in self.ops().rev() {
             if live[op.result] {
                 for &t in &op.tensors {
@@ -189,6 +194,15 @@ impl Body {
             }
         }
         live
+    }
+}
+
+/// `e` without the parentheses around it.
+fn strip_parens(e: &Expr) -> &Expr {
+    match e {
+        Expr::Paren(p) => strip_parens(&p.expr),
+        Expr::Group(g) => strip_parens(&g.expr),
+        e => e,
     }
 }
 
@@ -270,7 +284,9 @@ impl Lower<'_> {
         Some(())
     }
 
-    fn output(&mut self, e: &Expr) -> Option<usize> {
+    /// The tail: a tensor, or for a function returning a tuple, a tuple of tensors (either
+    /// optionally in `Ok(..)`).
+    fn output(&mut self, e: &Expr) -> Option<Vec<usize>> {
         let (inner, wrapped) = match e {
             Expr::Call(c)
                 if c.args.len() == 1
@@ -280,6 +296,25 @@ impl Lower<'_> {
             }
             e => (e, false),
         };
+        if let (Expr::Tuple(t), true) = (strip_parens(inner), self.tuple) {
+            let mut outputs = Vec::new();
+            for elem in &t.elems {
+                outputs.push(self.one_output(elem, true)?);
+            }
+            return Some(outputs);
+        }
+        if self.tuple {
+            self.cx.error_spanned_by(
+                inner,
+                "this function returns a tuple: end its body with a tuple of tensors, `Ok((a, b))`",
+            );
+            return None;
+        }
+        Some(vec![self.one_output(inner, wrapped)?])
+    }
+
+    /// One returned tensor; `wrapped`: not the function's `Result` itself.
+    fn one_output(&mut self, inner: &Expr, wrapped: bool) -> Option<usize> {
         let before = self.stmts.len();
         let value = self.expr(inner)?;
         // `h.tanh()` as the tail of a function returning a `Result`: the call's `Result` is the
@@ -639,7 +674,7 @@ mod tests {
             ]
         );
         assert!(matches!(body.stmts[0], Step::Scalar(_)));
-        assert_eq!(body.output, body.vars.len() - 1);
+        assert_eq!(body.outputs, [body.vars.len() - 1]);
     }
 
     #[test]
