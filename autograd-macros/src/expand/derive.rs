@@ -154,8 +154,8 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
     let m = outs.len();
     let n_vars = body.vars.len();
 
-    // Every live value is kept (as itself, a stand-in or an empty tensor): residual `k + 1` is
-    // `kept[k]`.
+    // Every live value is kept (as itself, a stand-in or an empty tensor): node output `m + k`
+    // is `kept[k]`, after the `m` results.
     let kept: Vec<usize> = (0..n_vars).filter(|&v| live[v]).collect();
     let keep_local = |v: usize| format_ident!("__autograd_keep{}", v);
     let reads: Vec<TokenStream> = (0..n_vars)
@@ -178,8 +178,8 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
     }
 
     // Forward: every step as written, each followed by whether its value will need a gradient,
-    // and each intermediate kept after its last use; then the inputs and the result are kept.
-    // Returns the result and the kept values.
+    // and each intermediate kept (a dead one dropped) after its last use; then the inputs and
+    // the results are kept. Returns the results and the kept values.
     let input_needs_fwd = (0..n_vars)
         .filter(|&v| body.vars[v].input.is_some())
         .map(|v| {
@@ -210,7 +210,13 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
                 let (ident, local, read) = (&body.vars[v].ident, keep_local(v), &reads[v]);
                 quote!(let #local = #private::keep(#ident, #read)?;)
             });
-        quote!(#step #needs #(#keeps)*)
+        let drops = (0..n_vars)
+            .filter(|&v| !live[v] && body.vars[v].input.is_none() && last_use[v] == Some(i))
+            .map(|v| {
+                let ident = &body.vars[v].ident;
+                quote!(::core::mem::drop(#ident);)
+            });
+        quote!(#step #needs #(#keeps)* #(#drops)*)
     });
     // Each returned value is kept once (it may be returned twice).
     let mut returned: Vec<usize> = outs.clone();
