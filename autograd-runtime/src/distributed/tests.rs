@@ -1,0 +1,1 @@
+//! Tests of the reducer over `LocalGroup`: ranks are threads.
