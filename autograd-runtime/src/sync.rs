@@ -9,11 +9,11 @@
 // loom has no `Weak`; only the protocol files the loom models include are compiled under loom.
 #[cfg(loom)]
 pub(crate) use loom::sync::{atomic, Arc};
-#[cfg(not(loom))]
-pub(crate) use std::sync::{atomic, Arc, Weak};
 /// Channels between the data-parallel reducer and its communication thread.
 #[cfg(not(loom))]
 pub(crate) use std::sync::mpsc;
+#[cfg(not(loom))]
+pub(crate) use std::sync::{atomic, Arc, Weak};
 
 #[cfg(loom)]
 use loom::sync as imp;

@@ -120,6 +120,9 @@ mod tests {
         );
         assert_eq!(location, vec![(3, 1), (3, 0), (2, 0), (1, 0), (0, 0)]);
         let last = &buckets[3];
-        assert_eq!((last.len(), last.error_flag(1), last.used_flag(1)), (14, 11, 13));
+        assert_eq!(
+            (last.len(), last.error_flag(1), last.used_flag(1)),
+            (14, 11, 13)
+        );
     }
 }

@@ -82,7 +82,9 @@ impl CommThread {
 
     /// Queues `job`; false if the thread has ended.
     pub(crate) fn send(&self, job: Job) -> bool {
-        self.jobs.as_ref().is_some_and(|jobs| jobs.send(job).is_ok())
+        self.jobs
+            .as_ref()
+            .is_some_and(|jobs| jobs.send(job).is_ok())
     }
 }
 

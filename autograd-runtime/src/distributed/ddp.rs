@@ -224,7 +224,7 @@ impl StepStats {
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
 pub struct DistributedDataParallel {
-    reducer: Arc<Reducer>,
+    pub(crate) reducer: Arc<Reducer>,
     group: Arc<dyn ProcessGroup>,
     /// One post-accumulate-grad hook per parameter; removed on drop.
     hooks: Vec<HookHandle>,

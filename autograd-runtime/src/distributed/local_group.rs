@@ -183,7 +183,11 @@ impl LocalGroup {
         meeting.contributions[self.rank] = Some(buf);
         meeting.arrived += 1;
         if meeting.arrived == world_size && meeting.result.is_none() {
-            let parts: Vec<CommBuffer> = meeting.contributions.iter_mut().flat_map(Option::take).collect();
+            let parts: Vec<CommBuffer> = meeting
+                .contributions
+                .iter_mut()
+                .flat_map(Option::take)
+                .collect();
             meeting.result = Some(Ok(combine(kind, parts)));
         }
         if meeting.result.is_some() {
@@ -191,7 +195,10 @@ impl LocalGroup {
         }
         loop {
             let st: &mut State = &mut state;
-            let meeting = st.ops.get_mut(&seq).expect("invariant: removed only when all took it");
+            let meeting = st
+                .ops
+                .get_mut(&seq)
+                .expect("invariant: removed only when all took it");
             if let Some(result) = meeting.result.clone() {
                 meeting.taken += 1;
                 if meeting.taken == world_size {
@@ -228,7 +235,10 @@ impl LocalGroup {
 /// The result of collective `kind` from every rank's buffer, in rank order.
 fn combine(kind: Kind, parts: Vec<CommBuffer>) -> CommBuffer {
     match kind {
-        Kind::Broadcast(root) => parts.into_iter().nth(root).expect("invariant: root < world_size"),
+        Kind::Broadcast(root) => parts
+            .into_iter()
+            .nth(root)
+            .expect("invariant: root < world_size"),
         Kind::Barrier | Kind::AllReduce => {
             let mut parts = parts.into_iter();
             let mut sum = parts.next().expect("invariant: world_size >= 1");
@@ -265,7 +275,10 @@ impl ProcessGroup for LocalGroup {
         if root >= self.world_size {
             return Err(self.error(
                 "broadcast",
-                format!("root {root} is not a rank of a group of {}", self.world_size),
+                format!(
+                    "root {root} is not a rank of a group of {}",
+                    self.world_size
+                ),
             ));
         }
         self.collective(Kind::Broadcast(root), buf)

@@ -125,7 +125,9 @@ impl MpiGroup {
                 message: e.to_string(),
             })?;
         let started = ready_rx.recv().unwrap_or_else(|_| {
-            Err(init_error("the MPI thread ended during initialisation".into()))
+            Err(init_error(
+                "the MPI thread ended during initialisation".into(),
+            ))
         });
         let (rank, world_size) = match started {
             Ok(v) => v,
@@ -224,7 +226,11 @@ fn serve(calls: Receiver<Call>, ready: Sender<Result<(usize, usize)>>, timeout: 
 }
 
 /// Runs one collective to completion or timeout.
-fn run(world: &mpi::topology::SimpleCommunicator, op: Op, timeout: Duration) -> Result<CommBuffer, String> {
+fn run(
+    world: &mpi::topology::SimpleCommunicator,
+    op: Op,
+    timeout: Duration,
+) -> Result<CommBuffer, String> {
     let deadline = Instant::now() + timeout;
     match op {
         Op::Barrier => {
@@ -232,15 +238,26 @@ fn run(world: &mpi::topology::SimpleCommunicator, op: Op, timeout: Duration) -> 
             wait(request, deadline, timeout, "barrier")?;
             Ok(CommBuffer::F32(Vec::new()))
         }
-        Op::AllReduce(CommBuffer::F32(v)) => all_reduce(world, v, deadline, timeout).map(CommBuffer::F32),
-        Op::AllReduce(CommBuffer::F64(v)) => all_reduce(world, v, deadline, timeout).map(CommBuffer::F64),
+        Op::AllReduce(CommBuffer::F32(v)) => {
+            all_reduce(world, v, deadline, timeout).map(CommBuffer::F32)
+        }
+        Op::AllReduce(CommBuffer::F64(v)) => {
+            all_reduce(world, v, deadline, timeout).map(CommBuffer::F64)
+        }
         Op::Broadcast(buf, root) => {
             if root >= world.size() as usize {
-                return Err(format!("root {root} is not a rank of a group of {}", world.size()));
+                return Err(format!(
+                    "root {root} is not a rank of a group of {}",
+                    world.size()
+                ));
             }
             match buf {
-                CommBuffer::F32(v) => broadcast(world, v, root, deadline, timeout).map(CommBuffer::F32),
-                CommBuffer::F64(v) => broadcast(world, v, root, deadline, timeout).map(CommBuffer::F64),
+                CommBuffer::F32(v) => {
+                    broadcast(world, v, root, deadline, timeout).map(CommBuffer::F32)
+                }
+                CommBuffer::F64(v) => {
+                    broadcast(world, v, root, deadline, timeout).map(CommBuffer::F64)
+                }
             }
         }
     }
@@ -263,7 +280,8 @@ where
     // or never (timeout), so the `'static` borrows MPI holds stay valid as long as MPI may use
     // them.
     let (send_ref, recv_ref): (&'static [T], &'static mut [T]) = unsafe { (&*send, &mut *recv) };
-    let request = world.immediate_all_reduce_into(StaticScope, send_ref, recv_ref, SystemOperation::sum());
+    let request =
+        world.immediate_all_reduce_into(StaticScope, send_ref, recv_ref, SystemOperation::sum());
     let outcome = wait(request, deadline, timeout, "all-reduce");
     if outcome.is_err() {
         return outcome.map(|()| Vec::new()); // buffers leaked on purpose

@@ -65,7 +65,10 @@ struct StepState {
 }
 
 impl Reducer {
-    #[expect(clippy::too_many_arguments, reason = "a private constructor of plain parts")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "a private constructor of plain parts"
+    )]
     pub(crate) fn new(
         rank: usize,
         world_size: usize,
@@ -137,7 +140,8 @@ impl Reducer {
                 None => Ok(()),
             });
             if let Err(e) = queued {
-                st.errors.push(format!("cannot queue the step's final callback: {e}"));
+                st.errors
+                    .push(format!("cannot queue the step's final callback: {e}"));
             }
         }
         if st.ready[index] {
@@ -165,7 +169,11 @@ impl Reducer {
     }
 
     /// Parameter `index`'s gradient as a host buffer, checked against its shape and dtype.
-    fn read_grad(&self, index: usize, dtype: DType) -> std::result::Result<Option<CommBuffer>, String> {
+    fn read_grad(
+        &self,
+        index: usize,
+        dtype: DType,
+    ) -> std::result::Result<Option<CommBuffer>, String> {
         let Some(grad) = self.params[index].grad() else {
             return Ok(None);
         };
@@ -202,7 +210,8 @@ impl Reducer {
                 data,
             };
             if !self.comm.send(job) {
-                st.errors.push("the communication thread has stopped".into());
+                st.errors
+                    .push("the communication thread has stopped".into());
             }
             st.next_launch += 1;
         }
@@ -240,7 +249,11 @@ impl Reducer {
         let mut failure: Option<Error> = None;
         let mut stats = StepStats {
             buckets: n,
-            bytes: self.buckets.iter().map(|b| b.len() * b.dtype.size_of()).sum(),
+            bytes: self
+                .buckets
+                .iter()
+                .map(|b| b.len() * b.dtype.size_of())
+                .sum(),
             ..StepStats::default()
         };
         {
@@ -312,7 +325,9 @@ impl Reducer {
         }
         let scale = 1.0 / self.world_size as f64;
         for (bucket, data) in self.buckets.iter().zip(results) {
-            let data = data.as_ref().expect("invariant: every bucket's result arrived");
+            let data = data
+                .as_ref()
+                .expect("invariant: every bucket's result arrived");
             for (slot, (&index, &offset)) in bucket.params.iter().zip(&bucket.offsets).enumerate() {
                 if data.get(bucket.used_flag(slot)) == 0.0 {
                     continue; // no rank computed a gradient: leave `.grad` as it is
@@ -347,7 +362,9 @@ impl Reducer {
         recycled.resize(self.buckets.len(), None);
         for (b, bucket) in self.buckets.iter().enumerate() {
             let buffer = match (st.buffers[b].take(), recycled[b].take()) {
-                (Some(mut buffer), _) | (None, Some(mut buffer)) if buffer.len() == bucket.len() => {
+                (Some(mut buffer), _) | (None, Some(mut buffer))
+                    if buffer.len() == bucket.len() =>
+                {
                     buffer.clear();
                     buffer
                 }
