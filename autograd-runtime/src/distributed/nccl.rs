@@ -236,7 +236,7 @@ where
         return Ok(values);
     }
     let mut device = stream
-        .memcpy_stod(&values)
+        .clone_htod(&values)
         .map_err(|e| format!("copy to the device: {e:?}"))?;
     match root {
         None => comm
@@ -249,7 +249,7 @@ where
             .map_err(|e| format!("ncclBroadcast: {e:?}"))?,
     }
     stream
-        .memcpy_dtov(&device)
+        .clone_dtoh(&device)
         .map_err(|e| format!("copy from the device: {e:?}"))
 }
 
