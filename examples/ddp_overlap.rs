@@ -41,12 +41,12 @@ fn parse_args() -> std::result::Result<Config, String> {
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let value = args.next().ok_or(format!("{flag} needs a value"))?;
-        let bad = |_| format!("bad value for {flag}: {value}");
+        let bad = || format!("bad value for {flag}: {value}");
         match flag.as_str() {
-            "--steps" => c.steps = value.parse().map_err(bad)?,
-            "--bucket-mb" => c.bucket_mb = value.parse().map_err(bad)?,
-            "--threads" => c.threads = value.parse().map_err(bad)?,
-            "--batch" => c.batch = value.parse().map_err(bad)?,
+            "--steps" => c.steps = value.parse().map_err(|_| bad())?,
+            "--bucket-mb" => c.bucket_mb = value.parse().map_err(|_| bad())?,
+            "--threads" => c.threads = value.parse().map_err(|_| bad())?,
+            "--batch" => c.batch = value.parse().map_err(|_| bad())?,
             _ => return Err(format!("unknown option {flag}")),
         }
     }
