@@ -42,7 +42,7 @@
 //! Two ranks as two threads; each computes the loss of its own shard:
 //!
 //! ```
-//! use autograd_runtime::distributed::{DdpOptions, DistributedDataParallel, LocalGroup};
+//! use autograd_runtime::distributed::{DdpOptions, DistributedDataParallel, LocalGroup, ProcessGroup};
 //! use autograd_runtime::Tensor;
 //!
 //! let ranks = LocalGroup::new(2);
