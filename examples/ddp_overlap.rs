@@ -15,9 +15,11 @@
 //! * overlapped: DDP as is, each bucket starts as soon as its gradients are in;
 //!
 //! and, for the DDP modes, the time spent in all-reduces per step and the fraction of it that ran
-//! while backward was still running (`StepStats::hidden_fraction`). Options:
-//! `--steps N` (20), `--bucket-mb M` (4; the default 25 MB would make one bucket of this model,
-//! with nothing to overlap), `--threads T` (intra-op threads per rank, 1), `--batch B` (256).
+//! while backward was still running (`StepStats::hidden_fraction`). The modes take turns, `--steps`
+//! steps each, for `--rounds` rounds, so that a machine whose load drifts treats them alike.
+//! Options: `--rounds R` (5), `--steps N` (10), `--bucket-mb M` (4; the default 25 MB would make
+//! one bucket of this model, with nothing to overlap), `--threads T` (intra-op threads per rank,
+//! 1), `--batch B` (256).
 
 use std::time::{Duration, Instant};
 
@@ -25,6 +27,7 @@ use autograd::distributed::{DdpOptions, DistributedDataParallel, MpiGroup, Proce
 use autograd::{no_grad, DType, Result, Tensor};
 
 struct Config {
+    rounds: usize,
     steps: usize,
     bucket_mb: f64,
     threads: usize,
@@ -33,7 +36,8 @@ struct Config {
 
 fn parse_args() -> std::result::Result<Config, String> {
     let mut c = Config {
-        steps: 20,
+        rounds: 5,
+        steps: 10,
         bucket_mb: 4.0,
         threads: 1,
         batch: 256,
@@ -43,6 +47,7 @@ fn parse_args() -> std::result::Result<Config, String> {
         let value = args.next().ok_or(format!("{flag} needs a value"))?;
         let bad = || format!("bad value for {flag}: {value}");
         match flag.as_str() {
+            "--rounds" => c.rounds = value.parse().map_err(|_| bad())?,
             "--steps" => c.steps = value.parse().map_err(|_| bad())?,
             "--bucket-mb" => c.bucket_mb = value.parse().map_err(|_| bad())?,
             "--threads" => c.threads = value.parse().map_err(|_| bad())?,
@@ -81,53 +86,44 @@ fn step(p: &[Tensor], x: &Tensor, t: &Tensor) -> Result<()> {
     Ok(())
 }
 
+/// Step times and communication figures of one mode.
+#[derive(Default)]
 struct Figures {
-    median: Duration,
-    comm: Duration,
-    hidden_fraction: f64,
+    times: Vec<Duration>,
+    comm: Vec<Duration>,
+    hidden: Vec<f64>,
     buckets: usize,
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
-    v[v.len() / 2]
+    v.get(v.len() / 2).copied().unwrap_or_default()
 }
 
-/// Times `steps` steps after a warm-up; with `ddp`, also its communication figures.
+/// Runs `steps` steps (after `warmup` untimed ones) and adds their figures to `f`.
 fn measure(
     group: &dyn ProcessGroup,
     p: &[Tensor],
-    x: &Tensor,
-    t: &Tensor,
-    steps: usize,
+    batch: (&Tensor, &Tensor),
+    (warmup, steps): (usize, usize),
     ddp: Option<&DistributedDataParallel>,
-) -> Result<Figures> {
-    let mut times = Vec::with_capacity(steps);
-    let mut comm = Vec::new();
-    let mut hidden = Vec::new();
-    for i in 0..WARMUP + steps {
+    f: &mut Figures,
+) -> Result<()> {
+    for i in 0..warmup + steps {
         group.barrier()?; // ranks start each step together
         let start = Instant::now();
-        step(p, x, t)?;
-        if i >= WARMUP {
-            times.push(start.elapsed());
+        step(p, batch.0, batch.1)?;
+        if i >= warmup {
+            f.times.push(start.elapsed());
             if let Some(ddp) = ddp {
                 let s = ddp.last_step_stats();
-                comm.push(s.comm);
-                hidden.push(s.hidden_fraction());
+                f.comm.push(s.comm);
+                f.hidden.push(s.hidden_fraction());
+                f.buckets = s.buckets;
             }
         }
     }
-    Ok(Figures {
-        median: median(times),
-        comm: if comm.is_empty() {
-            Duration::ZERO
-        } else {
-            median(comm)
-        },
-        hidden_fraction: hidden.iter().sum::<f64>() / hidden.len().max(1) as f64,
-        buckets: ddp.map_or(0, |d| d.buckets().len()),
-    })
+    Ok(())
 }
 
 fn main() -> std::process::ExitCode {
@@ -155,50 +151,66 @@ fn run(c: &Config) -> Result<()> {
     let t = Tensor::randn(&[c.batch, WIDTH], DType::F32, 200 + rank as u64)?;
     let cap = (c.bucket_mb * 1024.0 * 1024.0) as usize;
 
-    let p = params(1)?;
-    let alone = measure(&*group, &p, &x, &t, c.steps, None)?;
-    let mut rows = vec![("no communication", alone)];
-    for (name, overlap) in [("all-reduce after backward", false), ("overlapped", true)] {
-        let p = params(1)?;
-        let options = DdpOptions::new().bucket_cap_bytes(cap).overlap(overlap);
-        let ddp = DistributedDataParallel::new(&p, group.clone(), options)?;
-        let figures = measure(&*group, &p, &x, &t, c.steps, Some(&ddp))?;
-        rows.push((name, figures));
+    // One replica per mode; each DDP hooks only its own replica's parameters.
+    let alone = params(1)?;
+    let after = params(1)?;
+    let overlapped = params(1)?;
+    let options = DdpOptions::new().bucket_cap_bytes(cap);
+    let ddp_after =
+        DistributedDataParallel::new(&after, group.clone(), options.clone().overlap(false))?;
+    let ddp_overlapped = DistributedDataParallel::new(&overlapped, group.clone(), options)?;
+    let modes: [(&str, &[Tensor], Option<&DistributedDataParallel>); 3] = [
+        ("no communication", &alone, None),
+        ("all-reduce after backward", &after, Some(&ddp_after)),
+        ("overlapped", &overlapped, Some(&ddp_overlapped)),
+    ];
+    let mut figures: Vec<Figures> = modes.iter().map(|_| Figures::default()).collect();
+    for round in 0..c.rounds {
+        let warmup = if round == 0 { WARMUP } else { 1 };
+        for ((_, p, ddp), f) in modes.iter().zip(&mut figures) {
+            measure(&*group, p, (&x, &t), (warmup, c.steps), *ddp, f)?;
+        }
     }
+
     if rank == 0 {
         let grad_mb = (2 * WIDTH * WIDTH + 2 * WIDTH) as f64 * 4.0 / 1e6;
         println!(
             "ddp_overlap: {world} ranks, MLP {WIDTH}-{WIDTH}-{WIDTH} f32, batch {} per rank, \
              {grad_mb:.1} MB of gradients, buckets of {} MB, {} intra-op thread(s) per rank, \
-             median of {} steps",
-            c.batch, c.bucket_mb, c.threads, c.steps
+             median of {} steps in {} rounds",
+            c.batch,
+            c.bucket_mb,
+            c.threads,
+            c.steps * c.rounds,
+            c.rounds
         );
         println!(
             "{:<27} {:>7} {:>9} {:>13} {:>8}",
             "mode", "buckets", "step ms", "all-reduce ms", "hidden"
         );
-        for (name, f) in &rows {
-            let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let medians: Vec<Duration> = figures.iter().map(|f| median(f.times.clone())).collect();
+        for (((name, _, _), f), step) in modes.iter().zip(&figures).zip(&medians) {
             if f.buckets == 0 {
                 println!(
                     "{name:<27} {:>7} {:>9.1} {:>13} {:>8}",
                     "-",
-                    ms(f.median),
+                    ms(*step),
                     "-",
                     "-"
                 );
             } else {
+                let hidden = f.hidden.iter().sum::<f64>() / f.hidden.len().max(1) as f64;
                 println!(
                     "{name:<27} {:>7} {:>9.1} {:>13.1} {:>7.0}%",
                     f.buckets,
-                    ms(f.median),
-                    ms(f.comm),
-                    100.0 * f.hidden_fraction
+                    ms(*step),
+                    ms(median(f.comm.clone())),
+                    100.0 * hidden
                 );
             }
         }
-        let after = rows[1].1.median.as_secs_f64();
-        let overlapped = rows[2].1.median.as_secs_f64();
+        let (after, overlapped) = (medians[1].as_secs_f64(), medians[2].as_secs_f64());
         println!(
             "overlapping saves {:.1} ms per step ({:.0}% of the after-backward step time)",
             (after - overlapped) * 1e3,
