@@ -37,6 +37,12 @@
 //!    `sum / world_size` into each used parameter's `.grad`. A parameter no rank used keeps its
 //!    gradient unchanged, as in PyTorch.
 //!
+//! Limits: one backward pass at a time per [`DistributedDataParallel`]; a pass that reaches none
+//! of its parameters does not synchronise (its step starts with the first gradient hook); a pass
+//! that fails inside the engine after some buckets were sent leaves the ranks' collectives out of
+//! step, and the next step fails with a timeout. Gradients are staged through host buffers, also
+//! for CUDA tensors.
+//!
 //! # Examples
 //!
 //! Two ranks as two threads; each computes the loss of its own shard:
@@ -148,7 +154,7 @@ pub trait ProcessGroup: Send + Sync + fmt::Debug {
     fn barrier(&self) -> Result<()>;
 }
 
-impl<P: ProcessGroup + ?Sized> ProcessGroup for std::sync::Arc<P> {
+impl<P: ProcessGroup + ?Sized> ProcessGroup for crate::sync::Arc<P> {
     fn rank(&self) -> usize {
         (**self).rank()
     }
