@@ -311,6 +311,20 @@ pub enum Error {
         reason: String,
     },
 
+    /// A collective of a [`ProcessGroup`](crate::distributed::ProcessGroup) or a step of
+    /// [`DistributedDataParallel`](crate::distributed::DistributedDataParallel) failed on this
+    /// rank or on a peer: a timeout, a peer that left, collectives that do not match across
+    /// ranks, a gradient of an unexpected shape, the transport's own error.
+    #[error("distributed {op} failed on rank {rank}: {message}")]
+    Distributed {
+        /// This process's rank in its group.
+        rank: usize,
+        /// The collective or step that failed (`all_reduce`, `broadcast`, `ddp step`, ...).
+        op: &'static str,
+        /// What went wrong, naming the ranks, buckets or parameters involved.
+        message: String,
+    },
+
     // ----- user code ---------------------------------------------------------------------------------
     /// An error raised by user forward/backward code with [`Error::msg`].
     #[error("{0}")]

@@ -30,6 +30,7 @@
 mod anomaly;
 mod backend;
 pub mod cuda;
+pub mod distributed;
 mod engine;
 mod error;
 mod grad_mode;

@@ -9,6 +9,9 @@
 // loom has no `Weak`; only the protocol files the loom models include are compiled under loom.
 #[cfg(loom)]
 pub(crate) use loom::sync::{atomic, Arc};
+/// Channels between the data-parallel reducer and its communication thread.
+#[cfg(not(loom))]
+pub(crate) use std::sync::mpsc;
 #[cfg(not(loom))]
 pub(crate) use std::sync::{atomic, Arc, Weak};
 
@@ -69,6 +72,20 @@ impl Condvar {
         self.0
             .wait(guard)
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// [`Condvar::wait`] that gives up at `timeout`; the flag says whether it timed out.
+    #[cfg(not(loom))]
+    pub(crate) fn wait_timeout<'a, T>(
+        &self,
+        guard: MutexGuard<'a, T>,
+        timeout: std::time::Duration,
+    ) -> (MutexGuard<'a, T>, bool) {
+        let (guard, result) = self
+            .0
+            .wait_timeout(guard, timeout)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        (guard, result.timed_out())
     }
 
     pub(crate) fn notify_one(&self) {

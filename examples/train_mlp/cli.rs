@@ -89,6 +89,12 @@ pub(crate) struct Args {
     /// Print only the final summary: no progress bar or per-epoch lines.
     #[arg(long, short)]
     pub(crate) quiet: bool,
+
+    /// Data-parallel training over MPI: launch with `mpirun -np N`; each rank trains on 1/N of
+    /// every batch and rank 0 reports (needs the cargo feature `mpi`).
+    #[cfg(feature = "mpi")]
+    #[arg(long)]
+    pub(crate) ddp: bool,
 }
 
 fn positive_usize(s: &str) -> Result<usize, String> {

@@ -5,6 +5,8 @@
 //! cargo run --release --example train_mlp -- --help        # every option
 //! cargo run --release --example train_mlp -- --data mnist:DIR --epochs 5 --batch-size 128
 //! cargo run --release --example train_mlp -- --graph target/train_mlp/step.dot --profile
+//! cargo build --release --features mpi --example train_mlp &&
+//!     mpirun -np 2 target/release/examples/train_mlp --ddp        # data-parallel, 2 processes
 //! ```
 //!
 //! * Data (`data.rs`, `idx.rs`): by default UCI's 8×8 handwritten digits (1,797 images, 64
@@ -21,6 +23,8 @@
 //! * Output (`progress.rs`, `plot.rs`, `inspect.rs`): an `indicatif` bar per epoch on a terminal,
 //!   plain lines otherwise; a loss/accuracy plot (PNG or SVG); optionally the DOT graph of one
 //!   step (`--graph`) and the autograd profiler's table of the last epoch (`--profile`).
+//! * Data-parallel (`parallel.rs`, cargo feature `mpi`): `--ddp` under `mpirun -np N`; every
+//!   rank trains on 1/N of each mini-batch through `autograd::distributed`, and rank 0 reports.
 
 /// `println!`, except that it does not panic when stdout is closed early (`train_mlp | head -3`): the
 /// output is dropped and the run goes on.
@@ -38,6 +42,7 @@ mod inspect;
 mod loss;
 mod model;
 mod optim;
+mod parallel;
 mod plot;
 mod progress;
 mod rng;
@@ -98,6 +103,11 @@ fn run(args: &Args) -> Result<(), RunError> {
     // Fail before loading any data if the device cannot hold tensors (e.g. CUDA missing).
     Tensor::zeros(&[1], DType::F32)?.to(device)?;
 
+    // `--ddp`: join the MPI job first; only rank 0 prints and writes files.
+    let group = parallel::join(args)?;
+    let rank = group.as_ref().map_or(0, parallel::rank);
+    let lead = rank == 0;
+
     let data = data::load(&args.data)?;
     let sizes: Vec<usize> = std::iter::once(data.features)
         .chain(args.hidden.0.iter().copied())
@@ -114,7 +124,11 @@ fn run(args: &Args) -> Result<(), RunError> {
         OptimizerKind::Sgd => format!("sgd lr {} momentum {}", args.lr, args.momentum),
         OptimizerKind::Adam => format!("adam lr {}", args.lr),
     };
-    let mode = Mode::detect(args.quiet);
+    let mode = if lead {
+        Mode::detect(args.quiet)
+    } else {
+        Mode::Quiet
+    };
     if mode != Mode::Quiet {
         say!(
             "data:  {}: {} train / {} test, {} features, {} classes ({})",
@@ -148,8 +162,18 @@ fn run(args: &Args) -> Result<(), RunError> {
         device,
         args.batch_size,
         args.seed ^ SHUFFLE_SEED,
-        args.graph.clone(),
+        args.graph.clone().filter(|_| lead),
     )?;
+    if let Some(group) = group {
+        trainer = trainer.data_parallel(group)?;
+        let (_, world) = trainer.rank_and_world();
+        if mode != Mode::Quiet {
+            say!(
+                "ddp:   {world} ranks over MPI, each trains on 1/{world} of every batch of {}",
+                args.batch_size
+            );
+        }
+    }
 
     let mut progress = Progress::new(mode, args.epochs);
     let mut history: Vec<EpochStats> = Vec::with_capacity(args.epochs);
@@ -166,6 +190,22 @@ fn run(args: &Args) -> Result<(), RunError> {
         history.push(stats);
     }
     let wall = start.elapsed();
+    let (_, world) = trainer.rank_and_world();
+    if world > 1 {
+        let identical = trainer.parameters_identical_across_ranks()?;
+        if lead {
+            say!(
+                "ddp: parameters bit-identical on all {world} ranks: {}",
+                if identical { "yes" } else { "NO" }
+            );
+        }
+        if !identical {
+            return Err(autograd::Error::msg("the ranks' parameters diverged").into());
+        }
+    }
+    if !lead {
+        return Ok(());
+    }
 
     let last = history.last().expect("invariant: --epochs is at least 1");
     let (correct, total) = trainer.test_counts()?;
