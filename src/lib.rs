@@ -217,6 +217,46 @@
 //! # Ok::<(), autograd::Error>(())
 //! ```
 //!
+//! An `Option<&Tensor>` parameter is an optional input (PyTorch's `bias=None`): one next edge,
+//! `None` when the input is absent. The backward receives it as `Option<&Tensor>` and returns
+//! its gradient as `Option<Tensor>`. Borrowed attributes (`&[usize]`, `&str`) are copied only
+//! when a node is recorded:
+//!
+//! ```
+//! use autograd::{backward, differentiable, Result, Tensor};
+//!
+//! #[differentiable]
+//! fn shift(x: &Tensor, bias: Option<&Tensor>, dims: &[usize]) -> Result<Tensor> {
+//!     let y = x.sum_dims(dims, false)?;
+//!     match bias {
+//!         Some(b) => y.add(b),
+//!         None => Ok(y),
+//!     }
+//! }
+//!
+//! #[backward(shift)]
+//! fn shift_backward(
+//!     grad: &Tensor,
+//!     x: &Tensor,
+//!     bias: Option<&Tensor>,
+//!     dims: &[usize],
+//! ) -> Result<(Tensor, Option<Tensor>)> {
+//!     let gx = grad.reshape(&[grad.numel(), 1])?.expand(x.shape())?;
+//!     assert_eq!(dims, [1]);
+//!     Ok((gx, bias.map(|_| grad.clone())))
+//! }
+//!
+//! let x = Tensor::ones(&[2, 3], autograd::DType::F64)?.requires_grad_(true)?;
+//! let b = Tensor::from_vec(vec![10.0f64, 20.0], &[2])?.requires_grad_(true)?;
+//! let with_bias = shift(&x, Some(&b), &[1])?;
+//! assert_eq!(with_bias.to_vec::<f64>()?, [13.0, 23.0]);
+//! with_bias.sum()?.backward()?;
+//! assert_eq!(b.grad().unwrap().to_vec::<f64>()?, [1.0, 1.0]);
+//! let without = shift(&x, None, &[1])?;
+//! assert!(without.grad_fn().unwrap().next_functions()[1].is_none());
+//! # Ok::<(), autograd::Error>(())
+//! ```
+//!
 //! ## Derived backward: `#[differentiable(derive)]`
 //!
 //! For a straight-line body (`let`s, tensor methods, operators, scalar arithmetic, `?`), the

@@ -32,7 +32,7 @@ fn try_expand(args: TokenStream, func: &ItemFn) -> syn::Result<TokenStream> {
         return derive::try_expand(&opts, func);
     }
     let cx = Ctxt::new();
-    let fwd = DiffFn::from_syn(&cx, &func.sig);
+    let fwd = DiffFn::from_syn_hand_written(&cx, &func.sig);
     valid::check_forward(&cx, &opts, &fwd);
     cx.check()?;
     Ok(expand::forward(&opts, &args, &fwd, func))

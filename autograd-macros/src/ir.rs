@@ -29,6 +29,8 @@ pub(crate) struct Param<'a> {
     pub(crate) ident: &'a Ident,
     pub(crate) ty: &'a Type,
     pub(crate) kind: ParamKind,
+    /// `Option<&Tensor>` (kind `Tensor`): an input that may be absent, with a `None` edge then.
+    pub(crate) optional: bool,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -115,7 +117,17 @@ pub(crate) enum Source {
 }
 
 impl<'a> DiffFn<'a> {
+    /// A forward whose backward the macro derives: no optional inputs.
     pub(crate) fn from_syn(cx: &Ctxt, sig: &'a Signature) -> DiffFn<'a> {
+        DiffFn::lower(cx, sig, false)
+    }
+
+    /// A forward with a hand-written backward: `Option<&Tensor>` inputs are allowed.
+    pub(crate) fn from_syn_hand_written(cx: &Ctxt, sig: &'a Signature) -> DiffFn<'a> {
+        DiffFn::lower(cx, sig, true)
+    }
+
+    fn lower(cx: &Ctxt, sig: &'a Signature, optional_inputs: bool) -> DiffFn<'a> {
         check_plain_fn(cx, sig, "#[differentiable]");
         let mut params = Vec::new();
         let mut inputs = 0;
@@ -143,10 +155,23 @@ impl<'a> DiffFn<'a> {
                 }
             }
             let ty = &*original.ty;
+            let mut optional = false;
             let kind = match classify_param(ty) {
                 Ok(Class::Tensor) => {
                     inputs += 1;
                     ParamKind::Tensor(inputs - 1)
+                }
+                Ok(Class::OptionalTensor) if optional_inputs => {
+                    inputs += 1;
+                    optional = true;
+                    ParamKind::Tensor(inputs - 1)
+                }
+                Ok(Class::OptionalTensor) => {
+                    cx.error_spanned_by(
+                        ty,
+                        "optional tensor inputs are not supported by `#[differentiable(derive)]`; write a `#[backward]`",
+                    );
+                    ParamKind::Attr
                 }
                 Ok(Class::Tensors) => {
                     inputs += 1;
@@ -158,7 +183,12 @@ impl<'a> DiffFn<'a> {
                     ParamKind::Attr
                 }
             };
-            params.push(Param { ident, ty, kind });
+            params.push(Param {
+                ident,
+                ty,
+                kind,
+                optional,
+            });
         }
         if inputs == 0 && cx.is_ok() {
             cx.error_at(
@@ -180,6 +210,11 @@ impl<'a> DiffFn<'a> {
         self.params
             .iter()
             .filter(|p| matches!(p.kind, ParamKind::Tensor(_) | ParamKind::Tensors(_)))
+    }
+
+    /// Whether an `Option<&Tensor>` input may be absent (its edge is then `None`).
+    pub(crate) fn has_optional(&self) -> bool {
+        self.params.iter().any(|p| p.optional)
     }
 
     /// Whether a `&[Tensor]` input makes the number of next edges dynamic.
@@ -447,6 +482,8 @@ enum Class {
     Tensor,
     /// `&[Tensor]`.
     Tensors,
+    /// `Option<&Tensor>`.
+    OptionalTensor,
     /// Anything else.
     Attr,
 }
@@ -465,8 +502,9 @@ fn classify_param(ty: &Type) -> Result<Class, String> {
         ty if vec_inner(ty).is_some_and(is_tensor) => Err("a list of tensor inputs is taken as a slice: write `&[Tensor]`".into()),
         ty if is_tensor(ty) => Err("tensor inputs are taken by reference: write `&Tensor`".into()),
         Type::ImplTrait(_) => Err("`impl Trait` parameters are not supported by `#[differentiable]`; name a concrete type".into()),
+        ty if option_inner(ty).is_some_and(is_tensor_ref) => Ok(Class::OptionalTensor),
         ty if option_inner(ty).is_some_and(|inner| matches!(inner, Type::Reference(r) if is_tensor(&r.elem))) => {
-            Err("optional tensor inputs are not supported by `#[differentiable]`; take `&Tensor`".into())
+            Err("`Option<&mut Tensor>` parameters are not supported; an optional input is `Option<&Tensor>`".into())
         }
         _ => Ok(Class::Attr),
     }

@@ -17,7 +17,6 @@ use syn::{Attribute, Ident, ItemFn, Path};
 use crate::attr::DiffArgs;
 use crate::ir::{self, BackwardFn, DiffFn, Param, ParamKind, Source};
 use crate::symbol;
-use crate::valid::attr_access;
 
 /// The hidden items that link a forward to its backward, all derived from the forward's name.
 pub(crate) struct Names {
@@ -29,6 +28,141 @@ pub(crate) struct Names {
     pub(crate) link: Ident,
     /// `__autograd_f_signature!`: forwards the forward's signature to `__check_backward!`.
     pub(crate) signature: Ident,
+}
+
+/// `__autograd_f_param{i}`: the type of the forward's parameter `i`, declared where the forward
+/// is, so that the backward's expansion names it without resolving it again.
+pub(crate) fn param_alias(fwd: &Ident, i: usize) -> Ident {
+    format_ident!("__autograd_{}_param{}", fwd.unraw(), i)
+}
+
+/// `__autograd_f_param{i}_target`: `X` for a borrowed attribute `&X` (saved as `X::Owned`).
+pub(crate) fn target_alias(fwd: &Ident, i: usize) -> Ident {
+    format_ident!("__autograd_{}_param{}_target", fwd.unraw(), i)
+}
+
+/// `__autograd_f_output`: the forward's return type, declared where the forward is.
+pub(crate) fn output_alias(fwd: &Ident) -> Ident {
+    format_ident!("__autograd_{}_output", fwd.unraw())
+}
+
+/// The lifetime a type alias declares for the elided lifetimes of a parameter type.
+const ALIAS_LIFETIME: &str = "'__autograd";
+
+/// `ty` with each elided lifetime (`&T`, `'_`) named [`ALIAS_LIFETIME`], and whether there was
+/// one. Elided lifetimes inside function pointers and `Fn(..)` sugar are their own (higher-ranked)
+/// and stay as written.
+fn name_elided_lifetimes(ty: &syn::Type) -> (syn::Type, bool) {
+    fn lifetime(l: &mut Option<syn::Lifetime>, span: proc_macro2::Span, found: &mut bool) {
+        match l {
+            Some(l) if l.ident != "_" => {}
+            _ => {
+                *l = Some(syn::Lifetime::new(ALIAS_LIFETIME, span));
+                *found = true;
+            }
+        }
+    }
+    fn walk(ty: &mut syn::Type, found: &mut bool) {
+        match ty {
+            syn::Type::Reference(r) => {
+                lifetime(&mut r.lifetime, r.and_token.span, found);
+                walk(&mut r.elem, found);
+            }
+            syn::Type::Slice(s) => walk(&mut s.elem, found),
+            syn::Type::Array(a) => walk(&mut a.elem, found),
+            syn::Type::Paren(p) => walk(&mut p.elem, found),
+            syn::Type::Group(g) => walk(&mut g.elem, found),
+            syn::Type::Ptr(p) => walk(&mut p.elem, found),
+            syn::Type::Tuple(t) => t.elems.iter_mut().for_each(|e| walk(e, found)),
+            syn::Type::Path(p) => {
+                if let Some(q) = &mut p.qself {
+                    walk(&mut q.ty, found);
+                }
+                for seg in &mut p.path.segments {
+                    let syn::PathArguments::AngleBracketed(args) = &mut seg.arguments else {
+                        continue;
+                    };
+                    for arg in &mut args.args {
+                        match arg {
+                            syn::GenericArgument::Type(t) => walk(t, found),
+                            syn::GenericArgument::Lifetime(l) if l.ident == "_" => {
+                                *l = syn::Lifetime::new(ALIAS_LIFETIME, l.apostrophe);
+                                *found = true;
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut ty = ty.clone();
+    let mut found = false;
+    walk(&mut ty, &mut found);
+    (ty, found)
+}
+
+/// The type of forward parameter `i` (or of its borrowed target, `target`) as the backward's
+/// expansion names it: the alias beside the forward, spanned on the type the user wrote.
+pub(crate) fn param_type(fwd_path: &Path, fwd: &DiffFn<'_>, i: usize, target: bool) -> TokenStream {
+    let ty = fwd.params[i].ty;
+    let (ident, ty) = if target {
+        let Some(x) = borrowed_target(ty) else {
+            return TokenStream::new();
+        };
+        (target_alias(fwd.ident, i), x)
+    } else {
+        (param_alias(fwd.ident, i), ty)
+    };
+    let span = syn::spanned::Spanned::span(ty);
+    let path = sibling(fwd_path, &Ident::new(&ident.to_string(), span));
+    if name_elided_lifetimes(ty).1 {
+        quote_spanned!(span=> #path<'_>)
+    } else {
+        quote!(#path)
+    }
+}
+
+/// The forward's return type as the backward's expansion names it.
+pub(crate) fn output_type(fwd_path: &Path, fwd: &DiffFn<'_>) -> TokenStream {
+    match fwd.output.original {
+        syn::ReturnType::Type(arrow, ty) => {
+            let span = syn::spanned::Spanned::span(ty);
+            let ident = output_alias(fwd.ident);
+            let path = sibling(fwd_path, &Ident::new(&ident.to_string(), span));
+            quote!(#arrow #path)
+        }
+        syn::ReturnType::Default => TokenStream::new(),
+    }
+}
+
+/// The aliases [`param_type`] and [`output_type`] name.
+fn type_aliases(fwd: &DiffFn<'_>, cfg: &[&Attribute]) -> TokenStream {
+    let alias = |ident: Ident, ty: &syn::Type| {
+        let (ty, lifetime) = name_elided_lifetimes(ty);
+        let generics = lifetime.then(|| {
+            let l = syn::Lifetime::new(ALIAS_LIFETIME, proc_macro2::Span::call_site());
+            quote!(<#l>)
+        });
+        quote! {
+            #(#cfg)*
+            #[doc(hidden)]
+            #[allow(non_camel_case_types, dead_code, private_interfaces)]
+            pub(crate) type #ident #generics = #ty;
+        }
+    };
+    let mut out = TokenStream::new();
+    for (i, p) in fwd.params.iter().enumerate() {
+        out.extend(alias(param_alias(fwd.ident, i), p.ty));
+        if let (ParamKind::Attr, Some(x)) = (p.kind, borrowed_target(p.ty)) {
+            out.extend(alias(target_alias(fwd.ident, i), x));
+        }
+    }
+    if let syn::ReturnType::Type(_, ty) = fwd.output.original {
+        out.extend(alias(output_alias(fwd.ident), ty));
+    }
+    out
 }
 
 impl Names {
@@ -116,6 +250,7 @@ pub(crate) fn forward(
     let block = &func.block;
     let sig = fwd.original;
     let call = quote_spanned!(ident.span()=> <#marker as #link>::call);
+    let aliases = type_aliases(fwd, cfg);
     let message = format!(
         "`#[differentiable]` function `{}` has no `#[backward]`",
         fwd.name()
@@ -147,6 +282,8 @@ pub(crate) fn forward(
         pub(crate) trait #link {
             fn call(#params) #ret;
         }
+
+        #aliases
 
         #(#cfg)*
         #[doc(hidden)]
@@ -184,13 +321,21 @@ enum SlotKind<'a> {
         dirty: bool,
         original: bool,
         slice: bool,
+        /// An `Option<&Tensor>` input: saved as `Option<SavedTensor>`.
+        optional: bool,
     },
     /// The shape, dtype and device of a tensor input (`slice`: of each tensor of a slice).
     Metadata { ident: &'a Ident, slice: bool },
-    /// An attribute, cloned before the forward consumes it.
+    /// An attribute, cloned before the forward consumes it (only when a node is recorded).
+    /// `ty` is its type in the forward, `bw_ty` in the backward (rustc checks that one is
+    /// received as the other). A borrowed attribute (`&[usize]`, `&str`) is saved as its owned
+    /// form (`Vec<usize>`, `String`): see [`borrowed_target`].
     Attr {
         ident: &'a Ident,
+        /// Its position among the forward's parameters (for its type alias).
+        index: usize,
         ty: &'a syn::Type,
+        bw_ty: &'a syn::Type,
         by_ref: bool,
     },
     /// Output number `index` (`vec`: all outputs of a `Vec<Tensor>` forward);
@@ -225,20 +370,32 @@ impl Slot<'_> {
         !matches!(self.kind, SlotKind::NeedsInputGrad { .. })
     }
 
+    /// The node keeps it as an `Option`: saved only when needed, or an optional input.
+    fn is_option(&self) -> bool {
+        self.needed_local().is_some() || matches!(self.kind, SlotKind::Input { optional: true, .. })
+    }
+
     /// The local that says whether it is saved (for `#[needed_for]` slots).
     fn needed_local(&self) -> Option<Ident> {
         (!self.needed_for.is_empty()).then(|| format_ident!("{}_needed", self.field))
     }
 }
 
-/// What the node saves: exactly the forward parameters and outputs the backward names.
-fn slots<'a>(args: &DiffArgs, fwd: &'a DiffFn<'a>, bwd: &'a BackwardFn<'a>) -> Vec<Slot<'a>> {
+/// What the node saves: exactly the forward parameters and outputs the backward names. `loc`
+/// is the span of the generated code: the fields and every local derived from them carry it, so
+/// that (with mixed-site hygiene) no user parameter can collide with them.
+fn slots<'a>(
+    loc: proc_macro2::Span,
+    args: &DiffArgs,
+    fwd: &'a DiffFn<'a>,
+    bwd: &'a BackwardFn<'a>,
+) -> Vec<Slot<'a>> {
     let output_names = fwd.output_names();
     bwd.saved
         .iter()
         .filter_map(|param| {
             let name = param.ident.unraw();
-            let field = format_ident!("__saved_{}", name);
+            let field = format_ident!("__saved_{}", name, span = loc);
             let name = name.to_string();
             let kind = match fwd.resolve(param.ident)? {
                 Source::Param(i) => {
@@ -262,13 +419,16 @@ fn slots<'a>(args: &DiffArgs, fwd: &'a DiffFn<'a>, bwd: &'a BackwardFn<'a>) -> V
                                     dirty: args.dirty().iter().any(|d| *d == *fp.ident),
                                     original: param.original_value.is_some(),
                                     slice,
+                                    optional: fp.optional,
                                 }
                             }
                         }
                         ParamKind::Attr => SlotKind::Attr {
                             ident: fp.ident,
+                            index: i,
                             ty: fp.ty,
-                            by_ref: attr_access(fp.ty, param.ty)?,
+                            bw_ty: param.ty,
+                            by_ref: attr_by_ref(fp.ty, param.ty),
                         },
                     }
                 }
@@ -298,4 +458,57 @@ fn slots<'a>(args: &DiffArgs, fwd: &'a DiffFn<'a>, bwd: &'a BackwardFn<'a>) -> V
             })
         })
         .collect()
+}
+
+/// `X` for an attribute of type `&X` with an elided lifetime: the node cannot hold the borrow,
+/// so it saves `X::to_owned()` (made only when a node is recorded) and lends the backward
+/// `&X` from it. `&'static X` is saved as it is.
+pub(crate) fn borrowed_target(ty: &syn::Type) -> Option<&syn::Type> {
+    match ty {
+        syn::Type::Reference(r)
+            if r.mutability.is_none() && r.lifetime.as_ref().is_none_or(|l| l.ident == "_") =>
+        {
+            Some(&r.elem)
+        }
+        syn::Type::Group(g) => borrowed_target(&g.elem),
+        syn::Type::Paren(p) => borrowed_target(&p.elem),
+        _ => None,
+    }
+}
+
+/// Whether a backward receives a saved attribute (of forward type `forward`) by reference: its
+/// type is a reference that is not the forward's type itself (`&f64`, `&[usize]` for a
+/// `Vec<usize>`, `&str` for a `String`). Otherwise it receives a clone. Either way rustc checks
+/// the type, through a `let` spanned on the backward's type.
+fn attr_by_ref(forward: &syn::Type, backward: &syn::Type) -> bool {
+    matches!(backward, syn::Type::Reference(_)) && backward != forward
+}
+
+#[cfg(test)]
+mod tests {
+    use syn::{parse_quote, Type};
+
+    use super::attr_by_ref;
+
+    #[test]
+    fn attributes_by_value_or_through_a_reference() {
+        let vec: Type = parse_quote!(Vec<usize>);
+        assert!(attr_by_ref(&vec, &parse_quote!(&[usize])));
+        assert!(attr_by_ref(&vec, &parse_quote!(&Vec<usize>)));
+        assert!(!attr_by_ref(&vec, &parse_quote!(std::vec::Vec<usize>)));
+        let name: Type = parse_quote!(&'static str);
+        assert!(!attr_by_ref(&name, &parse_quote!(&'static str)));
+        assert!(attr_by_ref(&parse_quote!(String), &parse_quote!(&str)));
+        assert!(!attr_by_ref(&parse_quote!(f64), &parse_quote!(f32)));
+    }
+
+    #[test]
+    fn borrowed_attributes_are_saved_owned() {
+        let owned = |ty: Type| super::borrowed_target(&ty).map(|t| quote::quote!(#t).to_string());
+        assert_eq!(owned(parse_quote!(&[usize])).as_deref(), Some("[usize]"));
+        assert_eq!(owned(parse_quote!(&'_ str)).as_deref(), Some("str"));
+        assert_eq!(owned(parse_quote!(&'static str)), None);
+        assert_eq!(owned(parse_quote!(&mut Vec<usize>)), None);
+        assert_eq!(owned(parse_quote!(Vec<usize>)), None);
+    }
 }

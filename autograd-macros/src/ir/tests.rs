@@ -51,6 +51,36 @@ fn tensor_references_are_inputs_and_the_rest_attributes() {
 }
 
 #[test]
+fn optional_tensor_inputs_only_with_a_hand_written_backward() {
+    let sig: Signature =
+        parse_quote!(fn linear(x: &Tensor, w: &Tensor, bias: Option<&Tensor>) -> Tensor);
+    let cx = Ctxt::new();
+    let fwd = DiffFn::from_syn_hand_written(&cx, &sig);
+    cx.check().expect("valid forward");
+    let kinds: Vec<_> = fwd.params.iter().map(|p| (p.kind, p.optional)).collect();
+    assert_eq!(
+        kinds,
+        [
+            (ParamKind::Tensor(0), false),
+            (ParamKind::Tensor(1), false),
+            (ParamKind::Tensor(2), true),
+        ]
+    );
+    assert!(fwd.has_optional());
+    assert_eq!(
+        forward_errors(&sig),
+        ["optional tensor inputs are not supported by `#[differentiable(derive)]`; write a `#[backward]`"]
+    );
+    let mutable: Signature = parse_quote!(fn f(x: &Tensor, b: Option<&mut Tensor>) -> Tensor);
+    assert_eq!(
+        errors(|cx| {
+            DiffFn::from_syn_hand_written(cx, &mutable);
+        }),
+        ["`Option<&mut Tensor>` parameters are not supported; an optional input is `Option<&Tensor>`"]
+    );
+}
+
+#[test]
 fn outputs_in_tuples_and_results() {
     for (sig, fallible, tuple, n) in [
         (
