@@ -257,6 +257,36 @@
 //! # Ok::<(), autograd::Error>(())
 //! ```
 //!
+//! State computed in the forward for the backward (PyTorch's `ctx.save_for_backward` of an
+//! intermediate, or `ctx.attr = ..`) is named in `save(..)`: the body returns its output(s)
+//! followed by those residuals, the function returns the output only, and the backward names
+//! them like saved parameters:
+//!
+//! ```
+//! use autograd::{backward, differentiable, Result, Tensor};
+//!
+//! /// The largest element, remembering where it was.
+//! #[differentiable(save(argmax))]
+//! fn max_of(x: &Tensor) -> Result<(Tensor, usize)> {
+//!     let v = x.to_vec::<f64>()?;
+//!     let argmax = (0..v.len()).fold(0, |best, i| if v[i] > v[best] { i } else { best });
+//!     Ok((Tensor::scalar(v[argmax]), argmax))
+//! }
+//!
+//! #[backward(max_of)]
+//! fn max_of_backward(grad: &Tensor, x: &Tensor, argmax: usize) -> Result<Tensor> {
+//!     let mut g = vec![0.0; x.numel()];
+//!     g[argmax] = grad.item::<f64>()?;
+//!     Tensor::from_vec(g, x.shape())
+//! }
+//!
+//! let x = Tensor::from_vec(vec![1.0f64, 4.0, 2.0], &[3])?.requires_grad_(true)?;
+//! let m: Tensor = max_of(&x)?;
+//! m.backward()?;
+//! assert_eq!(x.grad().unwrap().to_vec::<f64>()?, [0.0, 1.0, 0.0]);
+//! # Ok::<(), autograd::Error>(())
+//! ```
+//!
 //! ## Derived backward: `#[differentiable(derive)]`
 //!
 //! For a straight-line body (`let`s, tensor methods, operators, scalar arithmetic, `?`), the

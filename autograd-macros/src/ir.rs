@@ -22,6 +22,14 @@ pub(crate) struct DiffFn<'a> {
     pub(crate) ident: &'a Ident,
     pub(crate) params: Vec<Param<'a>>,
     pub(crate) output: Output<'a>,
+    /// `save(a, ..)`: values the body returns after its outputs, kept for the backward only.
+    pub(crate) residuals: Vec<Residual<'a>>,
+}
+
+/// A value of `save(..)`: named in the option, typed in the return type.
+pub(crate) struct Residual<'a> {
+    pub(crate) ident: Ident,
+    pub(crate) ty: &'a Type,
 }
 
 /// A forward parameter.
@@ -55,6 +63,18 @@ pub(crate) struct Output<'a> {
     pub(crate) vec: bool,
     /// One type per output tensor (for `Vec<Tensor>`, the element type).
     pub(crate) tensors: Vec<&'a Type>,
+    /// With `save(..)`: the return type of the public function, without the residuals.
+    pub(crate) public: Option<Type>,
+}
+
+impl Output<'_> {
+    /// The public function's return type: the forward's, less any residuals.
+    pub(crate) fn public_return(&self) -> proc_macro2::TokenStream {
+        match (&self.public, self.original) {
+            (Some(ty), ReturnType::Type(arrow, _)) => quote::quote!(#arrow #ty),
+            _ => self.original.to_token_stream(),
+        }
+    }
 }
 
 /// A `#[backward(..)]` function.
@@ -112,6 +132,8 @@ pub(crate) enum Source {
     Param(usize),
     /// Forward output number `.0`.
     Output(usize),
+    /// Residual number `.0` of `save(..)`.
+    Residual(usize),
     /// `needs_input_grad`: which inputs need a gradient.
     NeedsInputGrad,
 }
@@ -119,15 +141,20 @@ pub(crate) enum Source {
 impl<'a> DiffFn<'a> {
     /// A forward whose backward the macro derives: no optional inputs.
     pub(crate) fn from_syn(cx: &Ctxt, sig: &'a Signature) -> DiffFn<'a> {
-        DiffFn::lower(cx, sig, false)
+        DiffFn::lower(cx, sig, false, &[])
     }
 
-    /// A forward with a hand-written backward: `Option<&Tensor>` inputs are allowed.
-    pub(crate) fn from_syn_hand_written(cx: &Ctxt, sig: &'a Signature) -> DiffFn<'a> {
-        DiffFn::lower(cx, sig, true)
+    /// A forward with a hand-written backward: `Option<&Tensor>` inputs are allowed, and the
+    /// residuals named by `save(..)` follow the outputs in the return type.
+    pub(crate) fn from_syn_hand_written(
+        cx: &Ctxt,
+        sig: &'a Signature,
+        save: &[Ident],
+    ) -> DiffFn<'a> {
+        DiffFn::lower(cx, sig, true, save)
     }
 
-    fn lower(cx: &Ctxt, sig: &'a Signature, optional_inputs: bool) -> DiffFn<'a> {
+    fn lower(cx: &Ctxt, sig: &'a Signature, optional_inputs: bool, save: &[Ident]) -> DiffFn<'a> {
         check_plain_fn(cx, sig, "#[differentiable]");
         let mut params = Vec::new();
         let mut inputs = 0;
@@ -196,12 +223,21 @@ impl<'a> DiffFn<'a> {
                 "`#[differentiable]` function needs at least one `&Tensor` (or `&[Tensor]`) parameter: its differentiable inputs",
             );
         }
-        let output = Output::from_syn(cx, sig);
+        let (output, residual_tys) = Output::from_syn(cx, sig, save);
+        let residuals = save
+            .iter()
+            .zip(residual_tys)
+            .map(|(ident, ty)| Residual {
+                ident: ident.clone(),
+                ty,
+            })
+            .collect();
         DiffFn {
             original: sig,
             ident: &sig.ident,
             params,
             output,
+            residuals,
         }
     }
 
@@ -254,6 +290,9 @@ impl<'a> DiffFn<'a> {
         if let Some(i) = self.params.iter().position(|p| p.ident.unraw() == name) {
             return Some(Source::Param(i));
         }
+        if let Some(k) = self.residuals.iter().position(|r| r.ident.unraw() == name) {
+            return Some(Source::Residual(k));
+        }
         let name = name.to_string();
         self.output_names()
             .iter()
@@ -286,26 +325,32 @@ impl<'a> DiffFn<'a> {
 }
 
 impl<'a> Output<'a> {
-    fn from_syn(cx: &Ctxt, sig: &'a Signature) -> Output<'a> {
+    /// The outputs, and the types of the `save` residuals that follow them.
+    fn from_syn(cx: &Ctxt, sig: &'a Signature, save: &[Ident]) -> (Output<'a>, Vec<&'a Type>) {
         let mut output = Output {
             original: &sig.output,
             fallible: false,
             tuple: false,
             vec: false,
             tensors: Vec::new(),
+            public: None,
         };
-        let ReturnType::Type(_, ty) = &sig.output else {
+        let ReturnType::Type(_, full) = &sig.output else {
             cx.error_at(
                 sig.paren_token.span.close(),
                 "`#[differentiable]` function must return `Tensor`, a tuple of tensors, `Vec<Tensor>`, or a `Result` of one of them",
             );
-            return output;
+            return (output, Vec::new());
         };
-        let (ty, fallible) = match result_ok_type(ty) {
+        let (ty, fallible) = match result_ok_type(full) {
             Some(ok) => (ok, true),
-            None => (&**ty, false),
+            None => (&**full, false),
         };
         output.fallible = fallible;
+        if !save.is_empty() {
+            let residuals = output.split_residuals(cx, full, ty, save);
+            return (output, residuals);
+        }
         match ty {
             Type::Tuple(tuple) if !tuple.elems.is_empty() => {
                 output.tuple = true;
@@ -335,7 +380,81 @@ impl<'a> Output<'a> {
                 ),
             ),
         }
-        output
+        (output, Vec::new())
+    }
+
+    /// With `save(r, ..)`: `ty` is `(outputs.., residuals..)`; the outputs are tensors (one, or
+    /// several as a tuple), the residuals anything. Sets `public` to the type without them.
+    fn split_residuals(
+        &mut self,
+        cx: &Ctxt,
+        full: &Type,
+        ty: &'a Type,
+        save: &[Ident],
+    ) -> Vec<&'a Type> {
+        let k = save.len();
+        let elems: Vec<&'a Type> = match ty {
+            Type::Tuple(t) => t.elems.iter().collect(),
+            _ => Vec::new(),
+        };
+        if elems.len() <= k {
+            let names = save
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join(", ");
+            cx.error_spanned_by(
+                ty,
+                format!(
+                    "with `save({names})` the function returns its outputs, then the residuals: `(Tensor, {})`, found `{}`",
+                    save.iter().map(|_| "_").collect::<Vec<_>>().join(", "),
+                    type_string(ty)
+                ),
+            );
+            return Vec::new();
+        }
+        let (outputs, residuals) = elems.split_at(elems.len() - k);
+        for elem in outputs {
+            if !is_tensor(elem) {
+                cx.error_spanned_by(
+                    elem,
+                    format!(
+                        "every output of a `#[differentiable]` function must be `Tensor` (the residuals of `save(..)` come last), found `{}`",
+                        type_string(elem)
+                    ),
+                );
+            }
+            self.tensors.push(elem);
+        }
+        self.tuple = outputs.len() > 1;
+        let public: Type = if self.tuple {
+            let elems = outputs.iter();
+            syn::parse_quote!((#(#elems),*))
+        } else {
+            outputs[0].clone()
+        };
+        self.public = Some(if self.fallible {
+            let mut full = full.clone();
+            if let Some(arg) = first_generic_arg_mut(&mut full) {
+                *arg = public;
+            }
+            full
+        } else {
+            public
+        });
+        residuals.to_vec()
+    }
+}
+
+/// The first generic argument of `Result<T, ..>`, to replace `T`.
+fn first_generic_arg_mut(ty: &mut Type) -> Option<&mut Type> {
+    let Type::Path(p) = ty else { return None };
+    let PathArguments::AngleBracketed(args) = &mut p.path.segments.last_mut()?.arguments else {
+        return None;
+    };
+    match args.args.first_mut()? {
+        GenericArgument::Type(t) => Some(t),
+        _ => None,
     }
 }
 

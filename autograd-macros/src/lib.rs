@@ -212,7 +212,8 @@ pub fn differentiable(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   `Option<&Tensor>` when the forward has `materialize_grads = false`. A `Vec<Tensor>` forward
 ///   has one, `grad: &[Tensor]` (`&[Option<Tensor>]` without materialisation), with one
 ///   gradient per output.
-/// * **Then anything it needs, by name**: a forward parameter, or a forward output: `result`
+/// * **Then anything it needs, by name**: a forward parameter, a residual of `save(..)`, or a
+///   forward output: `result`
 ///   (one output, or all of a `Vec<Tensor>` forward as `&[Tensor]`) or `result_0`, `result_1`,
 ///   .. A tensor is `&Tensor` as in the forward (an optional input `Option<&Tensor>`, `None`
 ///   when it was absent). An attribute is received as the backward's

@@ -1,6 +1,7 @@
 //! Rules that relate parts of the DSL to each other: options against the forward's parameters and
 //! outputs, and a backward against its forward (gradient counts, names and types).
 
+use syn::ext::IdentExt;
 use syn::Ident;
 
 use crate::attr::{backticked, DiffArgs};
@@ -49,6 +50,24 @@ pub(crate) fn check_forward(cx: &Ctxt, args: &DiffArgs, fwd: &DiffFn<'_>) {
             );
         }
         duplicate(cx, &mut seen, name, symbol::DIRTY.as_str());
+    }
+    let mut seen: Vec<&Ident> = Vec::new();
+    for name in args.save() {
+        let taken = fwd.params.iter().any(|p| p.ident.unraw() == name.unraw())
+            || [symbol::GRAD, symbol::RESULT]
+                .iter()
+                .any(|reserved| reserved.is_prefix_of(name))
+            || *name == symbol::NEEDS_INPUT_GRAD;
+        if taken {
+            cx.error_spanned_by(
+                name,
+                format!(
+                    "`{name}` is already a name in a backward of `{}` (a parameter, or reserved: `grad*`, `result*`, `needs_input_grad`); name the residual differently",
+                    fwd.name()
+                ),
+            );
+        }
+        duplicate(cx, &mut seen, name, symbol::SAVE.as_str());
     }
     if fwd.output.vec {
         for (list, option) in [
@@ -212,7 +231,8 @@ fn check_saved_params(cx: &Ctxt, args: &DiffArgs, fwd: &DiffFn<'_>, bwd: &Backwa
                 .params
                 .iter()
                 .map(|p| p.ident.to_string())
-                .chain(fwd.output_names());
+                .chain(fwd.output_names())
+                .chain(fwd.residuals.iter().map(|r| r.ident.to_string()));
             cx.error_spanned_by(
                 p.ident,
                 format!(
@@ -268,6 +288,8 @@ fn check_saved_params(cx: &Ctxt, args: &DiffArgs, fwd: &DiffFn<'_>, bwd: &Backwa
                 }
             }
             Source::Output(_) => check_tensor_type(cx, fwd, p, false),
+            // Like an attribute, a residual's type is rustc's to check (spanned assertions).
+            Source::Residual(_) => {}
             Source::Param(i) => {
                 let fp = &fwd.params[i];
                 match fp.kind {
@@ -352,7 +374,7 @@ fn check_param_attrs(
     let single_tensor = match source {
         Source::Param(i) => matches!(fwd.params[i].kind, ParamKind::Tensor(_)),
         Source::Output(_) => !fwd.output.vec,
-        Source::NeedsInputGrad => false,
+        Source::NeedsInputGrad | Source::Residual(_) => false,
     };
     if let Some(needed) = &p.needed_for {
         if !single_tensor {

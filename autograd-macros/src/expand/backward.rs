@@ -8,8 +8,8 @@ use syn::ext::IdentExt;
 use syn::{FnArg, Ident, ItemFn, Path, Signature};
 
 use super::{
-    borrowed_target, node::node, output_type, param_type, sibling, slots, Attrs, Names, Slot,
-    SlotKind,
+    borrowed_target, node::node, output_type, param_type, residual_type, sibling, slots, Attrs,
+    Names, Slot, SlotKind,
 };
 use crate::attr::{BackwardArgs, DiffArgs};
 use crate::ir::{is_param_attr, BackwardFn, DiffFn, Param, ParamKind};
@@ -218,10 +218,45 @@ pub(crate) fn link_impl(
     let outs: Vec<Ident> = (0..fwd.num_outputs())
         .map(|i| format_ident!("__out{}", i, span = loc))
         .collect();
-    let destructure = if fwd.output.tuple {
+    // The residuals of `save(..)` the backward names are moved into the node; the others are
+    // dropped here.
+    let residuals: Vec<TokenStream> = (0..fwd.residuals.len())
+        .map(|k| {
+            let saved = slots
+                .iter()
+                .any(|s| matches!(s.kind, SlotKind::Residual { index, .. } if index == k));
+            if saved {
+                let r = format_ident!("__res{}", k, span = loc);
+                quote_spanned!(loc=> #r)
+            } else {
+                quote_spanned!(loc=> _)
+            }
+        })
+        .collect();
+    let destructure = if !residuals.is_empty() {
+        quote_spanned!(loc=> let (#(#outs,)* #(#residuals,)*) = __output;)
+    } else if fwd.output.tuple {
         quote_spanned!(loc=> let (#(#outs,)*) = __output;)
     } else {
         quote_spanned!(loc=> let #(#outs)* = __output;)
+    };
+    // Without a node, the forward's value less its residuals.
+    let forward_call = quote_spanned!(loc=> #forward_fn(#(#idents),*));
+    let unrecorded = if fwd.residuals.is_empty() {
+        forward_call.clone()
+    } else {
+        let skip = fwd.residuals.iter().map(|_| quote_spanned!(loc=> _));
+        let pattern = quote_spanned!(loc=> (#(#outs,)* #(#skip,)*));
+        let value = if fwd.output.tuple {
+            quote_spanned!(loc=> (#(#outs,)*))
+        } else {
+            quote_spanned!(loc=> #(#outs)*)
+        };
+        if fwd.output.fallible {
+            quote_spanned!(loc=> ::core::result::Result::map(#forward_call, |#pattern| #value))
+        } else {
+            quote_spanned!(loc=> { let #pattern = #forward_call; #value })
+        }
     };
 
     // B35: a dirty input must come back as an output (the same handle), may not be a leaf that
@@ -454,6 +489,10 @@ pub(crate) fn link_impl(
                 let local = format_ident!("{}_attr", s.field);
                 quote_spanned!(loc=> #local)
             }
+            SlotKind::Residual { index, .. } => {
+                let r = format_ident!("__res{}", index, span = loc);
+                quote_spanned!(loc=> #r)
+            }
             SlotKind::Output { vec: true, .. } => {
                 let out = &outs[0];
                 quote_spanned!(loc=> #out.iter().enumerate()
@@ -512,14 +551,14 @@ pub(crate) fn link_impl(
                     #(#dirty_prechecks)*
                     if !#krate::is_grad_enabled() {
                         // Recording is off already (a backward pass without `create_graph`).
-                        return #forward_fn(#(#idents),*);
+                        return #unrecorded;
                     }
                     #build_inputs
                     let ::core::option::Option::Some(__edges) =
                         #krate::__private::#next_edges(#input_refs)
                     else {
                         #no_grad
-                        return #forward_fn(#(#idents),*);
+                        return #unrecorded;
                     };
                     #needed
                     #(#originals)*
@@ -559,6 +598,12 @@ pub(crate) fn link_impl(
                     quote_spanned!(at=> #krate::__private::assert_attribute::<#ty>();)
                 }
             })
+        }
+        SlotKind::Residual { index, .. } => {
+            let ty = fwd.residuals[index].ty;
+            let at = Span::mixed_site().located_at(syn::spanned::Spanned::span(ty));
+            let ty = residual_type(fwd_path, fwd, index);
+            Some(quote_spanned!(at=> #krate::__private::assert_attribute::<#ty>();))
         }
         _ => None,
     });

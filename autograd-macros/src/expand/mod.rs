@@ -160,9 +160,29 @@ fn type_aliases(fwd: &DiffFn<'_>, cfg: &[&Attribute]) -> TokenStream {
         }
     }
     if let syn::ReturnType::Type(_, ty) = fwd.output.original {
-        out.extend(alias(output_alias(fwd.ident), ty));
+        out.extend(alias(
+            output_alias(fwd.ident),
+            fwd.output.public.as_ref().unwrap_or(ty),
+        ));
+    }
+    for (k, r) in fwd.residuals.iter().enumerate() {
+        out.extend(alias(residual_alias(fwd.ident, k), r.ty));
     }
     out
+}
+
+/// `__autograd_f_residual{k}`: the type of residual `k` of `save(..)`, declared beside the
+/// forward.
+pub(crate) fn residual_alias(fwd: &Ident, k: usize) -> Ident {
+    format_ident!("__autograd_{}_residual{}", fwd.unraw(), k)
+}
+
+/// The type of residual `k` as the backward's expansion names it.
+pub(crate) fn residual_type(fwd_path: &Path, fwd: &DiffFn<'_>, k: usize) -> TokenStream {
+    let span = syn::spanned::Spanned::span(fwd.residuals[k].ty);
+    let ident = residual_alias(fwd.ident, k);
+    let path = sibling(fwd_path, &Ident::new(&ident.to_string(), span));
+    quote!(#path)
 }
 
 impl Names {
@@ -242,7 +262,8 @@ pub(crate) fn forward(
     let lints = &attrs.lints;
     let wrapper_attrs = &attrs.wrapper;
     let vis = &func.vis;
-    let ret = fwd.output.original;
+    let ret = fwd.output.public_return();
+    let full_ret = fwd.output.original;
     let param_idents: Vec<&Ident> = fwd.params.iter().map(|p| p.ident).collect();
     let param_tys = fwd.params.iter().map(|p| p.ty);
     let params = quote!(#(#param_idents: #param_tys),*);
@@ -268,7 +289,7 @@ pub(crate) fn forward(
         #(#lints)*
         #[doc(hidden)]
         #[allow(non_snake_case)] // `__autograd_double__forward` for `double_`
-        pub(crate) fn #forward_fn(#inputs) #ret #block
+        pub(crate) fn #forward_fn(#inputs) #full_ret #block
 
         #(#cfg)*
         #[doc(hidden)]
@@ -347,6 +368,13 @@ enum SlotKind<'a> {
     },
     /// `needs_input_grad`: `[bool; N]` (`array`) or `&[bool]`, from the node's next edges.
     NeedsInputGrad { array: Option<usize> },
+    /// Residual `index` of `save(..)`: moved into the node after the forward; the backward
+    /// receives it as its parameter type says (`bw_ty`, by reference if `by_ref`).
+    Residual {
+        index: usize,
+        bw_ty: &'a syn::Type,
+        by_ref: bool,
+    },
 }
 
 impl Slot<'_> {
@@ -439,6 +467,11 @@ fn slots<'a>(
                         .iter()
                         .any(|n| *n == output_names[index]),
                     vec: fwd.output.vec,
+                },
+                Source::Residual(index) => SlotKind::Residual {
+                    index,
+                    bw_ty: param.ty,
+                    by_ref: attr_by_ref(fwd.residuals[index].ty, param.ty),
                 },
                 Source::NeedsInputGrad => SlotKind::NeedsInputGrad {
                     array: ir::bool_array_len(param.ty),

@@ -7,7 +7,7 @@ use quote::{format_ident, quote_spanned};
 use syn::spanned::Spanned;
 use syn::Path;
 
-use super::{borrowed_target, param_type, Slot, SlotKind};
+use super::{borrowed_target, param_type, residual_type, Slot, SlotKind};
 use crate::attr::DiffArgs;
 use crate::ir::{BackwardFn, DiffFn, GradType};
 
@@ -38,6 +38,7 @@ pub(super) fn node(
                 }
                 None => param_type(fwd_path, fwd, *index, false),
             },
+            SlotKind::Residual { index, .. } => residual_type(fwd_path, fwd, *index),
             SlotKind::Metadata { .. } => quote_spanned!(loc=> #krate::__private::InputMetadata),
             SlotKind::Input { .. } | SlotKind::Output { .. } => saved.clone(),
             SlotKind::NeedsInputGrad { .. } => unreachable!("invariant: filtered by has_field"),
@@ -170,11 +171,12 @@ pub(super) fn node(
     let attr_args: Vec<TokenStream> = slots
         .iter()
         .filter_map(|s| {
-            let SlotKind::Attr {
-                ty, bw_ty, by_ref, ..
-            } = s.kind
-            else {
-                return None;
+            let (ty, bw_ty, by_ref) = match s.kind {
+                SlotKind::Attr {
+                    ty, bw_ty, by_ref, ..
+                } => (Some(ty), bw_ty, by_ref),
+                SlotKind::Residual { bw_ty, by_ref, .. } => (None, bw_ty, by_ref),
+                _ => return None,
             };
             let field = &s.field;
             let local = format_ident!("{}_arg", field);
@@ -183,7 +185,7 @@ pub(super) fn node(
             // (and rustc's "expected `f32`, found `f64`") points there.
             let value = format_ident!("{}_value", field, span = at);
             let borrowed =
-                borrowed_target(ty).is_some() && matches!(bw_ty, syn::Type::Reference(_));
+                ty.and_then(borrowed_target).is_some() && matches!(bw_ty, syn::Type::Reference(_));
             Some(if borrowed {
                 quote_spanned! {at=>
                     let #value = &self.#field;
@@ -205,7 +207,7 @@ pub(super) fn node(
     let saved_args = slots.iter().map(|s| {
         let field = &s.field;
         match &s.kind {
-            SlotKind::Attr { .. } => {
+            SlotKind::Attr { .. } | SlotKind::Residual { .. } => {
                 let local = format_ident!("{}_arg", field);
                 quote_spanned!(loc=> #local)
             }

@@ -3,7 +3,7 @@
 use autograd::{differentiable, Result, Tensor};
 
 #[differentiable(derive)]
-fn shift(x: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+fn shift(x: &Tensor, _bias: Option<&Tensor>) -> Result<Tensor> {
     x.exp()
 }
 
