@@ -518,6 +518,9 @@ fn attr_by_ref(forward: &syn::Type, backward: &syn::Type) -> bool {
 }
 
 #[cfg(test)]
+mod snapshots;
+
+#[cfg(test)]
 mod tests {
     use syn::{parse_quote, Type};
 
