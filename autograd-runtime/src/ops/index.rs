@@ -20,14 +20,15 @@ struct Argmax {
 
 // ----- the ops ----------------------------------------------------------------------------------
 
-/// `dim` is wrapped and `index` checked.
+/// `dim` is wrapped and `index` checked. The index is borrowed: the node copies it only when
+/// it is recorded.
 #[differentiable(builtin, crate = "crate")]
-fn index_select(x: &Tensor, dim: usize, index: Vec<usize>) -> Result<Tensor> {
+fn index_select(x: &Tensor, dim: usize, index: &[usize]) -> Result<Tensor> {
     let mut shape = x.shape().to_vec();
     shape[dim] = index.len();
     let numel = crate::tensor::layout::checked_numel("index_select", &shape)?;
     crate::tensor::layout::check_alloc("index_select", numel, x.dtype().size_of())?;
-    backend::of_tensor(x)?.index_select(x, dim, &index)
+    backend::of_tensor(x)?.index_select(x, dim, index)
 }
 
 #[backward(index_select)]
@@ -43,8 +44,8 @@ fn index_select_backward(
 /// Zeros of `shape` with `g`'s slices added at `index` along `dim`: the gradient of
 /// `index_select`, whose own gradient selects the same slices again.
 #[differentiable(builtin, crate = "crate")]
-fn index_add(g: &Tensor, shape: &[usize], dim: usize, index: Vec<usize>) -> Result<Tensor> {
-    backend::of_tensor(g)?.index_add(g, shape, dim, &index)
+fn index_add(g: &Tensor, shape: &[usize], dim: usize, index: &[usize]) -> Result<Tensor> {
+    backend::of_tensor(g)?.index_add(g, shape, dim, index)
 }
 
 #[backward(index_add)]
@@ -117,12 +118,12 @@ impl Tensor {
                 format!("index {bad} is out of bounds for dimension {dim} with size {size}"),
             ));
         }
-        index_select(self, dim, index.to_vec())
+        index_select(self, dim, index)
     }
 
     /// Zeros of `shape` with this tensor's slices added at `index` along `dim`.
     fn index_add_into(&self, shape: &[usize], dim: usize, index: &[usize]) -> Result<Tensor> {
-        index_add(self, shape, dim, index.to_vec())
+        index_add(self, shape, dim, index)
     }
 
     /// The maximum over `dim` and, for each, the index of its first occurrence (flattened in the
