@@ -79,3 +79,27 @@ fn gradcheck_through_the_residuals() -> Result<()> {
     let x = Tensor::randn(&[3, 4], DType::F64, 7)?.requires_grad_(true)?;
     gradcheck(|i| row_max(&i[0]), &[x])
 }
+
+#[test]
+fn max_dim_keeps_the_positions_its_kernel_found() -> Result<()> {
+    // The runtime's `max_dim` is declared with `save(argmax)`: one kernel finds values and
+    // positions; the node keeps the positions (and `x`'s shape), not `x`, so changing `x` in
+    // place afterwards does not invalidate the backward.
+    let x =
+        Tensor::from_vec(vec![1.0f64, 9.0, 3.0, 7.0, 2.0, 8.0], &[2, 3])?.requires_grad_(true)?;
+    let y = x.mul_scalar(1.0)?;
+    let (values, indices) = y.max_dim(1, false)?;
+    assert_eq!(
+        (values.to_vec::<f64>()?, indices),
+        (vec![9.0, 8.0], vec![1, 2])
+    );
+    let node = values.grad_fn().expect("grad_fn");
+    assert_eq!(node.name(), "MaxBackward0");
+    y.mul_(&Tensor::scalar(0.0f64))?;
+    values.sum()?.backward()?;
+    assert_eq!(
+        x.grad().expect("x.grad").to_vec::<f64>()?,
+        [0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    );
+    Ok(())
+}

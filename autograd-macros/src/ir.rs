@@ -65,6 +65,9 @@ pub(crate) struct Output<'a> {
     pub(crate) tensors: Vec<&'a Type>,
     /// With `save(..)`: the return type of the public function, without the residuals.
     pub(crate) public: Option<Type>,
+    /// For a tuple: per element, `Some(i)` for tensor output `i`, `None` for a non-tensor
+    /// output (an index, a count, ..), returned as is and not differentiable.
+    pub(crate) elems: Vec<Option<usize>>,
 }
 
 impl Output<'_> {
@@ -270,9 +273,12 @@ impl<'a> DiffFn<'a> {
         self.output.tensors.len()
     }
 
-    /// `result`, or `result_0`, `result_1`, .. for tuple outputs.
+    /// `result`, or `result_0`, `result_1`, .. for tuple outputs (tensor outputs numbered among
+    /// themselves; one tensor beside non-tensor outputs is `result`).
     pub(crate) fn output_names(&self) -> Vec<String> {
-        if self.output.tuple {
+        let indexed = self.output.tuple
+            && (self.num_outputs() > 1 || self.output.elems.iter().all(Option::is_some));
+        if indexed {
             (0..self.num_outputs())
                 .map(|i| format!("{}_{i}", symbol::RESULT))
                 .collect()
@@ -334,6 +340,7 @@ impl<'a> Output<'a> {
             vec: false,
             tensors: Vec::new(),
             public: None,
+            elems: Vec::new(),
         };
         let ReturnType::Type(_, full) = &sig.output else {
             cx.error_at(
@@ -354,18 +361,8 @@ impl<'a> Output<'a> {
         match ty {
             Type::Tuple(tuple) if !tuple.elems.is_empty() => {
                 output.tuple = true;
-                for elem in &tuple.elems {
-                    if !is_tensor(elem) {
-                        cx.error_spanned_by(
-                            elem,
-                            format!(
-                                "every output of a `#[differentiable]` function must be `Tensor`, found `{}`",
-                                type_string(elem)
-                            ),
-                        );
-                    }
-                    output.tensors.push(elem);
-                }
+                let elems: Vec<&'a Type> = tuple.elems.iter().collect();
+                output.tuple_outputs(cx, ty, &elems);
             }
             ty if is_tensor(ty) => output.tensors.push(ty),
             ty if vec_inner(ty).is_some_and(is_tensor) => {
@@ -414,19 +411,20 @@ impl<'a> Output<'a> {
             return Vec::new();
         }
         let (outputs, residuals) = elems.split_at(elems.len() - k);
-        for elem in outputs {
-            if !is_tensor(elem) {
-                cx.error_spanned_by(
-                    elem,
-                    format!(
-                        "every output of a `#[differentiable]` function must be `Tensor` (the residuals of `save(..)` come last), found `{}`",
-                        type_string(elem)
-                    ),
-                );
-            }
-            self.tensors.push(elem);
-        }
         self.tuple = outputs.len() > 1;
+        if self.tuple {
+            self.tuple_outputs(cx, ty, outputs);
+        } else if is_tensor(outputs[0]) {
+            self.tensors.push(outputs[0]);
+        } else {
+            cx.error_spanned_by(
+                outputs[0],
+                format!(
+                    "the output of a `#[differentiable]` function must be `Tensor` (the residuals of `save(..)` come last), found `{}`",
+                    type_string(outputs[0])
+                ),
+            );
+        }
         let public: Type = if self.tuple {
             let elems = outputs.iter();
             syn::parse_quote!((#(#elems),*))
@@ -443,6 +441,38 @@ impl<'a> Output<'a> {
             public
         });
         residuals.to_vec()
+    }
+}
+
+impl<'a> Output<'a> {
+    /// The elements of a tuple output: tensors are the node's outputs; any other type is a
+    /// non-differentiable output, returned as is (a tensor inside one is an error).
+    fn tuple_outputs(&mut self, cx: &Ctxt, tuple: &Type, elems: &[&'a Type]) {
+        for elem in elems {
+            if is_tensor(elem) {
+                self.elems.push(Some(self.tensors.len()));
+                self.tensors.push(elem);
+            } else if vec_inner(elem).is_some_and(is_tensor)
+                || option_inner(elem).is_some_and(is_tensor)
+            {
+                cx.error_spanned_by(
+                    elem,
+                    format!(
+                        "`{}` in a tuple of outputs would not be differentiable: return each tensor as an output of its own (`Vec<Tensor>` only as the whole output)",
+                        type_string(elem)
+                    ),
+                );
+                self.elems.push(None);
+            } else {
+                self.elems.push(None);
+            }
+        }
+        if self.tensors.is_empty() {
+            cx.error_spanned_by(
+                tuple,
+                "a `#[differentiable]` function returns at least one `Tensor`; the other outputs are not differentiable",
+            );
+        }
     }
 }
 

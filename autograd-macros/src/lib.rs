@@ -65,6 +65,11 @@ use proc_macro::TokenStream;
 /// * It returns `Tensor`, a tuple of tensors (several outputs), `Vec<Tensor>` (any number of
 ///   outputs, decided at run time: `split`, `chunk`), or a `Result` of one of them (any
 ///   `Result<T>` or `Result<T, E>`; an `Err` reaches the caller and nothing is recorded).
+///   A tuple may mix in outputs that are not tensors (`(Tensor, Vec<usize>)`: `max_dim`'s
+///   indices): they are returned as they are and are not differentiable, so they take no
+///   gradient parameter and no `result_*` name; the tensor outputs are numbered among
+///   themselves, and a single one is `grad` / `result`. A tensor inside such an output
+///   (`Vec<Tensor>`, `Option<Tensor>`) is an error.
 /// * It has exactly one `#[backward]`; a missing or second one is a compile error.
 /// * An output that is one of the inputs (returned as is), a tensor that already requires grad, or
 ///   the same tensor as an earlier output is replaced by a detached alias (same storage and

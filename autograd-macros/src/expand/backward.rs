@@ -218,6 +218,21 @@ pub(crate) fn link_impl(
     let outs: Vec<Ident> = (0..fwd.num_outputs())
         .map(|i| format_ident!("__out{}", i, span = loc))
         .collect();
+    // The elements of the value the public function returns: the tensor outputs, and (in a
+    // tuple) the non-tensor outputs beside them, returned as they are.
+    let elems: Vec<Ident> = if fwd.output.tuple {
+        fwd.output
+            .elems
+            .iter()
+            .enumerate()
+            .map(|(pos, e)| match e {
+                Some(i) => outs[*i].clone(),
+                None => format_ident!("__other{}", pos, span = loc),
+            })
+            .collect()
+    } else {
+        outs.clone()
+    };
     // The residuals of `save(..)` the backward names are moved into the node; the others are
     // dropped here.
     let residuals: Vec<TokenStream> = (0..fwd.residuals.len())
@@ -234,9 +249,9 @@ pub(crate) fn link_impl(
         })
         .collect();
     let destructure = if !residuals.is_empty() {
-        quote_spanned!(loc=> let (#(#outs,)* #(#residuals,)*) = __output;)
+        quote_spanned!(loc=> let (#(#elems,)* #(#residuals,)*) = __output;)
     } else if fwd.output.tuple {
-        quote_spanned!(loc=> let (#(#outs,)*) = __output;)
+        quote_spanned!(loc=> let (#(#elems,)*) = __output;)
     } else {
         quote_spanned!(loc=> let #(#outs)* = __output;)
     };
@@ -246,9 +261,9 @@ pub(crate) fn link_impl(
         forward_call.clone()
     } else {
         let skip = fwd.residuals.iter().map(|_| quote_spanned!(loc=> _));
-        let pattern = quote_spanned!(loc=> (#(#outs,)* #(#skip,)*));
+        let pattern = quote_spanned!(loc=> (#(#elems,)* #(#skip,)*));
         let value = if fwd.output.tuple {
-            quote_spanned!(loc=> (#(#outs,)*))
+            quote_spanned!(loc=> (#(#elems,)*))
         } else {
             quote_spanned!(loc=> #(#outs)*)
         };
@@ -527,7 +542,7 @@ pub(crate) fn link_impl(
         quote_spanned!(loc=> #field: #init)
     });
     let value = if fwd.output.tuple {
-        quote_spanned!(loc=> (#(#outs,)*))
+        quote_spanned!(loc=> (#(#elems,)*))
     } else {
         quote_spanned!(loc=> #(#outs)*)
     };
