@@ -47,10 +47,7 @@ fn check_snapshot(name: &str, actual: &str) {
             .lines()
             .zip(actual.lines())
             .position(|(e, a)| e != a)
-            .map_or_else(
-                || expected.lines().count().min(actual.lines().count()),
-                |i| i,
-            );
+            .unwrap_or_else(|| expected.lines().count().min(actual.lines().count()));
         panic!(
             "the expansion of `{name}` differs from {} from line {}:\n  expected: {:?}\n  actual:   {:?}\nif the change is intended, run `UPDATE_SNAPSHOTS=1 cargo test -p autograd-macros snapshots` and review the diff",
             path.display(),
