@@ -217,6 +217,76 @@
 //! # Ok::<(), autograd::Error>(())
 //! ```
 //!
+//! An `Option<&Tensor>` parameter is an optional input (PyTorch's `bias=None`): one next edge,
+//! `None` when the input is absent. The backward receives it as `Option<&Tensor>` and returns
+//! its gradient as `Option<Tensor>`. Borrowed attributes (`&[usize]`, `&str`) are copied only
+//! when a node is recorded:
+//!
+//! ```
+//! use autograd::{backward, differentiable, Result, Tensor};
+//!
+//! #[differentiable]
+//! fn shift(x: &Tensor, bias: Option<&Tensor>, dims: &[usize]) -> Result<Tensor> {
+//!     let y = x.sum_dims(dims, false)?;
+//!     match bias {
+//!         Some(b) => y.add(b),
+//!         None => Ok(y),
+//!     }
+//! }
+//!
+//! #[backward(shift)]
+//! fn shift_backward(
+//!     grad: &Tensor,
+//!     x: &Tensor,
+//!     bias: Option<&Tensor>,
+//!     dims: &[usize],
+//! ) -> Result<(Tensor, Option<Tensor>)> {
+//!     let gx = grad.reshape(&[grad.numel(), 1])?.expand(x.shape())?;
+//!     assert_eq!(dims, [1]);
+//!     Ok((gx, bias.map(|_| grad.clone())))
+//! }
+//!
+//! let x = Tensor::ones(&[2, 3], autograd::DType::F64)?.requires_grad_(true)?;
+//! let b = Tensor::from_vec(vec![10.0f64, 20.0], &[2])?.requires_grad_(true)?;
+//! let with_bias = shift(&x, Some(&b), &[1])?;
+//! assert_eq!(with_bias.to_vec::<f64>()?, [13.0, 23.0]);
+//! with_bias.sum()?.backward()?;
+//! assert_eq!(b.grad().unwrap().to_vec::<f64>()?, [1.0, 1.0]);
+//! let without = shift(&x, None, &[1])?;
+//! assert!(without.grad_fn().unwrap().next_functions()[1].is_none());
+//! # Ok::<(), autograd::Error>(())
+//! ```
+//!
+//! State computed in the forward for the backward (PyTorch's `ctx.save_for_backward` of an
+//! intermediate, or `ctx.attr = ..`) is named in `save(..)`: the body returns its output(s)
+//! followed by those residuals, the function returns the output only, and the backward names
+//! them like saved parameters:
+//!
+//! ```
+//! use autograd::{backward, differentiable, Result, Tensor};
+//!
+//! /// The largest element, remembering where it was.
+//! #[differentiable(save(argmax))]
+//! fn max_of(x: &Tensor) -> Result<(Tensor, usize)> {
+//!     let v = x.to_vec::<f64>()?;
+//!     let argmax = (0..v.len()).fold(0, |best, i| if v[i] > v[best] { i } else { best });
+//!     Ok((Tensor::scalar(v[argmax]), argmax))
+//! }
+//!
+//! #[backward(max_of)]
+//! fn max_of_backward(grad: &Tensor, x: &Tensor, argmax: usize) -> Result<Tensor> {
+//!     let mut g = vec![0.0; x.numel()];
+//!     g[argmax] = grad.item::<f64>()?;
+//!     Tensor::from_vec(g, x.shape())
+//! }
+//!
+//! let x = Tensor::from_vec(vec![1.0f64, 4.0, 2.0], &[3])?.requires_grad_(true)?;
+//! let m: Tensor = max_of(&x)?;
+//! m.backward()?;
+//! assert_eq!(x.grad().unwrap().to_vec::<f64>()?, [0.0, 1.0, 0.0]);
+//! # Ok::<(), autograd::Error>(())
+//! ```
+//!
 //! ## Derived backward: `#[differentiable(derive)]`
 //!
 //! For a straight-line body (`let`s, tensor methods, operators, scalar arithmetic, `?`, calls of

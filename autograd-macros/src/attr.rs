@@ -1,6 +1,6 @@
 //! Parsing of the attribute arguments: `#[differentiable(name = "..", once_differentiable,
-//! materialize_grads = false, non_differentiable(result_1), dirty(x), builtin, crate = "..")]`
-//! and `#[backward(path::to::forward)]`.
+//! materialize_grads = false, non_differentiable(result_1), dirty(x), save(r), builtin, crate =
+//! "..")]` and `#[backward(path::to::forward)]`.
 
 use proc_macro2::{Span, TokenTree};
 use syn::ext::IdentExt;
@@ -16,6 +16,7 @@ mod kw {
     syn::custom_keyword!(materialize_grads);
     syn::custom_keyword!(non_differentiable);
     syn::custom_keyword!(dirty);
+    syn::custom_keyword!(save);
     syn::custom_keyword!(builtin);
     syn::custom_keyword!(derive);
 }
@@ -33,6 +34,8 @@ pub(crate) struct DiffArgs {
     pub(crate) non_differentiable: Option<NameList>,
     /// `dirty(x, ..)`: inputs the forward modifies in place and returns.
     pub(crate) dirty: Option<NameList>,
+    /// `save(a, ..)`: residuals the forward returns after its outputs, for the backward only.
+    pub(crate) save: Option<NameList>,
     /// `builtin`: PyTorch's generated-node semantics (for the op library).
     pub(crate) builtin: Option<Span>,
     /// `crate = "path"`: where generated code finds the runtime (default `::autograd`).
@@ -58,6 +61,10 @@ impl DiffArgs {
 
     pub(crate) fn dirty(&self) -> &[Ident] {
         self.dirty.as_ref().map_or(&[], |l| &l.names)
+    }
+
+    pub(crate) fn save(&self) -> &[Ident] {
+        self.save.as_ref().map_or(&[], |l| &l.names)
     }
 
     pub(crate) fn builtin(&self) -> bool {
@@ -126,6 +133,10 @@ impl Parse for DiffArgs {
                 let kw: kw::dirty = input.parse()?;
                 let list = NameList::parse(input, kw.span, symbol::DIRTY)?;
                 set(&mut args.dirty, list, kw.span, symbol::DIRTY, &mut push);
+            } else if lookahead.peek(kw::save) {
+                let kw: kw::save = input.parse()?;
+                let list = NameList::parse(input, kw.span, symbol::SAVE)?;
+                set(&mut args.save, list, kw.span, symbol::SAVE, &mut push);
             } else if lookahead.peek(kw::builtin) {
                 let kw: kw::builtin = input.parse()?;
                 set(
@@ -296,6 +307,7 @@ mod tests {
             materialize_grads = false,
             non_differentiable(result_1),
             dirty(x, y),
+            save(argmax),
             builtin,
             crate = "crate::inner",
         );
@@ -306,6 +318,7 @@ mod tests {
         assert!(args.once_differentiable.is_some() && !args.materialize_grads());
         assert_eq!(args.non_differentiable.map(|l| l.names.len()), Some(1));
         assert_eq!(args.dirty.map(|l| l.names.len()), Some(2));
+        assert_eq!(args.save.map(|l| l.names.len()), Some(1));
         assert!(args.builtin.is_some());
         let krate = args.krate.expect("crate");
         assert_eq!(quote::quote!(#krate).to_string(), "crate :: inner");
@@ -327,9 +340,9 @@ mod tests {
         assert_eq!(
             errs,
             [
-                "unknown option `nmae`; expected one of `name`, `once_differentiable`, `materialize_grads`, `non_differentiable`, `dirty`, `builtin`, `derive`, `crate`",
+                "unknown option `nmae`; expected one of `name`, `once_differentiable`, `materialize_grads`, `non_differentiable`, `dirty`, `save`, `builtin`, `derive`, `crate`",
                 "duplicate option `dirty`; each option may be given once",
-                "unknown option `fast`; expected one of `name`, `once_differentiable`, `materialize_grads`, `non_differentiable`, `dirty`, `builtin`, `derive`, `crate`",
+                "unknown option `fast`; expected one of `name`, `once_differentiable`, `materialize_grads`, `non_differentiable`, `dirty`, `save`, `builtin`, `derive`, `crate`",
             ]
         );
         assert_eq!(

@@ -51,7 +51,7 @@ pub(crate) fn check(input: TokenStream) -> TokenStream {
         Err(e) => return e.into_compile_error(),
     };
     let cx = Ctxt::new();
-    let fwd = DiffFn::from_syn(&cx, &input.forward);
+    let fwd = DiffFn::from_syn_hand_written(&cx, &input.forward, args.save());
     valid::check_forward(&cx, &args, &fwd);
     if cx.is_ok() {
         let bwd = BackwardFn::from_syn(&cx, &input.backward);

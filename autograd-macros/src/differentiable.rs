@@ -29,10 +29,16 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
 fn try_expand(args: TokenStream, func: &ItemFn) -> syn::Result<TokenStream> {
     let opts: DiffArgs = syn::parse2(args.clone())?;
     if opts.derive.is_some() {
+        if let Some(save) = &opts.save {
+            return Err(syn::Error::new(
+                save.keyword,
+                "`save` is not supported with `derive`; write a `#[backward]` to use it",
+            ));
+        }
         return derive::try_expand(&opts, func);
     }
     let cx = Ctxt::new();
-    let fwd = DiffFn::from_syn(&cx, &func.sig);
+    let fwd = DiffFn::from_syn_hand_written(&cx, &func.sig, opts.save());
     valid::check_forward(&cx, &opts, &fwd);
     cx.check()?;
     Ok(expand::forward(&opts, &args, &fwd, func))

@@ -22,6 +22,14 @@ pub(crate) struct DiffFn<'a> {
     pub(crate) ident: &'a Ident,
     pub(crate) params: Vec<Param<'a>>,
     pub(crate) output: Output<'a>,
+    /// `save(a, ..)`: values the body returns after its outputs, kept for the backward only.
+    pub(crate) residuals: Vec<Residual<'a>>,
+}
+
+/// A value of `save(..)`: named in the option, typed in the return type.
+pub(crate) struct Residual<'a> {
+    pub(crate) ident: Ident,
+    pub(crate) ty: &'a Type,
 }
 
 /// A forward parameter.
@@ -29,6 +37,8 @@ pub(crate) struct Param<'a> {
     pub(crate) ident: &'a Ident,
     pub(crate) ty: &'a Type,
     pub(crate) kind: ParamKind,
+    /// `Option<&Tensor>` (kind `Tensor`): an input that may be absent, with a `None` edge then.
+    pub(crate) optional: bool,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -53,6 +63,21 @@ pub(crate) struct Output<'a> {
     pub(crate) vec: bool,
     /// One type per output tensor (for `Vec<Tensor>`, the element type).
     pub(crate) tensors: Vec<&'a Type>,
+    /// With `save(..)`: the return type of the public function, without the residuals.
+    pub(crate) public: Option<Type>,
+    /// For a tuple: per element, `Some(i)` for tensor output `i`, `None` for a non-tensor
+    /// output (an index, a count, ..), returned as is and not differentiable.
+    pub(crate) elems: Vec<Option<usize>>,
+}
+
+impl Output<'_> {
+    /// The public function's return type: the forward's, less any residuals.
+    pub(crate) fn public_return(&self) -> proc_macro2::TokenStream {
+        match (&self.public, self.original) {
+            (Some(ty), ReturnType::Type(arrow, _)) => quote::quote!(#arrow #ty),
+            _ => self.original.to_token_stream(),
+        }
+    }
 }
 
 /// A `#[backward(..)]` function.
@@ -110,12 +135,29 @@ pub(crate) enum Source {
     Param(usize),
     /// Forward output number `.0`.
     Output(usize),
+    /// Residual number `.0` of `save(..)`.
+    Residual(usize),
     /// `needs_input_grad`: which inputs need a gradient.
     NeedsInputGrad,
 }
 
 impl<'a> DiffFn<'a> {
+    /// A forward whose backward the macro derives: no optional inputs.
     pub(crate) fn from_syn(cx: &Ctxt, sig: &'a Signature) -> DiffFn<'a> {
+        DiffFn::lower(cx, sig, false, &[])
+    }
+
+    /// A forward with a hand-written backward: `Option<&Tensor>` inputs are allowed, and the
+    /// residuals named by `save(..)` follow the outputs in the return type.
+    pub(crate) fn from_syn_hand_written(
+        cx: &Ctxt,
+        sig: &'a Signature,
+        save: &[Ident],
+    ) -> DiffFn<'a> {
+        DiffFn::lower(cx, sig, true, save)
+    }
+
+    fn lower(cx: &Ctxt, sig: &'a Signature, optional_inputs: bool, save: &[Ident]) -> DiffFn<'a> {
         check_plain_fn(cx, sig, "#[differentiable]");
         let mut params = Vec::new();
         let mut inputs = 0;
@@ -143,10 +185,23 @@ impl<'a> DiffFn<'a> {
                 }
             }
             let ty = &*original.ty;
+            let mut optional = false;
             let kind = match classify_param(ty) {
                 Ok(Class::Tensor) => {
                     inputs += 1;
                     ParamKind::Tensor(inputs - 1)
+                }
+                Ok(Class::OptionalTensor) if optional_inputs => {
+                    inputs += 1;
+                    optional = true;
+                    ParamKind::Tensor(inputs - 1)
+                }
+                Ok(Class::OptionalTensor) => {
+                    cx.error_spanned_by(
+                        ty,
+                        "optional tensor inputs are not supported by `#[differentiable(derive)]`; write a `#[backward]`",
+                    );
+                    ParamKind::Attr
                 }
                 Ok(Class::Tensors) => {
                     inputs += 1;
@@ -158,7 +213,12 @@ impl<'a> DiffFn<'a> {
                     ParamKind::Attr
                 }
             };
-            params.push(Param { ident, ty, kind });
+            params.push(Param {
+                ident,
+                ty,
+                kind,
+                optional,
+            });
         }
         if inputs == 0 && cx.is_ok() {
             cx.error_at(
@@ -166,12 +226,21 @@ impl<'a> DiffFn<'a> {
                 "`#[differentiable]` function needs at least one `&Tensor` (or `&[Tensor]`) parameter: its differentiable inputs",
             );
         }
-        let output = Output::from_syn(cx, sig);
+        let (output, residual_tys) = Output::from_syn(cx, sig, save);
+        let residuals = save
+            .iter()
+            .zip(residual_tys)
+            .map(|(ident, ty)| Residual {
+                ident: ident.clone(),
+                ty,
+            })
+            .collect();
         DiffFn {
             original: sig,
             ident: &sig.ident,
             params,
             output,
+            residuals,
         }
     }
 
@@ -180,6 +249,11 @@ impl<'a> DiffFn<'a> {
         self.params
             .iter()
             .filter(|p| matches!(p.kind, ParamKind::Tensor(_) | ParamKind::Tensors(_)))
+    }
+
+    /// Whether an `Option<&Tensor>` input may be absent (its edge is then `None`).
+    pub(crate) fn has_optional(&self) -> bool {
+        self.params.iter().any(|p| p.optional)
     }
 
     /// Whether a `&[Tensor]` input makes the number of next edges dynamic.
@@ -199,9 +273,12 @@ impl<'a> DiffFn<'a> {
         self.output.tensors.len()
     }
 
-    /// `result`, or `result_0`, `result_1`, .. for tuple outputs.
+    /// `result`, or `result_0`, `result_1`, .. for tuple outputs (tensor outputs numbered among
+    /// themselves; one tensor beside non-tensor outputs is `result`).
     pub(crate) fn output_names(&self) -> Vec<String> {
-        if self.output.tuple {
+        let indexed = self.output.tuple
+            && (self.num_outputs() > 1 || self.output.elems.iter().all(Option::is_some));
+        if indexed {
             (0..self.num_outputs())
                 .map(|i| format!("{}_{i}", symbol::RESULT))
                 .collect()
@@ -218,6 +295,9 @@ impl<'a> DiffFn<'a> {
         let name = name.unraw();
         if let Some(i) = self.params.iter().position(|p| p.ident.unraw() == name) {
             return Some(Source::Param(i));
+        }
+        if let Some(k) = self.residuals.iter().position(|r| r.ident.unraw() == name) {
+            return Some(Source::Residual(k));
         }
         let name = name.to_string();
         self.output_names()
@@ -251,41 +331,38 @@ impl<'a> DiffFn<'a> {
 }
 
 impl<'a> Output<'a> {
-    fn from_syn(cx: &Ctxt, sig: &'a Signature) -> Output<'a> {
+    /// The outputs, and the types of the `save` residuals that follow them.
+    fn from_syn(cx: &Ctxt, sig: &'a Signature, save: &[Ident]) -> (Output<'a>, Vec<&'a Type>) {
         let mut output = Output {
             original: &sig.output,
             fallible: false,
             tuple: false,
             vec: false,
             tensors: Vec::new(),
+            public: None,
+            elems: Vec::new(),
         };
-        let ReturnType::Type(_, ty) = &sig.output else {
+        let ReturnType::Type(_, full) = &sig.output else {
             cx.error_at(
                 sig.paren_token.span.close(),
                 "`#[differentiable]` function must return `Tensor`, a tuple of tensors, `Vec<Tensor>`, or a `Result` of one of them",
             );
-            return output;
+            return (output, Vec::new());
         };
-        let (ty, fallible) = match result_ok_type(ty) {
+        let (ty, fallible) = match result_ok_type(full) {
             Some(ok) => (ok, true),
-            None => (&**ty, false),
+            None => (&**full, false),
         };
         output.fallible = fallible;
+        if !save.is_empty() {
+            let residuals = output.split_residuals(cx, full, ty, save);
+            return (output, residuals);
+        }
         match ty {
             Type::Tuple(tuple) if !tuple.elems.is_empty() => {
                 output.tuple = true;
-                for elem in &tuple.elems {
-                    if !is_tensor(elem) {
-                        cx.error_spanned_by(
-                            elem,
-                            format!(
-                                "every output of a `#[differentiable]` function must be `Tensor`, found `{}`",
-                                type_string(elem)
-                            ),
-                        );
-                    }
-                    output.tensors.push(elem);
-                }
+                let elems: Vec<&'a Type> = tuple.elems.iter().collect();
+                output.tuple_outputs(cx, ty, &elems);
             }
             ty if is_tensor(ty) => output.tensors.push(ty),
             ty if vec_inner(ty).is_some_and(is_tensor) => {
@@ -300,7 +377,114 @@ impl<'a> Output<'a> {
                 ),
             ),
         }
-        output
+        (output, Vec::new())
+    }
+
+    /// With `save(r, ..)`: `ty` is `(outputs.., residuals..)`; the outputs are tensors (one, or
+    /// several as a tuple), the residuals anything. Sets `public` to the type without them.
+    fn split_residuals(
+        &mut self,
+        cx: &Ctxt,
+        full: &Type,
+        ty: &'a Type,
+        save: &[Ident],
+    ) -> Vec<&'a Type> {
+        let k = save.len();
+        let elems: Vec<&'a Type> = match ty {
+            Type::Tuple(t) => t.elems.iter().collect(),
+            _ => Vec::new(),
+        };
+        if elems.len() <= k {
+            let names = save
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join(", ");
+            cx.error_spanned_by(
+                ty,
+                format!(
+                    "with `save({names})` the function returns its outputs, then the residuals: `(Tensor, {})`, found `{}`",
+                    save.iter().map(|_| "_").collect::<Vec<_>>().join(", "),
+                    type_string(ty)
+                ),
+            );
+            return Vec::new();
+        }
+        let (outputs, residuals) = elems.split_at(elems.len() - k);
+        self.tuple = outputs.len() > 1;
+        if self.tuple {
+            self.tuple_outputs(cx, ty, outputs);
+        } else if is_tensor(outputs[0]) {
+            self.tensors.push(outputs[0]);
+        } else {
+            cx.error_spanned_by(
+                outputs[0],
+                format!(
+                    "the output of a `#[differentiable]` function must be `Tensor` (the residuals of `save(..)` come last), found `{}`",
+                    type_string(outputs[0])
+                ),
+            );
+        }
+        let public: Type = if self.tuple {
+            let elems = outputs.iter();
+            syn::parse_quote!((#(#elems),*))
+        } else {
+            outputs[0].clone()
+        };
+        self.public = Some(if self.fallible {
+            let mut full = full.clone();
+            if let Some(arg) = first_generic_arg_mut(&mut full) {
+                *arg = public;
+            }
+            full
+        } else {
+            public
+        });
+        residuals.to_vec()
+    }
+}
+
+impl<'a> Output<'a> {
+    /// The elements of a tuple output: tensors are the node's outputs; any other type is a
+    /// non-differentiable output, returned as is (a tensor inside one is an error).
+    fn tuple_outputs(&mut self, cx: &Ctxt, tuple: &Type, elems: &[&'a Type]) {
+        for elem in elems {
+            if is_tensor(elem) {
+                self.elems.push(Some(self.tensors.len()));
+                self.tensors.push(elem);
+            } else if vec_inner(elem).is_some_and(is_tensor)
+                || option_inner(elem).is_some_and(is_tensor)
+            {
+                cx.error_spanned_by(
+                    elem,
+                    format!(
+                        "`{}` in a tuple of outputs would not be differentiable: return each tensor as an output of its own (`Vec<Tensor>` only as the whole output)",
+                        type_string(elem)
+                    ),
+                );
+                self.elems.push(None);
+            } else {
+                self.elems.push(None);
+            }
+        }
+        if self.tensors.is_empty() {
+            cx.error_spanned_by(
+                tuple,
+                "a `#[differentiable]` function returns at least one `Tensor`; the other outputs are not differentiable",
+            );
+        }
+    }
+}
+
+/// The first generic argument of `Result<T, ..>`, to replace `T`.
+fn first_generic_arg_mut(ty: &mut Type) -> Option<&mut Type> {
+    let Type::Path(p) = ty else { return None };
+    let PathArguments::AngleBracketed(args) = &mut p.path.segments.last_mut()?.arguments else {
+        return None;
+    };
+    match args.args.first_mut()? {
+        GenericArgument::Type(t) => Some(t),
+        _ => None,
     }
 }
 
@@ -447,6 +631,8 @@ enum Class {
     Tensor,
     /// `&[Tensor]`.
     Tensors,
+    /// `Option<&Tensor>`.
+    OptionalTensor,
     /// Anything else.
     Attr,
 }
@@ -465,8 +651,9 @@ fn classify_param(ty: &Type) -> Result<Class, String> {
         ty if vec_inner(ty).is_some_and(is_tensor) => Err("a list of tensor inputs is taken as a slice: write `&[Tensor]`".into()),
         ty if is_tensor(ty) => Err("tensor inputs are taken by reference: write `&Tensor`".into()),
         Type::ImplTrait(_) => Err("`impl Trait` parameters are not supported by `#[differentiable]`; name a concrete type".into()),
+        ty if option_inner(ty).is_some_and(is_tensor_ref) => Ok(Class::OptionalTensor),
         ty if option_inner(ty).is_some_and(|inner| matches!(inner, Type::Reference(r) if is_tensor(&r.elem))) => {
-            Err("optional tensor inputs are not supported by `#[differentiable]`; take `&Tensor`".into())
+            Err("`Option<&mut Tensor>` parameters are not supported; an optional input is `Option<&Tensor>`".into())
         }
         _ => Ok(Class::Attr),
     }

@@ -53,14 +53,23 @@ use proc_macro::TokenStream;
 ///   `unsafe`, `extern` or variadic. Parameters are plain identifiers.
 /// * `&Tensor` parameters are the differentiable inputs (at least one), and so is each tensor of
 ///   a `&[Tensor]` parameter (one next edge per tensor, in order: `cat`, `stack`). Every other
-///   parameter is an *attribute*: saved by value (cloned before the forward runs, so it must be
-///   `Clone + Send + Sync + 'static`) if the backward names it. `Tensor`, `&mut Tensor`,
-///   `Vec<Tensor>` and `Option<&Tensor>` parameters are rejected.
+///   parameter is an *attribute*, saved if the backward names it: cloned before the forward
+///   runs, and only when a node is recorded. A borrowed attribute `&X` (`&[usize]`, `&str`) is
+///   saved as `X::to_owned()` (`Vec<usize>`, `String`); `&'static X` as it is. The saved type
+///   must be `Clone + Send + Sync + 'static`: rustc checks that, with its error on the
+///   attribute's type. An `Option<&Tensor>` parameter is an *optional input* (an optional bias):
+///   one next edge, `None` when it is absent. `Tensor`, `&mut Tensor` and `Vec<Tensor>`
+///   parameters are rejected.
 /// * Parameter names `grad`, `grad_*`, `result`, `result_*` and `needs_input_grad` are reserved
 ///   for the backward.
 /// * It returns `Tensor`, a tuple of tensors (several outputs), `Vec<Tensor>` (any number of
 ///   outputs, decided at run time: `split`, `chunk`), or a `Result` of one of them (any
 ///   `Result<T>` or `Result<T, E>`; an `Err` reaches the caller and nothing is recorded).
+///   A tuple may mix in outputs that are not tensors (`(Tensor, Vec<usize>)`: `max_dim`'s
+///   indices): they are returned as they are and are not differentiable, so they take no
+///   gradient parameter and no `result_*` name; the tensor outputs are numbered among
+///   themselves, and a single one is `grad` / `result`. A tensor inside such an output
+///   (`Vec<Tensor>`, `Option<Tensor>`) is an error.
 /// * It has exactly one `#[backward]`; a missing or second one is a compile error.
 /// * An output that is one of the inputs (returned as is), a tensor that already requires grad, or
 ///   the same tensor as an earlier output is replaced by a detached alias (same storage and
@@ -217,13 +226,18 @@ pub fn differentiable(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   `Option<&Tensor>` when the forward has `materialize_grads = false`. A `Vec<Tensor>` forward
 ///   has one, `grad: &[Tensor]` (`&[Option<Tensor>]` without materialisation), with one
 ///   gradient per output.
-/// * **Then anything it needs, by name**: a forward parameter (same type as in the forward; an
-///   attribute may also be taken as `&T`, or as `&[T]` for a `Vec<T>` and `&str` for a
-///   `String`), or a forward output: `result` (one output, or all of a `Vec<Tensor>` forward as
-///   `&[Tensor]`) or `result_0`, `result_1`, .. Only what is named is saved: tensor inputs with
+/// * **Then anything it needs, by name**: a forward parameter, a residual of `save(..)`, or a
+///   forward output: `result`
+///   (one output, or all of a `Vec<Tensor>` forward as `&[Tensor]`) or `result_0`, `result_1`,
+///   .. A tensor is `&Tensor` as in the forward (an optional input `Option<&Tensor>`, `None`
+///   when it was absent). An attribute is received as the backward's
+///   parameter type says: a reference type borrows the saved value (`&T`; `&[T]` for a
+///   `Vec<T>` or a `&[T]`; `&str` for a `String` or a `&str`), any other type receives a clone.
+///   rustc checks that type (an alias, or `std::vec::Vec<T>` for `Vec<T>`, is fine), with its
+///   error on the backward's parameter type. Only what is named is saved: tensor inputs with
 ///   `SavedTensor::input` (version-checked when unpacked, so an in-place change after the
 ///   forward is reported), outputs with `SavedTensor::output` (no reference cycle), attributes
-///   by value. An attribute whose type borrows cannot be saved.
+///   by value.
 /// * **What PyTorch's `derivatives.yaml` formulas use** is available too:
 ///
 ///   | backward parameter | receives |
@@ -235,14 +249,17 @@ pub fn differentiable(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   | `xs: &[Tensor]` | a `&[Tensor]` input, each tensor saved |
 ///
 /// * **It returns one gradient per tensor input**, in order: `Tensor` or `Option<Tensor>`
-///   (`None`: no gradient, which stays undefined), `Vec<Tensor>` or `Vec<Option<Tensor>>` (one
+///   (`None`: no gradient, which stays undefined; an optional input's is `Option<Tensor>`), `Vec<Tensor>` or `Vec<Option<Tensor>>` (one
 ///   per tensor) for a `&[Tensor]` input, a tuple for several, optionally in a `Result` whose
-///   error converts into `autograd::Error` (an `Err` stops the backward pass and reaches the
-///   caller of `backward()` unchanged; a panic becomes `Error::Panic`).
+///   error converts into `autograd::Error` (rustc checks that, on the return type; an `Err`
+///   stops the backward pass and reaches the caller of `backward()` unchanged; a panic becomes
+///   `Error::Panic`).
 /// * It runs with grad mode = `create_graph`, so a backward written with tensor ops is itself
 ///   differentiable (double backward), unless the forward is `once_differentiable`.
-/// * The types of the forward's parameters must resolve where the backward is (put it in the
-///   same module, or import them).
+/// * The forward's parameter and return types resolve where the forward is (through hidden
+///   type aliases beside it), the backward's own types where the backward is: a backward in
+///   another module imports only what it names itself.
+/// * The generated code's locals are hygienic: no parameter name collides with them.
 ///
 /// ```text
 /// #[differentiable]

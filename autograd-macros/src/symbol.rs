@@ -14,17 +14,19 @@ pub(crate) const ONCE_DIFFERENTIABLE: Symbol = Symbol("once_differentiable");
 pub(crate) const MATERIALIZE_GRADS: Symbol = Symbol("materialize_grads");
 pub(crate) const NON_DIFFERENTIABLE: Symbol = Symbol("non_differentiable");
 pub(crate) const DIRTY: Symbol = Symbol("dirty");
+pub(crate) const SAVE: Symbol = Symbol("save");
 pub(crate) const CRATE: Symbol = Symbol("crate");
 pub(crate) const BUILTIN: Symbol = Symbol("builtin");
 pub(crate) const DERIVE: Symbol = Symbol("derive");
 
 /// Every option of `#[differentiable(..)]`, in the order the docs list them.
-pub(crate) const OPTIONS: [Symbol; 8] = [
+pub(crate) const OPTIONS: [Symbol; 9] = [
     NAME,
     ONCE_DIFFERENTIABLE,
     MATERIALIZE_GRADS,
     NON_DIFFERENTIABLE,
     DIRTY,
+    SAVE,
     BUILTIN,
     DERIVE,
     CRATE,

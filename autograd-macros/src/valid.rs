@@ -1,8 +1,8 @@
 //! Rules that relate parts of the DSL to each other: options against the forward's parameters and
 //! outputs, and a backward against its forward (gradient counts, names and types).
 
-use syn::visit::Visit;
-use syn::{Ident, Type};
+use syn::ext::IdentExt;
+use syn::Ident;
 
 use crate::attr::{backticked, DiffArgs};
 use crate::ctxt::Ctxt;
@@ -35,7 +35,7 @@ pub(crate) fn check_forward(cx: &Ctxt, args: &DiffArgs, fwd: &DiffFn<'_>) {
     let single_inputs = || {
         fwd.params
             .iter()
-            .filter(|p| matches!(p.kind, ParamKind::Tensor(_)))
+            .filter(|p| matches!(p.kind, ParamKind::Tensor(_)) && !p.optional)
     };
     for name in args.dirty() {
         let is_input = single_inputs().any(|p| *p.ident == *name);
@@ -50,6 +50,24 @@ pub(crate) fn check_forward(cx: &Ctxt, args: &DiffArgs, fwd: &DiffFn<'_>) {
             );
         }
         duplicate(cx, &mut seen, name, symbol::DIRTY.as_str());
+    }
+    let mut seen: Vec<&Ident> = Vec::new();
+    for name in args.save() {
+        let taken = fwd.params.iter().any(|p| p.ident.unraw() == name.unraw())
+            || [symbol::GRAD, symbol::RESULT]
+                .iter()
+                .any(|reserved| reserved.is_prefix_of(name))
+            || *name == symbol::NEEDS_INPUT_GRAD;
+        if taken {
+            cx.error_spanned_by(
+                name,
+                format!(
+                    "`{name}` is already a name in a backward of `{}` (a parameter, or reserved: `grad*`, `result*`, `needs_input_grad`); name the residual differently",
+                    fwd.name()
+                ),
+            );
+        }
+        duplicate(cx, &mut seen, name, symbol::SAVE.as_str());
     }
     if fwd.output.vec {
         for (list, option) in [
@@ -213,7 +231,8 @@ fn check_saved_params(cx: &Ctxt, args: &DiffArgs, fwd: &DiffFn<'_>, bwd: &Backwa
                 .params
                 .iter()
                 .map(|p| p.ident.to_string())
-                .chain(fwd.output_names());
+                .chain(fwd.output_names())
+                .chain(fwd.residuals.iter().map(|r| r.ident.to_string()));
             cx.error_spanned_by(
                 p.ident,
                 format!(
@@ -269,9 +288,24 @@ fn check_saved_params(cx: &Ctxt, args: &DiffArgs, fwd: &DiffFn<'_>, bwd: &Backwa
                 }
             }
             Source::Output(_) => check_tensor_type(cx, fwd, p, false),
+            // Like an attribute, a residual's type is rustc's to check (spanned assertions).
+            Source::Residual(_) => {}
             Source::Param(i) => {
                 let fp = &fwd.params[i];
                 match fp.kind {
+                    ParamKind::Tensor(_) if fp.optional => {
+                        if !is_option_tensor_ref(p.ty) {
+                            cx.error_spanned_by(
+                                p.ty,
+                                format!(
+                                    "`{}` is an optional input of `{}`, so the backward receives it as `Option<&Tensor>` (`None` when absent), found `{}`",
+                                    p.ident,
+                                    fwd.name(),
+                                    type_string(p.ty)
+                                ),
+                            );
+                        }
+                    }
                     ParamKind::Tensor(_) => check_tensor_type(cx, fwd, p, true),
                     ParamKind::Tensors(_) => {
                         if !is_tensor_slice_ref(p.ty)
@@ -282,22 +316,12 @@ fn check_saved_params(cx: &Ctxt, args: &DiffArgs, fwd: &DiffFn<'_>, bwd: &Backwa
                             );
                         }
                     }
-                    ParamKind::Attr => {
-                        if borrows(fp.ty) {
-                            cx.error_spanned_by(
-                                p.ident,
-                                format!(
-                                    "`{}` cannot be saved for the backward pass: its type `{}` in `{}` borrows; make that parameter an owned type",
-                                    p.ident,
-                                    type_string(fp.ty),
-                                    fwd.name()
-                                ),
-                            );
-                        } else if attr_access(fp.ty, p.ty).is_none() {
-                            let t = type_string(fp.ty);
-                            mismatch(format!("`{t}` (or `&{t}`)"));
-                        }
-                    }
+                    // An attribute's type is rustc's to check, through spanned assertions in
+                    // the expansion: that the node can own it (`Clone + Send + Sync + 'static`,
+                    // on the forward's type) and that the backward receives it as it asks (on
+                    // the backward's type). Comparing tokens here would reject aliases and
+                    // paths (`std::vec::Vec<T>` for `Vec<T>`).
+                    ParamKind::Attr => {}
                 }
             }
         }
@@ -350,7 +374,7 @@ fn check_param_attrs(
     let single_tensor = match source {
         Source::Param(i) => matches!(fwd.params[i].kind, ParamKind::Tensor(_)),
         Source::Output(_) => !fwd.output.vec,
-        Source::NeedsInputGrad => false,
+        Source::NeedsInputGrad | Source::Residual(_) => false,
     };
     if let Some(needed) = &p.needed_for {
         if !single_tensor {
@@ -391,45 +415,6 @@ fn check_param_attrs(
             );
         }
     }
-}
-
-/// How a backward receives a saved attribute of forward type `forward`: `Some(false)` by value
-/// (a clone), `Some(true)` by reference (`&T`, or through `Deref`: `&[T]` for `Vec<T>`, `&str`
-/// for `String`), `None` if `backward` fits neither.
-pub(crate) fn attr_access(forward: &Type, backward: &Type) -> Option<bool> {
-    if backward == forward {
-        return Some(false);
-    }
-    let Type::Reference(r) = backward else {
-        return None;
-    };
-    if r.mutability.is_some() || r.lifetime.is_some() {
-        return None;
-    }
-    let derefs_to = match &*r.elem {
-        Type::Slice(s) => ir::vec_inner(forward).is_some_and(|t| *t == *s.elem),
-        Type::Path(p) if p.path.is_ident("str") => {
-            matches!(forward, Type::Path(f) if f.qself.is_none() && f.path.is_ident("String"))
-        }
-        elem => *elem == *forward,
-    };
-    derefs_to.then_some(true)
-}
-
-/// The type holds a reference or a lifetime, so a node cannot own it.
-fn borrows(ty: &Type) -> bool {
-    struct Finder(bool);
-    impl<'ast> Visit<'ast> for Finder {
-        fn visit_type_reference(&mut self, _: &'ast syn::TypeReference) {
-            self.0 = true;
-        }
-        fn visit_lifetime(&mut self, _: &'ast syn::Lifetime) {
-            self.0 = true;
-        }
-    }
-    let mut f = Finder(false);
-    f.visit_type(ty);
-    f.0
 }
 
 fn check_return(cx: &Ctxt, fwd: &DiffFn<'_>, bwd: &BackwardFn<'_>) {
@@ -479,6 +464,19 @@ fn check_return(cx: &Ctxt, fwd: &DiffFn<'_>, bwd: &BackwardFn<'_>) {
     }
     for ((ty, kind), input) in bwd.output.grads.iter().zip(&inputs) {
         let slice = matches!(input.kind, ParamKind::Tensors(_));
+        if input.optional {
+            if *kind != GradType::OptionTensor {
+                cx.error_spanned_by(
+                    ty,
+                    format!(
+                        "the gradient for optional input `{}` must be `Option<Tensor>` (`None` when it is absent), found `{}`",
+                        input.ident,
+                        type_string(ty)
+                    ),
+                );
+            }
+            continue;
+        }
         let fits = match kind {
             GradType::Tensor | GradType::OptionTensor => !slice,
             GradType::VecTensor | GradType::VecOptionTensor => slice,

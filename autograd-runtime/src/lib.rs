@@ -70,7 +70,7 @@ pub use autograd_macros::__check_backward;
 /// Items used by code that `#[differentiable]` and `#[backward]` generate. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::graph::function::{next_edges, record_node};
+    pub use crate::graph::function::{next_edges, next_edges_opt, record_node};
     pub use crate::graph::{Backward, FunctionNode, GradVec, InputMetadata};
     pub use crate::ops::{
         accumulate, check_inplace, keep, keep_ref, needing_grad, Binary, DerivativeRules, Read,
@@ -78,6 +78,12 @@ pub mod __private {
     };
     pub use crate::tensor::dtype::{Buffer, ElemVec};
     pub use smallvec;
+
+    /// Compiles only for a type a node can own as a saved attribute: the node clones it into
+    /// the backward and may run on another thread. Called (in a constant, so at no run-time
+    /// cost) with each saved attribute's type, spanned on that type, so that rustc's error
+    /// names it.
+    pub const fn assert_attribute<T: Clone + Send + Sync + 'static>() {}
 
     /// Implemented (by `#[backward(f)]`) for the marker type `#[differentiable] fn f` emits, so
     /// that a forward without a backward, or with two, is a compile error.

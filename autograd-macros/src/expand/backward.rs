@@ -7,7 +7,10 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::{FnArg, Ident, ItemFn, Path, Signature};
 
-use super::{node::node, sibling, slots, Attrs, Names, Slot, SlotKind};
+use super::{
+    borrowed_target, node::node, output_type, param_type, residual_type, sibling, slots, Attrs,
+    Names, Slot, SlotKind,
+};
 use crate::attr::{BackwardArgs, DiffArgs};
 use crate::ir::{is_param_attr, BackwardFn, DiffFn, Param, ParamKind};
 
@@ -45,7 +48,9 @@ struct Linked {
     /// The backward's `path` token: where errors about the impl (two backwards) point. The
     /// whole impl carries it, since rustc joins an item's first and last token for its span.
     span: Span,
-    /// Where every other generated token points: the same place, with call-site hygiene.
+    /// Where every other generated token points: the same place, with mixed-site hygiene, so
+    /// that generated locals (`__edges`, `__output`, ..) never capture or shadow a user's
+    /// parameter of the same name.
     loc: Span,
     marker: Path,
     link: Path,
@@ -62,7 +67,7 @@ impl Linked {
         let names = Names::of(last);
         Linked {
             span: last.span(),
-            loc: Span::call_site().located_at(last.span()),
+            loc: Span::mixed_site().located_at(last.span()),
             marker: sibling(fwd_path, &names.marker),
             link: sibling(fwd_path, &names.link),
             forward_fn: sibling(fwd_path, &names.forward_fn),
@@ -70,10 +75,11 @@ impl Linked {
     }
 }
 
-/// The forward's parameter list and call arguments, as the link trait declares them.
-fn params<'a>(fwd: &DiffFn<'a>) -> (TokenStream, Vec<&'a Ident>) {
+/// The forward's parameter list and call arguments, as the link trait declares them, with the
+/// types named through the aliases beside the forward (so they resolve where the forward is).
+fn params<'a>(fwd_path: &Path, fwd: &DiffFn<'a>) -> (TokenStream, Vec<&'a Ident>) {
     let idents: Vec<&Ident> = fwd.params.iter().map(|p| p.ident).collect();
-    let tys = fwd.params.iter().map(|p| p.ty);
+    let tys = (0..fwd.params.len()).map(|i| param_type(fwd_path, fwd, i, false));
     (quote!(#(#idents: #tys),*), idents)
 }
 
@@ -113,23 +119,41 @@ fn needed_locals(loc: Span, fwd: &DiffFn<'_>, slots: &[Slot<'_>]) -> TokenStream
 
 /// The tensor inputs as a `&[&Tensor]` expression (one entry per next edge), and the statement
 /// that builds it when `&[Tensor]` inputs make it dynamic.
+/// With `Option<&Tensor>` inputs, the list is of `Option<&Tensor>` (for `next_edges_opt`).
 fn input_list(loc: Span, krate: &Path, fwd: &DiffFn<'_>) -> (TokenStream, TokenStream) {
-    let inputs = fwd.tensor_inputs().map(|p| p.ident);
+    let optional = fwd.has_optional();
+    let item = |p: &Param<'_>| {
+        let ident = p.ident;
+        if optional && !p.optional {
+            quote_spanned!(loc=> ::core::option::Option::Some(#ident))
+        } else {
+            quote_spanned!(loc=> #ident)
+        }
+    };
     if !fwd.has_slices() {
+        let inputs = fwd.tensor_inputs().map(item);
         return (quote_spanned!(loc=> &[#(#inputs),*]), TokenStream::new());
     }
     let pushes = fwd.tensor_inputs().map(|p| {
         let ident = p.ident;
-        if matches!(p.kind, ParamKind::Tensors(_)) {
+        if matches!(p.kind, ParamKind::Tensors(_)) && optional {
+            quote_spanned!(loc=> __inputs.extend(#ident.iter().map(::core::option::Option::Some));)
+        } else if matches!(p.kind, ParamKind::Tensors(_)) {
             quote_spanned!(loc=> __inputs.extend(#ident.iter());)
         } else {
-            quote_spanned!(loc=> __inputs.push(#ident);)
+            let item = item(p);
+            quote_spanned!(loc=> __inputs.push(#item);)
         }
     });
+    let elem = if optional {
+        quote_spanned!(loc=> ::core::option::Option<&#krate::Tensor>)
+    } else {
+        quote_spanned!(loc=> &#krate::Tensor)
+    };
     (
         quote_spanned!(loc=> &__inputs),
         quote_spanned! {loc=>
-            let mut __inputs: ::std::vec::Vec<&#krate::Tensor> = ::std::vec::Vec::new();
+            let mut __inputs: ::std::vec::Vec<#elem> = ::std::vec::Vec::new();
             #(#pushes)*
         },
     )
@@ -152,18 +176,23 @@ pub(crate) fn link_impl(
         link,
         forward_fn,
     } = Linked::new(fwd_path);
-    let slots = slots(args, fwd, bwd);
-    let node = node(loc, &krate, args, fwd, bwd, &slots);
+    let slots = slots(loc, args, fwd, bwd);
+    let node = node(loc, &krate, args, fwd, fwd_path, bwd, &slots);
 
-    let (params, idents) = params(fwd);
-    let ret = fwd.output.original;
+    let (params, idents) = params(fwd_path, fwd);
+    let ret = output_type(fwd_path, fwd);
     let (input_refs, build_inputs) = input_list(loc, &krate, fwd);
     let needed = needed_locals(loc, fwd, &slots);
 
     let attr_clones = slots.iter().filter_map(|s| match s.kind {
-        SlotKind::Attr { ident, .. } => {
+        SlotKind::Attr { ident, ty, .. } => {
             let local = format_ident!("{}_attr", s.field);
-            Some(quote_spanned!(loc=> let #local = ::core::clone::Clone::clone(&#ident);))
+            Some(match borrowed_target(ty) {
+                Some(_) => {
+                    quote_spanned!(loc=> let #local = ::std::borrow::ToOwned::to_owned(#ident);)
+                }
+                None => quote_spanned!(loc=> let #local = ::core::clone::Clone::clone(&#ident);),
+            })
         }
         _ => None,
     });
@@ -187,12 +216,62 @@ pub(crate) fn link_impl(
         }
     });
     let outs: Vec<Ident> = (0..fwd.num_outputs())
-        .map(|i| format_ident!("__out{}", i))
+        .map(|i| format_ident!("__out{}", i, span = loc))
         .collect();
-    let destructure = if fwd.output.tuple {
-        quote_spanned!(loc=> let (#(#outs,)*) = __output;)
+    // The elements of the value the public function returns: the tensor outputs, and (in a
+    // tuple) the non-tensor outputs beside them, returned as they are.
+    let elems: Vec<Ident> = if fwd.output.tuple {
+        fwd.output
+            .elems
+            .iter()
+            .enumerate()
+            .map(|(pos, e)| match e {
+                Some(i) => outs[*i].clone(),
+                None => format_ident!("__other{}", pos, span = loc),
+            })
+            .collect()
+    } else {
+        outs.clone()
+    };
+    // The residuals of `save(..)` the backward names are moved into the node; the others are
+    // dropped here.
+    let residuals: Vec<TokenStream> = (0..fwd.residuals.len())
+        .map(|k| {
+            let saved = slots
+                .iter()
+                .any(|s| matches!(s.kind, SlotKind::Residual { index, .. } if index == k));
+            if saved {
+                let r = format_ident!("__res{}", k, span = loc);
+                quote_spanned!(loc=> #r)
+            } else {
+                quote_spanned!(loc=> _)
+            }
+        })
+        .collect();
+    let destructure = if !residuals.is_empty() {
+        quote_spanned!(loc=> let (#(#elems,)* #(#residuals,)*) = __output;)
+    } else if fwd.output.tuple {
+        quote_spanned!(loc=> let (#(#elems,)*) = __output;)
     } else {
         quote_spanned!(loc=> let #(#outs)* = __output;)
+    };
+    // Without a node, the forward's value less its residuals.
+    let forward_call = quote_spanned!(loc=> #forward_fn(#(#idents),*));
+    let unrecorded = if fwd.residuals.is_empty() {
+        forward_call.clone()
+    } else {
+        let skip = fwd.residuals.iter().map(|_| quote_spanned!(loc=> _));
+        let pattern = quote_spanned!(loc=> (#(#elems,)* #(#skip,)*));
+        let value = if fwd.output.tuple {
+            quote_spanned!(loc=> (#(#elems,)*))
+        } else {
+            quote_spanned!(loc=> #(#outs)*)
+        };
+        if fwd.output.fallible {
+            quote_spanned!(loc=> ::core::result::Result::map(#forward_call, |#pattern| #value))
+        } else {
+            quote_spanned!(loc=> { let #pattern = #forward_call; #value })
+        }
     };
 
     // B35: a dirty input must come back as an output (the same handle), may not be a leaf that
@@ -204,13 +283,15 @@ pub(crate) fn link_impl(
         .dirty()
         .iter()
         .filter_map(|d| fwd.tensor_inputs().find(|p| *p.ident == *d))
-        .map(|p| (p, format_ident!("__dirty_{}", p.ident.unraw())))
+        .map(|p| (p, format_ident!("__dirty_{}", p.ident.unraw(), span = loc)))
         .collect();
     let dirty_prechecks = dirty.iter().filter(|_| builtin).map(|(input, _)| {
         let ident = input.ident;
         let others = fwd.tensor_inputs().filter(|p| p.ident != ident).map(|p| {
             let other = p.ident;
-            if matches!(p.kind, ParamKind::Tensors(_)) {
+            if p.optional {
+                quote_spanned!(loc=> || #other.is_some_and(#krate::Tensor::requires_grad))
+            } else if matches!(p.kind, ParamKind::Tensors(_)) {
                 quote_spanned!(loc=> || #other.iter().any(#krate::Tensor::requires_grad))
             } else {
                 quote_spanned!(loc=> || #other.requires_grad())
@@ -275,7 +356,12 @@ pub(crate) fn link_impl(
     // forward returns new tensors by contract: that is only asserted, in debug builds.
     let inputs: Vec<&Ident> = fwd
         .tensor_inputs()
-        .filter(|p| matches!(p.kind, ParamKind::Tensor(_)))
+        .filter(|p| matches!(p.kind, ParamKind::Tensor(_)) && !p.optional)
+        .map(|p| p.ident)
+        .collect();
+    let optional_inputs: Vec<&Ident> = fwd
+        .tensor_inputs()
+        .filter(|p| p.optional)
         .map(|p| p.ident)
         .collect();
     let slice_inputs: Vec<&Ident> = fwd
@@ -286,6 +372,7 @@ pub(crate) fn link_impl(
     let is_input = |t: TokenStream| {
         quote_spanned! {loc=>
             false #(|| #inputs.is_same(#t))*
+                #(|| #optional_inputs.is_some_and(|__i| __i.is_same(#t)))*
                 #(|| #slice_inputs.iter().any(|__i| __i.is_same(#t)))*
         }
     };
@@ -399,9 +486,12 @@ pub(crate) fn link_impl(
                     quote_spanned!(loc=> #saved::input(&#local))
                 }
             }
+            SlotKind::Input { ident, optional: true, .. } => {
+                quote_spanned!(loc=> ::core::option::Option::map(#ident, #saved::input))
+            }
             SlotKind::Input { ident, dirty: false, .. } => quote_spanned!(loc=> #saved::input(#ident)),
             SlotKind::Input { ident, dirty: true, .. } => {
-                let pos = format_ident!("__dirty_{}", ident.unraw());
+                let pos = format_ident!("__dirty_{}", ident.unraw(), span = loc);
                 quote_spanned!(loc=> #saved::output(#ident, ::core::clone::Clone::clone(__weak), #pos))
             }
             SlotKind::Metadata { ident, slice: false } => {
@@ -413,6 +503,10 @@ pub(crate) fn link_impl(
             SlotKind::Attr { .. } => {
                 let local = format_ident!("{}_attr", s.field);
                 quote_spanned!(loc=> #local)
+            }
+            SlotKind::Residual { index, .. } => {
+                let r = format_ident!("__res{}", index, span = loc);
+                quote_spanned!(loc=> #r)
             }
             SlotKind::Output { vec: true, .. } => {
                 let out = &outs[0];
@@ -430,8 +524,14 @@ pub(crate) fn link_impl(
             }
             SlotKind::NeedsInputGrad { .. } => unreachable!("invariant: filtered by has_field"),
         };
-        // `#[needed_for]`: saved only when needed (the originals are already optional).
+        // `#[needed_for]`: saved only when needed (the originals and optional inputs are
+        // already `Option`s).
         let init = match (s.needed_local(), &s.kind) {
+            (Some(needed), SlotKind::Input { optional: true, .. }) => {
+                quote_spanned! {loc=>
+                    if #needed { #init } else { ::core::option::Option::None }
+                }
+            }
             (Some(needed), kind) if !matches!(kind, SlotKind::Input { original: true, .. }) => {
                 quote_spanned! {loc=>
                     if #needed { ::core::option::Option::Some(#init) } else { ::core::option::Option::None }
@@ -442,7 +542,7 @@ pub(crate) fn link_impl(
         quote_spanned!(loc=> #field: #init)
     });
     let value = if fwd.output.tuple {
-        quote_spanned!(loc=> (#(#outs,)*))
+        quote_spanned!(loc=> (#(#elems,)*))
     } else {
         quote_spanned!(loc=> #(#outs)*)
     };
@@ -456,19 +556,24 @@ pub(crate) fn link_impl(
     // autograd too). With grad mode already off, as in a backward pass without `create_graph`,
     // it is called directly.
     let no_grad = quote_spanned!(loc=> let _no_grad = #krate::no_grad(););
+    let next_edges = if fwd.has_optional() {
+        format_ident!("next_edges_opt", span = loc)
+    } else {
+        format_ident!("next_edges", span = loc)
+    };
     let call = quote_spanned! {loc=>
                 fn call(#params) #ret {
                     #(#dirty_prechecks)*
                     if !#krate::is_grad_enabled() {
                         // Recording is off already (a backward pass without `create_graph`).
-                        return #forward_fn(#(#idents),*);
+                        return #unrecorded;
                     }
                     #build_inputs
                     let ::core::option::Option::Some(__edges) =
-                        #krate::__private::next_edges(#input_refs)
+                        #krate::__private::#next_edges(#input_refs)
                     else {
                         #no_grad
-                        return #forward_fn(#(#idents),*);
+                        return #unrecorded;
                     };
                     #needed
                     #(#originals)*
@@ -491,11 +596,38 @@ pub(crate) fn link_impl(
                     #value
                 }
     };
+    // Each saved attribute is owned by the node, which the engine may run on another thread:
+    // rustc checks that on the attribute's type as the forward writes it.
+    let attr_asserts = slots.iter().filter_map(|s| match s.kind {
+        SlotKind::Attr { ty, index, .. } => {
+            let at = Span::mixed_site().located_at(syn::spanned::Spanned::span(ty));
+            Some(match borrowed_target(ty) {
+                Some(_) => {
+                    let x = param_type(fwd_path, fwd, index, true);
+                    quote_spanned!(at=>
+                        #krate::__private::assert_attribute::<<#x as ::std::borrow::ToOwned>::Owned>();
+                    )
+                }
+                None => {
+                    let ty = param_type(fwd_path, fwd, index, false);
+                    quote_spanned!(at=> #krate::__private::assert_attribute::<#ty>();)
+                }
+            })
+        }
+        SlotKind::Residual { index, .. } => {
+            let ty = fwd.residuals[index].ty;
+            let at = Span::mixed_site().located_at(syn::spanned::Spanned::span(ty));
+            let ty = residual_type(fwd_path, fwd, index);
+            Some(quote_spanned!(at=> #krate::__private::assert_attribute::<#ty>();))
+        }
+        _ => None,
+    });
     let rule = super::rule::eligible(args, fwd)
-        .then(|| super::rule::impl_items(loc, &krate, fwd, bwd, &slots));
+        .then(|| super::rule::impl_items(loc, &krate, fwd_path, fwd, bwd, &slots));
     let impl_link = impl_link(span, &link, &marker, quote_spanned!(loc=> #call #rule));
     quote_spanned! {loc=>
         const _: () = {
+            #(#attr_asserts)*
             #node
             #impl_link
         };
@@ -520,8 +652,8 @@ pub(crate) fn link_stub(fwd: &DiffFn<'_>, fwd_path: &Path, bwd: &Signature) -> T
         link,
         forward_fn,
     } = Linked::new(fwd_path);
-    let (params, idents) = params(fwd);
-    let ret = fwd.output.original;
+    let (params, idents) = params(fwd_path, fwd);
+    let ret = output_type(fwd_path, fwd);
     // Marks the backward used; a generic one could not be named without its parameters.
     let bwd_ident = &bwd.ident;
     let use_backward = bwd

@@ -4,9 +4,10 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote_spanned};
+use syn::spanned::Spanned;
 use syn::Path;
 
-use super::{Slot, SlotKind};
+use super::{borrowed_target, param_type, residual_type, Slot, SlotKind};
 use crate::attr::DiffArgs;
 use crate::ir::{BackwardFn, DiffFn, GradType};
 
@@ -15,6 +16,7 @@ pub(super) fn node(
     krate: &Path,
     args: &DiffArgs,
     fwd: &DiffFn<'_>,
+    fwd_path: &Path,
     bwd: &BackwardFn<'_>,
     slots: &[Slot<'_>],
 ) -> TokenStream {
@@ -29,7 +31,14 @@ pub(super) fn node(
     let fields = slots.iter().filter(|s| s.has_field()).map(|s| {
         let field = &s.field;
         let ty = match &s.kind {
-            SlotKind::Attr { ty, .. } => quote_spanned!(loc=> #ty),
+            SlotKind::Attr { ty, index, .. } => match borrowed_target(ty) {
+                Some(_) => {
+                    let x = param_type(fwd_path, fwd, *index, true);
+                    quote_spanned!(loc=> <#x as ::std::borrow::ToOwned>::Owned)
+                }
+                None => param_type(fwd_path, fwd, *index, false),
+            },
+            SlotKind::Residual { index, .. } => residual_type(fwd_path, fwd, *index),
             SlotKind::Metadata { .. } => quote_spanned!(loc=> #krate::__private::InputMetadata),
             SlotKind::Input { .. } | SlotKind::Output { .. } => saved.clone(),
             SlotKind::NeedsInputGrad { .. } => unreachable!("invariant: filtered by has_field"),
@@ -39,7 +48,7 @@ pub(super) fn node(
         } else {
             ty
         };
-        let ty = if s.needed_local().is_some() {
+        let ty = if s.is_option() {
             quote_spanned!(loc=> ::core::option::Option<#ty>)
         } else {
             ty
@@ -50,7 +59,7 @@ pub(super) fn node(
         let field = &s.field;
         if s.is_list() {
             quote_spanned!(loc=> for __s in &self.#field { __s.release(); })
-        } else if s.needed_local().is_some() {
+        } else if s.is_option() {
             quote_spanned!(loc=> if let ::core::option::Option::Some(__s) = &self.#field { __s.release(); })
         } else {
             quote_spanned!(loc=> self.#field.release();)
@@ -65,7 +74,7 @@ pub(super) fn node(
                     __visit(&::std::format!("{}[{}]", #name, __i), __s);
                 }
             }
-        } else if s.needed_local().is_some() {
+        } else if s.is_option() {
             quote_spanned!(loc=> if let ::core::option::Option::Some(__s) = &self.#field { __visit(#name, __s); })
         } else {
             quote_spanned!(loc=> __visit(#name, &self.#field);)
@@ -75,7 +84,7 @@ pub(super) fn node(
     // The incoming gradients: one local per output, or (`Vec<Tensor>` forward) one list.
     let vec_output = fwd.output.vec;
     let grads: Vec<_> = (0..bwd.grads.len())
-        .map(|i| format_ident!("__grad_{}", i))
+        .map(|i| format_ident!("__grad_{}", i, span = loc))
         .collect();
     let take_grads = if vec_output {
         quote_spanned! {loc=>
@@ -136,7 +145,7 @@ pub(super) fn node(
                         #krate::Result<::std::vec::Vec<#krate::Tensor>>,
                     >(::core::iter::Iterator::map(self.#field.iter(), #saved::get))?;
                 }
-            } else if s.needed_local().is_some() {
+            } else if s.is_option() {
                 quote_spanned! {loc=>
                     let #local: ::core::option::Option<#krate::Tensor> = match &self.#field {
                         ::core::option::Option::Some(__s) => ::core::option::Option::Some(__s.get()?),
@@ -157,15 +166,52 @@ pub(super) fn node(
                     (0.._meta.num_outputs()).map(|__i| _meta.needs_input_grad(__i)).collect();
             }
         });
+    // A saved attribute reaches the backward through a `let` with the backward's parameter
+    // type, spanned on that type: a type that does not fit is rustc's error there.
+    let attr_args: Vec<TokenStream> = slots
+        .iter()
+        .filter_map(|s| {
+            let (ty, bw_ty, by_ref) = match s.kind {
+                SlotKind::Attr {
+                    ty, bw_ty, by_ref, ..
+                } => (Some(ty), bw_ty, by_ref),
+                SlotKind::Residual { bw_ty, by_ref, .. } => (None, bw_ty, by_ref),
+                _ => return None,
+            };
+            let field = &s.field;
+            let local = format_ident!("{}_arg", field);
+            let at = Span::mixed_site().located_at(bw_ty.span());
+            // The value is a local spanned on the backward's type, so that the whole `let`
+            // (and rustc's "expected `f32`, found `f64`") points there.
+            let value = format_ident!("{}_value", field, span = at);
+            let borrowed =
+                ty.and_then(borrowed_target).is_some() && matches!(bw_ty, syn::Type::Reference(_));
+            Some(if borrowed {
+                quote_spanned! {at=>
+                    let #value = &self.#field;
+                    let #local: #bw_ty = ::core::borrow::Borrow::borrow(#value);
+                }
+            } else if by_ref {
+                quote_spanned! {at=>
+                    let #value = &self.#field;
+                    let #local: #bw_ty = #value;
+                }
+            } else {
+                quote_spanned! {at=>
+                    let #value = ::core::clone::Clone::clone(&self.#field);
+                    let #local: #bw_ty = #value;
+                }
+            })
+        })
+        .collect();
     let saved_args = slots.iter().map(|s| {
         let field = &s.field;
         match &s.kind {
-            SlotKind::Attr { by_ref: true, .. } | SlotKind::Metadata { .. } => {
-                quote_spanned!(loc=> &self.#field)
+            SlotKind::Attr { .. } | SlotKind::Residual { .. } => {
+                let local = format_ident!("{}_arg", field);
+                quote_spanned!(loc=> #local)
             }
-            SlotKind::Attr { by_ref: false, .. } => {
-                quote_spanned!(loc=> ::core::clone::Clone::clone(&self.#field))
-            }
+            SlotKind::Metadata { .. } => quote_spanned!(loc=> &self.#field),
             SlotKind::NeedsInputGrad { array: Some(n) } => {
                 let i = 0..*n;
                 quote_spanned!(loc=> [#(_meta.needs_input_grad(#i)),*])
@@ -173,7 +219,7 @@ pub(super) fn node(
             SlotKind::NeedsInputGrad { array: None } => quote_spanned!(loc=> &__needs_input_grad),
             SlotKind::Input { .. } | SlotKind::Output { .. } => {
                 let local = format_ident!("{}_unpacked", field);
-                if s.needed_local().is_some() && !s.is_list() {
+                if s.is_option() && !s.is_list() {
                     quote_spanned!(loc=> ::core::option::Option::as_ref(&#local))
                 } else {
                     quote_spanned!(loc=> &#local)
@@ -183,18 +229,24 @@ pub(super) fn node(
     });
     let bw_ident = bwd.ident;
 
+    // The backward's error converts into `Error`: rustc checks that on its return type.
     let unwrap = bwd.output.fallible.then(|| {
+        let at = match bwd.output.original {
+            syn::ReturnType::Type(_, ty) => Span::mixed_site().located_at(ty.span()),
+            syn::ReturnType::Default => loc,
+        };
+        let convert = quote_spanned!(at=> ::core::convert::Into::<#krate::Error>::into(__e));
         quote_spanned! {loc=>
             let __result = match __result {
                 ::core::result::Result::Ok(__v) => __v,
                 ::core::result::Result::Err(__e) => {
-                    return ::core::result::Result::Err(::core::convert::Into::into(__e));
+                    return ::core::result::Result::Err(#convert);
                 }
             };
         }
     });
     let results: Vec<_> = (0..bwd.output.grads.len())
-        .map(|i| format_ident!("__r{}", i))
+        .map(|i| format_ident!("__r{}", i, span = loc))
         .collect();
     let destructure = if bwd.output.tuple {
         quote_spanned!(loc=> let (#(#results,)*) = __result;)
@@ -313,6 +365,7 @@ pub(super) fn node(
                 #once_prologue
                 #(#unpacked)*
                 #needs_list
+                #(#attr_args)*
                 #grad_prep
                 let __result = #bw_ident(#(#grad_args,)* #(#saved_args),*);
                 #unwrap

@@ -13,19 +13,23 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote_spanned};
+use syn::spanned::Spanned;
 use syn::{Ident, Path, Visibility};
 
 use super::{Names, Slot, SlotKind};
 use crate::attr::DiffArgs;
 use crate::ir::{BackwardFn, DiffFn, GradType, ParamKind};
 
-/// Whether `fwd` gets a rule: one differentiable `Tensor` output, inputs that are `&Tensor`s or
-/// attributes, no generics, and none of the options that change what a call means
-/// (`once_differentiable`, `dirty`, `non_differentiable`). The runtime's `builtin` ops have
+/// Whether `fwd` gets a rule: one differentiable `Tensor` output (no `save(..)` residuals),
+/// inputs that are `&Tensor`s (not optional) or attributes, no generics, and none of the options
+/// that change what a call means (`once_differentiable`, `dirty`, `non_differentiable`). The runtime's `builtin` ops have
 /// theirs in `DerivativeRules`, under their method names.
 pub(super) fn eligible(args: &DiffArgs, fwd: &DiffFn<'_>) -> bool {
     !args.builtin()
         && !fwd.output.tuple
+        && fwd.output.public.is_none()
+        && fwd.residuals.is_empty()
+        && fwd.params.iter().all(|p| !p.optional)
         && !fwd.output.vec
         && fwd.original.generics.params.is_empty()
         && fwd
@@ -54,8 +58,10 @@ fn apply_type(loc: Span, krate: &Path, fwd: &DiffFn<'_>) -> TokenStream {
     }
 }
 
-/// The parameters of `derivative`: `(__grad, __needs, inputs.., __result, attributes..)`.
-fn apply_params(loc: Span, krate: &Path, fwd: &DiffFn<'_>) -> TokenStream {
+/// The parameters of `derivative`: `(__grad, __needs, inputs.., __result, attributes..)`. At the
+/// backward (`fwd_path` given), the attributes' types are named through the forward's aliases,
+/// so that they resolve where the forward is.
+fn apply_params(loc: Span, krate: &Path, fwd: &DiffFn<'_>, fwd_path: Option<&Path>) -> TokenStream {
     let tensor = quote_spanned!(loc=> #krate::Tensor);
     let n = fwd.tensor_inputs().count();
     let inputs = fwd.tensor_inputs().map(|p| {
@@ -65,9 +71,17 @@ fn apply_params(loc: Span, krate: &Path, fwd: &DiffFn<'_>) -> TokenStream {
     let attrs = fwd
         .params
         .iter()
-        .filter(|p| p.kind == ParamKind::Attr)
-        .map(|p| {
-            let (ident, ty) = (p.ident, p.ty);
+        .enumerate()
+        .filter(|(_, p)| p.kind == ParamKind::Attr)
+        .map(|(i, p)| {
+            let ident = p.ident;
+            let ty = match fwd_path {
+                Some(path) => super::param_type(path, fwd, i, false),
+                None => {
+                    let ty = p.ty;
+                    quote_spanned!(loc=> #ty)
+                }
+            };
             quote_spanned!(loc=> #ident: #ty)
         });
     quote_spanned! {loc=>
@@ -85,7 +99,7 @@ fn apply_return(loc: Span, krate: &Path, fwd: &DiffFn<'_>) -> TokenStream {
 
 /// The link trait's rule items, with defaults (the backward's impl overrides them).
 pub(super) fn trait_items(loc: Span, krate: &Path, fwd: &DiffFn<'_>) -> TokenStream {
-    let params = apply_params(loc, krate, fwd);
+    let params = apply_params(loc, krate, fwd, None);
     let ret = apply_return(loc, krate, fwd);
     let n = fwd.tensor_inputs().count();
     let reads = (0..n).map(|_| quote_spanned!(loc=> #krate::__private::Read::Value));
@@ -132,6 +146,7 @@ pub(crate) fn rule_name(ident: &Ident) -> Ident {
 pub(super) fn impl_items(
     loc: Span,
     krate: &Path,
+    fwd_path: &Path,
     fwd: &DiffFn<'_>,
     bwd: &BackwardFn<'_>,
     slots: &[Slot<'_>],
@@ -188,16 +203,40 @@ pub(super) fn impl_items(
         SlotKind::Metadata { ident, .. } => {
             quote_spanned!(loc=> &#krate::__private::InputMetadata::of(#ident))
         }
+        // As the node passes its saved copy: the backward's own type decides, and a type that
+        // does not fit is the same error, at the same place, as the node's (`expand/node.rs`),
+        // which rustc reports once.
         SlotKind::Attr {
             ident,
-            by_ref: true,
+            ty,
+            bw_ty,
+            by_ref,
             ..
-        } => quote_spanned!(loc=> &#ident),
-        SlotKind::Attr {
-            ident,
-            by_ref: false,
-            ..
-        } => quote_spanned!(loc=> ::core::clone::Clone::clone(&#ident)),
+        } => {
+            let at = Span::mixed_site().located_at(bw_ty.span());
+            let value = format_ident!("__value", span = at);
+            let local = format_ident!("__arg", span = at);
+            let copy = if super::borrowed_target(ty).is_some() {
+                if matches!(bw_ty, syn::Type::Reference(_)) {
+                    quote_spanned!(at=> #ident)
+                } else {
+                    quote_spanned!(at=> ::std::borrow::ToOwned::to_owned(#ident))
+                }
+            } else if *by_ref {
+                quote_spanned!(at=> &#ident)
+            } else {
+                quote_spanned!(at=> ::core::clone::Clone::clone(&#ident))
+            };
+            quote_spanned! {at=>
+                {
+                    let #value = #copy;
+                    let #local: #bw_ty = #value;
+                    #local
+                }
+            }
+        }
+        // Not eligible for a rule (`save(..)`).
+        SlotKind::Residual { .. } => quote_spanned!(loc=> ::core::unreachable!()),
         SlotKind::Output { .. } => {
             if s.needed_for.is_empty() {
                 quote_spanned!(loc=> __result)
@@ -210,10 +249,16 @@ pub(super) fn impl_items(
     });
     let bw_ident = bwd.ident;
     let unwrap = if bwd.output.fallible {
+        // The conversion of the error, spanned as the node's (one error from rustc).
+        let at = match bwd.output.original {
+            syn::ReturnType::Type(_, ty) => Span::mixed_site().located_at(ty.span()),
+            syn::ReturnType::Default => loc,
+        };
+        let convert = quote_spanned!(at=> ::core::convert::Into::<#krate::Error>::into(__e));
         quote_spanned!(loc=> match __r {
             ::core::result::Result::Ok(__v) => __v,
             ::core::result::Result::Err(__e) => {
-                return ::core::result::Result::Err(::core::convert::Into::into(__e));
+                return ::core::result::Result::Err(#convert);
             }
         })
     } else {
@@ -240,7 +285,7 @@ pub(super) fn impl_items(
             };
             quote_spanned!(loc=> if __needs[#j] { #value } else { ::core::option::Option::None })
         });
-    let params = apply_params(loc, krate, fwd);
+    let params = apply_params(loc, krate, fwd, Some(fwd_path));
     let ret = apply_return(loc, krate, fwd);
     quote_spanned! {loc=>
         const READS: #krate::__private::Reads = #krate::__private::Reads {

@@ -51,6 +51,83 @@ fn tensor_references_are_inputs_and_the_rest_attributes() {
 }
 
 #[test]
+fn optional_tensor_inputs_only_with_a_hand_written_backward() {
+    let sig: Signature =
+        parse_quote!(fn linear(x: &Tensor, w: &Tensor, bias: Option<&Tensor>) -> Tensor);
+    let cx = Ctxt::new();
+    let fwd = DiffFn::from_syn_hand_written(&cx, &sig, &[]);
+    cx.check().expect("valid forward");
+    let kinds: Vec<_> = fwd.params.iter().map(|p| (p.kind, p.optional)).collect();
+    assert_eq!(
+        kinds,
+        [
+            (ParamKind::Tensor(0), false),
+            (ParamKind::Tensor(1), false),
+            (ParamKind::Tensor(2), true),
+        ]
+    );
+    assert!(fwd.has_optional());
+    assert_eq!(
+        forward_errors(&sig),
+        ["optional tensor inputs are not supported by `#[differentiable(derive)]`; write a `#[backward]`"]
+    );
+    let mutable: Signature = parse_quote!(fn f(x: &Tensor, b: Option<&mut Tensor>) -> Tensor);
+    assert_eq!(
+        errors(|cx| {
+            DiffFn::from_syn_hand_written(cx, &mutable, &[]);
+        }),
+        ["`Option<&mut Tensor>` parameters are not supported; an optional input is `Option<&Tensor>`"]
+    );
+}
+
+#[test]
+fn save_splits_residuals_off_the_return_type() {
+    let save: Vec<Ident> = vec![parse_quote!(argmax), parse_quote!(n)];
+    let sig: Signature =
+        parse_quote!(fn f(x: &Tensor) -> Result<(Tensor, Tensor, Vec<usize>, usize), Error>);
+    let cx = Ctxt::new();
+    let fwd = DiffFn::from_syn_hand_written(&cx, &sig, &save);
+    cx.check().expect("valid forward");
+    assert_eq!((fwd.num_outputs(), fwd.output.tuple), (2, true));
+    let public = fwd.output.public_return();
+    assert_eq!(
+        public.to_string(),
+        quote::quote!(-> Result<(Tensor, Tensor), Error>).to_string()
+    );
+    let residuals: Vec<_> = fwd
+        .residuals
+        .iter()
+        .map(|r| (r.ident.to_string(), type_string(r.ty)))
+        .collect();
+    assert_eq!(
+        residuals,
+        [
+            ("argmax".to_string(), "Vec<usize>".to_string()),
+            ("n".to_string(), "usize".to_string())
+        ]
+    );
+    assert_eq!(
+        fwd.resolve(&parse_quote!(argmax)),
+        Some(Source::Residual(0))
+    );
+
+    let one: Signature = parse_quote!(fn f(x: &Tensor) -> (Tensor, usize));
+    let cx = Ctxt::new();
+    let fwd = DiffFn::from_syn_hand_written(&cx, &one, &save[1..]);
+    cx.check().expect("valid forward");
+    assert_eq!(fwd.output.public_return().to_string(), "-> Tensor");
+    assert_eq!(fwd.output_names(), ["result"]);
+
+    let none: Signature = parse_quote!(fn f(x: &Tensor) -> Tensor);
+    assert_eq!(
+        errors(|cx| {
+            DiffFn::from_syn_hand_written(cx, &none, &save[..1]);
+        }),
+        ["with `save(argmax)` the function returns its outputs, then the residuals: `(Tensor, _)`, found `Tensor`"]
+    );
+}
+
+#[test]
 fn outputs_in_tuples_and_results() {
     for (sig, fallible, tuple, n) in [
         (

@@ -114,29 +114,31 @@ fn gradient_parameter_types_follow_materialize_grads() {
 }
 
 #[test]
-fn saved_types_must_match_the_forward() {
+fn saved_tensor_types_must_match_the_forward() {
     let errs = backward_errors(
         DiffArgs::default(),
         scaled_square(),
         parse_quote!(fn b(grad: &Tensor, x: Tensor, scale: f32, result: Tensor) -> Tensor),
     );
+    // `scale: f32` is rustc's to reject (a spanned `let` in the expansion), not the macro's.
     assert_eq!(
         errs,
         [
             "type of `x` must match `scaled_square`: expected `&Tensor`, found `Tensor`",
-            "type of `scale` must match `scaled_square`: expected `f64` (or `&f64`), found `f32`",
             "type of `result` must match `scaled_square`: expected `&Tensor`, found `Tensor`",
         ]
     );
+}
+
+#[test]
+fn attribute_types_are_left_to_rustc() {
+    // Paths, aliases, `'static` borrows and function pointers are not compared as tokens.
     let errs = backward_errors(
         DiffArgs::default(),
-        parse_quote!(fn f(x: &Tensor, dims: &[usize], name: &str) -> Tensor),
-        parse_quote!(fn b(grad: &Tensor, dims: &[usize]) -> Tensor),
+        parse_quote!(fn f(x: &Tensor, dims: std::vec::Vec<usize>, name: &'static str, g: fn(&Tensor) -> f64) -> Tensor),
+        parse_quote!(fn b(grad: &Tensor, dims: &[usize], name: &'static str, g: fn(&Tensor) -> f64) -> Tensor),
     );
-    assert_eq!(
-        errs,
-        ["`dims` cannot be saved for the backward pass: its type `&[usize]` in `f` borrows; make that parameter an owned type"]
-    );
+    assert_eq!(errs, Vec::<String>::new());
 }
 
 #[test]
@@ -202,17 +204,6 @@ fn options_name_outputs_and_inputs() {
         errs,
         ["`dirty(..)` needs `scaled_square` to return a `Result`: modifying a leaf that requires grad in place is an error"]
     );
-}
-
-#[test]
-fn attributes_by_value_or_reference() {
-    let f64_: Type = parse_quote!(f64);
-    assert_eq!(attr_access(&f64_, &parse_quote!(f64)), Some(false));
-    assert_eq!(attr_access(&f64_, &parse_quote!(&f64)), Some(true));
-    assert_eq!(attr_access(&f64_, &parse_quote!(&mut f64)), None);
-    assert_eq!(attr_access(&f64_, &parse_quote!(f32)), None);
-    assert!(borrows(&parse_quote!(Cow<'static, str>)));
-    assert!(!borrows(&parse_quote!(Vec<usize>)));
 }
 
 fn mul_fwd() -> Signature {
@@ -391,15 +382,4 @@ fn vec_outputs_take_a_slice_of_gradients() {
             "`non_differentiable(..)` is not supported with a `Vec<Tensor>` output; return a tuple of tensors",
         ]
     );
-}
-
-#[test]
-fn attributes_through_deref() {
-    let vec: Type = parse_quote!(Vec<usize>);
-    assert_eq!(attr_access(&vec, &parse_quote!(&[usize])), Some(true));
-    assert_eq!(attr_access(&vec, &parse_quote!(&Vec<usize>)), Some(true));
-    assert_eq!(attr_access(&vec, &parse_quote!(&[u32])), None);
-    let string: Type = parse_quote!(String);
-    assert_eq!(attr_access(&string, &parse_quote!(&str)), Some(true));
-    assert_eq!(attr_access(&parse_quote!(f64), &parse_quote!(&str)), None);
 }

@@ -75,6 +75,14 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
     /// The positions of the first maximum along `dim` (NaN is the maximum), flattened in the
     /// C order of the keepdim-shaped result.
     fn argmax(&self, x: &Tensor, dim: usize) -> Result<Vec<usize>>;
+    /// The maxima along `dim` (keepdim-shaped) and their positions as [`Backend::argmax`]
+    /// gives them. By default `argmax` then `gather`; a backend whose kernel yields both at
+    /// once overrides it.
+    fn max_dim(&self, x: &Tensor, dim: usize) -> Result<(Tensor, Vec<usize>)> {
+        let index = self.argmax(x, dim)?;
+        let values = self.gather(x, dim, &index)?;
+        Ok((values, index))
+    }
     /// Whether any element is NaN (anomaly mode).
     fn has_nan(&self, x: &Tensor) -> Result<bool>;
 

@@ -105,6 +105,21 @@ pub fn next_edges(inputs: &[&Tensor]) -> Option<SmallVec<[Option<Edge>; 2]>> {
     edges.iter().any(Option::is_some).then_some(edges)
 }
 
+/// [`next_edges`] over inputs some of which may be absent (`Option<&Tensor>` parameters): an
+/// absent input gets a `None` edge, as one that does not require grad.
+#[doc(hidden)]
+#[inline]
+pub fn next_edges_opt(inputs: &[Option<&Tensor>]) -> Option<SmallVec<[Option<Edge>; 2]>> {
+    if !is_grad_enabled() {
+        return None;
+    }
+    let edges: SmallVec<[Option<Edge>; 2]> = inputs
+        .iter()
+        .map(|t| t.and_then(Tensor::gradient_edge))
+        .collect();
+    edges.iter().any(Option::is_some).then_some(edges)
+}
+
 /// Creates the node for an op whose outputs are `outputs` and makes it their grad_fn.
 /// `make` builds the saved state; it receives the node's own weak handle for saving outputs.
 #[doc(hidden)]

@@ -20,14 +20,15 @@ struct Argmax {
 
 // ----- the ops ----------------------------------------------------------------------------------
 
-/// `dim` is wrapped and `index` checked.
+/// `dim` is wrapped and `index` checked. The index is borrowed: the node copies it only when
+/// it is recorded.
 #[differentiable(builtin, crate = "crate")]
-fn index_select(x: &Tensor, dim: usize, index: Vec<usize>) -> Result<Tensor> {
+fn index_select(x: &Tensor, dim: usize, index: &[usize]) -> Result<Tensor> {
     let mut shape = x.shape().to_vec();
     shape[dim] = index.len();
     let numel = crate::tensor::layout::checked_numel("index_select", &shape)?;
     crate::tensor::layout::check_alloc("index_select", numel, x.dtype().size_of())?;
-    backend::of_tensor(x)?.index_select(x, dim, &index)
+    backend::of_tensor(x)?.index_select(x, dim, index)
 }
 
 #[backward(index_select)]
@@ -43,8 +44,8 @@ fn index_select_backward(
 /// Zeros of `shape` with `g`'s slices added at `index` along `dim`: the gradient of
 /// `index_select`, whose own gradient selects the same slices again.
 #[differentiable(builtin, crate = "crate")]
-fn index_add(g: &Tensor, shape: &[usize], dim: usize, index: Vec<usize>) -> Result<Tensor> {
-    backend::of_tensor(g)?.index_add(g, shape, dim, &index)
+fn index_add(g: &Tensor, shape: &[usize], dim: usize, index: &[usize]) -> Result<Tensor> {
+    backend::of_tensor(g)?.index_add(g, shape, dim, index)
 }
 
 #[backward(index_add)]
@@ -52,30 +53,40 @@ fn index_add_backward(grad: &Tensor, dim: usize, index: &[usize]) -> Result<Tens
     grad.index_select(dim, index)
 }
 
-/// The values of `x` at `argmax` (computed by the max kernel, not differentiable): the
-/// differentiable half of `max_dim`. PyTorch's `MaxBackward0` keeps the indices the same way.
-#[differentiable(builtin, crate = "crate", name = "MaxBackward0")]
-fn max_values(x: &Tensor, argmax: Argmax, keepdim: bool) -> Result<Tensor> {
-    if x.ndim() == 0 {
-        return x.contiguous_data_owned();
+/// The maxima of `x` over `dim` (the node's output), their positions (returned to the caller,
+/// not differentiable) and the same positions kept for the backward (`save(argmax)`): one kernel
+/// computes values and positions. PyTorch's `MaxBackward0` keeps the indices the same way.
+/// `dim` is wrapped and not empty.
+#[differentiable(builtin, crate = "crate", name = "MaxBackward0", save(argmax))]
+fn max_dim(x: &Tensor, dim: usize, keepdim: bool) -> Result<(Tensor, Vec<usize>, Argmax)> {
+    let (values, flat) = backend::of_tensor(x)?.max_dim(x, dim)?;
+    let mut keepdim_shape = x.shape_dims();
+    if let Some(d) = keepdim_shape.get_mut(dim) {
+        *d = 1;
     }
-    let values = backend::of_tensor(x)?.gather(x, argmax.dim, &argmax.indices)?;
-    if keepdim {
-        return Ok(values);
-    }
-    let mut shape = argmax.keepdim_shape.clone();
-    if !shape.is_empty() {
-        shape.remove(argmax.dim);
-    }
-    Ok(Tensor::from_parts(
-        Arc::clone(&values.0.storage),
-        Layout::contiguous(&shape),
-        None,
-    ))
+    let values = if x.ndim() == 0 {
+        x.contiguous_data_owned()?
+    } else if keepdim {
+        values
+    } else {
+        let mut shape = keepdim_shape.clone();
+        shape.remove(dim);
+        Tensor::from_parts(
+            Arc::clone(&values.0.storage),
+            Layout::contiguous(&shape),
+            None,
+        )
+    };
+    let argmax = Argmax {
+        dim,
+        keepdim_shape,
+        indices: Arc::from(flat.as_slice()),
+    };
+    Ok((values, flat, argmax))
 }
 
-#[backward(max_values)]
-fn max_values_backward(grad: &Tensor, x: &InputMetadata, argmax: &Argmax) -> Result<Tensor> {
+#[backward(max_dim)]
+fn max_dim_backward(grad: &Tensor, x: &InputMetadata, argmax: &Argmax) -> Result<Tensor> {
     grad.reshape(&argmax.keepdim_shape)?
         .scatter_argmax(x.shape(), argmax)
 }
@@ -117,12 +128,12 @@ impl Tensor {
                 format!("index {bad} is out of bounds for dimension {dim} with size {size}"),
             ));
         }
-        index_select(self, dim, index.to_vec())
+        index_select(self, dim, index)
     }
 
     /// Zeros of `shape` with this tensor's slices added at `index` along `dim`.
     fn index_add_into(&self, shape: &[usize], dim: usize, index: &[usize]) -> Result<Tensor> {
-        index_add(self, shape, dim, index.to_vec())
+        index_add(self, shape, dim, index)
     }
 
     /// The maximum over `dim` and, for each, the index of its first occurrence (flattened in the
@@ -151,17 +162,7 @@ impl Tensor {
                 format!("cannot take the max over dimension {dim} of size 0"),
             ));
         }
-        let flat = backend::of_tensor(self)?.argmax(self, dim)?;
-        let mut keepdim_shape = self.shape_dims();
-        if let Some(d) = keepdim_shape.get_mut(dim) {
-            *d = 1;
-        }
-        let argmax = Argmax {
-            dim,
-            keepdim_shape,
-            indices: Arc::from(flat.as_slice()),
-        };
-        Ok((max_values(self, argmax, keepdim)?, flat))
+        max_dim(self, dim, keepdim)
     }
 
     /// Zeros of `shape` with this (keepdim-shaped) tensor written at the argmax positions.

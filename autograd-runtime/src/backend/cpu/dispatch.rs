@@ -407,6 +407,17 @@ impl Backend for Cpu {
             .0))
     }
 
+    fn max_dim(&self, x: &Tensor, dim: usize) -> Result<(Tensor, Vec<usize>)> {
+        let device = x.device();
+        Ok(with_view!(x, |a| {
+            let (values, index) = reduce::max_dim(a, dim, true);
+            (
+                Tensor::from_ndarray_on(values, device),
+                index.into_raw_vec_and_offset().0,
+            )
+        }))
+    }
+
     fn has_nan(&self, x: &Tensor) -> Result<bool> {
         Ok(with_view!(x, |a| reduce::has_nan(a)))
     }
