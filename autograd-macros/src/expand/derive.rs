@@ -89,7 +89,10 @@ fn run_op(body: &Body, op: &Op) -> TokenStream {
             quote!(#func(#(#args),*) #try_)
         }
     };
-    quote!(let #v = #value;)
+    match &op.rest {
+        Some(rest) => quote!(let (#v, #rest) = #value;),
+        None => quote!(let #v = #value;),
+    }
 }
 
 /// The identifiers a token stream mentions, to find the attributes the backward needs.

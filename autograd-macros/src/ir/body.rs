@@ -32,7 +32,7 @@ pub(crate) struct Var {
 pub(crate) enum Step {
     /// A `let` of a non-tensor value, re-emitted as written (in the backward too).
     Scalar(TokenStream),
-    Op(Op),
+    Op(Box<Op>),
 }
 
 /// A primitive op: `result = rule(tensors.., scalars..)`. An op with no tensor operands
@@ -51,6 +51,8 @@ pub(crate) struct Op {
     pub(crate) form: Form,
     /// Written with `?` after it (a method or function returning a `Result`).
     pub(crate) tried: bool,
+    /// For `let (v, rest..) = op;`: the patterns after the tensor, bound in the forward.
+    pub(crate) rest: Option<TokenStream>,
 }
 
 /// How the op is written, to run it again as written.
@@ -85,6 +87,8 @@ enum Value {
 enum Binding {
     Tensor(usize),
     Scalar,
+    /// A non-tensor result of an op (`max_dim`'s indices): it exists in the forward only.
+    ForwardOnly,
     /// A `let` that was reported: its uses report nothing more.
     Poisoned,
 }
@@ -175,7 +179,7 @@ impl Body {
     /// The ops, in order.
     pub(crate) fn ops(&self) -> impl DoubleEndedIterator<Item = &Op> {
         self.stmts.iter().filter_map(|s| match s {
-            Step::Op(op) => Some(op),
+            Step::Op(op) => Some(&**op),
             Step::Scalar(_) => None,
         })
     }
@@ -235,6 +239,13 @@ impl Lower<'_> {
     }
 
     fn local(&mut self, local: &syn::Local) -> Option<()> {
+        let pat = match &local.pat {
+            Pat::Type(t) => &*t.pat,
+            pat => pat,
+        };
+        if let Pat::Tuple(tuple) = pat {
+            return self.destructure(local, tuple);
+        }
         if let (Pat::Wild(_), Some(init)) = (&local.pat, &local.init) {
             if init.diverge.is_none() {
                 // `let _ = value;`: evaluated (as written, if it is a scalar) and dropped.
@@ -281,6 +292,62 @@ impl Lower<'_> {
             }
         };
         self.scope.push((ident.ident.clone(), binding));
+        Some(())
+    }
+
+    /// `let (values, indices) = x.max_dim(1, true)?;`: an op whose result is a tuple of a tensor
+    /// and non-tensor values (bound for the forward only; a use is reported).
+    fn destructure(&mut self, local: &syn::Local, tuple: &syn::PatTuple) -> Option<()> {
+        let Some(init) = &local.init else {
+            self.reject(local, "a `let` without a value");
+            return None;
+        };
+        if let Some((else_token, _)) = &init.diverge {
+            self.reject(else_token, "a `let .. else`, which branches");
+            return None;
+        }
+        let plain = |p: &Pat| match p {
+            Pat::Ident(i) if i.by_ref.is_none() && i.subpat.is_none() && i.mutability.is_none() => {
+                Some(Some(i.ident.clone()))
+            }
+            Pat::Wild(_) => Some(None),
+            _ => None,
+        };
+        let names: Option<Vec<Option<Ident>>> = tuple.elems.iter().map(plain).collect();
+        let (Some(names), false) = (names, tuple.elems.is_empty()) else {
+            self.reject(
+                tuple,
+                "a destructuring pattern other than `(tensor, names..)`",
+            );
+            return None;
+        };
+        let before = self.stmts.len();
+        let value = self.expr(&init.expr)?;
+        let pushed = self.stmts.len() > before;
+        let op = match (pushed, value, self.stmts.last_mut()) {
+            (true, Value::Tensor(v), Some(Step::Op(op)))
+                if op.result == v && matches!(op.form, Form::Method { .. } | Form::Call { .. }) =>
+            {
+                op
+            }
+            _ => {
+                self.reject(
+                    &init.expr,
+                    "destructuring a value that is not a tensor method's or function's result",
+                );
+                return None;
+            }
+        };
+        let rest: Vec<&Pat> = tuple.elems.iter().skip(1).collect();
+        op.rest = Some(quote!(#(#rest),*));
+        let result = op.result;
+        let mut names = names.into_iter();
+        if let Some(Some(ident)) = names.next() {
+            self.scope.push((ident, Binding::Tensor(result)));
+        }
+        for ident in names.flatten() {
+            self.scope.push((ident, Binding::ForwardOnly));
+        }
         Some(())
     }
 
@@ -359,7 +426,7 @@ impl Lower<'_> {
             Form::Call { func, .. } => Some(func.clone()),
             _ => None,
         };
-        self.stmts.push(Step::Op(Op {
+        self.stmts.push(Step::Op(Box::new(Op {
             result,
             rule,
             callee,
@@ -367,7 +434,8 @@ impl Lower<'_> {
             scalars,
             form,
             tried: false,
-        }));
+            rest: None,
+        })));
         Value::Tensor(result)
     }
 
@@ -400,6 +468,16 @@ impl Lower<'_> {
                 Some(ident) if p.qself.is_none() => match self.lookup(ident) {
                     Some(Binding::Tensor(v)) => Some(Value::Tensor(v)),
                     Some(Binding::Poisoned) => None,
+                    Some(Binding::ForwardOnly) => {
+                        self.cx.error_spanned_by(
+                            ident,
+                            format!(
+                                "`{ident}` is a non-differentiable result of an op (such as `max_dim`'s indices), computed in the forward only: a derived body can ignore it but not use it; to use it, remove `derive` and write a `#[backward({})]` function",
+                                self.name
+                            ),
+                        );
+                        None
+                    }
                     // Not a local: a constant in scope.
                     Some(Binding::Scalar) | None => Some(Value::Scalar),
                 },

@@ -413,6 +413,19 @@ mod tests {
         }
         let rows = x.sum_dims(&[1], true).unwrap();
         let gr = t(&[1.0, -2.0], &[2, 1]);
+        let rule = R::max_dim;
+        let (values, _) = x.max_dim(1, true).unwrap();
+        let gm = t(&[1.5, -0.5], &[2, 1]);
+        let full = (rule.apply)(&fresh(&gm), &x, &values, 1, true).expect("max_dim");
+        let lean = (rule.apply)(
+            &fresh(&gm),
+            &kept(&x, rule.reads.operand(0)),
+            &kept(&values, rule.reads.result()),
+            1,
+            true,
+        )
+        .expect("max_dim");
+        same(&full, &lean, "max_dim");
         let rule = R::sum_dims;
         let full = (rule.apply)(&fresh(&gr), &x, &rows, &[1], true).expect("sum_dims");
         let lean = (rule.apply)(

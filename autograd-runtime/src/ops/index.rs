@@ -3,6 +3,7 @@
 
 use autograd_macros::{backward, differentiable};
 
+use super::derivative_rules::{Reads, Rule};
 use crate::backend;
 use crate::graph::InputMetadata;
 use crate::sync::Arc;
@@ -169,4 +170,30 @@ impl Tensor {
     fn scatter_argmax(&self, shape: &[usize], argmax: &Argmax) -> Result<Tensor> {
         scatter_argmax(self, shape, argmax.clone())
     }
+}
+
+// ----- derivative rules for `#[differentiable(derive)]` (see `derivative_rules.rs`) -------------
+
+/// `max_dim`'s rule finds the positions of the maxima again from the kept input (a derived body
+/// keeps tensors, not the indices), then scatters the gradient there as `max_dim_backward` does.
+#[doc(hidden)]
+#[allow(non_upper_case_globals, clippy::type_complexity)]
+impl super::DerivativeRules {
+    pub const max_dim: Rule<fn(&Tensor, &Tensor, &Tensor, usize, bool) -> Result<Tensor>> = Rule {
+        reads: Reads::OPERAND,
+        apply: |grad, x, _result, dim, _keepdim| {
+            let dim = wrap_dim(dim as isize, x.ndim())?;
+            let (_, flat) = backend::of_tensor(x)?.max_dim(x, dim)?;
+            let mut keepdim_shape = x.shape_dims();
+            if let Some(d) = keepdim_shape.get_mut(dim) {
+                *d = 1;
+            }
+            let argmax = Argmax {
+                dim,
+                keepdim_shape,
+                indices: Arc::from(flat.as_slice()),
+            };
+            max_dim_backward(grad, &InputMetadata::of(x), &argmax)
+        },
+    };
 }
