@@ -7,15 +7,21 @@ use syn::ItemFn;
 use crate::attr::DiffArgs;
 use crate::ctxt::Ctxt;
 use crate::ir::DiffFn;
-use crate::{derive, expand, fallback, valid};
+use crate::{derive, expand, fallback, impl_form, valid};
 
 pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
+    if let Ok(block) = syn::parse2::<syn::ItemImpl>(item.clone()) {
+        return match impl_form::expand(args, &block) {
+            Ok(generated) => generated,
+            Err(e) => fallback::item_with_error(item, e),
+        };
+    }
     let func: ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
         Err(e) => {
             let e = syn::Error::new(
                 e.span(),
-                format!("`#[differentiable]` applies to free functions: {e}"),
+                format!("`#[differentiable]` applies to free functions and `impl` blocks: {e}"),
             );
             return fallback::item_with_error(item, e);
         }

@@ -602,6 +602,13 @@ fn check_plain_fn(cx: &Ctxt, sig: &Signature, attr: &str) {
         not_supported(w, "`where` clauses");
     }
     if let Some(FnArg::Receiver(r)) = sig.inputs.first() {
+        if attr == "#[differentiable]" {
+            cx.error_spanned_by(
+                r,
+                "methods are not supported by `#[differentiable]`; write a plain free function, or put `#[differentiable]` on the `impl` block, with `fn forward(&self, ..)` and `fn backward(&self, ..)` in it",
+            );
+            return;
+        }
         not_supported(r, "methods");
     }
 }

@@ -17,6 +17,7 @@ mod derive;
 mod differentiable;
 mod expand;
 mod fallback;
+mod impl_form;
 mod ir;
 mod symbol;
 mod valid;
@@ -75,6 +76,30 @@ use proc_macro::TokenStream;
 ///   the same tensor as an earlier output is replaced by a detached alias (same storage and
 ///   version counter), so that the node never takes over a tensor it did not create. Only `dirty`
 ///   inputs keep their handle.
+///
+/// # Configuration in `self`: the `impl` form
+///
+/// For an op that carries configuration (coefficients, a closure, a module's settings), put
+/// `#[differentiable]` on an inherent `impl` block with `fn forward(&self, ..)` and
+/// `fn backward(&self, grad, ..)`; call it as `op.apply(..)` (PyTorch's `Function.apply`):
+///
+/// ```text
+/// #[derive(Clone)]
+/// struct Scale { factor: f64 }
+///
+/// #[differentiable]
+/// impl Scale {
+///     fn forward(&self, x: &Tensor) -> Result<Tensor> { x.mul_scalar(self.factor) }
+///     fn backward(&self, grad: &Tensor) -> Result<Tensor> { grad.mul_scalar(self.factor) }
+/// }
+/// // Scale { factor: 2.0 }.apply(&x)?  records one `ScaleBackward0` node
+/// ```
+///
+/// The block is rewritten into a free pair that takes `self` as an attribute (first in the
+/// forward, after the gradients in the backward), so the same rules apply: the node keeps a
+/// clone of the configuration only when it is recorded, and rustc requires it to be
+/// `Clone + Send + Sync + 'static`. Options go on the block (`name` defaults to
+/// `<Type>Backward0`); other items of the block stay methods of the type.
 ///
 /// # Derived backward: `derive`
 ///
