@@ -218,6 +218,10 @@ fn main() -> Result<()> {
         assert!(dv < 1e-12 && dg < 1e-12, "{name}: {dv} {dg}");
         println!("{name}: values and gradients match the op-by-op recording (max diff {dg:.1e})");
     }
+    // One node for the derived version, and no more kept than the op-by-op graph saves.
+    let (derived_nodes, derived_saved) = graph_size(&gelu_derived(&x)?)?;
+    let (_, recorded_saved) = graph_size(&gelu_recorded(&x)?)?;
+    assert!(derived_nodes == 1 && derived_saved <= recorded_saved);
     for f in [gelu_derived as Gelu, gelu_by_hand] {
         gradcheck(|t| f(&t[0]), std::slice::from_ref(&x))?;
         gradgradcheck(|t| f(&t[0]), std::slice::from_ref(&x))?;

@@ -66,6 +66,18 @@ fn softmax_cross_entropy_recorded(logits: &Tensor, targets: &Tensor, n: f64) -> 
     Ok(-picked / n)
 }
 
+/// The main job's loss (`examples/train_mlp/loss.rs`), body for body.
+#[differentiable(derive)]
+fn mean_cross_entropy(logits: &Tensor, targets: &Tensor, n: f64) -> Result<Tensor> {
+    let picked = (logits.log_softmax(1)? * targets).sum()?;
+    picked.mul_scalar(-1.0 / n)
+}
+
+fn mean_cross_entropy_recorded(logits: &Tensor, targets: &Tensor, n: f64) -> Result<Tensor> {
+    let picked = (logits.log_softmax(1)? * targets).sum()?;
+    picked.mul_scalar(-1.0 / n)
+}
+
 /// A value used several times, scalar operators on both sides, and every unary rule.
 #[differentiable(derive)]
 fn many_uses(x: &Tensor, scale: f64) -> Result<Tensor> {
@@ -580,6 +592,29 @@ fn integer_results_are_ignored_and_max_dim_is_differentiated() -> Result<()> {
     assert!((g[2] - 1.0 / (1.0 + e)).abs() < 1e-12 && (g[3] - e / (1.0 + e)).abs() < 1e-12);
     gradcheck(|t| row_logsumexp(&t[0]), std::slice::from_ref(&x))?;
     gradgradcheck(|t| row_logsumexp(&t[0]), std::slice::from_ref(&x))
+}
+
+#[test]
+fn the_main_jobs_loss_matches_recorded_and_keeps_no_more() -> Result<()> {
+    // The targets require grad too here, so that both inputs have an edge to compare.
+    let logits = input(&[4, 3], 81);
+    let targets = Tensor::from_vec(
+        vec![
+            1.0f64, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0,
+        ],
+        &[4, 3],
+    )?
+    .requires_grad_(true)?;
+    let inputs = [logits, targets];
+    let derived = |t: &[Tensor]| mean_cross_entropy(&t[0], &t[1], 4.0);
+    check_against_recorded(
+        derived,
+        |t| mean_cross_entropy_recorded(&t[0], &t[1], 4.0),
+        &inputs,
+        "MeanCrossEntropyBackward0",
+    );
+    gradcheck(derived, &inputs)?;
+    gradgradcheck(derived, &inputs)
 }
 
 #[test]
