@@ -123,6 +123,7 @@ fn expand_pair(
 /// says the backward is derived, instead of rustc's "cannot find macro".
 fn refuse_backward(user: &DiffFn<'_>) -> TokenStream {
     let Names { signature, .. } = Names::of(user.ident);
+    let alias = crate::expand::signature_alias(user.ident, &signature, &[]);
     let message = format!(
         "`{}` is `#[differentiable(derive)]`: its backward is derived; remove the `#[backward({})]` function, or `derive` to keep it",
         user.name(),
@@ -142,5 +143,7 @@ fn refuse_backward(user: &DiffFn<'_>) -> TokenStream {
         #[doc(hidden)]
         #[allow(unused_imports)]
         pub(crate) use #signature;
+
+        #alias
     }
 }

@@ -18,6 +18,7 @@ pub(crate) fn item_with_error(item: TokenStream, err: syn::Error) -> TokenStream
 pub(crate) fn forward_with_error(func: &ItemFn, err: syn::Error) -> TokenStream {
     let Names { signature, .. } = Names::of(&func.sig.ident);
     let err = err.into_compile_error();
+    let alias = crate::expand::signature_alias(&func.sig.ident, &signature, &[]);
     // Already reported: keep rustc from repeating it about the re-emitted function.
     let mut func = func.clone();
     func.sig.constness = None;
@@ -41,5 +42,7 @@ pub(crate) fn forward_with_error(func: &ItemFn, err: syn::Error) -> TokenStream 
         #[doc(hidden)]
         #[allow(unused_imports)]
         pub(crate) use #signature;
+
+        #alias
     }
 }

@@ -8,8 +8,8 @@ use syn::ext::IdentExt;
 use syn::{FnArg, Ident, ItemFn, Path, Signature};
 
 use super::{
-    borrowed_target, node::node, output_type, param_type, residual_type, sibling, slots, Attrs,
-    Names, Slot, SlotKind,
+    aliasable, borrowed_target, node::node, output_type, param_type, residual_type, sibling, slots,
+    Attrs, Names, Slot, SlotKind,
 };
 use crate::attr::{BackwardArgs, DiffArgs};
 use crate::ir::{is_param_attr, BackwardFn, DiffFn, Param, ParamKind};
@@ -22,8 +22,13 @@ pub(crate) fn backward_attr(args: &BackwardArgs, func: &ItemFn) -> TokenStream {
     let Some(last) = path.segments.last() else {
         return quote!(#func);
     };
-    let names = Names::of(&last.ident);
-    let signature = sibling(path, &names.signature);
+    // `f!` (the alias `#[differentiable]` declares) through the user's own path, so that a
+    // misspelt forward is an error about that path.
+    let signature = if aliasable(&last.ident) {
+        path.clone()
+    } else {
+        sibling(path, &Names::of(&last.ident).signature)
+    };
     let cfg = Attrs::split(&func.attrs).cfg;
     let ident = &func.sig.ident;
     let sig = &func.sig;

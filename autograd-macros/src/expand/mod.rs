@@ -260,6 +260,7 @@ pub(crate) fn forward(
     } = Names::of(ident);
     let attrs = Attrs::split(&func.attrs);
     let cfg = &attrs.cfg;
+    let signature_alias = signature_alias(ident, &signature, cfg);
     let lints = &attrs.lints;
     let wrapper_attrs = &attrs.wrapper;
     let doc = doc_section(args, fwd)
@@ -338,7 +339,37 @@ pub(crate) fn forward(
         #[doc(hidden)]
         #[allow(unused_imports)]
         pub(crate) use #signature;
+
+        #signature_alias
     }
+}
+
+/// `use __autograd_f_signature as f;`: the signature macro under the forward's own name (in the
+/// macro namespace, beside the function), so that `#[backward(f)]` calls `f!` through the path
+/// the user wrote and a misspelt path is rustc's "cannot find macro `doubel`", with its
+/// suggestion of the forward, rather than a generated name. Skipped for names the alias would
+/// shadow or make ambiguous (see [`aliasable`]); those backwards call the signature macro by
+/// its generated name.
+pub(crate) fn signature_alias(ident: &Ident, signature: &Ident, cfg: &[&Attribute]) -> TokenStream {
+    if !aliasable(ident) {
+        return TokenStream::new();
+    }
+    // As written: `r#match` stays raw, and names the same item as `match` would.
+    let alias = ident;
+    quote! {
+        #(#cfg)*
+        #[doc(hidden)]
+        #[allow(unused_imports)]
+        pub(crate) use #signature as #alias;
+    }
+}
+
+/// Whether the forward's name may name its signature macro too: not when it is a macro of the
+/// standard prelude (`vec`, `format`, ..: the alias would shadow it in the forward's module) or
+/// a built-in attribute (`test`, `inline`, ..: the alias would make it ambiguous).
+pub(crate) fn aliasable(ident: &Ident) -> bool {
+    let name = ident.unraw().to_string();
+    !symbol::RESERVED_MACRO_NAMES.contains(&name.as_str())
 }
 
 /// The section `#[differentiable]` adds to the function's rustdoc: its node, its inputs, what
@@ -654,6 +685,29 @@ mod tests {
         let doc = super::doc_section(&args, &fwd).join("\n");
         assert!(doc.contains("`MulBackward0`") && doc.contains("Twice differentiable: yes"));
         assert!(!doc.contains("attribute (") && !doc.contains("Kept from the forward"));
+    }
+
+    #[test]
+    fn the_signature_macro_takes_the_forwards_name_unless_reserved() {
+        let ident = |name: &str| syn::parse_str::<syn::Ident>(name).expect("an identifier");
+        for name in ["double", "r#mul", "r#match", "scaled_square", "max_dim"] {
+            assert!(super::aliasable(&ident(name)), "{name}");
+        }
+        for name in [
+            "vec", "format", "println", "test", "inline", "derive", "r#cfg",
+        ] {
+            assert!(!super::aliasable(&ident(name)), "{name}");
+        }
+        let alias =
+            super::signature_alias(&ident("r#mul"), &ident("__autograd_mul_signature"), &[]);
+        assert_eq!(
+            alias.to_string(),
+            "# [doc (hidden)] # [allow (unused_imports)] pub (crate) use __autograd_mul_signature as r#mul ;"
+        );
+        assert!(
+            super::signature_alias(&ident("vec"), &ident("__autograd_vec_signature"), &[])
+                .is_empty()
+        );
     }
 
     #[test]

@@ -52,12 +52,15 @@ macro_rules! __autograd_add_and_mask__signature {
 #[doc(hidden)]
 #[allow(unused_imports)]
 pub(crate) use __autograd_add_and_mask__signature;
+#[doc(hidden)]
+#[allow(unused_imports)]
+pub(crate) use __autograd_add_and_mask__signature as add_and_mask_;
 
 // #[backward(add_and_mask_)]
 fn add_and_mask__backward(grad_0: &Tensor, _grad_1: &Tensor) -> (Tensor, Tensor) {
     (grad_0.clone(), grad_0.clone())
 }
-__autograd_add_and_mask__signature! {
+add_and_mask_! {
     { add_and_mask_ } { add_and_mask__backward } { fn add_and_mask__backward(grad_0 : &
     Tensor, _grad_1 : & Tensor) -> (Tensor, Tensor) }
 }

@@ -59,6 +59,9 @@ macro_rules! __autograd_linear_signature {
 #[doc(hidden)]
 #[allow(unused_imports)]
 pub(crate) use __autograd_linear_signature;
+#[doc(hidden)]
+#[allow(unused_imports)]
+pub(crate) use __autograd_linear_signature as linear;
 
 // #[backward(linear)]
 fn linear_backward(
@@ -70,7 +73,7 @@ fn linear_backward(
 ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
     todo_backward(grad, needs_input_grad, x, w, bias)
 }
-__autograd_linear_signature! {
+linear! {
     { linear } { linear_backward } { fn linear_backward(grad : & Tensor, needs_input_grad
     : [bool; 3], #[needed_for(w)] x : Option < & Tensor >, #[needed_for(x)] w : Option <
     & Tensor >, bias : Option < & Tensor >,) -> Result < (Option < Tensor >, Option <

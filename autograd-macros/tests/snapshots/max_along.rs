@@ -59,6 +59,9 @@ macro_rules! __autograd_max_along_signature {
 #[doc(hidden)]
 #[allow(unused_imports)]
 pub(crate) use __autograd_max_along_signature;
+#[doc(hidden)]
+#[allow(unused_imports)]
+pub(crate) use __autograd_max_along_signature as max_along;
 
 // #[backward(max_along)]
 fn max_along_backward(
@@ -69,7 +72,7 @@ fn max_along_backward(
 ) -> Result<Tensor> {
     scatter(grad, x, dims, argmax)
 }
-__autograd_max_along_signature! {
+max_along! {
     { max_along } { max_along_backward } { fn max_along_backward(grad : & Tensor, x : &
     InputMetadata, dims : & [usize], argmax : & [usize],) -> Result < Tensor > }
 }

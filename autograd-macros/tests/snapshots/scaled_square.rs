@@ -80,12 +80,15 @@ macro_rules! __autograd_scaled_square_signature {
 #[doc(hidden)]
 #[allow(unused_imports)]
 pub(crate) use __autograd_scaled_square_signature;
+#[doc(hidden)]
+#[allow(unused_imports)]
+pub(crate) use __autograd_scaled_square_signature as scaled_square;
 
 // #[backward(scaled_square)]
 fn scaled_square_backward(grad: &Tensor, x: &Tensor, scale: f64) -> Tensor {
     grad * x * (2.0 * scale)
 }
-__autograd_scaled_square_signature! {
+scaled_square! {
     { scaled_square } { scaled_square_backward } { fn scaled_square_backward(grad : &
     Tensor, x : & Tensor, scale : f64) -> Tensor }
 }
