@@ -50,7 +50,11 @@ pub(crate) fn try_expand(opts: &DiffArgs, func: &ItemFn) -> syn::Result<TokenStr
         ));
     };
     let krate = opts.krate();
-    let d = derived(&krate, &fwd, func, &body);
+    let node = opts
+        .name
+        .as_ref()
+        .map_or_else(|| fwd.default_node_name(), LitStr::value);
+    let d = derived(&krate, &node, &fwd, func, &body);
     expand_pair(opts, &fwd, &krate, d)
 }
 

@@ -147,7 +147,13 @@ fn reads_of(krate: &Path, body: &Body, live: &[bool], v: usize) -> TokenStream {
     quote!(#read::Nothing #(#uses)*)
 }
 
-pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body) -> Derived {
+pub(crate) fn derived(
+    krate: &Path,
+    node: &str,
+    fwd: &DiffFn<'_>,
+    func: &ItemFn,
+    body: &Body,
+) -> Derived {
     let (hidden, hidden_backward) = hidden_names(fwd.ident);
     let tensor = quote!(#krate::Tensor);
     let private = quote!(#krate::__private);
@@ -440,8 +446,12 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
             }
         }
     };
+    let doc = doc_section(node, fwd, body)
+        .into_iter()
+        .map(|line| quote!(#[doc = #line]));
     let wrapper = quote! {
         #(#attrs_out)*
+        #(#doc)*
         #vis fn #ident(#inputs) #user_ret {
             #wrapper_body
         }
@@ -458,6 +468,84 @@ pub(crate) fn derived(krate: &Path, fwd: &DiffFn<'_>, func: &ItemFn, body: &Body
         wrapper,
         rule,
     }
+}
+
+/// The section a derived function's rustdoc gains (as `expand::doc_section` for a hand-written
+/// pair): its node, the ops its backward is derived from, its inputs, which values the node may
+/// keep and which the forward alone uses, and double differentiability.
+pub(crate) fn doc_section(node: &str, fwd: &DiffFn<'_>, body: &Body) -> Vec<String> {
+    let live = body.live();
+    // Named values by their name; the others counted (or "the result").
+    let list = |vs: Vec<usize>| {
+        let mut names = Vec::new();
+        let mut unnamed = 0;
+        for v in vs {
+            match &body.vars[v].name {
+                Some(name) => names.push(format!("`{}`", syn::ext::IdentExt::unraw(name))),
+                None if body.outputs.contains(&v) => names.push("the result".to_string()),
+                None => unnamed += 1,
+            }
+        }
+        match unnamed {
+            0 => {}
+            1 => names.push("1 unnamed intermediate value".to_string()),
+            n => names.push(format!("{n} unnamed intermediate values")),
+        }
+        match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => names.concat(),
+        }
+    };
+    let rules: Vec<String> = body
+        .ops()
+        .filter(|op| !op.tensors.is_empty() && live[op.result])
+        .map(|op| format!("`{}`", op.rule))
+        .collect();
+    let inputs: Vec<usize> = (0..body.vars.len())
+        .filter(|&v| body.vars[v].input.is_some())
+        .collect();
+    let kept: Vec<usize> = (0..body.vars.len()).filter(|&v| live[v]).collect();
+    let forward_only: Vec<usize> = (0..body.vars.len())
+        .filter(|&v| !live[v] && body.vars[v].input.is_none())
+        .collect();
+    let mut lines = vec![
+        String::new(),
+        " # Autograd".to_string(),
+        String::new(),
+        format!(
+            " A call records one `{node}` node when grad mode is on and an input requires grad. Its backward is derived by `#[differentiable(derive)]` from the body's {} differentiable ops ({}): each op's declared derivative, applied in reverse order.",
+            rules.len(),
+            rules.join(", ")
+        ),
+        String::new(),
+        format!(" * Differentiable inputs: {}.", list(inputs)),
+        format!(
+            " * Kept for the backward: what the derivative rules read of {}: the value itself (a saved, version-checked tensor), a one-element stand-in of its shape, or nothing.",
+            list(kept)
+        ),
+    ];
+    let attrs: Vec<String> = fwd
+        .params
+        .iter()
+        .filter(|p| p.kind == ParamKind::Attr)
+        .map(|p| format!("`{}`", syn::ext::IdentExt::unraw(p.ident)))
+        .collect();
+    if !attrs.is_empty() {
+        lines.push(format!(
+            " * Attributes ({}): copied into the node when the backward uses them.",
+            attrs.join(", ")
+        ));
+    }
+    if !forward_only.is_empty() {
+        lines.push(format!(
+            " * Used by the forward only, and dropped after its last use: {}.",
+            list(forward_only)
+        ));
+    }
+    lines.push(
+        " * Twice differentiable: yes, as far as the functions it calls are (the derived backward is made of differentiable ops).".to_string(),
+    );
+    lines
 }
 
 /// `__autograd_f_rule` of a derived `f`, for derived bodies that call it. The caller keeps only
@@ -532,5 +620,41 @@ fn own_rule(
                 ::core::result::Result::Ok(#value)
             },
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ctxt::Ctxt;
+    use crate::ir::body::Body;
+    use crate::ir::DiffFn;
+
+    #[test]
+    fn the_doc_section_names_the_node_ops_and_values() {
+        let func: syn::ItemFn = syn::parse_quote! {
+            fn f(x: &Tensor, s: f64) -> Result<Tensor> {
+                let t = x.tanh()?;
+                let unused = x.exp()?;
+                Ok(&t * s + x.sin()?)
+            }
+        };
+        let cx = Ctxt::new();
+        let fwd = DiffFn::from_syn(&cx, &func.sig);
+        let body = Body::from_syn(&cx, &fwd, &func.block);
+        cx.check().expect("a valid body");
+        let body = body.expect("lowered");
+        let doc = super::doc_section("FBackward0", &fwd, &body).join("\n");
+        for part in [
+            "# Autograd",
+            "records one `FBackward0` node",
+            "from the body's 4 differentiable ops (`tanh`, `mul_scalar`, `sin`, `add`)",
+            "* Differentiable inputs: `x`.",
+            "Kept for the backward: what the derivative rules read of `x`, `t`, the result and 2 unnamed intermediate values: the value itself",
+            "* Attributes (`s`): copied into the node",
+            "* Used by the forward only, and dropped after its last use: `unused`.",
+            "* Twice differentiable: yes",
+        ] {
+            assert!(doc.contains(part), "{part:?} not in:\n{doc}");
+        }
     }
 }

@@ -26,6 +26,8 @@ pub(crate) struct Var {
     pub(crate) ident: Ident,
     /// For an input: its number among the tensor inputs.
     pub(crate) input: Option<usize>,
+    /// The name the user gave it: the parameter, or the first `let` that binds it (for docs).
+    pub(crate) name: Option<Ident>,
 }
 
 /// One step of the body, in order.
@@ -123,6 +125,7 @@ impl Body {
                     lower.vars.push(Var {
                         ident: p.ident.clone(),
                         input: Some(i),
+                        name: Some(p.ident.clone()),
                     });
                     Binding::Tensor(lower.vars.len() - 1)
                 }
@@ -291,6 +294,9 @@ impl Lower<'_> {
                 Binding::Scalar
             }
         };
+        if let Binding::Tensor(v) = binding {
+            self.name(v, &ident.ident);
+        }
         self.scope.push((ident.ident.clone(), binding));
         Some(())
     }
@@ -343,6 +349,7 @@ impl Lower<'_> {
         let result = op.result;
         let mut names = names.into_iter();
         if let Some(Some(ident)) = names.next() {
+            self.name(result, &ident);
             self.scope.push((ident, Binding::Tensor(result)));
         }
         for ident in names.flatten() {
@@ -410,6 +417,14 @@ impl Lower<'_> {
         }
     }
 
+    /// Records the first name a `let` gives value `v`.
+    fn name(&mut self, v: usize, ident: &Ident) {
+        let var = &mut self.vars[v];
+        if var.name.is_none() {
+            var.name = Some(ident.clone());
+        }
+    }
+
     fn push_op(
         &mut self,
         rule: Ident,
@@ -421,6 +436,7 @@ impl Lower<'_> {
         self.vars.push(Var {
             ident: format_ident!("__autograd_v{}", result),
             input: None,
+            name: None,
         });
         let callee = match &form {
             Form::Call { func, .. } => Some(func.clone()),
