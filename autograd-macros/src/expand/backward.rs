@@ -12,7 +12,11 @@ use super::{
     Attrs, Names, Slot, SlotKind,
 };
 use crate::attr::{BackwardArgs, DiffArgs};
-use crate::ir::{is_param_attr, BackwardFn, DiffFn, Param, ParamKind};
+use crate::ir::{
+    is_input_metadata, is_input_metadata_ref, is_option_tensor_ref, is_param_attr, is_slice_ref_of,
+    is_tensor_ref, is_tensor_slice_ref, option_inner, BackwardFn, DiffFn, Param, ParamKind,
+};
+use crate::symbol;
 
 /// The user's backward, and the hand-over of its signature to the forward's signature macro.
 /// The parameter attributes the macros consume (`#[needed_for]`, `#[original]`) go to the check
@@ -33,6 +37,11 @@ pub(crate) fn backward_attr(args: &BackwardArgs, func: &ItemFn) -> TokenStream {
     let ident = &func.sig.ident;
     let sig = &func.sig;
     let mut stripped = func.clone();
+    let doc = saved_doc(path, func);
+    stripped.attrs.extend(
+        doc.iter()
+            .map(|line| -> syn::Attribute { syn::parse_quote!(#[doc = #line]) }),
+    );
     for arg in &mut stripped.sig.inputs {
         if let FnArg::Typed(p) = arg {
             p.attrs.retain(|a| !is_param_attr(a));
@@ -45,6 +54,78 @@ pub(crate) fn backward_attr(args: &BackwardArgs, func: &ItemFn) -> TokenStream {
         #(#cfg)*
         #signature! { { #path } { #ident } { #sig } }
     }
+}
+
+/// The `# Autograd` section of a backward's rustdoc: exactly what the node saves for it, read
+/// off its parameters (the forward's section can only say "what the backward names", since the
+/// forward's expansion cannot see the backward).
+fn saved_doc(path: &Path, func: &ItemFn) -> Vec<String> {
+    let path = quote!(#path).to_string().replace(' ', "");
+    let mut items = Vec::new();
+    for arg in &func.sig.inputs {
+        let FnArg::Typed(p) = arg else { continue };
+        let syn::Pat::Ident(pat) = &*p.pat else {
+            continue;
+        };
+        let ident = &pat.ident;
+        if symbol::GRAD.is_prefix_of(ident) || *ident == symbol::NEEDS_INPUT_GRAD {
+            continue;
+        }
+        let name = ident.unraw();
+        let ty = &*p.ty;
+        let has = |s: symbol::Symbol| p.attrs.iter().any(|a| a.path().is_ident(s.as_str()));
+        let needed_for = p
+            .attrs
+            .iter()
+            .find(|a| a.path().is_ident(symbol::NEEDED_FOR.as_str()));
+        let what = if has(symbol::ORIGINAL) {
+            "the input's value before the in-place op (`#[original]`), a saved tensor".to_string()
+        } else if is_tensor_ref(ty) && symbol::RESULT.is_prefix_of(ident) {
+            "the output, a saved tensor (version-checked)".to_string()
+        } else if is_tensor_ref(ty) {
+            "a saved tensor (version-checked)".to_string()
+        } else if let (true, Some(attr)) = (is_option_tensor_ref(ty), needed_for) {
+            // `#[needed_for(a, b)]`: the inputs whose gradients need it.
+            let inputs = attr
+                .parse_args_with(
+                    syn::punctuated::Punctuated::<Ident, syn::Token![,]>::parse_terminated,
+                )
+                .map(|names| {
+                    names
+                        .iter()
+                        .map(|n| format!("`{}`'s", n.unraw()))
+                        .collect::<Vec<_>>()
+                        .join(" or ")
+                })
+                .unwrap_or_else(|_| "a".to_string());
+            format!("a saved tensor, kept only when {inputs} gradient is wanted (`#[needed_for]`)")
+        } else if is_option_tensor_ref(ty) {
+            "a saved tensor when the optional input is given".to_string()
+        } else if is_tensor_slice_ref(ty) {
+            "saved tensors, one per element (version-checked)".to_string()
+        } else if is_input_metadata_ref(ty)
+            || is_slice_ref_of(ty, is_input_metadata)
+            || option_inner(ty).is_some_and(is_input_metadata_ref)
+        {
+            "shape, dtype and device only (no data)".to_string()
+        } else {
+            "by value (an attribute, or a residual kept by `save(..)`)".to_string()
+        };
+        items.push(format!(" * `{name}`: {what}."));
+    }
+    let mut lines = vec![String::new(), " # Autograd".to_string(), String::new()];
+    if items.is_empty() {
+        lines.push(format!(
+            " The backward of `{path}`. Its node saves nothing: this function names only the incoming gradients."
+        ));
+    } else {
+        lines.push(format!(
+            " The backward of `{path}`. What its node saves at each call that records one, and nothing else:"
+        ));
+        lines.push(String::new());
+        lines.extend(items);
+    }
+    lines
 }
 
 /// The forward's hidden items as seen from a backward, spanned on the backward's
@@ -677,5 +758,46 @@ pub(crate) fn link_stub(fwd: &DiffFn<'_>, fwd_path: &Path, bwd: &Signature) -> T
     let impl_link = impl_link(span, &link, &marker, call);
     quote_spanned! {loc=>
         const _: () = { #impl_link };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_backwards_doc_lists_what_its_node_saves() {
+        let func: syn::ItemFn = syn::parse_quote! {
+            fn linear_backward(
+                grad: &Tensor,
+                needs_input_grad: [bool; 3],
+                x: &Tensor,
+                w: &InputMetadata,
+                #[needed_for(x)] weight: Option<&Tensor>,
+                bias: Option<&Tensor>,
+                result: &Tensor,
+                k: f64,
+            ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+                todo!()
+            }
+        };
+        let path: syn::Path = syn::parse_quote!(super::linear);
+        let doc = super::saved_doc(&path, &func).join("\n");
+        for part in [
+            "# Autograd",
+            "The backward of `super::linear`. What its node saves",
+            "* `x`: a saved tensor (version-checked).",
+            "* `w`: shape, dtype and device only (no data).",
+            "* `weight`: a saved tensor, kept only when `x`'s gradient is wanted (`#[needed_for]`).",
+            "* `bias`: a saved tensor when the optional input is given.",
+            "* `result`: the output, a saved tensor",
+            "* `k`: by value",
+        ] {
+            assert!(doc.contains(part), "{part:?} not in:\n{doc}");
+        }
+        assert!(!doc.contains("`grad`") && !doc.contains("needs_input_grad"));
+        let func: syn::ItemFn = syn::parse_quote! {
+            fn double_backward(grad: &Tensor) -> Tensor { grad * 2.0 }
+        };
+        let doc = super::saved_doc(&syn::parse_quote!(double), &func).join("\n");
+        assert!(doc.contains("Its node saves nothing"), "{doc}");
     }
 }

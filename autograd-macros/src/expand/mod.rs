@@ -413,7 +413,7 @@ pub(crate) fn doc_section(args: &DiffArgs, fwd: &DiffFn<'_>) -> Vec<String> {
         String::new(),
         format!(" * Differentiable inputs: {}.", inputs.join(", ")),
         format!(
-            " * Saved for the backward: what `#[backward({})]` names, and nothing else: a tensor input or output as a version-checked saved tensor, an `&InputMetadata` parameter as shape, dtype and device only{}.",
+            " * Saved for the backward: what `#[backward({})]` names, and nothing else (that function's rustdoc lists them): a tensor input or output as a version-checked saved tensor, an `&InputMetadata` parameter as shape, dtype and device only{}.",
             fwd.name(),
             if attrs.is_empty() {
                 String::new()
