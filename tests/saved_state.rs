@@ -4,10 +4,20 @@
 //! names the residuals like saved parameters, and nothing is computed twice.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use autograd::{backward, differentiable, gradcheck, no_grad, DType, Result, Tensor};
 
 static FORWARD_RUNS: AtomicUsize = AtomicUsize::new(0);
+/// Held by every test that calls `row_max`: the tests run in parallel, and the count must see
+/// one test's forward runs only (wherever the engine runs them).
+static ROW_MAX: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    ROW_MAX
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// The largest element of each row, keeping where it was (the residual `argmax`) and the row
 /// length (`cols`) for the backward.
@@ -47,6 +57,7 @@ fn row_max_backward(grad: &Tensor, argmax: &[usize], cols: usize) -> Result<Tens
 
 #[test]
 fn the_backward_reads_the_residuals_the_forward_computed_once() -> Result<()> {
+    let _serial = serial();
     let x =
         Tensor::from_vec(vec![1.0f64, 5.0, 2.0, 7.0, 3.0, 4.0], &[2, 3])?.requires_grad_(true)?;
     let before = FORWARD_RUNS.load(Ordering::Relaxed);
@@ -64,6 +75,7 @@ fn the_backward_reads_the_residuals_the_forward_computed_once() -> Result<()> {
 
 #[test]
 fn without_a_node_the_residuals_are_dropped() -> Result<()> {
+    let _serial = serial();
     let x = Tensor::from_vec(vec![1.0f64, 5.0], &[1, 2])?;
     assert_eq!(row_max(&x)?.to_vec::<f64>()?, [5.0]);
     let x = x.requires_grad_(true)?;
@@ -76,6 +88,7 @@ fn without_a_node_the_residuals_are_dropped() -> Result<()> {
 
 #[test]
 fn gradcheck_through_the_residuals() -> Result<()> {
+    let _serial = serial();
     let x = Tensor::randn(&[3, 4], DType::F64, 7)?.requires_grad_(true)?;
     gradcheck(|i| row_max(&i[0]), &[x])
 }
