@@ -382,6 +382,43 @@ fn b05_accumulate_grad_does_not_steal_given_gradient() {
     assert_close(&grad_vals(&x), &[6.0, 6.0]);
 }
 
+/// `mul_scalar`'s backward writes over the incoming gradient when nothing else holds it. A
+/// gradient someone else can see (the caller's, one a hook kept, a retained `.grad`) must keep
+/// its values, on scalar (inline) and wide tensors alike, and `create_graph` still records.
+#[test]
+fn b05_gradient_reused_in_place_only_when_nobody_else_holds_it() {
+    for shape in [&[][..], &[3][..], &[4096][..]] {
+        let n: usize = shape.iter().product();
+        let x = leaf(&vec![1.0; n], shape);
+        let mid = x.mul_scalar(2.0).unwrap();
+        mid.retain_grad().unwrap();
+        let kept = Arc::new(Mutex::new(Vec::new()));
+        let k = kept.clone();
+        mid.register_hook(move |g| {
+            k.lock().unwrap().push(g.clone());
+            None
+        })
+        .unwrap();
+        let y = mid.mul_scalar(3.0).unwrap().mul_scalar(5.0).unwrap();
+        let g = tensor(&vec![1.0; n], shape);
+        y.backward_with(BackwardOptions::new().gradient(g.clone()))
+            .unwrap();
+        assert_eq!(vals(&g), vec![1.0; n], "the caller's gradient was mutated");
+        let hooked = kept.lock().unwrap();
+        assert_eq!(vals(&hooked[0]), vec![15.0; n], "a hook's gradient changed");
+        assert_eq!(grad_vals(&mid), vec![15.0; n], "retained grad of {shape:?}");
+        assert_eq!(grad_vals(&x), vec![30.0; n], "leaf grad of {shape:?}");
+    }
+    // Under create_graph the formula is recorded, so the gradient is differentiable.
+    let x = leaf(&[1.5], &[]);
+    let y = x.mul(&x).unwrap().mul_scalar(4.0).unwrap();
+    let g = grad(&[y], &[x.clone()], GradOptions::new().create_graph(true)).unwrap();
+    let g = g[0].clone().unwrap();
+    assert_eq!(vals(&g), [12.0]);
+    let gg = grad(&[g], &[x], GradOptions::new()).unwrap();
+    assert_eq!(vals(gg[0].as_ref().unwrap()), [8.0]);
+}
+
 // ----- B07 validate_outputs ----------------------------------------------------------------------
 
 #[test]

@@ -109,7 +109,7 @@ fn mul_scalar(x: &Tensor, s: f64) -> Result<Tensor> {
 
 #[backward(mul_scalar)]
 fn mul_scalar_backward(grad: &Tensor, s: f64) -> Result<Tensor> {
-    grad.mul_scalar(s)
+    grad.mul_scalar_last_use(s)
 }
 
 #[differentiable(builtin, crate = "crate", name = "AddBackward0")]
@@ -191,6 +191,28 @@ impl Tensor {
             BinaryOp::Div => self.div(other),
             _ => unreachable!("invariant: backward formulas use the four arithmetic ops"),
         }
+    }
+
+    /// `self * s` for the last use of `self` in a backward formula: as [`Tensor::last_use`],
+    /// written over this tensor's buffer when nothing else references it and the formula is not
+    /// recorded; otherwise the ordinary, recorded [`Tensor::mul_scalar`]. On a scalar chain this
+    /// is every node's whole backward: the incoming gradient becomes the outgoing one, with no
+    /// tensor built and none retired.
+    pub(crate) fn mul_scalar_last_use(&self, s: f64) -> Result<Tensor> {
+        if self.device().is_host() && !super::records(&[self]) && self.is_uniquely_owned() {
+            if self.numel() <= 2 {
+                self.map_elements_in_place(ScalarOp {
+                    op: BinaryOp::Mul,
+                    s,
+                    scalar_on_left: false,
+                });
+                return Ok(self.clone());
+            }
+            let factor = Tensor::filled(&[], s, self.dtype(), self.device())?;
+            backend::of_tensor(self)?.binary_inplace(BinaryOp::Mul, self, &factor)?;
+            return Ok(self.clone());
+        }
+        self.mul_scalar(s)
     }
 
     /// `self (op) other` with broadcasting, not recorded.

@@ -158,6 +158,23 @@ impl Tensor {
         }
     }
 
+    /// Applies `m` to every element in place. The caller guarantees that nothing else can
+    /// observe the write ([`Tensor::is_uniquely_owned`]) and that the tensor is on the host.
+    pub(crate) fn map_elements_in_place<M: ElementMap>(&self, m: M) {
+        fn map<T: Element, M: ElementMap>(data: &mut [T], layout: &Layout, m: M) {
+            let n = layout.numel();
+            data[layout.offset..layout.offset + n]
+                .iter_mut()
+                .for_each(|x| *x = m.apply(*x));
+        }
+        let mut guard = self.0.storage.data.write();
+        match &mut *guard {
+            Buffer::F32(d) => map(d, self.layout(), m),
+            Buffer::F64(d) => map(d, self.layout(), m),
+            Buffer::Cuda(_) => unreachable!("invariant: map_elements is for host tensors only"),
+        }
+    }
+
     /// Wraps a kernel result (any layout) as a new contiguous CPU tensor without copying when it
     /// is already in standard layout.
     pub(crate) fn from_ndarray<T: Element>(a: ArrayD<T>) -> Tensor {
