@@ -3,6 +3,9 @@
 //!
 //! * `ready_queue_hand_off`: a task pushed by one thread is popped by a thread blocked in `pop`
 //!   (the waiter count must not make `push` skip a needed notification).
+//! * `continuation_hand_back`: `push_unless_next` (with its lock-free empty check) racing a push
+//!   of a higher-priority task: the continuation is either run at once or queued behind it,
+//!   never lost.
 //! * `owner_wake_up`: README.md §3 — a worker completes a graph task and pushes a wake-up task;
 //!   the owner, polling `is_completed` between pops, always terminates.
 //! * `pool_waiter`: a caller blocked in `Completion::wait` is woken by `complete` on another thread.
@@ -25,6 +28,7 @@ mod node_task {
 
 #[cfg(test)]
 mod tests {
+    use loom::sync::atomic::{AtomicBool, Ordering};
     use loom::sync::Arc;
     use loom::thread;
 
@@ -46,6 +50,41 @@ mod tests {
             let (a, b) = consumer.join().unwrap();
             // Both tasks arrive, the higher priority first when both were queued.
             assert_eq!(a + b, 3);
+        });
+    }
+
+    #[test]
+    fn continuation_hand_back() {
+        loom::model(|| {
+            // A device worker pushes a task that outranks the continuation in hand.
+            let q: Arc<ReadyQueue<u32>> = Arc::new(ReadyQueue::new());
+            let pushed = Arc::new(AtomicBool::new(false));
+            let (q2, p2) = (q.clone(), pushed.clone());
+            let device = thread::spawn(move || {
+                q2.push(5);
+                p2.store(true, Ordering::Release);
+            });
+            let push_seen = pushed.load(Ordering::Acquire);
+            let mut attached = false;
+            let handed = q.push_unless_next(3, |_| attached = true);
+            device.join().unwrap();
+            if push_seen {
+                // The push happened before: the queue is not empty, and 5 outranks 3.
+                assert!(handed.is_none(), "a continuation overtook a queued task");
+            }
+            match handed {
+                // Run at once: the queue was empty (lock-free check) or held only lower tasks.
+                Some(t) => {
+                    assert_eq!(t, 3);
+                    assert!(!attached, "a handed-back task is not completed for the queue");
+                    assert_eq!(q.pop(), 5);
+                }
+                // Queued behind the task that outranks it: both come out, in priority order.
+                None => {
+                    assert!(attached, "a queued task is completed first");
+                    assert_eq!((q.pop(), q.pop()), (5, 3));
+                }
+            }
         });
     }
 

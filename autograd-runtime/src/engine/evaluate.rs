@@ -11,6 +11,22 @@ use crate::graph::{GradVec, Node};
 use crate::sync::Arc;
 use crate::{Device, Error, Result, Tensor};
 
+/// A child of the node just run that the same thread runs next, for the same graph task (see
+/// [`evaluate_function`]). It carries no reference to the graph task: the caller already holds
+/// one, so a chain costs no reference count per node.
+pub(crate) struct Continuation {
+    pub(crate) node_index: u32,
+    pub(crate) sequence_nr: u64,
+    pub(crate) inputs: InputBuffer,
+}
+
+impl Continuation {
+    /// The task to queue when the continuation cannot run here after all.
+    pub(crate) fn into_task(self, gt: &Arc<GraphTask>) -> NodeTask {
+        node_task(gt, self.node_index, self.sequence_nr, self.inputs)
+    }
+}
+
 /// Runs node `index` of `gt` and hands its gradients on. Returns the *continuation*: a child that
 /// became ready, belongs on `serving` (the queue this thread drains) and would be the next task
 /// popped from it anyway. The caller runs it directly; the finished task's `outstanding_tasks`
@@ -20,7 +36,7 @@ pub(crate) fn evaluate_function(
     index: u32,
     inputs: InputBuffer,
     serving: &ReadyQueue,
-) -> Result<Option<NodeTask>> {
+) -> Result<Option<Continuation>> {
     let node = gt.plan.node(index);
     let mut grads = inputs.into_grads();
     if !gt.exec_info.is_empty() {
@@ -92,7 +108,15 @@ pub(crate) fn evaluate_function(
             let inputs = std::mem::take(buffer);
             let device = next.meta().device();
             if serves_cpu_queue && device.is_cpu() && continuation.is_none() {
-                continuation = Some(node_task(gt, target, next.meta().sequence_nr(), inputs));
+                // No graph-task reference yet: one is taken only if the task is queued.
+                continuation = Some(NodeTask {
+                    graph_task: None,
+                    node_index: target,
+                    sequence_nr: next.meta().sequence_nr(),
+                    reentrant_depth: gt.reentrant_depth,
+                    kind: TaskKind::Evaluate,
+                    inputs,
+                });
             } else {
                 push_task(gt, target, next.meta().sequence_nr(), device, inputs)?;
             }
@@ -102,8 +126,12 @@ pub(crate) fn evaluate_function(
     let Some(task) = continuation else {
         return Ok(None);
     };
-    match serving.push_unless_next(task) {
-        Some(task) => Ok(Some(task)),
+    match serving.push_unless_next(task, |t| t.graph_task = Some(gt.clone())) {
+        Some(task) => Ok(Some(Continuation {
+            node_index: task.node_index,
+            sequence_nr: task.sequence_nr,
+            inputs: task.inputs,
+        })),
         None => {
             // Queued after all: it needs its own count; this node's count is released by the
             // caller as usual. (Counted after the push: the caller still holds this node's count,

@@ -4,7 +4,8 @@
 use std::collections::BinaryHeap;
 
 use super::node_task::NodeTask;
-use crate::sync::{Condvar, Mutex};
+use crate::sync::atomic::AtomicUsize;
+use crate::sync::{Condvar, Mutex, Ordering};
 
 #[derive(Debug)]
 struct Inner<T> {
@@ -20,6 +21,9 @@ struct Inner<T> {
 pub(crate) struct ReadyQueue<T = NodeTask> {
     inner: Mutex<Inner<T>>,
     available: Condvar,
+    /// The heap's length, written under the lock after every change, read without it by
+    /// `push_unless_next`: an empty queue hands the task straight back with no lock taken.
+    queued: AtomicUsize,
 }
 
 impl<T: Ord> Default for ReadyQueue<T> {
@@ -30,6 +34,7 @@ impl<T: Ord> Default for ReadyQueue<T> {
                 waiters: 0,
             }),
             available: Condvar::new(),
+            queued: AtomicUsize::new(0),
         }
     }
 }
@@ -44,6 +49,7 @@ impl<T: Ord> ReadyQueue<T> {
     pub(crate) fn push(&self, task: T) {
         let mut inner = self.inner.lock();
         inner.heap.push(task);
+        self.publish_len(&inner);
         let wake = inner.waiters > 0;
         drop(inner);
         if wake {
@@ -51,15 +57,34 @@ impl<T: Ord> ReadyQueue<T> {
         }
     }
 
+    /// Records the heap's length for `push_unless_next`'s lock-free check (under the lock).
+    #[inline]
+    fn publish_len(&self, inner: &Inner<T>) {
+        // Release: pairs with the Acquire load in `push_unless_next`, so a reader that sees the
+        // length also sees the heap change it describes (the mutex orders the writers).
+        self.queued.store(inner.heap.len(), Ordering::Release);
+    }
+
     /// Hands `task` back if it would be the next one popped (no queued task outranks it), so the
-    /// caller can run it at once; otherwise queues it (and wakes a waiter) and returns `None`.
-    /// One lock instead of a push and a pop — the engine's continuation fast path.
-    pub(crate) fn push_unless_next(&self, task: T) -> Option<T> {
+    /// caller can run it at once; otherwise completes it with `on_push` (the engine attaches the
+    /// graph task a handed-back task does not need), queues it (and wakes a waiter) and returns
+    /// `None`. One lock instead of a push and a pop — the engine's continuation fast path.
+    ///
+    /// An empty queue is seen without the lock: the answer is the one the lock would have given
+    /// at the moment of the load (a task pushed just after it is ordered after this one, as if
+    /// it had been pushed after the lock was released), so no ordering PyTorch gives is lost.
+    pub(crate) fn push_unless_next(&self, mut task: T, on_push: impl FnOnce(&mut T)) -> Option<T> {
+        // Acquire: see `publish_len`.
+        if self.queued.load(Ordering::Acquire) == 0 {
+            return Some(task);
+        }
         let mut inner = self.inner.lock();
         if inner.heap.peek().is_none_or(|top| *top <= task) {
             return Some(task);
         }
+        on_push(&mut task);
         inner.heap.push(task);
+        self.publish_len(&inner);
         let wake = inner.waiters > 0;
         drop(inner);
         if wake {
@@ -73,6 +98,7 @@ impl<T: Ord> ReadyQueue<T> {
         let mut inner = self.inner.lock();
         loop {
             if let Some(task) = inner.heap.pop() {
+                self.publish_len(&inner);
                 return task;
             }
             inner.waiters += 1;
@@ -93,6 +119,7 @@ impl<T: Ord> ReadyQueue<T> {
             let (kept, dropped): (Vec<T>, Vec<T>) =
                 std::mem::take(&mut inner.heap).into_iter().partition(keep);
             inner.heap = BinaryHeap::from(kept);
+            self.publish_len(&inner);
             dropped
         };
         drop(dropped); // their gradients and graph tasks are freed outside the lock

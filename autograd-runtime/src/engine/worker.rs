@@ -15,7 +15,8 @@ use std::ptr::NonNull;
 
 use super::evaluate::evaluate_function;
 use super::graph_task::GraphTask;
-use super::node_task::{NodeTask, TaskKind};
+use super::input_buffer::InputBuffer;
+use super::node_task::TaskKind;
 use super::ready_queue::ReadyQueue;
 use super::unwind;
 use crate::sync::Arc;
@@ -124,16 +125,11 @@ pub(crate) fn with_current_graph_task<R>(f: impl FnOnce(Option<&GraphTask>) -> R
 /// queue, so an owner blocked in `pop` re-checks `is_completed`.
 pub(crate) fn thread_main(queue: &ReadyQueue, until: Option<&Arc<GraphTask>>) {
     let was_worker = IN_WORKER.with(|w| w.replace(true));
-    // A ready child handed over by the previous node (it carries that node's outstanding count).
-    let mut continuation: Option<NodeTask> = None;
     loop {
         if until.is_some_and(|gt| gt.is_completed()) {
             break;
         }
-        let task = match continuation.take() {
-            Some(t) => t,
-            None => queue.pop(),
-        };
+        let task = queue.pop();
         match task.kind {
             TaskKind::Shutdown => break,
             TaskKind::WakeUp => continue,
@@ -142,32 +138,50 @@ pub(crate) fn thread_main(queue: &ReadyQueue, until: Option<&Arc<GraphTask>>) {
         let Some(gt) = task.graph_task else {
             continue;
         };
-        if !gt.has_error() {
-            let node_index = task.node_index;
-            let _current = CurrentGraphTask::enter(&gt);
-            let _grad_mode = crate::set_grad_enabled(gt.create_graph);
-            let result = unwind::catch(None, || {
-                evaluate_function(&gt, node_index, task.inputs, queue)
-            });
-            match result {
-                Ok(Some(next)) => {
-                    continuation = Some(next);
-                    continue;
-                }
-                Ok(None) => {}
-                Err(e) => report_node_error(&gt, node_index, e),
-            }
-        }
-        if gt.finish_one() {
-            gt.run_post_processing();
-        }
-    }
-    if let Some(task) = continuation {
-        // Our task completed while a continuation of another graph task was in hand (graph tasks
-        // do not form a stack): queue it for whoever drains this queue next; its count is kept.
-        queue.push(task);
+        run_task(&gt, task.node_index, task.inputs, queue, until);
     }
     IN_WORKER.with(|w| w.set(was_worker));
+}
+
+/// Runs node `node_index` of `gt`, then each continuation it hands back (README.md §2), and
+/// releases the one `outstanding_tasks` count they share. The graph task is entered once for the
+/// whole run, and no continuation takes a reference to it.
+fn run_task(
+    gt: &Arc<GraphTask>,
+    mut node_index: u32,
+    mut inputs: InputBuffer,
+    queue: &ReadyQueue,
+    until: Option<&Arc<GraphTask>>,
+) {
+    {
+        let _current = CurrentGraphTask::enter(gt);
+        while !gt.has_error() {
+            let result = {
+                let _grad_mode = crate::set_grad_enabled(gt.create_graph);
+                unwind::catch(None, || evaluate_function(gt, node_index, inputs, queue))
+            };
+            let next = match result {
+                Ok(Some(next)) => next,
+                Ok(None) => break,
+                Err(e) => {
+                    report_node_error(gt, node_index, e);
+                    break;
+                }
+            };
+            if until.is_some_and(|u| u.is_completed()) {
+                // The owner's task completed while a continuation of another graph task was
+                // in hand (graph tasks do not form a stack): queue it for whoever drains this
+                // queue next; it keeps the count.
+                queue.push(next.into_task(gt));
+                return;
+            }
+            node_index = next.node_index;
+            inputs = next.inputs;
+        }
+    }
+    if gt.finish_one() {
+        gt.run_post_processing();
+    }
 }
 
 fn report_node_error(gt: &GraphTask, node_index: u32, e: Error) {
