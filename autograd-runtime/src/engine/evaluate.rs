@@ -81,7 +81,7 @@ pub(crate) fn evaluate_function(
     let edges = node.meta().next_edges();
     // Only CPU children on the queue this thread serves can continue here.
     let serves_cpu_queue = std::ptr::eq(&*gt.cpu_ready_queue, serving);
-    let mut continuation: Option<NodeTask> = None;
+    let mut continuation: Option<Continuation> = None;
     let mut state = gt.state.lock();
     for (i, grad) in outputs.into_iter().enumerate() {
         let target = gt.plan.target(index, i);
@@ -108,13 +108,9 @@ pub(crate) fn evaluate_function(
             let inputs = std::mem::take(buffer);
             let device = next.meta().device();
             if serves_cpu_queue && device.is_cpu() && continuation.is_none() {
-                // No graph-task reference yet: one is taken only if the task is queued.
-                continuation = Some(NodeTask {
-                    graph_task: None,
+                continuation = Some(Continuation {
                     node_index: target,
                     sequence_nr: next.meta().sequence_nr(),
-                    reentrant_depth: gt.reentrant_depth,
-                    kind: TaskKind::Evaluate,
                     inputs,
                 });
             } else {
@@ -123,8 +119,21 @@ pub(crate) fn evaluate_function(
         }
     }
     drop(state);
-    let Some(task) = continuation else {
+    let Some(next) = continuation else {
         return Ok(None);
+    };
+    if serving.looks_empty() {
+        // Nothing queued can outrank it (see `ReadyQueue::looks_empty`).
+        return Ok(Some(next));
+    }
+    // No graph-task reference yet: one is taken only if the task is queued.
+    let task = NodeTask {
+        graph_task: None,
+        node_index: next.node_index,
+        sequence_nr: next.sequence_nr,
+        reentrant_depth: gt.reentrant_depth,
+        kind: TaskKind::Evaluate,
+        inputs: next.inputs,
     };
     match serving.push_unless_next(task, |t| t.graph_task = Some(gt.clone())) {
         Some(task) => Ok(Some(Continuation {
@@ -178,7 +187,6 @@ pub(crate) fn push_task(
     Ok(())
 }
 
-/// Tensor pre-hooks, then retains_grad hooks (B17, B19).
 /// A tensor hook's replacement gradient must look like the one it replaces (PyTorch's
 /// `check_single_result`: "hook 'hook' has changed the size of value").
 fn check_hook_result(old: &Tensor, new: Tensor) -> Result<Tensor> {
@@ -204,7 +212,18 @@ fn check_hook_result(old: &Tensor, new: Tensor) -> Result<Tensor> {
     }
 }
 
-fn call_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> Result<GradVec> {
+/// Tensor pre-hooks, then retains_grad hooks (B17, B19). Most nodes have none: that check is
+/// inline, the work out of line.
+#[inline]
+fn call_tensor_pre_hooks(node: &dyn Node, grads: GradVec) -> Result<GradVec> {
+    if !node.meta().hooks.any() && node.accumulates_into().is_none() {
+        return Ok(grads);
+    }
+    run_tensor_pre_hooks(node, grads)
+}
+
+#[inline(never)]
+fn run_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> Result<GradVec> {
     if let Some(leaf) = node.accumulates_into() {
         let hooks =
             (leaf.meta_lock().leaf_hooks.as_ref()).map_or_else(Vec::new, |h| h.tensor.clone());

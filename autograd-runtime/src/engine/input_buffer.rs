@@ -14,9 +14,9 @@ pub(crate) struct InputBuffer {
 
 impl InputBuffer {
     pub(crate) fn new(num_inputs: usize) -> InputBuffer {
-        let mut slots = GradVec::new();
-        slots.resize_with(num_inputs, || None);
-        InputBuffer { slots }
+        InputBuffer {
+            slots: GradVec::from_elem(None, num_inputs),
+        }
     }
 
     pub(crate) fn is_allocated(&self) -> bool {
@@ -27,9 +27,20 @@ impl InputBuffer {
     /// only when this buffer holds the only reference to the accumulated tensor and grad mode is
     /// off (a `create_graph` pass must stay differentiable, and a caller's tensor is never
     /// mutated). Undefined gradients are ignored.
+    #[inline]
     pub(crate) fn add(&mut self, pos: usize, grad: Option<Tensor>, grad_mode: bool) -> Result<()> {
         let Some(grad) = grad else { return Ok(()) };
         let slot = &mut self.slots[pos];
+        if slot.is_none() {
+            // The first gradient for this input (on a chain, the only one): moved in.
+            *slot = Some(grad);
+            return Ok(());
+        }
+        Self::sum_into(slot, grad, grad_mode)
+    }
+
+    #[inline(never)]
+    fn sum_into(slot: &mut Option<Tensor>, grad: Tensor, grad_mode: bool) -> Result<()> {
         match slot.take() {
             None => *slot = Some(grad),
             Some(old) if !grad_mode && old.is_uniquely_owned() => {

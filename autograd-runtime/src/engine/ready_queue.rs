@@ -65,17 +65,22 @@ impl<T: Ord> ReadyQueue<T> {
         self.queued.store(inner.heap.len(), Ordering::Release);
     }
 
+    /// Whether the queue is empty, read without the lock: a task pushed just after the load is
+    /// ordered after whatever the caller does next, as if it had been pushed after a locked
+    /// check, so the answer is one the lock would have given at the moment of the load.
+    #[inline]
+    pub(crate) fn looks_empty(&self) -> bool {
+        // Acquire: see `publish_len`.
+        self.queued.load(Ordering::Acquire) == 0
+    }
+
     /// Hands `task` back if it would be the next one popped (no queued task outranks it), so the
     /// caller can run it at once; otherwise completes it with `on_push` (the engine attaches the
     /// graph task a handed-back task does not need), queues it (and wakes a waiter) and returns
     /// `None`. One lock instead of a push and a pop — the engine's continuation fast path.
-    ///
-    /// An empty queue is seen without the lock: the answer is the one the lock would have given
-    /// at the moment of the load (a task pushed just after it is ordered after this one, as if
-    /// it had been pushed after the lock was released), so no ordering PyTorch gives is lost.
+    /// An empty queue is seen without the lock ([`ReadyQueue::looks_empty`]).
     pub(crate) fn push_unless_next(&self, mut task: T, on_push: impl FnOnce(&mut T)) -> Option<T> {
-        // Acquire: see `publish_len`.
-        if self.queued.load(Ordering::Acquire) == 0 {
+        if self.looks_empty() {
             return Some(task);
         }
         let mut inner = self.inner.lock();

@@ -72,6 +72,13 @@ impl NodeHooks {
         self.snapshot_slow()
     }
 
+    /// Whether the node ever had hooks (a `false` answer means [`NodeHooks::snapshot`] is `None`).
+    #[inline]
+    pub(crate) fn any(&self) -> bool {
+        // Relaxed: as in `snapshot`.
+        self.present.load(Ordering::Relaxed)
+    }
+
     #[inline(never)]
     fn snapshot_slow(&self) -> Option<HookLists> {
         self.lists.lock().as_deref().cloned()

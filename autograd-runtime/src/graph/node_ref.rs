@@ -155,6 +155,7 @@ thread_local! {
 }
 
 impl Drop for NodeRef {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: `self.0` is taken exactly once, here, and never touched again.
         let node = unsafe { ManuallyDrop::take(&mut self.0) };
@@ -167,6 +168,9 @@ impl Drop for NodeRef {
     }
 }
 
+/// The last handle's drop, out of line so that `NodeRef::drop`'s common case (only a count
+/// changes) stays small enough to inline.
+#[inline(never)]
 fn drop_iteratively(node: Arc<dyn Node>) {
     let mut node = Some(node);
     let became_drainer = DEFERRED_DROPS.try_with(|d| {

@@ -397,11 +397,12 @@ impl Tensor {
     /// in-place ops to rebase history).
     pub(crate) fn set_grad_fn(&self, node: NodeRef, output_nr: usize) {
         let mut meta = self.0.autograd.lock();
-        let moved_retain = meta.retains_grad;
-        let old = meta.grad_fn.replace(node.clone());
+        // A second handle only when the retains_grad hook must move (no count traffic otherwise).
+        let moved_retain = meta.retains_grad.then(|| node.clone());
+        let old = meta.grad_fn.replace(node);
         let old_nr = std::mem::replace(&mut meta.output_nr, output_nr);
         drop(meta);
-        if moved_retain {
+        if let Some(node) = moved_retain {
             // In-place ops move the retains_grad hook to the new grad_fn (B17).
             if let Some(old) = old {
                 old.meta().hooks.clear_retains_grad(old_nr);
