@@ -578,7 +578,7 @@ pub(crate) fn link_impl(
             SlotKind::Input { ident, dirty: false, .. } => quote_spanned!(loc=> #saved::input(#ident)),
             SlotKind::Input { ident, dirty: true, .. } => {
                 let pos = format_ident!("__dirty_{}", ident.unraw(), span = loc);
-                quote_spanned!(loc=> #saved::output(#ident, ::core::clone::Clone::clone(__weak), #pos))
+                quote_spanned!(loc=> #saved::output(#ident, __weak(), #pos))
             }
             SlotKind::Metadata { ident, slice: false } => {
                 quote_spanned!(loc=> #krate::__private::InputMetadata::of(#ident))
@@ -597,12 +597,12 @@ pub(crate) fn link_impl(
             SlotKind::Output { vec: true, .. } => {
                 let out = &outs[0];
                 quote_spanned!(loc=> #out.iter().enumerate()
-                    .map(|(__i, __o)| #saved::output(__o, ::core::clone::Clone::clone(__weak), __i))
+                    .map(|(__i, __o)| #saved::output(__o, __weak(), __i))
                     .collect())
             }
             SlotKind::Output { index, differentiable: true, .. } => {
                 let out = &outs[index];
-                quote_spanned!(loc=> #saved::output(&#out, ::core::clone::Clone::clone(__weak), #index))
+                quote_spanned!(loc=> #saved::output(&#out, __weak(), #index))
             }
             SlotKind::Output { index, differentiable: false, .. } => {
                 let out = &outs[index];

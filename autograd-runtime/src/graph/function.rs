@@ -121,21 +121,23 @@ pub fn next_edges_opt(inputs: &[Option<&Tensor>]) -> Option<SmallVec<[Option<Edg
 }
 
 /// Creates the node for an op whose outputs are `outputs` and makes it their grad_fn.
-/// `make` builds the saved state; it receives the node's own weak handle for saving outputs.
+/// `make` builds the saved state; calling the function it receives gives the node's own weak
+/// handle, for saving outputs (made only when asked for: a node that saves no output costs no
+/// weak count update).
 #[doc(hidden)]
 #[inline]
 pub fn record_node<B: Backward>(
     edges: SmallVec<[Option<Edge>; 2]>,
     outputs: &[&Tensor],
-    make: impl FnOnce(&Weak<dyn Node>) -> B,
+    make: impl FnOnce(&dyn Fn() -> Weak<dyn Node>) -> B,
 ) -> NodeRef {
     let input_metadata = outputs.iter().map(|t| InputMetadata::of(t)).collect();
     let meta = NodeMeta::new(edges, input_metadata);
     let node: Arc<FunctionNode<B>> = Arc::new_cyclic(|weak: &Weak<FunctionNode<B>>| {
-        let weak: Weak<dyn Node> = weak.clone();
+        let weak_self = || -> Weak<dyn Node> { weak.clone() };
         FunctionNode {
             meta,
-            backward: make(&weak),
+            backward: make(&weak_self),
         }
     });
     let node = NodeRef::new(node);
