@@ -3,7 +3,7 @@
 //!
 //! * `ready_queue_hand_off`: a task pushed by one thread is popped by a thread blocked in `pop`
 //!   (the waiter count must not make `push` skip a needed notification).
-//! * `continuation_hand_back`: `push_unless_next` (with its lock-free empty check) racing a push
+//! * `continuation_hand_back`: `looks_empty` then `push_unless_next` racing a push
 //!   of a higher-priority task: the continuation is either run at once or queued behind it,
 //!   never lost.
 //! * `owner_wake_up`: README.md §3 — a worker completes a graph task and pushes a wake-up task;
@@ -66,7 +66,12 @@ mod tests {
             });
             let push_seen = pushed.load(Ordering::Acquire);
             let mut attached = false;
-            let handed = q.push_unless_next(3, |_| attached = true);
+            // The engine's sequence: the lock-free empty check, then the locked comparison.
+            let handed = if q.looks_empty() {
+                Some(3)
+            } else {
+                q.push_unless_next(3, |_| attached = true)
+            };
             device.join().unwrap();
             if push_seen {
                 // The push happened before: the queue is not empty, and 5 outranks 3.

@@ -776,7 +776,7 @@ mod tests {
                 result: &Tensor,
                 k: f64,
             ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-                todo!()
+                Ok((None, None, None))
             }
         };
         let path: syn::Path = syn::parse_quote!(super::linear);

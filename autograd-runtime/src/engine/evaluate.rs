@@ -21,9 +21,31 @@ pub(crate) struct Continuation {
 }
 
 impl Continuation {
-    /// The task to queue when the continuation cannot run here after all.
-    pub(crate) fn into_task(self, gt: &Arc<GraphTask>) -> NodeTask {
-        node_task(gt, self.node_index, self.sequence_nr, self.inputs)
+    /// The ready-queue task for this child: `graph_task` is `None` while the task is only
+    /// compared with the queue's top, `Some` once it must be queued after all.
+    pub(crate) fn into_task(
+        self,
+        graph_task: Option<Arc<GraphTask>>,
+        reentrant_depth: usize,
+    ) -> NodeTask {
+        NodeTask {
+            graph_task,
+            node_index: self.node_index,
+            sequence_nr: self.sequence_nr,
+            reentrant_depth,
+            kind: TaskKind::Evaluate,
+            inputs: self.inputs,
+        }
+    }
+}
+
+impl From<NodeTask> for Continuation {
+    fn from(task: NodeTask) -> Continuation {
+        Continuation {
+            node_index: task.node_index,
+            sequence_nr: task.sequence_nr,
+            inputs: task.inputs,
+        }
     }
 }
 
@@ -127,20 +149,9 @@ pub(crate) fn evaluate_function(
         return Ok(Some(next));
     }
     // No graph-task reference yet: one is taken only if the task is queued.
-    let task = NodeTask {
-        graph_task: None,
-        node_index: next.node_index,
-        sequence_nr: next.sequence_nr,
-        reentrant_depth: gt.reentrant_depth,
-        kind: TaskKind::Evaluate,
-        inputs: next.inputs,
-    };
+    let task = next.into_task(None, gt.reentrant_depth);
     match serving.push_unless_next(task, |t| t.graph_task = Some(gt.clone())) {
-        Some(task) => Ok(Some(Continuation {
-            node_index: task.node_index,
-            sequence_nr: task.sequence_nr,
-            inputs: task.inputs,
-        })),
+        Some(task) => Ok(Some(Continuation::from(task))),
         None => {
             // Queued after all: it needs its own count; this node's count is released by the
             // caller as usual. (Counted after the push: the caller still holds this node's count,
@@ -152,14 +163,12 @@ pub(crate) fn evaluate_function(
 }
 
 fn node_task(gt: &Arc<GraphTask>, index: u32, sequence_nr: u64, inputs: InputBuffer) -> NodeTask {
-    NodeTask {
-        graph_task: Some(gt.clone()),
+    let child = Continuation {
         node_index: index,
         sequence_nr,
-        reentrant_depth: gt.reentrant_depth,
-        kind: TaskKind::Evaluate,
         inputs,
-    }
+    };
+    child.into_task(Some(gt.clone()), gt.reentrant_depth)
 }
 
 /// Queues node `index` of `gt` with `inputs` on the queue for `device` (B28).

@@ -31,28 +31,12 @@ impl InputBuffer {
     pub(crate) fn add(&mut self, pos: usize, grad: Option<Tensor>, grad_mode: bool) -> Result<()> {
         let Some(grad) = grad else { return Ok(()) };
         let slot = &mut self.slots[pos];
-        if slot.is_none() {
+        let Some(old) = slot.take() else {
             // The first gradient for this input (on a chain, the only one): moved in.
             *slot = Some(grad);
             return Ok(());
-        }
-        Self::sum_into(slot, grad, grad_mode)
-    }
-
-    #[inline(never)]
-    fn sum_into(slot: &mut Option<Tensor>, grad: Tensor, grad_mode: bool) -> Result<()> {
-        match slot.take() {
-            None => *slot = Some(grad),
-            Some(old) if !grad_mode && old.is_uniquely_owned() => {
-                old.accumulate_in_place(&grad)?;
-                *slot = Some(old);
-            }
-            Some(old) if !grad_mode && grad.is_uniquely_owned() => {
-                grad.accumulate_in_place(&old)?;
-                *slot = Some(grad);
-            }
-            Some(old) => *slot = Some(old.add(&grad)?),
-        }
+        };
+        *slot = Some(sum(old, grad, grad_mode)?);
         Ok(())
     }
 
@@ -64,5 +48,20 @@ impl InputBuffer {
 impl From<SmallVec<[Option<Tensor>; 2]>> for InputBuffer {
     fn from(slots: GradVec) -> Self {
         InputBuffer { slots }
+    }
+}
+
+/// `old + grad`, written into whichever of the two nothing else references (out of line: the
+/// common case, a first gradient, never gets here).
+#[inline(never)]
+fn sum(old: Tensor, grad: Tensor, grad_mode: bool) -> Result<Tensor> {
+    if !grad_mode && old.is_uniquely_owned() {
+        old.accumulate_in_place(&grad)?;
+        Ok(old)
+    } else if !grad_mode && grad.is_uniquely_owned() {
+        grad.accumulate_in_place(&old)?;
+        Ok(grad)
+    } else {
+        old.add(&grad)
     }
 }

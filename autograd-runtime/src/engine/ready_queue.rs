@@ -22,7 +22,7 @@ pub(crate) struct ReadyQueue<T = NodeTask> {
     inner: Mutex<Inner<T>>,
     available: Condvar,
     /// The heap's length, written under the lock after every change, read without it by
-    /// `push_unless_next`: an empty queue hands the task straight back with no lock taken.
+    /// `looks_empty`: an empty queue hands a continuation straight back with no lock taken.
     queued: AtomicUsize,
 }
 
@@ -57,10 +57,10 @@ impl<T: Ord> ReadyQueue<T> {
         }
     }
 
-    /// Records the heap's length for `push_unless_next`'s lock-free check (under the lock).
+    /// Records the heap's length for `looks_empty`'s lock-free check (under the lock).
     #[inline]
     fn publish_len(&self, inner: &Inner<T>) {
-        // Release: pairs with the Acquire load in `push_unless_next`, so a reader that sees the
+        // Release: pairs with the Acquire load in `looks_empty`, so a reader that sees the
         // length also sees the heap change it describes (the mutex orders the writers).
         self.queued.store(inner.heap.len(), Ordering::Release);
     }
@@ -77,12 +77,9 @@ impl<T: Ord> ReadyQueue<T> {
     /// Hands `task` back if it would be the next one popped (no queued task outranks it), so the
     /// caller can run it at once; otherwise completes it with `on_push` (the engine attaches the
     /// graph task a handed-back task does not need), queues it (and wakes a waiter) and returns
-    /// `None`. One lock instead of a push and a pop — the engine's continuation fast path.
-    /// An empty queue is seen without the lock ([`ReadyQueue::looks_empty`]).
+    /// `None`. One lock instead of a push and a pop — the engine's continuation fast path, taken
+    /// after [`ReadyQueue::looks_empty`] has said no (an empty queue needs no lock at all).
     pub(crate) fn push_unless_next(&self, mut task: T, on_push: impl FnOnce(&mut T)) -> Option<T> {
-        if self.looks_empty() {
-            return Some(task);
-        }
         let mut inner = self.inner.lock();
         if inner.heap.peek().is_none_or(|top| *top <= task) {
             return Some(task);

@@ -172,7 +172,7 @@ fn run_task(
                 // The owner's task completed while a continuation of another graph task was
                 // in hand (graph tasks do not form a stack): queue it for whoever drains this
                 // queue next; it keeps the count.
-                queue.push(next.into_task(gt));
+                queue.push(next.into_task(Some(gt.clone()), gt.reentrant_depth));
                 return;
             }
             node_index = next.node_index;

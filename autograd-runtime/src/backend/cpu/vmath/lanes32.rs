@@ -159,9 +159,8 @@ pub(super) fn ln(x: f32) -> f32 {
 
 /// `tanh x`, in `f32` lanes: `a = |x|` (clamped to 10). Below [`TANH_SMALL`], `a + a z P(z)`
 /// ([`TANH_P`]; the correction is under 2% of the result, so its roundings cost at most 0.1 ulp).
-/// Above, `1 - 2/(E + 1)` with `E = e^(2a)` from [`exp_parts`] kept as a double-`f32`
-/// (`2^-28` relative), `E + 1` summed exactly, the quotient refined by its remainder (a fused
-/// multiply-add) and `1 - q` summed with its rounding error, then rounded once: the 2.4x
+/// Above, [`lanes64::one_minus_two_over_succ`] of `E = e^(2a)` from [`exp_parts`], kept as a
+/// double-`f32` (`2^-28` relative), rounded once: the 2.4x
 /// amplification of `E`'s error at the cut leaves about `2^-26.9`. Sign restored; NaN passes.
 /// Every step is a correctly rounded `f32` operation, so the lanes are twice as many per register
 /// as the `f64` form this replaced, with the same bits on any instruction set.
@@ -174,15 +173,7 @@ pub(super) fn tanh(x: f32) -> f32 {
 
     let (n, ph, pl) = exp_parts(2.0 * a);
     let sc = pow2i(n);
-    let eh = ph * sc;
-    let el = pl * sc;
-    let dh = eh + 1.0;
-    let dl = ((eh - dh) + 1.0) + el;
-    let inv = 1.0 / dh;
-    let th = 2.0 * inv;
-    let tl = fma(-th, dl, fma(-th, dh, 2.0)) * inv;
-    let s = 1.0 - th;
-    let large = s + (((1.0 - s) - th) - tl);
+    let large = lanes64::one_minus_two_over_succ(ph * sc, pl * sc);
 
     let y = if a < TANH_SMALL { small } else { large };
     y.copysign(x)

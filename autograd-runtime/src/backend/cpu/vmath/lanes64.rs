@@ -417,17 +417,26 @@ pub(super) fn tanh(x: f64) -> f64 {
 
     let (n, ph, pl) = exp_parts(2.0 * a, 0.0);
     let sc = pow2i(n);
-    let eh = ph * sc;
-    let el = pl * sc;
-    let dh = eh + 1.0;
-    let dl = ((eh - dh) + 1.0) + el;
-    let inv = 1.0 / dh;
-    let th = 2.0 * inv;
-    let tl = fma(-th, dl, fma(-th, dh, 2.0)) * inv;
-    let s = 1.0 - th;
-    let large = s + (((1.0 - s) - th) - tl);
+    let large = one_minus_two_over_succ(ph * sc, pl * sc);
 
     blend(a < TANH_SMALL, small, large).copysign(x)
+}
+
+/// `1 - 2/(E + 1)` for `E = eh + el >= 1` (a double-word value, `|el|` within an ulp of `eh`),
+/// rounded once: `E + 1` summed exactly, the quotient refined by its remainder (a fused
+/// multiply-add) and `1 - q` summed with its rounding error. The quotient form of `tanh` in both
+/// lane types (`E = e^(2|x|)`), so it is written once, over `f32` and `f64`.
+#[inline(always)]
+pub(super) fn one_minus_two_over_succ<T: num_traits::Float>(eh: T, el: T) -> T {
+    let one = T::one();
+    let two = one + one;
+    let dh = eh + one;
+    let dl = ((eh - dh) + one) + el;
+    let inv = one / dh;
+    let th = two * inv;
+    let tl = (-th).mul_add(dl, (-th).mul_add(dh, two)) * inv;
+    let s = one - th;
+    s + (((one - s) - th) - tl)
 }
 
 /// `1 / (1 + e^-x)`.
