@@ -490,9 +490,13 @@ fn range_of(f: MathFn) -> (f64, f64) {
 }
 
 fn accuracy32(f: MathFn) {
+    accuracy32_with(f, &format!("{f:?} f32"), &|xs| mapped(f, xs));
+}
+
+/// [`accuracy32`] of `f` computed by `map`, reported as `what`.
+fn accuracy32_with(f: MathFn, what: &str, map: &(dyn Fn(&[f32]) -> Vec<f32> + Sync)) {
     let full = full_sweep();
     let threads = threads();
-    let map = |xs: &[f32]| mapped(f, xs);
     let check = |w: &mut Worst, x: f32, y: f32| check32(w, x, y, reference32(f, f64::from(x)));
     let mut worst = Worst::default();
 
@@ -503,39 +507,40 @@ fn accuracy32(f: MathFn) {
         (1_200_000, 3579)
     };
     let all = move |i: u64| f32::from_bits((i * step) as u32);
-    worst.merge(&sweep(n_all, threads, &all, &map, &check));
+    worst.merge(&sweep(n_all, threads, &all, map, &check));
 
     // The interesting range, densely (both signs for the odd/even functions).
     let (lo, hi) = range_of(f);
     let n_range = if full { 1 << 26 } else { 600_000 };
     let (lo, hi) = (lo.max(f64::from(f32::MIN)) as f32, hi as f32);
     let gen = range32(lo, hi, n_range);
-    worst.merge(&sweep(n_range, threads, &gen, &map, &check));
+    worst.merge(&sweep(n_range, threads, &gen, map, &check));
 
     // Thresholds: subnormal results / underflow / overflow of exp and sigmoid, the tiny-argument
     // cut of tanh and its cut between polynomial and quotient, log near 1 and of subnormals, sin/cos near the end of the vector reduction.
     let edges: &[(f32, f32)] = match f {
         MathFn::Exp => &[(88.0, 89.0), (-104.5, -86.5)],
         MathFn::Log => &[(0.999, 1.001), (0.0, f32::MIN_POSITIVE * 2.0)],
-        MathFn::Tanh => &[(1.0 / 8192.0, 1.0 / 1024.0), (0.24, 0.26), (8.5, 9.5)],
+        // (The last two: the first interval's end and the clamp of the AVX-512 kernel.)
+        MathFn::Tanh => &[
+            (1.0 / 8192.0, 1.0 / 1024.0),
+            (0.24, 0.26),
+            (8.5, 9.5),
+            (0.15, 0.17),
+            (9.7, 9.9),
+        ],
         MathFn::Sigmoid => &[(-104.5, -86.5), (15.0, 18.0)],
         MathFn::Sin | MathFn::Cos => &[(1e6, 1e7), (TRIG_MAX_F32 * 0.999, TRIG_MAX_F32 * 1.001)],
     };
     for &(a, b) in edges {
         let n = if full { 1 << 22 } else { 150_000 };
-        worst.merge(&sweep(n, threads, &range32(a, b, n), &map, &check));
+        worst.merge(&sweep(n, threads, &range32(a, b, n), map, &check));
     }
 
     let sp = specials32();
-    worst.merge(&sweep(
-        sp.len() as u64,
-        1,
-        &|i| sp[i as usize],
-        &map,
-        &check,
-    ));
+    worst.merge(&sweep(sp.len() as u64, 1, &|i| sp[i as usize], map, &check));
 
-    worst.report_and_check(&format!("{f:?} f32"), 2);
+    worst.report_and_check(what, 2);
 }
 
 fn accuracy64(f: MathFn) {
@@ -600,6 +605,27 @@ fn log_f32_accuracy() {
 #[test]
 fn tanh_f32_accuracy() {
     accuracy32(MathFn::Tanh);
+}
+
+/// On an AVX-512 machine `f32` `tanh` runs the table-driven kernel of [`super::avx512`]; the
+/// portable lane code, which other machines run, is swept here too (under AVX2 where the CPU has
+/// it, as pulp would pick on an AVX2-only machine).
+#[test]
+fn tanh_f32_portable_accuracy() {
+    accuracy32_with(MathFn::Tanh, "Tanh f32 portable", &|xs| {
+        let mut v = xs.to_vec();
+        let run = Run {
+            op: Op::Map(MathFn::Tanh),
+            io: Io::InPlace(&mut v),
+        };
+        #[cfg(target_arch = "x86_64")]
+        if let Some(v3) = pulp::x86::V3::try_new() {
+            Arch::V3(v3).dispatch(run);
+            return v;
+        }
+        Arch::new().dispatch(run);
+        v
+    });
 }
 
 #[test]
