@@ -84,7 +84,7 @@ impl Team {
 /// Runs `body(i)` once for every `i in 0..chunks`, on the calling thread and up to
 /// `num_threads() - 1` pool threads (see the module docs); returns when all have run. A panic in
 /// any chunk is resumed here once every chunk has finished.
-fn run_chunks(chunks: usize, body: &(dyn Fn(usize) + Sync)) {
+pub(crate) fn run_chunks(chunks: usize, body: &(dyn Fn(usize) + Sync)) {
     let helpers = rayon::current_num_threads().min(chunks) - 1;
     if helpers == 0 {
         (0..chunks).for_each(body);
@@ -129,28 +129,53 @@ fn run_chunks(chunks: usize, body: &(dyn Fn(usize) + Sync)) {
 }
 
 /// A raw pointer to chunked data that [`run_chunks`]'s jobs may carry across threads.
-struct SendPtr<T>(*mut T);
+pub(crate) struct SendPtr<T>(pub(crate) *mut T);
 
 impl<T> SendPtr<T> {
     /// The pointer (a method, so that closures capture the whole `SendPtr`, not its field).
-    fn get(&self) -> *mut T {
+    pub(crate) fn get(&self) -> *mut T {
         self.0
     }
 }
 
-// SAFETY: used only to hand disjoint chunks of one `&mut [T]` (with `T: Send`) to the threads of
-// one `run_chunks` call, which all end before the borrow does.
+// SAFETY: used only to hand disjoint parts of one exclusively borrowed buffer of `T: Send` (a
+// `&mut [T]`'s chunks, a matrix's column blocks) to the threads of one `run_chunks` call, which
+// all end before the borrow does.
 unsafe impl<T: Send> Send for SendPtr<T> {}
-// SAFETY: as for `Send`: each thread forms a `&mut` only to the chunk it claimed.
+// SAFETY: as for `Send`: each thread writes only through the part it claimed.
 unsafe impl<T: Send> Sync for SendPtr<T> {}
 
 /// Runs `f(start, chunk)` for every [`GRAIN`]-sized chunk of `data` through [`run_chunks`].
 fn par_chunks_mut<T: Send>(data: &mut [T], f: &(dyn Fn(usize, &mut [T]) + Sync)) {
+    par_chunks_of_mut(data, GRAIN, f);
+}
+
+/// Runs `f(start, chunk)` for every `size`-element chunk of `data` (the last may be shorter),
+/// `start` being the chunk's offset in `data`: on the intra-op threads ([`run_chunks`]) when
+/// there are several chunks, else inline. For kernels whose natural unit is not one element (rows,
+/// column blocks): the caller picks `size` to hold at least a grain of work.
+pub(crate) fn for_chunks_of_mut<T: Send>(
+    data: &mut [T],
+    size: usize,
+    f: &(dyn Fn(usize, &mut [T]) + Sync),
+) {
+    assert!(size > 0, "invariant: chunks hold at least one element");
+    if data.len() > size && rayon::current_num_threads() > 1 {
+        par_chunks_of_mut(data, size, f);
+    } else {
+        for (i, chunk) in data.chunks_mut(size).enumerate() {
+            f(i * size, chunk);
+        }
+    }
+}
+
+/// [`run_chunks`] over the `size`-element chunks of `data`.
+fn par_chunks_of_mut<T: Send>(data: &mut [T], size: usize, f: &(dyn Fn(usize, &mut [T]) + Sync)) {
     let len = data.len();
     let base = SendPtr(data.as_mut_ptr());
-    run_chunks(len.div_ceil(GRAIN), &|i| {
-        let start = i * GRAIN;
-        let n = GRAIN.min(len - start);
+    run_chunks(len.div_ceil(size), &|i| {
+        let start = i * size;
+        let n = size.min(len - start);
         // SAFETY: `start + n <= len`, chunk `i` is run exactly once, and chunks do not overlap,
         // so this is the only reference to these elements of the exclusively borrowed `data`,
         // which outlives `run_chunks`.

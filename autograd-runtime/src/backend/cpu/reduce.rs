@@ -3,9 +3,7 @@
 
 use ndarray::{ArrayD, ArrayView1, ArrayViewD, Axis, CowArray, IxDyn, Zip};
 
-use rayon::prelude::*;
-
-use super::parallel::{is_parallel, map_chunks, GRAIN};
+use super::parallel::{for_chunks_of_mut, is_parallel, map_chunks, GRAIN};
 use super::vmath::{self, MathFn, VMath};
 use super::{buffer_cache, from_vec, same_shape, split_dims, standard, std_slice, to_contiguous};
 use crate::tensor::dtype::Element;
@@ -98,9 +96,7 @@ fn sum_columns<T: Element>(s: &[T], len: usize, inner: usize, out: &mut [T]) {
         if is_parallel(len * inner) {
             // Column blocks of at least one grain of work, a multiple of 16 columns wide.
             let cols = (GRAIN / len.max(1)).next_multiple_of(16).max(16);
-            o.par_chunks_mut(cols)
-                .enumerate()
-                .for_each(|(b, o)| sum_rows_cols(block, inner, b * cols, o));
+            for_chunks_of_mut(o, cols, &|c0, o| sum_rows_cols(block, inner, c0, o));
         } else {
             sum_rows_cols(block, inner, 0, o);
         }
@@ -139,10 +135,12 @@ fn sum_axis_run<T: Element>(a: &CowArray<'_, T, IxDyn>, start: usize, end: usize
     if len > 0 && inner > 0 {
         if inner == 1 {
             if is_parallel(outer * len) {
-                out.par_iter_mut()
-                    .zip(s.par_chunks_exact(len))
-                    .with_min_len(GRAIN.div_ceil(len))
-                    .for_each(|(o, block)| *o = pairwise_sum(block));
+                for_chunks_of_mut(&mut out, GRAIN.div_ceil(len), &|r0, o| {
+                    let rows = &s[r0 * len..(r0 + o.len()) * len];
+                    for (o, block) in o.iter_mut().zip(rows.chunks_exact(len)) {
+                        *o = pairwise_sum(block);
+                    }
+                });
             } else {
                 for (o, block) in out.iter_mut().zip(s.chunks_exact(len)) {
                     *o = pairwise_sum(block);
@@ -290,10 +288,14 @@ fn softmax_impl<T: Element + VMath>(a: ArrayViewD<'_, T>, dim: usize, log: bool)
     }
     if inner == 1 {
         if is_parallel(s.len()) {
-            out.par_chunks_mut(len)
-                .zip(s.par_chunks(len))
-                .with_min_len(GRAIN.div_ceil(len))
-                .for_each(|(o, row)| softmax_row(row, o, log));
+            // Whole rows per chunk, at least a grain of elements.
+            let size = GRAIN.div_ceil(len) * len;
+            for_chunks_of_mut(&mut out, size, &|start, o| {
+                let rows = &s[start..start + o.len()];
+                for (o, row) in o.chunks_mut(len).zip(rows.chunks(len)) {
+                    softmax_row(row, o, log);
+                }
+            });
         } else {
             for (o, row) in out.chunks_mut(len).zip(s.chunks(len)) {
                 softmax_row(row, o, log);
@@ -302,9 +304,10 @@ fn softmax_impl<T: Element + VMath>(a: ArrayViewD<'_, T>, dim: usize, log: bool)
     } else {
         let block = |(o, b): (&mut [T], &[T])| softmax_block(b, o, inner, log);
         if is_parallel(s.len()) {
-            out.par_chunks_mut(len * inner)
-                .zip(s.par_chunks(len * inner))
-                .for_each(block);
+            for_chunks_of_mut(&mut out, len * inner, &|start, o| {
+                let n = o.len();
+                block((o, &s[start..start + n]));
+            });
         } else {
             out.chunks_mut(len * inner)
                 .zip(s.chunks(len * inner))

@@ -243,3 +243,57 @@ fn matmul_vectors_and_empty() {
         &[],
     );
 }
+
+/// `matmul` cuts large products into blocks for the intra-op threads; the bits must not depend
+/// on how many threads there are (so not on the cut), for both cuts (by columns and by rows),
+/// transposed operands, a batched product and both dtypes, and must match the naive product.
+#[test]
+fn matmul_bits_do_not_depend_on_the_thread_count() {
+    let on = |threads: usize, f: &(dyn Fn() -> Vec<u64> + Sync)| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("a test pool")
+            .install(f)
+    };
+    // (m, k, n): wide (cut by columns), tall (cut by rows), and ragged sizes.
+    for (m, k, n) in [(40, 70, 300), (300, 50, 40), (97, 129, 131)] {
+        let a = mat(&[m, k], 1);
+        let b = mat(&[k, n], 2);
+        let at = mat(&[k, m], 3);
+        let expected = naive_mm(a.view(), b.view());
+        let f64_bits = || {
+            let plain = matmul(a.view(), b.view()).expect("mm");
+            assert_close(&plain, &expected, 1e-9);
+            let transposed = matmul(at.t(), b.view()).expect("at^T @ b");
+            plain
+                .iter()
+                .chain(transposed.iter())
+                .map(|x| x.to_bits())
+                .collect()
+        };
+        let a32 = a.mapv(|x| x as f32);
+        let b32 = b.mapv(|x| x as f32);
+        let batched = mat(&[3, m, k], 4).mapv(|x| x as f32);
+        let f32_bits = || {
+            let plain = matmul(a32.view(), b32.view()).expect("mm f32");
+            let batch = matmul(batched.view(), b32.view()).expect("batched f32");
+            plain
+                .iter()
+                .chain(batch.iter())
+                .map(|x| u64::from(x.to_bits()))
+                .collect()
+        };
+        let (want64, want32) = (on(1, &f64_bits), on(1, &f32_bits));
+        for threads in [2, 3, 4, 7] {
+            assert!(
+                on(threads, &f64_bits) == want64,
+                "f64 {m}x{k}x{n}: bits differ with {threads} threads"
+            );
+            assert!(
+                on(threads, &f32_bits) == want32,
+                "f32 {m}x{k}x{n}: bits differ with {threads} threads"
+            );
+        }
+    }
+}
