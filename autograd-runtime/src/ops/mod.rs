@@ -47,6 +47,7 @@ impl From<BroadcastError> for Error {
 /// Whether a backward formula over `inputs` is itself recorded (a `create_graph` pass where one
 /// of them requires grad). Then it is written in differentiable ops, so it has a gradient of its
 /// own; otherwise it runs as one fused kernel: one pass, one output, no temporaries.
+#[inline]
 pub(crate) fn records(inputs: &[&Tensor]) -> bool {
     crate::is_grad_enabled() && inputs.iter().any(|t| t.requires_grad())
 }

@@ -60,8 +60,9 @@ pub(crate) fn check_alloc(op: &'static str, numel: usize, elem_size: usize) -> R
 }
 
 impl Layout {
-    /// A C-contiguous layout of `shape` at offset 0.
-    #[inline]
+    /// A C-contiguous layout of `shape` at offset 0. (Always inlined: it is on the path of every
+    /// new tensor, and LLVM's choice to call it flipped with unrelated changes elsewhere.)
+    #[inline(always)]
     pub(crate) fn contiguous(shape: &[usize]) -> Layout {
         if shape.is_empty() {
             // 0-dim (every gradient of a scalar loss): nothing to build.
