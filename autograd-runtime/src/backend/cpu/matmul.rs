@@ -173,6 +173,8 @@ fn gemm_split<T: Element>(
 ) {
     let (m, n) = (lhs.nrows(), rhs.ncols());
     let by_cols = n >= m;
+    // Block edges on whole tiles of gemm's kernels: 16-column multiples, or 64-row ones (its f32
+    // row tile under AVX-512).
     let (len, unit) = if by_cols { (n, 16) } else { (m, 64) };
     let per = len.div_ceil(threads).next_multiple_of(unit);
     let blocks = len.div_ceil(per);

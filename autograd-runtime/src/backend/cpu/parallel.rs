@@ -21,7 +21,6 @@
 use std::any::Any;
 use std::mem::MaybeUninit;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::sync::OnceLock;
 
 use crate::sync::atomic::AtomicUsize;
 use crate::sync::{Arc, Mutex, Ordering};
@@ -85,7 +84,7 @@ impl Team {
 /// `num_threads() - 1` pool threads (see the module docs); returns when all have run. A panic in
 /// any chunk is resumed here once every chunk has finished.
 pub(crate) fn run_chunks(chunks: usize, body: &(dyn Fn(usize) + Sync)) {
-    let helpers = rayon::current_num_threads().min(chunks) - 1;
+    let helpers = rayon::current_num_threads().min(chunks).saturating_sub(1);
     if helpers == 0 {
         (0..chunks).for_each(body);
         return;
@@ -145,11 +144,6 @@ unsafe impl<T: Send> Send for SendPtr<T> {}
 // SAFETY: as for `Send`: each thread writes only through the part it claimed.
 unsafe impl<T: Send> Sync for SendPtr<T> {}
 
-/// Runs `f(start, chunk)` for every [`GRAIN`]-sized chunk of `data` through [`run_chunks`].
-fn par_chunks_mut<T: Send>(data: &mut [T], f: &(dyn Fn(usize, &mut [T]) + Sync)) {
-    par_chunks_of_mut(data, GRAIN, f);
-}
-
 /// Runs `f(start, chunk)` for every `size`-element chunk of `data` (the last may be shorter),
 /// `start` being the chunk's offset in `data`: on the intra-op threads ([`run_chunks`]) when
 /// there are several chunks, else inline. For kernels whose natural unit is not one element (rows,
@@ -186,8 +180,8 @@ fn par_chunks_of_mut<T: Send>(data: &mut [T], size: usize, f: &(dyn Fn(usize, &m
 
 /// A `Vec` of `len` elements written chunk by chunk: `fill(start, chunk)` must initialise every
 /// element of `chunk`, which holds the elements `start..start + chunk.len()`. Chunks run on the
-/// pool when `len` exceeds one grain. The buffer comes from the buffer cache when it holds one
-/// of this size.
+/// intra-op threads ([`run_chunks`]) when `len` exceeds one grain. The buffer comes from the
+/// buffer cache when it holds one of this size.
 ///
 /// # Safety
 ///
@@ -202,7 +196,7 @@ where
     let mut v = super::buffer_cache::take(len);
     let spare = &mut v.spare_capacity_mut()[..len];
     if is_parallel(len) {
-        par_chunks_mut(spare, &fill);
+        par_chunks_of_mut(spare, GRAIN, &fill);
     } else {
         fill(0, spare);
     }
@@ -212,8 +206,9 @@ where
     v
 }
 
-/// Runs `f(start, chunk)` over `data` in chunks of [`GRAIN`] (on the pool when there are
-/// several).
+/// Runs `f(start, chunk)` over `data` in chunks of [`GRAIN`] (on the intra-op threads when there
+/// are several). [`for_chunks_of_mut`] with `size = GRAIN`, but generic over `f`, so that the
+/// one-chunk path the engine's scalar graphs take is inlined into the kernel.
 #[inline]
 pub(crate) fn for_chunks_mut<T, F>(data: &mut [T], f: F)
 where
@@ -221,7 +216,7 @@ where
     F: Fn(usize, &mut [T]) + Sync,
 {
     if is_parallel(data.len()) {
-        par_chunks_mut(data, &f);
+        par_chunks_of_mut(data, GRAIN, &f);
     } else {
         f(0, data);
     }
@@ -233,24 +228,18 @@ where
 pub(crate) fn map_chunks<T, R, F>(data: &[T], reduce: F) -> Vec<R>
 where
     T: Sync,
-    R: Send + Sync,
+    R: Send,
     F: Fn(&[T]) -> R + Sync + Send,
 {
     if is_parallel(data.len()) {
-        let slots: Vec<OnceLock<R>> = (0..data.len().div_ceil(GRAIN))
-            .map(|_| OnceLock::new())
-            .collect();
-        run_chunks(slots.len(), &|i| {
-            let chunk = &data[i * GRAIN..data.len().min((i + 1) * GRAIN)];
-            // Each chunk runs once, so its slot is empty.
-            let _ = slots[i].set(reduce(chunk));
+        // One slot per chunk, each written by the thread that runs that chunk.
+        let mut slots: Vec<Option<R>> = (0..data.len().div_ceil(GRAIN)).map(|_| None).collect();
+        par_chunks_of_mut(&mut slots, 1, &|i, slot| {
+            slot[0] = Some(reduce(&data[i * GRAIN..data.len().min((i + 1) * GRAIN)]));
         });
         slots
             .into_iter()
-            .map(|s| {
-                s.into_inner()
-                    .expect("invariant: run_chunks ran every chunk")
-            })
+            .map(|r| r.expect("invariant: run_chunks ran every chunk"))
             .collect()
     } else {
         data.chunks(GRAIN).map(reduce).collect()

@@ -3,7 +3,7 @@
 
 use ndarray::{ArrayD, ArrayView1, ArrayViewD, Axis, CowArray, IxDyn, Zip};
 
-use super::parallel::{for_chunks_of_mut, is_parallel, map_chunks, GRAIN};
+use super::parallel::{for_chunks_of_mut, map_chunks, GRAIN};
 use super::vmath::{self, MathFn, VMath};
 use super::{buffer_cache, from_vec, same_shape, split_dims, standard, std_slice, to_contiguous};
 use crate::tensor::dtype::Element;
@@ -93,13 +93,10 @@ fn sum_rows_cols<T: Element>(rows: &[T], inner: usize, c0: usize, out: &mut [T])
 /// columns split over the pool when the work is wide.
 fn sum_columns<T: Element>(s: &[T], len: usize, inner: usize, out: &mut [T]) {
     for (o, block) in out.chunks_exact_mut(inner).zip(s.chunks_exact(len * inner)) {
-        if is_parallel(len * inner) {
-            // Column blocks of at least one grain of work, a multiple of 16 columns wide.
-            let cols = (GRAIN / len.max(1)).next_multiple_of(16).max(16);
-            for_chunks_of_mut(o, cols, &|c0, o| sum_rows_cols(block, inner, c0, o));
-        } else {
-            sum_rows_cols(block, inner, 0, o);
-        }
+        // Column blocks of at least one grain of work, a multiple of 16 columns wide (one block,
+        // run inline, when the whole is less than a grain).
+        let cols = (GRAIN / len.max(1)).next_multiple_of(16).max(16);
+        for_chunks_of_mut(o, cols, &|c0, o| sum_rows_cols(block, inner, c0, o));
     }
 }
 
@@ -134,18 +131,13 @@ fn sum_axis_run<T: Element>(a: &CowArray<'_, T, IxDyn>, start: usize, end: usize
     let mut out = buffer_cache::zeroed(outer * inner);
     if len > 0 && inner > 0 {
         if inner == 1 {
-            if is_parallel(outer * len) {
-                for_chunks_of_mut(&mut out, GRAIN.div_ceil(len), &|r0, o| {
-                    let rows = &s[r0 * len..(r0 + o.len()) * len];
-                    for (o, block) in o.iter_mut().zip(rows.chunks_exact(len)) {
-                        *o = pairwise_sum(block);
-                    }
-                });
-            } else {
-                for (o, block) in out.iter_mut().zip(s.chunks_exact(len)) {
+            // Row sums, at least a grain of elements per chunk.
+            for_chunks_of_mut(&mut out, GRAIN.div_ceil(len), &|r0, o| {
+                let rows = &s[r0 * len..(r0 + o.len()) * len];
+                for (o, block) in o.iter_mut().zip(rows.chunks_exact(len)) {
                     *o = pairwise_sum(block);
                 }
-            }
+            });
         } else {
             sum_columns(s, len, inner, &mut out);
         }
@@ -286,34 +278,19 @@ fn softmax_impl<T: Element + VMath>(a: ArrayViewD<'_, T>, dim: usize, log: bool)
     if s.is_empty() {
         return from_vec(shape, out);
     }
-    if inner == 1 {
-        if is_parallel(s.len()) {
-            // Whole rows per chunk, at least a grain of elements.
-            let size = GRAIN.div_ceil(len) * len;
-            for_chunks_of_mut(&mut out, size, &|start, o| {
-                let rows = &s[start..start + o.len()];
-                for (o, row) in o.chunks_mut(len).zip(rows.chunks(len)) {
-                    softmax_row(row, o, log);
-                }
-            });
-        } else {
-            for (o, row) in out.chunks_mut(len).zip(s.chunks(len)) {
-                softmax_row(row, o, log);
+    // Whole `[len, inner]` blocks per chunk (a row when `inner == 1`), at least a grain of
+    // elements: each block is normalised on its own, so the cut changes no bit.
+    let block = len * inner;
+    for_chunks_of_mut(&mut out, GRAIN.div_ceil(block) * block, &|start, o| {
+        let src = &s[start..start + o.len()];
+        for (o, b) in o.chunks_mut(block).zip(src.chunks(block)) {
+            if inner == 1 {
+                softmax_row(b, o, log);
+            } else {
+                softmax_block(b, o, inner, log);
             }
         }
-    } else {
-        let block = |(o, b): (&mut [T], &[T])| softmax_block(b, o, inner, log);
-        if is_parallel(s.len()) {
-            for_chunks_of_mut(&mut out, len * inner, &|start, o| {
-                let n = o.len();
-                block((o, &s[start..start + n]));
-            });
-        } else {
-            out.chunks_mut(len * inner)
-                .zip(s.chunks(len * inner))
-                .for_each(block);
-        }
-    }
+    });
     from_vec(shape, out)
 }
 

@@ -147,44 +147,32 @@ pub(super) fn tanh(_v4: V4, io: Io<'_, f32>) {
 #[target_feature(enable = "avx512f")]
 fn tanh_avx512(io: Io<'_, f32>) {
     let kernel = Tanh::new();
-    match io {
-        Io::Into { src, dst } => {
-            let (src_blocks, src_tail) = src.as_chunks::<LANES>();
-            let (dst_blocks, dst_tail) = dst.as_chunks_mut::<LANES>();
-            for (s, d) in src_blocks.iter().zip(dst_blocks) {
-                // SAFETY: `s` is 16 readable `f32`s, `d` 16 writable ones (`MaybeUninit<f32>` has
-                // `f32`'s layout); unaligned loads and stores.
-                unsafe {
-                    let y = kernel.lanes(_mm512_loadu_ps(s.as_ptr()));
-                    _mm512_storeu_ps(d.as_mut_ptr().cast::<f32>(), y);
-                }
-            }
-            // The tail through the same code: masked lanes are neither read nor written.
-            let mask = tail_mask(src_tail.len());
-            // SAFETY: masked loads and stores touch only the lanes under `mask`, the first
-            // `src_tail.len() == dst_tail.len()` elements of each slice, and do not fault on the
-            // others.
-            unsafe {
-                let y = kernel.lanes(_mm512_maskz_loadu_ps(mask, src_tail.as_ptr()));
-                _mm512_mask_storeu_ps(dst_tail.as_mut_ptr().cast::<f32>(), mask, y);
-            }
-        }
+    // Both forms as a source and a destination of `len` elements: distinct buffers, or the same
+    // one (each block is loaded whole before it is stored, so in place is the same loop).
+    let (src, dst, len) = match io {
+        Io::Into { src, dst } => (src.as_ptr(), dst.as_mut_ptr().cast::<f32>(), src.len()),
         Io::InPlace(buf) => {
-            let (blocks, tail) = buf.as_chunks_mut::<LANES>();
-            for b in blocks {
-                // SAFETY: `b` is 16 readable and writable `f32`s.
-                unsafe {
-                    let y = kernel.lanes(_mm512_loadu_ps(b.as_ptr()));
-                    _mm512_storeu_ps(b.as_mut_ptr(), y);
-                }
-            }
-            let mask = tail_mask(tail.len());
-            // SAFETY: as for the tail above.
-            unsafe {
-                let y = kernel.lanes(_mm512_maskz_loadu_ps(mask, tail.as_ptr()));
-                _mm512_mask_storeu_ps(tail.as_mut_ptr(), mask, y);
-            }
+            let p = buf.as_mut_ptr();
+            (p.cast_const(), p, buf.len())
         }
+    };
+    let body = len - len % LANES;
+    for i in (0..body).step_by(LANES) {
+        // SAFETY: `i + 16 <= len`: 16 readable `f32`s at `src + i` and 16 writable ones at
+        // `dst + i` (`MaybeUninit<f32>` has `f32`'s layout), from the slices of `io`, borrowed
+        // for this call; unaligned loads and stores.
+        unsafe {
+            let y = kernel.lanes(_mm512_loadu_ps(src.add(i)));
+            _mm512_storeu_ps(dst.add(i), y);
+        }
+    }
+    // The tail through the same code: masked lanes are neither read nor written.
+    let mask = tail_mask(len - body);
+    // SAFETY: masked loads and stores touch only the lanes under `mask`, the `len - body`
+    // elements from `body` on, inside both slices, and do not fault on the others.
+    unsafe {
+        let y = kernel.lanes(_mm512_maskz_loadu_ps(mask, src.add(body)));
+        _mm512_mask_storeu_ps(dst.add(body), mask, y);
     }
 }
 
