@@ -154,7 +154,7 @@ use proc_macro::TokenStream;
 /// | `materialize_grads = false` | undefined incoming gradients reach the backward as `None` instead of zeros; its gradient parameters are then `Option<&Tensor>` |
 /// | `non_differentiable(result_1, ..)` | those outputs never require grad; their gradient slot is zeros (or `None`) |
 /// | `save(r, ..)` | state computed in the forward for the backward only (PyTorch's `ctx.save_for_backward(intermediate)`, `ctx.r = ..`): the body returns its outputs followed by these residuals, `(Tensor, R, ..)` (in a `Result` or not); the public function returns the outputs only; a backward names `r` like a saved parameter (by value or by reference, checked by rustc), and a residual it does not name is dropped. The residual is moved into the node, never cloned; its type must be `Clone + Send + Sync + 'static` |
-/// | `dirty(x, ..)` | the forward modifies these `&Tensor` inputs in place and returns them (`x.clone()`, the same handle); they become outputs of the node. Requires a `Result` return type: a dirty leaf that requires grad is `a leaf Variable that requires grad has been used in an in-place operation.`, a dirty input not returned is `Some elements marked as dirty during the forward method were not returned as output.`, and a dirty view is `Error::ViewInPlace` |
+/// | `dirty(x, ..)` | the forward modifies these `&Tensor` inputs in place and returns them (`x.clone()`, the same handle); they become outputs of the node. Requires a `Result` return type: a dirty leaf that requires grad is `a leaf Variable that requires grad has been used in an in-place operation.`, a dirty input not returned is `Some elements marked as dirty during the forward method were not returned as output.`, and a dirty view is rebased as a built-in in-place op on a view is (its base's grad_fn becomes `CopySlices`), or refused with PyTorch's error (`Error::ViewRebase`, `Error::ViewOfLeafInPlace`) |
 /// | `builtin` | PyTorch's generated-node semantics, for an op library (the runtime's ops use it): see below |
 /// | `derive` | derive the backward from the body (no `#[backward]`): see above |
 /// | `crate = "path"` | where the generated code finds the runtime (default `::autograd`; `"crate"` inside the runtime itself) |
@@ -170,7 +170,7 @@ use proc_macro::TokenStream;
 ///   undefined gradients without running its backward (`Backward::SKIP_IF_NO_GRAD`); a custom
 ///   function's backward runs anyway.
 /// * **In-place checks come first.** For `dirty` inputs, `Error::LeafInPlace`,
-///   `Error::ViewOfLeafInPlace` and `Error::ViewInPlace` are checked before the forward runs,
+///   `Error::ViewOfLeafInPlace` and `Error::ViewRebase` are checked before the forward runs,
 ///   whenever grad mode is on (PyTorch's `check_inplace`), so a refused op modifies nothing; a
 ///   custom function is checked after its forward (PyTorch's `mark_dirty`), with the texts above.
 /// * **The forward returns new tensors** (or its `dirty` inputs), as a kernel does: that is

@@ -127,9 +127,17 @@ pub enum Error {
         "a view of a leaf Variable that requires grad is being used in an in-place operation."
     )]
     ViewOfLeafInPlace,
-    /// In-place op on a view whose base is part of a graph (CopySlices is not implemented).
-    #[error("an in-place operation on a view of a tensor that requires grad is not supported: the view's base would need its history rewritten. Apply the operation out of place (e.g. `view.add(..)`) instead.")]
-    ViewInPlace,
+    /// A view that may not be rebased (the output of an op returning several views, or a view
+    /// made under `no_grad`) was modified in place, or its base or a sibling was (PyTorch's
+    /// `handle_view_on_rebase`; the message says which).
+    #[error("{0}")]
+    ViewRebase(String),
+    /// An in-place op whose written-to tensor repeats an element (an `expand`ed view).
+    #[error("unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.")]
+    InternalOverlap,
+    /// An in-place op whose operand partially overlaps the written-to tensor in memory.
+    #[error("unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.")]
+    PartialOverlap,
     /// `register_post_accumulate_grad_hook` on a non-leaf.
     #[error("post accumulate grad hooks cannot be registered on non-leaf tensors")]
     PostAccumulateGradHookOnNonLeaf,
@@ -349,6 +357,22 @@ impl Error {
             op,
             message: message.into(),
         }
+    }
+}
+
+/// A node's name as PyTorch 2.15 prints it in error messages: `Backward` and a `0` after it
+/// dropped (`Add` for `AddBackward0`, `Fill2` for `FillBackward2`), and engine nodes under their
+/// C++ names (`torch::autograd::CopySlices`).
+pub(crate) fn short_node_name(name: &str) -> String {
+    if name == "CopySlices" {
+        return "torch::autograd::CopySlices".to_string();
+    }
+    match name.find("Backward") {
+        Some(i) => {
+            let rest = &name[i + "Backward".len()..];
+            format!("{}{}", &name[..i], if rest == "0" { "" } else { rest })
+        }
+        None => name.to_string(),
     }
 }
 

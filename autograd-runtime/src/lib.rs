@@ -70,7 +70,10 @@ pub use autograd_macros::__check_backward;
 /// Items used by code that `#[differentiable]` and `#[backward]` generate. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::graph::function::{next_edges, next_edges_opt, record_node};
+    pub use crate::graph::copy_slices::{check_dirty_view, rebase_dirty_view};
+    pub use crate::graph::function::{
+        next_edges, next_edges_opt, record_node, try_next_edges, try_next_edges_opt,
+    };
     pub use crate::graph::{Backward, FunctionNode, GradVec, InputMetadata};
     pub use crate::ops::{
         accumulate, check_inplace, keep, keep_ref, needing_grad, Binary, DerivativeRules, Read,

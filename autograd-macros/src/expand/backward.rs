@@ -405,14 +405,26 @@ pub(crate) fn link_impl(
         let leaf = err(quote_spanned!(loc=> #krate::Error::msg(
             "a leaf Variable that requires grad has been used in an in-place operation."
         )));
-        let view = err(quote_spanned!(loc=> #krate::Error::ViewInPlace));
+        let view = try_(quote_spanned!(loc=> #krate::__private::check_dirty_view(#input)));
         quote_spanned! {loc=>
             #find
             if #input.is_leaf() && #input.requires_grad() { #leaf }
-            if #input.is_view() { #view }
+            #view;
         }
     });
     let dirty_positions: Vec<&Ident> = dirty.iter().map(|(_, pos)| pos).collect();
+    // A custom function's dirty view moves the node into its base's history (CopySlices), as the
+    // built-in in-place ops' methods do.
+    let rebases: Vec<TokenStream> = dirty
+        .iter()
+        .filter(|_| !builtin)
+        .map(|(input, _)| {
+            let input = input.ident;
+            let r =
+                try_(quote_spanned!(loc=> #krate::__private::rebase_dirty_view(#input, &__node)));
+            quote_spanned!(loc=> #r;)
+        })
+        .collect();
 
     // `#[original]`: a copy of a dirty input taken before the forward modifies it (PyTorch's
     // `original_self`), differentiable so that a `create_graph` pass reaches the old history.
@@ -469,7 +481,7 @@ pub(crate) fn link_impl(
         vec![if builtin {
             quote_spanned! {loc=>
                 ::core::debug_assert!(
-                    !#out.iter().any(|__o| __o.requires_grad() || #taken),
+                    !#out.iter().any(|__o| __o.has_history() || #taken),
                     "a `builtin` forward returns new tensors"
                 );
             }
@@ -505,12 +517,17 @@ pub(crate) fn link_impl(
                 let aliased = quote_spanned! {loc=>
                     #out.requires_grad() || #taken #earlier_check
                 };
+                // A built-in's fresh view requires grad through its base already: what must not
+                // be there is history of its own.
+                let aliased_builtin = quote_spanned! {loc=>
+                    #out.has_history() || #taken #earlier_check
+                };
                 let keep = (!dirty_positions.is_empty())
                     .then(|| quote_spanned!(loc=> [#(#dirty_positions),*].contains(&#j) ||));
                 if builtin {
                     quote_spanned! {loc=>
                         ::core::debug_assert!(
-                            #keep !(#aliased),
+                            #keep !(#aliased_builtin),
                             "a `builtin` forward returns new tensors (or its `dirty` inputs)"
                         );
                     }
@@ -574,6 +591,10 @@ pub(crate) fn link_impl(
             }
             SlotKind::Input { ident, optional: true, .. } => {
                 quote_spanned!(loc=> ::core::option::Option::map(#ident, #saved::input))
+            }
+            SlotKind::Input { ident, dirty: false, .. } if !dirty.is_empty() => {
+                let local = format_ident!("{}_version", s.field);
+                quote_spanned!(loc=> #saved::input_at(#ident, #local))
             }
             SlotKind::Input { ident, dirty: false, .. } => quote_spanned!(loc=> #saved::input(#ident)),
             SlotKind::Input { ident, dirty: true, .. } => {
@@ -647,6 +668,32 @@ pub(crate) fn link_impl(
     } else {
         format_ident!("next_edges", span = loc)
     };
+    // Built-in ops fail at once on a view PyTorch refuses to rebase (its grad_fn read raises);
+    // a user's function, whose error type may not come from ours, leaves that to the backward.
+    let edges = if builtin {
+        let try_next_edges = format_ident!("try_{}", next_edges);
+        let t = try_(quote_spanned!(loc=> #krate::__private::#try_next_edges(#input_refs)));
+        quote_spanned!(loc=> (#t))
+    } else {
+        quote_spanned!(loc=> #krate::__private::#next_edges(#input_refs))
+    };
+    // An op that modifies an input in place saves its other inputs at the version they have
+    // before it runs, as PyTorch saves inputs before calling the kernel: an operand that aliases
+    // the modified tensor (`y.mul_(&y.detach())`) then fails the version check in backward.
+    let saved_versions = slots.iter().filter_map(|s| match s.kind {
+        SlotKind::Input {
+            ident,
+            dirty: false,
+            original: false,
+            optional: false,
+            slice: false,
+            ..
+        } if !dirty.is_empty() && s.has_field() => {
+            let local = format_ident!("{}_version", s.field);
+            Some(quote_spanned!(loc=> let #local: u64 = #ident.version();))
+        }
+        _ => None,
+    });
     let call = quote_spanned! {loc=>
                 fn call(#params) #ret {
                     #(#dirty_prechecks)*
@@ -655,14 +702,13 @@ pub(crate) fn link_impl(
                         return #unrecorded;
                     }
                     #build_inputs
-                    let ::core::option::Option::Some(__edges) =
-                        #krate::__private::#next_edges(#input_refs)
-                    else {
+                    let ::core::option::Option::Some(__edges) = #edges else {
                         #no_grad
                         return #unrecorded;
                     };
                     #needed
                     #(#originals)*
+                    #(#saved_versions)*
                     #(#attr_clones)*
                     let __output = {
                         #no_grad
@@ -674,11 +720,12 @@ pub(crate) fn link_impl(
                     #(#fresh)*
                     #(#non_diff_aliases)*
                     #build_refs
-                    let _ = #krate::__private::record_node(
+                    let __node = #krate::__private::record_node(
                         __edges,
                         #record_refs,
                         |__weak| __AutogradNode { #(#inits,)* },
                     );
+                    #(#rebases)*
                     #value
                 }
     };

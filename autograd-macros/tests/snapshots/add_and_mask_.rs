@@ -124,9 +124,14 @@ const _: () = {
             if !crate::is_grad_enabled() {
                 return __autograd_add_and_mask__forward(x, y);
             }
-            let ::core::option::Option::Some(__edges) = crate::__private::next_edges(
+            let ::core::option::Option::Some(__edges) = (match crate::__private::try_next_edges(
                 &[x, y],
-            ) else {
+            ) {
+                ::core::result::Result::Ok(__v) => __v,
+                ::core::result::Result::Err(__e) => {
+                    return ::core::result::Result::Err(::core::convert::Into::into(__e));
+                }
+            }) else {
                 let _no_grad = crate::no_grad();
                 return __autograd_add_and_mask__forward(x, y);
             };
@@ -157,18 +162,18 @@ const _: () = {
                 }
             };
             ::core::debug_assert!(
-                [__dirty_x].contains(& 0usize) || ! (__out0.requires_grad() || false || x
+                [__dirty_x].contains(& 0usize) || ! (__out0.has_history() || false || x
                 .is_same(& __out0) || y.is_same(& __out0)),
                 "a `builtin` forward returns new tensors (or its `dirty` inputs)"
             );
             ::core::debug_assert!(
-                [__dirty_x].contains(& 1usize) || ! (__out1.requires_grad() || false || x
+                [__dirty_x].contains(& 1usize) || ! (__out1.has_history() || false || x
                 .is_same(& __out1) || y.is_same(& __out1) || [& __out0].iter().any(| __e
                 | __e.is_same(& __out1))),
                 "a `builtin` forward returns new tensors (or its `dirty` inputs)"
             );
             let __out1_alias = __out1.detach();
-            let _ = crate::__private::record_node(
+            let __node = crate::__private::record_node(
                 __edges,
                 &[&__out0, &__out1_alias],
                 |__weak| __AutogradNode {},

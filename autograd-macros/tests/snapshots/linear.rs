@@ -222,7 +222,7 @@ const _: () = {
             } else {
                 __out0.detach()
             };
-            let _ = ::autograd::__private::record_node(
+            let __node = ::autograd::__private::record_node(
                 __edges,
                 &[&__out0],
                 |__weak| __AutogradNode {

@@ -1,66 +1,138 @@
-//! `CopySlices`: the node an in-place op on a view leaves on the view's *base* (PyTorch's
-//! `CopySlices`), and `ViewOfBaseBackward`, the view's new grad_fn. Together they rebase the
-//! history so gradients w.r.t. the base see the in-place op applied to the region the view covers.
+//! The nodes that make in-place ops on views correct (PyTorch's `CopySlices` and the regenerated
+//! view `grad_fn`, `AsStridedBackward0`), and `ErrorNode`, the grad_fn of a view PyTorch refuses
+//! to rebase.
 //!
-//! With base `b` (contiguous) and view `v = view(b)`, `v.op_(other)` records the op's node `f`
-//! (edges: `v`'s old history, `other`) and then:
+//! With base `b` and view `v`, `v.op_(other)` records the op's node `f` (edges: `v`'s history
+//! before the op, `other`) and then (`rebase_view_history`):
 //! * `b.grad_fn = CopySlices { f }` with edges `[b's old history, f's other edges...]`: given the
-//!   gradient `g` w.r.t. the new `b`, it runs `f` on `g[view region]`; the result for `v`'s old
-//!   value goes back into that region of a copy of `g` (the gradient w.r.t. the old `b`), the rest
-//!   of `f`'s results go to `other`;
-//! * `v.grad_fn = ViewOfBaseBackward` with an edge to `(CopySlices, 0)`: it scatters `v`'s
-//!   gradient into zeros shaped like `b`.
+//!   gradient `g` w.r.t. the new `b`, it runs `f` on `g`'s view region; `f`'s result for `v`'s
+//!   old value replaces that region of `g` (the gradient w.r.t. the old `b`), the rest of `f`'s
+//!   results go to `other`;
+//! * every view of `b` whose storage version moved on (`v` itself, its siblings, views taken
+//!   before an in-place op on `b`) regenerates its grad_fn when read: an `AsStridedBackward0`
+//!   whose edge is `b`'s current history (`tensor/view.rs`).
+//!
+//! Both are written with differentiable ops (`as_strided`, `as_strided_scatter`), so a
+//! `create_graph` pass records them and double backward goes through in-place ops on views.
+//! Geometry is in storage coordinates, as PyTorch's `TensorGeometry`: any base whose elements are
+//! dense (contiguous, transposed, permuted) works.
 
 use smallvec::smallvec;
 
 use super::{Edge, GradVec, InputMetadata, Node, NodeMeta, NodeRef};
-use crate::tensor::layout::Layout;
+use crate::tensor::layout::{Dims, Layout};
 use crate::{Error, Result, Tensor};
 
-/// Where a view sits inside its (contiguous) base, in the base's element coordinates.
+/// Where a view's elements sit in its base's storage: the base's layout and the view's, both
+/// relative to the base's first element (PyTorch's `TensorGeometry` pair of `CopySlices`).
 #[derive(Clone, Debug)]
-pub(crate) struct ViewGeometry {
-    pub(crate) base_shape: Vec<usize>,
-    /// The view's layout relative to a contiguous tensor of `base_shape` at offset 0.
+pub(crate) struct StridedGeometry {
+    /// The base's shape and strides, offset 0. Dense, in some dimension order.
+    pub(crate) base: Layout,
+    /// The view's shape, strides and offset from the base's first element.
     pub(crate) view: Layout,
 }
 
-impl ViewGeometry {
-    /// The geometry of `view` inside `base`, if `base` is contiguous (the only case supported).
-    pub(crate) fn of(base: &Tensor, view: &Tensor) -> Option<ViewGeometry> {
-        if !base.is_contiguous() {
-            return None;
+impl StridedGeometry {
+    /// The geometry of `view` inside `base`.
+    ///
+    /// # Errors
+    ///
+    /// When `base`'s elements are not dense (an `expand`ed tensor detached into a base), which
+    /// PyTorch's `as_strided` geometry cannot describe either.
+    pub(crate) fn of(base: &Tensor, view: &Tensor) -> Result<StridedGeometry> {
+        let b = base.layout();
+        if !b.is_non_overlapping_and_dense() {
+            return Err(Error::msg(
+                "an in-place operation through a view of a tensor whose elements overlap (an expanded tensor) is not supported; clone() the base first",
+            ));
         }
-        let mut layout = view.layout().clone();
-        layout.offset = layout.offset.checked_sub(base.layout().offset)?;
-        Some(ViewGeometry {
-            base_shape: base.shape().to_vec(),
-            view: layout,
+        let mut v = view.layout().clone();
+        v.offset = v
+            .offset
+            .checked_sub(b.offset)
+            .ok_or_else(|| Error::msg("internal error: a view starts before its base"))?;
+        Ok(StridedGeometry {
+            base: Layout {
+                shape: b.shape.clone(),
+                strides: b.strides.clone(),
+                offset: 0,
+            },
+            view: v,
         })
     }
 
-    /// A contiguous copy of `grad` (shaped like the base) and an alias of its view region.
-    fn split(&self, grad: &Tensor) -> Result<(Tensor, Tensor)> {
-        let whole = grad.contiguous_data_owned()?;
-        let region = whole.alias_with_layout(self.view.clone());
-        Ok((whole, region))
+    /// The dims along which the view repeats elements (stride 0, size > 1: an `expand`).
+    fn repeated_dims(&self) -> Dims {
+        self.view
+            .shape
+            .iter()
+            .zip(&self.view.strides)
+            .enumerate()
+            .filter(|(_, (&n, &s))| n > 1 && s == 0)
+            .map(|(d, _)| d)
+            .collect()
+    }
+
+    /// Whether the view covers an element of the base more than once.
+    pub(crate) fn repeats(&self) -> bool {
+        !self.repeated_dims().is_empty()
+    }
+
+    /// This geometry with the repeated dims cut to size 1: each element of the base at most once.
+    fn without_repeats(&self, repeated: &[usize]) -> StridedGeometry {
+        let mut g = self.clone();
+        for &d in repeated {
+            g.view.shape[d] = 1;
+        }
+        g
+    }
+
+    /// A fresh tensor shaped like the base, laid out in the base's memory order, holding `t`'s
+    /// values (PyTorch's `new_empty_strided(base.sizes(), base.strides())` then `copy_`).
+    pub(crate) fn base_ordered(&self, t: &Tensor) -> Result<Tensor> {
+        let n = self.base.numel();
+        let flat = Tensor::filled(&[n], 0.0, t.dtype(), t.device())?;
+        let out = flat.reinterpret(self.base.clone());
+        out.copy_from(t)?;
+        Ok(out)
+    }
+
+    /// An alias of `base_ordered`'s elements that the view covers.
+    pub(crate) fn region(&self, base_ordered: &Tensor) -> Tensor {
+        base_ordered.reinterpret(self.view.clone())
+    }
+
+    /// The gradient w.r.t. the base from `grad`, the gradient w.r.t. the view: zeros with `grad`
+    /// added at the view's elements (summed where the view repeats one). Differentiable.
+    pub(crate) fn scatter_view_grad(&self, grad: &Tensor) -> Result<Tensor> {
+        let repeated = self.repeated_dims();
+        let (grad, geometry) = if repeated.is_empty() {
+            (grad.clone(), self.clone())
+        } else {
+            let dims: Vec<usize> = repeated.to_vec();
+            (grad.sum_dims(&dims, true)?, self.without_repeats(&repeated))
+        };
+        let zeros = Tensor::filled(self.base.shape.as_slice(), 0.0, grad.dtype(), grad.device())?;
+        zeros.as_strided_scatter(&grad, &geometry)
     }
 }
 
+/// PyTorch's `CopySlices`: the base's grad_fn after an in-place op on one of its views.
 pub(crate) struct CopySlices {
     meta: NodeMeta,
-    geometry: ViewGeometry,
+    geometry: StridedGeometry,
     /// The in-place op's node; not part of the graph itself (its edges are mirrored here).
     op: NodeRef,
 }
 
 impl CopySlices {
     /// `base_edge`: the base's history before the op; `op`: the op's node, whose first edge is
-    /// the view's old history.
+    /// the view's history before the op.
     pub(crate) fn new(
         base: &Tensor,
         base_edge: Option<Edge>,
-        geometry: ViewGeometry,
+        geometry: StridedGeometry,
         op: NodeRef,
     ) -> CopySlices {
         let mut edges: smallvec::SmallVec<[Option<Edge>; 2]> = smallvec![base_edge];
@@ -87,24 +159,27 @@ impl Node for CopySlices {
         let Some(grad) = grads.into_iter().next().flatten() else {
             return Ok(smallvec![None; n]);
         };
-        if crate::is_grad_enabled() {
-            return Err(Error::msg(
-                "double backward through an in-place operation on a view (CopySlices) is not supported yet",
-            ));
+        // The op's gradients for the view's region of `grad` (recorded under create_graph).
+        let region = grad.as_strided(&self.geometry)?;
+        let mut res = self.op.apply(smallvec![Some(region)])?;
+        let mut out: GradVec = smallvec![None; n];
+        if self.meta.needs_input_grad(0) {
+            // The old base's gradient: `grad` outside the region, the op's gradient for the
+            // view's old value inside (zeros where the op gives none).
+            let inside = match res.first_mut().and_then(Option::take) {
+                Some(g) => g,
+                None => Tensor::filled(
+                    self.geometry.view.shape.as_slice(),
+                    0.0,
+                    grad.dtype(),
+                    grad.device(),
+                )?,
+            };
+            out[0] = Some(grad.as_strided_scatter(&inside, &self.geometry)?);
         }
-        let (whole, region) = self.geometry.split(&grad)?;
-        let mut res = self
-            .op
-            .apply(smallvec![Some(region.contiguous_data_owned()?)])?;
-        let for_view = res.first_mut().and_then(Option::take);
-        // The old base's gradient: g outside the region, the op's gradient for the view inside.
-        match for_view {
-            Some(g) => region.copy_from(&g)?,
-            None => region.fill_untracked(0.0)?,
+        for (slot, g) in out.iter_mut().zip(res).skip(1) {
+            *slot = g;
         }
-        let mut out: GradVec = smallvec![Some(whole)];
-        out.extend(res.into_iter().skip(1));
-        out.resize(n, None);
         Ok(out)
     }
 
@@ -117,30 +192,27 @@ impl Node for CopySlices {
     }
 }
 
-/// The grad_fn of a view after an in-place op on it: scatters the view's gradient into zeros
-/// shaped like the base and sends it to the base's `CopySlices`.
-pub(crate) struct ViewOfBaseBackward {
+/// The grad_fn a view gets when it is regenerated over its base's current history (PyTorch's
+/// `AsStridedBackward0`): scatters the view's gradient into zeros shaped like the base.
+pub(crate) struct AsStridedBackward {
     meta: NodeMeta,
-    geometry: ViewGeometry,
+    geometry: StridedGeometry,
 }
 
-impl ViewOfBaseBackward {
+impl AsStridedBackward {
     pub(crate) fn new(
         view: &Tensor,
-        copy_slices: NodeRef,
-        geometry: ViewGeometry,
-    ) -> ViewOfBaseBackward {
-        ViewOfBaseBackward {
-            meta: NodeMeta::new(
-                smallvec![Some(Edge::new(copy_slices, 0))],
-                smallvec![InputMetadata::of(view)],
-            ),
+        base_edge: Option<Edge>,
+        geometry: StridedGeometry,
+    ) -> AsStridedBackward {
+        AsStridedBackward {
+            meta: NodeMeta::new(smallvec![base_edge], smallvec![InputMetadata::of(view)]),
             geometry,
         }
     }
 }
 
-impl Node for ViewOfBaseBackward {
+impl Node for AsStridedBackward {
     fn name(&self) -> &str {
         "AsStridedBackward0"
     }
@@ -153,38 +225,116 @@ impl Node for ViewOfBaseBackward {
         let Some(grad) = grads.into_iter().next().flatten() else {
             return Ok(smallvec![None]);
         };
-        if crate::is_grad_enabled() {
-            return Err(Error::msg(
-                "double backward through an in-place operation on a view (CopySlices) is not supported yet",
-            ));
-        }
-        let zeros = Tensor::zeros(&self.geometry.base_shape, grad.dtype())?.to(grad.device())?;
-        let (whole, region) = self.geometry.split(&zeros)?;
-        region.copy_from(&grad)?;
-        Ok(smallvec![Some(whole)])
+        Ok(smallvec![Some(self.geometry.scatter_view_grad(&grad)?)])
     }
 }
 
-/// After an in-place op on the view `view` was recorded (its node is now `view`'s grad_fn),
-/// moves the op into the base's history: `base.grad_fn = CopySlices`, `view.grad_fn =
-/// ViewOfBaseBackward` (PyTorch's `rebase_history` for views). `base_edge` is the base's gradient
-/// edge from before the op.
+/// The grad_fn of a view PyTorch refuses to rebase (PyTorch's `Error` node): fails with the
+/// error its `grad_fn` read gave, when the engine runs it.
+pub(crate) struct ErrorNode {
+    meta: NodeMeta,
+    message: String,
+}
+
+impl ErrorNode {
+    pub(crate) fn node(error: Error, t: &Tensor) -> NodeRef {
+        let message = match error {
+            Error::ViewRebase(m) => m,
+            other => other.to_string(),
+        };
+        NodeRef::new(crate::sync::Arc::new(ErrorNode {
+            meta: NodeMeta::new(smallvec![], smallvec![InputMetadata::of(t)]),
+            message,
+        }))
+    }
+}
+
+impl Node for ErrorNode {
+    fn name(&self) -> &str {
+        "Error"
+    }
+
+    fn meta(&self) -> &NodeMeta {
+        &self.meta
+    }
+
+    fn apply(&self, _grads: GradVec) -> Result<GradVec> {
+        Err(Error::ViewRebase(self.message.clone()))
+    }
+}
+
+/// After an in-place op on the view `view` was recorded (its node is now `view`'s grad_fn), moves
+/// the op into the base's history: `base.grad_fn = CopySlices`, and `view`'s grad_fn regenerated
+/// over it (PyTorch's `rebase_history` for views). `base_edge` is the base's gradient edge from
+/// before the op.
 pub(crate) fn rebase_view_history(
     view: &Tensor,
     base: &Tensor,
     base_edge: Option<Edge>,
-    geometry: ViewGeometry,
-) {
-    let op = view
-        .grad_fn()
-        .expect("invariant: the in-place op was just recorded on the view");
+    geometry: StridedGeometry,
+) -> Result<()> {
+    let op = {
+        let meta = view.meta_lock();
+        meta.grad_fn.clone()
+    };
+    let Some(op) = op else {
+        return Err(Error::msg(
+            "internal error: an in-place op on a view was not recorded",
+        ));
+    };
     let copy_slices = NodeRef::new(crate::sync::Arc::new(CopySlices::new(
-        base,
-        base_edge,
-        geometry.clone(),
-        op,
+        base, base_edge, geometry, op,
     )));
-    base.set_grad_fn(copy_slices.clone(), 0);
-    let view_fn = ViewOfBaseBackward::new(view, copy_slices, geometry);
-    view.set_grad_fn(NodeRef::new(crate::sync::Arc::new(view_fn)), 0);
+    base.set_grad_fn(copy_slices, 0);
+    // The view's own history is now the base's: mark it stale (the op bumped the version too,
+    // unless a custom function's forward wrote without doing so) and regenerate it over
+    // CopySlices.
+    {
+        let mut meta = view.meta_lock();
+        meta.view.attr_version = view.version().wrapping_sub(1);
+    }
+    view.grad_fn();
+    Ok(())
+}
+
+/// After a custom `#[differentiable(dirty(..))]` function modified the view `t` in place and
+/// its node was recorded, moves that node into the base's history as built-in in-place ops do
+/// (PyTorch's `rebase_history` through `mark_dirty`). A no-op for a tensor that is not a view.
+///
+/// # Errors
+///
+/// PyTorch's "Functions which modify views in-place must return a single Variable" when the node
+/// has several outputs.
+#[doc(hidden)]
+pub fn rebase_dirty_view(t: &Tensor, node: &NodeRef) -> Result<()> {
+    let Some(base) = t.0.view_base.clone() else {
+        return Ok(());
+    };
+    if node.meta().num_inputs() != 1 {
+        return Err(Error::msg(
+            "Functions which modify views in-place must return a single Variable",
+        ));
+    }
+    let geometry = StridedGeometry::of(&base, t)?;
+    let base_edge = base.gradient_edge();
+    rebase_view_history(t, &base, base_edge, geometry)
+}
+
+/// The checks a custom function's dirty input gets when it is a view (PyTorch's `check_inplace`
+/// from `mark_dirty`): PyTorch's errors for a view that may not be rebased and for a view of a
+/// leaf that requires grad.
+///
+/// # Errors
+///
+/// [`Error::ViewRebase`], [`Error::ViewOfLeafInPlace`].
+#[doc(hidden)]
+pub fn check_dirty_view(t: &Tensor) -> Result<()> {
+    let Some(base) = &t.0.view_base else {
+        return Ok(());
+    };
+    t.check_view_rebase()?;
+    if base.is_leaf() && base.requires_grad() {
+        return Err(Error::ViewOfLeafInPlace);
+    }
+    Ok(())
 }

@@ -102,7 +102,76 @@ pub fn next_edges(inputs: &[&Tensor]) -> Option<SmallVec<[Option<Edge>; 2]>> {
         return None;
     }
     let edges: SmallVec<[Option<Edge>; 2]> = inputs.iter().map(|t| t.gradient_edge()).collect();
-    edges.iter().any(Option::is_some).then_some(edges)
+    // A view made under `no_grad` requires grad through its base without an edge (see
+    // `view_edge`).
+    let record = edges.iter().any(Option::is_some)
+        || inputs.iter().any(|t| t.is_view() && t.requires_grad());
+    record.then_some(edges)
+}
+
+/// [`next_edges`] that fails at once, with PyTorch's error, on a view that may not be rebased
+/// (`next_edges` leaves that error to the backward pass): what built-in ops call, since PyTorch
+/// raises it when the op reads the view's `grad_fn`.
+///
+/// # Errors
+///
+/// [`crate::Error::ViewRebase`].
+#[doc(hidden)]
+#[inline]
+pub fn try_next_edges(inputs: &[&Tensor]) -> Result<Option<SmallVec<[Option<Edge>; 2]>>> {
+    if !is_grad_enabled() {
+        return Ok(None);
+    }
+    let mut edges: SmallVec<[Option<Edge>; 2]> = SmallVec::with_capacity(inputs.len());
+    let mut record = false;
+    for t in inputs {
+        let edge = if t.is_view() {
+            view_edge(t, &mut record)?
+        } else {
+            t.gradient_edge()
+        };
+        record |= edge.is_some();
+        edges.push(edge);
+    }
+    Ok(record.then_some(edges))
+}
+
+/// A view's gradient edge; sets `record` when the view requires grad without having an edge
+/// (one made under `no_grad` of a base that requires grad): PyTorch records the op then (its
+/// result requires grad) with an empty edge for that input.
+fn view_edge(t: &Tensor, record: &mut bool) -> Result<Option<Edge>> {
+    let edge = t.try_gradient_edge()?;
+    if edge.is_none() && t.requires_grad() {
+        *record = true;
+    }
+    Ok(edge)
+}
+
+/// [`try_next_edges`] over inputs some of which may be absent.
+///
+/// # Errors
+///
+/// As [`try_next_edges`].
+#[doc(hidden)]
+#[inline]
+pub fn try_next_edges_opt(
+    inputs: &[Option<&Tensor>],
+) -> Result<Option<SmallVec<[Option<Edge>; 2]>>> {
+    if !is_grad_enabled() {
+        return Ok(None);
+    }
+    let mut edges: SmallVec<[Option<Edge>; 2]> = SmallVec::with_capacity(inputs.len());
+    let mut record = false;
+    for t in inputs {
+        let edge = match t {
+            Some(t) if t.is_view() => view_edge(t, &mut record)?,
+            Some(t) => t.gradient_edge(),
+            None => None,
+        };
+        record |= edge.is_some();
+        edges.push(edge);
+    }
+    Ok(record.then_some(edges))
 }
 
 /// [`next_edges`] over inputs some of which may be absent (`Option<&Tensor>` parameters): an
@@ -117,7 +186,11 @@ pub fn next_edges_opt(inputs: &[Option<&Tensor>]) -> Option<SmallVec<[Option<Edg
         .iter()
         .map(|t| t.and_then(Tensor::gradient_edge))
         .collect();
-    edges.iter().any(Option::is_some).then_some(edges)
+    let record = edges.iter().any(Option::is_some)
+        || inputs
+            .iter()
+            .any(|t| t.is_some_and(|t| t.is_view() && t.requires_grad()));
+    record.then_some(edges)
 }
 
 /// Creates the node for an op whose outputs are `outputs` and makes it their grad_fn.

@@ -88,6 +88,18 @@ impl SavedTensor {
         }
     }
 
+    /// Saves a forward input of an op that modifies another input in place, at `version`, the
+    /// version it had before the op ran (PyTorch saves inputs before calling the kernel).
+    pub fn input_at(t: &Tensor, version: u64) -> SavedTensor {
+        let state = pack(t, None).unwrap_or_else(|| State::Input {
+            tensor: t.clone(),
+            version,
+        });
+        SavedTensor {
+            state: Mutex::new(state),
+        }
+    }
+
     /// Saves output `output_nr` of the node being built; `node` is that node (from
     /// `Arc::new_cyclic`), kept weakly.
     pub fn output(t: &Tensor, node: Weak<dyn Node>, output_nr: usize) -> SavedTensor {
@@ -243,14 +255,13 @@ fn check_version(t: &Tensor, saved: u64, saved_by: Option<(&Weak<dyn Node>, usiz
     if current == saved {
         return Ok(());
     }
-    let short = |name: &str| {
-        name.find("Backward")
-            .map_or(name, |i| &name[..i])
-            .to_string()
-    };
     let output_of = match saved_by {
-        Some((node, nr)) => node.upgrade().map(|n| (nr, short(n.name()))),
-        None => t.grad_fn().map(|f| (t.output_nr(), short(f.name()))),
+        Some((node, nr)) => node
+            .upgrade()
+            .map(|n| (nr, crate::error::short_node_name(n.name()))),
+        None => t
+            .grad_fn()
+            .map(|f| (t.output_nr(), crate::error::short_node_name(f.name()))),
     };
     Err(Error::SavedTensorModified {
         tensor: format!("[{} {:?}]", t.dtype(), t.shape()),

@@ -68,8 +68,10 @@ fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 #[backward(mul)]
 fn mul_backward(
     grad: &Tensor,
-    #[needed_for(b)] a: Option<&Tensor>,
+    // PyTorch's order (`other` before `self`): saved tensors are unpacked in parameter order, so
+    // when both were modified in place, the error names the one PyTorch names.
     #[needed_for(a)] b: Option<&Tensor>,
+    #[needed_for(b)] a: Option<&Tensor>,
 ) -> Result<(Option<Tensor>, Option<Tensor>)> {
     let ga = b.map(|b| grad.mul(b)).transpose()?;
     // The last use of `grad`: its buffer may take the product.
@@ -86,8 +88,8 @@ fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 fn div_backward(
     grad: &Tensor,
     needs_input_grad: [bool; 2],
+    b: &Tensor, // unpacked first, as PyTorch's `other_`
     #[needed_for(b)] a: Option<&Tensor>,
-    b: &Tensor,
 ) -> Result<(Option<Tensor>, Option<Tensor>)> {
     let ga = if needs_input_grad[0] {
         Some(grad.div(b)?)
@@ -133,15 +135,20 @@ fn rsub_scalar_backward(grad: &Tensor) -> Result<Tensor> {
     grad.neg()
 }
 
-/// `s / x`.
-#[differentiable(builtin, crate = "crate", name = "DivBackward0")]
-fn rdiv_scalar(x: &Tensor, s: f64) -> Result<Tensor> {
-    x.scalar_kernel(BinaryOp::Div, s, true)
+/// `1 / x`, PyTorch's `reciprocal`: saves its result (not `x`), as PyTorch does.
+#[differentiable(builtin, crate = "crate")]
+fn reciprocal(x: &Tensor) -> Result<Tensor> {
+    x.scalar_kernel(BinaryOp::Div, 1.0, true)
 }
 
-#[backward(rdiv_scalar)]
+#[backward(reciprocal)]
+fn reciprocal_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
+    // d(1/x)/dx = -1/x² = -result²
+    grad.mul(&result.mul(result)?)?.neg()
+}
+
+/// d(s/x)/dx = -s / x²: the derivative rule of `s / x` in `#[differentiable(derive)]` bodies.
 fn rdiv_scalar_backward(grad: &Tensor, x: &Tensor, s: f64) -> Result<Tensor> {
-    // d(s/x)/dx = -s / x²
     grad.mul_scalar(-s)?.div(&x.mul(x)?)
 }
 
@@ -434,8 +441,33 @@ impl Tensor {
     /// assert_eq!(Tensor::scalar(4.0f64).rdiv_scalar(2.0)?.item::<f64>()?, 0.5);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
+    ///
+    /// Recorded as PyTorch records `s / x`: `x.reciprocal() * s` (`ReciprocalBackward0`, which
+    /// keeps the reciprocal, then `MulBackward0`), so `x` and the result may both be modified
+    /// in place before backward.
     pub fn rdiv_scalar(&self, s: f64) -> Result<Tensor> {
-        rdiv_scalar(self, s)
+        reciprocal(self)?.mul_scalar(s)
+    }
+
+    /// `1 / x` element-wise (PyTorch's `reciprocal`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Tensor::mul_scalar`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::from_vec(vec![2.0f64, 4.0], &[2])?.requires_grad_(true)?;
+    /// let r = x.reciprocal()?;
+    /// assert_eq!(r.to_vec::<f64>()?, vec![0.5, 0.25]);
+    /// r.sum()?.backward()?;
+    /// assert_eq!(x.grad().unwrap().to_vec::<f64>()?, vec![-0.25, -0.0625]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn reciprocal(&self) -> Result<Tensor> {
+        reciprocal(self)
     }
 }
 
@@ -466,7 +498,7 @@ impl super::DerivativeRules {
     pub const mul: Rule<Binary> = Rule {
         reads: Reads::OPERANDS,
         apply: |grad, needs, a, b, _result| {
-            let grads = mul_backward(grad, needs[1].then_some(a), needs[0].then_some(b))?;
+            let grads = mul_backward(grad, needs[0].then_some(b), needs[1].then_some(a))?;
             reduce_pair(grads, a, b)
         },
     };
@@ -478,7 +510,7 @@ impl super::DerivativeRules {
             value_for: &[Some(1), None],
         },
         apply: |grad, needs, a, b, _result| {
-            let grads = div_backward(grad, needs, needs[1].then_some(a), b)?;
+            let grads = div_backward(grad, needs, b, needs[1].then_some(a))?;
             reduce_pair(grads, a, b)
         },
     };

@@ -5,7 +5,7 @@
 use autograd_macros::{backward, differentiable};
 
 use crate::backend::{self, BinaryOp};
-use crate::graph::copy_slices::{rebase_view_history, ViewGeometry};
+use crate::graph::copy_slices::{rebase_view_history, StridedGeometry};
 use crate::{is_grad_enabled, Error, Result, Tensor};
 
 // ----- the ops --------------------------------------------------------------------------------
@@ -94,7 +94,9 @@ fn div_inplace_backward(
     Ok((ga, gb))
 }
 
-#[differentiable(builtin, crate = "crate", dirty(x), name = "FillBackward0")]
+/// Named as PyTorch names `fill_.Scalar`'s node (`fill_` has entries of its own in
+/// `derivatives.yaml`).
+#[differentiable(builtin, crate = "crate", dirty(x), name = "FillBackward2")]
 fn fill_(x: &Tensor, value: f64) -> Result<Tensor> {
     x.fill_kernel(value)?;
     Ok(x.clone())
@@ -123,64 +125,64 @@ fn zero_inplace_backward(grad: &Tensor) -> Result<Tensor> {
 ///
 /// # Errors
 ///
-/// [`Error::LeafInPlace`], [`Error::ViewOfLeafInPlace`], [`Error::ViewInPlace`].
+/// [`Error::ViewRebase`], [`Error::LeafInPlace`], [`Error::ViewOfLeafInPlace`].
 #[doc(hidden)]
 pub fn check_inplace(t: &Tensor, others_require_grad: bool) -> Result<()> {
     t.check_inplace(others_require_grad)
 }
 
 impl Tensor {
-    /// Refuses in-place ops PyTorch refuses: on a leaf that requires grad, and on a view of a
-    /// tensor that is part of a graph (B35). Only checked while recording.
+    /// Refuses in-place ops PyTorch refuses when the op is recorded (grad mode on, an input
+    /// requires grad): on a view that may not be rebased (multi-output, made under `no_grad`),
+    /// on a view of a leaf that requires grad, on such a leaf itself (B35).
     fn check_inplace(&self, other_requires_grad: bool) -> Result<()> {
         if !is_grad_enabled() {
             return Ok(());
         }
         let self_rg = self.requires_grad();
-        if self_rg && self.is_leaf() && !self.is_view() {
-            return Err(Error::LeafInPlace);
+        if !(self_rg || other_requires_grad) {
+            return Ok(());
         }
         if let Some(base) = &self.0.view_base {
-            if base.is_leaf() && base.requires_grad() {
+            self.check_view_rebase()?;
+            if self_rg && base.is_leaf() {
                 return Err(Error::ViewOfLeafInPlace);
             }
-            // Other views are rebased through CopySlices (`rebasing_views`), which needs the
-            // base's elements dense.
-            let recorded = base.requires_grad() || self_rg || other_requires_grad;
-            if recorded && ViewGeometry::of(base, self).is_none() {
-                return Err(Error::ViewInPlace);
-            }
+        }
+        // PyTorch's C++ `is_leaf()` reads the grad_fn field as it is, without regenerating a
+        // view's: a view that started to require grad through its base, and whose grad_fn was
+        // not read since, counts as a leaf here.
+        if self_rg && self.0.autograd.lock().grad_fn.is_none() {
+            return Err(Error::LeafInPlace);
         }
         Ok(())
     }
 
     /// Runs the recorded in-place `op` on `self`; when `self` is a view whose history the op
     /// changes, moves the op into the base's history with CopySlices afterwards (PyTorch's
-    /// `rebase_history` for views), so gradients w.r.t. the base see the modification.
+    /// `rebase_history` for views), so gradients w.r.t. the base, and every other view of it, see
+    /// the modification.
     fn rebasing_views(
         &self,
         other_requires_grad: bool,
         op: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
         let rebase = match &self.0.view_base {
-            Some(base)
-                if is_grad_enabled()
-                    && !(base.is_leaf() && base.requires_grad())
-                    && (base.requires_grad() || self.requires_grad() || other_requires_grad) =>
-            {
-                ViewGeometry::of(base, self).map(|g| (base.clone(), base.gradient_edge(), g))
+            Some(base) if is_grad_enabled() && (other_requires_grad || self.requires_grad()) => {
+                Some((base.clone(), StridedGeometry::of(base, self)))
             }
             _ => None,
         };
         op()?;
-        if let Some((base, base_edge, geometry)) = rebase {
-            rebase_view_history(self, &base, base_edge, geometry);
+        if let Some((base, geometry)) = rebase {
+            let base_edge = base.gradient_edge();
+            rebase_view_history(self, &base, base_edge, geometry?)?;
         }
         Ok(())
     }
 
     /// Refuses to write through a layout where several elements share one memory location (an
-    /// `expand`ed view), as PyTorch does.
+    /// `expand`ed view), as PyTorch does (`assert_no_internal_overlap`).
     fn check_writable(&self) -> Result<()> {
         let l = self.layout();
         let overlapping = l
@@ -189,10 +191,36 @@ impl Tensor {
             .zip(&l.strides)
             .any(|(&n, &s)| n > 1 && s == 0);
         if overlapping {
-            return Err(Error::shape(
-                "in-place",
-                "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.",
-            ));
+            return Err(Error::InternalOverlap);
+        }
+        Ok(())
+    }
+
+    /// Refuses an operand that covers some but not all of the written-to elements' memory, or
+    /// the same memory in another order (PyTorch's `assert_no_partial_overlap`; like PyTorch, it
+    /// only judges tensors whose elements are dense, and lets the kernel copy the others).
+    fn check_no_partial_overlap(&self, other: &Tensor) -> Result<()> {
+        if self.is_same(other) || !self.shares_storage(other) {
+            return Ok(());
+        }
+        let (a, b) = (self.layout(), other.layout());
+        let (na, nb) = (a.numel(), b.numel());
+        if na == 0
+            || nb == 0
+            || !a.is_non_overlapping_and_dense()
+            || !b.is_non_overlapping_and_dense()
+        {
+            return Ok(());
+        }
+        let (a_begin, b_begin) = (a.offset, b.offset);
+        let (a_end, b_end) = (a_begin + na, b_begin + nb);
+        let partial = if a_begin == b_begin && a_end == b_end {
+            a.strides != b.strides
+        } else {
+            a_begin < b_end && b_begin < a_end
+        };
+        if partial {
+            return Err(Error::PartialOverlap);
         }
         Ok(())
     }
@@ -200,13 +228,23 @@ impl Tensor {
     /// `self (op)= other` and a version bump: the kernel of the binary in-place ops.
     fn inplace_kernel(&self, op: BinaryOp, other: &Tensor) -> Result<()> {
         self.check_writable()?;
+        self.check_no_partial_overlap(other)?;
         self.apply_inplace(op, other)
     }
 
     /// Fills with `value` and bumps the version: the kernel of `fill_` and `zero_`.
+    /// Repeated elements (an `expand`ed view) are allowed, as in PyTorch: filling is idempotent,
+    /// so each is written once.
     fn fill_kernel(&self, value: f64) -> Result<()> {
-        self.check_writable()?;
-        backend::of_tensor(self)?.fill(self, value)?;
+        let l = self.layout();
+        let mut unique = l.clone();
+        for (n, &s) in unique.shape.iter_mut().zip(&l.strides) {
+            if s == 0 {
+                *n = (*n).min(1);
+            }
+        }
+        let target = self.reinterpret(unique);
+        backend::of_tensor(&target)?.fill(&target, value)?;
         self.0.storage.bump_version();
         Ok(())
     }
@@ -238,8 +276,10 @@ impl Tensor {
     /// # Errors
     ///
     /// [`Error::LeafInPlace`] on a leaf that requires grad (outside `no_grad`),
-    /// [`Error::ViewOfLeafInPlace`] / [`Error::ViewInPlace`] on views in a graph, broadcast,
-    /// dtype and device errors.
+    /// [`Error::ViewOfLeafInPlace`] on its views, [`Error::ViewRebase`] on a view of `split`/
+    /// `chunk` or one made under `no_grad`, [`Error::InternalOverlap`] /
+    /// [`Error::PartialOverlap`] for memory the op cannot write safely, broadcast, dtype and
+    /// device errors.
     ///
     /// # Examples
     ///

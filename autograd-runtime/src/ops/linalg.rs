@@ -15,8 +15,9 @@ fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 #[backward(matmul)]
 fn matmul_backward(
     grad: &Tensor,
-    #[needed_for(b)] a: Option<&Tensor>,
+    // Unpacked in PyTorch's order (`mat2` before `self`).
     #[needed_for(a)] b: Option<&Tensor>,
+    #[needed_for(b)] a: Option<&Tensor>,
 ) -> Result<(Option<Tensor>, Option<Tensor>)> {
     let t = |x: &Tensor| x.transpose(x.ndim() - 2, x.ndim() - 1);
     let ga = match b {
@@ -94,7 +95,7 @@ impl super::DerivativeRules {
     pub const matmul: Rule<Binary> = Rule {
         reads: Reads::OPERANDS,
         apply: |grad, needs, a, b, _result| {
-            let grads = matmul_backward(grad, needs[1].then_some(a), needs[0].then_some(b))?;
+            let grads = matmul_backward(grad, needs[0].then_some(b), needs[1].then_some(a))?;
             reduce_pair(grads, a, b)
         },
     };

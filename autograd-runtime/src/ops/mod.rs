@@ -21,6 +21,7 @@ mod operators;
 mod reduce;
 mod shape;
 mod softmax;
+mod strided;
 #[cfg(test)]
 mod tests;
 mod unary;

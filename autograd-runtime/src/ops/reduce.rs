@@ -18,7 +18,7 @@ fn sum(x: &Tensor) -> Result<Tensor> {
 
 #[backward(sum)]
 fn sum_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
-    grad.expand(x.shape())
+    grad.expand_to(x.shape())
 }
 
 #[differentiable(builtin, crate = "crate")]
@@ -33,7 +33,7 @@ fn mean(x: &Tensor) -> Result<Tensor> {
 fn mean_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
     // Scale before expanding: the incoming gradient is small, the expanded view is not.
     let n = x.shape().iter().product::<usize>() as f64;
-    grad.mul_scalar(1.0 / n)?.expand(x.shape())
+    grad.mul_scalar(1.0 / n)?.expand_to(x.shape())
 }
 
 /// `sum(dims)`, PyTorch's `SumBackward1`; `axes` are validated and wrapped.
@@ -50,13 +50,13 @@ fn sum_dims_backward(
     keepdim: bool,
 ) -> Result<Tensor> {
     if keepdim {
-        return grad.expand(x.shape());
+        return grad.expand_to(x.shape());
     }
     // The reduced dims come back as size 1 before expanding.
     let kept: Dims = (x.shape().iter().enumerate())
         .map(|(i, &n)| if axes.contains(&i) { 1 } else { n })
         .collect();
-    grad.reshape(&kept)?.expand(x.shape())
+    grad.reshape(&kept)?.expand_to(x.shape())
 }
 
 /// The reduction of a broadcast result back to `shape` (`SumBackward1` in PyTorch's graphs of
@@ -68,7 +68,7 @@ fn sum_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
 
 #[backward(sum_to)]
 fn sum_to_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
-    grad.expand(x.shape())
+    grad.expand_to(x.shape())
 }
 
 impl Tensor {

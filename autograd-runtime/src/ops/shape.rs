@@ -40,14 +40,14 @@ fn reshape_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
 
 /// `d0`, `d1` are wrapped.
 #[differentiable(builtin, crate = "crate")]
-fn transpose(x: &Tensor, d0: usize, d1: usize) -> Tensor {
+fn transpose(x: &Tensor, d0: usize, d1: usize) -> Result<Tensor> {
     // A 0-dim tensor has no dims to swap (`d0 == d1 == 0`): the view keeps its layout.
     let layout = if x.ndim() == 0 {
         x.layout().clone()
     } else {
         x.layout().transpose(d0, d1)
     };
-    x.alias_with_layout(layout)
+    Ok(x.alias_with_layout(layout))
 }
 
 #[backward(transpose)]
@@ -57,8 +57,8 @@ fn transpose_backward(grad: &Tensor, d0: usize, d1: usize) -> Result<Tensor> {
 
 /// `dims` is a validated permutation.
 #[differentiable(builtin, crate = "crate")]
-fn permute(x: &Tensor, dims: Dims) -> Tensor {
-    x.alias_with_layout(x.layout().permute(&dims))
+fn permute(x: &Tensor, dims: Dims) -> Result<Tensor> {
+    Ok(x.alias_with_layout(x.layout().permute(&dims)))
 }
 
 #[backward(permute)]
@@ -109,20 +109,42 @@ fn narrow_scatter_backward(
     grad.narrow(dim, start, g.shape()[dim])
 }
 
-/// Views of `sizes` along `dim` (wrapped; the sizes add up): one node with an output per part.
-#[differentiable(builtin, crate = "crate")]
+/// `select`: entry `index` of the (wrapped, in range) `dim`, that dim removed.
+#[differentiable(builtin, crate = "crate", name = "SelectBackward0")]
+fn select(x: &Tensor, dim: usize, index: usize) -> Result<Tensor> {
+    let mut layout = x.layout().narrow(dim, index, 1);
+    layout.shape.remove(dim);
+    layout.strides.remove(dim);
+    Ok(x.alias_with_layout(layout))
+}
+
+#[backward(select)]
+fn select_backward(grad: &Tensor, x: &InputMetadata, dim: usize, index: usize) -> Result<Tensor> {
+    let mut kept: Vec<usize> = x.shape().to_vec();
+    kept[dim] = 1;
+    grad.reshape(&kept)?.narrow_scatter(x.shape(), dim, index)
+}
+
+/// Views of `sizes` along `dim` (wrapped; the sizes add up): one node with an output per part
+/// (PyTorch's `split_with_sizes`).
+#[differentiable(builtin, crate = "crate", name = "SplitWithSizesBackward0")]
 fn split(x: &Tensor, sizes: &[usize], dim: usize) -> Result<Vec<Tensor>> {
-    let mut parts = Vec::with_capacity(sizes.len());
-    let mut start = 0;
-    for &len in sizes {
-        parts.push(x.narrow_view(dim, start, len)?);
-        start += len;
-    }
-    Ok(parts)
+    x.split_views(sizes, dim)
 }
 
 #[backward(split)]
 fn split_backward(grad: &[Tensor], dim: usize) -> Result<Tensor> {
+    Tensor::cat(grad, dim)
+}
+
+/// `split` into parts of one size (PyTorch's `split` with an integer, which `chunk` calls).
+#[differentiable(builtin, crate = "crate", name = "SplitBackward0")]
+fn split_even(x: &Tensor, sizes: &[usize], dim: usize) -> Result<Vec<Tensor>> {
+    x.split_views(sizes, dim)
+}
+
+#[backward(split_even)]
+fn split_even_backward(grad: &[Tensor], dim: usize) -> Result<Tensor> {
     Tensor::cat(grad, dim)
 }
 
@@ -210,7 +232,9 @@ impl Tensor {
                 ),
             ));
         }
-        reshape(self, shape)
+        let out = reshape(self, shape)?;
+        out.set_view_creation(self, false);
+        Ok(out)
     }
 
     /// A view with dims `d0` and `d1` swapped.
@@ -232,7 +256,9 @@ impl Tensor {
             wrap_dim(d0 as isize, self.ndim())?,
             wrap_dim(d1 as isize, self.ndim())?,
         );
-        Ok(transpose(self, d0, d1))
+        let out = transpose(self, d0, d1)?;
+        out.set_view_creation(self, false);
+        Ok(out)
     }
 
     /// A view with dims reordered: result dim `i` is input dim `dims[i]`.
@@ -264,7 +290,9 @@ impl Tensor {
                 ),
             ));
         }
-        Ok(permute(self, dims.into()))
+        let out = permute(self, dims.into())?;
+        out.set_view_creation(self, false);
+        Ok(out)
     }
 
     /// A view broadcasting this tensor to `shape` (size-1 and new leading dims repeat without
@@ -283,10 +311,18 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn expand(&self, shape: &[usize]) -> Result<Tensor> {
+        let out = expand(self, shape)?;
+        out.set_view_creation(self, false);
+        Ok(out)
+    }
+
+    /// [`Tensor::expand`], or this tensor itself when it has `shape` already (gradient formulas:
+    /// no view, no node).
+    pub(crate) fn expand_to(&self, shape: &[usize]) -> Result<Tensor> {
         if self.shape() == shape {
             return Ok(self.clone());
         }
-        expand(self, shape)
+        self.expand(shape)
     }
 
     /// Same as [`Tensor::expand`] (NumPy's name).
@@ -321,7 +357,50 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn narrow(&self, dim: usize, start: usize, len: usize) -> Result<Tensor> {
-        narrow(self, dim, start, len)
+        let out = narrow(self, dim, start, len)?;
+        out.set_view_creation(self, false);
+        Ok(out)
+    }
+
+    /// A view of entry `index` of `dim`, without that dim (PyTorch's `select`, `x[i]` for
+    /// `dim = 0`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimOutOfRange`]; [`Error::Shape`] for a 0-dim tensor or an index past the dim.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let t = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], &[2, 2])?.requires_grad_(true)?;
+    /// let col = t.select(1, 0)?;
+    /// assert_eq!(col.to_vec::<f64>()?, vec![1.0, 3.0]);
+    /// assert_eq!(col.grad_fn().unwrap().name(), "SelectBackward0");
+    /// col.sum()?.backward()?;
+    /// assert_eq!(t.grad().unwrap().to_vec::<f64>()?, vec![1.0, 0.0, 1.0, 0.0]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn select(&self, dim: usize, index: usize) -> Result<Tensor> {
+        if self.ndim() == 0 {
+            return Err(Error::shape(
+                "select",
+                "select() cannot be applied to a 0-dim tensor.",
+            ));
+        }
+        let d = wrap_dim(dim as isize, self.ndim())?;
+        if index >= self.shape()[d] {
+            return Err(Error::shape(
+                "select",
+                format!(
+                    "select(): index {index} out of range for tensor of size {:?} at dimension {d}",
+                    self.shape()
+                ),
+            ));
+        }
+        let out = select(self, d, index)?;
+        out.set_view_creation(self, false);
+        Ok(out)
     }
 
     fn narrow_view(&self, dim: usize, start: usize, len: usize) -> Result<Tensor> {
@@ -383,7 +462,36 @@ impl Tensor {
             .step_by(step)
             .map(|s| step.min(size - s))
             .collect();
-        self.split(&sizes, d)
+        self.check_split(&sizes, d)?;
+        let parts = split_even(self, &sizes, d)?;
+        for p in &parts {
+            p.set_view_creation(self, true);
+        }
+        Ok(parts)
+    }
+
+    fn split_views(&self, sizes: &[usize], dim: usize) -> Result<Vec<Tensor>> {
+        let mut parts = Vec::with_capacity(sizes.len());
+        let mut start = 0;
+        for &len in sizes {
+            parts.push(self.narrow_view(dim, start, len)?);
+            start += len;
+        }
+        Ok(parts)
+    }
+
+    fn check_split(&self, sizes: &[usize], d: usize) -> Result<()> {
+        let total = sizes.iter().try_fold(0usize, |n, &s| n.checked_add(s));
+        if total != Some(self.shape()[d]) {
+            return Err(Error::shape(
+                "split",
+                format!(
+                    "split sizes {sizes:?} do not add up to the size {} of dim {d}",
+                    self.shape()[d]
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Splits into views of the given `sizes` along `dim` (they must add up to the dim's size).
@@ -403,17 +511,12 @@ impl Tensor {
     /// ```
     pub fn split(&self, sizes: &[usize], dim: usize) -> Result<Vec<Tensor>> {
         let d = wrap_dim(dim as isize, self.ndim())?;
-        let total = sizes.iter().try_fold(0usize, |n, &s| n.checked_add(s));
-        if total != Some(self.shape()[d]) {
-            return Err(Error::shape(
-                "split",
-                format!(
-                    "split sizes {sizes:?} do not add up to the size {} of dim {d}",
-                    self.shape()[d]
-                ),
-            ));
+        self.check_split(sizes, d)?;
+        let parts = split(self, sizes, d)?;
+        for p in &parts {
+            p.set_view_creation(self, true);
         }
-        split(self, sizes, d)
+        Ok(parts)
     }
 
     /// Concatenates tensors of equal shape except along `dim`.

@@ -197,7 +197,8 @@ fn node_names_are_pytorchs() -> Result<()> {
         (x.sub_scalar(2.0)?, "AddBackward0"),
         (x.div_scalar(2.0)?, "MulBackward0"),
         (x.rsub_scalar(2.0)?, "RsubBackward1"),
-        (x.rdiv_scalar(2.0)?, "DivBackward0"),
+        (x.rdiv_scalar(2.0)?, "MulBackward0"),
+        (x.reciprocal()?, "ReciprocalBackward0"),
         (x.permute(&[1, 0])?, "PermuteBackward0"),
         (x.expand(&[2, 2, 3])?, "ExpandBackward0"),
         (x.narrow(1, 0, 2)?, "SliceBackward0"),
@@ -216,7 +217,7 @@ fn node_names_are_pytorchs() -> Result<()> {
         (h.copy()?.sub_(&one)?.clone(), "SubBackward0"),
         (h.copy()?.mul_(&one)?.clone(), "MulBackward0"),
         (h.copy()?.div_(&one)?.clone(), "DivBackward0"),
-        (h.copy()?.fill_(0.0)?.clone(), "FillBackward0"),
+        (h.copy()?.fill_(0.0)?.clone(), "FillBackward2"),
         (h.copy()?.zero_()?.clone(), "ZeroBackward0"),
     ];
     for (t, expected) in cases {
@@ -339,14 +340,24 @@ fn views_stay_views() -> Result<()> {
         (x.permute(&[1, 0])?, "PermuteBackward0"),
         (x.expand(&[4, 2, 3])?, "ExpandBackward0"),
         (x.narrow(1, 1, 2)?, "SliceBackward0"),
-        (x.split(&[1, 2], 1)?[1].clone(), "SplitBackward0"),
+        (x.split(&[1, 2], 1)?[1].clone(), "SplitWithSizesBackward0"),
     ];
+    for (v, node) in &views {
+        assert_eq!(name(v), *node);
+    }
     let _g = crate::no_grad();
     x.add_(&Tensor::scalar(1.0f64))?;
     for (v, node) in views {
         assert!(v.is_view(), "{node}");
         assert_eq!(v.version(), x.version(), "{node}");
-        assert_eq!(name(&v), node);
+        // The base moved on: each view's grad_fn is regenerated over its current history (a
+        // view of a multi-output op may not be, PyTorch's error node stands in).
+        let now = if node.starts_with("Split") {
+            "Error"
+        } else {
+            "AsStridedBackward0"
+        };
+        assert_eq!(name(&v), now, "{node}");
     }
     Ok(())
 }

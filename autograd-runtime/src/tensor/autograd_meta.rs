@@ -4,6 +4,7 @@
 use crate::sync::statics::AtomicBool;
 use crate::sync::Ordering;
 
+use super::view::ViewState;
 use super::Tensor;
 use crate::graph::hooks::LeafHooks;
 use crate::graph::{AccumulateGrad, Edge, HookHandle, NodeRef};
@@ -32,6 +33,9 @@ pub(crate) struct AutogradMeta {
     /// Set by `detach_()` on a tensor that had a grad_fn: a node that saved it must refuse to use
     /// it (B15).
     pub(crate) detached_in_place: bool,
+    /// For views: the storage version when `grad_fn` was set, and how the view was created
+    /// (`tensor/view.rs`).
+    pub(crate) view: ViewState,
 }
 
 impl Tensor {
@@ -49,6 +53,19 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn requires_grad(&self) -> bool {
+        let meta = self.0.autograd.lock();
+        meta.requires_grad
+            || meta.grad_fn.is_some()
+            // A view requires grad when its base does (PyTorch's DifferentiableViewMeta), even
+            // one taken before the base started to, by an in-place op.
+            || self.0.view_base.as_ref().is_some_and(Tensor::requires_grad)
+    }
+
+    /// Whether this tensor has autograd state of its own: a `grad_fn`, or `requires_grad` set on
+    /// it as a leaf (unlike [`Tensor::requires_grad`], not through a view's base). For the
+    /// checks the macros generate.
+    #[doc(hidden)]
+    pub fn has_history(&self) -> bool {
         let meta = self.0.autograd.lock();
         meta.requires_grad || meta.grad_fn.is_some()
     }
@@ -109,7 +126,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn is_leaf(&self) -> bool {
-        self.0.autograd.lock().grad_fn.is_none()
+        self.grad_fn().is_none()
     }
 
     /// The accumulated gradient: set on leaves by `backward()`, and on non-leaves that called
@@ -160,8 +177,34 @@ impl Tensor {
     /// assert_eq!(x.exp()?.grad_fn().unwrap().name(), "ExpBackward0");
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
+    ///
+    /// A view's grad_fn is regenerated when its base, or another view of that base, was modified
+    /// in place since it was set: an `AsStridedBackward0` over the base's current history, as
+    /// PyTorch does. Where PyTorch refuses that (a view of a multi-output op such as `split`, or
+    /// one made under `no_grad`) the node returned fails with PyTorch's error when run; ops given
+    /// such a view fail at once.
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::from_vec(vec![1.0f64, 1.0, 1.0], &[3])?.requires_grad_(true)?;
+    /// let z = x.mul_scalar(1.0)?;
+    /// let y = z.narrow(0, 0, 1)?;
+    /// assert_eq!(y.grad_fn().unwrap().name(), "SliceBackward0");
+    /// z.mul_(&Tensor::scalar(2.0f64))?; // y sees the new value, and the new history
+    /// assert_eq!(y.grad_fn().unwrap().name(), "AsStridedBackward0");
+    /// y.sum()?.backward()?;
+    /// assert_eq!(x.grad().unwrap().to_vec::<f64>()?, vec![2.0, 0.0, 0.0]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
     pub fn grad_fn(&self) -> Option<NodeRef> {
-        self.0.autograd.lock().grad_fn.clone()
+        let mut meta = self.0.autograd.lock();
+        match &self.0.view_base {
+            None => meta.grad_fn.clone(),
+            Some(base) => match self.view_grad_fn_locked(base, &mut meta) {
+                Ok(f) => f,
+                Err(e) => Some(crate::graph::copy_slices::ErrorNode::node(e, self)),
+            },
+        }
     }
 
     /// Which output of [`Tensor::grad_fn`] this tensor is.
@@ -307,8 +350,10 @@ impl Tensor {
     where
         F: Fn(&Tensor) -> Option<Tensor> + Send + Sync + 'static,
     {
+        // A view's hook goes to its current (possibly regenerated) grad_fn.
+        let current = self.0.view_base.is_some().then(|| self.grad_fn()).flatten();
         let mut meta = self.0.autograd.lock();
-        match meta.grad_fn.clone() {
+        match current.or_else(|| meta.grad_fn.clone()) {
             Some(grad_fn) => {
                 let output_nr = meta.output_nr;
                 drop(meta);
@@ -372,7 +417,18 @@ impl Tensor {
 
     /// Where gradients for this tensor go: `(grad_fn, output_nr)`, or the leaf's AccumulateGrad
     /// (created on demand), or `None` if it does not require grad.
+    ///
+    /// For a view that may not be rebased (see [`Tensor::grad_fn`]), an edge to a node that fails
+    /// with PyTorch's error when run; `try_gradient_edge` reports it at once instead.
     pub(crate) fn gradient_edge(&self) -> Option<Edge> {
+        if self.0.view_base.is_some() {
+            return self.try_gradient_edge().unwrap_or_else(|e| {
+                Some(Edge::new(
+                    crate::graph::copy_slices::ErrorNode::node(e, self),
+                    0,
+                ))
+            });
+        }
         let mut meta = self.0.autograd.lock();
         if let Some(f) = &meta.grad_fn {
             return Some(Edge::new(f.clone(), meta.output_nr));

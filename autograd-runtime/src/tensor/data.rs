@@ -307,11 +307,6 @@ impl Tensor {
         crate::backend::of_pair("copy", self, src)?.copy_into(self, src)
     }
 
-    /// Fills this tensor's elements with `v`, without recording or bumping the version.
-    pub(crate) fn fill_untracked(&self, v: f64) -> Result<()> {
-        crate::backend::of_tensor(self)?.fill(self, v)
-    }
-
     /// A contiguous tensor with the same values: `self` if already contiguous, else a copy.
     /// Not recorded in the graph (used by kernels and the engine).
     pub(crate) fn contiguous_data(&self) -> Result<Tensor> {

@@ -95,6 +95,23 @@ impl Layout {
         true
     }
 
+    /// Whether the elements fill a dense block of memory with none repeated, in some dimension
+    /// order (PyTorch's `is_non_overlapping_and_dense`): contiguous, transposed, permuted.
+    pub(crate) fn is_non_overlapping_and_dense(&self) -> bool {
+        let mut dims: Dims = (0..self.shape.len())
+            .filter(|&d| self.shape[d] != 1)
+            .collect();
+        dims.sort_by_key(|&d| self.strides[d]);
+        let mut expected = 1;
+        for d in dims {
+            if self.strides[d] != expected {
+                return false;
+            }
+            expected *= self.shape[d];
+        }
+        true
+    }
+
     pub(crate) fn transpose(&self, d0: usize, d1: usize) -> Layout {
         let mut l = self.clone();
         l.shape.swap(d0, d1);

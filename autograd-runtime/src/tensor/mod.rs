@@ -8,6 +8,7 @@ pub(crate) mod dtype;
 pub(crate) mod layout;
 mod spare;
 pub(crate) mod storage;
+pub(crate) mod view;
 
 use std::fmt;
 use std::mem::ManuallyDrop;
@@ -462,14 +463,24 @@ impl Tensor {
     }
 
     /// A new tensor aliasing this one's storage with `layout` (no autograd metadata).
+    ///
+    /// The view starts as an ordinary view (`CreationMeta::Default`) whose grad_fn is current at
+    /// the storage's version now; the public view methods set how it was created.
     pub(crate) fn alias_with_layout(&self, layout: Layout) -> Tensor {
         let base = self.0.view_base.clone().unwrap_or_else(|| self.clone());
+        let meta = AutogradMeta {
+            view: view::ViewState {
+                attr_version: self.version(),
+                creation: view::CreationMeta::Default,
+            },
+            ..AutogradMeta::default()
+        };
         Tensor(ManuallyDrop::new(Arc::new(TensorImpl {
             storage: Arc::clone(&self.0.storage),
             layout,
             dtype: self.0.dtype,
             view_base: Some(base),
-            autograd: Mutex::new(AutogradMeta::default()),
+            autograd: Mutex::new(meta),
         })))
     }
 }

@@ -11,6 +11,10 @@ pub(crate) fn gather_dim<T: Element>(
     dim: usize,
     index: ArrayViewD<'_, usize>,
 ) -> ArrayD<T> {
+    if a.ndim() == 0 {
+        // A 0-dim tensor is its own only entry along "dim 0" (PyTorch wraps dim 0 of a scalar).
+        return a.to_owned();
+    }
     let mut out = super::zeros_array(IxDyn(index.shape()));
     for (pos, &k) in index.indexed_iter() {
         let mut src = pos.clone();
@@ -25,6 +29,13 @@ mod tests {
     use ndarray::{arr2, ArrayD};
 
     use super::gather_dim;
+
+    #[test]
+    fn gathers_from_a_0_dim_tensor() {
+        let a = ndarray::arr0(2.5f64).into_dyn();
+        let idx = ndarray::arr0(0usize).into_dyn();
+        assert_eq!(gather_dim(a.view(), 0, idx.view()), a);
+    }
 
     #[test]
     fn gathers_one_entry_per_row() {

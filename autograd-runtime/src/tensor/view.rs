@@ -1,0 +1,176 @@
+//! Differentiable views, as PyTorch's `DifferentiableViewMeta`/`ViewInfo`: a view knows its base
+//! (the root tensor whose storage it aliases), the version of that storage when its `grad_fn` was
+//! last set (`attr_version`), and how it was created (`CreationMeta`). Reading the `grad_fn` of a
+//! view whose storage changed since then regenerates it over the base's *current* history, as an
+//! `AsStridedBackward0` node (PyTorch's `VariableHooks::grad_fn`): that is how a view taken before
+//! an in-place op on its base, or on a sibling view, sees the modification.
+//!
+//! Only a non-view tensor's fields are read on the hot path: every function here starts from
+//! `Tensor::view_base`, which is `None` for them.
+
+use super::{AutogradMeta, Tensor};
+use crate::graph::copy_slices::{AsStridedBackward, StridedGeometry};
+use crate::graph::{Edge, NodeRef};
+use crate::{Error, Result};
+
+/// How a view was created, which decides whether it may be modified in place (PyTorch's
+/// `CreationMeta`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum CreationMeta {
+    /// An ordinary view made with grad mode on (or not a view at all).
+    #[default]
+    Default,
+    /// One of several views returned by one op (`split`, `chunk`): refused in place.
+    MultiOutput,
+    /// Made with grad mode off: refused in place when the op is recorded.
+    NoGradMode,
+}
+
+impl CreationMeta {
+    /// PyTorch's `propagate_creation_meta`: a view of a view keeps the stricter kind.
+    pub(crate) fn propagate(parent: CreationMeta, new: CreationMeta) -> CreationMeta {
+        if new == CreationMeta::Default {
+            parent
+        } else {
+            new
+        }
+    }
+
+    /// The creation kind of a view made now by an op returning one view (`multi = false`) or
+    /// several.
+    pub(crate) fn for_new_view(multi: bool) -> CreationMeta {
+        if !crate::is_grad_enabled() {
+            CreationMeta::NoGradMode
+        } else if multi {
+            CreationMeta::MultiOutput
+        } else {
+            CreationMeta::Default
+        }
+    }
+}
+
+/// A view's state that changes: guarded by the tensor's autograd lock.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ViewState {
+    /// The storage version when `grad_fn` was last set (PyTorch's `attr_version`).
+    pub(crate) attr_version: u64,
+    pub(crate) creation: CreationMeta,
+}
+
+impl Tensor {
+    /// Marks this fresh view as made by an op that returns one view (`multi = false`) or several,
+    /// under the current grad mode, from `parent` (the op's input): PyTorch's `as_view` creation
+    /// meta. Called by the public view methods, which know the caller's grad mode (the op's
+    /// forward itself runs with recording off).
+    pub(crate) fn set_view_creation(&self, parent: &Tensor, multi: bool) {
+        if self.0.view_base.is_none() {
+            return;
+        }
+        let parent_kind = parent.0.autograd.lock().view.creation;
+        let kind = CreationMeta::propagate(parent_kind, CreationMeta::for_new_view(multi));
+        self.0.autograd.lock().view.creation = kind;
+    }
+
+    /// The grad_fn of a view, regenerated if its storage changed since it was set. `Err` is
+    /// PyTorch's error for a view that may not be rebased (multi-output, no-grad); the caller
+    /// holds `meta`, this view's lock (the base's lock is taken inside: a base is never a view,
+    /// so the order view → base never reverses).
+    pub(crate) fn view_grad_fn_locked(
+        &self,
+        base: &Tensor,
+        meta: &mut AutogradMeta,
+    ) -> Result<Option<NodeRef>> {
+        if meta.grad_fn.is_none() && !base.requires_grad() {
+            return Ok(None);
+        }
+        let current = self.version();
+        if meta.view.attr_version == current {
+            return Ok(meta.grad_fn.clone());
+        }
+        // An indirect rebase: the base or another view of it was modified in place.
+        if meta.view.creation != CreationMeta::Default {
+            return Err(view_rebase_error(meta, true));
+        }
+        let geometry = StridedGeometry::of(base, self)?;
+        let node = AsStridedBackward::new(self, base.gradient_edge(), geometry);
+        let node = NodeRef::new(crate::sync::Arc::new(node));
+        let old = meta.grad_fn.replace(node.clone());
+        let old_nr = std::mem::replace(&mut meta.output_nr, 0);
+        meta.view.attr_version = current;
+        if meta.retains_grad {
+            // The retains_grad hook moves to the new grad_fn (PyTorch's
+            // `update_tensor_hooks_on_new_gradfn`); other hooks stay with the old node.
+            if let Some(old) = old {
+                old.meta().hooks.clear_retains_grad(old_nr);
+            }
+            node.meta()
+                .hooks
+                .set_retains_grad(0, crate::sync::Arc::downgrade(&self.0));
+        }
+        Ok(Some(node))
+    }
+
+    /// PyTorch's `handle_view_on_rebase` for a direct in-place op on this view: `Err` unless
+    /// it was created as an ordinary view.
+    pub(crate) fn check_view_rebase(&self) -> Result<()> {
+        if self.0.view_base.is_none() {
+            return Ok(());
+        }
+        let meta = self.0.autograd.lock();
+        if meta.view.creation == CreationMeta::Default {
+            return Ok(());
+        }
+        Err(view_rebase_error(&meta, false))
+    }
+
+    /// The gradient edge, or PyTorch's error for a stale view that may not be rebased.
+    pub(crate) fn try_gradient_edge(&self) -> Result<Option<Edge>> {
+        let mut meta = self.0.autograd.lock();
+        if let Some(base) = &self.0.view_base {
+            if let Some(f) = self.view_grad_fn_locked(base, &mut meta)? {
+                return Ok(Some(Edge::new(f, meta.output_nr)));
+            }
+        } else if let Some(f) = &meta.grad_fn {
+            return Ok(Some(Edge::new(f.clone(), meta.output_nr)));
+        }
+        if !meta.requires_grad {
+            return Ok(None);
+        }
+        Ok(Some(Edge::new(self.grad_accumulator_locked(&mut meta), 0)))
+    }
+}
+
+/// PyTorch's `handle_view_on_rebase` message.
+fn view_rebase_error(meta: &AutogradMeta, indirect: bool) -> Error {
+    let modified = if indirect {
+        "its base or another view of its base has been"
+    } else {
+        "is being"
+    };
+    let creation = meta.view.creation;
+    let mut msg = match &meta.grad_fn {
+        Some(f) if creation != CreationMeta::NoGradMode => format!(
+            "Output {} of {} is a view and {modified} modified inplace.",
+            meta.output_nr,
+            crate::error::short_node_name(f.name())
+        ),
+        Some(f) => format!(
+            "Output {} of {} is a view of a view which was created in no_grad mode and {modified} modified inplace with grad mode enabled.",
+            meta.output_nr,
+            crate::error::short_node_name(f.name())
+        ),
+        None => format!(
+            "A view was created in no_grad mode and {modified} modified inplace with grad mode enabled."
+        ),
+    };
+    match creation {
+        CreationMeta::MultiOutput => msg.push_str(
+            " This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one.",
+        ),
+        CreationMeta::NoGradMode => msg.push_str(
+            " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).",
+        ),
+        CreationMeta::Default => {}
+    }
+    Error::ViewRebase(msg)
+}
