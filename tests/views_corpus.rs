@@ -1,0 +1,1050 @@
+//! Replays the view + in-place corpus recorded from PyTorch (`tests/corpus/views_inplace.jsonl.gz`,
+//! written by `tests/corpus/gen_views_inplace.py`; `tests/corpus/README.md` describes the op
+//! language) through the public API, on `Device::Cpu` and on `Device::Virtual(1)`, and requires
+//! every program to agree with PyTorch: each step's values (rtol 1e-9, atol 1e-12) and
+//! `requires_grad`, the gradients (`None` exactly where PyTorch has `None`), and errors at the same
+//! step with PyTorch's text.
+//!
+//! On failure it prints counts per category and, for the first failing programs, the program as
+//! pseudo-code with what PyTorch got and what we got. Environment variables:
+//!
+//! * `CORPUS_ID=<n>`: run program `n` only and print it in full (every value, both sides).
+//! * `CORPUS_FAMILY=<name>`: run one scenario family only (`base_inplace`, `overlap`, ...).
+//! * `CORPUS_SHOW=<k>`: print the first `k` failing programs (default 15).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::io::Read;
+use std::panic::{self, AssertUnwindSafe};
+
+use autograd::{grad, no_grad, Device, GradOptions, Tensor};
+use serde_json::Value;
+
+const CORPUS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/corpus/views_inplace.jsonl.gz"
+);
+
+const RTOL: f64 = 1e-9;
+const ATOL: f64 = 1e-12;
+
+/// Where this project's error texts deliberately differ from PyTorch's: each pair is (PyTorch's
+/// text, ours), applied to PyTorch's message before the comparison. Nothing else is normalised.
+///
+/// * The version-counter error names the tensor by its Rust dtype: `[f64 [3]]` for PyTorch's
+///   `[torch.DoubleTensor [3]]`.
+/// * The same error's hint names the Rust function (`autograd::set_detect_anomaly(true, false)`,
+///   `Error::SavedTensorModified` in `autograd-runtime/src/error.rs`) where PyTorch names the
+///   Python one.
+const SUBSTITUTIONS: &[(&str, &str)] = &[
+    ("[torch.DoubleTensor ", "[f64 "),
+    (
+        "with torch.autograd.set_detect_anomaly(True, check_nan=False).",
+        "with autograd::set_detect_anomaly(true, false).",
+    ),
+];
+
+fn normalise_pytorch_error(msg: &str) -> String {
+    let mut s = msg.to_string();
+    for (theirs, ours) in SUBSTITUTIONS {
+        s = s.replace(theirs, ours);
+    }
+    s
+}
+
+// ----- the recorded corpus ---------------------------------------------------------------------
+
+struct Program {
+    id: usize,
+    family: String,
+    inputs: Vec<Recorded>,
+    steps: Vec<Value>,
+    /// (step index, PyTorch's message)
+    error: Option<(usize, String)>,
+    /// A PyTorch behaviour the generator flagged as questionable (see the README).
+    quirk: Option<String>,
+}
+
+/// A recorded tensor: shape, flat C-order values, requires_grad.
+#[derive(Clone)]
+struct Recorded {
+    shape: Vec<usize>,
+    data: Vec<f64>,
+    requires_grad: bool,
+}
+
+impl Recorded {
+    fn parse(v: &Value) -> Recorded {
+        Recorded {
+            shape: usizes(&v["s"]),
+            data: floats(&v["d"]),
+            requires_grad: v["rg"].as_bool().unwrap_or(false),
+        }
+    }
+}
+
+fn usizes(v: &Value) -> Vec<usize> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .map(|x| x.as_u64().expect("usize") as usize)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn floats(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .map(|a| a.iter().map(|x| x.as_f64().expect("f64")).collect())
+        .unwrap_or_default()
+}
+
+fn uint(step: &Value, key: &str) -> usize {
+    step[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("attribute {key} in {step}")) as usize
+}
+
+fn float(step: &Value, key: &str) -> f64 {
+    step[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("attribute {key} in {step}"))
+}
+
+fn ids(v: &Value) -> Vec<usize> {
+    usizes(v)
+}
+
+fn load_corpus() -> Vec<Program> {
+    let file = std::fs::File::open(CORPUS).unwrap_or_else(|e| panic!("{CORPUS}: {e}"));
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(file)
+        .read_to_string(&mut text)
+        .expect("the corpus is gzipped UTF-8");
+    let mut programs = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).expect("one JSON object per line");
+        if v.get("header").is_some() {
+            continue;
+        }
+        let error = v.get("error").map(|e| {
+            (
+                e["step"].as_u64().expect("error step") as usize,
+                e["msg"].as_str().expect("error message").to_string(),
+            )
+        });
+        let steps = match v["steps"].as_array() {
+            Some(s) => s.clone(),
+            None => panic!("program without steps: {line}"),
+        };
+        programs.push(Program {
+            id: v["id"].as_u64().expect("id") as usize,
+            family: v["family"].as_str().expect("family").to_string(),
+            inputs: v["inputs"]
+                .as_array()
+                .expect("inputs")
+                .iter()
+                .map(Recorded::parse)
+                .collect(),
+            steps,
+            error,
+            quirk: v.get("quirk").and_then(Value::as_str).map(str::to_string),
+        });
+    }
+    programs
+}
+
+// ----- outcomes --------------------------------------------------------------------------------
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+enum Category {
+    WrongValue,
+    WrongRequiresGrad,
+    WrongGradient,
+    ErrorWherePyTorchWorks,
+    AcceptedWherePyTorchRefuses,
+    DifferentErrorText,
+    Panic,
+}
+
+impl Category {
+    const ALL: [Category; 7] = [
+        Category::WrongValue,
+        Category::WrongRequiresGrad,
+        Category::WrongGradient,
+        Category::ErrorWherePyTorchWorks,
+        Category::AcceptedWherePyTorchRefuses,
+        Category::DifferentErrorText,
+        Category::Panic,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Category::WrongValue => "wrong value",
+            Category::WrongRequiresGrad => "wrong requires_grad",
+            Category::WrongGradient => "wrong gradient",
+            Category::ErrorWherePyTorchWorks => "error where PyTorch works",
+            Category::AcceptedWherePyTorchRefuses => "accepted where PyTorch refuses",
+            Category::DifferentErrorText => "different error text",
+            Category::Panic => "panic",
+        }
+    }
+}
+
+/// The first point where a replay diverged from PyTorch.
+struct Failure {
+    category: Category,
+    step: usize,
+    pytorch: String,
+    ours: String,
+}
+
+fn fail(category: Category, step: usize, pytorch: String, ours: String) -> Failure {
+    Failure {
+        category,
+        step,
+        pytorch,
+        ours,
+    }
+}
+
+/// The kind of PyTorch error a program ends with (for the summary), by a stable prefix.
+fn error_kind(msg: &str) -> &'static str {
+    const KINDS: &[(&str, &str)] = &[
+        (
+            "one of the variables needed for gradient computation",
+            "version counter",
+        ),
+        ("a view of a leaf Variable", "view of a leaf"),
+        ("a leaf Variable", "leaf in-place"),
+        ("A view was created in no_grad mode", "no_grad view"),
+        (
+            "is a view of a view which was created in no_grad mode",
+            "no_grad view",
+        ),
+        (
+            "This view is the output of a function that returns multiple views",
+            "multi-output view",
+        ),
+        (
+            "some elements of the input tensor and the written-to tensor",
+            "partial overlap",
+        ),
+        (
+            "more than one element of the written-to tensor",
+            "internal overlap",
+        ),
+    ];
+    KINDS
+        .iter()
+        .find(|(p, _)| msg.contains(p))
+        .map(|(_, k)| *k)
+        .unwrap_or("other")
+}
+
+// ----- replay ----------------------------------------------------------------------------------
+
+/// Runs programs on one device, keeping the variables by id.
+struct Replay<'a> {
+    program: &'a Program,
+    device: Device,
+    vars: Vec<Option<Tensor>>,
+    /// Per-step lines of what we computed, for `CORPUS_ID`.
+    trace: Option<Vec<String>>,
+}
+
+type StepResult = autograd::Result<Vec<Option<Tensor>>>;
+
+impl<'a> Replay<'a> {
+    fn new(program: &'a Program, device: Device, trace: bool) -> Self {
+        Replay {
+            program,
+            device,
+            vars: Vec::new(),
+            trace: trace.then(Vec::new),
+        }
+    }
+
+    fn var(&self, id: usize) -> Tensor {
+        match self.vars.get(id) {
+            Some(Some(t)) => t.clone(),
+            _ => panic!("variable v{id} is not defined (or a None gradient)"),
+        }
+    }
+
+    fn set(&mut self, id: usize, t: Option<Tensor>) {
+        if self.vars.len() <= id {
+            self.vars.resize(id + 1, None);
+        }
+        self.vars[id] = t;
+    }
+
+    /// A tensor of recorded values on this replay's device (a leaf; `requires_grad` as given).
+    fn tensor(&self, shape: &[usize], data: &[f64], requires_grad: bool) -> Tensor {
+        let t = Tensor::from_vec(data.to_vec(), shape)
+            .and_then(|t| t.to(self.device))
+            .expect("creating a recorded tensor");
+        if requires_grad {
+            t.requires_grad_(true).expect("requires_grad_ on a leaf")
+        } else {
+            t
+        }
+    }
+
+    /// A tensor's values, read on the CPU without recording anything.
+    fn read(t: &Tensor) -> (Vec<usize>, Vec<f64>) {
+        let _g = no_grad();
+        let cpu = t.to(Device::Cpu).expect("copy to the CPU");
+        (
+            cpu.shape().to_vec(),
+            cpu.to_vec::<f64>().expect("f64 values"),
+        )
+    }
+
+    fn run(&mut self) -> Result<(), Failure> {
+        for (i, input) in self.program.inputs.iter().enumerate() {
+            let t = self.tensor(&input.shape, &input.data, input.requires_grad);
+            self.set(i, Some(t));
+        }
+        let pytorch_error = self.program.error.as_ref();
+        for (k, step) in self.program.steps.iter().enumerate() {
+            let op = step["op"].as_str().expect("op");
+            let ng = step.get("ng").is_some_and(|v| v.as_u64() == Some(1));
+            let result = {
+                let _guard = ng.then(no_grad);
+                self.step(op, step)
+            };
+            let refused_here = pytorch_error.filter(|(s, _)| *s == k);
+            match (result, refused_here) {
+                (Err(e), Some((_, msg))) => {
+                    let expected = normalise_pytorch_error(msg);
+                    let ours = e.to_string();
+                    self.note(k, format!("error: {ours}"));
+                    if ours != expected {
+                        return Err(fail(Category::DifferentErrorText, k, expected, ours));
+                    }
+                    return Ok(());
+                }
+                (Err(e), None) => {
+                    self.note(k, format!("error: {e}"));
+                    let theirs = match step.get("r") {
+                        Some(r) => format!("ok: {}", short_values(r)),
+                        None => "ok".to_string(),
+                    };
+                    return Err(fail(
+                        Category::ErrorWherePyTorchWorks,
+                        k,
+                        theirs,
+                        format!("error: {e}"),
+                    ));
+                }
+                (Ok(outs), Some((_, msg))) => {
+                    let ours = outs
+                        .iter()
+                        .map(|t| t.as_ref().map_or("None".to_string(), |t| self.show(t)))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    self.note(k, format!("ok: {ours}"));
+                    return Err(fail(
+                        Category::AcceptedWherePyTorchRefuses,
+                        k,
+                        format!("error: {msg}"),
+                        format!("ok: {ours}"),
+                    ));
+                }
+                (Ok(outs), None) => self.compare(k, op, step, &outs)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// A tensor for a report line: a few values, or all of them when tracing (`CORPUS_ID`).
+    fn show(&self, t: &Tensor) -> String {
+        if self.trace.is_some() {
+            let (shape, data) = Replay::read(t);
+            let rg = if t.requires_grad() { " rg" } else { "" };
+            format!("{shape:?}{rg} {data:?}")
+        } else {
+            show_tensor(t)
+        }
+    }
+
+    fn note(&mut self, k: usize, line: String) {
+        if let Some(trace) = &mut self.trace {
+            trace.push(format!("    #{k} ours: {line}"));
+        }
+    }
+
+    /// Compares a step's outputs (and, after `backward`, every variable's `.grad`).
+    fn compare(
+        &mut self,
+        k: usize,
+        op: &str,
+        step: &Value,
+        outs: &[Option<Tensor>],
+    ) -> Result<(), Failure> {
+        if op == "backward" {
+            return self.compare_backward(k, step);
+        }
+        let recorded = match step.get("r").and_then(Value::as_array) {
+            Some(r) => r,
+            None => return Ok(()),
+        };
+        let gradient = op == "grad";
+        assert_eq!(
+            recorded.len(),
+            outs.len(),
+            "program {} step {k}: {} outputs recorded, {} produced",
+            self.program.id,
+            recorded.len(),
+            outs.len()
+        );
+        for (j, (rec, out)) in recorded.iter().zip(outs).enumerate() {
+            let what = if op == "check" {
+                format!("v{}", ids(&step["a"])[j])
+            } else {
+                format!("output {j}")
+            };
+            if let Some(t) = out {
+                let line = format!("{what} = {}", self.show(t));
+                self.note(k, line);
+            }
+            let value_cat = if gradient {
+                Category::WrongGradient
+            } else {
+                Category::WrongValue
+            };
+            match (rec.is_null(), out) {
+                (true, None) => {}
+                (true, Some(t)) => {
+                    return Err(fail(
+                        Category::WrongGradient,
+                        k,
+                        format!("{what}: None"),
+                        format!("{what}: {}", self.show(t)),
+                    ))
+                }
+                (false, None) => {
+                    return Err(fail(
+                        value_cat,
+                        k,
+                        format!("{what}: {}", show_recorded(&Recorded::parse(rec))),
+                        format!("{what}: None"),
+                    ))
+                }
+                (false, Some(t)) => {
+                    let rec = Recorded::parse(rec);
+                    if let Some(diff) = value_diff(&rec, t) {
+                        return Err(fail(
+                            value_cat,
+                            k,
+                            format!("{what}: {}", show_recorded(&rec)),
+                            format!("{what}: {} ({diff})", self.show(t)),
+                        ));
+                    }
+                    if rec.requires_grad != t.requires_grad() {
+                        return Err(fail(
+                            Category::WrongRequiresGrad,
+                            k,
+                            format!("{what}: requires_grad={}", rec.requires_grad),
+                            format!("{what}: requires_grad={}", t.requires_grad()),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn compare_backward(&mut self, k: usize, step: &Value) -> Result<(), Failure> {
+        let expected: HashMap<usize, Recorded> = step["gr"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(id, v)| (id.parse().expect("var id"), Recorded::parse(v)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for (id, t) in self.vars.clone().iter().enumerate() {
+            let Some(t) = t else { continue };
+            let ours = t.grad();
+            if let Some(g) = &ours {
+                self.note(k, format!("v{id}.grad = {}", self.show(g)));
+            }
+            match (expected.get(&id), ours) {
+                (None, None) => {}
+                (None, Some(g)) => {
+                    return Err(fail(
+                        Category::WrongGradient,
+                        k,
+                        format!("v{id}.grad: None"),
+                        format!("v{id}.grad: {}", self.show(&g)),
+                    ))
+                }
+                (Some(rec), None) => {
+                    return Err(fail(
+                        Category::WrongGradient,
+                        k,
+                        format!("v{id}.grad: {}", show_recorded(rec)),
+                        format!("v{id}.grad: None"),
+                    ))
+                }
+                (Some(rec), Some(g)) => {
+                    if let Some(diff) = value_diff(rec, &g) {
+                        return Err(fail(
+                            Category::WrongGradient,
+                            k,
+                            format!("v{id}.grad: {}", show_recorded(rec)),
+                            format!("v{id}.grad: {} ({diff})", self.show(&g)),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs one step; returns what it produced, in the order the corpus records it.
+    fn step(&mut self, op: &str, s: &Value) -> StepResult {
+        let a = ids(&s["a"]);
+        let outs: Vec<Option<Tensor>> = match op {
+            // ---- leaves and constants
+            "const" => {
+                let t = self.tensor(&usizes(&s["s"]), &floats(&s["d"]), false);
+                vec![Some(t)]
+            }
+            // ---- views
+            "narrow" => {
+                one(self
+                    .var(a[0])
+                    .narrow(uint(s, "dim"), uint(s, "start"), uint(s, "len"))?)
+            }
+            "transpose" => one(self.var(a[0]).transpose(uint(s, "d0"), uint(s, "d1"))?),
+            "permute" => one(self.var(a[0]).permute(&usizes(&s["dims"]))?),
+            "expand" => one(self.var(a[0]).expand(&usizes(&s["shape"]))?),
+            "reshape" => one(self.var(a[0]).reshape(&usizes(&s["shape"]))?),
+            "split" => self
+                .var(a[0])
+                .split(&usizes(&s["sizes"]), uint(s, "dim"))?
+                .into_iter()
+                .map(Some)
+                .collect(),
+            "chunk" => self
+                .var(a[0])
+                .chunk(uint(s, "chunks"), uint(s, "dim"))?
+                .into_iter()
+                .map(Some)
+                .collect(),
+            "select" => one(self.var(a[0]).select(uint(s, "dim"), uint(s, "index"))?),
+            "detach" => one(self.var(a[0]).detach()),
+            // ---- in-place ops: the output is the written tensor
+            "add_" | "sub_" | "mul_" | "div_" | "fill_" | "zero_" => {
+                let t = self.var(a[0]);
+                match op {
+                    "add_" => t.add_(&self.var(a[1]))?,
+                    "sub_" => t.sub_(&self.var(a[1]))?,
+                    "mul_" => t.mul_(&self.var(a[1]))?,
+                    "div_" => t.div_(&self.var(a[1]))?,
+                    "fill_" => t.fill_(float(s, "value"))?,
+                    _ => t.zero_()?,
+                };
+                return Ok(vec![Some(t)]);
+            }
+            // ---- out-of-place ops
+            "neg" => one(self.var(a[0]).neg()?),
+            "exp" => one(self.var(a[0]).exp()?),
+            "log" => one(self.var(a[0]).log()?),
+            "sqrt" => one(self.var(a[0]).sqrt()?),
+            "tanh" => one(self.var(a[0]).tanh()?),
+            "sigmoid" => one(self.var(a[0]).sigmoid()?),
+            "sin" => one(self.var(a[0]).sin()?),
+            "cos" => one(self.var(a[0]).cos()?),
+            "pow" => one(self.var(a[0]).pow(float(s, "p"))?),
+            "mul_scalar" => one(self.var(a[0]).mul_scalar(float(s, "s"))?),
+            "add_scalar" => one(self.var(a[0]).add_scalar(float(s, "s"))?),
+            "div_scalar" => one(self.var(a[0]).div_scalar(float(s, "s"))?),
+            "rsub_scalar" => one(self.var(a[0]).rsub_scalar(float(s, "s"))?),
+            "rdiv_scalar" => one(self.var(a[0]).rdiv_scalar(float(s, "s"))?),
+            "sum" => one(self.var(a[0]).sum()?),
+            "mean" => one(self.var(a[0]).mean()?),
+            "sum_dims" => one(self.var(a[0]).sum_dims(
+                &usizes(&s["dims"]),
+                s["keepdim"].as_bool().expect("keepdim"),
+            )?),
+            "softmax" => one(self.var(a[0]).softmax(uint(s, "dim"))?),
+            "log_softmax" => one(self.var(a[0]).log_softmax(uint(s, "dim"))?),
+            "copy" => one(self.var(a[0]).copy()?),
+            "contiguous" => one(self.var(a[0]).contiguous()?),
+            "add" => one(self.var(a[0]).add(&self.var(a[1]))?),
+            "sub" => one(self.var(a[0]).sub(&self.var(a[1]))?),
+            "mul" => one(self.var(a[0]).mul(&self.var(a[1]))?),
+            "div" => one(self.var(a[0]).div(&self.var(a[1]))?),
+            "matmul" => one(self.var(a[0]).matmul(&self.var(a[1]))?),
+            "cat" | "stack" => {
+                let ts: Vec<Tensor> = a.iter().map(|&i| self.var(i)).collect();
+                let dim = uint(s, "dim");
+                one(if op == "cat" {
+                    Tensor::cat(&ts, dim)?
+                } else {
+                    Tensor::stack(&ts, dim)?
+                })
+            }
+            // ---- reading every variable
+            "check" => return Ok(a.iter().map(|&i| Some(self.var(i))).collect()),
+            // ---- the end
+            "loss" => {
+                let consts = s["c"].as_array().expect("loss constants");
+                let mut total: Option<Tensor> = None;
+                for (&i, c) in a.iter().zip(consts) {
+                    let t = self.var(i);
+                    let c = self.tensor(t.shape(), &floats(c), false);
+                    let term = t.mul(&c)?.sum()?;
+                    total = Some(match total {
+                        None => term,
+                        Some(acc) => acc.add(&term)?,
+                    });
+                }
+                vec![Some(total.expect("a loss of at least one term"))]
+            }
+            "backward" => {
+                self.var(a[0]).backward()?;
+                return Ok(Vec::new());
+            }
+            "grad" => {
+                let wrt: Vec<Tensor> = ids(&s["wrt"]).iter().map(|&i| self.var(i)).collect();
+                let create_graph = s["cg"].as_bool().expect("cg");
+                grad(
+                    &[self.var(a[0])],
+                    &wrt,
+                    GradOptions::new()
+                        .create_graph(create_graph)
+                        .allow_unused(true),
+                )?
+            }
+            other => panic!(
+                "program {}: op {other:?} is not replayed by tests/views_corpus.rs",
+                self.program.id
+            ),
+        };
+        if let Some(o) = s.get("o") {
+            for (j, &id) in ids(o).iter().enumerate() {
+                self.set(id, outs.get(j).cloned().flatten());
+            }
+        }
+        Ok(outs)
+    }
+}
+
+fn one(t: Tensor) -> Vec<Option<Tensor>> {
+    vec![Some(t)]
+}
+
+/// `None` if `t` matches the recorded shape and values, else what differs.
+fn value_diff(rec: &Recorded, t: &Tensor) -> Option<String> {
+    let (shape, data) = Replay::read(t);
+    if shape != rec.shape {
+        return Some(format!("shape {:?} vs {:?}", shape, rec.shape));
+    }
+    for (i, (a, e)) in data.iter().zip(&rec.data).enumerate() {
+        // NaN never matches (the corpus has none).
+        let close = (a - e).abs() <= ATOL + RTOL * e.abs();
+        if !close {
+            return Some(format!("element {i}: {a} vs {e}"));
+        }
+    }
+    None
+}
+
+fn fmt_values(data: &[f64]) -> String {
+    const MAX: usize = 8;
+    let mut s = String::from("[");
+    for (i, v) in data.iter().take(MAX).enumerate() {
+        if i > 0 {
+            s.push_str(", ");
+        }
+        let _ = write!(s, "{v:.6}");
+    }
+    if data.len() > MAX {
+        let _ = write!(s, ", ... ({} values)", data.len());
+    }
+    s.push(']');
+    s
+}
+
+fn show_recorded(r: &Recorded) -> String {
+    format!(
+        "{:?}{} {}",
+        r.shape,
+        if r.requires_grad { " rg" } else { "" },
+        fmt_values(&r.data)
+    )
+}
+
+fn show_tensor(t: &Tensor) -> String {
+    let (shape, data) = Replay::read(t);
+    format!(
+        "{:?}{} {}",
+        shape,
+        if t.requires_grad() { " rg" } else { "" },
+        fmt_values(&data)
+    )
+}
+
+fn short_values(r: &Value) -> String {
+    match r.as_array() {
+        Some(a) => a
+            .iter()
+            .map(|v| {
+                if v.is_null() {
+                    "None".to_string()
+                } else {
+                    show_recorded(&Recorded::parse(v))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        None => String::new(),
+    }
+}
+
+// ----- pseudo-code -----------------------------------------------------------------------------
+
+fn vlist(v: &[usize]) -> String {
+    v.iter()
+        .map(|i| format!("v{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One step as a line of pseudo-code (the Rust method names).
+fn describe(s: &Value) -> String {
+    let op = s["op"].as_str().unwrap_or("?");
+    let a = ids(&s["a"]);
+    let o = ids(&s["o"]);
+    let lhs = match o.len() {
+        0 => String::new(),
+        1 => format!("v{} = ", o[0]),
+        _ => format!("({}) = ", vlist(&o)),
+    };
+    let x = a.first().map(|i| format!("v{i}")).unwrap_or_default();
+    let body = match op {
+        "const" => format!(
+            "const {:?} {}",
+            usizes(&s["s"]),
+            fmt_values(&floats(&s["d"]))
+        ),
+        "narrow" => format!(
+            "{x}.narrow({}, {}, {})",
+            uint(s, "dim"),
+            uint(s, "start"),
+            uint(s, "len")
+        ),
+        "transpose" => format!("{x}.transpose({}, {})", uint(s, "d0"), uint(s, "d1")),
+        "select" => format!("{x}.select({}, {})", uint(s, "dim"), uint(s, "index")),
+        "permute" => format!("{x}.permute({:?})", usizes(&s["dims"])),
+        "expand" | "reshape" => format!("{x}.{op}({:?})", usizes(&s["shape"])),
+        "split" => format!("{x}.split({:?}, {})", usizes(&s["sizes"]), uint(s, "dim")),
+        "chunk" => format!("{x}.chunk({}, {})", uint(s, "chunks"), uint(s, "dim")),
+        "add_" | "sub_" | "mul_" | "div_" => format!("{x}.{op}(v{})", a[1]),
+        "fill_" => format!("{x}.fill_({})", float(s, "value")),
+        "pow" => format!("{x}.pow({})", float(s, "p")),
+        "mul_scalar" | "add_scalar" | "div_scalar" | "rsub_scalar" | "rdiv_scalar" => {
+            format!("{x}.{op}({})", float(s, "s"))
+        }
+        "sum_dims" => format!(
+            "{x}.sum_dims({:?}, {})",
+            usizes(&s["dims"]),
+            s["keepdim"].as_bool().unwrap_or(false)
+        ),
+        "softmax" | "log_softmax" => format!("{x}.{op}({})", uint(s, "dim")),
+        "add" | "sub" | "mul" | "div" | "matmul" => format!("{x}.{op}(v{})", a[1]),
+        "cat" | "stack" => format!("Tensor::{op}([{}], {})", vlist(&a), uint(s, "dim")),
+        "check" => format!("check values of {}", vlist(&a)),
+        "loss" => a
+            .iter()
+            .map(|i| format!("(v{i} * c).sum()"))
+            .collect::<Vec<_>>()
+            .join(" + "),
+        "backward" => format!("{x}.backward()"),
+        "grad" => format!(
+            "grad([{x}], [{}], create_graph={}, allow_unused=true)",
+            vlist(&ids(&s["wrt"])),
+            s["cg"].as_bool().unwrap_or(false)
+        ),
+        _ => format!("{x}.{op}()"),
+    };
+    let ng = if s.get("ng").is_some() {
+        "[no_grad] "
+    } else {
+        ""
+    };
+    let shapes = match s.get("r").and_then(Value::as_array) {
+        Some(r) if op != "check" && !r.is_empty() => {
+            let parts: Vec<String> = r
+                .iter()
+                .map(|v| {
+                    if v.is_null() {
+                        "None".into()
+                    } else {
+                        let rec = Recorded::parse(v);
+                        format!(
+                            "{:?}{}",
+                            rec.shape,
+                            if rec.requires_grad { " rg" } else { "" }
+                        )
+                    }
+                })
+                .collect();
+            format!("    -> {}", parts.join(", "))
+        }
+        _ => String::new(),
+    };
+    format!("{ng}{lhs}{body}{shapes}")
+}
+
+fn pseudo_code(p: &Program) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "program {} ({}):", p.id, p.family);
+    for (i, input) in p.inputs.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "      v{i} = leaf {:?}{}",
+            input.shape,
+            if input.requires_grad {
+                " requires_grad"
+            } else {
+                ""
+            }
+        );
+    }
+    for (k, step) in p.steps.iter().enumerate() {
+        let _ = writeln!(s, "  #{k:<3} {}", describe(step));
+    }
+    match &p.error {
+        Some((k, msg)) => {
+            let _ = writeln!(s, "  PyTorch: error at #{k}: {msg}");
+        }
+        None => {
+            let _ = writeln!(s, "  PyTorch: no error");
+        }
+    }
+    if let Some(q) = &p.quirk {
+        let _ = writeln!(s, "  (flagged PyTorch quirk: {q})");
+    }
+    s
+}
+
+/// Every recorded value of a program, for `CORPUS_ID`.
+fn full_listing(p: &Program) -> String {
+    let mut s = String::new();
+    for (i, input) in p.inputs.iter().enumerate() {
+        let _ = writeln!(s, "  v{i} = {}", show_recorded_full(input));
+    }
+    for (k, step) in p.steps.iter().enumerate() {
+        let _ = writeln!(s, "  #{k:<3} {}", describe(step));
+        if let Some(r) = step.get("r").and_then(Value::as_array) {
+            let names: Vec<String> = if step["op"] == "check" {
+                ids(&step["a"]).iter().map(|i| format!("v{i}")).collect()
+            } else {
+                (0..r.len()).map(|j| format!("output {j}")).collect()
+            };
+            for (n, v) in names.iter().zip(r) {
+                let shown = if v.is_null() {
+                    "None".to_string()
+                } else {
+                    show_recorded_full(&Recorded::parse(v))
+                };
+                let _ = writeln!(s, "        PyTorch {n} = {shown}");
+            }
+        }
+        if let Some(cs) = step.get("c").and_then(Value::as_array) {
+            for (i, c) in ids(&step["a"]).iter().zip(cs) {
+                let _ = writeln!(s, "        constant for v{i}: {:?}", floats(c));
+            }
+        }
+        if let Some(gr) = step.get("gr").and_then(Value::as_object) {
+            for (id, v) in gr {
+                let _ = writeln!(
+                    s,
+                    "        PyTorch v{id}.grad = {}",
+                    show_recorded_full(&Recorded::parse(v))
+                );
+            }
+        }
+    }
+    s
+}
+
+fn show_recorded_full(r: &Recorded) -> String {
+    format!(
+        "{:?}{} {:?}",
+        r.shape,
+        if r.requires_grad { " rg" } else { "" },
+        r.data
+    )
+}
+
+// ----- the test --------------------------------------------------------------------------------
+
+fn replay(p: &Program, device: Device, trace: bool) -> (Result<(), Failure>, Vec<String>) {
+    let mut r = Replay::new(p, device, trace);
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| r.run()));
+    let lines = r.trace.take().unwrap_or_default();
+    let result = match outcome {
+        Ok(res) => res,
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "(non-string panic)".to_string());
+            Err(fail(Category::Panic, usize::MAX, "-".into(), msg))
+        }
+    };
+    (result, lines)
+}
+
+#[test]
+fn views_inplace_corpus_matches_pytorch() {
+    let programs = load_corpus();
+    assert!(
+        programs.len() >= 5000,
+        "the corpus has {} programs",
+        programs.len()
+    );
+    let only_id: Option<usize> = std::env::var("CORPUS_ID").ok().map(|v| {
+        v.parse()
+            .unwrap_or_else(|_| panic!("CORPUS_ID={v} is not a number"))
+    });
+    let only_family = std::env::var("CORPUS_FAMILY").ok();
+    let show: usize = std::env::var("CORPUS_SHOW")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(15);
+    let selected: Vec<&Program> = programs
+        .iter()
+        .filter(|p| only_id.is_none_or(|id| p.id == id))
+        .filter(|p| only_family.as_deref().is_none_or(|f| p.family == f))
+        .collect();
+    assert!(!selected.is_empty(), "no program selected");
+
+    // PyTorch's generator ignored its warnings too: reading `.grad` of non-leaves is on purpose.
+    autograd::set_warning_handler(Some(Box::new(|w: &str| {
+        if !w.contains("is not a leaf Tensor is being accessed") {
+            eprintln!("autograd warning: {w}");
+        }
+    })));
+    // Silence panic messages from programs that panic (they are reported below).
+    let default_hook = panic::take_hook();
+    panic::set_hook(Box::new(|_| {}));
+
+    let devices = [Device::Cpu, Device::Virtual(1)];
+    let mut counts: BTreeMap<(Category, String), usize> = BTreeMap::new();
+    let mut by_family: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut by_error_kind: BTreeMap<(Category, &'static str), usize> = BTreeMap::new();
+    let mut report = String::new();
+    let mut shown = 0;
+    let mut failing_programs = 0;
+    let mut failing_quirks = 0;
+    for p in &selected {
+        let mut failed_here = false;
+        let mut details = String::new();
+        for &device in &devices {
+            let (result, trace) = replay(p, device, only_id.is_some());
+            if only_id.is_some() {
+                let _ = writeln!(details, "  --- ours on {device}:");
+                for l in &trace {
+                    let _ = writeln!(details, "{l}");
+                }
+            }
+            let entry = by_family.entry(p.family.clone()).or_default();
+            entry.0 += 1;
+            if let Err(f) = result {
+                entry.1 += 1;
+                failed_here = true;
+                *counts.entry((f.category, device.to_string())).or_default() += 1;
+                let kind = p.error.as_ref().map_or("no error", |(_, m)| error_kind(m));
+                *by_error_kind.entry((f.category, kind)).or_default() += 1;
+                let at = if f.step == usize::MAX {
+                    "a panic".to_string()
+                } else {
+                    format!("#{}", f.step)
+                };
+                let _ = writeln!(
+                    details,
+                    "  on {device}: {} at {at}\n    PyTorch: {}\n    ours:    {}",
+                    f.category.label(),
+                    f.pytorch,
+                    f.ours
+                );
+            }
+        }
+        if failed_here {
+            failing_programs += 1;
+            failing_quirks += usize::from(p.quirk.is_some());
+        }
+        if only_id.is_some() {
+            let _ = writeln!(report, "{}", pseudo_code(p));
+            let _ = writeln!(report, "recorded values:\n{}", full_listing(p));
+            let _ = writeln!(report, "{details}");
+        } else if failed_here && shown < show {
+            shown += 1;
+            let _ = writeln!(report, "{}{details}", pseudo_code(p));
+        }
+    }
+    panic::set_hook(default_hook);
+
+    let runs = selected.len() * devices.len();
+    let failed_runs: usize = counts.values().sum();
+    let mut summary = String::new();
+    let _ = writeln!(
+        summary,
+        "views + in-place corpus: {} programs x {} devices; {} programs fail ({} of {} runs)",
+        selected.len(),
+        devices.len(),
+        failing_programs,
+        failed_runs,
+        runs
+    );
+    if failing_quirks > 0 {
+        let _ = writeln!(
+            summary,
+            "  {failing_quirks} failing programs carry a flagged PyTorch quirk (see their listing)"
+        );
+    }
+    for cat in Category::ALL {
+        let per_device: Vec<String> = devices
+            .iter()
+            .map(|d| {
+                let n = counts.get(&(cat, d.to_string())).copied().unwrap_or(0);
+                format!("{d}: {n}")
+            })
+            .collect();
+        let _ = writeln!(summary, "  {:<32} {}", cat.label(), per_device.join(", "));
+    }
+    let _ = writeln!(
+        summary,
+        "  by family (failed runs / runs): {}",
+        by_family
+            .iter()
+            .map(|(f, (n, bad))| format!("{f} {bad}/{n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if !by_error_kind.is_empty() {
+        let _ = writeln!(
+            summary,
+            "  by PyTorch's outcome: {}",
+            by_error_kind
+                .iter()
+                .map(|((c, k), n)| format!("{} [{k}] {n}", c.label()))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    if only_id.is_some() || failed_runs > 0 {
+        println!("{report}");
+    }
+    println!("{summary}");
+    assert_eq!(failed_runs, 0, "\n{summary}");
+}
