@@ -38,7 +38,7 @@ fn can_steal(grad: &Tensor, expected_refs: usize) -> bool {
         && Arc::strong_count(&grad.0.storage) == 1
         && grad.is_contiguous()
         && grad.layout().offset == 0
-        && grad.0.view_base.is_none()
+        && !grad.is_view()
         && grad.grad_fn().is_none()
 }
 

@@ -289,10 +289,7 @@ pub(crate) fn rebase_view_history(
     // The view's own history is now the base's: mark it stale (the op bumped the version too,
     // unless a custom function's forward wrote without doing so) and regenerate it over
     // CopySlices.
-    {
-        let mut meta = view.meta_lock();
-        meta.view.attr_version = view.version().wrapping_sub(1);
-    }
+    view.invalidate_view_grad_fn();
     view.grad_fn();
     Ok(())
 }
@@ -307,7 +304,7 @@ pub(crate) fn rebase_view_history(
 /// has several outputs.
 #[doc(hidden)]
 pub fn rebase_dirty_view(t: &Tensor, node: &NodeRef) -> Result<()> {
-    let Some(base) = t.0.view_base.clone() else {
+    let Some(base) = t.view_base().cloned() else {
         return Ok(());
     };
     if node.meta().num_inputs() != 1 {
@@ -329,7 +326,7 @@ pub fn rebase_dirty_view(t: &Tensor, node: &NodeRef) -> Result<()> {
 /// [`Error::ViewRebase`], [`Error::ViewOfLeafInPlace`].
 #[doc(hidden)]
 pub fn check_dirty_view(t: &Tensor) -> Result<()> {
-    let Some(base) = &t.0.view_base else {
+    let Some(base) = t.view_base() else {
         return Ok(());
     };
     t.check_view_rebase()?;

@@ -117,11 +117,22 @@ pub fn next_edges(inputs: &[&Tensor]) -> Option<SmallVec<[Option<Edge>; 2]>> {
 ///
 /// [`crate::Error::ViewRebase`].
 #[doc(hidden)]
-#[inline]
+#[inline(always)] // on every recorded op's path: keep it in the op's own code as `next_edges` was
 pub fn try_next_edges(inputs: &[&Tensor]) -> Result<Option<SmallVec<[Option<Edge>; 2]>>> {
     if !is_grad_enabled() {
         return Ok(None);
     }
+    if inputs.iter().any(|t| t.is_view()) {
+        return try_next_edges_of_views(inputs);
+    }
+    // No view: what `next_edges` does (no view state to read).
+    let edges: SmallVec<[Option<Edge>; 2]> = inputs.iter().map(|t| t.gradient_edge()).collect();
+    Ok(edges.iter().any(Option::is_some).then_some(edges))
+}
+
+/// [`try_next_edges`] when an input is a view (out of line: graphs without views never call it).
+#[inline(never)]
+fn try_next_edges_of_views(inputs: &[&Tensor]) -> Result<Option<SmallVec<[Option<Edge>; 2]>>> {
     let mut edges: SmallVec<[Option<Edge>; 2]> = SmallVec::with_capacity(inputs.len());
     let mut record = false;
     for t in inputs {

@@ -197,11 +197,7 @@ pub fn keep(v: Tensor, read: Read) -> Result<Tensor> {
 #[doc(hidden)]
 pub fn keep_ref(v: &Tensor, read: Read) -> Result<Tensor> {
     match read {
-        Read::Value => Ok(Tensor::from_parts(
-            v.0.storage.clone(),
-            v.0.layout.clone(),
-            None,
-        )),
+        Read::Value => Ok(Tensor::from_parts(v.0.storage.clone(), v.0.layout.clone())),
         Read::Shape => stand_in(v),
         Read::Nothing => empty(),
     }
@@ -244,7 +240,7 @@ fn stand_in(like: &Tensor) -> Result<Tensor> {
             .clone(),
     };
     let layout = Layout::contiguous(&[]).expand(like.shape())?;
-    Ok(Tensor::from_parts(storage, layout, None))
+    Ok(Tensor::from_parts(storage, layout))
 }
 
 /// An empty tensor, for a value no rule reads.
@@ -252,7 +248,6 @@ fn empty() -> Result<Tensor> {
     Ok(Tensor::from_parts(
         shared_zero(DType::F32)?,
         Layout::contiguous(&[0]),
-        None,
     ))
 }
 

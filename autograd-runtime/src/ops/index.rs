@@ -72,11 +72,7 @@ fn max_dim(x: &Tensor, dim: usize, keepdim: bool) -> Result<(Tensor, Vec<usize>,
     } else {
         let mut shape = keepdim_shape.clone();
         shape.remove(dim);
-        Tensor::from_parts(
-            Arc::clone(&values.0.storage),
-            Layout::contiguous(&shape),
-            None,
-        )
+        Tensor::from_parts(Arc::clone(&values.0.storage), Layout::contiguous(&shape))
     };
     let argmax = Argmax {
         dim,

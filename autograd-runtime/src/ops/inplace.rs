@@ -143,7 +143,7 @@ impl Tensor {
         if !(self_rg || other_requires_grad) {
             return Ok(());
         }
-        if let Some(base) = &self.0.view_base {
+        if let Some(base) = self.view_base() {
             self.check_view_rebase()?;
             if self_rg && base.is_leaf() {
                 return Err(Error::ViewOfLeafInPlace);
@@ -167,7 +167,7 @@ impl Tensor {
         other_requires_grad: bool,
         op: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
-        let rebase = match &self.0.view_base {
+        let rebase = match self.view_base() {
             Some(base) if is_grad_enabled() && (other_requires_grad || self.requires_grad()) => {
                 Some((base.clone(), StridedGeometry::of(base, self)))
             }
@@ -267,7 +267,7 @@ impl Tensor {
     pub(crate) fn is_uniquely_owned(&self) -> bool {
         crate::sync::Arc::strong_count(&self.0) == 1
             && crate::sync::Arc::strong_count(&self.0.storage) == 1
-            && self.0.view_base.is_none()
+            && !self.is_view()
             && self.is_contiguous()
     }
 

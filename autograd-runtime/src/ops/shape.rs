@@ -28,7 +28,6 @@ fn reshape(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
         Ok(Tensor::from_parts(
             crate::sync::Arc::clone(&c.0.storage),
             Layout::contiguous(shape),
-            None,
         ))
     }
 }

@@ -78,6 +78,6 @@ impl Tensor {
     /// A non-view alias of this tensor's storage with `layout`, outside autograd: for buffers
     /// the engine owns.
     pub(crate) fn reinterpret(&self, layout: crate::tensor::layout::Layout) -> Tensor {
-        Tensor::from_parts(crate::sync::Arc::clone(&self.0.storage), layout, None)
+        Tensor::from_parts(crate::sync::Arc::clone(&self.0.storage), layout)
     }
 }

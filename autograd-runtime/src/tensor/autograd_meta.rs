@@ -4,7 +4,6 @@
 use crate::sync::statics::AtomicBool;
 use crate::sync::Ordering;
 
-use super::view::ViewState;
 use super::Tensor;
 use crate::graph::hooks::LeafHooks;
 use crate::graph::{AccumulateGrad, Edge, HookHandle, NodeRef};
@@ -33,9 +32,6 @@ pub(crate) struct AutogradMeta {
     /// Set by `detach_()` on a tensor that had a grad_fn: a node that saved it must refuse to use
     /// it (B15).
     pub(crate) detached_in_place: bool,
-    /// For views: the storage version when `grad_fn` was set, and how the view was created
-    /// (`tensor/view.rs`).
-    pub(crate) view: ViewState,
 }
 
 impl Tensor {
@@ -58,7 +54,7 @@ impl Tensor {
             || meta.grad_fn.is_some()
             // A view requires grad when its base does (PyTorch's DifferentiableViewMeta), even
             // one taken before the base started to, by an in-place op.
-            || self.0.view_base.as_ref().is_some_and(Tensor::requires_grad)
+            || self.view_base().is_some_and(Tensor::requires_grad)
     }
 
     /// Whether this tensor has autograd state of its own: a `grad_fn`, or `requires_grad` set on
@@ -198,9 +194,9 @@ impl Tensor {
     /// ```
     pub fn grad_fn(&self) -> Option<NodeRef> {
         let mut meta = self.0.autograd.lock();
-        match &self.0.view_base {
+        match &self.0.view {
             None => meta.grad_fn.clone(),
-            Some(base) => match self.view_grad_fn_locked(base, &mut meta) {
+            Some(view) => match self.view_grad_fn_locked(view, &mut meta) {
                 Ok(f) => f,
                 Err(e) => Some(crate::graph::copy_slices::ErrorNode::node(e, self)),
             },
@@ -291,7 +287,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn detach(&self) -> Tensor {
-        Tensor::from_parts(Arc::clone(&self.0.storage), self.0.layout.clone(), None)
+        Tensor::from_parts(Arc::clone(&self.0.storage), self.0.layout.clone())
     }
 
     /// Detaches this tensor from the graph in place (PyTorch's `detach_()`): it becomes a leaf
@@ -351,7 +347,7 @@ impl Tensor {
         F: Fn(&Tensor) -> Option<Tensor> + Send + Sync + 'static,
     {
         // A view's hook goes to its current (possibly regenerated) grad_fn.
-        let current = self.0.view_base.is_some().then(|| self.grad_fn()).flatten();
+        let current = self.is_view().then(|| self.grad_fn()).flatten();
         let mut meta = self.0.autograd.lock();
         match current.or_else(|| meta.grad_fn.clone()) {
             Some(grad_fn) => {
@@ -421,13 +417,8 @@ impl Tensor {
     /// For a view that may not be rebased (see [`Tensor::grad_fn`]), an edge to a node that fails
     /// with PyTorch's error when run; `try_gradient_edge` reports it at once instead.
     pub(crate) fn gradient_edge(&self) -> Option<Edge> {
-        if self.0.view_base.is_some() {
-            return self.try_gradient_edge().unwrap_or_else(|e| {
-                Some(Edge::new(
-                    crate::graph::copy_slices::ErrorNode::node(e, self),
-                    0,
-                ))
-            });
+        if self.is_view() {
+            return self.view_gradient_edge();
         }
         let mut meta = self.0.autograd.lock();
         if let Some(f) = &meta.grad_fn {
@@ -437,6 +428,17 @@ impl Tensor {
             return None;
         }
         Some(Edge::new(self.grad_accumulator_locked(&mut meta), 0))
+    }
+
+    /// [`Tensor::gradient_edge`] of a view (out of line: graphs without views never call it).
+    #[inline(never)]
+    fn view_gradient_edge(&self) -> Option<Edge> {
+        self.try_gradient_edge().unwrap_or_else(|e| {
+            Some(Edge::new(
+                crate::graph::copy_slices::ErrorNode::node(e, self),
+                0,
+            ))
+        })
     }
 
     /// The leaf's AccumulateGrad, created if it does not exist (PyTorch's `grad_accumulator()`).

@@ -310,7 +310,7 @@ impl Tensor {
     /// A contiguous tensor with the same values: `self` if already contiguous, else a copy.
     /// Not recorded in the graph (used by kernels and the engine).
     pub(crate) fn contiguous_data(&self) -> Result<Tensor> {
-        if self.is_contiguous() && self.layout().offset == 0 && self.0.view_base.is_none() {
+        if self.is_contiguous() && self.layout().offset == 0 && !self.is_view() {
             return Ok(self.detach());
         }
         self.contiguous_data_owned()

@@ -61,8 +61,10 @@ pub(crate) struct TensorImpl {
     pub(crate) layout: Layout,
     /// Cached from the storage buffer (never changes).
     pub(crate) dtype: DType,
-    /// For views: the tensor whose storage this one aliases (the root base, never a view itself).
-    pub(crate) view_base: Option<Tensor>,
+    /// For views: the tensor whose storage this one aliases (the root base, never a view
+    /// itself) and the view's state (`tensor/view.rs`). Boxed, so that the many tensors that are
+    /// not views stay as small as before.
+    pub(crate) view: Option<Box<view::ViewInfo>>,
     /// requires_grad, grad, grad_fn, hooks. Locked briefly; never held while user code runs.
     pub(crate) autograd: Mutex<AutogradMeta>,
 }
@@ -70,17 +72,14 @@ pub(crate) struct TensorImpl {
 impl Tensor {
     // ----- construction -------------------------------------------------------------------------
 
-    pub(crate) fn from_parts(
-        storage: Arc<Storage>,
-        layout: Layout,
-        view_base: Option<Tensor>,
-    ) -> Tensor {
+    /// A tensor over `storage` with `layout` that is not a view (no base, no autograd state).
+    pub(crate) fn from_parts(storage: Arc<Storage>, layout: Layout) -> Tensor {
         let dtype = storage.data.read().dtype();
         Tensor(ManuallyDrop::new(Arc::new(TensorImpl {
             storage,
             layout,
             dtype,
-            view_base,
+            view: None,
             autograd: Mutex::new(AutogradMeta::default()),
         })))
     }
@@ -101,7 +100,7 @@ impl Tensor {
             storage: Arc::new(Storage::new(data, device)),
             layout: Layout::contiguous(shape),
             dtype,
-            view_base: None,
+            view: None,
             autograd: Mutex::new(AutogradMeta::default()),
         })))
     }
@@ -404,7 +403,13 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn is_view(&self) -> bool {
-        self.0.view_base.is_some()
+        self.0.view.is_some()
+    }
+
+    /// For a view, the root tensor whose storage it aliases.
+    #[inline]
+    pub(crate) fn view_base(&self) -> Option<&Tensor> {
+        self.0.view.as_ref().map(|v| &v.base)
     }
 
     /// The version counter shared with every view and detached alias: bumped by each in-place op.
@@ -467,20 +472,14 @@ impl Tensor {
     /// The view starts as an ordinary view (`CreationMeta::Default`) whose grad_fn is current at
     /// the storage's version now; the public view methods set how it was created.
     pub(crate) fn alias_with_layout(&self, layout: Layout) -> Tensor {
-        let base = self.0.view_base.clone().unwrap_or_else(|| self.clone());
-        let meta = AutogradMeta {
-            view: view::ViewState {
-                attr_version: self.version(),
-                creation: view::CreationMeta::Default,
-            },
-            ..AutogradMeta::default()
-        };
+        let base = self.view_base().cloned().unwrap_or_else(|| self.clone());
+        let info = view::ViewInfo::new(base, self.version());
         Tensor(ManuallyDrop::new(Arc::new(TensorImpl {
             storage: Arc::clone(&self.0.storage),
             layout,
             dtype: self.0.dtype,
-            view_base: Some(base),
-            autograd: Mutex::new(meta),
+            view: Some(Box::new(info)),
+            autograd: Mutex::new(AutogradMeta::default()),
         })))
     }
 }

@@ -29,7 +29,7 @@ pub(super) fn retire(mut arc: Arc<TensorImpl>) {
     let Some(imp) = Arc::get_mut(&mut arc) else {
         return;
     };
-    if imp.view_base.is_some() || !Storage::is_spare(&mut imp.storage) {
+    if imp.view.is_some() || !Storage::is_spare(&mut imp.storage) {
         return;
     }
     *imp.autograd.get_mut() = AutogradMeta::default();

@@ -6,11 +6,12 @@
 //! an in-place op on its base, or on a sibling view, sees the modification.
 //!
 //! Only a non-view tensor's fields are read on the hot path: every function here starts from
-//! `Tensor::view_base`, which is `None` for them.
+//! `TensorImpl::view`, which is `None` for them.
 
 use super::{AutogradMeta, Tensor};
 use crate::graph::copy_slices::{AsStridedBackward, StridedGeometry};
 use crate::graph::{Edge, NodeRef};
+use crate::sync::Mutex;
 use crate::{Error, Result};
 
 /// How a view was created, which decides whether it may be modified in place (PyTorch's
@@ -49,12 +50,43 @@ impl CreationMeta {
     }
 }
 
-/// A view's state that changes: guarded by the tensor's autograd lock.
-#[derive(Clone, Copy, Debug, Default)]
+/// What a view knows beyond an ordinary tensor (PyTorch's `ViewInfo` plus the view fields of
+/// `DifferentiableViewMeta`).
+pub(crate) struct ViewInfo {
+    /// The root tensor whose storage the view aliases (never a view itself).
+    pub(crate) base: Tensor,
+    /// Changed together with the view's `grad_fn`, while its autograd lock is held; this inner
+    /// lock is a leaf (nothing else is locked while it is held).
+    state: Mutex<ViewState>,
+}
+
+/// The part of a view's state that changes.
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct ViewState {
     /// The storage version when `grad_fn` was last set (PyTorch's `attr_version`).
     pub(crate) attr_version: u64,
     pub(crate) creation: CreationMeta,
+}
+
+impl ViewInfo {
+    /// An ordinary view of `base` whose grad_fn is current at storage version `version`.
+    pub(crate) fn new(base: Tensor, version: u64) -> ViewInfo {
+        ViewInfo {
+            base,
+            state: Mutex::new(ViewState {
+                attr_version: version,
+                creation: CreationMeta::Default,
+            }),
+        }
+    }
+
+    pub(crate) fn state(&self) -> ViewState {
+        *self.state.lock()
+    }
+
+    fn update(&self, f: impl FnOnce(&mut ViewState)) {
+        f(&mut self.state.lock());
+    }
 }
 
 impl Tensor {
@@ -63,12 +95,26 @@ impl Tensor {
     /// meta. Called by the public view methods, which know the caller's grad mode (the op's
     /// forward itself runs with recording off).
     pub(crate) fn set_view_creation(&self, parent: &Tensor, multi: bool) {
-        if self.0.view_base.is_none() {
+        let Some(view) = &self.0.view else {
             return;
-        }
-        let parent_kind = parent.0.autograd.lock().view.creation;
+        };
+        let parent_kind = parent
+            .0
+            .view
+            .as_ref()
+            .map_or(CreationMeta::Default, |v| v.state().creation);
         let kind = CreationMeta::propagate(parent_kind, CreationMeta::for_new_view(multi));
-        self.0.autograd.lock().view.creation = kind;
+        let _meta = self.0.autograd.lock();
+        view.update(|s| s.creation = kind);
+    }
+
+    /// Marks this view's grad_fn as out of date, so that the next read regenerates it.
+    pub(crate) fn invalidate_view_grad_fn(&self) {
+        if let Some(view) = &self.0.view {
+            let _meta = self.0.autograd.lock();
+            let stale = self.version().wrapping_sub(1);
+            view.update(|s| s.attr_version = stale);
+        }
     }
 
     /// The grad_fn of a view, regenerated if its storage changed since it was set. `Err` is
@@ -77,26 +123,28 @@ impl Tensor {
     /// so the order view → base never reverses).
     pub(crate) fn view_grad_fn_locked(
         &self,
-        base: &Tensor,
+        view: &ViewInfo,
         meta: &mut AutogradMeta,
     ) -> Result<Option<NodeRef>> {
+        let base = &view.base;
         if meta.grad_fn.is_none() && !base.requires_grad() {
             return Ok(None);
         }
         let current = self.version();
-        if meta.view.attr_version == current {
+        let state = view.state();
+        if state.attr_version == current {
             return Ok(meta.grad_fn.clone());
         }
         // An indirect rebase: the base or another view of it was modified in place.
-        if meta.view.creation != CreationMeta::Default {
-            return Err(view_rebase_error(meta, true));
+        if state.creation != CreationMeta::Default {
+            return Err(view_rebase_error(meta, state.creation, true));
         }
         let geometry = StridedGeometry::of(base, self)?;
         let node = AsStridedBackward::new(self, base.gradient_edge(), geometry);
         let node = NodeRef::new(crate::sync::Arc::new(node));
         let old = meta.grad_fn.replace(node.clone());
         let old_nr = std::mem::replace(&mut meta.output_nr, 0);
-        meta.view.attr_version = current;
+        view.update(|s| s.attr_version = current);
         if meta.retains_grad {
             // The retains_grad hook moves to the new grad_fn (PyTorch's
             // `update_tensor_hooks_on_new_gradfn`); other hooks stay with the old node.
@@ -113,21 +161,22 @@ impl Tensor {
     /// PyTorch's `handle_view_on_rebase` for a direct in-place op on this view: `Err` unless
     /// it was created as an ordinary view.
     pub(crate) fn check_view_rebase(&self) -> Result<()> {
-        if self.0.view_base.is_none() {
+        let Some(view) = &self.0.view else {
             return Ok(());
-        }
+        };
         let meta = self.0.autograd.lock();
-        if meta.view.creation == CreationMeta::Default {
+        let creation = view.state().creation;
+        if creation == CreationMeta::Default {
             return Ok(());
         }
-        Err(view_rebase_error(&meta, false))
+        Err(view_rebase_error(&meta, creation, false))
     }
 
     /// The gradient edge, or PyTorch's error for a stale view that may not be rebased.
     pub(crate) fn try_gradient_edge(&self) -> Result<Option<Edge>> {
         let mut meta = self.0.autograd.lock();
-        if let Some(base) = &self.0.view_base {
-            if let Some(f) = self.view_grad_fn_locked(base, &mut meta)? {
+        if let Some(view) = &self.0.view {
+            if let Some(f) = self.view_grad_fn_locked(view, &mut meta)? {
                 return Ok(Some(Edge::new(f, meta.output_nr)));
             }
         } else if let Some(f) = &meta.grad_fn {
@@ -141,13 +190,12 @@ impl Tensor {
 }
 
 /// PyTorch's `handle_view_on_rebase` message.
-fn view_rebase_error(meta: &AutogradMeta, indirect: bool) -> Error {
+fn view_rebase_error(meta: &AutogradMeta, creation: CreationMeta, indirect: bool) -> Error {
     let modified = if indirect {
         "its base or another view of its base has been"
     } else {
         "is being"
     };
-    let creation = meta.view.creation;
     let mut msg = match &meta.grad_fn {
         Some(f) if creation != CreationMeta::NoGradMode => format!(
             "Output {} of {} is a view and {modified} modified inplace.",

@@ -39,7 +39,7 @@ impl Operand {
             return Ok(op);
         }
         // Materialise the broadcast batch densely, then it is plain row-major.
-        let expanded = Tensor::from_parts(t.0.storage.clone(), layout, None);
+        let expanded = Tensor::from_parts(t.0.storage.clone(), layout);
         let dense = Cuda.contiguous(&expanded)?;
         Ok(Operand {
             tensor: dense,

@@ -779,7 +779,6 @@ impl Backend for Cuda {
         Ok(Tensor::from_parts(
             summed.0.storage.clone(),
             Layout::contiguous(shape),
-            None,
         ))
     }
 
