@@ -1,13 +1,15 @@
 //! Random graphs, checked two ways. proptest generates programs (1–4 f64 leaves of rank 0–3 that
 //! broadcast against each other, 3–40 ops drawn from every differentiable op: unary, binary with
 //! broadcasting, scalar, reductions, softmax, matmul, views, cat/stack, split/chunk, in-place ops
-//! on non-leaf tensors and on views of them, detach, constants and two custom
+//! on non-leaf tensors and on views of them (with up to two other views of the written tensor
+//! taken before the op and read after it), detach, constants and two custom
 //! `#[differentiable]` ops; later ops pick any earlier value, so values are shared). Each
 //! program's gradients of `Σ sum(root · weights)` are checked against central finite differences
 //! of the library's forward and against a reference reverse-mode evaluator on plain `Vec<f64>`
 //! (`fuzz/reference.rs`); the same programs run through `grad()` with random subsets of the
 //! leaves, with `retain_graph` twice, through `backward()` into `.grad`, and for a third of them
-//! the gradient of a gradient (`create_graph`) is checked against finite differences.
+//! the gradient of a gradient (`create_graph`) is checked against finite differences (through
+//! in-place ops on views too).
 //!
 //! `AUTOGRAD_FUZZ_CASES=N` runs N programs (default 500); `AUTOGRAD_FUZZ_SEED=S` changes the
 //! generator's seed (default fixed, so CI sees the same programs). On failure proptest shrinks

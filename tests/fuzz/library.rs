@@ -127,8 +127,18 @@ fn run_op(op: &Op, ins: &[Tensor]) -> Result<Vec<Tensor>> {
         Op::Chunk { chunks, dim } => return x().chunk(*chunks, *dim),
         Op::Copy => x().copy()?,
         Op::Detach => x().detach(),
-        Op::InPlace { op, view: v } => {
+        Op::InPlace {
+            op,
+            view: v,
+            earlier,
+        } => {
             let t = ins[0].copy()?;
+            // Views taken before the op and read after it: they alias `t`, so they see the new
+            // values, and their grad_fn is regenerated over `t`'s new history.
+            let earlier = earlier
+                .iter()
+                .map(|e| view(&t, e))
+                .collect::<Result<Vec<_>>>()?;
             let target = match v {
                 Some(v) => view(&t, v)?,
                 None => t.clone(),
@@ -139,11 +149,13 @@ fn run_op(op: &Op, ins: &[Tensor]) -> Result<Vec<Tensor>> {
                 Binary::Mul => target.mul_(&ins[1])?,
                 Binary::Div => target.div_(&ins[1])?,
             };
-            return Ok(if v.is_some() {
+            let mut outs = if v.is_some() {
                 vec![t, target]
             } else {
                 vec![t]
-            });
+            };
+            outs.extend(earlier);
+            return Ok(outs);
         }
         Op::XTanh(a) => xtanh(x(), *a)?,
         Op::Mix => {

@@ -105,11 +105,13 @@ pub(crate) enum Op {
     },
     Copy,
     Detach,
-    /// Inputs `[src, other]`: `t = src.copy()`, then `op_` on `t` or on a view of it with
-    /// `other`; outputs `[t]`, or `[t, view]`.
+    /// Inputs `[src, other]`: `t = src.copy()`, then the views `earlier` of `t`, then `op_` on
+    /// `t` or on a view of it with `other`; outputs `[t]`, or `[t, view]`, then the `earlier`
+    /// views, read after the op (so they see it, through their regenerated history).
     InPlace {
         op: Binary,
         view: Option<View>,
+        earlier: Vec<View>,
     },
     /// The test's custom `x · tanh(x) · a`.
     XTanh(f64),
@@ -240,8 +242,16 @@ impl Op {
             Op::Chunk { .. } => "chunk".into(),
             Op::Copy => "copy".into(),
             Op::Detach => "detach".into(),
-            Op::InPlace { op, view: None } => format!("{}_", lower(op)),
-            Op::InPlace { op, view: Some(v) } => format!("{}_ on {} view", lower(op), lower(v)),
+            Op::InPlace { op, view, earlier } => {
+                let mut s = match view {
+                    None => format!("{}_", lower(op)),
+                    Some(v) => format!("{}_ on {} view", lower(op), lower(v)),
+                };
+                if !earlier.is_empty() {
+                    s.push_str(&format!(" (+{} earlier views)", earlier.len()));
+                }
+                s
+            }
             Op::XTanh(_) => "custom xtanh".into(),
             Op::Mix => "custom mix (2 outputs)".into(),
         }

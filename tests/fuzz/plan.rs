@@ -548,7 +548,16 @@ impl Planner {
                         Binary::Div
                     }
                 };
-                self.emit(Op::InPlace { op, view }, vec![x, y])
+                // Up to two views of the written tensor taken before the op and read after it
+                // (siblings of the written view, or views of the written base).
+                let earlier = [
+                    a.rotate_right(11),
+                    a.wrapping_mul(0x9e37_79b1).rotate_right(7),
+                ]
+                .into_iter()
+                .filter_map(|b| self.view(x, b))
+                .collect();
+                self.emit(Op::InPlace { op, view, earlier }, vec![x, y])
             }
             OpKind::CustomXTanh => {
                 let c = [1.0, -0.5, 2.0][a as usize % 3];

@@ -383,7 +383,7 @@ pub(crate) fn apply(op: &Op, ins: &[&Val]) -> Vec<Val> {
             }
             one(s.out, data)
         }
-        Op::InPlace { op, view } => {
+        Op::InPlace { op, view, earlier } => {
             let (src, other) = (ins[0], ins[1]);
             let (vshape, vm) = match view {
                 Some(v) => view_map(&src.shape, v),
@@ -398,6 +398,11 @@ pub(crate) fn apply(op: &Op, ins: &[&Val]) -> Vec<Val> {
             if view.is_some() {
                 let data = vm.iter().map(|&p| base[p]).collect();
                 outs.push(Val::new(vshape, data));
+            }
+            // The earlier views read the modified base.
+            for e in earlier {
+                let (shape, map) = view_map(&src.shape, e);
+                outs.push(Val::new(shape, map.iter().map(|&p| base[p]).collect()));
             }
             outs.insert(0, Val::new(src.shape.clone(), base));
             outs
@@ -510,18 +515,25 @@ fn vjp(op: &Op, ins: &[&Val], outs: &[Val], g: &[Vec<f64>]) -> Vec<Vec<f64>> {
                 }
             }
         }
-        Op::InPlace { op, view } => {
+        Op::InPlace { op, view, earlier } => {
             let (src, other) = (ins[0], ins[1]);
             let (vshape, vm) = match view {
                 Some(v) => view_map(&src.shape, v),
                 None => (src.shape.clone(), (0..src.data.len()).collect()),
             };
             let om = expand_map(&other.shape, &vshape);
-            // The gradient w.r.t. the modified base: its own, plus the view output's.
+            // The gradient w.r.t. the modified base: its own, plus each view output's.
             let mut gb = g[0].clone();
+            let mut next = 1;
             if view.is_some() {
                 for (k, &p) in vm.iter().enumerate() {
                     gb[p] += g[1][k];
+                }
+                next = 2;
+            }
+            for (j, e) in earlier.iter().enumerate() {
+                for (k, &p) in view_map(&src.shape, e).1.iter().enumerate() {
+                    gb[p] += g[next + j][k];
                 }
             }
             gin[0].clone_from(&gb);

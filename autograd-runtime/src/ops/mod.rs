@@ -7,6 +7,15 @@
 //! validate their arguments and call the declared functions; only engine-internal nodes
 //! (`AccumulateGrad`, `GraphRoot`, in `graph/`) are written by hand.
 //!
+//! What each backward names is what PyTorch's `derivatives.yaml` entry saves for the op (`exp`,
+//! `tanh`, `sigmoid`, `relu`, `sqrt`, `reciprocal`, `softmax`, `log_softmax` their result; `log`,
+//! `sin`, `cos`, `abs`, `pow` their input; `mul`, `div`, `matmul` the other operand, and the
+//! first only when the second needs its gradient; views, reductions, `cat`, `index_select` and
+//! `max_dim` only shapes and indices), and it is unpacked in the same order (`other` before
+//! `self`), so modifying a tensor in place fails the version check exactly where PyTorch's
+//! does, with the same tensor named. `s / x` is recorded as PyTorch records it:
+//! `reciprocal(x) * s`.
+//!
 //! `builtin` gives the nodes PyTorch's built-in semantics: a node whose incoming gradients are
 //! all undefined returns undefined gradients without running, and in-place ops (`dirty`) are
 //! checked by [`check_inplace`] before their kernel runs.
