@@ -501,14 +501,19 @@ fn engine(s: &mut Sweep) {
         "Mismatch in shape: grad_output[0] has a shape of [3] and output[0] has a shape of [2, 3].",
         || with_grad(Tensor::zeros(&[3], DType::F64)),
     );
-    s.err(
+    // Another floating dtype is cast to the root's (PyTorch's validate_outputs).
+    s.case(
         "backward gradient dtype",
-        "Mismatch in dtype: grad_output[0] has a dtype of f32 and output[0] has a dtype of f64",
-        || with_grad(Tensor::zeros(&[2, 3], DType::F32)),
+        || {
+            let (x, y) = fresh()?;
+            y.backward_with(BackwardOptions::new().gradient(Tensor::ones(&[2, 3], DType::F32)?))?;
+            x.grad().expect("grad").to_vec::<f64>()
+        },
+        |r| matches!(r, Ok(g) if g == &[2.0; 6]),
     );
     s.err(
         "backward gradient device",
-        "expected device cpu but got virtual:0",
+        "invalid gradient at index 0 - expected device cpu but got virtual:0",
         || with_grad(Tensor::zeros(&[2, 3], DType::F64)?.to(Device::Virtual(0))),
     );
     s.err(

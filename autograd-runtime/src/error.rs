@@ -176,16 +176,6 @@ pub enum Error {
         /// Shape of the root.
         output_shape: Vec<usize>,
     },
-    /// A root gradient whose dtype differs from its root.
-    #[error("Mismatch in dtype: grad_output[{index}] has a dtype of {grad} and output[{index}] has a dtype of {output}; they are required to have the same dtype.")]
-    GradDTypeMismatch {
-        /// Root position.
-        index: usize,
-        /// dtype of the given gradient.
-        grad: DType,
-        /// dtype of the root.
-        output: DType,
-    },
     /// `grad()`/`backward(inputs=..)` with an empty input list.
     #[error("`inputs` argument to `{api}()` cannot be empty.")]
     EmptyInputs {
@@ -242,11 +232,12 @@ pub enum Error {
         /// Number returned.
         got: usize,
     },
-    /// A node returned a gradient whose shape does not fit the input it is for.
-    #[error("Function {node} returned an invalid gradient at index {index} - got {got:?} but expected shape compatible with {expected:?}")]
+    /// A node returned a gradient whose shape does not fit the input it is for (`node` names it;
+    /// `None` for a root gradient, which PyTorch reports without a prefix).
+    #[error("{}invalid gradient at index {index} - got {got:?} but expected shape compatible with {expected:?}", returned_by(node))]
     InvalidGradientShape {
-        /// The node's name.
-        node: String,
+        /// The node's name; `None` for a root gradient.
+        node: Option<String>,
         /// Output index.
         index: usize,
         /// Shape returned.
@@ -254,11 +245,15 @@ pub enum Error {
         /// Shape of the input.
         expected: Vec<usize>,
     },
-    /// A node returned a gradient on the wrong device.
-    #[error("Function {node} returned an invalid gradient at index {index} - expected device {expected} but got {got}")]
+    /// A node returned a gradient on the wrong device (`None`: a root gradient). A 0-dim
+    /// gradient is moved to the right device instead, as PyTorch does.
+    #[error(
+        "{}invalid gradient at index {index} - expected device {expected} but got {got}",
+        returned_by(node)
+    )]
     InvalidGradientDevice {
-        /// The node's name.
-        node: String,
+        /// The node's name; `None` for a root gradient.
+        node: Option<String>,
         /// Output index.
         index: usize,
         /// Device of the input.
@@ -358,6 +353,12 @@ impl Error {
             message: message.into(),
         }
     }
+}
+
+/// PyTorch's `validate_outputs` prefix: the node that returned a gradient, none for the roots'.
+fn returned_by(node: &Option<String>) -> String {
+    node.as_ref()
+        .map_or_else(String::new, |n| format!("Function {n} returned an "))
 }
 
 /// A node's name as PyTorch 2.15 prints it in error messages: `Backward` and a `0` after it

@@ -54,12 +54,12 @@ pub use grad_mode::{enable_grad, is_grad_enabled, no_grad, set_grad_enabled, Gra
 pub use gradcheck::{gradcheck, gradcheck_with, gradgradcheck, GradcheckOptions};
 pub use graph::{
     register_multi_grad_hook, saved_tensors_hooks, Edge, HookHandle, MultiGradHookHandle,
-    MultiGradMode, Node, NodeMeta, NodeRef, SavedTensor, SavedTensorsHooksGuard,
+    MultiGradMode, Node, NodeMeta, NodeRef, SavedIndices, SavedTensor, SavedTensorsHooksGuard,
 };
 pub use tensor::device::Device;
 pub use tensor::dtype::{DType, Element};
 pub use tensor::Tensor;
-pub use warning::{set_warning_handler, WarningHandler};
+pub use warning::{is_warn_always_enabled, set_warn_always, set_warning_handler, WarningHandler};
 
 /// Reached by the code `#[differentiable]` generates (through `crate = "crate"` inside this
 /// crate, and through the facade elsewhere), to check a `#[backward]` against its forward. Not a
@@ -74,7 +74,7 @@ pub mod __private {
     pub use crate::graph::function::{
         next_edges, next_edges_opt, record_node, try_next_edges, try_next_edges_opt,
     };
-    pub use crate::graph::{Backward, FunctionNode, GradVec, InputMetadata};
+    pub use crate::graph::{Backward, FunctionNode, GradVec, InputMetadata, ReleaseAttribute};
     pub use crate::ops::{
         accumulate, check_inplace, keep, keep_ref, needing_grad, Binary, DerivativeRules, Read,
         Reads, Rule, Unary, UnaryWith,

@@ -55,15 +55,29 @@ pub(super) fn node(
         };
         quote_spanned!(loc=> #field: #ty)
     });
-    let releases = slots.iter().filter(|s| s.is_tensor()).map(|s| {
+    let releases = slots.iter().filter(|s| s.has_field()).filter_map(|s| {
         let field = &s.field;
-        if s.is_list() {
+        if !s.is_tensor() {
+            // An attribute or residual of a type that keeps releasable state (`SavedIndices`,
+            // by an inherent method of that name) is freed with the saved tensors; for every
+            // other type the method is the trait's no-op.
+            return matches!(s.kind, SlotKind::Attr { .. } | SlotKind::Residual { .. }).then(|| {
+                quote_spanned! {loc=>
+                    {
+                        #[allow(unused_imports)]
+                        use #krate::__private::ReleaseAttribute as _;
+                        self.#field.__autograd_release();
+                    }
+                }
+            });
+        }
+        Some(if s.is_list() {
             quote_spanned!(loc=> for __s in &self.#field { __s.release(); })
         } else if s.is_option() {
             quote_spanned!(loc=> if let ::core::option::Option::Some(__s) = &self.#field { __s.release(); })
         } else {
             quote_spanned!(loc=> self.#field.release();)
-        }
+        })
     });
     let visits = slots.iter().filter(|s| s.is_tensor()).map(|s| {
         let field = &s.field;

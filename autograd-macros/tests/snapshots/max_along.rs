@@ -138,7 +138,18 @@ const _: () = {
             ];
             ::core::result::Result::Ok(__out)
         }
-        fn release(&self) {}
+        fn release(&self) {
+            {
+                #[allow(unused_imports)]
+                use ::autograd::__private::ReleaseAttribute as _;
+                self.__saved_dims.__autograd_release();
+            }
+            {
+                #[allow(unused_imports)]
+                use ::autograd::__private::ReleaseAttribute as _;
+                self.__saved_argmax.__autograd_release();
+            }
+        }
         fn visit_saved(
             &self,
             __visit: &mut dyn ::core::ops::FnMut(&str, &::autograd::SavedTensor),

@@ -139,6 +139,11 @@ const _: () = {
         }
         fn release(&self) {
             self.__saved_x.release();
+            {
+                #[allow(unused_imports)]
+                use ::autograd::__private::ReleaseAttribute as _;
+                self.__saved_scale.__autograd_release();
+            }
         }
         fn visit_saved(
             &self,

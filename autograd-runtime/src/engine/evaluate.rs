@@ -7,7 +7,7 @@ use super::graph_task::GraphTask;
 use super::input_buffer::InputBuffer;
 use super::node_task::{NodeTask, TaskKind};
 use super::ready_queue::ReadyQueue;
-use crate::graph::{GradVec, Node};
+use crate::graph::{Edge, GradVec, Node};
 use crate::sync::Arc;
 use crate::{Device, Error, Result, Tensor};
 
@@ -260,13 +260,15 @@ fn run_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> Result<GradVec> 
             continue;
         };
         let t = Tensor(std::mem::ManuallyDrop::new(t));
-        let _no_grad = crate::no_grad();
-        let mut meta = t.meta_lock();
-        let updated = match meta.grad.take() {
+        // Under the pass's grad mode, as PyTorch's retains_grad hook: with `create_graph` the
+        // retained gradient is a recorded copy (or sum), which has history.
+        let old = t.meta_lock().grad.take();
+        let updated = match old {
+            None if crate::is_grad_enabled() => g.copy()?,
             None => g.contiguous_data_owned()?,
-            Some(old) => old.add(g).unwrap_or(old),
+            Some(old) => old.add(g)?,
         };
-        meta.grad = Some(updated);
+        t.meta_lock().grad = Some(updated);
     }
     Ok(grads)
 }
@@ -320,8 +322,7 @@ fn call_function(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> Result<Grad
     Ok(outputs)
 }
 
-/// Checks the number of gradients a node returned and fits each to the input it is for:
-/// sum-reduces broadcast shapes, casts dtypes, rejects other shapes and devices (B07).
+/// Checks the number of gradients a node returned and fits each to the input it is for (B07).
 pub(crate) fn validate_outputs(node: &dyn Node, outputs: &mut GradVec) -> Result<()> {
     let edges = node.meta().next_edges();
     if outputs.len() != edges.len() {
@@ -332,33 +333,54 @@ pub(crate) fn validate_outputs(node: &dyn Node, outputs: &mut GradVec) -> Result
         });
     }
     for (i, (edge, slot)) in edges.iter().zip(outputs.iter_mut()).enumerate() {
-        let (Some(edge), Some(grad)) = (edge, slot.as_ref()) else {
-            continue;
-        };
-        let md = edge.node.meta().input_metadata(edge.input_nr);
-        if grad.shape() != md.shape() {
-            if !crate::ops::is_expandable_to(md.shape(), grad.shape()) {
-                return Err(Error::InvalidGradientShape {
-                    node: node.name().to_string(),
-                    index: i,
-                    got: grad.shape().to_vec(),
-                    expected: md.shape().to_vec(),
-                });
-            }
-            *slot = Some(grad.sum_to_shape(md.shape())?);
+        if let Some(edge) = edge {
+            fit_gradient(slot, edge, i, || Some(node.name().to_string()))?;
         }
-        let grad = slot.as_ref().expect("invariant: checked Some above");
-        if grad.device() != md.device() {
+    }
+    Ok(())
+}
+
+/// Fits the gradient in `slot` to the input `edge` leads to, as PyTorch's `validate_outputs`
+/// does for node outputs and root gradients alike: sum-reduces a broadcast shape, casts another
+/// floating dtype, moves a 0-dim gradient to the input's device; any other shape or device is an
+/// error naming `node()` (`None` for a root gradient).
+#[inline]
+pub(crate) fn fit_gradient(
+    slot: &mut Option<Tensor>,
+    edge: &Edge,
+    index: usize,
+    node: impl Fn() -> Option<String>,
+) -> Result<()> {
+    let Some(grad) = slot.as_ref() else {
+        return Ok(());
+    };
+    let md = edge.node.meta().input_metadata(edge.input_nr);
+    if grad.shape() != md.shape() {
+        if !crate::ops::is_expandable_to(md.shape(), grad.shape()) {
+            return Err(Error::InvalidGradientShape {
+                node: node(),
+                index,
+                got: grad.shape().to_vec(),
+                expected: md.shape().to_vec(),
+            });
+        }
+        *slot = Some(grad.sum_to_shape(md.shape())?);
+    }
+    let grad = slot.as_ref().expect("invariant: checked Some above");
+    if grad.dtype() != md.dtype() {
+        *slot = Some(grad.to_dtype(md.dtype())?);
+    }
+    let grad = slot.as_ref().expect("invariant: checked Some above");
+    if grad.device() != md.device() {
+        if grad.ndim() != 0 {
             return Err(Error::InvalidGradientDevice {
-                node: node.name().to_string(),
-                index: i,
+                node: node(),
+                index,
                 expected: md.device(),
                 got: grad.device(),
             });
         }
-        if grad.dtype() != md.dtype() {
-            *slot = Some(grad.to_dtype(md.dtype())?);
-        }
+        *slot = Some(grad.to(md.device())?);
     }
     Ok(())
 }

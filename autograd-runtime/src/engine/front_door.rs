@@ -3,7 +3,6 @@
 //! `retain_graph` defaulting to `create_graph` (B02), and result post-processing (B11).
 
 use crate::sync::statics::AtomicBool;
-use crate::sync::Ordering;
 
 use smallvec::SmallVec;
 
@@ -144,13 +143,6 @@ fn make_grads(roots: &[Tensor], grads: &[Option<Tensor>]) -> Result<GradVec> {
                         output_shape: root.shape().to_vec(),
                     });
                 }
-                if g.dtype() != root.dtype() {
-                    return Err(Error::GradDTypeMismatch {
-                        index: i,
-                        grad: g.dtype(),
-                        output: root.dtype(),
-                    });
-                }
                 out.push(Some(g));
             }
             // As PyTorch's `_make_grads`: only roots that require grad get an implicit gradient;
@@ -163,12 +155,20 @@ fn make_grads(roots: &[Tensor], grads: &[Option<Tensor>]) -> Result<GradVec> {
     Ok(out)
 }
 
-fn root_edges(roots: &[Tensor]) -> Result<Vec<Edge>> {
-    roots
+/// The roots' gradient edges, and their gradients fitted to them as every node's outputs are
+/// (PyTorch's `validate_outputs` over the root edges, for one root as for several): another
+/// floating dtype is cast, a 0-dim gradient moves to the root's device, any other device is an
+/// error.
+fn root_edges(roots: &[Tensor], grads: &mut GradVec) -> Result<Vec<Edge>> {
+    let edges = roots
         .iter()
         .enumerate()
         .map(|(index, t)| t.gradient_edge().ok_or(Error::DoesNotRequireGrad { index }))
-        .collect()
+        .collect::<Result<Vec<Edge>>>()?;
+    for (index, (edge, slot)) in edges.iter().zip(grads.iter_mut()).enumerate() {
+        super::evaluate::fit_gradient(slot, edge, index, || None)?;
+    }
+    Ok(edges)
 }
 
 /// Computes the gradients of `tensors` (with `grad_tensors`, one per tensor, `None` meaning ones
@@ -209,8 +209,8 @@ pub(crate) fn backward_on(
     if options.inputs.as_ref().is_some_and(Vec::is_empty) {
         return Err(Error::EmptyInputs { api: "backward" });
     }
-    let grads = make_grads(tensors, grad_tensors)?;
-    let roots = root_edges(tensors)?;
+    let mut grads = make_grads(tensors, grad_tensors)?;
+    let roots = root_edges(tensors, &mut grads)?;
     if options.create_graph {
         warn_backward_create_graph_once();
     }
@@ -281,8 +281,8 @@ pub(crate) fn grad_on(
         return Err(Error::MaterializeGradsWithoutAllowUnused);
     }
     let allow_unused = options.allow_unused.unwrap_or(options.materialize_grads);
-    let grads = make_grads(outputs, &options.grad_outputs)?;
-    let roots = root_edges(outputs)?;
+    let mut grads = make_grads(outputs, &options.grad_outputs)?;
+    let roots = root_edges(outputs, &mut grads)?;
     let mut edges: SmallVec<[Option<Edge>; 4]> = SmallVec::new();
     for t in inputs {
         if !t.requires_grad() {
@@ -357,10 +357,7 @@ where
 
 fn warn_backward_create_graph_once() {
     static WARNED: AtomicBool = AtomicBool::new(false);
-    // Relaxed: only "at most once" matters.
-    if !WARNED.swap(true, Ordering::Relaxed) {
-        crate::warning::warn("Using backward() with create_graph=True will create a reference cycle between the parameter and its gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph to avoid this. If you have to use this function, make sure to reset the .grad fields of your parameters to None after use to break the cycle and avoid the leak.");
-    }
+    crate::warning::warn_once(&WARNED, "Using backward() with create_graph=True will create a reference cycle between the parameter and its gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph to avoid this. If you have to use this function, make sure to reset the .grad fields of your parameters to None after use to break the cycle and avoid the leak.");
 }
 
 impl Tensor {
@@ -460,7 +457,9 @@ pub fn current_graph_task_keep_graph() -> Option<bool> {
 ///
 /// # Errors
 ///
-/// [`Error::Message`] when called outside a backward pass.
+/// [`Error::Message`] when called outside a backward pass, or with a leaf's `AccumulateGrad`
+/// during `grad()` (PyTorch: "A leaf node was passed to _will_engine_execute_node but we are
+/// currently running autograd.grad(). This is currently not supported.").
 ///
 /// # Examples
 ///
@@ -472,7 +471,7 @@ pub fn current_graph_task_keep_graph() -> Option<bool> {
 /// ```
 pub fn will_engine_execute_node(node: &crate::NodeRef) -> Result<bool> {
     worker::with_current_graph_task(|t| match t {
-        Some(t) => Ok(t.will_execute(node)),
+        Some(t) => t.will_execute(node),
         None => Err(Error::msg(
             "_will_engine_execute_node should only be called during the backward pass",
         )),

@@ -206,13 +206,24 @@ impl GraphTask {
     }
 
     /// Whether `node` runs in this pass (`torch._C._will_engine_execute_node`): reachable, and
-    /// selected by `exec_info` when the pass is selective. O(nodes); used by multi-grad hooks
-    /// once per pass.
-    pub(crate) fn will_execute(&self, node: &crate::NodeRef) -> bool {
+    /// selected by `exec_info` when the pass is selective; a leaf's `AccumulateGrad` whose
+    /// gradient `grad()` captures is refused, as in PyTorch. O(nodes).
+    pub(crate) fn will_execute(&self, node: &crate::NodeRef) -> Result<bool> {
         let Some(i) = self.plan.position(node) else {
-            return false;
+            return Ok(false);
         };
-        self.exec_info.is_empty() || self.exec_info[i as usize].should_execute()
+        let Some(info) = self.exec_info.get(i as usize) else {
+            return Ok(true);
+        };
+        if !info.should_execute() {
+            return Ok(false);
+        }
+        if node.meta().topological_nr() == 0 && !info.captures.is_empty() {
+            return Err(crate::Error::msg(
+                "A leaf node was passed to _will_engine_execute_node but we are currently running autograd.grad(). This is currently not supported.",
+            ));
+        }
+        Ok(true)
     }
 
     /// Takes the outcome: the captured gradients, or the first error.

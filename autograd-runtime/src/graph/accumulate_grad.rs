@@ -32,14 +32,64 @@ impl AccumulateGrad {
 
 /// Whether the engine may store `grad` itself as `.grad` instead of copying it: nobody else can
 /// observe it (one handle — plus the engine's copy for post-hooks, as PyTorch's
-/// `1 + has_post_hooks` — sole owner of its storage) and it is dense.
-fn can_steal(grad: &Tensor, expected_refs: usize) -> bool {
+/// `1 + has_post_hooks` — sole owner of its storage) and it obeys the layout contract.
+fn can_steal(grad: &Tensor, variable: &Tensor, expected_refs: usize) -> bool {
     Arc::strong_count(&grad.0) <= expected_refs
         && Arc::strong_count(&grad.0.storage) == 1
-        && grad.is_contiguous()
         && grad.layout().offset == 0
         && !grad.is_view()
         && grad.grad_fn().is_none()
+        && obeys_layout_contract(grad, variable)
+}
+
+/// PyTorch's gradient layout contract: a leaf whose elements are dense (contiguous, transposed,
+/// permuted) gets a `.grad` with its own strides; any other leaf a contiguous one.
+fn obeys_layout_contract(grad: &Tensor, variable: &Tensor) -> bool {
+    let v = variable.layout();
+    if !v.is_non_overlapping_and_dense() {
+        return grad.is_contiguous();
+    }
+    let g = grad.layout();
+    // Strides of size-1 dims say nothing about the layout.
+    g.shape
+        .iter()
+        .zip(g.strides.iter().zip(&v.strides))
+        .all(|(&n, (gs, vs))| n == 1 || gs == vs)
+        && g.is_non_overlapping_and_dense()
+}
+
+/// A copy of `grad` that obeys the layout contract for `variable` (PyTorch's
+/// `clone_obey_contract`): with the leaf's strides when its elements are dense, else contiguous.
+/// Recorded when grad mode is on (a `create_graph` pass), so the new `.grad` has history.
+fn clone_obey_contract(grad: &Tensor, variable: &Tensor) -> Result<Tensor> {
+    let v = variable.layout();
+    if v.is_contiguous() || !v.is_non_overlapping_and_dense() {
+        return if is_grad_enabled() {
+            grad.copy()
+        } else {
+            grad.contiguous_data_owned()
+        };
+    }
+    // The leaf's dims from the outermost in memory to the innermost: a contiguous copy of the
+    // gradient permuted that way, permuted back, has the leaf's strides.
+    let mut order: Vec<usize> = (0..v.shape.len()).collect();
+    order.sort_by(|&a, &b| v.strides[b].cmp(&v.strides[a]).then(a.cmp(&b)));
+    let mut inverse = vec![0; order.len()];
+    for (i, &d) in order.iter().enumerate() {
+        inverse[d] = i;
+    }
+    let dense = grad.permute(&order)?;
+    let dense = if is_grad_enabled() {
+        dense.copy()?
+    } else {
+        dense.contiguous_data_owned()?
+    };
+    let out = dense.permute(&inverse)?;
+    if is_grad_enabled() {
+        return Ok(out);
+    }
+    // Not a view of a hidden buffer: the same storage under the permuted layout.
+    Ok(out.reinterpret(out.layout().clone()))
 }
 
 impl Node for AccumulateGrad {
@@ -76,12 +126,15 @@ impl Node for AccumulateGrad {
         let grad_mode = is_grad_enabled();
         let updated = match old {
             None if !grad_mode
-                && can_steal(&new_grad, 1 + usize::from(self.meta.hooks.has_post_hooks())) =>
+                && can_steal(
+                    &new_grad,
+                    var,
+                    1 + usize::from(self.meta.hooks.has_post_hooks()),
+                ) =>
             {
                 new_grad
             }
-            None if !grad_mode => new_grad.contiguous_data_owned()?,
-            None => new_grad.copy()?,
+            None => clone_obey_contract(&new_grad, var)?,
             Some(old) if !grad_mode => {
                 old.accumulate_in_place(&new_grad)?;
                 old

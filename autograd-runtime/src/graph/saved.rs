@@ -279,3 +279,71 @@ impl std::fmt::Debug for SavedTensor {
             .finish()
     }
 }
+
+/// Integer indices a node keeps for its backward (`index_select`'s index, `max_dim`'s argmax):
+/// PyTorch keeps them as a saved tensor, so they are freed with the node's saved tensors, and a
+/// second backward through a freed graph fails with [`Error::BackwardTwice`] as it does for
+/// tensors. A clone shares the indices but not the release: each node frees its own.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::{SavedIndices, Tensor};
+/// let saved = SavedIndices::new(&[2, 0]);
+/// assert_eq!(&*saved.get()?, &[2, 0]);
+/// let x = Tensor::from_vec(vec![1.0f64, 2.0, 3.0], &[3])?.requires_grad_(true)?;
+/// let y = x.index_select(0, &[2, 0])?.sum()?;
+/// y.backward()?;
+/// assert!(y.backward().unwrap_err().to_string().starts_with("Trying to backward through the graph a second time"));
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub struct SavedIndices(Mutex<Option<Arc<[usize]>>>);
+
+impl SavedIndices {
+    /// Keeps a copy of `indices`.
+    pub fn new(indices: &[usize]) -> SavedIndices {
+        SavedIndices(Mutex::new(Some(Arc::from(indices))))
+    }
+
+    /// The indices.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BackwardTwice`] after the node that kept them was freed.
+    pub fn get(&self) -> Result<Arc<[usize]>> {
+        self.0.lock().clone().ok_or(Error::BackwardTwice)
+    }
+
+    /// Frees the indices: called by the node's release, with its saved tensors (the code
+    /// `#[differentiable]` generates calls a method of this name on every saved attribute).
+    #[doc(hidden)]
+    pub fn __autograd_release(&self) {
+        self.0.lock().take();
+    }
+}
+
+impl Clone for SavedIndices {
+    fn clone(&self) -> SavedIndices {
+        SavedIndices(Mutex::new(self.0.lock().clone()))
+    }
+}
+
+impl std::fmt::Debug for SavedIndices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &*self.0.lock() {
+            Some(i) => f.debug_tuple("SavedIndices").field(&&**i).finish(),
+            None => f.write_str("SavedIndices(<released>)"),
+        }
+    }
+}
+
+/// The no-op release of a saved attribute, for every type without one of its own (the code
+/// `#[differentiable]` generates calls `field.__autograd_release()`; an inherent method of that
+/// name, as [`SavedIndices`] has, is picked first).
+#[doc(hidden)]
+pub trait ReleaseAttribute {
+    /// Does nothing.
+    fn __autograd_release(&self) {}
+}
+
+impl<T: ?Sized> ReleaseAttribute for T {}

@@ -5,7 +5,7 @@ use autograd_macros::{backward, differentiable};
 
 use super::derivative_rules::{Reads, Rule};
 use crate::backend;
-use crate::graph::InputMetadata;
+use crate::graph::{InputMetadata, SavedIndices};
 use crate::sync::Arc;
 use crate::tensor::layout::{wrap_dim, Dims, Layout};
 use crate::{Error, Result, Tensor};
@@ -15,21 +15,29 @@ use crate::{Error, Result, Tensor};
 struct Argmax {
     dim: usize,
     keepdim_shape: Dims,
-    /// One index along `dim` per element of the keepdim-shaped result, in C order.
-    indices: Arc<[usize]>,
+    /// One index along `dim` per element of the keepdim-shaped result, in C order; freed with
+    /// the node (PyTorch keeps them as a saved tensor).
+    indices: SavedIndices,
+}
+
+impl Argmax {
+    /// Frees the indices with the node's saved tensors (see [`SavedIndices`]).
+    fn __autograd_release(&self) {
+        self.indices.__autograd_release();
+    }
 }
 
 // ----- the ops ----------------------------------------------------------------------------------
 
-/// `dim` is wrapped and `index` checked. The index is borrowed: the node copies it only when
-/// it is recorded.
+/// `dim` is wrapped and `index` checked. The node keeps a clone of the index, freed with it.
 #[differentiable(builtin, crate = "crate")]
-fn index_select(x: &Tensor, dim: usize, index: &[usize]) -> Result<Tensor> {
+fn index_select(x: &Tensor, dim: usize, index: &SavedIndices) -> Result<Tensor> {
+    let index = index.get()?;
     let mut shape = x.shape().to_vec();
     shape[dim] = index.len();
     let numel = crate::tensor::layout::checked_numel("index_select", &shape)?;
     crate::tensor::layout::check_alloc("index_select", numel, x.dtype().size_of())?;
-    backend::of_tensor(x)?.index_select(x, dim, index)
+    backend::of_tensor(x)?.index_select(x, dim, &index)
 }
 
 #[backward(index_select)]
@@ -37,21 +45,21 @@ fn index_select_backward(
     grad: &Tensor,
     x: &InputMetadata,
     dim: usize,
-    index: &[usize],
+    index: &SavedIndices,
 ) -> Result<Tensor> {
-    grad.index_add_into(x.shape(), dim, index)
+    grad.index_add_into(x.shape(), dim, &index.get()?)
 }
 
 /// Zeros of `shape` with `g`'s slices added at `index` along `dim`: the gradient of
 /// `index_select`, whose own gradient selects the same slices again.
 #[differentiable(builtin, crate = "crate")]
-fn index_add(g: &Tensor, shape: &[usize], dim: usize, index: &[usize]) -> Result<Tensor> {
-    backend::of_tensor(g)?.index_add(g, shape, dim, index)
+fn index_add(g: &Tensor, shape: &[usize], dim: usize, index: &SavedIndices) -> Result<Tensor> {
+    backend::of_tensor(g)?.index_add(g, shape, dim, &index.get()?)
 }
 
 #[backward(index_add)]
-fn index_add_backward(grad: &Tensor, dim: usize, index: &[usize]) -> Result<Tensor> {
-    grad.index_select(dim, index)
+fn index_add_backward(grad: &Tensor, dim: usize, index: &SavedIndices) -> Result<Tensor> {
+    grad.index_select(dim, &index.get()?)
 }
 
 /// The maxima of `x` over `dim` (the node's output), their positions (returned to the caller,
@@ -77,13 +85,14 @@ fn max_dim(x: &Tensor, dim: usize, keepdim: bool) -> Result<(Tensor, Vec<usize>,
     let argmax = Argmax {
         dim,
         keepdim_shape,
-        indices: Arc::from(flat.as_slice()),
+        indices: SavedIndices::new(&flat),
     };
     Ok((values, flat, argmax))
 }
 
 #[backward(max_dim)]
 fn max_dim_backward(grad: &Tensor, x: &InputMetadata, argmax: &Argmax) -> Result<Tensor> {
+    argmax.indices.get()?; // freed with the node: a second backward fails here
     grad.reshape(&argmax.keepdim_shape)?
         .scatter_argmax(x.shape(), argmax)
 }
@@ -92,13 +101,13 @@ fn max_dim_backward(grad: &Tensor, x: &InputMetadata, argmax: &Argmax) -> Result
 /// `max_dim`, whose own gradient gathers at the same positions.
 #[differentiable(builtin, crate = "crate", name = "MaxBackwardBackward0")]
 fn scatter_argmax(g: &Tensor, shape: &[usize], argmax: Argmax) -> Result<Tensor> {
-    backend::of_tensor(g)?.scatter(g, shape, argmax.dim, &argmax.indices)
+    backend::of_tensor(g)?.scatter(g, shape, argmax.dim, &argmax.indices.get()?)
 }
 
 #[backward(scatter_argmax)]
 fn scatter_argmax_backward(grad: &Tensor, argmax: &Argmax) -> Result<Tensor> {
     // A kernel, not an op: this gradient is not differentiated again.
-    backend::of_tensor(grad)?.gather(grad, argmax.dim, &argmax.indices)
+    backend::of_tensor(grad)?.gather(grad, argmax.dim, &argmax.indices.get()?)
 }
 
 impl Tensor {
@@ -125,12 +134,12 @@ impl Tensor {
                 format!("index {bad} is out of bounds for dimension {dim} with size {size}"),
             ));
         }
-        index_select(self, dim, index)
+        index_select(self, dim, &SavedIndices::new(index))
     }
 
     /// Zeros of `shape` with this tensor's slices added at `index` along `dim`.
     fn index_add_into(&self, shape: &[usize], dim: usize, index: &[usize]) -> Result<Tensor> {
-        index_add(self, shape, dim, index)
+        index_add(self, shape, dim, &SavedIndices::new(index))
     }
 
     /// The maximum over `dim` and, for each, the index of its first occurrence (flattened in the
@@ -187,7 +196,7 @@ impl super::DerivativeRules {
             let argmax = Argmax {
                 dim,
                 keepdim_shape,
-                indices: Arc::from(flat.as_slice()),
+                indices: SavedIndices::new(&flat),
             };
             max_dim_backward(grad, &InputMetadata::of(x), &argmax)
         },

@@ -2,7 +2,6 @@
 //! weak link to a leaf's AccumulateGrad) and the public methods that read and change it.
 
 use crate::sync::statics::AtomicBool;
-use crate::sync::Ordering;
 
 use super::Tensor;
 use crate::graph::hooks::LeafHooks;
@@ -70,7 +69,8 @@ impl Tensor {
     ///
     /// # Errors
     ///
-    /// [`Error::RequiresGradOnNonLeaf`] on a tensor that has a `grad_fn`.
+    /// [`Error::RequiresGradOnNonLeaf`] for `false` on a tensor that has a `grad_fn` (`true` is a
+    /// no-op there: it requires grad already).
     ///
     /// # Examples
     ///
@@ -79,12 +79,18 @@ impl Tensor {
     /// let x = Tensor::scalar(1.0f32);
     /// x.set_requires_grad(true)?;
     /// assert!(x.exp()?.set_requires_grad(false).is_err());
+    /// x.exp()?.set_requires_grad(true)?; // a no-op on a non-leaf
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn set_requires_grad(&self, requires_grad: bool) -> Result<()> {
         let mut meta = self.0.autograd.lock();
         if meta.grad_fn.is_some() {
-            return Err(Error::RequiresGradOnNonLeaf);
+            // A non-leaf requires grad already: asking for it again is a no-op, as in PyTorch.
+            return if requires_grad {
+                Ok(())
+            } else {
+                Err(Error::RequiresGradOnNonLeaf)
+            };
         }
         meta.requires_grad = requires_grad;
         Ok(())
@@ -478,10 +484,8 @@ impl Tensor {
 
 fn warn_non_leaf_grad_once() {
     static WARNED: AtomicBool = AtomicBool::new(false);
-    // Relaxed: only "warn at most once" matters.
-    if !WARNED.swap(true, Ordering::Relaxed) {
-        crate::warning::warn(
-            "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more information.",
-        );
-    }
+    crate::warning::warn_once(
+        &WARNED,
+        "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more information.",
+    );
 }
