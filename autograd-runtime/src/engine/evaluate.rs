@@ -333,8 +333,13 @@ pub(crate) fn validate_outputs(node: &dyn Node, outputs: &mut GradVec) -> Result
         });
     }
     for (i, (edge, slot)) in edges.iter().zip(outputs.iter_mut()).enumerate() {
-        if let Some(edge) = edge {
-            fit_gradient(slot, edge, i, || Some(node.name().to_string()))?;
+        let (Some(edge), Some(grad)) = (edge, slot.as_ref()) else {
+            continue;
+        };
+        let md = edge.node.meta().input_metadata(edge.input_nr);
+        if grad.shape() != md.shape() || grad.device() != md.device() || grad.dtype() != md.dtype()
+        {
+            refit_gradient(slot, md, i, Some(node.name().to_string()))?;
         }
     }
     Ok(())
@@ -343,8 +348,8 @@ pub(crate) fn validate_outputs(node: &dyn Node, outputs: &mut GradVec) -> Result
 /// Fits the gradient in `slot` to the input `edge` leads to, as PyTorch's `validate_outputs`
 /// does for node outputs and root gradients alike: sum-reduces a broadcast shape, casts another
 /// floating dtype, moves a 0-dim gradient to the input's device; any other shape or device is an
-/// error naming `node()` (`None` for a root gradient).
-#[inline]
+/// error naming `node()` (`None` for a root gradient). A gradient that fits already (nearly
+/// every one) costs three comparisons. (`validate_outputs` repeats those comparisons inline.)
 pub(crate) fn fit_gradient(
     slot: &mut Option<Tensor>,
     edge: &Edge,
@@ -355,32 +360,50 @@ pub(crate) fn fit_gradient(
         return Ok(());
     };
     let md = edge.node.meta().input_metadata(edge.input_nr);
+    if grad.shape() == md.shape() && grad.dtype() == md.dtype() && grad.device() == md.device() {
+        return Ok(());
+    }
+    refit_gradient(slot, md, index, node())
+}
+
+/// The work of [`fit_gradient`] for a gradient that does not fit as it is (out of line: rare).
+
+#[cold]
+#[inline(never)]
+pub(crate) fn refit_gradient(
+    slot: &mut Option<Tensor>,
+    md: &crate::graph::InputMetadata,
+    index: usize,
+    node: Option<String>,
+) -> Result<()> {
+    let Some(mut grad) = slot.take() else {
+        return Ok(());
+    };
     if grad.shape() != md.shape() {
         if !crate::ops::is_expandable_to(md.shape(), grad.shape()) {
             return Err(Error::InvalidGradientShape {
-                node: node(),
+                node,
                 index,
                 got: grad.shape().to_vec(),
                 expected: md.shape().to_vec(),
             });
         }
-        *slot = Some(grad.sum_to_shape(md.shape())?);
+        grad = grad.sum_to_shape(md.shape())?;
     }
-    let grad = slot.as_ref().expect("invariant: checked Some above");
     if grad.dtype() != md.dtype() {
-        *slot = Some(grad.to_dtype(md.dtype())?);
+        grad = grad.to_dtype(md.dtype())?;
     }
-    let grad = slot.as_ref().expect("invariant: checked Some above");
     if grad.device() != md.device() {
         if grad.ndim() != 0 {
             return Err(Error::InvalidGradientDevice {
-                node: node(),
+                node,
                 index,
                 expected: md.device(),
                 got: grad.device(),
             });
         }
-        *slot = Some(grad.to(md.device())?);
+        grad = grad.to(md.device())?;
     }
+    *slot = Some(grad);
     Ok(())
 }
