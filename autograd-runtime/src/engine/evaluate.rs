@@ -367,7 +367,6 @@ pub(crate) fn fit_gradient(
 }
 
 /// The work of [`fit_gradient`] for a gradient that does not fit as it is (out of line: rare).
-
 #[cold]
 #[inline(never)]
 pub(crate) fn refit_gradient(
