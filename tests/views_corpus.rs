@@ -1,7 +1,8 @@
 //! Replays the view + in-place corpus recorded from PyTorch (`tests/corpus/views_inplace.jsonl.gz`,
 //! written by `tests/corpus/gen_views_inplace.py`; `tests/corpus/README.md` describes the op
-//! language) through the public API, on `Device::Cpu` and on `Device::Virtual(1)`, and requires
-//! every program to agree with PyTorch: each step's values (rtol 1e-9, atol 1e-12) and
+//! language) through the public API, on `Device::Cpu`, on `Device::Virtual(1)` and, where there
+//! is a GPU, on `Device::Cuda(0)`, and requires every program to agree with PyTorch: each step's
+//! values (rtol 1e-9, atol 1e-12) and
 //! `requires_grad`, the gradients (`None` exactly where PyTorch has `None`), and errors at the same
 //! step with PyTorch's text.
 //!
@@ -938,7 +939,11 @@ fn views_inplace_corpus_matches_pytorch() {
     let default_hook = panic::take_hook();
     panic::set_hook(Box::new(|_| {}));
 
-    let devices = [Device::Cpu, Device::Virtual(1)];
+    // And the first GPU where there is one (the values are f64 on every device).
+    let mut devices = vec![Device::Cpu, Device::Virtual(1)];
+    if autograd::cuda::is_available() {
+        devices.push(Device::Cuda(0));
+    }
     let mut counts: BTreeMap<(Category, String), usize> = BTreeMap::new();
     let mut by_family: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     let mut by_error_kind: BTreeMap<(Category, &'static str), usize> = BTreeMap::new();
