@@ -4,11 +4,11 @@
 //! `materialize_grads` and `non_differentiable` (B34), `dirty` (B35), `once_differentiable` (B36).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use autograd::{
-    backward, differentiable, gradcheck, gradgradcheck, BackwardOptions, DType, Error, GradOptions,
-    Result, Tensor,
+    backward, differentiable, gradcheck, gradgradcheck, is_grad_enabled, saved_tensors_hooks,
+    BackwardOptions, DType, Error, GradOptions, NodeRef, Result, Tensor,
 };
 
 #[differentiable]
@@ -512,5 +512,92 @@ fn custom_functions_run_on_many_threads() -> Result<()> {
     for (i, h) in handles.into_iter().enumerate() {
         assert_eq!(h.join().expect("thread")?, i as f64);
     }
+    Ok(())
+}
+
+/// What `observed_exp_backward` saw of its saved `result`.
+struct SeenResult {
+    grad_fn: Option<NodeRef>,
+    requires_grad: bool,
+    is_leaf: bool,
+    output_nr: usize,
+    grad_mode: bool,
+}
+
+static SEEN_RESULTS: Mutex<Vec<SeenResult>> = Mutex::new(Vec::new());
+
+/// `exp` saving its result, whose backward records what the unpacked result looks like.
+#[differentiable]
+fn observed_exp(x: &Tensor) -> Result<Tensor> {
+    x.exp()
+}
+
+#[backward(observed_exp)]
+fn observed_exp_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
+    SEEN_RESULTS.lock().unwrap().push(SeenResult {
+        grad_fn: result.grad_fn(),
+        requires_grad: result.requires_grad(),
+        is_leaf: result.is_leaf(),
+        output_nr: result.output_nr(),
+        grad_mode: is_grad_enabled(),
+    });
+    grad.mul(result)
+}
+
+/// Runs one backward of `observed_exp` and returns what its backward saw of `result`.
+fn seen_result(y: &Tensor, options: BackwardOptions) -> Result<SeenResult> {
+    SEEN_RESULTS.lock().unwrap().clear();
+    y.sum()?.backward_with(options)?;
+    let mut seen = SEEN_RESULTS.lock().unwrap();
+    assert_eq!(seen.len(), 1);
+    Ok(seen.pop().unwrap())
+}
+
+#[test]
+fn a_saved_output_unpacks_with_its_node_as_grad_fn() -> Result<()> {
+    // PyTorch 2.15, a Function saving its output: in backward, `y, = ctx.saved_tensors` has
+    // `y.grad_fn is ctx`, `requires_grad` True, `is_leaf` False, `output_nr` 0, with grad mode
+    // off (and on under create_graph); also under saved-tensor hooks whose unpack returns a
+    // tensor with history of its own.
+    let x = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
+    let expected = [1.0f64.exp(), 2.0f64.exp()];
+    for create_graph in [false, true] {
+        x.set_grad(None);
+        let y = observed_exp(&x)?;
+        let node = y.grad_fn().unwrap();
+        let seen = seen_result(&y, BackwardOptions::new().create_graph(create_graph))?;
+        let grad_fn = seen.grad_fn.expect("the saved result has a grad_fn");
+        assert!(grad_fn.ptr_eq(&node), "{}", grad_fn.name());
+        assert_eq!(grad_fn.name(), "ObservedExpBackward0");
+        assert!(seen.requires_grad && !seen.is_leaf);
+        assert_eq!((seen.output_nr, seen.grad_mode), (0, create_graph));
+        assert_eq!(grad_of(&x), expected);
+    }
+
+    let w = Tensor::from_vec(vec![3.0f64, 4.0], &[2])?.requires_grad_(true)?;
+    let other = w.mul_scalar(2.0)?;
+    let y = {
+        let _hooks = saved_tensors_hooks(|t: &Tensor| t.clone(), move |_: &Tensor| other.clone());
+        observed_exp(&x)?
+    };
+    let node = y.grad_fn().unwrap();
+    let seen = seen_result(&y, BackwardOptions::new())?;
+    assert!(seen.grad_fn.expect("grad_fn").ptr_eq(&node));
+    assert!(seen.requires_grad && !seen.is_leaf && !seen.grad_mode);
+    Ok(())
+}
+
+#[test]
+fn unpacking_the_result_creates_no_reference_cycle() -> Result<()> {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
+    let y = tracked_exp(&x, DropCounter(drops.clone()))?;
+    let after_forward = drops.load(Ordering::SeqCst);
+    // The backward unpacks `result` (with the node as its grad_fn) and keeps the graph.
+    y.backward_with(BackwardOptions::new().retain_graph(true))?;
+    assert_eq!(x.grad().unwrap().item::<f64>()?, 1.0f64.exp());
+    assert_eq!(drops.load(Ordering::SeqCst), after_forward);
+    drop(y);
+    assert_eq!(drops.load(Ordering::SeqCst), after_forward + 1);
     Ok(())
 }

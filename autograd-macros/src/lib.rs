@@ -262,7 +262,8 @@ pub fn differentiable(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   error on the backward's parameter type. Only what is named is saved: tensor inputs with
 ///   `SavedTensor::input` (version-checked when unpacked, so an in-place change after the
 ///   forward is reported), outputs with `SavedTensor::output` (no reference cycle), attributes
-///   by value.
+///   by value. A saved output reaches the backward as PyTorch's `ctx.saved_tensors` gives it:
+///   with the node itself as its grad_fn (so it requires grad), whatever the grad mode.
 /// * **What PyTorch's `derivatives.yaml` formulas use** is available too:
 ///
 ///   | backward parameter | receives |

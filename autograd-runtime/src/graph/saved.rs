@@ -1,6 +1,7 @@
 //! `SavedTensor`: a tensor a node keeps for its backward, with the version it had when saved
 //! (B13, B14). Saved outputs keep their data but only a weak link to their grad_fn (the node that
-//! saves them), so saving a result never creates a reference cycle. Under saved-tensor hooks
+//! saves them), so saving a result never creates a reference cycle; unpacked, they come back with
+//! that grad_fn, as PyTorch's `SavedVariable::unpack(saved_for)` does. Under saved-tensor hooks
 //! (B38) the slot keeps what the pack hook returned instead.
 
 use super::saved_hooks::{self, HookPair, Packed};
@@ -123,14 +124,52 @@ impl SavedTensor {
 
     /// The saved tensor, after checking it was not modified in place since it was saved.
     ///
-    /// Under grad mode (a backward with `create_graph`), a saved output is re-attached to its
-    /// node so that the backward formula is itself differentiable.
+    /// A saved input comes back as the tensor that was saved. A saved output comes back with
+    /// its history, whatever the grad mode: its grad_fn is the node that saved it (PyTorch's
+    /// `SavedVariable::unpack(saved_for)`), so it requires grad, and a backward run with
+    /// `create_graph` differentiates through it. Each unpack of an output is a new handle on
+    /// the same data and version counter (the slot keeps the node only weakly: no cycle).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::from_vec(vec![0.0f64, 1.0], &[2])?.requires_grad_(true)?;
+    /// let y = x.exp()?; // ExpBackward0 saves its result
+    /// let node = y.grad_fn().unwrap();
+    /// let mut unpacked = None;
+    /// node.visit_saved_tensors(&mut |_, saved| unpacked = Some(saved.get()));
+    /// let result = unpacked.unwrap()?;
+    /// assert!(result.grad_fn().unwrap().ptr_eq(&node) && result.requires_grad());
+    /// assert_eq!(result.to_vec::<f64>()?, y.to_vec::<f64>()?);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
     ///
     /// # Errors
     ///
     /// [`Error::BackwardTwice`] after release; [`Error::SavedTensorModified`] if its version
     /// changed; [`Error::PackHookModifiedInput`] if a saved-tensor pack hook modified it.
     pub fn unpack(&self) -> Result<Option<Tensor>> {
+        self.unpack_with(true)
+    }
+
+    /// [`SavedTensor::get`] for a built-in op's derivative formula: with grad mode off (a
+    /// backward without `create_graph`), a saved output comes back without its grad_fn, which
+    /// the formula cannot observe, and the unpack costs no new tensor. Under grad mode it is
+    /// [`SavedTensor::get`].
+    ///
+    /// # Errors
+    ///
+    /// As [`SavedTensor::unpack`].
+    #[doc(hidden)]
+    #[inline]
+    pub fn get_in_builtin(&self) -> Result<Tensor> {
+        self.unpack_with(is_grad_enabled())?
+            .ok_or_else(|| Error::msg("internal error: unpacked an empty saved tensor"))
+    }
+
+    /// [`SavedTensor::unpack`]; `history`: whether a saved output gets its grad_fn back.
+    fn unpack_with(&self, history: bool) -> Result<Option<Tensor>> {
         let state = self.state.lock();
         match &*state {
             State::Empty => Ok(None),
@@ -144,24 +183,32 @@ impl SavedTensor {
             } => {
                 // The unpack hook is user code: run it without holding this slot's lock.
                 let (packed, hooks) = (packed.clone(), hooks.clone());
-                let history = match output {
-                    Some((node, nr)) => node.upgrade().map(|n| (NodeRef::new(n), *nr)),
-                    None => edge.as_ref().map(|e| (e.node.clone(), e.input_nr)),
-                };
+                let (output, edge) = (output.clone(), edge.clone());
                 drop(state);
                 let t = hooks.unpack(&packed);
-                if !is_grad_enabled() {
-                    return Ok(Some(t));
-                }
-                // Re-attach the history the saved tensor had, so a create_graph pass
-                // differentiates through it (a tensor the hook returned as is keeps its own).
-                match history {
-                    Some((node, nr)) if t.grad_fn().is_none() => {
+                match output {
+                    // A saved output: the hook's data, with the saving node as its grad_fn
+                    // (PyTorch makes a new variable over the unpacked data).
+                    Some((node, nr)) => {
+                        if !history {
+                            return Ok(Some(t));
+                        }
                         let alias = t.detach();
-                        alias.set_grad_fn(node, nr);
+                        if let Some(node) = node.upgrade() {
+                            alias.set_grad_fn(NodeRef::new(node), nr);
+                        }
                         Ok(Some(alias))
                     }
-                    _ => Ok(Some(t)),
+                    // A saved input: its history is re-attached for a create_graph pass (a
+                    // tensor the hook returned with history of its own keeps it).
+                    None => match edge {
+                        Some(e) if is_grad_enabled() && t.grad_fn().is_none() => {
+                            let alias = t.detach();
+                            alias.set_grad_fn(e.node, e.input_nr);
+                            Ok(Some(alias))
+                        }
+                        _ => Ok(Some(t)),
+                    },
                 }
             }
             State::Input { tensor, version } => {
@@ -178,7 +225,7 @@ impl SavedTensor {
                 output_nr,
             } => {
                 check_version(data, *version, Some((grad_fn, *output_nr)))?;
-                if !is_grad_enabled() {
+                if !history {
                     return Ok(Some(data.clone()));
                 }
                 let t = data.detach();
