@@ -71,6 +71,14 @@ use proc_macro::TokenStream;
 ///   gradient parameter and no `result_*` name; the tensor outputs are numbered among
 ///   themselves, and a single one is `grad` / `result`. A tensor inside such an output
 ///   (`Vec<Tensor>`, `Option<Tensor>`) is an error.
+/// * Saving can fail: under `autograd::saved_tensors_hooks`, a pack hook that modifies the
+///   tensor it is given in place is `Error::PackHookModifiedInput` ("A saved tensor pack hook
+///   is modifying its input in place. ..."). A forward returning `Result` returns it from the
+///   call, as PyTorch raises it in the forward, and leaves its outputs without history; so
+///   when its node saves a tensor (its backward names one), its error type must convert from
+///   `autograd::Error` (`autograd::Result` does; rustc checks any other, with its error on
+///   that type). A forward returning a bare `Tensor` cannot fail: its node keeps the error,
+///   and the `backward()` that first uses the tensor returns it.
 /// * It has exactly one `#[backward]`; a missing or second one is a compile error.
 /// * An output that is one of the inputs (returned as is), a tensor that already requires grad, or
 ///   the same tensor as an earlier output is replaced by a detached alias (same storage and
@@ -215,7 +223,8 @@ use proc_macro::TokenStream;
 ///             };
 ///             let saved_scale = scale.clone();
 ///             let out = { let _g = no_grad(); __autograd_scaled_square_forward(x, scale) };
-///             record_node(edges, &[&out], |_node| Node { x: SavedTensor::input(x), scale: saved_scale });
+///             // `try_record_node(..)?` for a forward returning `Result`: see the rules above
+///             record_node(edges, &[&out], |save| Node { x: save.input(x), scale: saved_scale });
 ///             out
 ///         }
 ///     }

@@ -574,32 +574,34 @@ pub(crate) fn link_impl(
         });
         (quote_spanned!(loc=> &[#(#refs),*]), TokenStream::new())
     };
+    // Tensors are saved through the `SaveContext` `record_node` passes (`__save`), which
+    // notes a pack hook that modifies its input.
+    let save = quote_spanned!(loc=> __save);
     let inits = slots.iter().filter(|s| s.has_field()).map(|s| {
         let field = &s.field;
-        let saved = quote_spanned!(loc=> #krate::SavedTensor);
         let init = match s.kind {
             SlotKind::Input { ident, slice: true, .. } => {
-                quote_spanned!(loc=> #ident.iter().map(#saved::input).collect())
+                quote_spanned!(loc=> #ident.iter().map(|__t| #save.input(__t)).collect())
             }
             SlotKind::Input { original: true, .. } => {
                 let local = format_ident!("{}_original", s.field);
                 if s.needed_local().is_some() {
-                    quote_spanned!(loc=> #local.as_ref().map(#saved::input))
+                    quote_spanned!(loc=> #local.as_ref().map(|__t| #save.input(__t)))
                 } else {
-                    quote_spanned!(loc=> #saved::input(&#local))
+                    quote_spanned!(loc=> #save.input(&#local))
                 }
             }
             SlotKind::Input { ident, optional: true, .. } => {
-                quote_spanned!(loc=> ::core::option::Option::map(#ident, #saved::input))
+                quote_spanned!(loc=> ::core::option::Option::map(#ident, |__t| #save.input(__t)))
             }
             SlotKind::Input { ident, dirty: false, .. } if !dirty.is_empty() => {
                 let local = format_ident!("{}_version", s.field);
-                quote_spanned!(loc=> #saved::input_at(#ident, #local))
+                quote_spanned!(loc=> #save.input_at(#ident, #local))
             }
-            SlotKind::Input { ident, dirty: false, .. } => quote_spanned!(loc=> #saved::input(#ident)),
+            SlotKind::Input { ident, dirty: false, .. } => quote_spanned!(loc=> #save.input(#ident)),
             SlotKind::Input { ident, dirty: true, .. } => {
                 let pos = format_ident!("__dirty_{}", ident.unraw(), span = loc);
-                quote_spanned!(loc=> #saved::output(#ident, __weak(), #pos))
+                quote_spanned!(loc=> #save.output(#ident, #pos))
             }
             SlotKind::Metadata { ident, slice: false } => {
                 quote_spanned!(loc=> #krate::__private::InputMetadata::of(#ident))
@@ -618,16 +620,16 @@ pub(crate) fn link_impl(
             SlotKind::Output { vec: true, .. } => {
                 let out = &outs[0];
                 quote_spanned!(loc=> #out.iter().enumerate()
-                    .map(|(__i, __o)| #saved::output(__o, __weak(), __i))
+                    .map(|(__i, __o)| #save.output(__o, __i))
                     .collect())
             }
             SlotKind::Output { index, differentiable: true, .. } => {
                 let out = &outs[index];
-                quote_spanned!(loc=> #saved::output(&#out, __weak(), #index))
+                quote_spanned!(loc=> #save.output(&#out, #index))
             }
             SlotKind::Output { index, differentiable: false, .. } => {
                 let out = &outs[index];
-                quote_spanned!(loc=> #saved::input(&#out))
+                quote_spanned!(loc=> #save.input(&#out))
             }
             SlotKind::NeedsInputGrad { .. } => unreachable!("invariant: filtered by has_field"),
         };
@@ -648,6 +650,24 @@ pub(crate) fn link_impl(
         };
         quote_spanned!(loc=> #field: #init)
     });
+    // A pack hook that modifies its input fails the call, as in PyTorch, when the forward can
+    // return the error: its error type then converts from `Error` (rustc checks that, on the
+    // forward's return type). A forward returning a bare tensor leaves it to the backward.
+    let make = quote_spanned!(loc=> |__save| __AutogradNode { #(#inits,)* });
+    let record = if fwd.output.fallible && slots.iter().any(Slot::is_tensor) {
+        let at = Span::mixed_site().located_at(error_type_span(fwd, loc));
+        let convert = quote_spanned!(at=> ::core::convert::Into::into(__e));
+        quote_spanned! {loc=>
+            let __node = match #krate::__private::try_record_node(__edges, #record_refs, #make) {
+                ::core::result::Result::Ok(__n) => __n,
+                ::core::result::Result::Err(__e) => return ::core::result::Result::Err(#convert),
+            };
+        }
+    } else {
+        quote_spanned! {loc=>
+            let __node = #krate::__private::record_node(__edges, #record_refs, #make);
+        }
+    };
     let value = if fwd.output.tuple {
         quote_spanned!(loc=> (#(#elems,)*))
     } else {
@@ -720,11 +740,7 @@ pub(crate) fn link_impl(
                     #(#fresh)*
                     #(#non_diff_aliases)*
                     #build_refs
-                    let __node = #krate::__private::record_node(
-                        __edges,
-                        #record_refs,
-                        |__weak| __AutogradNode { #(#inits,)* },
-                    );
+                    #record
                     #(#rebases)*
                     #value
                 }
@@ -765,6 +781,24 @@ pub(crate) fn link_impl(
             #impl_link
         };
     }
+}
+
+/// Where rustc reports that the forward's error type does not convert from `Error`: the `E` of
+/// `Result<T, E>`, or the whole return type (`Result<T>`, an alias).
+fn error_type_span(fwd: &DiffFn<'_>, otherwise: Span) -> Span {
+    let syn::ReturnType::Type(_, ty) = fwd.output.original else {
+        return otherwise;
+    };
+    if let syn::Type::Path(p) = &**ty {
+        if let Some(syn::PathArguments::AngleBracketed(args)) =
+            p.path.segments.last().map(|s| &s.arguments)
+        {
+            if let (2, Some(e)) = (args.args.len(), args.args.last()) {
+                return syn::spanned::Spanned::span(e);
+            }
+        }
+    }
+    syn::spanned::Spanned::span(&**ty)
 }
 
 /// `impl link for marker { items }`, its first and last token spanned on the backward's path.

@@ -4,6 +4,8 @@
 //! that grad_fn, as PyTorch's `SavedVariable::unpack(saved_for)` does. Under saved-tensor hooks
 //! (B38) the slot keeps what the pack hook returned instead.
 
+use std::cell::Cell;
+
 use super::saved_hooks::{self, HookPair, Packed};
 use super::InputMetadata;
 use crate::sync::{Arc, Mutex, Weak};
@@ -30,31 +32,40 @@ enum State {
         output: Option<(Weak<dyn Node>, usize)>,
         edge: Option<Edge>,
     },
-    /// The pack hook modified its input in place; reported when the tensor is used.
+    /// The pack hook modified its input in place, in the forward of a node recorded with
+    /// [`record_node`](super::function::record_node) (a forward that cannot return the error):
+    /// reported when the tensor is used.
     PackModifiedInput,
     /// Freed after the node ran without `retain_graph`.
     Released,
 }
 
-/// Packs `t` with the active hooks, if any.
-fn pack(t: &Tensor, output: Option<(&Weak<dyn Node>, usize)>) -> Option<State> {
-    let hooks = saved_hooks::current()?;
+/// Packs `t` with the active hooks, if any (`Ok(None)`: there are none).
+///
+/// # Errors
+///
+/// [`Error::PackHookModifiedInput`] if the pack hook modified `t` in place (PyTorch checks the
+/// version counter around the hook in the `SavedVariable` constructor).
+fn pack(t: &Tensor, output: Option<(&Weak<dyn Node>, usize)>) -> Result<Option<State>> {
+    let Some(hooks) = saved_hooks::current() else {
+        return Ok(None);
+    };
     let version = t.version();
     let packed = hooks.pack(t);
     if t.version() != version {
-        return Some(State::PackModifiedInput);
+        return Err(Error::PackHookModifiedInput);
     }
     let edge = if output.is_none() {
         t.gradient_edge()
     } else {
         None
     };
-    Some(State::Hooked {
+    Ok(Some(State::Hooked {
         packed: Arc::new(packed),
         hooks,
         output: output.map(|(w, nr)| (w.clone(), nr)),
         edge,
-    })
+    }))
 }
 
 /// A tensor saved for backward, checked against in-place modification when unpacked.
@@ -79,37 +90,49 @@ pub struct SavedTensor {
 
 impl SavedTensor {
     /// Saves a forward input of the node being built.
-    pub fn input(t: &Tensor) -> SavedTensor {
-        let state = pack(t, None).unwrap_or_else(|| State::Input {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PackHookModifiedInput`] if a saved-tensor pack hook modified `t` in place.
+    pub fn input(t: &Tensor) -> Result<SavedTensor> {
+        let state = pack(t, None)?.unwrap_or_else(|| State::Input {
             tensor: t.clone(),
             version: t.version(),
         });
-        SavedTensor {
-            state: Mutex::new(state),
-        }
+        Ok(SavedTensor::new(state))
     }
 
     /// Saves a forward input of an op that modifies another input in place, at `version`, the
     /// version it had before the op ran (PyTorch saves inputs before calling the kernel).
-    pub fn input_at(t: &Tensor, version: u64) -> SavedTensor {
-        let state = pack(t, None).unwrap_or_else(|| State::Input {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PackHookModifiedInput`] if a saved-tensor pack hook modified `t` in place.
+    pub fn input_at(t: &Tensor, version: u64) -> Result<SavedTensor> {
+        let state = pack(t, None)?.unwrap_or_else(|| State::Input {
             tensor: t.clone(),
             version,
         });
-        SavedTensor {
-            state: Mutex::new(state),
-        }
+        Ok(SavedTensor::new(state))
     }
 
     /// Saves output `output_nr` of the node being built; `node` is that node (from
     /// `Arc::new_cyclic`), kept weakly.
-    pub fn output(t: &Tensor, node: Weak<dyn Node>, output_nr: usize) -> SavedTensor {
-        let state = pack(t, Some((&node, output_nr))).unwrap_or_else(|| State::Output {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PackHookModifiedInput`] if a saved-tensor pack hook modified `t` in place.
+    pub fn output(t: &Tensor, node: Weak<dyn Node>, output_nr: usize) -> Result<SavedTensor> {
+        let state = pack(t, Some((&node, output_nr)))?.unwrap_or_else(|| State::Output {
             data: t.detach(),
             version: t.version(),
             grad_fn: node,
             output_nr,
         });
+        Ok(SavedTensor::new(state))
+    }
+
+    fn new(state: State) -> SavedTensor {
         SavedTensor {
             state: Mutex::new(state),
         }
@@ -257,7 +280,7 @@ impl SavedTensor {
     /// ```
     /// use autograd_runtime::{DType, SavedTensor, Tensor};
     /// let t = Tensor::zeros(&[2, 3], DType::F32)?;
-    /// let saved = SavedTensor::input(&t);
+    /// let saved = SavedTensor::input(&t)?;
     /// let md = saved.metadata().unwrap();
     /// assert_eq!((md.shape(), md.dtype()), (&[2, 3][..], DType::F32));
     /// saved.release();
@@ -292,6 +315,97 @@ impl SavedTensor {
         if matches!(old, State::Empty) {
             *self.state.lock() = State::Empty;
         }
+    }
+}
+
+/// What [`record_node`](super::function::record_node)'s `make` receives: saves the tensors of
+/// the node being built (PyTorch's `SavedVariable` constructors), and remembers whether a
+/// saved-tensor pack hook modified its input, so that
+/// [`try_record_node`](super::function::try_record_node) fails before the node is attached to
+/// its outputs.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::__private::{next_edges, record_node, smallvec::smallvec, GradVec};
+/// use autograd_runtime::{graph::Backward, NodeMeta, Result, SavedTensor, Tensor};
+///
+/// struct Square { x: SavedTensor }
+/// impl Backward for Square {
+///     const NAME: &'static str = "SquareBackward0";
+///     fn backward(&self, _: &NodeMeta, grads: GradVec) -> Result<GradVec> {
+///         let (g, x) = (grads[0].as_ref().unwrap(), self.x.get()?);
+///         Ok(smallvec![Some(g.mul(&x)?.mul_scalar(2.0)?)])
+///     }
+/// }
+///
+/// let x = Tensor::scalar(3.0f64).requires_grad_(true)?;
+/// let y = { let _g = autograd_runtime::no_grad(); x.mul(&x)? };
+/// record_node(next_edges(&[&x]).unwrap(), &[&y], |save| Square { x: save.input(&x) });
+/// y.backward()?;
+/// assert_eq!(x.grad().unwrap().item::<f64>()?, 6.0);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub struct SaveContext<'a> {
+    /// The node being built, as a weak handle (made only when a saved output asks for it).
+    node: &'a dyn Fn() -> Weak<dyn Node>,
+    /// Set by the first pack hook that modified its input; read by `record_node` once `make`
+    /// returned.
+    pack_failed: Cell<bool>,
+}
+
+impl<'a> SaveContext<'a> {
+    pub(crate) fn new(node: &'a dyn Fn() -> Weak<dyn Node>) -> SaveContext<'a> {
+        SaveContext {
+            node,
+            pack_failed: Cell::new(false),
+        }
+    }
+
+    /// Whether a pack hook modified its input while this context saved tensors.
+    pub(crate) fn pack_failed(&self) -> bool {
+        self.pack_failed.get()
+    }
+
+    /// The node being built, held weakly (a strong handle in the node would be a cycle).
+    pub fn node(&self) -> Weak<dyn Node> {
+        (self.node)()
+    }
+
+    /// [`SavedTensor::input`] for the node being built.
+    pub fn input(&self, t: &Tensor) -> SavedTensor {
+        self.save(|| SavedTensor::input(t))
+    }
+
+    /// [`SavedTensor::input_at`] for the node being built.
+    pub fn input_at(&self, t: &Tensor, version: u64) -> SavedTensor {
+        self.save(|| SavedTensor::input_at(t, version))
+    }
+
+    /// [`SavedTensor::output`] of the node being built, its output `output_nr`.
+    pub fn output(&self, t: &Tensor, output_nr: usize) -> SavedTensor {
+        self.save(|| SavedTensor::output(t, self.node(), output_nr))
+    }
+
+    /// The slot `save` makes, or (a pack hook modified its input) one that reports it when
+    /// used, noted here. After a failure nothing more is packed: PyTorch stops at the first
+    /// `SavedVariable` that raises.
+    fn save(&self, save: impl FnOnce() -> Result<SavedTensor>) -> SavedTensor {
+        if self.pack_failed.get() {
+            return SavedTensor::new(State::PackModifiedInput);
+        }
+        save().unwrap_or_else(|_| {
+            self.pack_failed.set(true);
+            SavedTensor::new(State::PackModifiedInput)
+        })
+    }
+}
+
+impl std::fmt::Debug for SaveContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SaveContext")
+            .field("pack_failed", &self.pack_failed.get())
+            .finish_non_exhaustive()
     }
 }
 
