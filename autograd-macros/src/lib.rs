@@ -107,7 +107,8 @@ use proc_macro::TokenStream;
 /// forward, after the gradients in the backward), so the same rules apply: the node keeps a
 /// clone of the configuration only when it is recorded, and rustc requires it to be
 /// `Clone + Send + Sync + 'static`. Options go on the block (`name` defaults to
-/// `<Type>Backward0`); other items of the block stay methods of the type.
+/// `<Type>Backward0`); with `save(r, ..)`, `forward` returns its outputs then the residuals
+/// and `apply` the outputs alone. Other items of the block stay methods of the type.
 ///
 /// # Derived backward: `derive`
 ///
