@@ -601,3 +601,83 @@ fn unpacking_the_result_creates_no_reference_cycle() -> Result<()> {
     assert_eq!(drops.load(Ordering::SeqCst), after_forward + 1);
     Ok(())
 }
+
+/// What `double_duplicate_backward` received: both incoming gradients, and its saved `result_0`'s
+/// output number.
+type ReceivedGrads = (Vec<f64>, Vec<f64>, usize);
+
+static DUPLICATE_GRADS: Mutex<Vec<ReceivedGrads>> = Mutex::new(Vec::new());
+
+/// PyTorch's `test_return_duplicate`: `output = x * 2; return output, output`.
+#[differentiable]
+fn double_duplicate(x: &Tensor) -> Result<(Tensor, Tensor)> {
+    let output = x.mul_scalar(2.0)?;
+    Ok((output.clone(), output))
+}
+
+#[backward(double_duplicate)]
+fn double_duplicate_backward(
+    grad_0: &Tensor,
+    grad_1: &Tensor,
+    result_0: &Tensor,
+) -> Result<Tensor> {
+    DUPLICATE_GRADS.lock().unwrap().push((
+        grad_0.to_vec::<f64>()?,
+        grad_1.to_vec::<f64>()?,
+        result_0.output_nr(),
+    ));
+    grad_0.mul_scalar(2.0)?.add(&grad_1.mul_scalar(2.0)?)
+}
+
+/// Returns its input twice (each occurrence becomes an alias of its own, as PyTorch's views).
+#[differentiable]
+fn input_twice(x: &Tensor) -> (Tensor, Tensor) {
+    (x.clone(), x.clone())
+}
+
+#[backward(input_twice)]
+fn input_twice_backward(grad_0: &Tensor, grad_1: &Tensor) -> Result<Tensor> {
+    assert_eq!(
+        (grad_0.to_vec::<f64>()?, grad_1.to_vec::<f64>()?),
+        (vec![3.0; 2], vec![1.0; 2])
+    );
+    grad_0.add(grad_1)
+}
+
+#[test]
+fn a_tensor_returned_twice_is_one_tensor_and_two_outputs() -> Result<()> {
+    // test_return_duplicate: `a is b`, and gradcheck of `a + b`.
+    let x = randn(&[5, 5], 11)?;
+    gradcheck(
+        |t| {
+            let (a, b) = double_duplicate(&t[0])?;
+            assert!(a.is_same(&b));
+            a.add(&b)
+        },
+        std::slice::from_ref(&x),
+    )?;
+    // PyTorch 2.15: both handles are output 1 of the node (the later position wins); every use
+    // sends its gradient to that output, and the other is materialised as zeros; a saved
+    // output is output 1 too.
+    let x = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
+    let (a, b) = double_duplicate(&x)?;
+    assert!(a.is_same(&b));
+    assert_eq!(a.grad_fn().unwrap().name(), "DoubleDuplicateBackward0");
+    assert_eq!((a.output_nr(), b.output_nr()), (1, 1));
+    DUPLICATE_GRADS.lock().unwrap().clear();
+    a.mul_scalar(3.0)?.add(&b)?.sum()?.backward()?;
+    assert_eq!(
+        DUPLICATE_GRADS.lock().unwrap().as_slice(),
+        [(vec![0.0; 2], vec![4.0; 2], 1)]
+    );
+    assert_eq!(grad_of(&x), [8.0, 8.0]);
+
+    // An input returned twice: two aliases, outputs 0 and 1, neither the input itself.
+    let x = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
+    let (a, b) = input_twice(&x);
+    assert!(!a.is_same(&b) && !a.is_same(&x) && !b.is_same(&x));
+    assert_eq!((a.output_nr(), b.output_nr()), (0, 1));
+    a.mul_scalar(3.0)?.add(&b)?.sum()?.backward()?;
+    assert_eq!(grad_of(&x), [4.0, 4.0]);
+    Ok(())
+}

@@ -80,10 +80,13 @@ use proc_macro::TokenStream;
 ///   that type). A forward returning a bare `Tensor` cannot fail: its node keeps the error,
 ///   and the `backward()` that first uses the tensor returns it.
 /// * It has exactly one `#[backward]`; a missing or second one is a compile error.
-/// * An output that is one of the inputs (returned as is), a tensor that already requires grad, or
-///   the same tensor as an earlier output is replaced by a detached alias (same storage and
-///   version counter), so that the node never takes over a tensor it did not create. Only `dirty`
-///   inputs keep their handle.
+/// * An output that is one of the inputs (returned as is) or a tensor that already requires
+///   grad is replaced by a detached alias (same storage and version counter), so that the node
+///   never takes over a tensor it did not create; an input returned twice gives two aliases.
+///   Only `dirty` inputs keep their handle. Any other tensor returned twice stays one tensor,
+///   the node's output at both positions, as in PyTorch (`test_return_duplicate`): its
+///   `output_nr` is the later position, which receives the gradients of all its uses (the
+///   earlier one's is zeros, or `None` without `materialize_grads`).
 ///
 /// # Configuration in `self`: the `impl` form
 ///
