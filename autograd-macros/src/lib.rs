@@ -15,6 +15,7 @@ mod backward;
 mod ctxt;
 mod derive;
 mod differentiable;
+mod earlier_backward;
 mod expand;
 mod fallback;
 mod impl_form;
@@ -79,7 +80,11 @@ use proc_macro::TokenStream;
 ///   `autograd::Error` (`autograd::Result` does; rustc checks any other, with its error on
 ///   that type). A forward returning a bare `Tensor` cannot fail: its node keeps the error,
 ///   and the `backward()` that first uses the tensor returns it.
-/// * It has exactly one `#[backward]`; a missing or second one is a compile error.
+/// * It has exactly one `#[backward]`; a missing or second one is a compile error. A second
+///   one in the module of the first (same file) is reported on its own attribute: "`f` already
+///   has a `#[backward]`, `f_backward`: ..." (the macro finds the first in the source file,
+///   since attribute expansions cannot see each other); one in another module or file is
+///   rustc's conflicting implementations (E0119) of the forward's hidden link trait.
 /// * An output that is one of the inputs (returned as is) or a tensor that already requires
 ///   grad is replaced by a detached alias (same storage and version counter), so that the node
 ///   never takes over a tensor it did not create; an input returned twice gives two aliases.
@@ -331,7 +336,9 @@ pub fn differentiable(args: TokenStream, item: TokenStream) -> TokenStream {
 /// the recording function.
 #[proc_macro_attribute]
 pub fn backward(args: TokenStream, item: TokenStream) -> TokenStream {
-    backward::expand(args.into(), item.into()).into()
+    // The file this attribute is in: a second `#[backward]` of one forward is found there.
+    let file = proc_macro::Span::call_site().local_file();
+    backward::expand(args.into(), item.into(), file.as_deref()).into()
 }
 
 /// Receives a forward's options and signature (from its signature macro) together with a

@@ -28,7 +28,7 @@ fn expand_pair(
     format!(
         "// #[differentiable({args})]\n{}\n// #[backward({path})]\n{}\n// __check_backward! (through the signature macro)\n{}",
         pretty(crate::differentiable::expand(args.clone(), forward)),
-        pretty(crate::backward::expand(path.clone(), backward)),
+        pretty(crate::backward::expand(path.clone(), backward, None)),
         pretty(check),
     )
 }
