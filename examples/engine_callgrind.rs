@@ -6,6 +6,7 @@
 //! cargo build --release --example engine_callgrind
 //! valgrind --tool=callgrind target/release/examples/engine_callgrind          # backward
 //! valgrind --tool=callgrind target/release/examples/engine_callgrind record   # record + backward
+//! valgrind --tool=callgrind target/release/examples/engine_callgrind saved    # saved outputs
 //! target/release/examples/engine_callgrind split   # wall-clock: forward, backward, drop per op
 //! ```
 //!
@@ -13,12 +14,14 @@
 //!   over it (`retain_graph`);
 //! * `record`: 5 times, the chain recorded, its backward run (the graph freed by the pass) and
 //!   dropped;
+//! * `saved`: a chain of 10,000 scalar `tanh` nodes built once, then 5 backward passes over it
+//!   (`retain_graph`): each node saves its output, so each pass unpacks 10,000 saved outputs;
 //! * `split`: the `record` workload 41 times, printing the median wall-clock time per op of the
 //!   forward (recording), the backward and the drop of what is left of the graph.
 
 use std::time::{Duration, Instant};
 
-use autograd::Result;
+use autograd::{Result, Tensor};
 
 #[path = "../benches/workloads/mod.rs"]
 mod workloads;
@@ -41,13 +44,31 @@ fn main() -> Result<()> {
                 y.backward()?;
             }
         }
+        Some("saved") => {
+            let (x, y) = tanh_chain(NODES)?;
+            for _ in 0..5 {
+                x.set_grad(None);
+                y.backward_with(retain())?;
+            }
+        }
         Some("split") => split()?,
         Some(other) => {
-            eprintln!("unknown mode {other:?}: expected no argument, `record` or `split`");
+            eprintln!("unknown mode {other:?}: expected no argument, `record`, `saved` or `split`");
             std::process::exit(2);
         }
     }
     Ok(())
+}
+
+/// A 0-dim f64 leaf and the end of a chain of `n` `tanh` nodes hanging from it (each saves its
+/// output, `TanhBackward0`'s `result`).
+fn tanh_chain(n: usize) -> Result<(Tensor, Tensor)> {
+    let x = Tensor::scalar(0.5f64).requires_grad_(true)?;
+    let mut y = x.clone();
+    for _ in 0..n {
+        y = y.tanh()?;
+    }
+    Ok((x, y))
 }
 
 fn split() -> Result<()> {

@@ -4,11 +4,11 @@
 //! `materialize_grads` and `non_differentiable` (B34), `dirty` (B35), `once_differentiable` (B36).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use autograd::{
-    backward, differentiable, gradcheck, gradgradcheck, BackwardOptions, DType, Error, GradOptions,
-    Result, Tensor,
+    backward, differentiable, gradcheck, gradgradcheck, is_grad_enabled, saved_tensors_hooks,
+    BackwardOptions, DType, Error, GradOptions, NodeRef, Result, Tensor,
 };
 
 #[differentiable]
@@ -512,5 +512,172 @@ fn custom_functions_run_on_many_threads() -> Result<()> {
     for (i, h) in handles.into_iter().enumerate() {
         assert_eq!(h.join().expect("thread")?, i as f64);
     }
+    Ok(())
+}
+
+/// What `observed_exp_backward` saw of its saved `result`.
+struct SeenResult {
+    grad_fn: Option<NodeRef>,
+    requires_grad: bool,
+    is_leaf: bool,
+    output_nr: usize,
+    grad_mode: bool,
+}
+
+static SEEN_RESULTS: Mutex<Vec<SeenResult>> = Mutex::new(Vec::new());
+
+/// `exp` saving its result, whose backward records what the unpacked result looks like.
+#[differentiable]
+fn observed_exp(x: &Tensor) -> Result<Tensor> {
+    x.exp()
+}
+
+#[backward(observed_exp)]
+fn observed_exp_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
+    SEEN_RESULTS.lock().unwrap().push(SeenResult {
+        grad_fn: result.grad_fn(),
+        requires_grad: result.requires_grad(),
+        is_leaf: result.is_leaf(),
+        output_nr: result.output_nr(),
+        grad_mode: is_grad_enabled(),
+    });
+    grad.mul(result)
+}
+
+/// Runs one backward of `observed_exp` and returns what its backward saw of `result`.
+fn seen_result(y: &Tensor, options: BackwardOptions) -> Result<SeenResult> {
+    SEEN_RESULTS.lock().unwrap().clear();
+    y.sum()?.backward_with(options)?;
+    let mut seen = SEEN_RESULTS.lock().unwrap();
+    assert_eq!(seen.len(), 1);
+    Ok(seen.pop().unwrap())
+}
+
+#[test]
+fn a_saved_output_unpacks_with_its_node_as_grad_fn() -> Result<()> {
+    // PyTorch 2.15, a Function saving its output: in backward, `y, = ctx.saved_tensors` has
+    // `y.grad_fn is ctx`, `requires_grad` True, `is_leaf` False, `output_nr` 0, with grad mode
+    // off (and on under create_graph); also under saved-tensor hooks whose unpack returns a
+    // tensor with history of its own.
+    let x = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
+    let expected = [1.0f64.exp(), 2.0f64.exp()];
+    for create_graph in [false, true] {
+        x.set_grad(None);
+        let y = observed_exp(&x)?;
+        let node = y.grad_fn().unwrap();
+        let seen = seen_result(&y, BackwardOptions::new().create_graph(create_graph))?;
+        let grad_fn = seen.grad_fn.expect("the saved result has a grad_fn");
+        assert!(grad_fn.ptr_eq(&node), "{}", grad_fn.name());
+        assert_eq!(grad_fn.name(), "ObservedExpBackward0");
+        assert!(seen.requires_grad && !seen.is_leaf);
+        assert_eq!((seen.output_nr, seen.grad_mode), (0, create_graph));
+        assert_eq!(grad_of(&x), expected);
+    }
+
+    let w = Tensor::from_vec(vec![3.0f64, 4.0], &[2])?.requires_grad_(true)?;
+    let other = w.mul_scalar(2.0)?;
+    let y = {
+        let _hooks = saved_tensors_hooks(|t: &Tensor| t.clone(), move |_: &Tensor| other.clone());
+        observed_exp(&x)?
+    };
+    let node = y.grad_fn().unwrap();
+    let seen = seen_result(&y, BackwardOptions::new())?;
+    assert!(seen.grad_fn.expect("grad_fn").ptr_eq(&node));
+    assert!(seen.requires_grad && !seen.is_leaf && !seen.grad_mode);
+    Ok(())
+}
+
+#[test]
+fn unpacking_the_result_creates_no_reference_cycle() -> Result<()> {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
+    let y = tracked_exp(&x, DropCounter(drops.clone()))?;
+    let after_forward = drops.load(Ordering::SeqCst);
+    // The backward unpacks `result` (with the node as its grad_fn) and keeps the graph.
+    y.backward_with(BackwardOptions::new().retain_graph(true))?;
+    assert_eq!(x.grad().unwrap().item::<f64>()?, 1.0f64.exp());
+    assert_eq!(drops.load(Ordering::SeqCst), after_forward);
+    drop(y);
+    assert_eq!(drops.load(Ordering::SeqCst), after_forward + 1);
+    Ok(())
+}
+
+/// What `double_duplicate_backward` received: both incoming gradients, and its saved `result_0`'s
+/// output number.
+type ReceivedGrads = (Vec<f64>, Vec<f64>, usize);
+
+static DUPLICATE_GRADS: Mutex<Vec<ReceivedGrads>> = Mutex::new(Vec::new());
+
+/// PyTorch's `test_return_duplicate`: `output = x * 2; return output, output`.
+#[differentiable]
+fn double_duplicate(x: &Tensor) -> Result<(Tensor, Tensor)> {
+    let output = x.mul_scalar(2.0)?;
+    Ok((output.clone(), output))
+}
+
+#[backward(double_duplicate)]
+fn double_duplicate_backward(
+    grad_0: &Tensor,
+    grad_1: &Tensor,
+    result_0: &Tensor,
+) -> Result<Tensor> {
+    DUPLICATE_GRADS.lock().unwrap().push((
+        grad_0.to_vec::<f64>()?,
+        grad_1.to_vec::<f64>()?,
+        result_0.output_nr(),
+    ));
+    grad_0.mul_scalar(2.0)?.add(&grad_1.mul_scalar(2.0)?)
+}
+
+/// Returns its input twice (each occurrence becomes an alias of its own, as PyTorch's views).
+#[differentiable]
+fn input_twice(x: &Tensor) -> (Tensor, Tensor) {
+    (x.clone(), x.clone())
+}
+
+#[backward(input_twice)]
+fn input_twice_backward(grad_0: &Tensor, grad_1: &Tensor) -> Result<Tensor> {
+    assert_eq!(
+        (grad_0.to_vec::<f64>()?, grad_1.to_vec::<f64>()?),
+        (vec![3.0; 2], vec![1.0; 2])
+    );
+    grad_0.add(grad_1)
+}
+
+#[test]
+fn a_tensor_returned_twice_is_one_tensor_and_two_outputs() -> Result<()> {
+    // test_return_duplicate: `a is b`, and gradcheck of `a + b`.
+    let x = randn(&[5, 5], 11)?;
+    gradcheck(
+        |t| {
+            let (a, b) = double_duplicate(&t[0])?;
+            assert!(a.is_same(&b));
+            a.add(&b)
+        },
+        std::slice::from_ref(&x),
+    )?;
+    // PyTorch 2.15: both handles are output 1 of the node (the later position wins); every use
+    // sends its gradient to that output, and the other is materialised as zeros; a saved
+    // output is output 1 too.
+    let x = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
+    let (a, b) = double_duplicate(&x)?;
+    assert!(a.is_same(&b));
+    assert_eq!(a.grad_fn().unwrap().name(), "DoubleDuplicateBackward0");
+    assert_eq!((a.output_nr(), b.output_nr()), (1, 1));
+    DUPLICATE_GRADS.lock().unwrap().clear();
+    a.mul_scalar(3.0)?.add(&b)?.sum()?.backward()?;
+    assert_eq!(
+        DUPLICATE_GRADS.lock().unwrap().as_slice(),
+        [(vec![0.0; 2], vec![4.0; 2], 1)]
+    );
+    assert_eq!(grad_of(&x), [8.0, 8.0]);
+
+    // An input returned twice: two aliases, outputs 0 and 1, neither the input itself.
+    let x = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
+    let (a, b) = input_twice(&x);
+    assert!(!a.is_same(&b) && !a.is_same(&x) && !b.is_same(&x));
+    assert_eq!((a.output_nr(), b.output_nr()), (0, 1));
+    a.mul_scalar(3.0)?.add(&b)?.sum()?.backward()?;
+    assert_eq!(grad_of(&x), [4.0, 4.0]);
     Ok(())
 }

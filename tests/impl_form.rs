@@ -132,3 +132,49 @@ fn a_closure_in_the_configuration_runs_in_the_backward() -> Result<()> {
     assert!(y.grad_fn().is_none());
     Ok(())
 }
+
+/// `clamp(x, lo, hi)` with its bounds in `self`, keeping (with `save`) which elements the forward
+/// found strictly inside the bounds, so the backward does not compare again.
+#[derive(Clone, Debug)]
+struct Clamp {
+    lo: f64,
+    hi: f64,
+}
+
+#[differentiable(save(inside))]
+impl Clamp {
+    fn forward(&self, x: &Tensor) -> Result<(Tensor, Vec<f64>)> {
+        let values = x.to_vec::<f64>()?;
+        let inside = values
+            .iter()
+            .map(|v| {
+                if *v > self.lo && *v < self.hi {
+                    1.0
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let clamped = values.iter().map(|v| v.clamp(self.lo, self.hi)).collect();
+        Ok((Tensor::from_vec(clamped, x.shape())?, inside))
+    }
+
+    fn backward(&self, grad: &Tensor, inside: &[f64]) -> Result<Tensor> {
+        grad.mul(&Tensor::from_vec(inside.to_vec(), grad.shape())?)
+    }
+}
+
+#[test]
+fn the_impl_form_keeps_residuals_with_save() -> Result<()> {
+    let op = Clamp { lo: -0.5, hi: 0.5 };
+    let x = Tensor::from_vec(vec![-1.0f64, 0.2, 0.7, -0.3], &[4])?.requires_grad_(true)?;
+    // `apply` returns the output alone; the residual went into the node.
+    let y: Tensor = op.apply(&x)?;
+    assert_eq!(y.to_vec::<f64>()?, [-0.5, 0.2, 0.5, -0.3]);
+    assert_eq!(y.grad_fn().unwrap().name(), "ClampBackward0");
+    y.mul_scalar(3.0)?.sum()?.backward()?;
+    // PyTorch: torch.clamp(x, -0.5, 0.5) passes the gradient where lo < x < hi only.
+    assert_eq!(x.grad().unwrap().to_vec::<f64>()?, [0.0, 3.0, 0.0, 3.0]);
+    let x = input(4)?; // randn: no element within gradcheck's step of a bound
+    gradcheck(|t| op.apply(&t[0]), std::slice::from_ref(&x))
+}

@@ -123,27 +123,83 @@ fn b38_default_saved_tensors_hooks_double_backward() -> Result<()> {
     Ok(())
 }
 
+const PACK_MODIFIES: &str = "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack hook cannot be modified by in-place operations as this can lead to unexpected side-effects. Please open an issue if you need to perform in-place operations on the input to a pack hook.";
+
+/// A pack hook that adds one to what it is given (PyTorch's test's `inc`).
+fn incrementing_hooks() -> SavedTensorsHooksGuard {
+    saved_tensors_hooks(
+        |t: &Tensor| {
+            t.add_(&Tensor::scalar(1.0f64)).unwrap();
+            t.clone()
+        },
+        |t: &Tensor| t.clone(),
+    )
+}
+
+/// `2x`, saving its input, for the custom-function cases.
+#[differentiable]
+fn saving_double(x: &Tensor) -> Result<Tensor> {
+    x.mul_scalar(2.0)
+}
+
+#[backward(saving_double)]
+fn saving_double_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+    let _ = x;
+    grad.mul_scalar(2.0)
+}
+
+/// The same, returning a bare tensor: it cannot report an error.
+#[differentiable]
+fn saving_double_infallible(x: &Tensor) -> Tensor {
+    x * 2.0
+}
+
+#[backward(saving_double_infallible)]
+fn saving_double_infallible_backward(grad: &Tensor, x: &Tensor) -> Tensor {
+    let _ = x;
+    grad * 2.0
+}
+
 #[test]
-fn b38_pack_hook_modifying_its_input_fails() -> Result<()> {
-    // test_pack_hook_with_inplace_modification_should_fail (reported when the tensor is used).
-    let a = randn(3, 6);
-    let b = a.mul_scalar(1.0)?; // a non-leaf, so in-place on it is allowed
+fn b38_pack_hook_modifying_its_input_fails_in_the_forward() -> Result<()> {
+    // test_pack_hook_with_inplace_modification_should_fail: `torch.exp(a)` under the hooks
+    // raises in the forward; checked in PyTorch 2.15 for a saved input (`b * b`) and a custom
+    // Function's `save_for_backward` too.
+    let a = randn(5, 6);
+    {
+        let _h = incrementing_hooks();
+        // ExpBackward0 saves its result.
+        assert_eq!(a.exp().unwrap_err().to_string(), PACK_MODIFIES);
+        assert!(matches!(a.exp(), Err(Error::PackHookModifiedInput)));
+        // MulBackward0 saves its operands; `b` has been incremented, as in PyTorch.
+        let b = a.mul_scalar(1.0)?;
+        assert_eq!(b.mul(&b).unwrap_err().to_string(), PACK_MODIFIES);
+        assert_eq!(b.version(), 1);
+        let err = saving_double(&a.mul_scalar(1.0)?).unwrap_err();
+        assert_eq!(err.to_string(), PACK_MODIFIES);
+    }
+    // Without the hooks the same ops record as usual.
+    let y = a.exp()?;
+    y.sum()?.backward()?;
+    assert_close(&a.grad().unwrap().to_vec::<f64>()?, &y.to_vec::<f64>()?);
+    Ok(())
+}
+
+#[test]
+fn b38_a_forward_returning_a_bare_tensor_reports_it_in_backward() -> Result<()> {
+    // It cannot return the error: its node keeps it for the backward, the first use of the
+    // tensor the hook modified.
+    let a = randn(3, 7);
     let y = {
-        let _h = saved_tensors_hooks(
-            |t: &Tensor| {
-                t.add_(&Tensor::scalar(1.0f64)).unwrap();
-                t.clone()
-            },
-            |t: &Tensor| t.clone(),
-        );
-        b.exp()?
+        let _h = incrementing_hooks();
+        saving_double_infallible(&a.mul_scalar(1.0)?)
     };
-    let err = y.sum()?.backward().unwrap_err();
-    assert!(
-        err.to_string()
-            .starts_with("A saved tensor pack hook is modifying its input in place."),
-        "{err}"
+    assert_eq!(
+        y.grad_fn().unwrap().name(),
+        "SavingDoubleInfallibleBackward0"
     );
+    let err = y.sum()?.backward().unwrap_err();
+    assert_eq!(err.to_string(), PACK_MODIFIES);
     Ok(())
 }
 

@@ -6,6 +6,8 @@
 //! `__check_backward!`, which sees both with their original spans, checks one against the other
 //! and emits the node.
 
+use std::path::Path;
+
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::{FnArg, ItemFn};
@@ -13,9 +15,11 @@ use syn::{FnArg, ItemFn};
 use crate::attr::{BackwardArgs, CheckInput, DiffArgs};
 use crate::ctxt::Ctxt;
 use crate::ir::{BackwardFn, DiffFn};
-use crate::{expand, fallback, valid};
+use crate::{earlier_backward, expand, fallback, valid};
 
-pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
+/// `file`: the source file the attribute is in, when rustc says (to find an earlier
+/// `#[backward]` of the same forward there: see `earlier_backward`).
+pub(crate) fn expand(args: TokenStream, item: TokenStream, file: Option<&Path>) -> TokenStream {
     let func: ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
         Err(e) => {
@@ -37,6 +41,9 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             "methods are not supported by `#[backward]`; write a plain free function",
         );
         return fallback::item_with_error(quote!(#func), e);
+    }
+    if let Some(first) = file.and_then(|f| earlier_backward::in_file(f, &func, &args.forward)) {
+        return fallback::second_backward(&func, &args.forward, &first);
     }
     expand::backward_attr(&args, &func)
 }

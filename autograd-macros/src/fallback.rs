@@ -3,6 +3,7 @@
 
 use proc_macro2::TokenStream;
 use quote::quote;
+use syn::ext::IdentExt;
 use syn::{FnArg, ItemFn};
 
 use crate::expand::Names;
@@ -45,4 +46,36 @@ pub(crate) fn forward_with_error(func: &ItemFn, err: syn::Error) -> TokenStream 
 
         #alias
     }
+}
+
+/// A second `#[backward]` of one forward (`first` is the name of the first): the function, the
+/// error on the forward's path in the attribute, and nothing that links it to the forward (a
+/// second link impl would add rustc's conflicting-impls error).
+pub(crate) fn second_backward(func: &ItemFn, forward: &syn::Path, first: &str) -> TokenStream {
+    let name = forward
+        .segments
+        .last()
+        .map_or_else(String::new, |s| s.ident.unraw().to_string());
+    let err = syn::Error::new_spanned(
+        forward,
+        format!(
+            "`{name}` already has a `#[backward]`, `{first}`: a `#[differentiable]` function has exactly one"
+        ),
+    )
+    .into_compile_error();
+    let mut func = func.clone();
+    for arg in &mut func.sig.inputs {
+        if let FnArg::Typed(p) = arg {
+            p.attrs.retain(|a| !crate::ir::is_param_attr(a));
+        }
+    }
+    // Marks the function used, as its link impl would have (a generic one cannot be named).
+    let ident = &func.sig.ident;
+    let used = func
+        .sig
+        .generics
+        .params
+        .is_empty()
+        .then(|| quote!(const _: () = { let _ = #ident; };));
+    quote!(#func #err #used)
 }

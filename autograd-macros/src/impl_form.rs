@@ -98,6 +98,10 @@ pub(crate) fn expand(args: TokenStream, item: &ItemImpl) -> syn::Result<TokenStr
     let fwd_rest: Vec<&FnArg> = forward.sig.inputs.iter().skip(1).collect();
     let fwd_param = self_param(fwd_self);
     let fwd_ret = &forward.sig.output;
+    // With `save(..)`, `apply` returns the outputs without the residuals, as the free forward's
+    // public wrapper does.
+    let apply_ret = crate::ir::public_return(&forward.sig, opts.save())
+        .unwrap_or_else(|| fwd_ret.to_token_stream());
     let fwd_body = replace_self(forward.block.to_token_stream());
     let fwd_attrs = &forward.attrs;
     let name_opt = opts.name.is_none().then(|| {
@@ -144,7 +148,7 @@ pub(crate) fn expand(args: TokenStream, item: &ItemImpl) -> syn::Result<TokenStr
             #(#fwd_attrs)*
             #[doc = ""]
             #[doc = #doc]
-            #vis fn apply(&self, #(#fwd_rest),*) #fwd_ret {
+            #vis fn apply(&self, #(#fwd_rest),*) #apply_ret {
                 #fwd_name(self, #(#arg_names),*)
             }
 

@@ -330,6 +330,16 @@ impl<'a> DiffFn<'a> {
     }
 }
 
+/// The return type of the public function for a forward with signature `sig` and `save(..)`
+/// residuals: its own, less the residuals. `None` when the signature does not lower (the
+/// forward's own expansion reports why).
+pub(crate) fn public_return(sig: &Signature, save: &[Ident]) -> Option<proc_macro2::TokenStream> {
+    let cx = Ctxt::new();
+    let (output, _) = Output::from_syn(&cx, sig, save);
+    cx.check().ok()?;
+    Some(output.public_return())
+}
+
 impl<'a> Output<'a> {
     /// The outputs, and the types of the `save` residuals that follow them.
     fn from_syn(cx: &Ctxt, sig: &'a Signature, save: &[Ident]) -> (Output<'a>, Vec<&'a Type>) {

@@ -15,6 +15,7 @@ mod backward;
 mod ctxt;
 mod derive;
 mod differentiable;
+mod earlier_backward;
 mod expand;
 mod fallback;
 mod impl_form;
@@ -71,11 +72,26 @@ use proc_macro::TokenStream;
 ///   gradient parameter and no `result_*` name; the tensor outputs are numbered among
 ///   themselves, and a single one is `grad` / `result`. A tensor inside such an output
 ///   (`Vec<Tensor>`, `Option<Tensor>`) is an error.
-/// * It has exactly one `#[backward]`; a missing or second one is a compile error.
-/// * An output that is one of the inputs (returned as is), a tensor that already requires grad, or
-///   the same tensor as an earlier output is replaced by a detached alias (same storage and
-///   version counter), so that the node never takes over a tensor it did not create. Only `dirty`
-///   inputs keep their handle.
+/// * Saving can fail: under `autograd::saved_tensors_hooks`, a pack hook that modifies the
+///   tensor it is given in place is `Error::PackHookModifiedInput` ("A saved tensor pack hook
+///   is modifying its input in place. ..."). A forward returning `Result` returns it from the
+///   call, as PyTorch raises it in the forward, and leaves its outputs without history; so
+///   when its node saves a tensor (its backward names one), its error type must convert from
+///   `autograd::Error` (`autograd::Result` does; rustc checks any other, with its error on
+///   that type). A forward returning a bare `Tensor` cannot fail: its node keeps the error,
+///   and the `backward()` that first uses the tensor returns it.
+/// * It has exactly one `#[backward]`; a missing or second one is a compile error. A second
+///   one in the module of the first (same file) is reported on its own attribute: "`f` already
+///   has a `#[backward]`, `f_backward`: ..." (the macro finds the first in the source file,
+///   since attribute expansions cannot see each other); one in another module or file is
+///   rustc's conflicting implementations (E0119) of the forward's hidden link trait.
+/// * An output that is one of the inputs (returned as is) or a tensor that already requires
+///   grad is replaced by a detached alias (same storage and version counter), so that the node
+///   never takes over a tensor it did not create; an input returned twice gives two aliases.
+///   Only `dirty` inputs keep their handle. Any other tensor returned twice stays one tensor,
+///   the node's output at both positions, as in PyTorch (`test_return_duplicate`): its
+///   `output_nr` is the later position, which receives the gradients of all its uses (the
+///   earlier one's is zeros, or `None` without `materialize_grads`).
 ///
 /// # Configuration in `self`: the `impl` form
 ///
@@ -99,7 +115,8 @@ use proc_macro::TokenStream;
 /// forward, after the gradients in the backward), so the same rules apply: the node keeps a
 /// clone of the configuration only when it is recorded, and rustc requires it to be
 /// `Clone + Send + Sync + 'static`. Options go on the block (`name` defaults to
-/// `<Type>Backward0`); other items of the block stay methods of the type.
+/// `<Type>Backward0`); with `save(r, ..)`, `forward` returns its outputs then the residuals
+/// and `apply` the outputs alone. Other items of the block stay methods of the type.
 ///
 /// # Derived backward: `derive`
 ///
@@ -215,7 +232,8 @@ use proc_macro::TokenStream;
 ///             };
 ///             let saved_scale = scale.clone();
 ///             let out = { let _g = no_grad(); __autograd_scaled_square_forward(x, scale) };
-///             record_node(edges, &[&out], |_node| Node { x: SavedTensor::input(x), scale: saved_scale });
+///             // `try_record_node(..)?` for a forward returning `Result`: see the rules above
+///             record_node(edges, &[&out], |save| Node { x: save.input(x), scale: saved_scale });
 ///             out
 ///         }
 ///     }
@@ -262,7 +280,8 @@ pub fn differentiable(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   error on the backward's parameter type. Only what is named is saved: tensor inputs with
 ///   `SavedTensor::input` (version-checked when unpacked, so an in-place change after the
 ///   forward is reported), outputs with `SavedTensor::output` (no reference cycle), attributes
-///   by value.
+///   by value. A saved output reaches the backward as PyTorch's `ctx.saved_tensors` gives it:
+///   with the node itself as its grad_fn (so it requires grad), whatever the grad mode.
 /// * **What PyTorch's `derivatives.yaml` formulas use** is available too:
 ///
 ///   | backward parameter | receives |
@@ -317,7 +336,9 @@ pub fn differentiable(args: TokenStream, item: TokenStream) -> TokenStream {
 /// the recording function.
 #[proc_macro_attribute]
 pub fn backward(args: TokenStream, item: TokenStream) -> TokenStream {
-    backward::expand(args.into(), item.into()).into()
+    // The file this attribute is in: a second `#[backward]` of one forward is found there.
+    let file = proc_macro::Span::call_site().local_file();
+    backward::expand(args.into(), item.into(), file.as_deref()).into()
 }
 
 /// Receives a forward's options and signature (from its signature macro) together with a

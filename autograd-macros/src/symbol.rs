@@ -32,6 +32,8 @@ pub(crate) const OPTIONS: [Symbol; 9] = [
     CRATE,
 ];
 
+/// The `#[backward]` attribute, as `earlier_backward` finds it in a source file.
+pub(crate) const BACKWARD: Symbol = Symbol("backward");
 /// `#[needed_for(a, ..)]` on a backward parameter: saved only if one of those inputs needs grad.
 pub(crate) const NEEDED_FOR: Symbol = Symbol("needed_for");
 /// `#[original]` on a backward parameter naming a `dirty` input: its value before the forward.

@@ -474,6 +474,24 @@ pub(crate) fn link_impl(
                 #(|| #slice_inputs.iter().any(|__i| __i.is_same(#t)))*
         }
     };
+    // The same tensor returned twice stays one tensor, the node's output at both positions
+    // (PyTorch's `test_return_duplicate`), unless it is an input returned as is: each
+    // occurrence of an input is an alias of its own, as PyTorch makes one view per occurrence.
+    // A dirty input is the input itself at every position.
+    let is_plain_input = |t: TokenStream| {
+        let plain = |ps: &[&Ident]| -> Vec<Ident> {
+            ps.iter()
+                .filter(|i| !args.dirty().iter().any(|d| d == **i))
+                .map(|i| (*i).clone())
+                .collect()
+        };
+        let (inputs, optional_inputs) = (plain(&inputs), plain(&optional_inputs));
+        quote_spanned! {loc=>
+            false #(|| #inputs.is_same(#t))*
+                #(|| #optional_inputs.is_some_and(|__i| __i.is_same(#t)))*
+                #(|| #slice_inputs.iter().any(|__i| __i.is_same(#t)))*
+        }
+    };
     let fresh: Vec<TokenStream> = if fwd.output.vec {
         let out = &outs[0];
         let taken = is_input(quote_spanned!(loc=> __o));
@@ -488,16 +506,24 @@ pub(crate) fn link_impl(
         } else {
             quote_spanned! {loc=>
                 let #out: ::std::vec::Vec<#krate::Tensor> = {
+                    // For each output, the first earlier output that is the same tensor.
+                    let __dups: ::std::vec::Vec<::core::option::Option<usize>> = #out
+                        .iter()
+                        .enumerate()
+                        .map(|(__j, __o)| {
+                            if #taken { return ::core::option::Option::None; }
+                            #out[..__j].iter().position(|__e| __e.is_same(__o))
+                        })
+                        .collect();
                     let mut __fresh: ::std::vec::Vec<#krate::Tensor> =
                         ::std::vec::Vec::with_capacity(#out.len());
-                    for __o in #out {
-                        let __o = if __o.requires_grad()
-                            || #taken_owned
-                            || __fresh.iter().any(|__e| __e.is_same(&__o))
-                        {
-                            __o.detach()
-                        } else {
-                            __o
+                    for (__o, __dup) in ::core::iter::Iterator::zip(#out.into_iter(), __dups) {
+                        let __o = match __dup {
+                            ::core::option::Option::Some(__i) => ::core::clone::Clone::clone(&__fresh[__i]),
+                            ::core::option::Option::None if __o.requires_grad() || #taken_owned => {
+                                __o.detach()
+                            }
+                            ::core::option::Option::None => __o,
                         };
                         __fresh.push(__o);
                     }
@@ -506,38 +532,64 @@ pub(crate) fn link_impl(
             }
         }]
     } else {
-        outs.iter()
-            .enumerate()
-            .map(|(j, out)| {
+        let dups = (1..outs.len()).filter(|_| !builtin).map(|j| {
+            let (earlier, out) = (&outs[..j], &outs[j]);
+            let dup = format_ident!("__dup{}", j, span = loc);
+            let plain = is_plain_input(quote_spanned!(loc=> &#out));
+            quote_spanned! {loc=>
+                let #dup: ::core::option::Option<usize> = if #plain {
+                    ::core::option::Option::None
+                } else {
+                    [#(&#earlier),*].iter().position(|__e| __e.is_same(&#out))
+                };
+            }
+        });
+        let processed = outs.iter().enumerate().map(|(j, out)| {
+            let taken = is_input(quote_spanned!(loc=> &#out));
+            let keep = (!dirty_positions.is_empty())
+                .then(|| quote_spanned!(loc=> [#(#dirty_positions),*].contains(&#j) ||));
+            if builtin {
                 let earlier = &outs[..j];
                 let earlier_check = (j > 0).then(
                     || quote_spanned!(loc=> || [#(&#earlier),*].iter().any(|__e| __e.is_same(&#out))),
                 );
-                let taken = is_input(quote_spanned!(loc=> &#out));
-                let aliased = quote_spanned! {loc=>
-                    #out.requires_grad() || #taken #earlier_check
+                // A built-in's fresh view requires grad through its base already: what must
+                // not be there is history of its own.
+                return quote_spanned! {loc=>
+                    ::core::debug_assert!(
+                        #keep !(#out.has_history() || #taken #earlier_check),
+                        "a `builtin` forward returns new tensors (or its `dirty` inputs)"
+                    );
                 };
-                // A built-in's fresh view requires grad through its base already: what must not
-                // be there is history of its own.
-                let aliased_builtin = quote_spanned! {loc=>
-                    #out.has_history() || #taken #earlier_check
+            }
+            let fresh = quote_spanned! {loc=>
+                if #keep !(#out.requires_grad() || #taken) { #out } else { #out.detach() }
+            };
+            if j == 0 {
+                return quote_spanned!(loc=> let #out = #fresh;);
+            }
+            let dup = format_ident!("__dup{}", j, span = loc);
+            let arms = outs[..j].iter().enumerate().map(|(i, earlier)| {
+                quote_spanned!(loc=> ::core::option::Option::Some(#i) => ::core::clone::Clone::clone(&#earlier),)
+            });
+            quote_spanned! {loc=>
+                let #out = match #dup {
+                    #(#arms)*
+                    _ => #fresh,
                 };
-                let keep = (!dirty_positions.is_empty())
-                    .then(|| quote_spanned!(loc=> [#(#dirty_positions),*].contains(&#j) ||));
-                if builtin {
-                    quote_spanned! {loc=>
-                        ::core::debug_assert!(
-                            #keep !(#aliased_builtin),
-                            "a `builtin` forward returns new tensors (or its `dirty` inputs)"
-                        );
-                    }
-                } else {
-                    quote_spanned! {loc=>
-                        let #out = if #keep !(#aliased) { #out } else { #out.detach() };
-                    }
-                }
-            })
-            .collect()
+            }
+        });
+        dups.chain(processed).collect()
+    };
+    // Which output of the node a saved output is: the last position of that tensor among the
+    // outputs, since `record_node` gives a tensor returned twice the later output number.
+    let output_nr = |t: TokenStream, nr: TokenStream| {
+        if builtin || fwd.num_outputs() < 2 {
+            return nr;
+        }
+        quote_spanned! {loc=>
+            [#(&#outs),*].iter().rposition(|__e| __e.is_same(#t)).unwrap_or(#nr)
+        }
     };
 
     let output_names = fwd.output_names();
@@ -574,32 +626,35 @@ pub(crate) fn link_impl(
         });
         (quote_spanned!(loc=> &[#(#refs),*]), TokenStream::new())
     };
+    // Tensors are saved through the `SaveContext` `record_node` passes (`__save`), which
+    // notes a pack hook that modifies its input.
+    let save = quote_spanned!(loc=> __save);
     let inits = slots.iter().filter(|s| s.has_field()).map(|s| {
         let field = &s.field;
-        let saved = quote_spanned!(loc=> #krate::SavedTensor);
         let init = match s.kind {
             SlotKind::Input { ident, slice: true, .. } => {
-                quote_spanned!(loc=> #ident.iter().map(#saved::input).collect())
+                quote_spanned!(loc=> #ident.iter().map(|__t| #save.input(__t)).collect())
             }
             SlotKind::Input { original: true, .. } => {
                 let local = format_ident!("{}_original", s.field);
                 if s.needed_local().is_some() {
-                    quote_spanned!(loc=> #local.as_ref().map(#saved::input))
+                    quote_spanned!(loc=> #local.as_ref().map(|__t| #save.input(__t)))
                 } else {
-                    quote_spanned!(loc=> #saved::input(&#local))
+                    quote_spanned!(loc=> #save.input(&#local))
                 }
             }
             SlotKind::Input { ident, optional: true, .. } => {
-                quote_spanned!(loc=> ::core::option::Option::map(#ident, #saved::input))
+                quote_spanned!(loc=> ::core::option::Option::map(#ident, |__t| #save.input(__t)))
             }
             SlotKind::Input { ident, dirty: false, .. } if !dirty.is_empty() => {
                 let local = format_ident!("{}_version", s.field);
-                quote_spanned!(loc=> #saved::input_at(#ident, #local))
+                quote_spanned!(loc=> #save.input_at(#ident, #local))
             }
-            SlotKind::Input { ident, dirty: false, .. } => quote_spanned!(loc=> #saved::input(#ident)),
+            SlotKind::Input { ident, dirty: false, .. } => quote_spanned!(loc=> #save.input(#ident)),
             SlotKind::Input { ident, dirty: true, .. } => {
                 let pos = format_ident!("__dirty_{}", ident.unraw(), span = loc);
-                quote_spanned!(loc=> #saved::output(#ident, __weak(), #pos))
+                let nr = output_nr(quote_spanned!(loc=> #ident), quote_spanned!(loc=> #pos));
+                quote_spanned!(loc=> #save.output(#ident, #nr))
             }
             SlotKind::Metadata { ident, slice: false } => {
                 quote_spanned!(loc=> #krate::__private::InputMetadata::of(#ident))
@@ -617,17 +672,23 @@ pub(crate) fn link_impl(
             }
             SlotKind::Output { vec: true, .. } => {
                 let out = &outs[0];
+                let nr = if builtin {
+                    quote_spanned!(loc=> __i)
+                } else {
+                    quote_spanned!(loc=> #out.iter().rposition(|__e| __e.is_same(__o)).unwrap_or(__i))
+                };
                 quote_spanned!(loc=> #out.iter().enumerate()
-                    .map(|(__i, __o)| #saved::output(__o, __weak(), __i))
+                    .map(|(__i, __o)| #save.output(__o, #nr))
                     .collect())
             }
             SlotKind::Output { index, differentiable: true, .. } => {
                 let out = &outs[index];
-                quote_spanned!(loc=> #saved::output(&#out, __weak(), #index))
+                let nr = output_nr(quote_spanned!(loc=> &#out), quote_spanned!(loc=> #index));
+                quote_spanned!(loc=> #save.output(&#out, #nr))
             }
             SlotKind::Output { index, differentiable: false, .. } => {
                 let out = &outs[index];
-                quote_spanned!(loc=> #saved::input(&#out))
+                quote_spanned!(loc=> #save.input(&#out))
             }
             SlotKind::NeedsInputGrad { .. } => unreachable!("invariant: filtered by has_field"),
         };
@@ -648,6 +709,24 @@ pub(crate) fn link_impl(
         };
         quote_spanned!(loc=> #field: #init)
     });
+    // A pack hook that modifies its input fails the call, as in PyTorch, when the forward can
+    // return the error: its error type then converts from `Error` (rustc checks that, on the
+    // forward's return type). A forward returning a bare tensor leaves it to the backward.
+    let make = quote_spanned!(loc=> |__save| __AutogradNode { #(#inits,)* });
+    let record = if fwd.output.fallible && slots.iter().any(Slot::is_tensor) {
+        let at = Span::mixed_site().located_at(error_type_span(fwd, loc));
+        let convert = quote_spanned!(at=> ::core::convert::Into::into(__e));
+        quote_spanned! {loc=>
+            let __node = match #krate::__private::try_record_node(__edges, #record_refs, #make) {
+                ::core::result::Result::Ok(__n) => __n,
+                ::core::result::Result::Err(__e) => return ::core::result::Result::Err(#convert),
+            };
+        }
+    } else {
+        quote_spanned! {loc=>
+            let __node = #krate::__private::record_node(__edges, #record_refs, #make);
+        }
+    };
     let value = if fwd.output.tuple {
         quote_spanned!(loc=> (#(#elems,)*))
     } else {
@@ -720,11 +799,7 @@ pub(crate) fn link_impl(
                     #(#fresh)*
                     #(#non_diff_aliases)*
                     #build_refs
-                    let __node = #krate::__private::record_node(
-                        __edges,
-                        #record_refs,
-                        |__weak| __AutogradNode { #(#inits,)* },
-                    );
+                    #record
                     #(#rebases)*
                     #value
                 }
@@ -765,6 +840,24 @@ pub(crate) fn link_impl(
             #impl_link
         };
     }
+}
+
+/// Where rustc reports that the forward's error type does not convert from `Error`: the `E` of
+/// `Result<T, E>`, or the whole return type (`Result<T>`, an alias).
+fn error_type_span(fwd: &DiffFn<'_>, otherwise: Span) -> Span {
+    let syn::ReturnType::Type(_, ty) = fwd.output.original else {
+        return otherwise;
+    };
+    if let syn::Type::Path(p) = &**ty {
+        if let Some(syn::PathArguments::AngleBracketed(args)) =
+            p.path.segments.last().map(|s| &s.arguments)
+        {
+            if let (2, Some(e)) = (args.args.len(), args.args.last()) {
+                return syn::spanned::Spanned::span(e);
+            }
+        }
+    }
+    syn::spanned::Spanned::span(&**ty)
 }
 
 /// `impl link for marker { items }`, its first and last token spanned on the backward's path.

@@ -153,21 +153,28 @@ pub(super) fn node(
         .map(|s| {
             let field = &s.field;
             let local = format_ident!("{}_unpacked", field);
+            // A built-in formula cannot observe a saved output's grad_fn: without
+            // `create_graph` it reads the data alone, at no cost of a new tensor.
+            let get = if args.builtin() && matches!(s.kind, SlotKind::Output { .. }) {
+                format_ident!("get_in_builtin", span = loc)
+            } else {
+                format_ident!("get", span = loc)
+            };
             if s.is_list() {
                 quote_spanned! {loc=>
                     let #local: ::std::vec::Vec<#krate::Tensor> = ::core::iter::Iterator::collect::<
                         #krate::Result<::std::vec::Vec<#krate::Tensor>>,
-                    >(::core::iter::Iterator::map(self.#field.iter(), #saved::get))?;
+                    >(::core::iter::Iterator::map(self.#field.iter(), #saved::#get))?;
                 }
             } else if s.is_option() {
                 quote_spanned! {loc=>
                     let #local: ::core::option::Option<#krate::Tensor> = match &self.#field {
-                        ::core::option::Option::Some(__s) => ::core::option::Option::Some(__s.get()?),
+                        ::core::option::Option::Some(__s) => ::core::option::Option::Some(__s.#get()?),
                         ::core::option::Option::None => ::core::option::Option::None,
                     };
                 }
             } else {
-                quote_spanned!(loc=> let #local = self.#field.get()?;)
+                quote_spanned!(loc=> let #local = self.#field.#get()?;)
             }
         })
         .collect();

@@ -28,7 +28,7 @@ fn expand_pair(
     format!(
         "// #[differentiable({args})]\n{}\n// #[backward({path})]\n{}\n// __check_backward! (through the signature macro)\n{}",
         pretty(crate::differentiable::expand(args.clone(), forward)),
-        pretty(crate::backward::expand(path.clone(), backward)),
+        pretty(crate::backward::expand(path.clone(), backward, None)),
         pretty(check),
     )
 }
@@ -149,4 +149,28 @@ fn builtin_dirty_multi_output() {
         },
     );
     check_snapshot("add_and_mask_", &out);
+}
+
+#[test]
+fn two_outputs_and_saved_results() {
+    let out = expand_pair(
+        quote!(),
+        quote! {
+            fn sin_cos(x: &Tensor) -> Result<(Tensor, Tensor)> {
+                Ok((x.sin()?, x.cos()?))
+            }
+        },
+        quote!(sin_cos),
+        quote! {
+            fn sin_cos_backward(
+                grad_0: &Tensor,
+                grad_1: &Tensor,
+                result_0: &Tensor,
+                result_1: &Tensor,
+            ) -> Result<Tensor> {
+                grad_0.mul(result_1)?.sub(&grad_1.mul(result_0)?)
+            }
+        },
+    );
+    check_snapshot("sin_cos", &out);
 }

@@ -176,7 +176,7 @@ const _: () = {
             let __node = crate::__private::record_node(
                 __edges,
                 &[&__out0, &__out1_alias],
-                |__weak| __AutogradNode {},
+                |__save| __AutogradNode {},
             );
             ::core::result::Result::Ok((__out0, __out1))
         }

@@ -222,26 +222,31 @@ const _: () = {
             } else {
                 __out0.detach()
             };
-            let __node = ::autograd::__private::record_node(
+            let __node = match ::autograd::__private::try_record_node(
                 __edges,
                 &[&__out0],
-                |__weak| __AutogradNode {
+                |__save| __AutogradNode {
                     __saved_x: if __saved_x_needed {
-                        ::core::option::Option::Some(::autograd::SavedTensor::input(x))
+                        ::core::option::Option::Some(__save.input(x))
                     } else {
                         ::core::option::Option::None
                     },
                     __saved_w: if __saved_w_needed {
-                        ::core::option::Option::Some(::autograd::SavedTensor::input(w))
+                        ::core::option::Option::Some(__save.input(w))
                     } else {
                         ::core::option::Option::None
                     },
                     __saved_bias: ::core::option::Option::map(
                         bias,
-                        ::autograd::SavedTensor::input,
+                        |__t| __save.input(__t),
                     ),
                 },
-            );
+            ) {
+                ::core::result::Result::Ok(__n) => __n,
+                ::core::result::Result::Err(__e) => {
+                    return ::core::result::Result::Err(::core::convert::Into::into(__e));
+                }
+            };
             ::core::result::Result::Ok(__out0)
         }
     }

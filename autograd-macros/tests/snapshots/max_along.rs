@@ -197,7 +197,7 @@ const _: () = {
             let __node = ::autograd::__private::record_node(
                 __edges,
                 &[&__out0],
-                |__weak| __AutogradNode {
+                |__save| __AutogradNode {
                     __saved_x: ::autograd::__private::InputMetadata::of(x),
                     __saved_dims: __saved_dims_attr,
                     __saved_argmax: __res0,

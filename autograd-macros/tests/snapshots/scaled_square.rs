@@ -181,8 +181,8 @@ const _: () = {
             let __node = ::autograd::__private::record_node(
                 __edges,
                 &[&__out0],
-                |__weak| __AutogradNode {
-                    __saved_x: ::autograd::SavedTensor::input(x),
+                |__save| __AutogradNode {
+                    __saved_x: __save.input(x),
                     __saved_scale: __saved_scale_attr,
                 },
             );

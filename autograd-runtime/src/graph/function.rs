@@ -1,12 +1,13 @@
 //! `FunctionNode<B>`: the one node type behind every differentiable op. An op supplies a
 //! [`Backward`] (its saved state and gradient formula); this file supplies the rest: the
 //! `NodeMeta`, undefined-gradient handling, release of saved tensors, and [`next_edges`] /
-//! [`record_node`], which wire a new node into the graph (next edges from the inputs, grad_fn on
-//! the outputs). Both are called by the code `#[differentiable]` generates.
+//! [`record_node`] / [`try_record_node`], which wire a new node into the graph (next edges from
+//! the inputs, grad_fn on the outputs). They are called by the code `#[differentiable]`
+//! generates.
 
 use smallvec::SmallVec;
 
-use super::{Edge, GradVec, InputMetadata, Node, NodeMeta, NodeRef, SavedTensor};
+use super::{Edge, GradVec, InputMetadata, Node, NodeMeta, NodeRef, SaveContext, SavedTensor};
 use crate::sync::{Arc, Weak};
 use crate::{is_grad_enabled, Result, Tensor};
 
@@ -204,26 +205,68 @@ pub fn next_edges_opt(inputs: &[Option<&Tensor>]) -> Option<SmallVec<[Option<Edg
     record.then_some(edges)
 }
 
-/// Creates the node for an op whose outputs are `outputs` and makes it their grad_fn.
-/// `make` builds the saved state; calling the function it receives gives the node's own weak
-/// handle, for saving outputs (made only when asked for: a node that saves no output costs no
-/// weak count update).
+/// Creates the node for an op whose outputs are `outputs` and makes it their grad_fn. `make`
+/// builds the saved state through a [`SaveContext`], whose weak handle on the node (for saving
+/// outputs) is made only when asked for: a node that saves no output costs no weak count
+/// update.
+///
+/// A saved-tensor pack hook that modifies its input in place is reported when the backward
+/// uses that tensor: for a forward that cannot return the error. [`try_record_node`] reports it
+/// at once.
 #[doc(hidden)]
 #[inline]
 pub fn record_node<B: Backward>(
     edges: SmallVec<[Option<Edge>; 2]>,
     outputs: &[&Tensor],
-    make: impl FnOnce(&dyn Fn() -> Weak<dyn Node>) -> B,
+    make: impl FnOnce(&SaveContext<'_>) -> B,
 ) -> NodeRef {
+    let (node, _pack_failed) = build_node(edges, outputs, make);
+    attach(node, outputs)
+}
+
+/// [`record_node`] that fails, as PyTorch does in the forward, when a saved-tensor pack hook
+/// modified its input in place; the outputs are then left as they are.
+///
+/// # Errors
+///
+/// [`crate::Error::PackHookModifiedInput`].
+#[doc(hidden)]
+#[inline]
+pub fn try_record_node<B: Backward>(
+    edges: SmallVec<[Option<Edge>; 2]>,
+    outputs: &[&Tensor],
+    make: impl FnOnce(&SaveContext<'_>) -> B,
+) -> Result<NodeRef> {
+    let (node, pack_failed) = build_node(edges, outputs, make);
+    if pack_failed {
+        return Err(crate::Error::PackHookModifiedInput);
+    }
+    Ok(attach(node, outputs))
+}
+
+/// The node over `outputs`, and whether a pack hook modified its input while `make` saved.
+#[inline]
+fn build_node<B: Backward>(
+    edges: SmallVec<[Option<Edge>; 2]>,
+    outputs: &[&Tensor],
+    make: impl FnOnce(&SaveContext<'_>) -> B,
+) -> (Arc<FunctionNode<B>>, bool) {
     let input_metadata = outputs.iter().map(|t| InputMetadata::of(t)).collect();
     let meta = NodeMeta::new(edges, input_metadata);
+    let mut pack_failed = false;
     let node: Arc<FunctionNode<B>> = Arc::new_cyclic(|weak: &Weak<FunctionNode<B>>| {
         let weak_self = || -> Weak<dyn Node> { weak.clone() };
-        FunctionNode {
-            meta,
-            backward: make(&weak_self),
-        }
+        let save = SaveContext::new(&weak_self);
+        let backward = make(&save);
+        pack_failed = save.pack_failed();
+        FunctionNode { meta, backward }
     });
+    (node, pack_failed)
+}
+
+/// Makes `node` the grad_fn of each output, output `i` of it.
+#[inline]
+fn attach<B: Backward>(node: Arc<FunctionNode<B>>, outputs: &[&Tensor]) -> NodeRef {
     let node = NodeRef::new(node);
     for (i, t) in outputs.iter().enumerate() {
         t.set_grad_fn(node.clone(), i);

@@ -21,5 +21,5 @@ pub use hooks::HookHandle;
 pub use multi_grad_hook::{register_multi_grad_hook, MultiGradHookHandle, MultiGradMode};
 pub use node::{GradVec, InputMetadata, Node, NodeMeta};
 pub use node_ref::NodeRef;
-pub use saved::{ReleaseAttribute, SavedIndices, SavedTensor};
+pub use saved::{ReleaseAttribute, SaveContext, SavedIndices, SavedTensor};
 pub use saved_hooks::{saved_tensors_hooks, SavedTensorsHooksGuard};

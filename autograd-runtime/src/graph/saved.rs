@@ -1,7 +1,10 @@
 //! `SavedTensor`: a tensor a node keeps for its backward, with the version it had when saved
 //! (B13, B14). Saved outputs keep their data but only a weak link to their grad_fn (the node that
-//! saves them), so saving a result never creates a reference cycle. Under saved-tensor hooks
+//! saves them), so saving a result never creates a reference cycle; unpacked, they come back with
+//! that grad_fn, as PyTorch's `SavedVariable::unpack(saved_for)` does. Under saved-tensor hooks
 //! (B38) the slot keeps what the pack hook returned instead.
+
+use std::cell::Cell;
 
 use super::saved_hooks::{self, HookPair, Packed};
 use super::InputMetadata;
@@ -29,31 +32,40 @@ enum State {
         output: Option<(Weak<dyn Node>, usize)>,
         edge: Option<Edge>,
     },
-    /// The pack hook modified its input in place; reported when the tensor is used.
+    /// The pack hook modified its input in place, in the forward of a node recorded with
+    /// [`record_node`](super::function::record_node) (a forward that cannot return the error):
+    /// reported when the tensor is used.
     PackModifiedInput,
     /// Freed after the node ran without `retain_graph`.
     Released,
 }
 
-/// Packs `t` with the active hooks, if any.
-fn pack(t: &Tensor, output: Option<(&Weak<dyn Node>, usize)>) -> Option<State> {
-    let hooks = saved_hooks::current()?;
+/// Packs `t` with the active hooks, if any (`Ok(None)`: there are none).
+///
+/// # Errors
+///
+/// [`Error::PackHookModifiedInput`] if the pack hook modified `t` in place (PyTorch checks the
+/// version counter around the hook in the `SavedVariable` constructor).
+fn pack(t: &Tensor, output: Option<(&Weak<dyn Node>, usize)>) -> Result<Option<State>> {
+    let Some(hooks) = saved_hooks::current() else {
+        return Ok(None);
+    };
     let version = t.version();
     let packed = hooks.pack(t);
     if t.version() != version {
-        return Some(State::PackModifiedInput);
+        return Err(Error::PackHookModifiedInput);
     }
     let edge = if output.is_none() {
         t.gradient_edge()
     } else {
         None
     };
-    Some(State::Hooked {
+    Ok(Some(State::Hooked {
         packed: Arc::new(packed),
         hooks,
         output: output.map(|(w, nr)| (w.clone(), nr)),
         edge,
-    })
+    }))
 }
 
 /// A tensor saved for backward, checked against in-place modification when unpacked.
@@ -78,37 +90,49 @@ pub struct SavedTensor {
 
 impl SavedTensor {
     /// Saves a forward input of the node being built.
-    pub fn input(t: &Tensor) -> SavedTensor {
-        let state = pack(t, None).unwrap_or_else(|| State::Input {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PackHookModifiedInput`] if a saved-tensor pack hook modified `t` in place.
+    pub fn input(t: &Tensor) -> Result<SavedTensor> {
+        let state = pack(t, None)?.unwrap_or_else(|| State::Input {
             tensor: t.clone(),
             version: t.version(),
         });
-        SavedTensor {
-            state: Mutex::new(state),
-        }
+        Ok(SavedTensor::new(state))
     }
 
     /// Saves a forward input of an op that modifies another input in place, at `version`, the
     /// version it had before the op ran (PyTorch saves inputs before calling the kernel).
-    pub fn input_at(t: &Tensor, version: u64) -> SavedTensor {
-        let state = pack(t, None).unwrap_or_else(|| State::Input {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PackHookModifiedInput`] if a saved-tensor pack hook modified `t` in place.
+    pub fn input_at(t: &Tensor, version: u64) -> Result<SavedTensor> {
+        let state = pack(t, None)?.unwrap_or_else(|| State::Input {
             tensor: t.clone(),
             version,
         });
-        SavedTensor {
-            state: Mutex::new(state),
-        }
+        Ok(SavedTensor::new(state))
     }
 
     /// Saves output `output_nr` of the node being built; `node` is that node (from
     /// `Arc::new_cyclic`), kept weakly.
-    pub fn output(t: &Tensor, node: Weak<dyn Node>, output_nr: usize) -> SavedTensor {
-        let state = pack(t, Some((&node, output_nr))).unwrap_or_else(|| State::Output {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PackHookModifiedInput`] if a saved-tensor pack hook modified `t` in place.
+    pub fn output(t: &Tensor, node: Weak<dyn Node>, output_nr: usize) -> Result<SavedTensor> {
+        let state = pack(t, Some((&node, output_nr)))?.unwrap_or_else(|| State::Output {
             data: t.detach(),
             version: t.version(),
             grad_fn: node,
             output_nr,
         });
+        Ok(SavedTensor::new(state))
+    }
+
+    fn new(state: State) -> SavedTensor {
         SavedTensor {
             state: Mutex::new(state),
         }
@@ -123,14 +147,52 @@ impl SavedTensor {
 
     /// The saved tensor, after checking it was not modified in place since it was saved.
     ///
-    /// Under grad mode (a backward with `create_graph`), a saved output is re-attached to its
-    /// node so that the backward formula is itself differentiable.
+    /// A saved input comes back as the tensor that was saved. A saved output comes back with
+    /// its history, whatever the grad mode: its grad_fn is the node that saved it (PyTorch's
+    /// `SavedVariable::unpack(saved_for)`), so it requires grad, and a backward run with
+    /// `create_graph` differentiates through it. Each unpack of an output is a new handle on
+    /// the same data and version counter (the slot keeps the node only weakly: no cycle).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::from_vec(vec![0.0f64, 1.0], &[2])?.requires_grad_(true)?;
+    /// let y = x.exp()?; // ExpBackward0 saves its result
+    /// let node = y.grad_fn().unwrap();
+    /// let mut unpacked = None;
+    /// node.visit_saved_tensors(&mut |_, saved| unpacked = Some(saved.get()));
+    /// let result = unpacked.unwrap()?;
+    /// assert!(result.grad_fn().unwrap().ptr_eq(&node) && result.requires_grad());
+    /// assert_eq!(result.to_vec::<f64>()?, y.to_vec::<f64>()?);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
     ///
     /// # Errors
     ///
     /// [`Error::BackwardTwice`] after release; [`Error::SavedTensorModified`] if its version
     /// changed; [`Error::PackHookModifiedInput`] if a saved-tensor pack hook modified it.
     pub fn unpack(&self) -> Result<Option<Tensor>> {
+        self.unpack_with(true)
+    }
+
+    /// [`SavedTensor::get`] for a built-in op's derivative formula: with grad mode off (a
+    /// backward without `create_graph`), a saved output comes back without its grad_fn, which
+    /// the formula cannot observe, and the unpack costs no new tensor. Under grad mode it is
+    /// [`SavedTensor::get`].
+    ///
+    /// # Errors
+    ///
+    /// As [`SavedTensor::unpack`].
+    #[doc(hidden)]
+    #[inline]
+    pub fn get_in_builtin(&self) -> Result<Tensor> {
+        self.unpack_with(is_grad_enabled())?
+            .ok_or_else(|| Error::msg("internal error: unpacked an empty saved tensor"))
+    }
+
+    /// [`SavedTensor::unpack`]; `history`: whether a saved output gets its grad_fn back.
+    fn unpack_with(&self, history: bool) -> Result<Option<Tensor>> {
         let state = self.state.lock();
         match &*state {
             State::Empty => Ok(None),
@@ -144,24 +206,32 @@ impl SavedTensor {
             } => {
                 // The unpack hook is user code: run it without holding this slot's lock.
                 let (packed, hooks) = (packed.clone(), hooks.clone());
-                let history = match output {
-                    Some((node, nr)) => node.upgrade().map(|n| (NodeRef::new(n), *nr)),
-                    None => edge.as_ref().map(|e| (e.node.clone(), e.input_nr)),
-                };
+                let (output, edge) = (output.clone(), edge.clone());
                 drop(state);
                 let t = hooks.unpack(&packed);
-                if !is_grad_enabled() {
-                    return Ok(Some(t));
-                }
-                // Re-attach the history the saved tensor had, so a create_graph pass
-                // differentiates through it (a tensor the hook returned as is keeps its own).
-                match history {
-                    Some((node, nr)) if t.grad_fn().is_none() => {
+                match output {
+                    // A saved output: the hook's data, with the saving node as its grad_fn
+                    // (PyTorch makes a new variable over the unpacked data).
+                    Some((node, nr)) => {
+                        if !history {
+                            return Ok(Some(t));
+                        }
                         let alias = t.detach();
-                        alias.set_grad_fn(node, nr);
+                        if let Some(node) = node.upgrade() {
+                            alias.set_grad_fn(NodeRef::new(node), nr);
+                        }
                         Ok(Some(alias))
                     }
-                    _ => Ok(Some(t)),
+                    // A saved input: its history is re-attached for a create_graph pass (a
+                    // tensor the hook returned with history of its own keeps it).
+                    None => match edge {
+                        Some(e) if is_grad_enabled() && t.grad_fn().is_none() => {
+                            let alias = t.detach();
+                            alias.set_grad_fn(e.node, e.input_nr);
+                            Ok(Some(alias))
+                        }
+                        _ => Ok(Some(t)),
+                    },
                 }
             }
             State::Input { tensor, version } => {
@@ -178,7 +248,7 @@ impl SavedTensor {
                 output_nr,
             } => {
                 check_version(data, *version, Some((grad_fn, *output_nr)))?;
-                if !is_grad_enabled() {
+                if !history {
                     return Ok(Some(data.clone()));
                 }
                 let t = data.detach();
@@ -210,7 +280,7 @@ impl SavedTensor {
     /// ```
     /// use autograd_runtime::{DType, SavedTensor, Tensor};
     /// let t = Tensor::zeros(&[2, 3], DType::F32)?;
-    /// let saved = SavedTensor::input(&t);
+    /// let saved = SavedTensor::input(&t)?;
     /// let md = saved.metadata().unwrap();
     /// assert_eq!((md.shape(), md.dtype()), (&[2, 3][..], DType::F32));
     /// saved.release();
@@ -245,6 +315,97 @@ impl SavedTensor {
         if matches!(old, State::Empty) {
             *self.state.lock() = State::Empty;
         }
+    }
+}
+
+/// What [`record_node`](super::function::record_node)'s `make` receives: saves the tensors of
+/// the node being built (PyTorch's `SavedVariable` constructors), and remembers whether a
+/// saved-tensor pack hook modified its input, so that
+/// [`try_record_node`](super::function::try_record_node) fails before the node is attached to
+/// its outputs.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::__private::{next_edges, record_node, smallvec::smallvec, GradVec};
+/// use autograd_runtime::{graph::Backward, NodeMeta, Result, SavedTensor, Tensor};
+///
+/// struct Square { x: SavedTensor }
+/// impl Backward for Square {
+///     const NAME: &'static str = "SquareBackward0";
+///     fn backward(&self, _: &NodeMeta, grads: GradVec) -> Result<GradVec> {
+///         let (g, x) = (grads[0].as_ref().unwrap(), self.x.get()?);
+///         Ok(smallvec![Some(g.mul(&x)?.mul_scalar(2.0)?)])
+///     }
+/// }
+///
+/// let x = Tensor::scalar(3.0f64).requires_grad_(true)?;
+/// let y = { let _g = autograd_runtime::no_grad(); x.mul(&x)? };
+/// record_node(next_edges(&[&x]).unwrap(), &[&y], |save| Square { x: save.input(&x) });
+/// y.backward()?;
+/// assert_eq!(x.grad().unwrap().item::<f64>()?, 6.0);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub struct SaveContext<'a> {
+    /// The node being built, as a weak handle (made only when a saved output asks for it).
+    node: &'a dyn Fn() -> Weak<dyn Node>,
+    /// Set by the first pack hook that modified its input; read by `record_node` once `make`
+    /// returned.
+    pack_failed: Cell<bool>,
+}
+
+impl<'a> SaveContext<'a> {
+    pub(crate) fn new(node: &'a dyn Fn() -> Weak<dyn Node>) -> SaveContext<'a> {
+        SaveContext {
+            node,
+            pack_failed: Cell::new(false),
+        }
+    }
+
+    /// Whether a pack hook modified its input while this context saved tensors.
+    pub(crate) fn pack_failed(&self) -> bool {
+        self.pack_failed.get()
+    }
+
+    /// The node being built, held weakly (a strong handle in the node would be a cycle).
+    pub fn node(&self) -> Weak<dyn Node> {
+        (self.node)()
+    }
+
+    /// [`SavedTensor::input`] for the node being built.
+    pub fn input(&self, t: &Tensor) -> SavedTensor {
+        self.save(|| SavedTensor::input(t))
+    }
+
+    /// [`SavedTensor::input_at`] for the node being built.
+    pub fn input_at(&self, t: &Tensor, version: u64) -> SavedTensor {
+        self.save(|| SavedTensor::input_at(t, version))
+    }
+
+    /// [`SavedTensor::output`] of the node being built, its output `output_nr`.
+    pub fn output(&self, t: &Tensor, output_nr: usize) -> SavedTensor {
+        self.save(|| SavedTensor::output(t, self.node(), output_nr))
+    }
+
+    /// The slot `save` makes, or (a pack hook modified its input) one that reports it when
+    /// used, noted here. After a failure nothing more is packed: PyTorch stops at the first
+    /// `SavedVariable` that raises.
+    fn save(&self, save: impl FnOnce() -> Result<SavedTensor>) -> SavedTensor {
+        if self.pack_failed.get() {
+            return SavedTensor::new(State::PackModifiedInput);
+        }
+        save().unwrap_or_else(|_| {
+            self.pack_failed.set(true);
+            SavedTensor::new(State::PackModifiedInput)
+        })
+    }
+}
+
+impl std::fmt::Debug for SaveContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SaveContext")
+            .field("pack_failed", &self.pack_failed.get())
+            .finish_non_exhaustive()
     }
 }
 
