@@ -179,3 +179,25 @@ fn b38_hooks_are_thread_local_and_skip_version_checks() -> Result<()> {
     assert_eq!(a.grad().unwrap().to_vec::<f64>()?, vec![4.0]);
     Ok(())
 }
+
+/// `SavedVariable::unpack` wraps what the unpack hook returned in a new variable with the saved
+/// tensor's history (its grad_fn, or the leaf's grad accumulator): history the hook's result has
+/// of its own — here `t * 2`, recorded because a `create_graph` pass runs the hook with grad mode
+/// on — is not differentiated through. PyTorch 2.15: g = 12x², then x.grad = 48x (96x if the
+/// hook's own `MulBackward0` were kept).
+#[test]
+fn b38_unpacked_tensor_takes_the_saved_history_not_the_hooks() -> Result<()> {
+    let x = Tensor::from_vec(vec![1.0f64, 2.0, 3.0], &[3])?.requires_grad_(true)?;
+    let _hooks = saved_tensors_hooks(
+        |t: &Tensor| t.clone(),
+        |t: &Tensor| t.mul_scalar(2.0).unwrap(),
+    );
+    let y = x.pow(3.0)?.sum()?;
+    let g = grad(&[y], &[x.clone()], GradOptions::new().create_graph(true))?[0]
+        .clone()
+        .unwrap();
+    assert_eq!(g.to_vec::<f64>()?, vec![12.0, 48.0, 108.0]);
+    g.sum()?.backward()?;
+    assert_eq!(x.grad().unwrap().to_vec::<f64>()?, vec![48.0, 96.0, 144.0]);
+    Ok(())
+}

@@ -154,14 +154,23 @@ impl SavedTensor {
                     return Ok(Some(t));
                 }
                 // Re-attach the history the saved tensor had, so a create_graph pass
-                // differentiates through it (a tensor the hook returned as is keeps its own).
+                // differentiates through it. Whatever history the hook's result has of its own
+                // (ops it ran under the pass's grad mode) is not the saved tensor's and is
+                // dropped, as PyTorch's `SavedVariable::unpack` wraps the unpacked data in a new
+                // variable with the saved grad_fn (or grad accumulator).
                 match history {
-                    Some((node, nr)) if t.grad_fn().is_none() => {
+                    Some((node, nr)) => {
+                        let same =
+                            t.grad_fn().is_some_and(|f| f.ptr_eq(&node)) && t.output_nr() == nr;
+                        if same {
+                            return Ok(Some(t));
+                        }
                         let alias = t.detach();
                         alias.set_grad_fn(node, nr);
                         Ok(Some(alias))
                     }
-                    _ => Ok(Some(t)),
+                    None if t.requires_grad() => Ok(Some(t.detach())),
+                    None => Ok(Some(t)),
                 }
             }
             State::Input { tensor, version } => {
