@@ -86,7 +86,7 @@ pub(crate) fn evaluate_function(
     if outputs.is_empty() {
         return Ok(None);
     }
-    if gt.anomaly.enabled && gt.anomaly.check_nan {
+    if crate::anomaly::checks_nan() {
         for (i, g) in outputs.iter().enumerate() {
             if let Some(g) = g {
                 if !g.has_nan()? {

@@ -10,7 +10,6 @@ use super::input_buffer::InputBuffer;
 use super::node_task::{NodeTask, TaskKind};
 use super::ready_queue::ReadyQueue;
 use super::trace::PassSpan;
-use crate::anomaly::AnomalyMode;
 use crate::profiler::Sessions;
 use crate::sync::atomic::{AtomicBool, AtomicUsize};
 use crate::sync::{Arc, Mutex};
@@ -45,8 +44,6 @@ pub(crate) struct GraphTask {
     pub(crate) create_graph: bool,
     /// Nesting level: 0 for a top-level call, parent + 1 for a reentrant one.
     pub(crate) reentrant_depth: usize,
-    /// Anomaly mode of the calling thread when the pass started.
-    pub(crate) anomaly: AnomalyMode,
     /// The reachable graph with dense indices. Immutable once the pass starts.
     pub(crate) plan: GraphPlan,
     /// Empty: run every reachable node. Otherwise only nodes that `should_execute`.
@@ -99,7 +96,6 @@ impl GraphTask {
             keep_graph,
             create_graph,
             reentrant_depth,
-            anomaly: crate::anomaly::current(),
             plan,
             exec_info,
             cpu_ready_queue,

@@ -186,7 +186,7 @@ fn run_task(
 
 fn report_node_error(gt: &GraphTask, node_index: u32, e: Error) {
     let node = gt.plan.node(node_index);
-    if gt.anomaly.enabled {
+    if crate::is_anomaly_enabled() {
         let trace = node
             .meta()
             .forward_trace()
