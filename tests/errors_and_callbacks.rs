@@ -180,6 +180,48 @@ fn b25_callbacks_run_once_in_fifo_order_after_all_nodes() -> R {
     Ok(())
 }
 
+/// B30: final callbacks run with the pass's thread-local state, grad mode = `create_graph`, as
+/// its nodes and hooks do — on the CPU and when the last node ran on a device thread. PyTorch
+/// 2.15 logs `[('hook', False), False]` for a plain `backward()` and `[('hook', True), True]` for
+/// `grad(.., create_graph=True)` called under `no_grad()`.
+#[test]
+fn b25_callbacks_run_with_the_pass_grad_mode() -> R {
+    for device in [Device::Cpu, Device::Virtual(2)] {
+        let run = |create_graph: bool| -> Result<Vec<String>> {
+            let log = new_log();
+            let x = leaf(vec![1.0, 1.0], &[2]);
+            let xd = x.to(device)?;
+            let l = log.clone();
+            let _ = xd.register_hook(move |_| {
+                push(&l, format!("hook {}", is_grad_enabled()));
+                let l = l.clone();
+                queue_callback(move || {
+                    push(&l, format!("callback {}", is_grad_enabled()));
+                    Ok(())
+                })
+                .unwrap();
+                None
+            })?;
+            let y = xd.mul_scalar(2.0)?.sum()?;
+            if create_graph {
+                let _no_grad = no_grad();
+                grad(&[y], &[x], GradOptions::new().create_graph(true))?;
+                assert!(
+                    !is_grad_enabled(),
+                    "the caller's grad mode is its own again"
+                );
+            } else {
+                y.backward()?;
+                assert!(is_grad_enabled());
+            }
+            Ok(entries(&log))
+        };
+        assert_eq!(run(false)?, ["hook false", "callback false"], "{device}");
+        assert_eq!(run(true)?, ["hook true", "callback true"], "{device}");
+    }
+    Ok(())
+}
+
 /// `test_callback_adds_callback`: called == 2, order backward → adds → final.
 #[test]
 fn b25_callback_adds_callback() -> R {

@@ -305,7 +305,7 @@ fn call_function(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> Result<Grad
     // atomic, no thread-local. The field is written by `GraphTask::new` only, and this task
     // reached this thread through a ready queue's mutex, which orders that write before this read.
     // The profiled path is out of line, so this one compiles as it did without a profiler.
-    let mut outputs = match &gt.profiler {
+    let mut outputs = match &gt.thread_locals.profiler {
         None => node.apply(grads)?,
         Some(sessions) => apply_profiled(sessions, gt.id, node, grads)?,
     };

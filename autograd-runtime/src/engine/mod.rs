@@ -15,6 +15,7 @@ mod input_buffer;
 mod node_task;
 mod ready_queue;
 mod reentrant;
+mod thread_local_state;
 mod trace;
 mod unwind;
 mod worker;

@@ -11,7 +11,7 @@ pub(crate) mod multi_grad_hook;
 mod node;
 mod node_ref;
 mod saved;
-mod saved_hooks;
+pub(crate) mod saved_hooks;
 
 pub(crate) use accumulate_grad::AccumulateGrad;
 pub use edge::Edge;
