@@ -238,7 +238,7 @@ fn run_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> Result<GradVec> 
             (leaf.meta_lock().leaf_hooks.as_ref()).map_or_else(Vec::new, |h| h.tensor.clone());
         for (_, hook) in hooks {
             if let Some(g) = grads.first().cloned().flatten() {
-                if let Some(new) = hook(&g) {
+                if let Some(new) = hook(&g)? {
                     grads[0] = Some(check_hook_result(&g, new)?);
                 }
             }
@@ -250,7 +250,7 @@ fn run_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> Result<GradVec> 
     };
     for (_, output_nr, hook) in &hooks.tensor_pre {
         if let Some(g) = grads.get(*output_nr).cloned().flatten() {
-            if let Some(new) = hook(&g) {
+            if let Some(new) = hook(&g)? {
                 grads[*output_nr] = Some(check_hook_result(&g, new)?);
             }
         }
@@ -292,7 +292,7 @@ fn call_function(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> Result<Grad
     let hooks = node.meta().hooks.snapshot();
     if let Some(h) = &hooks {
         for (_, pre) in &h.pre {
-            if let Some(new) = pre(&grads) {
+            if let Some(new) = pre(&grads)? {
                 grads = new.into_iter().collect();
             }
         }
@@ -312,7 +312,7 @@ fn call_function(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> Result<Grad
     validate_outputs(node, &mut outputs)?;
     if let (Some(h), Some(grad_outputs)) = (&hooks, grad_outputs) {
         for (_, post) in &h.post {
-            if let Some(new) = post(&outputs, &grad_outputs) {
+            if let Some(new) = post(&outputs, &grad_outputs)? {
                 outputs = new.into_iter().collect();
             }
         }

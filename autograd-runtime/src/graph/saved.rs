@@ -31,15 +31,34 @@ enum State {
     },
     /// The pack hook modified its input in place; reported when the tensor is used.
     PackModifiedInput,
+    /// The pack hook failed: its error, returned by the first use of the tensor (later uses get
+    /// its message). Boxed: rare, and an `Error` would make every saved tensor larger.
+    PackFailed(Box<PackFailure>),
     /// Freed after the node ran without `retain_graph`.
     Released,
+}
+
+/// The error of a failed pack hook, kept until the saved tensor is used.
+struct PackFailure {
+    /// Taken by the first use.
+    error: Option<Error>,
+    /// Its message, for later uses.
+    message: String,
 }
 
 /// Packs `t` with the active hooks, if any.
 fn pack(t: &Tensor, output: Option<(&Weak<dyn Node>, usize)>) -> Option<State> {
     let hooks = saved_hooks::current()?;
     let version = t.version();
-    let packed = hooks.pack(t);
+    let packed = match hooks.pack(t) {
+        Ok(packed) => packed,
+        Err(error) => {
+            return Some(State::PackFailed(Box::new(PackFailure {
+                message: error.to_string(),
+                error: Some(error),
+            })))
+        }
+    };
     if t.version() != version {
         return Some(State::PackModifiedInput);
     }
@@ -129,13 +148,18 @@ impl SavedTensor {
     /// # Errors
     ///
     /// [`Error::BackwardTwice`] after release; [`Error::SavedTensorModified`] if its version
-    /// changed; [`Error::PackHookModifiedInput`] if a saved-tensor pack hook modified it.
+    /// changed; [`Error::PackHookModifiedInput`] if a saved-tensor pack hook modified it; the
+    /// error of a failed pack or unpack hook ([`try_saved_tensors_hooks`](crate::try_saved_tensors_hooks)).
     pub fn unpack(&self) -> Result<Option<Tensor>> {
-        let state = self.state.lock();
-        match &*state {
+        let mut state = self.state.lock();
+        match &mut *state {
             State::Empty => Ok(None),
             State::Released => Err(Error::BackwardTwice),
             State::PackModifiedInput => Err(Error::PackHookModifiedInput),
+            State::PackFailed(failure) => Err(failure
+                .error
+                .take()
+                .unwrap_or_else(|| Error::msg(failure.message.clone()))),
             State::Hooked {
                 packed,
                 hooks,
@@ -149,7 +173,7 @@ impl SavedTensor {
                     None => edge.as_ref().map(|e| (e.node.clone(), e.input_nr)),
                 };
                 drop(state);
-                let t = hooks.unpack(&packed);
+                let t = hooks.unpack(&packed)?;
                 if !is_grad_enabled() {
                     return Ok(Some(t));
                 }
@@ -230,9 +254,11 @@ impl SavedTensor {
         match &*self.state.lock() {
             State::Input { tensor, .. } => Some(InputMetadata::of(tensor)),
             State::Output { data, .. } => Some(InputMetadata::of(data)),
-            State::Empty | State::Hooked { .. } | State::PackModifiedInput | State::Released => {
-                None
-            }
+            State::Empty
+            | State::Hooked { .. }
+            | State::PackModifiedInput
+            | State::PackFailed(_)
+            | State::Released => None,
         }
     }
 
@@ -244,6 +270,7 @@ impl SavedTensor {
             State::Output { .. } => "output",
             State::Hooked { .. } => "packed by hooks",
             State::PackModifiedInput => "invalid (pack hook modified it)",
+            State::PackFailed(_) => "invalid (pack hook failed)",
             State::Released => "released",
         }
     }

@@ -10,28 +10,33 @@ use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 
 use crate::sync::Arc;
-use crate::Tensor;
+use crate::{Result, Tensor};
 
 /// What a pack hook produced, type-erased.
 pub(crate) type Packed = Box<dyn Any + Send + Sync>;
 
-/// One registered `(pack, unpack)` pair.
+/// A pack hook, type-erased.
+type PackFn = Box<dyn Fn(&Tensor) -> Result<Packed> + Send + Sync>;
+/// An unpack hook, type-erased.
+type UnpackFn = Box<dyn Fn(&Packed) -> Result<Tensor> + Send + Sync>;
+
+/// One registered `(pack, unpack)` pair (infallible hooks are stored wrapped in `Ok`).
 pub(crate) struct HookPair {
-    pack: Box<dyn Fn(&Tensor) -> Packed + Send + Sync>,
-    unpack: Box<dyn Fn(&Packed) -> Tensor + Send + Sync>,
+    pack: PackFn,
+    unpack: UnpackFn,
 }
 
 impl HookPair {
     /// Runs the pack hook with hooks disabled (so ops inside it do not pack recursively) and
     /// recording off.
-    pub(crate) fn pack(&self, t: &Tensor) -> Packed {
+    pub(crate) fn pack(&self, t: &Tensor) -> Result<Packed> {
         let _suspended = Suspended::new();
         let _g = crate::no_grad();
         (self.pack)(t)
     }
 
     /// Runs the unpack hook with hooks disabled.
-    pub(crate) fn unpack(&self, packed: &Packed) -> Tensor {
+    pub(crate) fn unpack(&self, packed: &Packed) -> Result<Tensor> {
         let _suspended = Suspended::new();
         (self.unpack)(packed)
     }
@@ -195,8 +200,53 @@ where
     F: Fn(&Tensor) -> P + Send + Sync + 'static,
     G: Fn(&P) -> Tensor + Send + Sync + 'static,
 {
+    try_saved_tensors_hooks(move |t: &Tensor| Ok(pack(t)), move |p: &P| Ok(unpack(p)))
+}
+
+/// [`saved_tensors_hooks`] for hooks that can fail (see
+/// [fallible hooks](crate::graph#fallible-hooks)). An `Err` from `unpack` is the error of the
+/// node that needed the tensor: it stops the backward pass and is what `backward()`/`grad()`
+/// returns. An `Err` from `pack` cannot stop the forward op that saves the tensor (recording a
+/// node does not fail); it is kept in the saved tensor and returned by its first use instead, as
+/// a pack hook that modifies its input is reported (PyTorch raises it from the forward op).
+///
+/// # Examples
+///
+/// ```
+/// use std::collections::HashMap;
+/// use std::sync::{Arc, Mutex};
+/// use autograd_runtime::{try_saved_tensors_hooks, Error, Tensor};
+/// // Offload saved tensors to a store keyed by a number; a missing entry is an error.
+/// let store: Arc<Mutex<HashMap<usize, Tensor>>> = Arc::default();
+/// let (s1, s2) = (store.clone(), store.clone());
+/// let x = Tensor::scalar(3.0f64).requires_grad_(true)?;
+/// let y = {
+///     let _hooks = try_saved_tensors_hooks(
+///         move |t: &Tensor| {
+///             let mut s = s1.lock().unwrap();
+///             let key = s.len();
+///             s.insert(key, t.copy()?);
+///             Ok(key)
+///         },
+///         move |key: &usize| {
+///             s2.lock().unwrap().get(key).cloned().ok_or_else(|| Error::msg(format!("saved tensor {key} was evicted")))
+///         },
+///     );
+///     x.exp()?
+/// };
+/// store.lock().unwrap().clear();
+/// let err = y.backward().unwrap_err();
+/// assert_eq!(err.to_string(), "saved tensor 0 was evicted");
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn try_saved_tensors_hooks<P, F, G>(pack: F, unpack: G) -> SavedTensorsHooksGuard
+where
+    P: Any + Send + Sync,
+    F: Fn(&Tensor) -> Result<P> + Send + Sync + 'static,
+    G: Fn(&P) -> Result<Tensor> + Send + Sync + 'static,
+{
     let pair = HookPair {
-        pack: Box::new(move |t| Box::new(pack(t)) as Packed),
+        pack: Box::new(move |t| Ok(Box::new(pack(t)?) as Packed)),
         unpack: Box::new(move |p| {
             let p = p
                 .downcast_ref::<P>()
