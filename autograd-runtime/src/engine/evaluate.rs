@@ -53,6 +53,11 @@ impl From<NodeTask> for Continuation {
 /// became ready, belongs on `serving` (the queue this thread drains) and would be the next task
 /// popped from it anyway. The caller runs it directly; the finished task's `outstanding_tasks`
 /// count is transferred to it instead of being released and taken again (README.md §2).
+///
+/// Always inlined into its one caller (the closure `run_task` hands to `unwind::catch`): LLVM's
+/// own choice flipped with unrelated changes to `run_task`, and a call here costs about 30
+/// instructions per node on the engine's callgrind workload.
+#[inline(always)]
 pub(crate) fn evaluate_function(
     gt: &Arc<GraphTask>,
     index: u32,
@@ -287,8 +292,25 @@ fn apply_profiled(
     outputs
 }
 
+/// Hooks in B19's order around `node.apply`. Always inlined into its one caller,
+/// [`evaluate_function`], for the reason given there; a node with node hooks (or retains_grad
+/// hooks) takes the out-of-line [`call_function_with_hooks`], so the common path carries none of
+/// the hook code.
+#[inline(always)]
 fn call_function(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> Result<GradVec> {
-    let mut grads = call_tensor_pre_hooks(node, grads)?;
+    let grads = call_tensor_pre_hooks(node, grads)?;
+    if node.meta().hooks.any() {
+        return call_function_with_hooks(gt, node, grads);
+    }
+    let mut outputs = apply(gt, node, grads)?;
+    validate_outputs(node, &mut outputs)?;
+    Ok(outputs)
+}
+
+/// [`call_function`] for a node that has (or had) hooks: node pre-hooks, apply, node post-hooks.
+#[inline(never)]
+fn call_function_with_hooks(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> Result<GradVec> {
+    let mut grads = grads;
     let hooks = node.meta().hooks.snapshot();
     if let Some(h) = &hooks {
         for (_, pre) in &h.pre {
@@ -301,14 +323,7 @@ fn call_function(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> Result<Grad
         .as_ref()
         .filter(|h| !h.post.is_empty())
         .map(|_| grads.clone());
-    // Not profiling (`None`) costs one load of a field fixed before the task was queued: no
-    // atomic, no thread-local. The field is written by `GraphTask::new` only, and this task
-    // reached this thread through a ready queue's mutex, which orders that write before this read.
-    // The profiled path is out of line, so this one compiles as it did without a profiler.
-    let mut outputs = match &gt.thread_locals.profiler {
-        None => node.apply(grads)?,
-        Some(sessions) => apply_profiled(sessions, gt.id, node, grads)?,
-    };
+    let mut outputs = apply(gt, node, grads)?;
     validate_outputs(node, &mut outputs)?;
     if let (Some(h), Some(grad_outputs)) = (&hooks, grad_outputs) {
         for (_, post) in &h.post {
@@ -320,8 +335,23 @@ fn call_function(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> Result<Grad
     Ok(outputs)
 }
 
+/// `node.apply(grads)`, through the profiler when the pass records. Not profiling (`None`) costs
+/// one load of a field fixed before the task was queued: no atomic, no thread-local. The field is
+/// written by `GraphTask::new` only, and this task reached this thread through a ready queue's
+/// mutex, which orders that write before this read. The profiled path is out of line, so this one
+/// compiles as it did without a profiler.
+#[inline(always)]
+fn apply(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> Result<GradVec> {
+    match &gt.thread_locals.profiler {
+        None => node.apply(grads),
+        Some(sessions) => apply_profiled(sessions, gt.id, node, grads),
+    }
+}
+
 /// Checks the number of gradients a node returned and fits each to the input it is for:
-/// sum-reduces broadcast shapes, casts dtypes, rejects other shapes and devices (B07).
+/// sum-reduces broadcast shapes, casts dtypes, rejects other shapes and devices (B07). Always
+/// inlined, into [`call_function`] for the reason given at [`evaluate_function`].
+#[inline(always)]
 pub(crate) fn validate_outputs(node: &dyn Node, outputs: &mut GradVec) -> Result<()> {
     let edges = node.meta().next_edges();
     if outputs.len() != edges.len() {

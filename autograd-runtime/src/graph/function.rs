@@ -216,11 +216,12 @@ pub fn record_node<B: Backward>(
     make: impl FnOnce(&dyn Fn() -> Weak<dyn Node>) -> B,
 ) -> NodeRef {
     let input_metadata = outputs.iter().map(|t| InputMetadata::of(t)).collect();
-    let meta = NodeMeta::new(edges, input_metadata);
     let node: Arc<FunctionNode<B>> = Arc::new_cyclic(|weak: &Weak<FunctionNode<B>>| {
         let weak_self = || -> Weak<dyn Node> { weak.clone() };
         FunctionNode {
-            meta,
+            // Built here rather than moved in: LLVM then writes it in place instead of copying
+            // it (a `memcpy` per recorded op, depending on its inlining choices).
+            meta: NodeMeta::new(edges, input_metadata),
             backward: make(&weak_self),
         }
     });
