@@ -161,6 +161,66 @@ fn explicit_engines_start_device_threads_lazily_and_shut_down() -> Result<()> {
     Ok(())
 }
 
+/// Sends the name of the thread it lives on when that thread exits (its thread-local is
+/// destroyed).
+struct NotifyOnExit(std::sync::mpsc::Sender<String>);
+
+impl Drop for NotifyOnExit {
+    fn drop(&mut self) {
+        let _ = self.0.send(thread_name());
+    }
+}
+
+thread_local! {
+    static ON_EXIT: std::cell::RefCell<Option<NotifyOnExit>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Dropping an `Engine::new()` without calling `shutdown()` stops its device thread and its
+/// reentrant pool thread: both exit (their thread-locals are destroyed), whereas the default
+/// engine's threads live as long as the process.
+#[test]
+fn dropping_an_engine_stops_its_threads() -> Result<()> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let notify_on_exit = move |tx: &std::sync::mpsc::Sender<String>| {
+        let tx = tx.clone();
+        move |_: &Tensor| {
+            ON_EXIT.with(|e| *e.borrow_mut() = Some(NotifyOnExit(tx.clone())));
+            None
+        }
+    };
+    // Depth limit 0: the reentrant pass started by the hook below goes to a pool thread.
+    let engine = Engine::new().max_recursion_depth(0);
+    let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
+    let xd = x.to(Device::Virtual(3))?;
+    let on_device = notify_on_exit(&tx);
+    let on_pool = notify_on_exit(&tx);
+    xd.register_hook(move |g| {
+        on_device(g); // on `autograd-device-3`
+        let w = Tensor::scalar(2.0f64).requires_grad_(true).unwrap();
+        w.register_hook(on_pool.clone()).unwrap(); // on `autograd-reentrant-0`
+        let _g = enable_grad();
+        w.mul_scalar(3.0).unwrap().backward().unwrap(); // reentrant: runs on this engine
+        None
+    })?;
+    engine.backward(&[xd.mul_scalar(2.0)?], &[], BackwardOptions::new())?;
+    assert_eq!(x.grad().unwrap().item::<f64>()?, 2.0);
+    assert_eq!((engine.device_threads(), engine.pool_threads()), (1, 1));
+    drop((x, xd));
+    drop(tx);
+    assert!(
+        rx.try_recv().is_err(),
+        "the threads are alive until the engine goes"
+    );
+    drop(engine);
+    let mut exited: Vec<String> = (0..2)
+        .map(|_| rx.recv_timeout(std::time::Duration::from_secs(30)))
+        .collect::<std::result::Result<_, _>>()
+        .expect("both threads exit once the engine is dropped");
+    exited.sort();
+    assert_eq!(exited, ["autograd-device-3", "autograd-reentrant-0"]);
+    Ok(())
+}
+
 #[test]
 fn graph_alternating_cpu_and_virtual_nodes() -> Result<()> {
     let x = Tensor::from_vec(vec![0.5f64, -0.25], &[2])?.requires_grad_(true)?;

@@ -175,6 +175,36 @@ fn sequence_and_topological_numbers() {
     assert_eq!(fc.meta().topological_nr(), 3);
 }
 
+/// B08: a pass with several roots creates a `GraphRoot`, which takes a sequence number from the
+/// same per-thread counter as every other node; a single-root pass creates none. PyTorch 2.15
+/// numbers the program below 1, 3 | 5 | 7 | 13 (`b`'s and `c`'s SumBackward0, then the first
+/// node after each pass).
+#[test]
+fn b08_graph_root_takes_a_sequence_number() {
+    let seq = |t: &Tensor| t.grad_fn().unwrap().meta().sequence_nr();
+    // Numbers are per thread: a fresh thread starts at 0, as a fresh PyTorch process does.
+    let numbers = std::thread::spawn(move || -> Result<Vec<u64>> {
+        let a = leaf(&[1.0, 1.0], &[2]);
+        let b = a.mul_scalar(2.0)?.sum()?;
+        let c = a.mul_scalar(3.0)?.sum()?;
+        let mut numbers = vec![seq(&b), seq(&c)];
+        backward(&[b, c], &[], BackwardOptions::new())?; // GraphRoot: 4
+        let d = a.mul_scalar(4.0)?;
+        numbers.push(seq(&d));
+        d.sum()?.backward()?; // one root: no GraphRoot
+        let e = a.mul_scalar(5.0)?;
+        numbers.push(seq(&e));
+        let (g1, g2) = (a.mul_scalar(6.0)?.sum()?, a.mul_scalar(7.0)?.sum()?);
+        grad(&[g1, g2], &[a.clone()], GradOptions::new())?; // GraphRoot: 12
+        numbers.push(seq(&a.mul_scalar(8.0)?));
+        Ok(numbers)
+    })
+    .join()
+    .unwrap()
+    .unwrap();
+    assert_eq!(numbers, [1, 3, 5, 7, 13]);
+}
+
 // ----- leaves and requires_grad -----------------------------------------------------------------
 
 #[test]

@@ -223,6 +223,37 @@ fn reentrant_passes_handed_to_the_pool_are_recorded() -> Result<()> {
     Ok(())
 }
 
+/// A reentrant pass started by a node on a device worker thread records into the sessions of
+/// the pass that runs that node (the state a graph task carries, B30), although no profile is
+/// open on that thread.
+#[test]
+fn reentrant_passes_started_on_device_threads_are_recorded() -> Result<()> {
+    let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
+    let w = Tensor::scalar(3.0f64).requires_grad_(true)?;
+    let y = reentrant_identity(&x.to(Device::Virtual(7))?, move || {
+        assert_eq!(std::thread::current().name(), Some("autograd-device-7"));
+        let _g = enable_grad();
+        w.exp()?.sin()?.backward()
+    })?;
+    let (r, prof) = profiler::profile(|| y.backward());
+    r?;
+    let counts = profiled_counts(&prof);
+    assert_eq!(counts["ReentrantBackward"], 1, "{counts:?}");
+    assert_eq!(counts["SinBackward0"], 1, "{counts:?}");
+    assert_eq!(counts["ExpBackward0"], 1, "{counts:?}");
+    let inner: Vec<_> = prof
+        .events()
+        .iter()
+        .filter(|e| e.name == "SinBackward0" || e.name == "ExpBackward0")
+        .collect();
+    // The nested pass's CPU nodes run on the device thread that started it (its local queue).
+    assert!(
+        inner.iter().all(|e| &*e.thread == "autograd-device-7"),
+        "{inner:?}"
+    );
+    Ok(())
+}
+
 #[test]
 fn nested_profiles_both_record_the_inner_pass() -> Result<()> {
     let x = Tensor::scalar(1.0f64).requires_grad_(true)?;

@@ -235,3 +235,81 @@ fn b38_hooks_are_thread_local_and_skip_version_checks() -> Result<()> {
     assert_eq!(a.grad().unwrap().to_vec::<f64>()?, vec![4.0]);
     Ok(())
 }
+
+/// `SavedVariable::unpack` wraps what the unpack hook returned in a new variable with the saved
+/// tensor's history (its grad_fn, or the leaf's grad accumulator): history the hook's result has
+/// of its own — here `t * 2`, recorded because a `create_graph` pass runs the hook with grad mode
+/// on — is not differentiated through. PyTorch 2.15: g = 12x², then x.grad = 48x (96x if the
+/// hook's own `MulBackward0` were kept).
+#[test]
+fn b38_unpacked_tensor_takes_the_saved_history_not_the_hooks() -> Result<()> {
+    let x = Tensor::from_vec(vec![1.0f64, 2.0, 3.0], &[3])?.requires_grad_(true)?;
+    let _hooks = saved_tensors_hooks(
+        |t: &Tensor| t.clone(),
+        |t: &Tensor| t.mul_scalar(2.0).unwrap(),
+    );
+    let y = x.pow(3.0)?.sum()?;
+    let g = grad(&[y], &[x.clone()], GradOptions::new().create_graph(true))?[0]
+        .clone()
+        .unwrap();
+    assert_eq!(g.to_vec::<f64>()?, vec![12.0, 48.0, 108.0]);
+    g.sum()?.backward()?;
+    assert_eq!(x.grad().unwrap().to_vec::<f64>()?, vec![48.0, 96.0, 144.0]);
+    Ok(())
+}
+
+/// B30 with B38: a `create_graph` pass records the nodes of its double-backward graph on the
+/// thread that runs each node — a device worker for `Virtual(0)` nodes — and PyTorch runs every
+/// node with the caller's thread-local state, saved-tensor hooks included. The unpack hook here
+/// doubles what it returns, so every node saved through it changes the result: the values are
+/// PyTorch 2.15's for the same program on the CPU
+/// (`saved_tensors_hooks(lambda t: t, lambda t: t * 2)` around `x.pow(3).sum()`, `grad` with
+/// `create_graph=True`, then `g.sum().backward()`).
+#[test]
+fn b30_default_hooks_reach_nodes_recorded_on_device_threads() -> Result<()> {
+    let run = |device: Device| -> Result<(Vec<f64>, Vec<f64>)> {
+        let _hooks = saved_tensors_hooks(
+            |t: &Tensor| t.clone(),
+            |t: &Tensor| t.mul_scalar(2.0).unwrap(),
+        );
+        let x = Tensor::from_vec(vec![1.0f64, 2.0, 3.0], &[3])?.requires_grad_(true)?;
+        let y = x.to(device)?.pow(3.0)?.sum()?;
+        let g = grad(&[y], &[x.clone()], GradOptions::new().create_graph(true))?[0]
+            .clone()
+            .unwrap();
+        g.sum()?.backward()?;
+        Ok((g.to_vec::<f64>()?, x.grad().unwrap().to_vec::<f64>()?))
+    };
+    let expected = (vec![12.0, 48.0, 108.0], vec![48.0, 96.0, 144.0]);
+    assert_eq!(run(Device::Cpu)?, expected);
+    assert_eq!(run(Device::Virtual(0))?, expected);
+    Ok(())
+}
+
+/// The hooks a pass carries are installed only while its nodes run: the device thread saves
+/// without hooks again for a later pass started where none are installed, and the caller's own
+/// stack is untouched.
+#[test]
+fn b30_carried_hooks_do_not_outlive_the_pass() -> Result<()> {
+    let x = Tensor::from_vec(vec![1.0f64, 2.0, 3.0], &[3])?.requires_grad_(true)?;
+    {
+        let _hooks = saved_tensors_hooks(
+            |t: &Tensor| t.clone(),
+            |t: &Tensor| t.mul_scalar(2.0).unwrap(),
+        );
+        let y = x.to(Device::Virtual(1))?.pow(3.0)?.sum()?;
+        let g = grad(&[y], &[x.clone()], GradOptions::new().create_graph(true))?[0]
+            .clone()
+            .unwrap();
+        assert_eq!(g.to_vec::<f64>()?, vec![12.0, 48.0, 108.0]);
+    }
+    // No hooks here: PyTorch gives 3x² and 6x.
+    let y = x.to(Device::Virtual(1))?.pow(3.0)?.sum()?;
+    let g = grad(&[y], &[x.clone()], GradOptions::new().create_graph(true))?[0]
+        .clone()
+        .unwrap();
+    assert_eq!(g.to_vec::<f64>()?, vec![3.0, 12.0, 27.0]);
+    g.sum()?.backward()?;
+    assert_eq!(x.grad().unwrap().to_vec::<f64>()?, vec![6.0, 12.0, 18.0]);
+    Ok(())
+}

@@ -1,25 +1,73 @@
 //! Anomaly detection (`torch.autograd.detect_anomaly`): after every node the engine checks its
-//! outputs for NaN and fails with `Function '<Node>' returned nan values in its <i>th output.`
+//! outputs for NaN and fails with `Function '<Node>' returned nan values in its <i>th output.`;
+//! nodes created meanwhile remember the backtrace of their forward call, and the
+//! "modified by an inplace operation" error points at it instead of suggesting anomaly mode.
+//!
+//! The mode is **process-wide**, as PyTorch's (`AnomalyMode::_enabled` is one static): turning
+//! it on from any thread affects every thread — device workers and reentrant pool threads of a
+//! pass included — until the guard that turned it on is dropped, which restores the mode it
+//! found. Guards used from several threads at once therefore interleave as PyTorch's context
+//! managers do: the last one dropped decides.
 
-use std::cell::Cell;
 use std::marker::PhantomData;
 
-thread_local! {
-    static ANOMALY: Cell<AnomalyMode> = const { Cell::new(AnomalyMode { enabled: false, check_nan: true }) };
-}
+use crate::sync::statics::AtomicU8;
+use crate::sync::Ordering;
 
-/// The anomaly-detection settings captured by a graph task when `backward()` starts.
+/// Bit set in [`MODE`] while anomaly detection is on.
+const ENABLED: u8 = 1;
+/// Bit set in [`MODE`] when anomaly detection checks node outputs for NaN.
+const CHECK_NAN: u8 = 2;
+
+/// The process-wide mode: [`ENABLED`] and [`CHECK_NAN`] bits, one word so that a reader never
+/// sees one setting's flag with another setting's other flag. Off with the NaN check by default
+/// (`set_detect_anomaly(mode, check_nan=True)`).
+static MODE: AtomicU8 = AtomicU8::new(CHECK_NAN);
+
+/// The anomaly-detection settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct AnomalyMode {
     pub(crate) enabled: bool,
     pub(crate) check_nan: bool,
 }
 
-pub(crate) fn current() -> AnomalyMode {
-    ANOMALY.with(Cell::get)
+impl AnomalyMode {
+    fn bits(self) -> u8 {
+        (u8::from(self.enabled) * ENABLED) | (u8::from(self.check_nan) * CHECK_NAN)
+    }
+
+    fn from_bits(bits: u8) -> AnomalyMode {
+        AnomalyMode {
+            enabled: bits & ENABLED != 0,
+            check_nan: bits & CHECK_NAN != 0,
+        }
+    }
 }
 
-/// Whether anomaly detection is on for this thread.
+/// The current mode (one relaxed load: cheap enough for the engine to read per node).
+#[inline]
+pub(crate) fn current() -> AnomalyMode {
+    // Relaxed: the mode publishes no other data. A backward pass started after the mode was set
+    // on some thread sees it on every thread that runs its nodes: those threads receive the
+    // pass's tasks through a ready queue's mutex, which orders the store (made before the pass
+    // started) before their load.
+    AnomalyMode::from_bits(MODE.load(Ordering::Relaxed))
+}
+
+/// Whether the engine must check node outputs for NaN (anomaly mode on, with the NaN check): one
+/// load and one comparison, for the engine's per-node check.
+#[inline]
+pub(crate) fn checks_nan() -> bool {
+    // Relaxed: see `current`.
+    MODE.load(Ordering::Relaxed) == ENABLED | CHECK_NAN
+}
+
+fn replace(mode: AnomalyMode) -> AnomalyMode {
+    // Relaxed: see `current`.
+    AnomalyMode::from_bits(MODE.swap(mode.bits(), Ordering::Relaxed))
+}
+
+/// Whether anomaly detection is on (in this process: the mode is not per thread).
 ///
 /// # Examples
 ///
@@ -27,12 +75,15 @@ pub(crate) fn current() -> AnomalyMode {
 /// assert!(!autograd_runtime::is_anomaly_enabled());
 /// let _g = autograd_runtime::detect_anomaly();
 /// assert!(autograd_runtime::is_anomaly_enabled());
+/// // Process-wide, as in PyTorch: other threads see it too.
+/// assert!(std::thread::spawn(autograd_runtime::is_anomaly_enabled).join().unwrap());
 /// ```
+#[inline]
 pub fn is_anomaly_enabled() -> bool {
     current().enabled
 }
 
-/// Restores the previous anomaly mode when dropped.
+/// Restores the anomaly mode it found when dropped.
 #[must_use = "anomaly mode is restored as soon as the guard is dropped"]
 #[derive(Debug)]
 pub struct AnomalyGuard {
@@ -42,12 +93,12 @@ pub struct AnomalyGuard {
 
 impl Drop for AnomalyGuard {
     fn drop(&mut self) {
-        ANOMALY.with(|a| a.set(self.previous));
+        replace(self.previous);
     }
 }
 
-/// Turns anomaly detection on (with the NaN check) for backward passes started on this thread
-/// until the guard is dropped.
+/// Turns anomaly detection on (with the NaN check) for the whole process until the guard is
+/// dropped.
 ///
 /// # Examples
 ///
@@ -65,7 +116,8 @@ pub fn detect_anomaly() -> AnomalyGuard {
     set_detect_anomaly(true, true)
 }
 
-/// Sets anomaly detection and whether it checks for NaN (`set_detect_anomaly(mode, check_nan)`).
+/// Sets anomaly detection and whether it checks for NaN (`set_detect_anomaly(mode, check_nan)`),
+/// process-wide, until the guard is dropped.
 ///
 /// # Examples
 ///
@@ -79,7 +131,7 @@ pub fn set_detect_anomaly(enabled: bool, check_nan: bool) -> AnomalyGuard {
             "Anomaly Detection has been enabled. This mode will increase the runtime and should only be enabled for debugging.",
         );
     }
-    let previous = ANOMALY.with(|a| a.replace(AnomalyMode { enabled, check_nan }));
+    let previous = replace(AnomalyMode { enabled, check_nan });
     AnomalyGuard {
         previous,
         _not_send: PhantomData,

@@ -25,6 +25,19 @@ pub fn is_grad_enabled() -> bool {
     GRAD_ENABLED.with(Cell::get)
 }
 
+/// Sets this thread's grad mode, returning the previous one (for guards that restore it
+/// themselves, such as the engine's `ThreadLocalStateGuard`).
+#[inline]
+pub(crate) fn replace(enabled: bool) -> bool {
+    GRAD_ENABLED.with(|g| g.replace(enabled))
+}
+
+/// Sets this thread's grad mode (for the engine's `ThreadLocalStateGuard`, which restores it).
+#[inline]
+pub(crate) fn set(enabled: bool) {
+    GRAD_ENABLED.with(|g| g.set(enabled));
+}
+
 /// Restores the previous grad mode when dropped. Not `Send`: grad mode is per thread.
 ///
 /// ```compile_fail
@@ -60,7 +73,7 @@ impl Drop for GradModeGuard {
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
 pub fn set_grad_enabled(enabled: bool) -> GradModeGuard {
-    let previous = GRAD_ENABLED.with(|g| g.replace(enabled));
+    let previous = replace(enabled);
     GradModeGuard {
         previous,
         _not_send: PhantomData,

@@ -53,8 +53,9 @@ pub use error::{Error, Result};
 pub use grad_mode::{enable_grad, is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard};
 pub use gradcheck::{gradcheck, gradcheck_with, gradgradcheck, GradcheckOptions};
 pub use graph::{
-    register_multi_grad_hook, saved_tensors_hooks, Edge, HookHandle, MultiGradHookHandle,
-    MultiGradMode, Node, NodeMeta, NodeRef, SavedIndices, SavedTensor, SavedTensorsHooksGuard,
+    register_multi_grad_hook, saved_tensors_hooks, try_register_multi_grad_hook,
+    try_saved_tensors_hooks, Edge, HookHandle, MultiGradHookHandle, MultiGradMode, Node, NodeMeta,
+    NodeRef, SavedIndices, SavedTensor, SavedTensorsHooksGuard,
 };
 pub use tensor::device::Device;
 pub use tensor::dtype::{DType, Element};

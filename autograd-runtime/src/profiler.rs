@@ -9,7 +9,8 @@
 //! 2. Each backward pass captures, when its `GraphTask` is created, the sessions open on the
 //!    calling thread plus those of the graph task running on that thread, if any (a reentrant
 //!    pass started from inside a node, on whatever thread that node runs), as PyTorch's
-//!    `GraphTask` captures the caller's thread-local state. Tasks that capture none hold `None`.
+//!    `GraphTask` captures the caller's thread-local state (they are part of the pass's
+//!    `ThreadLocalState`, `engine/thread_local_state.rs`). Tasks that capture none hold `None`.
 //! 3. The engine checks that field where it calls a node's `apply`: `None` costs one load of an
 //!    immutable field of the task, no atomic and no thread-local; `Some` times `apply` (the
 //!    node's own work, without its hooks, as PyTorch's profiler times `Node::operator()`) on

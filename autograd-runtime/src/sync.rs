@@ -25,11 +25,12 @@ pub(crate) use imp::MutexGuard;
 /// Memory orderings: one type for std's and loom's atomics.
 pub(crate) use std::sync::atomic::Ordering;
 
-/// Process-wide statics (id counters, warn-once flags, the default engine, the warning handler):
-/// always std's types, since loom models no statics and they take part in no engine protocol.
+/// Process-wide statics (id counters, warn-once flags, the default engine, the warning handler,
+/// the anomaly mode): always std's types, since loom models no statics and they take part in no
+/// engine protocol.
 #[cfg(not(loom))]
 pub(crate) mod statics {
-    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
     pub(crate) use std::sync::OnceLock;
 }
 

@@ -58,7 +58,9 @@ impl DeviceThreads {
         self.workers.lock().iter().flatten().count()
     }
 
-    /// Stops every device thread (a shutdown task outranks all work) and joins it.
+    /// Stops every device thread (a shutdown task outranks all work) and joins it — except the
+    /// calling thread, when it is one of them (the engine dropped by a device thread that held
+    /// its last graph task): that one leaves its loop at the shutdown task once it returns there.
     pub(crate) fn shutdown(&self) {
         let workers: Vec<DeviceWorker> = self.workers.lock().drain(..).flatten().collect();
         for w in &workers {
@@ -66,12 +68,21 @@ impl DeviceThreads {
         }
         for mut w in workers {
             if let Some(t) = w.thread.take() {
-                // A device thread never panics out of `thread_main` (node panics are caught), so
-                // a join error would be a bug in the engine itself; there is nothing to recover.
-                let _ = t.join();
+                join_unless_current(t);
             }
         }
     }
+}
+
+/// Joins `thread` unless it is the calling thread (which cannot join itself: the handle is dropped,
+/// detaching it, and the thread exits by itself).
+pub(crate) fn join_unless_current(thread: JoinHandle<()>) {
+    if thread.thread().id() == std::thread::current().id() {
+        return;
+    }
+    // An engine thread never panics out of its loop (node panics are caught), so a join error
+    // would be a bug in the engine itself; there is nothing to recover.
+    let _ = thread.join();
 }
 
 impl std::fmt::Debug for DeviceThreads {

@@ -53,6 +53,11 @@ impl From<NodeTask> for Continuation {
 /// became ready, belongs on `serving` (the queue this thread drains) and would be the next task
 /// popped from it anyway. The caller runs it directly; the finished task's `outstanding_tasks`
 /// count is transferred to it instead of being released and taken again (README.md §2).
+///
+/// Always inlined into its one caller (the closure `run_task` hands to `unwind::catch`): LLVM's
+/// own choice flipped with unrelated changes to `run_task`, and a call here costs about 30
+/// instructions per node on the engine's callgrind workload.
+#[inline(always)]
 pub(crate) fn evaluate_function(
     gt: &Arc<GraphTask>,
     index: u32,
@@ -86,7 +91,7 @@ pub(crate) fn evaluate_function(
     if outputs.is_empty() {
         return Ok(None);
     }
-    if gt.anomaly.enabled && gt.anomaly.check_nan {
+    if crate::anomaly::checks_nan() {
         for (i, g) in outputs.iter().enumerate() {
             if let Some(g) = g {
                 if !g.has_nan()? {
@@ -238,7 +243,7 @@ fn run_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> Result<GradVec> 
             (leaf.meta_lock().leaf_hooks.as_ref()).map_or_else(Vec::new, |h| h.tensor.clone());
         for (_, hook) in hooks {
             if let Some(g) = grads.first().cloned().flatten() {
-                if let Some(new) = hook(&g) {
+                if let Some(new) = hook(&g)? {
                     grads[0] = Some(check_hook_result(&g, new)?);
                 }
             }
@@ -250,7 +255,7 @@ fn run_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> Result<GradVec> 
     };
     for (_, output_nr, hook) in &hooks.tensor_pre {
         if let Some(g) = grads.get(*output_nr).cloned().flatten() {
-            if let Some(new) = hook(&g) {
+            if let Some(new) = hook(&g)? {
                 grads[*output_nr] = Some(check_hook_result(&g, new)?);
             }
         }
@@ -289,12 +294,29 @@ fn apply_profiled(
     outputs
 }
 
+/// Hooks in B19's order around `node.apply`. Always inlined into its one caller,
+/// [`evaluate_function`], for the reason given there; a node with node hooks (or retains_grad
+/// hooks) takes the out-of-line [`call_function_with_hooks`], so the common path carries none of
+/// the hook code.
+#[inline(always)]
 fn call_function(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> Result<GradVec> {
-    let mut grads = call_tensor_pre_hooks(node, grads)?;
+    let grads = call_tensor_pre_hooks(node, grads)?;
+    if node.meta().hooks.any() {
+        return call_function_with_hooks(gt, node, grads);
+    }
+    let mut outputs = apply(gt, node, grads)?;
+    validate_outputs(node, &mut outputs)?;
+    Ok(outputs)
+}
+
+/// [`call_function`] for a node that has (or had) hooks: node pre-hooks, apply, node post-hooks.
+#[inline(never)]
+fn call_function_with_hooks(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> Result<GradVec> {
+    let mut grads = grads;
     let hooks = node.meta().hooks.snapshot();
     if let Some(h) = &hooks {
         for (_, pre) in &h.pre {
-            if let Some(new) = pre(&grads) {
+            if let Some(new) = pre(&grads)? {
                 grads = new.into_iter().collect();
             }
         }
@@ -303,18 +325,11 @@ fn call_function(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> Result<Grad
         .as_ref()
         .filter(|h| !h.post.is_empty())
         .map(|_| grads.clone());
-    // Not profiling (`None`) costs one load of a field fixed before the task was queued: no
-    // atomic, no thread-local. The field is written by `GraphTask::new` only, and this task
-    // reached this thread through a ready queue's mutex, which orders that write before this read.
-    // The profiled path is out of line, so this one compiles as it did without a profiler.
-    let mut outputs = match &gt.profiler {
-        None => node.apply(grads)?,
-        Some(sessions) => apply_profiled(sessions, gt.id, node, grads)?,
-    };
+    let mut outputs = apply(gt, node, grads)?;
     validate_outputs(node, &mut outputs)?;
     if let (Some(h), Some(grad_outputs)) = (&hooks, grad_outputs) {
         for (_, post) in &h.post {
-            if let Some(new) = post(&outputs, &grad_outputs) {
+            if let Some(new) = post(&outputs, &grad_outputs)? {
                 outputs = new.into_iter().collect();
             }
         }
@@ -322,7 +337,22 @@ fn call_function(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> Result<Grad
     Ok(outputs)
 }
 
+/// `node.apply(grads)`, through the profiler when the pass records. Not profiling (`None`) costs
+/// one load of a field fixed before the task was queued: no atomic, no thread-local. The field is
+/// written by `GraphTask::new` only, and this task reached this thread through a ready queue's
+/// mutex, which orders that write before this read. The profiled path is out of line, so this one
+/// compiles as it did without a profiler.
+#[inline(always)]
+fn apply(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> Result<GradVec> {
+    match &gt.thread_locals.profiler {
+        None => node.apply(grads),
+        Some(sessions) => apply_profiled(sessions, gt.id, node, grads),
+    }
+}
+
 /// Checks the number of gradients a node returned and fits each to the input it is for (B07).
+/// Always inlined, into [`call_function`] for the reason given at [`evaluate_function`].
+#[inline(always)]
 pub(crate) fn validate_outputs(node: &dyn Node, outputs: &mut GradVec) -> Result<()> {
     let edges = node.meta().next_edges();
     if outputs.len() != edges.len() {

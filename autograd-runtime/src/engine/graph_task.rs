@@ -9,9 +9,8 @@ use super::exec_info::ExecInfo;
 use super::input_buffer::InputBuffer;
 use super::node_task::{NodeTask, TaskKind};
 use super::ready_queue::ReadyQueue;
+use super::thread_local_state::ThreadLocalState;
 use super::trace::PassSpan;
-use crate::anomaly::AnomalyMode;
-use crate::profiler::Sessions;
 use crate::sync::atomic::{AtomicBool, AtomicUsize};
 use crate::sync::{Arc, Mutex};
 use crate::{Error, Result, Tensor};
@@ -41,12 +40,14 @@ pub(crate) struct GraphTask {
     pub(crate) id: u64,
     /// Keep saved tensors after nodes run (`retain_graph`).
     pub(crate) keep_graph: bool,
-    /// Grad mode while nodes run (`create_graph`).
+    /// Record the backward pass itself (`create_graph`): gradients are summed out of place, and
+    /// nodes run with grad mode on (through `thread_locals`).
     pub(crate) create_graph: bool,
     /// Nesting level: 0 for a top-level call, parent + 1 for a reentrant one.
     pub(crate) reentrant_depth: usize,
-    /// Anomaly mode of the calling thread when the pass started.
-    pub(crate) anomaly: AnomalyMode,
+    /// The calling thread's state, installed around each node on whichever thread runs it
+    /// (PyTorch's `thread_locals_`). Fixed at creation, before any node of the task is queued.
+    pub(crate) thread_locals: ThreadLocalState,
     /// The reachable graph with dense indices. Immutable once the pass starts.
     pub(crate) plan: GraphPlan,
     /// Empty: run every reachable node. Otherwise only nodes that `should_execute`.
@@ -61,9 +62,6 @@ pub(crate) struct GraphTask {
     has_error: AtomicBool,
     /// Set once the task is finished (successfully or not); the owner's loop exits on it.
     completion: Completion,
-    /// The profiler sessions this pass records into (`profiler.rs`, step 2), `None` when not
-    /// profiling. Fixed at creation, before any node of the task is queued.
-    pub(crate) profiler: Option<Sessions>,
     /// The pass's `tracing` span (nothing without the `tracing` feature).
     pub(crate) span: PassSpan,
 }
@@ -87,19 +85,20 @@ impl GraphTask {
         static NEXT_ID: crate::sync::statics::AtomicU64 = crate::sync::statics::AtomicU64::new(0);
         // Relaxed: only uniqueness and monotonicity per thread matter.
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        // A reentrant pass inherits the sessions of the pass whose node starts it.
-        let profiler = super::worker::with_current_graph_task(|parent| {
-            Sessions::capture(parent.and_then(|p| p.profiler.as_ref()))
+        // A reentrant pass inherits the profiler sessions of the pass whose node starts it (the
+        // rest of that pass's state is installed on this thread while its node runs).
+        let thread_locals = super::worker::with_current_graph_task(|parent| {
+            let parent_profiler = parent.and_then(|p| p.thread_locals.profiler.as_ref());
+            ThreadLocalState::capture(create_graph, parent_profiler)
         });
         GraphTask {
             id,
-            profiler,
+            thread_locals,
             span: PassSpan::new(id, reentrant_depth),
             engine,
             keep_graph,
             create_graph,
             reentrant_depth,
-            anomaly: crate::anomaly::current(),
             plan,
             exec_info,
             cpu_ready_queue,
@@ -192,9 +191,12 @@ impl GraphTask {
                 return;
             }
             let _current = super::worker::CurrentGraphTask::enter(self);
+            // Callbacks run with the pass's state too (PyTorch's `exec_post_processing`).
+            let state = self.thread_locals.enter();
             loop {
                 let next = self.state.lock().final_callbacks.pop_front();
                 let Some(cb) = next else { break };
+                state.reinstate();
                 let result = super::unwind::catch(None, cb);
                 if let Err(e) = result {
                     self.set_error(e);

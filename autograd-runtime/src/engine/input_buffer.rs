@@ -13,6 +13,7 @@ pub(crate) struct InputBuffer {
 }
 
 impl InputBuffer {
+    #[inline]
     pub(crate) fn new(num_inputs: usize) -> InputBuffer {
         InputBuffer {
             slots: GradVec::from_elem(None, num_inputs),

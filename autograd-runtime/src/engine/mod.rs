@@ -15,6 +15,7 @@ mod input_buffer;
 mod node_task;
 mod ready_queue;
 mod reentrant;
+mod thread_local_state;
 mod trace;
 mod unwind;
 mod worker;
@@ -50,7 +51,9 @@ pub const DEFAULT_MAX_RECURSION_DEPTH: usize = 60;
 ///
 /// [`backward`] and [`grad`] (and `Tensor::backward`) use the process-wide default engine, whose
 /// threads live as long as the process, as PyTorch's do. An engine made with [`Engine::new`] can
-/// be configured and shut down cleanly; use it through [`Engine::backward`] and [`Engine::grad`].
+/// be configured and shut down; use it through [`Engine::backward`] and [`Engine::grad`]. Its
+/// threads stop, and are joined, when it is dropped: when its last handle (it is `Clone`) is
+/// gone and no backward pass it started is still running — or at [`Engine::shutdown`].
 ///
 /// # Examples
 ///
@@ -153,14 +156,28 @@ impl Engine {
     }
 
     /// Stops and joins this engine's device threads and pool threads. Backward passes must not be
-    /// running on it; a later pass starts threads again.
+    /// running on it; a later pass starts threads again. Dropping the engine does the same.
     pub fn shutdown(&self) {
-        self.inner.devices.shutdown();
-        self.inner.pool.shutdown();
+        self.inner.shutdown();
+    }
+}
+
+impl Drop for EngineInner {
+    /// The engine's last handle is gone — every [`Engine`] and every graph task that ran on it,
+    /// so no pass can still need its threads: stop them (README.md §6). This may run on one of
+    /// those threads (a device thread dropping the last graph task); it is then not joined and
+    /// exits on its own.
+    fn drop(&mut self) {
+        self.shutdown();
     }
 }
 
 impl EngineInner {
+    fn shutdown(&self) {
+        self.devices.shutdown();
+        self.pool.shutdown();
+    }
+
     /// The engine to use for a call made on this thread: the one running the current graph task
     /// (reentrant calls stay on their engine), else the default.
     pub(crate) fn current() -> Arc<EngineInner> {

@@ -86,7 +86,8 @@ impl ReentrantPool {
     }
 
     /// Lets idle threads exit and joins them all (explicit engines only; a thread still running a
-    /// task finishes it first).
+    /// task finishes it first). The calling thread, if it is a pool thread, is not joined: it
+    /// exits by itself when it next finds no task.
     pub(crate) fn shutdown(&self) {
         let threads = {
             let mut state = self.state.lock();
@@ -95,8 +96,7 @@ impl ReentrantPool {
         };
         self.available.notify_all();
         for t in threads {
-            // Pool threads catch node panics inside `thread_main`; see DeviceThreads::shutdown.
-            let _ = t.join();
+            super::device_threads::join_unless_current(t);
         }
     }
 

@@ -155,11 +155,11 @@ fn run_task(
 ) {
     {
         let _current = CurrentGraphTask::enter(gt);
+        // The caller's thread-local state, for every node of the run (`thread_local_state.rs`).
+        let state = gt.thread_locals.enter();
         while !gt.has_error() {
-            let result = {
-                let _grad_mode = crate::set_grad_enabled(gt.create_graph);
-                unwind::catch(None, || evaluate_function(gt, node_index, inputs, queue))
-            };
+            state.reinstate();
+            let result = unwind::catch(None, || evaluate_function(gt, node_index, inputs, queue));
             let next = match result {
                 Ok(Some(next)) => next,
                 Ok(None) => break,
@@ -186,7 +186,7 @@ fn run_task(
 
 fn report_node_error(gt: &GraphTask, node_index: u32, e: Error) {
     let node = gt.plan.node(node_index);
-    if gt.anomaly.enabled {
+    if crate::is_anomaly_enabled() {
         let trace = node
             .meta()
             .forward_trace()

@@ -152,7 +152,7 @@ impl Node for AccumulateGrad {
         // User hooks run unlocked: one that starts a backward reaching this leaf must not deadlock.
         drop(serialised);
         for (_, hook) in hooks {
-            hook(var);
+            hook(var)?;
         }
         Ok(smallvec![])
     }

@@ -220,12 +220,13 @@ pub fn record_node<B: Backward>(
     outputs: &[&Tensor],
     make: impl FnOnce(&SaveContext<'_>) -> B,
 ) -> NodeRef {
-    let (node, _pack_failed) = build_node(edges, outputs, make);
+    let (node, _failure) = build_node(edges, outputs, make);
     attach(node, outputs)
 }
 
 /// [`record_node`] that fails, as PyTorch does in the forward, when a saved-tensor pack hook
-/// modified its input in place; the outputs are then left as they are.
+/// modified its input in place or failed (a [`try_saved_tensors_hooks`](crate::try_saved_tensors_hooks)
+/// hook's error); the outputs are then left as they are.
 ///
 /// # Errors
 ///
@@ -237,9 +238,9 @@ pub fn try_record_node<B: Backward>(
     outputs: &[&Tensor],
     make: impl FnOnce(&SaveContext<'_>) -> B,
 ) -> Result<NodeRef> {
-    let (node, pack_failed) = build_node(edges, outputs, make);
-    if pack_failed {
-        return Err(crate::Error::PackHookModifiedInput);
+    let (node, failure) = build_node(edges, outputs, make);
+    if let Some(e) = failure {
+        return Err(e);
     }
     Ok(attach(node, outputs))
 }
@@ -250,18 +251,22 @@ fn build_node<B: Backward>(
     edges: SmallVec<[Option<Edge>; 2]>,
     outputs: &[&Tensor],
     make: impl FnOnce(&SaveContext<'_>) -> B,
-) -> (Arc<FunctionNode<B>>, bool) {
+) -> (Arc<FunctionNode<B>>, Option<crate::Error>) {
     let input_metadata = outputs.iter().map(|t| InputMetadata::of(t)).collect();
-    let meta = NodeMeta::new(edges, input_metadata);
-    let mut pack_failed = false;
+    let mut failure = None;
     let node: Arc<FunctionNode<B>> = Arc::new_cyclic(|weak: &Weak<FunctionNode<B>>| {
         let weak_self = || -> Weak<dyn Node> { weak.clone() };
         let save = SaveContext::new(&weak_self);
         let backward = make(&save);
-        pack_failed = save.pack_failed();
-        FunctionNode { meta, backward }
+        failure = save.take_failure();
+        FunctionNode {
+            // Built here rather than moved in: LLVM then writes it in place instead of copying
+            // it (a `memcpy` per recorded op, depending on its inlining choices).
+            meta: NodeMeta::new(edges, input_metadata),
+            backward,
+        }
     });
-    (node, pack_failed)
+    (node, failure)
 }
 
 /// Makes `node` the grad_fn of each output, output `i` of it.

@@ -10,13 +10,12 @@ pub(crate) struct GraphRoot {
 }
 
 impl GraphRoot {
+    /// A root feeding `grads` along `edges`. It takes the next sequence number of this thread, as
+    /// every node PyTorch constructs does (only `AccumulateGrad` has `u64::MAX`): a pass with
+    /// several roots moves the numbering of later nodes on by one.
     pub(crate) fn new(edges: Vec<Option<Edge>>, grads: GradVec) -> GraphRoot {
         GraphRoot {
-            meta: NodeMeta::with_sequence_nr(
-                u64::MAX,
-                edges.into_iter().collect(),
-                smallvec::smallvec![],
-            ),
+            meta: NodeMeta::new(edges.into_iter().collect(), smallvec::smallvec![]),
             grads,
         }
     }

@@ -1,5 +1,6 @@
 //! Backward hooks: tensor hooks, retains_grad hooks, node pre- and post-hooks, post-accumulate-grad
 //! hooks, and the removable [`HookHandle`] (B18–B21).
+//! Every hook kind has a fallible `try_` twin: see [the module docs of `graph`](super#fallible-hooks).
 //!
 //! Hooks on a non-leaf tensor are stored on its `grad_fn` under the tensor's `output_nr`, so a hook
 //! registered before an in-place op stays bound to the old node (B21). Hooks on a leaf live in the
@@ -12,14 +13,17 @@ use crate::sync::Ordering;
 use super::NodeRef;
 use crate::sync::{Arc, Mutex, Weak};
 use crate::tensor::TensorImpl;
-use crate::{Node, Tensor};
+use crate::{Node, Result, Tensor};
 
-pub(crate) type TensorHook = Arc<dyn Fn(&Tensor) -> Option<Tensor> + Send + Sync>;
+pub(crate) type TensorHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
 pub(crate) type PreHook =
-    Arc<dyn Fn(&[Option<Tensor>]) -> Option<Vec<Option<Tensor>>> + Send + Sync>;
-pub(crate) type PostHook =
-    Arc<dyn Fn(&[Option<Tensor>], &[Option<Tensor>]) -> Option<Vec<Option<Tensor>>> + Send + Sync>;
-pub(crate) type PostAccumulateHook = Arc<dyn Fn(&Tensor) + Send + Sync>;
+    Arc<dyn Fn(&[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync>;
+pub(crate) type PostHook = Arc<
+    dyn Fn(&[Option<Tensor>], &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>>
+        + Send
+        + Sync,
+>;
+pub(crate) type PostAccumulateHook = Arc<dyn Fn(&Tensor) -> Result<()> + Send + Sync>;
 
 /// Identifies one registered hook (unique per process).
 pub(crate) type HookId = u64;

@@ -29,7 +29,7 @@ struct PassState {
     fired: bool,
 }
 
-type Callback = Arc<dyn Fn(&[Option<Tensor>]) + Send + Sync>;
+type Callback = Arc<dyn Fn(&[Option<Tensor>]) -> Result<()> + Send + Sync>;
 
 /// Handle to a multi-grad hook; [`MultiGradHookHandle::remove`] unregisters it from every tensor.
 #[derive(Debug)]
@@ -75,7 +75,56 @@ pub fn register_multi_grad_hook<F>(
 where
     F: Fn(&[Option<Tensor>]) + Send + Sync + 'static,
 {
-    let hook: Callback = Arc::new(hook);
+    add(
+        tensors,
+        mode,
+        Arc::new(move |grads: &[Option<Tensor>]| {
+            hook(grads);
+            Ok(())
+        }),
+    )
+}
+
+/// [`register_multi_grad_hook`] for a hook that can fail: an `Err` it returns stops the backward
+/// pass in which it fires and is what `backward()`/`grad()` returns (see
+/// [fallible hooks](crate::graph#fallible-hooks)).
+///
+/// # Errors
+///
+/// [`Error::HookWithoutRequiresGrad`](crate::Error::HookWithoutRequiresGrad) if a tensor does
+/// not require grad.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::{try_register_multi_grad_hook, Error, MultiGradMode, Tensor};
+/// let a = Tensor::scalar(1.0f64).requires_grad_(true)?;
+/// let b = Tensor::scalar(2.0f64).requires_grad_(true)?;
+/// // Fail the pass unless both gradients agree in sign.
+/// let _h = try_register_multi_grad_hook(&[a.clone(), b.clone()], MultiGradMode::All, |grads| {
+///     let signs = grads.iter().flatten().map(|g| Ok(g.item::<f64>()?.signum())).collect::<Result<Vec<_>, Error>>()?;
+///     if signs.windows(2).any(|w| w[0] != w[1]) {
+///         return Err(Error::msg("gradients disagree in sign"));
+///     }
+///     Ok(())
+/// })?;
+/// a.mul_scalar(3.0)?.add(&b.mul_scalar(5.0)?)?.backward()?;
+/// let err = a.mul_scalar(3.0)?.sub(&b.mul_scalar(5.0)?)?.backward().unwrap_err();
+/// assert_eq!(err.to_string(), "gradients disagree in sign");
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn try_register_multi_grad_hook<F>(
+    tensors: &[Tensor],
+    mode: MultiGradMode,
+    hook: F,
+) -> Result<MultiGradHookHandle>
+where
+    F: Fn(&[Option<Tensor>]) -> Result<()> + Send + Sync + 'static,
+{
+    add(tensors, mode, Arc::new(hook))
+}
+
+fn add(tensors: &[Tensor], mode: MultiGradMode, hook: Callback) -> Result<MultiGradHookHandle> {
     let passes: Arc<Mutex<HashMap<u64, PassState>>> = Arc::default();
     // The node each tensor's gradient passes through: its grad_fn, or a leaf's AccumulateGrad.
     let nodes: Arc<Vec<Option<crate::Edge>>> =
@@ -84,8 +133,10 @@ where
     let mut handles = Vec::with_capacity(n);
     for (idx, t) in tensors.iter().enumerate() {
         let (hook, passes, nodes) = (hook.clone(), passes.clone(), nodes.clone());
-        let h = t.register_hook(move |grad| {
-            let id = current_graph_task_id()?;
+        let h = t.try_register_hook(move |grad| {
+            let Some(id) = current_graph_task_id() else {
+                return Ok(None);
+            };
             let fire = {
                 let mut guard = passes.lock();
                 let first = !guard.contains_key(&id);
@@ -121,9 +172,9 @@ where
                 }
             };
             if let Some(grads) = fire {
-                hook(&grads);
+                hook(&grads)?;
             }
-            None
+            Ok(None)
         })?;
         handles.push(h);
     }

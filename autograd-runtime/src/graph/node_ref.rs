@@ -69,7 +69,8 @@ impl NodeRef {
     }
 
     /// Registers a node pre-hook: called with the incoming gradients before the node runs (only
-    /// if it runs); returning `Some` replaces them.
+    /// if it runs); returning `Some` replaces them. [`NodeRef::try_register_prehook`] is the form
+    /// whose hook can fail.
     ///
     /// # Examples
     ///
@@ -89,11 +90,44 @@ impl NodeRef {
     where
         F: Fn(&[Option<Tensor>]) -> Option<Vec<Option<Tensor>>> + Send + Sync + 'static,
     {
+        hooks::add_pre_hook(
+            self,
+            Arc::new(move |grads: &[Option<Tensor>]| Ok(hook(grads))),
+        )
+    }
+
+    /// [`NodeRef::register_prehook`] for a hook that can fail: an `Err` it returns stops the
+    /// backward pass before the node runs and is what `backward()`/`grad()` returns (see
+    /// [fallible hooks](crate::graph#fallible-hooks)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{Error, Tensor};
+    /// let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
+    /// let y = x.exp()?;
+    /// y.grad_fn().unwrap().try_register_prehook(|grads| {
+    ///     let Some(g) = &grads[0] else { return Ok(None) };
+    ///     Ok(Some(vec![Some(g.mul_scalar(2.0)?)])) // `?` on the op's error
+    /// });
+    /// y.backward_with(autograd_runtime::BackwardOptions::new().retain_graph(true))?;
+    /// assert_eq!(x.grad().unwrap().item::<f64>()?, 2.0 * 1f64.exp());
+    ///
+    /// let z = x.sin()?;
+    /// z.grad_fn().unwrap().try_register_prehook(|_| Err(Error::msg("no gradient for sin today")));
+    /// assert_eq!(z.backward().unwrap_err().to_string(), "no gradient for sin today");
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn try_register_prehook<F>(&self, hook: F) -> HookHandle
+    where
+        F: Fn(&[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync + 'static,
+    {
         hooks::add_pre_hook(self, Arc::new(hook))
     }
 
     /// Registers a node post-hook: called with `(grad_inputs, grad_outputs)` after the node ran,
     /// where `grad_inputs` are its results; returning `Some` replaces them.
+    /// [`NodeRef::try_register_hook`] is the form whose hook can fail.
     ///
     /// # Examples
     ///
@@ -113,6 +147,45 @@ impl NodeRef {
     pub fn register_hook<F>(&self, hook: F) -> HookHandle
     where
         F: Fn(&[Option<Tensor>], &[Option<Tensor>]) -> Option<Vec<Option<Tensor>>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        hooks::add_post_hook(
+            self,
+            Arc::new(
+                move |inputs: &[Option<Tensor>], outputs: &[Option<Tensor>]| {
+                    Ok(hook(inputs, outputs))
+                },
+            ),
+        )
+    }
+
+    /// [`NodeRef::register_hook`] for a hook that can fail: an `Err` it returns stops the
+    /// backward pass after the node ran and is what `backward()`/`grad()` returns (see
+    /// [fallible hooks](crate::graph#fallible-hooks)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{Error, Tensor};
+    /// let x = Tensor::scalar(0.0f64).requires_grad_(true)?;
+    /// let y = x.sqrt()?; // d/dx sqrt(x) at 0 is infinite
+    /// y.grad_fn().unwrap().try_register_hook(|grad_inputs, _grad_outputs| {
+    ///     let g = grad_inputs[0].as_ref().map(|g| g.item::<f64>()).transpose()?;
+    ///     match g {
+    ///         Some(g) if g.is_infinite() => Err(Error::msg("SqrtBackward0 produced an infinite gradient")),
+    ///         _ => Ok(None),
+    ///     }
+    /// });
+    /// let err = y.backward().unwrap_err();
+    /// assert_eq!(err.to_string(), "SqrtBackward0 produced an infinite gradient");
+    /// assert!(x.grad().is_none()); // AccumulateGrad never ran
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn try_register_hook<F>(&self, hook: F) -> HookHandle
+    where
+        F: Fn(&[Option<Tensor>], &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>>
             + Send
             + Sync
             + 'static,

@@ -4,7 +4,7 @@
 //! that grad_fn, as PyTorch's `SavedVariable::unpack(saved_for)` does. Under saved-tensor hooks
 //! (B38) the slot keeps what the pack hook returned instead.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 
 use super::saved_hooks::{self, HookPair, Packed};
 use super::InputMetadata;
@@ -36,14 +36,25 @@ enum State {
     /// [`record_node`](super::function::record_node) (a forward that cannot return the error):
     /// reported when the tensor is used.
     PackModifiedInput,
+    /// The pack hook failed, in the forward of a node recorded with `record_node` (a forward that
+    /// cannot return the error): its message, returned by every use of the tensor. Boxed: rare.
+    PackFailed(Box<PackFailure>),
     /// Freed after the node ran without `retain_graph`.
     Released,
+}
+
+/// The error of a failed pack hook, kept in the slot until the saved tensor is used (a forward
+/// that cannot return it: see [`SaveContext`]).
+struct PackFailure {
+    /// The hook's error message.
+    message: String,
 }
 
 /// Packs `t` with the active hooks, if any (`Ok(None)`: there are none).
 ///
 /// # Errors
 ///
+/// The pack hook's own error ([`try_saved_tensors_hooks`](crate::try_saved_tensors_hooks));
 /// [`Error::PackHookModifiedInput`] if the pack hook modified `t` in place (PyTorch checks the
 /// version counter around the hook in the `SavedVariable` constructor).
 fn pack(t: &Tensor, output: Option<(&Weak<dyn Node>, usize)>) -> Result<Option<State>> {
@@ -51,7 +62,7 @@ fn pack(t: &Tensor, output: Option<(&Weak<dyn Node>, usize)>) -> Result<Option<S
         return Ok(None);
     };
     let version = t.version();
-    let packed = hooks.pack(t);
+    let packed = hooks.pack(t)?;
     if t.version() != version {
         return Err(Error::PackHookModifiedInput);
     }
@@ -171,7 +182,8 @@ impl SavedTensor {
     /// # Errors
     ///
     /// [`Error::BackwardTwice`] after release; [`Error::SavedTensorModified`] if its version
-    /// changed; [`Error::PackHookModifiedInput`] if a saved-tensor pack hook modified it.
+    /// changed; [`Error::PackHookModifiedInput`] if a saved-tensor pack hook modified it; the
+    /// error of a failed pack or unpack hook ([`try_saved_tensors_hooks`](crate::try_saved_tensors_hooks)).
     pub fn unpack(&self) -> Result<Option<Tensor>> {
         self.unpack_with(true)
     }
@@ -198,6 +210,7 @@ impl SavedTensor {
             State::Empty => Ok(None),
             State::Released => Err(Error::BackwardTwice),
             State::PackModifiedInput => Err(Error::PackHookModifiedInput),
+            State::PackFailed(failure) => Err(Error::msg(failure.message.clone())),
             State::Hooked {
                 packed,
                 hooks,
@@ -208,29 +221,42 @@ impl SavedTensor {
                 let (packed, hooks) = (packed.clone(), hooks.clone());
                 let (output, edge) = (output.clone(), edge.clone());
                 drop(state);
-                let t = hooks.unpack(&packed);
+                let t = hooks.unpack(&packed)?;
+                // The saved tensor's history goes on the hook's data; whatever history the
+                // hook's result has of its own (ops it ran under the pass's grad mode) is not the
+                // saved tensor's and is dropped, as PyTorch's `SavedVariable::unpack` wraps the
+                // unpacked data in a new variable with the saved grad_fn (or grad accumulator).
                 match output {
-                    // A saved output: the hook's data, with the saving node as its grad_fn
-                    // (PyTorch makes a new variable over the unpacked data).
+                    // A saved output: with the saving node as its grad_fn.
                     Some((node, nr)) => {
                         if !history {
                             return Ok(Some(t));
                         }
-                        let alias = t.detach();
-                        if let Some(node) = node.upgrade() {
-                            alias.set_grad_fn(NodeRef::new(node), nr);
+                        let Some(node) = node.upgrade().map(NodeRef::new) else {
+                            return Ok(Some(t.detach()));
+                        };
+                        if t.grad_fn().is_some_and(|f| f.ptr_eq(&node)) && t.output_nr() == nr {
+                            return Ok(Some(t));
                         }
+                        let alias = t.detach();
+                        alias.set_grad_fn(node, nr);
                         Ok(Some(alias))
                     }
-                    // A saved input: its history is re-attached for a create_graph pass (a
-                    // tensor the hook returned with history of its own keeps it).
+                    // A saved input: its history, for a create_graph pass.
+                    None if !is_grad_enabled() => Ok(Some(t)),
                     None => match edge {
-                        Some(e) if is_grad_enabled() && t.grad_fn().is_none() => {
+                        Some(e) => {
+                            let same = t.grad_fn().is_some_and(|f| f.ptr_eq(&e.node))
+                                && t.output_nr() == e.input_nr;
+                            if same {
+                                return Ok(Some(t));
+                            }
                             let alias = t.detach();
                             alias.set_grad_fn(e.node, e.input_nr);
                             Ok(Some(alias))
                         }
-                        _ => Ok(Some(t)),
+                        None if t.requires_grad() => Ok(Some(t.detach())),
+                        None => Ok(Some(t)),
                     },
                 }
             }
@@ -291,9 +317,11 @@ impl SavedTensor {
         match &*self.state.lock() {
             State::Input { tensor, .. } => Some(InputMetadata::of(tensor)),
             State::Output { data, .. } => Some(InputMetadata::of(data)),
-            State::Empty | State::Hooked { .. } | State::PackModifiedInput | State::Released => {
-                None
-            }
+            State::Empty
+            | State::Hooked { .. }
+            | State::PackModifiedInput
+            | State::PackFailed(_)
+            | State::Released => None,
         }
     }
 
@@ -305,6 +333,7 @@ impl SavedTensor {
             State::Output { .. } => "output",
             State::Hooked { .. } => "packed by hooks",
             State::PackModifiedInput => "invalid (pack hook modified it)",
+            State::PackFailed(_) => "invalid (pack hook failed)",
             State::Released => "released",
         }
     }
@@ -349,22 +378,22 @@ impl SavedTensor {
 pub struct SaveContext<'a> {
     /// The node being built, as a weak handle (made only when a saved output asks for it).
     node: &'a dyn Fn() -> Weak<dyn Node>,
-    /// Set by the first pack hook that modified its input; read by `record_node` once `make`
-    /// returned.
-    pack_failed: Cell<bool>,
+    /// The first error a pack hook raised (or its modifying its input); taken by
+    /// `try_record_node` once `make` returned.
+    failure: RefCell<Option<Error>>,
 }
 
 impl<'a> SaveContext<'a> {
     pub(crate) fn new(node: &'a dyn Fn() -> Weak<dyn Node>) -> SaveContext<'a> {
         SaveContext {
             node,
-            pack_failed: Cell::new(false),
+            failure: RefCell::new(None),
         }
     }
 
-    /// Whether a pack hook modified its input while this context saved tensors.
-    pub(crate) fn pack_failed(&self) -> bool {
-        self.pack_failed.get()
+    /// The first error of a pack hook while this context saved tensors, if any.
+    pub(crate) fn take_failure(&self) -> Option<Error> {
+        self.failure.borrow_mut().take()
     }
 
     /// The node being built, held weakly (a strong handle in the node would be a cycle).
@@ -391,12 +420,19 @@ impl<'a> SaveContext<'a> {
     /// used, noted here. After a failure nothing more is packed: PyTorch stops at the first
     /// `SavedVariable` that raises.
     fn save(&self, save: impl FnOnce() -> Result<SavedTensor>) -> SavedTensor {
-        if self.pack_failed.get() {
-            return SavedTensor::new(State::PackModifiedInput);
+        let failed = |e: &Error| match e {
+            Error::PackHookModifiedInput => State::PackModifiedInput,
+            other => State::PackFailed(Box::new(PackFailure {
+                message: other.to_string(),
+            })),
+        };
+        if let Some(e) = &*self.failure.borrow() {
+            return SavedTensor::new(failed(e));
         }
-        save().unwrap_or_else(|_| {
-            self.pack_failed.set(true);
-            SavedTensor::new(State::PackModifiedInput)
+        save().unwrap_or_else(|e| {
+            let slot = SavedTensor::new(failed(&e));
+            *self.failure.borrow_mut() = Some(e);
+            slot
         })
     }
 }
@@ -404,7 +440,7 @@ impl<'a> SaveContext<'a> {
 impl std::fmt::Debug for SaveContext<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SaveContext")
-            .field("pack_failed", &self.pack_failed.get())
+            .field("failed", &self.failure.borrow().is_some())
             .finish_non_exhaustive()
     }
 }

@@ -4,7 +4,7 @@
 use crate::sync::statics::AtomicBool;
 
 use super::Tensor;
-use crate::graph::hooks::LeafHooks;
+use crate::graph::hooks::{LeafHooks, PostAccumulateHook, TensorHook};
 use crate::graph::{AccumulateGrad, Edge, HookHandle, NodeRef};
 use crate::sync::{Arc, Weak};
 use crate::{Error, Result};
@@ -332,6 +332,7 @@ impl Tensor {
 
     /// Registers a hook called with this tensor's gradient each time it is computed during
     /// backward; returning `Some(g)` replaces the gradient. Hooks run in registration order.
+    /// [`Tensor::try_register_hook`] is the form whose hook can fail.
     ///
     /// # Errors
     ///
@@ -352,6 +353,47 @@ impl Tensor {
     where
         F: Fn(&Tensor) -> Option<Tensor> + Send + Sync + 'static,
     {
+        self.add_tensor_hook(Arc::new(move |g: &Tensor| Ok(hook(g))))
+    }
+
+    /// [`Tensor::register_hook`] for a hook that can fail: an `Err` it returns stops the backward
+    /// pass and is what `backward()`/`grad()` returns (see
+    /// [fallible hooks](crate::graph#fallible-hooks)).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::HookWithoutRequiresGrad`] if the tensor does not require grad.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{Error, Tensor};
+    /// let x = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
+    /// let y = x.mul_scalar(2.0)?;
+    /// // Refuse non-finite gradients; scale the others (`?` works inside the hook).
+    /// y.try_register_hook(|g| {
+    ///     if g.to_vec::<f64>()?.iter().any(|v| !v.is_finite()) {
+    ///         return Err(Error::msg("non-finite gradient"));
+    ///     }
+    ///     Ok(Some(g.mul_scalar(10.0)?))
+    /// })?;
+    /// y.sum()?.backward_with(autograd_runtime::BackwardOptions::new().retain_graph(true))?;
+    /// assert_eq!(x.grad().unwrap().to_vec::<f64>()?, [20.0, 20.0]);
+    ///
+    /// let bad = Tensor::from_vec(vec![f64::NAN, 1.0], &[2])?;
+    /// let err = y.backward_with(autograd_runtime::BackwardOptions::new().gradient(bad)).unwrap_err();
+    /// assert_eq!(err.to_string(), "non-finite gradient");
+    /// assert_eq!(x.grad().unwrap().to_vec::<f64>()?, [20.0, 20.0]); // the pass stopped
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn try_register_hook<F>(&self, hook: F) -> Result<HookHandle>
+    where
+        F: Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync + 'static,
+    {
+        self.add_tensor_hook(Arc::new(hook))
+    }
+
+    fn add_tensor_hook(&self, hook: TensorHook) -> Result<HookHandle> {
         // A view's hook goes to its current (possibly regenerated) grad_fn.
         let current = self.is_view().then(|| self.grad_fn()).flatten();
         let mut meta = self.0.autograd.lock();
@@ -359,17 +401,14 @@ impl Tensor {
             Some(grad_fn) => {
                 let output_nr = meta.output_nr;
                 drop(meta);
-                let id = grad_fn
-                    .meta()
-                    .hooks
-                    .add_tensor_pre(output_nr, Arc::new(hook));
+                let id = grad_fn.meta().hooks.add_tensor_pre(output_nr, hook);
                 Ok(HookHandle::on_node(&grad_fn, id))
             }
             None if meta.requires_grad => {
                 let id = meta
                     .leaf_hooks
                     .get_or_insert_with(Box::default)
-                    .add_tensor(Arc::new(hook));
+                    .add_tensor(hook);
                 drop(meta);
                 Ok(HookHandle::on_tensor(self, id))
             }
@@ -378,6 +417,7 @@ impl Tensor {
     }
 
     /// Registers a hook called with this leaf after its `.grad` was updated by backward (B20).
+    /// [`Tensor::try_register_post_accumulate_grad_hook`] is the form whose hook can fail.
     ///
     /// # Errors
     ///
@@ -400,6 +440,47 @@ impl Tensor {
     where
         F: Fn(&Tensor) + Send + Sync + 'static,
     {
+        self.add_post_accumulate_grad_hook(Arc::new(move |t: &Tensor| {
+            hook(t);
+            Ok(())
+        }))
+    }
+
+    /// [`Tensor::register_post_accumulate_grad_hook`] for a hook that can fail: an `Err` it
+    /// returns stops the backward pass (after this leaf's `.grad` was updated) and is what
+    /// `backward()` returns (see [fallible hooks](crate::graph#fallible-hooks)).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PostAccumulateGradHookOnNonLeaf`] on a non-leaf;
+    /// [`Error::HookWithoutRequiresGrad`] if the leaf does not require grad.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{Error, Tensor};
+    /// let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
+    /// x.try_register_post_accumulate_grad_hook(|t| {
+    ///     let g = t.grad().unwrap().item::<f64>()?;
+    ///     if g > 5.0 {
+    ///         return Err(Error::msg(format!("gradient {g} exceeds the clip threshold")));
+    ///     }
+    ///     Ok(())
+    /// })?;
+    /// x.mul_scalar(2.0)?.backward()?;
+    /// let err = x.mul_scalar(4.0)?.backward().unwrap_err();
+    /// assert_eq!(err.to_string(), "gradient 6 exceeds the clip threshold");
+    /// assert_eq!(x.grad().unwrap().item::<f64>()?, 6.0); // accumulated before the hook ran
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn try_register_post_accumulate_grad_hook<F>(&self, hook: F) -> Result<HookHandle>
+    where
+        F: Fn(&Tensor) -> Result<()> + Send + Sync + 'static,
+    {
+        self.add_post_accumulate_grad_hook(Arc::new(hook))
+    }
+
+    fn add_post_accumulate_grad_hook(&self, hook: PostAccumulateHook) -> Result<HookHandle> {
         let mut meta = self.0.autograd.lock();
         if meta.grad_fn.is_some() {
             return Err(Error::PostAccumulateGradHookOnNonLeaf);
@@ -410,7 +491,7 @@ impl Tensor {
         let id = meta
             .leaf_hooks
             .get_or_insert_with(Box::default)
-            .add_post_accumulate(Arc::new(hook));
+            .add_post_accumulate(hook);
         drop(meta);
         Ok(HookHandle::on_tensor(self, id))
     }

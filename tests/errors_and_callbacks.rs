@@ -1,4 +1,5 @@
-//! Anomaly mode (B23), errors inside a backward pass (B24) and final callbacks (B25).
+//! Errors inside a backward pass (B24) and final callbacks (B25). Anomaly mode (B23) is in
+//! `anomaly.rs`: it is process-wide, so its tests run apart.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
@@ -53,119 +54,6 @@ fn push(log: &Log, s: impl Into<String>) {
 
 fn entries(log: &Log) -> Vec<String> {
     log.lock().unwrap().clone()
-}
-
-// ----- B23 anomaly mode ---------------------------------------------------------------------------
-
-#[test]
-fn b23_anomaly_nan_error_names_node_and_output() -> R {
-    let x = scalar_leaf(-1.0);
-    let _anomaly = detect_anomaly();
-    let y = x.sqrt()?;
-    let err = y.backward().unwrap_err();
-    assert!(
-        matches!(&err, Error::NanInGradient { node, index: 0 } if node == "SqrtBackward0"),
-        "{err:?}"
-    );
-    assert_eq!(
-        err.to_string(),
-        "Function 'SqrtBackward0' returned nan values in its 0th output."
-    );
-    assert!(x.grad().is_none(), "the pass stopped before AccumulateGrad");
-    Ok(())
-}
-
-#[test]
-fn b23_anomaly_nan_in_1th_output() -> R {
-    let a = scalar_leaf(f64::NAN);
-    let b = scalar_leaf(2.0);
-    let _anomaly = detect_anomaly();
-    let err = a.mul(&b)?.backward().unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "Function 'MulBackward0' returned nan values in its 1th output."
-    );
-    Ok(())
-}
-
-#[test]
-fn b23_no_nan_error_without_check_nan_or_outside_anomaly_mode() -> R {
-    let x = scalar_leaf(-1.0);
-    x.sqrt()?.backward()?;
-    assert!(x.grad().unwrap().item::<f64>()?.is_nan());
-
-    let x = scalar_leaf(-1.0);
-    let _anomaly = set_detect_anomaly(true, false);
-    assert!(is_anomaly_enabled());
-    x.sqrt()?.backward()?;
-    assert!(x.grad().unwrap().item::<f64>()?.is_nan());
-    Ok(())
-}
-
-/// `test_anomaly_mode_no_check_nan`: guards nest and restore.
-#[test]
-fn b23_anomaly_mode_no_check_nan_nested() -> R {
-    let inp = leaf(vec![-1.0, 4.0], &[2]);
-    let out = inp.sqrt()?.sum()?;
-    let retain = || BackwardOptions::new().retain_graph(true);
-    {
-        let _outer = set_detect_anomaly(true, false);
-        out.backward_with(retain())?;
-        {
-            let _inner = set_detect_anomaly(true, true);
-            let err = out.backward_with(retain()).unwrap_err();
-            assert_eq!(
-                err.to_string(),
-                "Function 'SqrtBackward0' returned nan values in its 0th output."
-            );
-        }
-        out.backward_with(retain())?;
-    }
-    assert!(!is_anomaly_enabled());
-    out.backward()?;
-    Ok(())
-}
-
-/// C++ `AutogradAPITests.AnomalyMode`: double backward of `x.pow(1.5)` at 0 with grad_output 0
-/// gives `0 * inf` in PowBackward0.
-#[test]
-fn b23_pow_double_backward_nan() -> R {
-    let double_backward_produce_nan = |should_throw: bool| -> R {
-        let x = leaf(vec![0.0], &[1]);
-        let y = x.pow(1.5)?;
-        let gr = grad(
-            &[y],
-            &[x.clone()],
-            GradOptions::new().retain_graph(true).create_graph(true),
-        )?;
-        let go = Tensor::from_vec(vec![0.0f64], &[1])?;
-        let res = grad(
-            &[gr[0].clone().unwrap()],
-            &[x],
-            GradOptions::new().grad_outputs(vec![Some(go)]),
-        );
-        if should_throw {
-            let err = res.unwrap_err();
-            assert_eq!(
-                err.to_string(),
-                "Function 'PowBackward0' returned nan values in its 0th output."
-            );
-        } else {
-            assert!(res?[0].as_ref().unwrap().to_vec::<f64>()?[0].is_nan());
-        }
-        Ok(())
-    };
-    let _anomaly = detect_anomaly();
-    double_backward_produce_nan(true)?;
-    {
-        let _no_nan = set_detect_anomaly(true, false);
-        double_backward_produce_nan(false)?;
-        {
-            let _nan = set_detect_anomaly(true, true);
-            double_backward_produce_nan(true)?;
-        }
-    }
-    double_backward_produce_nan(true)
 }
 
 // ----- B24 errors ---------------------------------------------------------------------------------
@@ -289,6 +177,48 @@ fn b25_callbacks_run_once_in_fifo_order_after_all_nodes() -> R {
         entries(&log),
         vec!["hook", "acc", "cb1 6", "cb2", "hook", "acc"]
     );
+    Ok(())
+}
+
+/// B30: final callbacks run with the pass's thread-local state, grad mode = `create_graph`, as
+/// its nodes and hooks do — on the CPU and when the last node ran on a device thread. PyTorch
+/// 2.15 logs `[('hook', False), False]` for a plain `backward()` and `[('hook', True), True]` for
+/// `grad(.., create_graph=True)` called under `no_grad()`.
+#[test]
+fn b25_callbacks_run_with_the_pass_grad_mode() -> R {
+    for device in [Device::Cpu, Device::Virtual(2)] {
+        let run = |create_graph: bool| -> Result<Vec<String>> {
+            let log = new_log();
+            let x = leaf(vec![1.0, 1.0], &[2]);
+            let xd = x.to(device)?;
+            let l = log.clone();
+            let _ = xd.register_hook(move |_| {
+                push(&l, format!("hook {}", is_grad_enabled()));
+                let l = l.clone();
+                queue_callback(move || {
+                    push(&l, format!("callback {}", is_grad_enabled()));
+                    Ok(())
+                })
+                .unwrap();
+                None
+            })?;
+            let y = xd.mul_scalar(2.0)?.sum()?;
+            if create_graph {
+                let _no_grad = no_grad();
+                grad(&[y], &[x], GradOptions::new().create_graph(true))?;
+                assert!(
+                    !is_grad_enabled(),
+                    "the caller's grad mode is its own again"
+                );
+            } else {
+                y.backward()?;
+                assert!(is_grad_enabled());
+            }
+            Ok(entries(&log))
+        };
+        assert_eq!(run(false)?, ["hook false", "callback false"], "{device}");
+        assert_eq!(run(true)?, ["hook true", "callback true"], "{device}");
+    }
     Ok(())
 }
 
