@@ -134,13 +134,21 @@ pub fn try_next_edges(inputs: &[&Tensor]) -> Result<Option<SmallVec<[Option<Edge
 /// [`try_next_edges`] when an input is a view (out of line: graphs without views never call it).
 #[inline(never)]
 fn try_next_edges_of_views(inputs: &[&Tensor]) -> Result<Option<SmallVec<[Option<Edge>; 2]>>> {
+    edges_checked(inputs.iter().map(|t| Some(*t)))
+}
+
+/// The edges of `inputs` (`None`: an absent optional input), views' checked; `Ok(None)` when
+/// nothing is to be recorded.
+fn edges_checked<'a>(
+    inputs: impl ExactSizeIterator<Item = Option<&'a Tensor>>,
+) -> Result<Option<SmallVec<[Option<Edge>; 2]>>> {
     let mut edges: SmallVec<[Option<Edge>; 2]> = SmallVec::with_capacity(inputs.len());
     let mut record = false;
     for t in inputs {
-        let edge = if t.is_view() {
-            view_edge(t, &mut record)?
-        } else {
-            t.gradient_edge()
+        let edge = match t {
+            Some(t) if t.is_view() => view_edge(t, &mut record)?,
+            Some(t) => t.gradient_edge(),
+            None => None,
         };
         record |= edge.is_some();
         edges.push(edge);
@@ -172,18 +180,7 @@ pub fn try_next_edges_opt(
     if !is_grad_enabled() {
         return Ok(None);
     }
-    let mut edges: SmallVec<[Option<Edge>; 2]> = SmallVec::with_capacity(inputs.len());
-    let mut record = false;
-    for t in inputs {
-        let edge = match t {
-            Some(t) if t.is_view() => view_edge(t, &mut record)?,
-            Some(t) => t.gradient_edge(),
-            None => None,
-        };
-        record |= edge.is_some();
-        edges.push(edge);
-    }
-    Ok(record.then_some(edges))
+    edges_checked(inputs.iter().copied())
 }
 
 /// [`next_edges`] over inputs some of which may be absent (`Option<&Tensor>` parameters): an

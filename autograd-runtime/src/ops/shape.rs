@@ -144,7 +144,7 @@ fn split_even(x: &Tensor, sizes: &[usize], dim: usize) -> Result<Vec<Tensor>> {
 
 #[backward(split_even)]
 fn split_even_backward(grad: &[Tensor], dim: usize) -> Result<Tensor> {
-    Tensor::cat(grad, dim)
+    split_backward(grad, dim)
 }
 
 /// `tensors` are checked (same dtype, device and shape except along the wrapped `dim`).
