@@ -45,3 +45,37 @@ pub(crate) fn custom(
     let _node = record_node(edges, &[&out], |_| Custom(Box::new(f)));
     out
 }
+
+/// Whether the calling test should run its body here: `true` in a process of its own, `false`
+/// in the shared test binary, where this starts that process and checks that the test passed
+/// there.
+///
+/// For behaviours that happen once per process (the first `backward(create_graph=True)`'s
+/// warning): the tests sharing a binary by theme would trigger them first. `name` is the test's
+/// path inside its binary (`backward_basic::b01_..`), run with `--exact` in a child process of
+/// the same binary; a wrong name runs no test there and fails here.
+///
+/// ```ignore
+/// if !common::in_own_process("warn_always::backward_create_graph_warns") {
+///     return;
+/// }
+/// ```
+pub fn in_own_process(name: &str) -> bool {
+    const CHILD: &str = "AUTOGRAD_TEST_IN_OWN_PROCESS";
+    if std::env::var_os(CHILD).is_some() {
+        return true;
+    }
+    let binary = std::env::current_exe().expect("the test binary's path");
+    let out = std::process::Command::new(binary)
+        .args([name, "--exact", "--test-threads=1", "--nocapture"])
+        .env(CHILD, "1")
+        .output()
+        .expect("the test binary starts again");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("test result: ok. 1 passed"),
+        "`{name}` in a process of its own:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    false
+}

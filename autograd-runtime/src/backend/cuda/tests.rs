@@ -1,7 +1,7 @@
 //! What the CUDA backend can show on any machine: the kernel source compiles under NVRTC (which
 //! needs no GPU, only `libnvrtc`), the op codes match the kernels', layouts fit the kernel
 //! struct, and a machine without a driver gets errors, never a panic. The GPU behaviour itself
-//! is tested in `tests/cuda.rs`, which skips (saying why) without a device.
+//! is tested in `tests/ops/cuda.rs`, which skips (saying why) without a device.
 
 use super::kernels::{self, KernelLayout, NAMES, SOURCE};
 use crate::backend::{BinaryOp, FusedOp, UnaryOp};
@@ -90,7 +90,7 @@ fn kernel_layouts_carry_shape_strides_and_offset_up_to_eight_dims() {
 #[test]
 fn without_a_device_cuda_requests_are_errors_that_say_why() -> crate::Result<()> {
     if cuda::is_available() {
-        println!("skipped: this machine has a CUDA device; tests/cuda.rs covers it");
+        println!("skipped: this machine has a CUDA device; tests/ops/cuda.rs covers it");
         return Ok(());
     }
     assert_eq!(cuda::device_count(), 0);

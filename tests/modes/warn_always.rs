@@ -1,6 +1,6 @@
 //! `set_warn_always` (PyTorch's `torch.set_warn_always`): the once-per-process warning of
 //! `backward(create_graph=True)` fires every time (`test_backward_create_graph_warns`), and
-//! `grad()` with `create_graph` does not warn. Its own test binary: the warning handler is
+//! `grad()` with `create_graph` does not warn. Its own test process: the warning handler is
 //! process-wide.
 
 use std::sync::{Arc, Mutex};
@@ -9,6 +9,12 @@ use autograd::*;
 
 #[test]
 fn backward_create_graph_warns_every_time_under_warn_always() -> Result<()> {
+    // Once per process by default, and the warning handler is process-wide.
+    if !crate::common::in_own_process(
+        "warn_always::backward_create_graph_warns_every_time_under_warn_always",
+    ) {
+        return Ok(());
+    }
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));
     let s = seen.clone();
     set_warning_handler(Some(Box::new(move |w: &str| {

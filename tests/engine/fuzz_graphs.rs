@@ -15,7 +15,7 @@
 //! generator's seed (default fixed, so CI sees the same programs). On failure proptest shrinks
 //! the program and the test prints the minimal one. `--nocapture` shows a summary line.
 
-mod fuzz;
+use crate::fuzz;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;

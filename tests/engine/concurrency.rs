@@ -118,7 +118,7 @@ fn b29_shared_graph_with_retain_graph_sums_every_pass() -> Result<()> {
     Ok(())
 }
 
-/// Grad mode is per thread (anomaly mode is not: `anomaly.rs`).
+/// Grad mode is per thread (anomaly mode is not: `tests/modes/anomaly.rs`).
 #[test]
 fn b30_grad_mode_is_thread_local() -> Result<()> {
     let _g = no_grad();

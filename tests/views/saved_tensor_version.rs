@@ -2,7 +2,7 @@
 //! in-place modification (B14), including detach sharing the version counter (B32).
 //! Texts are PyTorch 2.15's as rendered by `autograd::Error` (`[f32 [3]]` for
 //! `[torch.FloatTensor [3]]`, the Rust anomaly hint). The hint in anomaly mode is tested in
-//! `anomaly.rs`.
+//! `tests/modes/anomaly.rs`.
 
 use autograd::*;
 

@@ -1,7 +1,7 @@
 //! Hostile arguments across the public API: every case must return an `autograd::Error` (with
 //! PyTorch's text where it has one) or a documented result. A panic from library code, an abort,
 //! a hang (a watchdog bounds the sweep) or a wrong value fails the test. The number of cases is
-//! printed (`cargo test --test bad_inputs -- --nocapture`).
+//! printed (`cargo test --test engine bad_inputs -- --nocapture`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc;

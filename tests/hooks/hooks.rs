@@ -1,4 +1,4 @@
-//! Backward hooks (B17–B21 of the PyTorch behaviour reference): tensor hooks, node pre/post hooks,
+//! Backward hooks (B17–B21 of `docs/behaviours.md`): tensor hooks, node pre/post hooks,
 //! retains_grad, post-accumulate-grad hooks, and their interaction with in-place ops. Values are
 //! those asserted by PyTorch's `test_autograd.py`.
 

@@ -106,7 +106,7 @@ fn programs() -> Vec<(&'static str, Vec<Vec<usize>>, Program)> {
             x[0].expand(&[3, 4])?.reshape(&[4, 3])
         }),
         // `y.mul_(&y.detach())` was here: PyTorch refuses its backward (the saved operand is
-        // the modified tensor), and so do we now; see tests/views_pytorch.rs.
+        // the modified tensor), and so do we now; see tests/views/views_pytorch.rs.
         ("in-place", vec![vec![3, 4], vec![4]], |x| {
             let y = x[0].mul_scalar(2.0)?;
             y.add_(&x[1])?;

@@ -623,7 +623,7 @@ impl<'a> Replay<'a> {
                 )?
             }
             other => panic!(
-                "program {}: op {other:?} is not replayed by tests/views_corpus.rs",
+                "program {}: op {other:?} is not replayed by tests/views/views_corpus.rs",
                 self.program.id
             ),
         };

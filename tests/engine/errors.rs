@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use autograd::*;
 
-mod common;
+use crate::common;
 use common::custom;
 
 // ----- helpers ---------------------------------------------------------------------------------

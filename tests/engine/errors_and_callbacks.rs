@@ -1,5 +1,5 @@
 //! Errors inside a backward pass (B24) and final callbacks (B25). Anomaly mode (B23) is in
-//! `anomaly.rs`: it is process-wide, so its tests run apart.
+//! `tests/modes/anomaly.rs`: it is process-wide, so its tests run apart.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};

@@ -1,5 +1,5 @@
 //! Random programs checked two ways: the generator, the lowering, the reference evaluator, the
-//! library runner and the checks (see `tests/fuzz_graphs.rs`).
+//! library runner and the checks (see `tests/engine/fuzz_graphs.rs`).
 
 pub(crate) mod check;
 pub(crate) mod library;

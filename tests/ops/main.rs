@@ -1,0 +1,8 @@
+//! The ops: first and second derivatives of every op against finite differences, 0-dim and
+//! size-1 inputs, device threads and transfers, and CUDA tensors against the CPU (skipped, saying
+//! why, without a GPU).
+
+mod cuda;
+mod devices;
+mod ops_gradcheck;
+mod small_shapes;
