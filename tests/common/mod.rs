@@ -60,7 +60,7 @@ pub(crate) fn custom(
 ///     return;
 /// }
 /// ```
-pub fn in_own_process(name: &str) -> bool {
+pub(crate) fn in_own_process(name: &str) -> bool {
     const CHILD: &str = "AUTOGRAD_TEST_IN_OWN_PROCESS";
     if std::env::var_os(CHILD).is_some() {
         return true;
