@@ -6,7 +6,7 @@ use crate::sync::statics::AtomicBool;
 
 use smallvec::SmallVec;
 
-use super::{worker, EngineInner};
+use super::{per_thread, EngineInner};
 use crate::graph::{Edge, GradVec};
 use crate::sync::Arc;
 use crate::{Error, Result, Tensor};
@@ -343,7 +343,7 @@ pub fn queue_callback<F>(callback: F) -> Result<()>
 where
     F: FnOnce() -> Result<()> + Send + 'static,
 {
-    worker::with_current_graph_task(|task| match task {
+    per_thread::with_current_graph_task(|task| match task {
         Some(task) => {
             task.state
                 .lock()
@@ -425,7 +425,7 @@ impl Tensor {
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
 pub fn current_graph_task_id() -> Option<u64> {
-    worker::with_current_graph_task(|t| t.map(|t| t.id))
+    per_thread::with_current_graph_task(|t| t.map(|t| t.id))
 }
 
 /// Whether the backward pass running on this thread keeps its graph (`retain_graph`), or `None`
@@ -449,7 +449,7 @@ pub fn current_graph_task_id() -> Option<u64> {
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
 pub fn current_graph_task_keep_graph() -> Option<bool> {
-    worker::with_current_graph_task(|t| t.map(|t| t.keep_graph))
+    per_thread::with_current_graph_task(|t| t.map(|t| t.keep_graph))
 }
 
 /// Whether the current backward pass will run `node` (`torch._C._will_engine_execute_node`):
@@ -470,7 +470,7 @@ pub fn current_graph_task_keep_graph() -> Option<bool> {
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
 pub fn will_engine_execute_node(node: &crate::NodeRef) -> Result<bool> {
-    worker::with_current_graph_task(|t| match t {
+    per_thread::with_current_graph_task(|t| match t {
         Some(t) => t.will_execute(node),
         None => Err(Error::msg(
             "_will_engine_execute_node should only be called during the backward pass",

@@ -13,6 +13,7 @@ mod front_door;
 mod graph_task;
 mod input_buffer;
 mod node_task;
+mod per_thread;
 mod ready_queue;
 mod reentrant;
 mod thread_local_state;
@@ -28,16 +29,18 @@ pub use front_door::{
     will_engine_execute_node, BackwardOptions, GradOptions,
 };
 
+pub(crate) use dependencies::WalkSlot;
+
 use crate::sync::statics::OnceLock;
 
 use dependencies::compute_dependencies;
 use device_threads::DeviceThreads;
 use evaluate::push_task;
 use exec_info::{init_to_execute, Requested};
-use graph_task::GraphTask;
+use graph_task::{GraphTask, TaskQueue};
 use input_buffer::InputBuffer;
-use ready_queue::ReadyQueue;
 use reentrant::ReentrantPool;
+use thread_local_state::ThreadLocalState;
 
 use crate::graph::{Edge, GradVec, GraphRoot, NodeRef};
 use crate::sync::Arc;
@@ -181,7 +184,7 @@ impl EngineInner {
     /// The engine to use for a call made on this thread: the one running the current graph task
     /// (reentrant calls stay on their engine), else the default.
     pub(crate) fn current() -> Arc<EngineInner> {
-        worker::with_current_graph_task(|t| t.map(|t| t.engine.clone()))
+        per_thread::with_current_graph_task(|t| t.map(|t| t.engine.clone()))
             .unwrap_or_else(|| Engine::get_default().inner.clone())
     }
 
@@ -193,9 +196,9 @@ impl EngineInner {
     /// [`Error::ThreadSpawn`](crate::Error::ThreadSpawn) if a device thread cannot be started.
     pub(crate) fn ready_queue(
         &self,
-        cpu_queue: &Arc<ReadyQueue>,
+        cpu_queue: &Arc<TaskQueue>,
         device: Device,
-    ) -> Result<Arc<ReadyQueue>> {
+    ) -> Result<Arc<TaskQueue>> {
         match device {
             Device::Cpu => Ok(cpu_queue.clone()),
             Device::Virtual(i) | Device::Cuda(i) => self.devices.queue(i),
@@ -261,13 +264,19 @@ impl EngineInner {
             init_to_execute(&plan, &requested, accumulate_grad)
         };
 
-        let reentrant = worker::in_worker();
+        let reentrant = per_thread::in_worker();
         let depth = if reentrant {
-            worker::total_depth() + 1
+            per_thread::total_depth() + 1
         } else {
             0
         };
-        let queue = worker::local_ready_queue();
+        let queue = per_thread::local_ready_queue();
+        // A reentrant pass inherits the profiler sessions of the pass whose node starts it (the
+        // rest of that pass's state is installed on this thread while its node runs).
+        let thread_locals = per_thread::with_current_graph_task(|parent| {
+            let parent_profiler = parent.and_then(|p| p.thread_locals.profiler.as_ref());
+            ThreadLocalState::capture(create_graph, parent_profiler)
+        });
         let sequence_nr = root.meta().sequence_nr();
         let root_device = root.meta().device();
         let gt = Arc::new(GraphTask::new(
@@ -279,6 +288,7 @@ impl EngineInner {
             exec_info,
             outputs.len(),
             queue.clone(),
+            thread_locals,
         ));
         let _span = gt.span.enter();
         push_task(&gt, 0, sequence_nr, root_device, root_inputs)?;
@@ -298,7 +308,7 @@ impl EngineInner {
                 (Some(task), _) => !task.has_error(),
                 (None, _) => true,
             });
-        } else if worker::current_depth()
+        } else if per_thread::current_depth()
             >= self
                 .max_recursion_depth
                 .load(crate::sync::Ordering::Relaxed)
@@ -307,10 +317,10 @@ impl EngineInner {
             match self.pool.submit(gt.clone()) {
                 Ok(()) => gt.wait_completed(),
                 // The root task is already queued: failing the task makes every thread skip it.
-                Err(e) => gt.set_error(e),
+                Err(e) => gt.set_error(e, &queue),
             }
         } else {
-            worker::nested(|| worker::thread_main(&queue, Some(&gt)));
+            per_thread::nested(|| worker::thread_main(&queue, Some(&gt)));
         }
         gt.take_result()
     }
