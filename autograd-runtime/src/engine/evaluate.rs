@@ -84,7 +84,7 @@ pub(crate) fn evaluate_function(
 
     let _span = super::trace::node_span(&gt.span, node);
     let outputs = call_function(gt, node, grads)?;
-    if !gt.keep_graph {
+    if !gt.options.keep_graph {
         node.release_saved();
     }
     if outputs.is_empty() {
@@ -129,7 +129,7 @@ pub(crate) fn evaluate_function(
         if !buffer.is_allocated() {
             *buffer = InputBuffer::new(next.meta().num_inputs());
         }
-        buffer.add(input_nr, grad, gt.create_graph)?;
+        buffer.add(input_nr, grad, gt.options.create_graph)?;
         if ready {
             let inputs = std::mem::take(buffer);
             let device = next.meta().device();

@@ -6,6 +6,7 @@ use crate::sync::statics::AtomicBool;
 
 use smallvec::SmallVec;
 
+use super::graph_task::PassOptions;
 use super::{per_thread, EngineInner};
 use crate::graph::{Edge, GradVec};
 use crate::sync::Arc;
@@ -60,6 +61,16 @@ impl BackwardOptions {
     pub fn inputs(mut self, inputs: &[Tensor]) -> Self {
         self.inputs = Some(inputs.to_vec());
         self
+    }
+
+    /// The engine's options for this call: `retain_graph` defaults to `create_graph` (B02);
+    /// gradients accumulate into the leaves.
+    fn pass_options(&self) -> PassOptions {
+        PassOptions {
+            keep_graph: self.retain_graph.unwrap_or(self.create_graph),
+            create_graph: self.create_graph,
+            accumulate_grad: true,
+        }
     }
 }
 
@@ -120,6 +131,16 @@ impl GradOptions {
     pub fn materialize_grads(mut self, materialize: bool) -> Self {
         self.materialize_grads = materialize;
         self
+    }
+
+    /// The engine's options for this call: `retain_graph` defaults to `create_graph` (B02);
+    /// gradients are captured and returned, not accumulated.
+    fn pass_options(&self) -> PassOptions {
+        PassOptions {
+            keep_graph: self.retain_graph.unwrap_or(self.create_graph),
+            create_graph: self.create_graph,
+            accumulate_grad: false,
+        }
     }
 }
 
@@ -214,7 +235,6 @@ pub(crate) fn backward_on(
     if options.create_graph {
         warn_backward_create_graph_once();
     }
-    let keep_graph = options.retain_graph.unwrap_or(options.create_graph);
     let mut outputs = Vec::new();
     if let Some(inputs) = &options.inputs {
         for t in inputs {
@@ -227,14 +247,7 @@ pub(crate) fn backward_on(
             outputs.push(t.gradient_edge());
         }
     }
-    engine.execute(
-        roots,
-        grads,
-        keep_graph,
-        options.create_graph,
-        true,
-        &outputs,
-    )?;
+    engine.execute(roots, grads, options.pass_options(), &outputs)?;
     Ok(())
 }
 
@@ -290,15 +303,7 @@ pub(crate) fn grad_on(
         }
         edges.push(t.gradient_edge());
     }
-    let keep_graph = options.retain_graph.unwrap_or(options.create_graph);
-    let mut result = engine.execute(
-        roots,
-        grads,
-        keep_graph,
-        options.create_graph,
-        false,
-        &edges,
-    )?;
+    let mut result = engine.execute(roots, grads, options.pass_options(), &edges)?;
     for (index, (slot, input)) in result.iter_mut().zip(inputs).enumerate() {
         if slot.is_none() {
             if options.materialize_grads {
@@ -449,7 +454,7 @@ pub fn current_graph_task_id() -> Option<u64> {
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
 pub fn current_graph_task_keep_graph() -> Option<bool> {
-    per_thread::with_current_graph_task(|t| t.map(|t| t.keep_graph))
+    per_thread::with_current_graph_task(|t| t.map(|t| t.options.keep_graph))
 }
 
 /// Whether the current backward pass will run `node` (`torch._C._will_engine_execute_node`):

@@ -20,6 +20,20 @@ use crate::{Error, Result, Tensor};
 /// `cpu_ready_queue`) and each device's queue.
 pub(crate) type TaskQueue = ReadyQueue<NodeTask<GraphTask>>;
 
+/// How one pass runs: the three flags of PyTorch's `Engine::execute`, resolved from the caller's
+/// [`BackwardOptions`](crate::BackwardOptions) or [`GradOptions`](crate::GradOptions).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PassOptions {
+    /// Keep saved tensors after nodes run (`retain_graph`, which defaults to `create_graph`).
+    pub(crate) keep_graph: bool,
+    /// Record the backward pass itself (`create_graph`): gradients are summed out of place, and
+    /// nodes run with grad mode on (through `GraphTask::thread_locals`).
+    pub(crate) create_graph: bool,
+    /// Accumulate into the leaves' `.grad` (`backward()`), or capture the requested gradients
+    /// and return them (`grad()`).
+    pub(crate) accumulate_grad: bool,
+}
+
 /// A final callback queued with [`queue_callback`](crate::queue_callback).
 pub(crate) type Callback = Box<dyn FnOnce() -> Result<()> + Send>;
 
@@ -43,11 +57,8 @@ pub(crate) struct GraphTask {
     pub(crate) engine: Arc<super::EngineInner>,
     /// Unique per process, increasing (`torch._C._current_graph_task_id`, B30).
     pub(crate) id: u64,
-    /// Keep saved tensors after nodes run (`retain_graph`).
-    pub(crate) keep_graph: bool,
-    /// Record the backward pass itself (`create_graph`): gradients are summed out of place, and
-    /// nodes run with grad mode on (through `thread_locals`).
-    pub(crate) create_graph: bool,
+    /// How the pass runs (`retain_graph`, `create_graph`, accumulate or capture).
+    pub(crate) options: PassOptions,
     /// Nesting level: 0 for a top-level call, parent + 1 for a reentrant one.
     pub(crate) reentrant_depth: usize,
     /// The calling thread's state, installed around each node on whichever thread runs it
@@ -75,8 +86,7 @@ impl GraphTask {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         engine: Arc<super::EngineInner>,
-        keep_graph: bool,
-        create_graph: bool,
+        options: PassOptions,
         reentrant_depth: usize,
         mut plan: GraphPlan,
         exec_info: Vec<ExecInfo>,
@@ -96,8 +106,7 @@ impl GraphTask {
             thread_locals,
             span: PassSpan::new(id, reentrant_depth),
             engine,
-            keep_graph,
-            create_graph,
+            options,
             reentrant_depth,
             plan,
             exec_info,

@@ -37,7 +37,7 @@ use dependencies::compute_dependencies;
 use device_threads::DeviceThreads;
 use evaluate::push_task;
 use exec_info::{init_to_execute, Requested};
-use graph_task::{GraphTask, TaskQueue};
+use graph_task::{GraphTask, PassOptions, TaskQueue};
 use input_buffer::InputBuffer;
 use reentrant::ReentrantPool;
 use thread_local_state::ThreadLocalState;
@@ -206,16 +206,14 @@ impl EngineInner {
     }
 
     /// Runs one backward pass (PyTorch's `Engine::execute`, B01): `roots` receive `root_grads`;
-    /// `outputs` are the edges whose gradients are captured (`grad()`, `accumulate_grad ==
-    /// false`) or whose nodes must run (`backward(inputs=..)`); `None` marks an input the graph
-    /// cannot reach.
+    /// `outputs` are the edges whose gradients are captured (`grad()`, `options.accumulate_grad
+    /// == false`) or whose nodes must run (`backward(inputs=..)`); `None` marks an input the
+    /// graph cannot reach.
     pub(crate) fn execute(
         self: &Arc<Self>,
         roots: Vec<Edge>,
         root_grads: GradVec,
-        keep_graph: bool,
-        create_graph: bool,
-        accumulate_grad: bool,
+        options: PassOptions,
         outputs: &[Option<Edge>],
     ) -> Result<Vec<Option<Tensor>>> {
         // Single-root skip (B08): the root's own node starts, with the gradient in its buffer.
@@ -223,7 +221,7 @@ impl EngineInner {
             let edge = &roots[0];
             let mut buffer = InputBuffer::new(edge.node.meta().num_inputs());
             let grad = root_grads.into_iter().next().flatten();
-            buffer.add(edge.input_nr, grad, create_graph)?;
+            buffer.add(edge.input_nr, grad, options.create_graph)?;
             (edge.node.clone(), buffer)
         } else {
             let edges = roots.into_iter().map(Some).collect();
@@ -261,7 +259,7 @@ impl EngineInner {
                     })
                 })
                 .collect();
-            init_to_execute(&plan, &requested, accumulate_grad)
+            init_to_execute(&plan, &requested, options.accumulate_grad)
         };
 
         let reentrant = per_thread::in_worker();
@@ -275,14 +273,13 @@ impl EngineInner {
         // rest of that pass's state is installed on this thread while its node runs).
         let thread_locals = per_thread::with_current_graph_task(|parent| {
             let parent_profiler = parent.and_then(|p| p.thread_locals.profiler.as_ref());
-            ThreadLocalState::capture(create_graph, parent_profiler)
+            ThreadLocalState::capture(options.create_graph, parent_profiler)
         });
         let sequence_nr = root.meta().sequence_nr();
         let root_device = root.meta().device();
         let gt = Arc::new(GraphTask::new(
             self.clone(),
-            keep_graph,
-            create_graph,
+            options,
             depth,
             plan,
             exec_info,
