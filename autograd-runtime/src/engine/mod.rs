@@ -4,12 +4,12 @@
 //! reentrant calls inline up to a depth limit and on a pool thread beyond it, and returns the
 //! captured gradients. `README.md` in this directory explains the protocol.
 
+mod api;
 mod completion;
 mod dependencies;
 mod device_threads;
 mod evaluate;
 mod exec_info;
-mod front_door;
 mod graph_task;
 mod input_buffer;
 mod node_task;
@@ -24,7 +24,7 @@ mod worker;
 #[cfg(test)]
 mod tests;
 
-pub use front_door::{
+pub use api::{
     backward, current_graph_task_id, current_graph_task_keep_graph, grad, queue_callback,
     will_engine_execute_node, BackwardOptions, GradOptions,
 };
@@ -131,7 +131,7 @@ impl Engine {
         grad_tensors: &[Option<Tensor>],
         options: BackwardOptions,
     ) -> Result<()> {
-        front_door::backward_on(&self.inner, tensors, grad_tensors, options)
+        api::backward_on(&self.inner, tensors, grad_tensors, options)
     }
 
     /// [`grad`](crate::grad) on this engine.
@@ -145,7 +145,7 @@ impl Engine {
         inputs: &[Tensor],
         options: GradOptions,
     ) -> Result<Vec<Option<Tensor>>> {
-        front_door::grad_on(&self.inner, outputs, inputs, options)
+        api::grad_on(&self.inner, outputs, inputs, options)
     }
 
     /// Number of device worker threads started so far.

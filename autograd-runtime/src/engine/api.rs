@@ -1,6 +1,8 @@
-//! The public entry points (PyTorch's `torch.autograd.backward` / `grad` and
-//! `Tensor.backward`): argument checks with PyTorch's errors (B12), implicit root gradients,
-//! `retain_graph` defaulting to `create_graph` (B02), and result post-processing (B11).
+//! The engine's public API. The entry points (PyTorch's `torch.autograd.backward` / `grad` and
+//! `Tensor.backward`) with their options: argument checks with PyTorch's errors (B12), implicit
+//! root gradients, `retain_graph` defaulting to `create_graph` (B02), and result post-processing
+//! (B11). And what code running inside a pass may ask of it: `queue_callback`, the current graph
+//! task's id and `keep_graph`, `will_engine_execute_node`.
 
 use crate::sync::statics::AtomicBool;
 
