@@ -21,11 +21,6 @@ mod completion;
 #[path = "../../autograd-runtime/src/engine/ready_queue.rs"]
 mod ready_queue;
 
-/// Stands in for the engine's `NodeTask` (the queue's default item type).
-mod node_task {
-    pub(crate) type NodeTask = u32;
-}
-
 #[cfg(test)]
 mod tests {
     use loom::sync::atomic::{AtomicBool, Ordering};

@@ -83,7 +83,9 @@ mod local_group;
 mod mpi;
 #[cfg(feature = "nccl")]
 mod nccl;
+mod options;
 mod reducer;
+mod stats;
 #[cfg(test)]
 mod tests;
 
@@ -91,12 +93,14 @@ use std::fmt;
 
 use crate::{DType, Result};
 
-pub use ddp::{DdpOptions, DistributedDataParallel, NoSyncGuard, StepStats};
+pub use ddp::{DistributedDataParallel, NoSyncGuard};
 pub use local_group::LocalGroup;
 #[cfg(feature = "mpi")]
 pub use mpi::MpiGroup;
 #[cfg(feature = "nccl")]
 pub use nccl::NcclGroup;
+pub use options::DdpOptions;
+pub use stats::StepStats;
 
 /// A set of processes (ranks) that run collectives together: PyTorch's `ProcessGroup`.
 ///

@@ -6,7 +6,8 @@ use std::time::Instant;
 
 use super::bucket::{Bucket, Location};
 use super::comm_thread::{CommThread, Done, Job};
-use super::ddp::{DdpOptions, StepStats};
+use super::options::DdpOptions;
+use super::stats::StepStats;
 use super::CommBuffer;
 use crate::sync::atomic::AtomicBool;
 use crate::sync::mpsc::{Receiver, RecvTimeoutError};

@@ -6,7 +6,7 @@
 //!
 //! The walk must recognise nodes it has already seen. A hash map from node address to index
 //! costs a cache miss per edge on large graphs, so the walk that holds [`WALK_SLOTS`] stores the
-//! index in the node itself (`NodeMeta::walk_index`, tagged with the walk's epoch). Only one walk
+//! index in the node itself (a [`WalkSlot`] in every `NodeMeta`, tagged with the walk's epoch). Only one walk
 //! at a time may use the slots; a walk that finds them taken (another thread is walking
 //! concurrently) falls back to a hash map. The slots are only read during the walk: afterwards the
 //! plan's dense arrays are used, so a later walk may overwrite them freely.
@@ -15,7 +15,7 @@ use crate::sync::Ordering;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::sync::atomic::{AtomicBool, AtomicU64};
+use crate::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 use std::ptr::NonNull;
 
 use crate::{Node, NodeRef};
@@ -27,6 +27,41 @@ pub(crate) const NO_TARGET: u32 = u32::MAX;
 static WALK_SLOTS: AtomicBool = AtomicBool::new(false);
 /// Epoch of the latest slot-using walk (0 is never used, so fresh nodes never match).
 static WALK_EPOCH: AtomicU64 = AtomicU64::new(0);
+
+/// A node's scratch space for the graph walk that holds [`WALK_SLOTS`]: the node's dense index in
+/// that walk, valid when the epoch is the walk's. Every `NodeMeta` has one; only this file reads or
+/// writes it.
+#[derive(Debug)]
+pub(crate) struct WalkSlot {
+    index: AtomicU32,
+    /// The epoch of the walk that wrote `index` (0: none yet; no walk has epoch 0).
+    epoch: AtomicU64,
+}
+
+impl WalkSlot {
+    /// A slot no walk has written.
+    pub(crate) fn new() -> WalkSlot {
+        WalkSlot {
+            index: AtomicU32::new(0),
+            epoch: AtomicU64::new(0),
+        }
+    }
+
+    /// The index written by the walk of `epoch`, if that walk wrote one.
+    #[inline]
+    fn get(&self, epoch: u64) -> Option<u32> {
+        // Relaxed: only the walk holding WALK_SLOTS touches the slots; its Acquire on the lock
+        // orders these accesses after the previous holder's.
+        (self.epoch.load(Ordering::Relaxed) == epoch).then(|| self.index.load(Ordering::Relaxed))
+    }
+
+    #[inline]
+    fn set(&self, index: u32, epoch: u64) {
+        // Relaxed: see `get`.
+        self.index.store(index, Ordering::Relaxed);
+        self.epoch.store(epoch, Ordering::Relaxed);
+    }
+}
 
 /// The reachable graph of one backward pass with dense node indices, so that the hot loop uses
 /// vectors instead of hash maps. Index 0 is the root.
@@ -88,25 +123,14 @@ enum Index {
 impl Index {
     fn get(&self, node: &NodeRef) -> Option<u32> {
         match self {
-            Index::Slots { epoch } => {
-                let meta = node.meta();
-                // Relaxed: only the walk holding WALK_SLOTS touches the slots; its Acquire on the
-                // lock orders these accesses after the previous holder's.
-                (meta.walk_epoch.load(Ordering::Relaxed) == *epoch)
-                    .then(|| meta.walk_index.load(Ordering::Relaxed))
-            }
+            Index::Slots { epoch } => node.meta().walk_slot.get(*epoch),
             Index::Map(m) => m.get(&node.addr()).copied(),
         }
     }
 
     fn insert(&mut self, node: &NodeRef, index: u32) {
         match self {
-            Index::Slots { epoch } => {
-                let meta = node.meta();
-                // Relaxed: see `get`.
-                meta.walk_index.store(index, Ordering::Relaxed);
-                meta.walk_epoch.store(*epoch, Ordering::Relaxed);
-            }
+            Index::Slots { epoch } => node.meta().walk_slot.set(index, *epoch),
             Index::Map(m) => {
                 m.insert(node.addr(), index);
             }

@@ -4,14 +4,14 @@
 
 use std::thread::JoinHandle;
 
+use super::graph_task::TaskQueue;
 use super::node_task::{NodeTask, TaskKind};
-use super::ready_queue::ReadyQueue;
-use super::worker;
+use super::{per_thread, worker};
 use crate::sync::{Arc, Mutex};
 use crate::{Error, Result};
 
 struct DeviceWorker {
-    queue: Arc<ReadyQueue>,
+    queue: Arc<TaskQueue>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -24,7 +24,7 @@ pub(crate) struct DeviceThreads {
 
 impl DeviceThreads {
     /// The queue of device index `index`, starting its worker on first use.
-    pub(crate) fn queue(&self, index: usize) -> Result<Arc<ReadyQueue>> {
+    pub(crate) fn queue(&self, index: usize) -> Result<Arc<TaskQueue>> {
         let mut workers = self.workers.lock();
         if workers.len() <= index {
             workers.resize_with(index + 1, || None);
@@ -32,14 +32,14 @@ impl DeviceThreads {
         if let Some(worker) = &workers[index] {
             return Ok(worker.queue.clone());
         }
-        let queue = Arc::new(ReadyQueue::new());
+        let queue = Arc::new(TaskQueue::new());
         let q = queue.clone();
         let name = format!("autograd-device-{index}");
         let thread = std::thread::Builder::new()
             .name(name.clone())
             .spawn(move || {
                 crate::backend::on_device_thread_start(index);
-                worker::set_local_ready_queue(q.clone());
+                per_thread::set_local_ready_queue(q.clone());
                 worker::thread_main(&q, None);
             })
             .map_err(|e| Error::ThreadSpawn {

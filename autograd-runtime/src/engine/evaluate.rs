@@ -3,10 +3,9 @@
 //! anomaly NaN check, and handing each output gradient to the next node's input buffer (B06).
 
 use super::dependencies::NO_TARGET;
-use super::graph_task::GraphTask;
+use super::graph_task::{GraphTask, TaskQueue};
 use super::input_buffer::InputBuffer;
 use super::node_task::{NodeTask, TaskKind};
-use super::ready_queue::ReadyQueue;
 use crate::graph::{Edge, GradVec, Node};
 use crate::sync::Arc;
 use crate::{Device, Error, Result, Tensor};
@@ -27,7 +26,7 @@ impl Continuation {
         self,
         graph_task: Option<Arc<GraphTask>>,
         reentrant_depth: usize,
-    ) -> NodeTask {
+    ) -> NodeTask<GraphTask> {
         NodeTask {
             graph_task,
             node_index: self.node_index,
@@ -39,8 +38,8 @@ impl Continuation {
     }
 }
 
-impl From<NodeTask> for Continuation {
-    fn from(task: NodeTask) -> Continuation {
+impl From<NodeTask<GraphTask>> for Continuation {
+    fn from(task: NodeTask<GraphTask>) -> Continuation {
         Continuation {
             node_index: task.node_index,
             sequence_nr: task.sequence_nr,
@@ -62,7 +61,7 @@ pub(crate) fn evaluate_function(
     gt: &Arc<GraphTask>,
     index: u32,
     inputs: InputBuffer,
-    serving: &ReadyQueue,
+    serving: &TaskQueue,
 ) -> Result<Option<Continuation>> {
     let node = gt.plan.node(index);
     let mut grads = inputs.into_grads();
@@ -85,7 +84,7 @@ pub(crate) fn evaluate_function(
 
     let _span = super::trace::node_span(&gt.span, node);
     let outputs = call_function(gt, node, grads)?;
-    if !gt.keep_graph {
+    if !gt.options.keep_graph {
         node.release_saved();
     }
     if outputs.is_empty() {
@@ -130,7 +129,7 @@ pub(crate) fn evaluate_function(
         if !buffer.is_allocated() {
             *buffer = InputBuffer::new(next.meta().num_inputs());
         }
-        buffer.add(input_nr, grad, gt.create_graph)?;
+        buffer.add(input_nr, grad, gt.options.create_graph)?;
         if ready {
             let inputs = std::mem::take(buffer);
             let device = next.meta().device();
@@ -167,7 +166,12 @@ pub(crate) fn evaluate_function(
     }
 }
 
-fn node_task(gt: &Arc<GraphTask>, index: u32, sequence_nr: u64, inputs: InputBuffer) -> NodeTask {
+fn node_task(
+    gt: &Arc<GraphTask>,
+    index: u32,
+    sequence_nr: u64,
+    inputs: InputBuffer,
+) -> NodeTask<GraphTask> {
     let child = Continuation {
         node_index: index,
         sequence_nr,

@@ -11,9 +11,28 @@ use super::node_task::{NodeTask, TaskKind};
 use super::ready_queue::ReadyQueue;
 use super::thread_local_state::ThreadLocalState;
 use super::trace::PassSpan;
+use super::unwind;
 use crate::sync::atomic::{AtomicBool, AtomicUsize};
 use crate::sync::{Arc, Mutex};
 use crate::{Error, Result, Tensor};
+
+/// The queue the tasks of graph tasks wait in: each thread's local queue (a graph task's
+/// `cpu_ready_queue`) and each device's queue.
+pub(crate) type TaskQueue = ReadyQueue<NodeTask<GraphTask>>;
+
+/// How one pass runs: the three flags of PyTorch's `Engine::execute`, resolved from the caller's
+/// [`BackwardOptions`](crate::BackwardOptions) or [`GradOptions`](crate::GradOptions).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PassOptions {
+    /// Keep saved tensors after nodes run (`retain_graph`, which defaults to `create_graph`).
+    pub(crate) keep_graph: bool,
+    /// Record the backward pass itself (`create_graph`): gradients are summed out of place, and
+    /// nodes run with grad mode on (through `GraphTask::thread_locals`).
+    pub(crate) create_graph: bool,
+    /// Accumulate into the leaves' `.grad` (`backward()`), or capture the requested gradients
+    /// and return them (`grad()`).
+    pub(crate) accumulate_grad: bool,
+}
 
 /// A final callback queued with [`queue_callback`](crate::queue_callback).
 pub(crate) type Callback = Box<dyn FnOnce() -> Result<()> + Send>;
@@ -38,11 +57,8 @@ pub(crate) struct GraphTask {
     pub(crate) engine: Arc<super::EngineInner>,
     /// Unique per process, increasing (`torch._C._current_graph_task_id`, B30).
     pub(crate) id: u64,
-    /// Keep saved tensors after nodes run (`retain_graph`).
-    pub(crate) keep_graph: bool,
-    /// Record the backward pass itself (`create_graph`): gradients are summed out of place, and
-    /// nodes run with grad mode on (through `thread_locals`).
-    pub(crate) create_graph: bool,
+    /// How the pass runs (`retain_graph`, `create_graph`, accumulate or capture).
+    pub(crate) options: PassOptions,
     /// Nesting level: 0 for a top-level call, parent + 1 for a reentrant one.
     pub(crate) reentrant_depth: usize,
     /// The calling thread's state, installed around each node on whichever thread runs it
@@ -53,7 +69,7 @@ pub(crate) struct GraphTask {
     /// Empty: run every reachable node. Otherwise only nodes that `should_execute`.
     pub(crate) exec_info: Vec<ExecInfo>,
     /// The calling thread's queue: CPU nodes of this task are pushed here.
-    pub(crate) cpu_ready_queue: Arc<ReadyQueue>,
+    pub(crate) cpu_ready_queue: Arc<TaskQueue>,
     pub(crate) state: Mutex<TaskState>,
     /// Tasks pushed but not yet finished. Incremented before each push, decremented by the worker
     /// after the task ran; reaching 0 completes the graph task.
@@ -70,13 +86,13 @@ impl GraphTask {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         engine: Arc<super::EngineInner>,
-        keep_graph: bool,
-        create_graph: bool,
+        options: PassOptions,
         reentrant_depth: usize,
         mut plan: GraphPlan,
         exec_info: Vec<ExecInfo>,
         num_captures: usize,
-        cpu_ready_queue: Arc<ReadyQueue>,
+        cpu_ready_queue: Arc<TaskQueue>,
+        thread_locals: ThreadLocalState,
     ) -> GraphTask {
         let n = plan.len();
         let dependencies = std::mem::take(&mut plan.dependencies);
@@ -85,19 +101,12 @@ impl GraphTask {
         static NEXT_ID: crate::sync::statics::AtomicU64 = crate::sync::statics::AtomicU64::new(0);
         // Relaxed: only uniqueness and monotonicity per thread matter.
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        // A reentrant pass inherits the profiler sessions of the pass whose node starts it (the
-        // rest of that pass's state is installed on this thread while its node runs).
-        let thread_locals = super::worker::with_current_graph_task(|parent| {
-            let parent_profiler = parent.and_then(|p| p.thread_locals.profiler.as_ref());
-            ThreadLocalState::capture(create_graph, parent_profiler)
-        });
         GraphTask {
             id,
             thread_locals,
             span: PassSpan::new(id, reentrant_depth),
             engine,
-            keep_graph,
-            create_graph,
+            options,
             reentrant_depth,
             plan,
             exec_info,
@@ -140,7 +149,8 @@ impl GraphTask {
     }
 
     /// Records `err` if it is the first, and completes the task so the owner returns it (B24).
-    pub(crate) fn set_error(&self, err: Error) {
+    /// `serving` is the queue the calling thread drains (its local queue).
+    pub(crate) fn set_error(&self, err: Error, serving: &TaskQueue) {
         {
             let mut state = self.state.lock();
             if state.error.is_none() {
@@ -148,22 +158,21 @@ impl GraphTask {
             }
         }
         self.has_error.store(true, Ordering::Relaxed);
-        self.mark_completed();
+        self.mark_completed(serving);
     }
 
     pub(crate) fn is_completed(&self) -> bool {
         self.completion.is_completed()
     }
 
-    /// Completes the task (once) and — when this thread does not serve the owner's queue —
-    /// pushes a wake-up task there so an owner blocked in `ReadyQueue::pop` re-checks completion
-    /// (README.md §3).
-    fn mark_completed(&self) {
+    /// Completes the task (once) and — when this thread, which drains `serving`, does not serve
+    /// the owner's queue — pushes a wake-up task there so an owner blocked in `ReadyQueue::pop`
+    /// re-checks completion (README.md §3).
+    fn mark_completed(&self, serving: &TaskQueue) {
         if !self.completion.complete() {
             return;
         }
-        let on_owner_queue =
-            Arc::ptr_eq(&super::worker::local_ready_queue(), &self.cpu_ready_queue);
+        let on_owner_queue = std::ptr::eq(serving, &*self.cpu_ready_queue);
         if !on_owner_queue {
             self.cpu_ready_queue
                 .push(NodeTask::control(TaskKind::WakeUp));
@@ -176,8 +185,9 @@ impl GraphTask {
     }
 
     /// Runs after the last task: checks every node ran, then final callbacks in FIFO order
-    /// (a callback may queue more), then completes (B25).
-    pub(crate) fn run_post_processing(self: &Arc<Self>) {
+    /// (a callback may queue more), then completes (B25). The caller, which drains `serving`, has
+    /// made this the current graph task (`per_thread::CurrentGraphTask`), as callbacks expect.
+    pub(crate) fn run_post_processing(&self, serving: &TaskQueue) {
         if !self.has_error() {
             let incomplete = self.exec_info.is_empty()
                 && self
@@ -187,24 +197,23 @@ impl GraphTask {
                     .iter()
                     .any(InputBuffer::is_allocated);
             if incomplete {
-                self.set_error(Error::IncompleteGraph);
+                self.set_error(Error::IncompleteGraph, serving);
                 return;
             }
-            let _current = super::worker::CurrentGraphTask::enter(self);
             // Callbacks run with the pass's state too (PyTorch's `exec_post_processing`).
             let state = self.thread_locals.enter();
             loop {
                 let next = self.state.lock().final_callbacks.pop_front();
                 let Some(cb) = next else { break };
                 state.reinstate();
-                let result = super::unwind::catch(None, cb);
+                let result = unwind::catch(None, cb);
                 if let Err(e) = result {
-                    self.set_error(e);
+                    self.set_error(e, serving);
                     return;
                 }
             }
         }
-        self.mark_completed();
+        self.mark_completed(serving);
     }
 
     /// Whether `node` runs in this pass (`torch._C._will_engine_execute_node`): reachable, and

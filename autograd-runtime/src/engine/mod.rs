@@ -4,15 +4,16 @@
 //! reentrant calls inline up to a depth limit and on a pool thread beyond it, and returns the
 //! captured gradients. `README.md` in this directory explains the protocol.
 
+mod api;
 mod completion;
 mod dependencies;
 mod device_threads;
 mod evaluate;
 mod exec_info;
-mod front_door;
 mod graph_task;
 mod input_buffer;
 mod node_task;
+mod per_thread;
 mod ready_queue;
 mod reentrant;
 mod thread_local_state;
@@ -23,10 +24,12 @@ mod worker;
 #[cfg(test)]
 mod tests;
 
-pub use front_door::{
+pub use api::{
     backward, current_graph_task_id, current_graph_task_keep_graph, grad, queue_callback,
     will_engine_execute_node, BackwardOptions, GradOptions,
 };
+
+pub(crate) use dependencies::WalkSlot;
 
 use crate::sync::statics::OnceLock;
 
@@ -34,10 +37,10 @@ use dependencies::compute_dependencies;
 use device_threads::DeviceThreads;
 use evaluate::push_task;
 use exec_info::{init_to_execute, Requested};
-use graph_task::GraphTask;
+use graph_task::{GraphTask, PassOptions, TaskQueue};
 use input_buffer::InputBuffer;
-use ready_queue::ReadyQueue;
 use reentrant::ReentrantPool;
+use thread_local_state::ThreadLocalState;
 
 use crate::graph::{Edge, GradVec, GraphRoot, NodeRef};
 use crate::sync::Arc;
@@ -128,7 +131,7 @@ impl Engine {
         grad_tensors: &[Option<Tensor>],
         options: BackwardOptions,
     ) -> Result<()> {
-        front_door::backward_on(&self.inner, tensors, grad_tensors, options)
+        api::backward_on(&self.inner, tensors, grad_tensors, options)
     }
 
     /// [`grad`](crate::grad) on this engine.
@@ -142,7 +145,7 @@ impl Engine {
         inputs: &[Tensor],
         options: GradOptions,
     ) -> Result<Vec<Option<Tensor>>> {
-        front_door::grad_on(&self.inner, outputs, inputs, options)
+        api::grad_on(&self.inner, outputs, inputs, options)
     }
 
     /// Number of device worker threads started so far.
@@ -181,7 +184,7 @@ impl EngineInner {
     /// The engine to use for a call made on this thread: the one running the current graph task
     /// (reentrant calls stay on their engine), else the default.
     pub(crate) fn current() -> Arc<EngineInner> {
-        worker::with_current_graph_task(|t| t.map(|t| t.engine.clone()))
+        per_thread::with_current_graph_task(|t| t.map(|t| t.engine.clone()))
             .unwrap_or_else(|| Engine::get_default().inner.clone())
     }
 
@@ -193,9 +196,9 @@ impl EngineInner {
     /// [`Error::ThreadSpawn`](crate::Error::ThreadSpawn) if a device thread cannot be started.
     pub(crate) fn ready_queue(
         &self,
-        cpu_queue: &Arc<ReadyQueue>,
+        cpu_queue: &Arc<TaskQueue>,
         device: Device,
-    ) -> Result<Arc<ReadyQueue>> {
+    ) -> Result<Arc<TaskQueue>> {
         match device {
             Device::Cpu => Ok(cpu_queue.clone()),
             Device::Virtual(i) | Device::Cuda(i) => self.devices.queue(i),
@@ -203,16 +206,14 @@ impl EngineInner {
     }
 
     /// Runs one backward pass (PyTorch's `Engine::execute`, B01): `roots` receive `root_grads`;
-    /// `outputs` are the edges whose gradients are captured (`grad()`, `accumulate_grad ==
-    /// false`) or whose nodes must run (`backward(inputs=..)`); `None` marks an input the graph
-    /// cannot reach.
+    /// `outputs` are the edges whose gradients are captured (`grad()`, `options.accumulate_grad
+    /// == false`) or whose nodes must run (`backward(inputs=..)`); `None` marks an input the
+    /// graph cannot reach.
     pub(crate) fn execute(
         self: &Arc<Self>,
         roots: Vec<Edge>,
         root_grads: GradVec,
-        keep_graph: bool,
-        create_graph: bool,
-        accumulate_grad: bool,
+        options: PassOptions,
         outputs: &[Option<Edge>],
     ) -> Result<Vec<Option<Tensor>>> {
         // Single-root skip (B08): the root's own node starts, with the gradient in its buffer.
@@ -220,7 +221,7 @@ impl EngineInner {
             let edge = &roots[0];
             let mut buffer = InputBuffer::new(edge.node.meta().num_inputs());
             let grad = root_grads.into_iter().next().flatten();
-            buffer.add(edge.input_nr, grad, create_graph)?;
+            buffer.add(edge.input_nr, grad, options.create_graph)?;
             (edge.node.clone(), buffer)
         } else {
             let edges = roots.into_iter().map(Some).collect();
@@ -258,27 +259,33 @@ impl EngineInner {
                     })
                 })
                 .collect();
-            init_to_execute(&plan, &requested, accumulate_grad)
+            init_to_execute(&plan, &requested, options.accumulate_grad)
         };
 
-        let reentrant = worker::in_worker();
+        let reentrant = per_thread::in_worker();
         let depth = if reentrant {
-            worker::total_depth() + 1
+            per_thread::total_depth() + 1
         } else {
             0
         };
-        let queue = worker::local_ready_queue();
+        let queue = per_thread::local_ready_queue();
+        // A reentrant pass inherits the profiler sessions of the pass whose node starts it (the
+        // rest of that pass's state is installed on this thread while its node runs).
+        let thread_locals = per_thread::with_current_graph_task(|parent| {
+            let parent_profiler = parent.and_then(|p| p.thread_locals.profiler.as_ref());
+            ThreadLocalState::capture(options.create_graph, parent_profiler)
+        });
         let sequence_nr = root.meta().sequence_nr();
         let root_device = root.meta().device();
         let gt = Arc::new(GraphTask::new(
             self.clone(),
-            keep_graph,
-            create_graph,
+            options,
             depth,
             plan,
             exec_info,
             outputs.len(),
             queue.clone(),
+            thread_locals,
         ));
         let _span = gt.span.enter();
         push_task(&gt, 0, sequence_nr, root_device, root_inputs)?;
@@ -298,7 +305,7 @@ impl EngineInner {
                 (Some(task), _) => !task.has_error(),
                 (None, _) => true,
             });
-        } else if worker::current_depth()
+        } else if per_thread::current_depth()
             >= self
                 .max_recursion_depth
                 .load(crate::sync::Ordering::Relaxed)
@@ -307,10 +314,10 @@ impl EngineInner {
             match self.pool.submit(gt.clone()) {
                 Ok(()) => gt.wait_completed(),
                 // The root task is already queued: failing the task makes every thread skip it.
-                Err(e) => gt.set_error(e),
+                Err(e) => gt.set_error(e, &queue),
             }
         } else {
-            worker::nested(|| worker::thread_main(&queue, Some(&gt)));
+            per_thread::nested(|| worker::thread_main(&queue, Some(&gt)));
         }
         gt.take_result()
     }

@@ -1,9 +1,8 @@
-//! `ReadyQueue`: a priority queue of [`NodeTask`]s behind a mutex and a condition variable. Each
-//! thread that calls `backward()` owns one for its CPU work (B28).
+//! `ReadyQueue`: a priority queue of tasks (the engine's `NodeTask`s) behind a mutex and a
+//! condition variable. Each thread that calls `backward()` owns one for its CPU work (B28).
 
 use std::collections::BinaryHeap;
 
-use super::node_task::NodeTask;
 use crate::sync::atomic::AtomicUsize;
 use crate::sync::{Condvar, Mutex, Ordering};
 
@@ -15,10 +14,11 @@ struct Inner<T> {
     waiters: usize,
 }
 
-/// Tasks ready to run, popped in [`NodeTask`]'s priority order (generic only so that the loom
-/// models can check the hand-off with plain integers).
+/// Tasks ready to run, greatest first: for the engine, `NodeTask`s in their priority order
+/// (`node_task.rs`). Generic, so that this file needs nothing else of the engine and the loom
+/// models can check the hand-off with plain integers.
 #[derive(Debug)]
-pub(crate) struct ReadyQueue<T = NodeTask> {
+pub(crate) struct ReadyQueue<T> {
     inner: Mutex<Inner<T>>,
     available: Condvar,
     /// The heap's length, written under the lock after every change, read without it by

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::thread::JoinHandle;
 
 use super::graph_task::GraphTask;
-use super::worker;
+use super::{per_thread, worker};
 use crate::sync::{Arc, Condvar, Mutex};
 use crate::{Error, Result};
 
@@ -79,7 +79,7 @@ impl ReentrantPool {
                     state.idle -= 1;
                 }
             };
-            worker::init_pool_thread(&task);
+            per_thread::init_pool_thread(&task);
             let queue = task.cpu_ready_queue.clone();
             worker::thread_main(&queue, Some(&task));
         }

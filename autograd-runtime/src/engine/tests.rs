@@ -1,12 +1,12 @@
 //! Unit tests of engine internals: ready-queue order and hand-off.
 
+use super::graph_task::TaskQueue;
 use super::node_task::{NodeTask, TaskKind};
-use super::ready_queue::ReadyQueue;
 use crate::sync::Arc;
 
 #[test]
 fn control_tasks_outrank_work() {
-    let q: ReadyQueue = ReadyQueue::new();
+    let q = TaskQueue::new();
     q.push(NodeTask::control(TaskKind::WakeUp));
     q.push(NodeTask::control(TaskKind::Shutdown));
     assert_eq!(q.pop().kind, TaskKind::Shutdown);
@@ -16,7 +16,7 @@ fn control_tasks_outrank_work() {
 
 #[test]
 fn pop_blocks_until_a_push_from_another_thread() {
-    let q: Arc<ReadyQueue> = Arc::new(ReadyQueue::new());
+    let q: Arc<TaskQueue> = Arc::new(TaskQueue::new());
     let q2 = q.clone();
     let t = std::thread::spawn(move || q2.pop().kind);
     q.push(NodeTask::control(TaskKind::WakeUp));
@@ -26,12 +26,12 @@ fn pop_blocks_until_a_push_from_another_thread() {
 mod properties {
     use proptest::prelude::*;
 
+    use crate::engine::graph_task::{GraphTask, TaskQueue};
     use crate::engine::input_buffer::InputBuffer;
     use crate::engine::node_task::{NodeTask, TaskKind};
-    use crate::engine::ready_queue::ReadyQueue;
     use crate::Tensor;
 
-    fn task(kind: u8, depth: usize, seq: u64) -> NodeTask {
+    fn task(kind: u8, depth: usize, seq: u64) -> NodeTask<GraphTask> {
         let kind = match kind % 3 {
             0 => TaskKind::Evaluate,
             1 => TaskKind::WakeUp,
@@ -51,15 +51,15 @@ mod properties {
         /// sequence number (B04), whatever the push order.
         #[test]
         fn ready_queue_pops_in_priority_order(tasks in prop::collection::vec((0u8..3, 0usize..4, 0u64..50), 1..40)) {
-            let q: ReadyQueue = ReadyQueue::new();
+            let q = TaskQueue::new();
             for &(k, d, s) in &tasks {
                 q.push(task(k, d, s));
             }
-            let popped: Vec<NodeTask> = (0..tasks.len()).map(|_| q.pop()).collect();
+            let popped: Vec<NodeTask<GraphTask>> = (0..tasks.len()).map(|_| q.pop()).collect();
             for w in popped.windows(2) {
                 prop_assert!(w[0] >= w[1], "{:?} popped before {:?}", w[0], w[1]);
             }
-            let key = |t: &NodeTask| (t.kind, t.reentrant_depth, t.sequence_nr);
+            let key = |t: &NodeTask<GraphTask>| (t.kind, t.reentrant_depth, t.sequence_nr);
             let mut expected: Vec<_> = tasks.iter().map(|&(k, d, s)| key(&task(k, d, s))).collect();
             expected.sort();
             expected.reverse();

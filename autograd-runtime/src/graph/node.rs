@@ -7,6 +7,7 @@ use smallvec::SmallVec;
 
 use super::hooks::NodeHooks;
 use super::{Edge, SavedTensor};
+use crate::engine::WalkSlot;
 use crate::sync::atomic::AtomicU64;
 use crate::sync::Ordering;
 use crate::tensor::layout::Dims;
@@ -135,11 +136,8 @@ pub struct NodeMeta {
     input_metadata: SmallVec<[InputMetadata; 1]>,
     /// Tensor pre-hooks, retains_grad hooks, node pre- and post-hooks.
     pub(crate) hooks: NodeHooks,
-    /// Dense index of this node in the graph walk that holds the walk-slot lock
-    /// (`engine::dependencies`), valid when `walk_epoch` equals that walk's epoch.
-    pub(crate) walk_index: crate::sync::atomic::AtomicU32,
-    /// The epoch of the walk that wrote `walk_index`.
-    pub(crate) walk_epoch: AtomicU64,
+    /// The engine's scratch space for its graph walk (`engine::dependencies`).
+    pub(crate) walk_slot: WalkSlot,
     /// Where the forward op was called, recorded only in anomaly mode (B23).
     forward_trace: Option<Box<std::backtrace::Backtrace>>,
 }
@@ -176,8 +174,7 @@ impl NodeMeta {
             next_edges,
             input_metadata,
             hooks: NodeHooks::default(),
-            walk_index: crate::sync::atomic::AtomicU32::new(0),
-            walk_epoch: AtomicU64::new(0),
+            walk_slot: WalkSlot::new(),
             forward_trace: crate::is_anomaly_enabled()
                 .then(|| Box::new(std::backtrace::Backtrace::force_capture())),
         }

@@ -1,12 +1,15 @@
-//! The public entry points (PyTorch's `torch.autograd.backward` / `grad` and
-//! `Tensor.backward`): argument checks with PyTorch's errors (B12), implicit root gradients,
-//! `retain_graph` defaulting to `create_graph` (B02), and result post-processing (B11).
+//! The engine's public API. The entry points (PyTorch's `torch.autograd.backward` / `grad` and
+//! `Tensor.backward`) with their options: argument checks with PyTorch's errors (B12), implicit
+//! root gradients, `retain_graph` defaulting to `create_graph` (B02), and result post-processing
+//! (B11). And what code running inside a pass may ask of it: `queue_callback`, the current graph
+//! task's id and `keep_graph`, `will_engine_execute_node`.
 
 use crate::sync::statics::AtomicBool;
 
 use smallvec::SmallVec;
 
-use super::{worker, EngineInner};
+use super::graph_task::PassOptions;
+use super::{per_thread, EngineInner};
 use crate::graph::{Edge, GradVec};
 use crate::sync::Arc;
 use crate::{Error, Result, Tensor};
@@ -60,6 +63,16 @@ impl BackwardOptions {
     pub fn inputs(mut self, inputs: &[Tensor]) -> Self {
         self.inputs = Some(inputs.to_vec());
         self
+    }
+
+    /// The engine's options for this call: `retain_graph` defaults to `create_graph` (B02);
+    /// gradients accumulate into the leaves.
+    fn pass_options(&self) -> PassOptions {
+        PassOptions {
+            keep_graph: self.retain_graph.unwrap_or(self.create_graph),
+            create_graph: self.create_graph,
+            accumulate_grad: true,
+        }
     }
 }
 
@@ -120,6 +133,16 @@ impl GradOptions {
     pub fn materialize_grads(mut self, materialize: bool) -> Self {
         self.materialize_grads = materialize;
         self
+    }
+
+    /// The engine's options for this call: `retain_graph` defaults to `create_graph` (B02);
+    /// gradients are captured and returned, not accumulated.
+    fn pass_options(&self) -> PassOptions {
+        PassOptions {
+            keep_graph: self.retain_graph.unwrap_or(self.create_graph),
+            create_graph: self.create_graph,
+            accumulate_grad: false,
+        }
     }
 }
 
@@ -214,7 +237,6 @@ pub(crate) fn backward_on(
     if options.create_graph {
         warn_backward_create_graph_once();
     }
-    let keep_graph = options.retain_graph.unwrap_or(options.create_graph);
     let mut outputs = Vec::new();
     if let Some(inputs) = &options.inputs {
         for t in inputs {
@@ -227,14 +249,7 @@ pub(crate) fn backward_on(
             outputs.push(t.gradient_edge());
         }
     }
-    engine.execute(
-        roots,
-        grads,
-        keep_graph,
-        options.create_graph,
-        true,
-        &outputs,
-    )?;
+    engine.execute(roots, grads, options.pass_options(), &outputs)?;
     Ok(())
 }
 
@@ -290,15 +305,7 @@ pub(crate) fn grad_on(
         }
         edges.push(t.gradient_edge());
     }
-    let keep_graph = options.retain_graph.unwrap_or(options.create_graph);
-    let mut result = engine.execute(
-        roots,
-        grads,
-        keep_graph,
-        options.create_graph,
-        false,
-        &edges,
-    )?;
+    let mut result = engine.execute(roots, grads, options.pass_options(), &edges)?;
     for (index, (slot, input)) in result.iter_mut().zip(inputs).enumerate() {
         if slot.is_none() {
             if options.materialize_grads {
@@ -343,7 +350,7 @@ pub fn queue_callback<F>(callback: F) -> Result<()>
 where
     F: FnOnce() -> Result<()> + Send + 'static,
 {
-    worker::with_current_graph_task(|task| match task {
+    per_thread::with_current_graph_task(|task| match task {
         Some(task) => {
             task.state
                 .lock()
@@ -425,7 +432,7 @@ impl Tensor {
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
 pub fn current_graph_task_id() -> Option<u64> {
-    worker::with_current_graph_task(|t| t.map(|t| t.id))
+    per_thread::with_current_graph_task(|t| t.map(|t| t.id))
 }
 
 /// Whether the backward pass running on this thread keeps its graph (`retain_graph`), or `None`
@@ -449,7 +456,7 @@ pub fn current_graph_task_id() -> Option<u64> {
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
 pub fn current_graph_task_keep_graph() -> Option<bool> {
-    worker::with_current_graph_task(|t| t.map(|t| t.keep_graph))
+    per_thread::with_current_graph_task(|t| t.map(|t| t.options.keep_graph))
 }
 
 /// Whether the current backward pass will run `node` (`torch._C._will_engine_execute_node`):
@@ -470,7 +477,7 @@ pub fn current_graph_task_keep_graph() -> Option<bool> {
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
 pub fn will_engine_execute_node(node: &crate::NodeRef) -> Result<bool> {
-    worker::with_current_graph_task(|t| match t {
+    per_thread::with_current_graph_task(|t| match t {
         Some(t) => t.will_execute(node),
         None => Err(Error::msg(
             "_will_engine_execute_node should only be called during the backward pass",
