@@ -47,13 +47,58 @@ pub(crate) fn backward_attr(args: &BackwardArgs, func: &ItemFn) -> TokenStream {
             p.attrs.retain(|a| !is_param_attr(a));
         }
     }
+    let fused = match &args.fused {
+        Some(kernel) => match fused_block(kernel, &stripped) {
+            Ok(block) => {
+                stripped.block = block;
+                None
+            }
+            Err(e) => Some(e.into_compile_error()),
+        },
+        None => None,
+    };
     let func = stripped;
     quote! {
         #func
+        #fused
 
         #(#cfg)*
         #signature! { { #path } { #ident } { #sig } }
     }
+}
+
+/// `fused = kernel`: the backward's body, the formula as differentiable ops, runs only when it is
+/// recorded (or the kernel does not cover the call); otherwise the fused kernel computes it in
+/// one pass from the gradient and the one tensor the backward names
+/// (`Tensor::fused_or` in the runtime).
+fn fused_block(kernel: &syn::Expr, func: &ItemFn) -> syn::Result<Box<syn::Block>> {
+    let (mut grads, mut saved) = (Vec::new(), Vec::new());
+    for arg in &func.sig.inputs {
+        let FnArg::Typed(p) = arg else { continue };
+        let (syn::Pat::Ident(pat), true) = (&*p.pat, is_tensor_ref(&p.ty)) else {
+            continue;
+        };
+        if symbol::GRAD.is_prefix_of(&pat.ident) {
+            grads.push(&pat.ident);
+        } else {
+            saved.push(&pat.ident);
+        }
+    }
+    let ([grad], [saved], syn::ReturnType::Type(_, ret)) =
+        (&grads[..], &saved[..], &func.sig.output)
+    else {
+        return Err(syn::Error::new_spanned(
+            kernel,
+            format!(
+                "`{}` needs a backward that takes one gradient and one saved tensor (each a `&Tensor`) and returns the gradient",
+                symbol::FUSED
+            ),
+        ));
+    };
+    let block = &func.block;
+    Ok(Box::new(syn::parse_quote!({
+        #grad.fused_or(#kernel, #saved, || -> #ret #block)
+    })))
 }
 
 /// The `# Autograd` section of a backward's rustdoc: exactly what the node saves for it, read
@@ -1006,6 +1051,7 @@ impl<'a> LinkPlan<'a> {
                 self.fwd,
                 self.bwd,
                 &self.slots,
+                super::rule::Convention::of(self.args, self.fwd),
             )
         })
     }
@@ -1102,6 +1148,35 @@ pub(crate) fn link_stub(fwd: &DiffFn<'_>, fwd_path: &Path, bwd: &Signature) -> T
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_fused_backward_runs_its_kernel_unless_recorded() {
+        let func: syn::ItemFn = syn::parse_quote! {
+            fn tanh_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
+                grad.mul(&result.mul(result)?.rsub_scalar(1.0)?)
+            }
+        };
+        let kernel: syn::Expr = syn::parse_quote!(FusedOp::Tanh);
+        let block = super::fused_block(&kernel, &func).expect("one gradient, one saved tensor");
+        let tight = |t: proc_macro2::TokenStream| t.to_string().replace(' ', "");
+        assert_eq!(
+            tight(quote::quote!(#block)),
+            tight(quote::quote!({
+                grad.fused_or(FusedOp::Tanh, result, || -> Result<Tensor> {
+                    grad.mul(&result.mul(result)?.rsub_scalar(1.0)?)
+                })
+            }))
+        );
+        let two: syn::ItemFn = syn::parse_quote! {
+            fn div_backward(grad: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> { todo!() }
+        };
+        let err = super::fused_block(&kernel, &two).expect_err("two saved tensors");
+        assert!(
+            err.to_string()
+                .contains("one gradient and one saved tensor"),
+            "{err}"
+        );
+    }
+
     #[test]
     fn a_backwards_doc_lists_what_its_node_saves() {
         let func: syn::ItemFn = syn::parse_quote! {
