@@ -1,6 +1,7 @@
 //! Parsing of the attribute arguments: `#[differentiable(name = "..", once_differentiable,
 //! materialize_grads = false, non_differentiable(result_1), dirty(x), save(r), builtin, crate =
-//! "..")]` and `#[backward(path::to::forward)]`.
+//! "..")]` and `#[backward(path::to::forward)]`, plus the two the runtime's op library uses:
+//! `rule` on a `builtin` forward and `fused = ..` on its backward.
 
 use proc_macro2::{Span, TokenTree};
 use syn::ext::IdentExt;
@@ -19,6 +20,8 @@ mod kw {
     syn::custom_keyword!(save);
     syn::custom_keyword!(builtin);
     syn::custom_keyword!(derive);
+    syn::custom_keyword!(rule);
+    syn::custom_keyword!(fused);
 }
 
 /// The options of `#[differentiable(..)]`. Each keeps the span of its keyword for errors.
@@ -42,6 +45,16 @@ pub(crate) struct DiffArgs {
     pub(crate) krate: Option<Path>,
     /// `derive`: the macro derives the backward from the body (no `#[backward]`).
     pub(crate) derive: Option<Span>,
+    /// `rule` (`rule = name`): a `builtin` op's derivative rule, `DerivativeRules::<name>`
+    /// (default: the function's name), generated from its declaration as a user function's is.
+    /// Runtime-internal: not listed among the options.
+    pub(crate) rule: Option<RuleName>,
+}
+
+/// `rule` or `rule = name`.
+pub(crate) struct RuleName {
+    pub(crate) keyword: Span,
+    pub(crate) name: Option<Ident>,
 }
 
 /// `keyword(a, b, ..)`.
@@ -71,6 +84,13 @@ impl DiffArgs {
         self.builtin.is_some()
     }
 
+    /// The name of a `builtin` op's derivative rule (`rule = name`, or the function's).
+    pub(crate) fn rule_name<'a>(&'a self, function: &'a Ident) -> Option<&'a Ident> {
+        self.rule
+            .as_ref()
+            .map(|r| r.name.as_ref().unwrap_or(function))
+    }
+
     pub(crate) fn krate(&self) -> Path {
         self.krate
             .clone()
@@ -87,6 +107,26 @@ impl Parse for DiffArgs {
             None => errors = Some(e),
         };
         while !input.is_empty() {
+            // Peeked outside the lookahead, so that its error lists the public options only.
+            if input.peek(kw::rule) {
+                let kw: kw::rule = input.parse()?;
+                let name = if input.peek(Token![=]) {
+                    input.parse::<Token![=]>()?;
+                    Some(input.parse()?)
+                } else {
+                    None
+                };
+                let rule = RuleName {
+                    keyword: kw.span,
+                    name,
+                };
+                set(&mut args.rule, rule, kw.span, symbol::RULE, &mut push);
+                if input.is_empty() {
+                    break;
+                }
+                input.parse::<Token![,]>()?;
+                continue;
+            }
             let lookahead = input.lookahead1();
             if lookahead.peek(kw::name) {
                 let kw: kw::name = input.parse()?;
@@ -226,9 +266,12 @@ impl NameList {
     }
 }
 
-/// The argument of `#[backward(..)]`: the path of the `#[differentiable]` function.
+/// The argument of `#[backward(..)]`: the path of the `#[differentiable]` function, and (for the
+/// runtime's op library) `fused = FusedOp::..`, the kernel that computes the backward in one
+/// pass when it is not recorded.
 pub(crate) struct BackwardArgs {
     pub(crate) forward: Path,
+    pub(crate) fused: Option<syn::Expr>,
 }
 
 impl Parse for BackwardArgs {
@@ -239,12 +282,19 @@ impl Parse for BackwardArgs {
             ));
         }
         let forward = input.call(Path::parse_mod_style)?;
+        let mut fused = None;
+        if input.peek(Token![,]) && input.peek2(kw::fused) {
+            input.parse::<Token![,]>()?;
+            input.parse::<kw::fused>()?;
+            input.parse::<Token![=]>()?;
+            fused = Some(input.parse()?);
+        }
         if !input.is_empty() {
             return Err(input.error(
                 "`#[backward(..)]` takes only the path of the `#[differentiable]` function; options go on `#[differentiable(..)]`",
             ));
         }
-        Ok(BackwardArgs { forward })
+        Ok(BackwardArgs { forward, fused })
     }
 }
 
@@ -361,5 +411,28 @@ mod tests {
         assert_eq!(args.forward.segments.len(), 3);
         assert!(syn::parse2::<BackwardArgs>(quote::quote!()).is_err());
         assert!(syn::parse2::<BackwardArgs>(quote::quote!(f, once_differentiable)).is_err());
+        let args: BackwardArgs = syn::parse_quote!(tanh, fused = FusedOp::Tanh);
+        assert!(args.fused.is_some());
+        assert!(syn::parse2::<BackwardArgs>(quote::quote!(tanh, fused = A, b)).is_err());
+    }
+
+    #[test]
+    fn a_builtin_names_its_rule() {
+        let f: Ident = syn::parse_quote!(sum_dims);
+        let args: DiffArgs = syn::parse_quote!(builtin, rule, crate = "crate");
+        assert_eq!(
+            args.rule_name(&f).map(ToString::to_string).as_deref(),
+            Some("sum_dims")
+        );
+        let args: DiffArgs = syn::parse_quote!(builtin, rule = sum_axes);
+        assert_eq!(
+            args.rule_name(&f).map(ToString::to_string).as_deref(),
+            Some("sum_axes")
+        );
+        assert!(DiffArgs::default().rule_name(&f).is_none());
+        assert_eq!(
+            parse_errors(quote::quote!(rule, rule)),
+            ["duplicate option `rule`; each option may be given once"]
+        );
     }
 }

@@ -76,7 +76,7 @@ fn backward_of(attrs: &[Attribute]) -> Option<String> {
         if !symbol::BACKWARD.ends(a.path()) {
             return None;
         }
-        let path: syn::Path = a.parse_args_with(syn::Path::parse_mod_style).ok()?;
+        let path: syn::Path = a.parse_args::<crate::attr::BackwardArgs>().ok()?.forward;
         Some(path_key(&path))
     })
 }

@@ -4,8 +4,8 @@
 //! live in the `autograd` crate docs, section "Custom differentiable functions", because doctests
 //! of a proc-macro crate cannot use the runtime.
 //!
-//! Layout: `differentiable.rs` and `backward.rs` orchestrate; `attr.rs` parses the options; `ir.rs`
-//! lowers `syn` to a typed IR; `valid.rs` checks a backward against its forward; `expand/` emits
+//! Layout: `differentiable.rs` and `backward.rs` orchestrate; `attr.rs` parses the options; `ir/`
+//! lowers `syn` to a typed IR; `valid/` checks a backward against its forward; `expand/` emits
 //! code (infallible); `fallback.rs` keeps the user's item when there are errors.
 
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]

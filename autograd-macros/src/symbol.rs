@@ -18,6 +18,11 @@ pub(crate) const SAVE: Symbol = Symbol("save");
 pub(crate) const CRATE: Symbol = Symbol("crate");
 pub(crate) const BUILTIN: Symbol = Symbol("builtin");
 pub(crate) const DERIVE: Symbol = Symbol("derive");
+/// `rule`, `rule = name`: a `builtin` op's derivative rule for derived bodies (runtime-internal,
+/// so not listed in [`OPTIONS`]).
+pub(crate) const RULE: Symbol = Symbol("rule");
+/// `#[backward(f, fused = ..)]`: the fused kernel of a built-in backward (runtime-internal).
+pub(crate) const FUSED: Symbol = Symbol("fused");
 
 /// Every option of `#[differentiable(..)]`, in the order the docs list them.
 pub(crate) const OPTIONS: [Symbol; 9] = [

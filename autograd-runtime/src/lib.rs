@@ -78,8 +78,8 @@ pub mod __private {
     };
     pub use crate::graph::{Backward, FunctionNode, GradVec, InputMetadata, ReleaseAttribute};
     pub use crate::ops::{
-        accumulate, check_inplace, keep, keep_ref, needing_grad, Binary, DerivativeRules, Read,
-        Reads, Rule, Unary, UnaryWith,
+        accumulate, check_inplace, keep, keep_ref, needing_grad, reduce_grad, Binary,
+        DerivativeRules, Read, Reads, Rule, Unary, UnaryWith,
     };
     pub use crate::tensor::dtype::{Buffer, ElemVec};
     pub use smallvec;

@@ -47,13 +47,58 @@ pub(crate) fn backward_attr(args: &BackwardArgs, func: &ItemFn) -> TokenStream {
             p.attrs.retain(|a| !is_param_attr(a));
         }
     }
+    let fused = match &args.fused {
+        Some(kernel) => match fused_block(kernel, &stripped) {
+            Ok(block) => {
+                stripped.block = block;
+                None
+            }
+            Err(e) => Some(e.into_compile_error()),
+        },
+        None => None,
+    };
     let func = stripped;
     quote! {
         #func
+        #fused
 
         #(#cfg)*
         #signature! { { #path } { #ident } { #sig } }
     }
+}
+
+/// `fused = kernel`: the backward's body, the formula as differentiable ops, runs only when it is
+/// recorded (or the kernel does not cover the call); otherwise the fused kernel computes it in
+/// one pass from the gradient and the one tensor the backward names
+/// (`Tensor::fused_or` in the runtime).
+fn fused_block(kernel: &syn::Expr, func: &ItemFn) -> syn::Result<Box<syn::Block>> {
+    let (mut grads, mut saved) = (Vec::new(), Vec::new());
+    for arg in &func.sig.inputs {
+        let FnArg::Typed(p) = arg else { continue };
+        let (syn::Pat::Ident(pat), true) = (&*p.pat, is_tensor_ref(&p.ty)) else {
+            continue;
+        };
+        if symbol::GRAD.is_prefix_of(&pat.ident) {
+            grads.push(&pat.ident);
+        } else {
+            saved.push(&pat.ident);
+        }
+    }
+    let ([grad], [saved], syn::ReturnType::Type(_, ret)) =
+        (&grads[..], &saved[..], &func.sig.output)
+    else {
+        return Err(syn::Error::new_spanned(
+            kernel,
+            format!(
+                "`{}` needs a backward that takes one gradient and one saved tensor (each a `&Tensor`) and returns the gradient",
+                symbol::FUSED
+            ),
+        ));
+    };
+    let block = &func.block;
+    Ok(Box::new(syn::parse_quote!({
+        #grad.fused_or(#kernel, #saved, || -> #ret #block)
+    })))
 }
 
 /// The `# Autograd` section of a backward's rustdoc: exactly what the node saves for it, read
@@ -245,293 +290,406 @@ fn input_list(loc: Span, krate: &Path, fwd: &DiffFn<'_>) -> (TokenStream, TokenS
     )
 }
 
-/// Implements the forward's link trait: run the forward with recording off, then build the node
-/// that saves exactly what the backward names.
-pub(crate) fn link_impl(
-    args: &DiffArgs,
-    fwd: &DiffFn<'_>,
-    bwd: &BackwardFn<'_>,
-    fwd_path: &Path,
-) -> TokenStream {
-    let krate = args.krate();
-    let builtin = args.builtin();
-    let Linked {
-        span,
-        loc,
-        marker,
-        link,
-        forward_fn,
-    } = Linked::new(fwd_path);
-    let slots = slots(loc, args, fwd, bwd);
-    let node = node(loc, &krate, args, fwd, fwd_path, bwd, &slots);
+/// What [`link_impl`] computes once from the IR before it emits anything (as serde_derive's
+/// `ser.rs` computes its parameters): the hidden names, what the node saves, the locals that
+/// hold the forward's outputs, and the dirty inputs. Each fragment of the emitted impl is then
+/// one method, named for what it emits.
+struct LinkPlan<'a> {
+    args: &'a DiffArgs,
+    fwd: &'a DiffFn<'a>,
+    bwd: &'a BackwardFn<'a>,
+    fwd_path: &'a Path,
+    krate: Path,
+    builtin: bool,
+    linked: Linked,
+    /// What the node saves: the values the backward names.
+    slots: Vec<Slot<'a>>,
+    /// The forward's parameters (and its call's arguments).
+    idents: Vec<&'a Ident>,
+    /// `__out{i}`: the locals of the forward's tensor outputs.
+    outs: Vec<Ident>,
+    /// The elements of the value the public function returns: the tensor outputs, and (in a
+    /// tuple) the non-tensor outputs beside them, returned as they are.
+    elems: Vec<Ident>,
+    /// B35: the `dirty` inputs, each with the local of its position among the outputs.
+    dirty: Vec<(&'a Param<'a>, Ident)>,
+    /// Which outputs are `non_differentiable` (B34).
+    non_diff: Vec<bool>,
+}
 
-    let (params, idents) = params(fwd_path, fwd);
-    let ret = output_type(fwd_path, fwd);
-    let (input_refs, build_inputs) = input_list(loc, &krate, fwd);
-    let needed = needed_locals(loc, fwd, &slots);
-
-    let attr_clones = slots.iter().filter_map(|s| match s.kind {
-        SlotKind::Attr { ident, ty, .. } => {
-            let local = format_ident!("{}_attr", s.field);
-            Some(match borrowed_target(ty) {
-                Some(_) => {
-                    quote_spanned!(loc=> let #local = ::std::borrow::ToOwned::to_owned(#ident);)
-                }
-                None => quote_spanned!(loc=> let #local = ::core::clone::Clone::clone(&#ident);),
-            })
+impl<'a> LinkPlan<'a> {
+    fn new(
+        args: &'a DiffArgs,
+        fwd: &'a DiffFn<'a>,
+        bwd: &'a BackwardFn<'a>,
+        fwd_path: &'a Path,
+    ) -> LinkPlan<'a> {
+        let linked = Linked::new(fwd_path);
+        let loc = linked.loc;
+        let slots = slots(loc, args, fwd, bwd);
+        let idents = fwd.params.iter().map(|p| p.ident).collect();
+        let outs: Vec<Ident> = (0..fwd.num_outputs())
+            .map(|i| format_ident!("__out{}", i, span = loc))
+            .collect();
+        let elems: Vec<Ident> = if fwd.output.tuple {
+            fwd.output
+                .elems
+                .iter()
+                .enumerate()
+                .map(|(pos, e)| match e {
+                    Some(i) => outs[*i].clone(),
+                    None => format_ident!("__other{}", pos, span = loc),
+                })
+                .collect()
+        } else {
+            outs.clone()
+        };
+        let dirty = args
+            .dirty()
+            .iter()
+            .filter_map(|d| fwd.tensor_inputs().find(|p| *p.ident == *d))
+            .map(|p| (p, format_ident!("__dirty_{}", p.ident.unraw(), span = loc)))
+            .collect();
+        let non_diff = fwd
+            .output_names()
+            .iter()
+            .map(|o| args.non_differentiable().iter().any(|n| *n == *o))
+            .collect();
+        LinkPlan {
+            args,
+            fwd,
+            bwd,
+            fwd_path,
+            krate: args.krate(),
+            builtin: args.builtin(),
+            linked,
+            slots,
+            idents,
+            outs,
+            elems,
+            dirty,
+            non_diff,
         }
-        _ => None,
-    });
+    }
 
-    let err = |e: TokenStream| quote_spanned!(loc=> return ::core::result::Result::Err(::core::convert::Into::into(#e)););
-    let try_ = |e: TokenStream| {
-        let ret_err = err(quote_spanned!(loc=> __e));
+    /// Returns `e` from `call`, converted into the forward's error type.
+    fn err(&self, e: TokenStream) -> TokenStream {
+        let loc = self.linked.loc;
+        quote_spanned!(loc=> return ::core::result::Result::Err(::core::convert::Into::into(#e));)
+    }
+
+    /// `e?`, with the error converted into the forward's error type.
+    fn try_(&self, e: TokenStream) -> TokenStream {
+        let loc = self.linked.loc;
+        let ret_err = self.err(quote_spanned!(loc=> __e));
         quote_spanned! {loc=>
             match #e {
                 ::core::result::Result::Ok(__v) => __v,
                 ::core::result::Result::Err(__e) => { #ret_err }
             }
         }
-    };
-    let unwrap = fwd.output.fallible.then(|| {
-        quote_spanned! {loc=>
-            let __output = match __output {
-                ::core::result::Result::Ok(__v) => __v,
-                ::core::result::Result::Err(__e) => return ::core::result::Result::Err(__e),
-            };
-        }
-    });
-    let outs: Vec<Ident> = (0..fwd.num_outputs())
-        .map(|i| format_ident!("__out{}", i, span = loc))
-        .collect();
-    // The elements of the value the public function returns: the tensor outputs, and (in a
-    // tuple) the non-tensor outputs beside them, returned as they are.
-    let elems: Vec<Ident> = if fwd.output.tuple {
-        fwd.output
-            .elems
-            .iter()
-            .enumerate()
-            .map(|(pos, e)| match e {
-                Some(i) => outs[*i].clone(),
-                None => format_ident!("__other{}", pos, span = loc),
-            })
-            .collect()
-    } else {
-        outs.clone()
-    };
-    // The residuals of `save(..)` the backward names are moved into the node; the others are
-    // dropped here.
-    let residuals: Vec<TokenStream> = (0..fwd.residuals.len())
-        .map(|k| {
-            let saved = slots
-                .iter()
-                .any(|s| matches!(s.kind, SlotKind::Residual { index, .. } if index == k));
-            if saved {
-                let r = format_ident!("__res{}", k, span = loc);
-                quote_spanned!(loc=> #r)
-            } else {
-                quote_spanned!(loc=> _)
-            }
-        })
-        .collect();
-    let destructure = if !residuals.is_empty() {
-        quote_spanned!(loc=> let (#(#elems,)* #(#residuals,)*) = __output;)
-    } else if fwd.output.tuple {
-        quote_spanned!(loc=> let (#(#elems,)*) = __output;)
-    } else {
-        quote_spanned!(loc=> let #(#outs)* = __output;)
-    };
-    // Without a node, the forward's value less its residuals.
-    let forward_call = quote_spanned!(loc=> #forward_fn(#(#idents),*));
-    let unrecorded = if fwd.residuals.is_empty() {
-        forward_call.clone()
-    } else {
-        let skip = fwd.residuals.iter().map(|_| quote_spanned!(loc=> _));
-        let pattern = quote_spanned!(loc=> (#(#elems,)* #(#skip,)*));
-        let value = if fwd.output.tuple {
+    }
+
+    /// The forward's return value: its outputs as a tuple or alone, in `Ok` if it is fallible.
+    fn value(&self, fallible: bool) -> TokenStream {
+        let loc = self.linked.loc;
+        let (elems, outs) = (&self.elems, &self.outs);
+        let value = if self.fwd.output.tuple {
             quote_spanned!(loc=> (#(#elems,)*))
         } else {
             quote_spanned!(loc=> #(#outs)*)
         };
-        if fwd.output.fallible {
+        if fallible {
+            quote_spanned!(loc=> ::core::result::Result::Ok(#value))
+        } else {
+            value
+        }
+    }
+
+    /// `let x_attr = x.clone();`: each saved attribute, copied before the forward consumes it.
+    fn attr_clones(&self) -> TokenStream {
+        let loc = self.linked.loc;
+        self.slots
+            .iter()
+            .filter_map(|s| match s.kind {
+                SlotKind::Attr { ident, ty, .. } => {
+                    let local = format_ident!("{}_attr", s.field);
+                    Some(match borrowed_target(ty) {
+                        Some(_) => {
+                            quote_spanned!(loc=> let #local = ::std::borrow::ToOwned::to_owned(#ident);)
+                        }
+                        None => {
+                            quote_spanned!(loc=> let #local = ::core::clone::Clone::clone(&#ident);)
+                        }
+                    })
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The forward's `Err` returned as it is.
+    fn unwrap(&self) -> Option<TokenStream> {
+        let loc = self.linked.loc;
+        self.fwd.output.fallible.then(|| {
+            quote_spanned! {loc=>
+                let __output = match __output {
+                    ::core::result::Result::Ok(__v) => __v,
+                    ::core::result::Result::Err(__e) => return ::core::result::Result::Err(__e),
+                };
+            }
+        })
+    }
+
+    /// The forward's value into the output locals. The residuals of `save(..)` the backward
+    /// names are moved into the node; the others are dropped here.
+    fn destructure(&self) -> TokenStream {
+        let loc = self.linked.loc;
+        let (elems, outs) = (&self.elems, &self.outs);
+        let residuals: Vec<TokenStream> = (0..self.fwd.residuals.len())
+            .map(|k| {
+                let saved = self
+                    .slots
+                    .iter()
+                    .any(|s| matches!(s.kind, SlotKind::Residual { index, .. } if index == k));
+                if saved {
+                    let r = format_ident!("__res{}", k, span = loc);
+                    quote_spanned!(loc=> #r)
+                } else {
+                    quote_spanned!(loc=> _)
+                }
+            })
+            .collect();
+        if !residuals.is_empty() {
+            quote_spanned!(loc=> let (#(#elems,)* #(#residuals,)*) = __output;)
+        } else if self.fwd.output.tuple {
+            quote_spanned!(loc=> let (#(#elems,)*) = __output;)
+        } else {
+            quote_spanned!(loc=> let #(#outs)* = __output;)
+        }
+    }
+
+    /// Without a node, the forward's value less its residuals.
+    fn unrecorded(&self) -> TokenStream {
+        let loc = self.linked.loc;
+        let (forward_fn, idents) = (&self.linked.forward_fn, &self.idents);
+        let (elems, outs) = (&self.elems, &self.outs);
+        let forward_call = quote_spanned!(loc=> #forward_fn(#(#idents),*));
+        if self.fwd.residuals.is_empty() {
+            return forward_call;
+        }
+        let skip = self.fwd.residuals.iter().map(|_| quote_spanned!(loc=> _));
+        let pattern = quote_spanned!(loc=> (#(#elems,)* #(#skip,)*));
+        let value = if self.fwd.output.tuple {
+            quote_spanned!(loc=> (#(#elems,)*))
+        } else {
+            quote_spanned!(loc=> #(#outs)*)
+        };
+        if self.fwd.output.fallible {
             quote_spanned!(loc=> ::core::result::Result::map(#forward_call, |#pattern| #value))
         } else {
             quote_spanned!(loc=> { let #pattern = #forward_call; #value })
         }
-    };
+    }
 
-    // B35: a dirty input must come back as an output (the same handle), may not be a leaf that
-    // requires grad, and may not be a view (its base's history cannot be rewritten). Built-in
-    // ops check first, whenever grad mode is on, with the built-in errors, so that a refused op
-    // changes nothing (PyTorch's `check_inplace`); custom functions check after the forward, as
-    // PyTorch's `mark_dirty` does.
-    let dirty: Vec<(&Param<'_>, Ident)> = args
-        .dirty()
-        .iter()
-        .filter_map(|d| fwd.tensor_inputs().find(|p| *p.ident == *d))
-        .map(|p| (p, format_ident!("__dirty_{}", p.ident.unraw(), span = loc)))
-        .collect();
-    let dirty_prechecks = dirty.iter().filter(|_| builtin).map(|(input, _)| {
-        let ident = input.ident;
-        let others = fwd.tensor_inputs().filter(|p| p.ident != ident).map(|p| {
-            let other = p.ident;
-            if p.optional {
-                quote_spanned!(loc=> || #other.is_some_and(#krate::Tensor::requires_grad))
-            } else if matches!(p.kind, ParamKind::Tensors(_)) {
-                quote_spanned!(loc=> || #other.iter().any(#krate::Tensor::requires_grad))
-            } else {
-                quote_spanned!(loc=> || #other.requires_grad())
-            }
-        });
-        let check = try_(quote_spanned!(loc=>
-            #krate::__private::check_inplace(#ident, false #(#others)*)
-        ));
-        quote_spanned!(loc=> #check;)
-    });
-    let dirty_checks = dirty.iter().map(|(input, pos)| {
-        let input = input.ident;
-        let not_returned = err(quote_spanned!(loc=> #krate::Error::msg(
-            "Some elements marked as dirty during the forward method were not returned as output."
-        )));
-        let find = quote_spanned! {loc=>
-            let #pos: usize = match [#(&#outs),*].iter().position(|__o| __o.is_same(#input)) {
-                ::core::option::Option::Some(__i) => __i,
-                ::core::option::Option::None => { #not_returned }
-            };
-        };
-        if builtin {
-            return find;
-        }
-        let leaf = err(quote_spanned!(loc=> #krate::Error::msg(
-            "a leaf Variable that requires grad has been used in an in-place operation."
-        )));
-        let view = try_(quote_spanned!(loc=> #krate::__private::check_dirty_view(#input)));
-        quote_spanned! {loc=>
-            #find
-            if #input.is_leaf() && #input.requires_grad() { #leaf }
-            #view;
-        }
-    });
-    let dirty_positions: Vec<&Ident> = dirty.iter().map(|(_, pos)| pos).collect();
-    // A custom function's dirty view moves the node into its base's history (CopySlices), as the
-    // built-in in-place ops' methods do.
-    let rebases: Vec<TokenStream> = dirty
-        .iter()
-        .filter(|_| !builtin)
-        .map(|(input, _)| {
-            let input = input.ident;
-            let r =
-                try_(quote_spanned!(loc=> #krate::__private::rebase_dirty_view(#input, &__node)));
-            quote_spanned!(loc=> #r;)
-        })
-        .collect();
-
-    // `#[original]`: a copy of a dirty input taken before the forward modifies it (PyTorch's
-    // `original_self`), differentiable so that a `create_graph` pass reaches the old history.
-    let originals = slots.iter().filter_map(|s| {
-        let SlotKind::Input {
-            ident,
-            original: true,
-            ..
-        } = s.kind
-        else {
-            return None;
-        };
-        let local = format_ident!("{}_original", s.field);
-        let copy = try_(quote_spanned!(loc=> #krate::Tensor::copy(#ident)));
-        Some(match s.needed_local() {
-            Some(needed) => quote_spanned! {loc=>
-                let #local: ::core::option::Option<#krate::Tensor> =
-                    if #needed { ::core::option::Option::Some(#copy) } else { ::core::option::Option::None };
-            },
-            None => quote_spanned!(loc=> let #local: #krate::Tensor = #copy;),
-        })
-    });
-
-    // An output that already takes part in autograd (an input returned as is, a captured tensor
-    // that requires grad, or an earlier output returned twice) is replaced by a detached alias,
-    // which shares storage and version counter; only dirty inputs keep their handle. A built-in
-    // forward returns new tensors by contract: that is only asserted, in debug builds.
-    let inputs: Vec<&Ident> = fwd
-        .tensor_inputs()
-        .filter(|p| matches!(p.kind, ParamKind::Tensor(_)) && !p.optional)
-        .map(|p| p.ident)
-        .collect();
-    let optional_inputs: Vec<&Ident> = fwd
-        .tensor_inputs()
-        .filter(|p| p.optional)
-        .map(|p| p.ident)
-        .collect();
-    let slice_inputs: Vec<&Ident> = fwd
-        .tensor_inputs()
-        .filter(|p| matches!(p.kind, ParamKind::Tensors(_)))
-        .map(|p| p.ident)
-        .collect();
-    let is_input = |t: TokenStream| {
-        quote_spanned! {loc=>
-            false #(|| #inputs.is_same(#t))*
-                #(|| #optional_inputs.is_some_and(|__i| __i.is_same(#t)))*
-                #(|| #slice_inputs.iter().any(|__i| __i.is_same(#t)))*
-        }
-    };
-    // The same tensor returned twice stays one tensor, the node's output at both positions
-    // (PyTorch's `test_return_duplicate`), unless it is an input returned as is: each
-    // occurrence of an input is an alias of its own, as PyTorch makes one view per occurrence.
-    // A dirty input is the input itself at every position.
-    let is_plain_input = |t: TokenStream| {
-        let plain = |ps: &[&Ident]| -> Vec<Ident> {
-            ps.iter()
-                .filter(|i| !args.dirty().iter().any(|d| d == **i))
-                .map(|i| (*i).clone())
-                .collect()
-        };
-        let (inputs, optional_inputs) = (plain(&inputs), plain(&optional_inputs));
-        quote_spanned! {loc=>
-            false #(|| #inputs.is_same(#t))*
-                #(|| #optional_inputs.is_some_and(|__i| __i.is_same(#t)))*
-                #(|| #slice_inputs.iter().any(|__i| __i.is_same(#t)))*
-        }
-    };
-    let fresh: Vec<TokenStream> = if fwd.output.vec {
-        let out = &outs[0];
-        let taken = is_input(quote_spanned!(loc=> __o));
-        let taken_owned = is_input(quote_spanned!(loc=> &__o));
-        vec![if builtin {
-            quote_spanned! {loc=>
-                ::core::debug_assert!(
-                    !#out.iter().any(|__o| __o.has_history() || #taken),
-                    "a `builtin` forward returns new tensors"
-                );
-            }
-        } else {
-            quote_spanned! {loc=>
-                let #out: ::std::vec::Vec<#krate::Tensor> = {
-                    // For each output, the first earlier output that is the same tensor.
-                    let __dups: ::std::vec::Vec<::core::option::Option<usize>> = #out
-                        .iter()
-                        .enumerate()
-                        .map(|(__j, __o)| {
-                            if #taken { return ::core::option::Option::None; }
-                            #out[..__j].iter().position(|__e| __e.is_same(__o))
-                        })
-                        .collect();
-                    let mut __fresh: ::std::vec::Vec<#krate::Tensor> =
-                        ::std::vec::Vec::with_capacity(#out.len());
-                    for (__o, __dup) in ::core::iter::Iterator::zip(#out.into_iter(), __dups) {
-                        let __o = match __dup {
-                            ::core::option::Option::Some(__i) => ::core::clone::Clone::clone(&__fresh[__i]),
-                            ::core::option::Option::None if __o.requires_grad() || #taken_owned => {
-                                __o.detach()
-                            }
-                            ::core::option::Option::None => __o,
-                        };
-                        __fresh.push(__o);
+    /// B35: a dirty input must come back as an output (the same handle), may not be a leaf that
+    /// requires grad, and may not be a view (its base's history cannot be rewritten). Built-in
+    /// ops check first, whenever grad mode is on, with the built-in errors, so that a refused op
+    /// changes nothing (PyTorch's `check_inplace`); custom functions check after the forward
+    /// ([`Self::dirty_checks`]), as PyTorch's `mark_dirty` does.
+    fn dirty_prechecks(&self) -> TokenStream {
+        let (loc, krate) = (self.linked.loc, &self.krate);
+        self.dirty
+            .iter()
+            .filter(|_| self.builtin)
+            .map(|(input, _)| {
+                let ident = input.ident;
+                let others = self.fwd.tensor_inputs().filter(|p| p.ident != ident).map(|p| {
+                    let other = p.ident;
+                    if p.optional {
+                        quote_spanned!(loc=> || #other.is_some_and(#krate::Tensor::requires_grad))
+                    } else if matches!(p.kind, ParamKind::Tensors(_)) {
+                        quote_spanned!(loc=> || #other.iter().any(#krate::Tensor::requires_grad))
+                    } else {
+                        quote_spanned!(loc=> || #other.requires_grad())
                     }
-                    __fresh
+                });
+                let check = self.try_(quote_spanned!(loc=>
+                    #krate::__private::check_inplace(#ident, false #(#others)*)
+                ));
+                quote_spanned!(loc=> #check;)
+            })
+            .collect()
+    }
+
+    /// After the forward: where each dirty input is among the outputs, and (custom functions)
+    /// the rest of B35's checks.
+    fn dirty_checks(&self) -> TokenStream {
+        let (loc, krate, outs) = (self.linked.loc, &self.krate, &self.outs);
+        self.dirty
+            .iter()
+            .map(|(input, pos)| {
+                let input = input.ident;
+                let not_returned = self.err(quote_spanned!(loc=> #krate::Error::msg(
+                    "Some elements marked as dirty during the forward method were not returned as output."
+                )));
+                let find = quote_spanned! {loc=>
+                    let #pos: usize = match [#(&#outs),*].iter().position(|__o| __o.is_same(#input)) {
+                        ::core::option::Option::Some(__i) => __i,
+                        ::core::option::Option::None => { #not_returned }
+                    };
                 };
+                if self.builtin {
+                    return find;
+                }
+                let leaf = self.err(quote_spanned!(loc=> #krate::Error::msg(
+                    "a leaf Variable that requires grad has been used in an in-place operation."
+                )));
+                let view =
+                    self.try_(quote_spanned!(loc=> #krate::__private::check_dirty_view(#input)));
+                quote_spanned! {loc=>
+                    #find
+                    if #input.is_leaf() && #input.requires_grad() { #leaf }
+                    #view;
+                }
+            })
+            .collect()
+    }
+
+    /// A custom function's dirty view moves the node into its base's history (CopySlices), as
+    /// the built-in in-place ops' methods do.
+    fn rebases(&self) -> TokenStream {
+        let (loc, krate) = (self.linked.loc, &self.krate);
+        self.dirty
+            .iter()
+            .filter(|_| !self.builtin)
+            .map(|(input, _)| {
+                let input = input.ident;
+                let r = self.try_(
+                    quote_spanned!(loc=> #krate::__private::rebase_dirty_view(#input, &__node)),
+                );
+                quote_spanned!(loc=> #r;)
+            })
+            .collect()
+    }
+
+    /// `#[original]`: a copy of a dirty input taken before the forward modifies it (PyTorch's
+    /// `original_self`), differentiable so that a `create_graph` pass reaches the old history.
+    fn originals(&self) -> TokenStream {
+        let (loc, krate) = (self.linked.loc, &self.krate);
+        self.slots
+            .iter()
+            .filter_map(|s| {
+                let SlotKind::Input {
+                    ident,
+                    original: true,
+                    ..
+                } = s.kind
+                else {
+                    return None;
+                };
+                let local = format_ident!("{}_original", s.field);
+                let copy = self.try_(quote_spanned!(loc=> #krate::Tensor::copy(#ident)));
+                Some(match s.needed_local() {
+                    Some(needed) => quote_spanned! {loc=>
+                        let #local: ::core::option::Option<#krate::Tensor> =
+                            if #needed { ::core::option::Option::Some(#copy) } else { ::core::option::Option::None };
+                    },
+                    None => quote_spanned!(loc=> let #local: #krate::Tensor = #copy;),
+                })
+            })
+            .collect()
+    }
+
+    /// An output that already takes part in autograd (an input returned as is, a captured
+    /// tensor that requires grad, or an earlier output returned twice) is replaced by a
+    /// detached alias, which shares storage and version counter; only dirty inputs keep their
+    /// handle. A built-in forward returns new tensors by contract: that is only asserted, in
+    /// debug builds.
+    fn fresh(&self) -> TokenStream {
+        let (loc, krate, outs, fwd) = (self.linked.loc, &self.krate, &self.outs, self.fwd);
+        let builtin = self.builtin;
+        let inputs: Vec<&Ident> = fwd
+            .tensor_inputs()
+            .filter(|p| matches!(p.kind, ParamKind::Tensor(_)) && !p.optional)
+            .map(|p| p.ident)
+            .collect();
+        let optional_inputs: Vec<&Ident> = fwd
+            .tensor_inputs()
+            .filter(|p| p.optional)
+            .map(|p| p.ident)
+            .collect();
+        let slice_inputs: Vec<&Ident> = fwd
+            .tensor_inputs()
+            .filter(|p| matches!(p.kind, ParamKind::Tensors(_)))
+            .map(|p| p.ident)
+            .collect();
+        let is_input = |t: TokenStream| {
+            quote_spanned! {loc=>
+                false #(|| #inputs.is_same(#t))*
+                    #(|| #optional_inputs.is_some_and(|__i| __i.is_same(#t)))*
+                    #(|| #slice_inputs.iter().any(|__i| __i.is_same(#t)))*
             }
-        }]
-    } else {
+        };
+        // The same tensor returned twice stays one tensor, the node's output at both positions
+        // (PyTorch's `test_return_duplicate`), unless it is an input returned as is: each
+        // occurrence of an input is an alias of its own, as PyTorch makes one view per
+        // occurrence. A dirty input is the input itself at every position.
+        let is_plain_input = |t: TokenStream| {
+            let plain = |ps: &[&Ident]| -> Vec<Ident> {
+                ps.iter()
+                    .filter(|i| !self.args.dirty().iter().any(|d| d == **i))
+                    .map(|i| (*i).clone())
+                    .collect()
+            };
+            let (inputs, optional_inputs) = (plain(&inputs), plain(&optional_inputs));
+            quote_spanned! {loc=>
+                false #(|| #inputs.is_same(#t))*
+                    #(|| #optional_inputs.is_some_and(|__i| __i.is_same(#t)))*
+                    #(|| #slice_inputs.iter().any(|__i| __i.is_same(#t)))*
+            }
+        };
+        if fwd.output.vec {
+            let out = &outs[0];
+            let taken = is_input(quote_spanned!(loc=> __o));
+            let taken_owned = is_input(quote_spanned!(loc=> &__o));
+            return if builtin {
+                quote_spanned! {loc=>
+                    ::core::debug_assert!(
+                        !#out.iter().any(|__o| __o.has_history() || #taken),
+                        "a `builtin` forward returns new tensors"
+                    );
+                }
+            } else {
+                quote_spanned! {loc=>
+                    let #out: ::std::vec::Vec<#krate::Tensor> = {
+                        // For each output, the first earlier output that is the same tensor.
+                        let __dups: ::std::vec::Vec<::core::option::Option<usize>> = #out
+                            .iter()
+                            .enumerate()
+                            .map(|(__j, __o)| {
+                                if #taken { return ::core::option::Option::None; }
+                                #out[..__j].iter().position(|__e| __e.is_same(__o))
+                            })
+                            .collect();
+                        let mut __fresh: ::std::vec::Vec<#krate::Tensor> =
+                            ::std::vec::Vec::with_capacity(#out.len());
+                        for (__o, __dup) in ::core::iter::Iterator::zip(#out.into_iter(), __dups) {
+                            let __o = match __dup {
+                                ::core::option::Option::Some(__i) => ::core::clone::Clone::clone(&__fresh[__i]),
+                                ::core::option::Option::None if __o.requires_grad() || #taken_owned => {
+                                    __o.detach()
+                                }
+                                ::core::option::Option::None => __o,
+                            };
+                            __fresh.push(__o);
+                        }
+                        __fresh
+                    };
+                }
+            };
+        }
+        let dirty_positions: Vec<&Ident> = self.dirty.iter().map(|(_, pos)| pos).collect();
         let dups = (1..outs.len()).filter(|_| !builtin).map(|j| {
             let (earlier, out) = (&outs[..j], &outs[j]);
             let dup = format_ident!("__dup{}", j, span = loc);
@@ -580,43 +738,49 @@ pub(crate) fn link_impl(
             }
         });
         dups.chain(processed).collect()
-    };
-    // Which output of the node a saved output is: the last position of that tensor among the
-    // outputs, since `record_node` gives a tensor returned twice the later output number.
-    let output_nr = |t: TokenStream, nr: TokenStream| {
-        if builtin || fwd.num_outputs() < 2 {
+    }
+
+    /// Which output of the node a saved output is: the last position of that tensor among the
+    /// outputs, since `record_node` gives a tensor returned twice the later output number.
+    fn output_nr(&self, t: TokenStream, nr: TokenStream) -> TokenStream {
+        let (loc, outs) = (self.linked.loc, &self.outs);
+        if self.builtin || self.fwd.num_outputs() < 2 {
             return nr;
         }
         quote_spanned! {loc=>
             [#(&#outs),*].iter().rposition(|__e| __e.is_same(#t)).unwrap_or(#nr)
         }
-    };
+    }
 
-    let output_names = fwd.output_names();
-    let non_diff: Vec<bool> = output_names
-        .iter()
-        .map(|o| args.non_differentiable().iter().any(|n| *n == *o))
-        .collect();
-    // Non-differentiable outputs still count as node inputs (their gradient slot is zeros or
-    // `None`), but the node is attached to a throwaway alias so they never require grad (B34).
-    let non_diff_aliases = outs
-        .iter()
-        .zip(&non_diff)
-        .filter(|(_, nd)| **nd)
-        .map(|(out, _)| {
-            let alias = format_ident!("{}_alias", out);
-            quote_spanned!(loc=> let #alias = #out.detach();)
-        });
-    let (record_refs, build_refs) = if fwd.output.vec {
-        let out = &outs[0];
-        (
-            quote_spanned!(loc=> &__refs),
-            quote_spanned! {loc=>
-                let __refs: ::std::vec::Vec<&#krate::Tensor> = #out.iter().collect();
-            },
-        )
-    } else {
-        let refs = outs.iter().zip(&non_diff).map(|(out, nd)| {
+    /// Non-differentiable outputs still count as node inputs (their gradient slot is zeros or
+    /// `None`), but the node is attached to a throwaway alias so they never require grad (B34).
+    fn non_diff_aliases(&self) -> TokenStream {
+        let loc = self.linked.loc;
+        self.outs
+            .iter()
+            .zip(&self.non_diff)
+            .filter(|(_, nd)| **nd)
+            .map(|(out, _)| {
+                let alias = format_ident!("{}_alias", out);
+                quote_spanned!(loc=> let #alias = #out.detach();)
+            })
+            .collect()
+    }
+
+    /// The outputs the node is recorded for, as a `&[&Tensor]` expression, and the statement
+    /// that builds it for a `Vec<Tensor>` forward.
+    fn record_refs(&self) -> (TokenStream, TokenStream) {
+        let (loc, krate, outs) = (self.linked.loc, &self.krate, &self.outs);
+        if self.fwd.output.vec {
+            let out = &outs[0];
+            return (
+                quote_spanned!(loc=> &__refs),
+                quote_spanned! {loc=>
+                    let __refs: ::std::vec::Vec<&#krate::Tensor> = #out.iter().collect();
+                },
+            );
+        }
+        let refs = outs.iter().zip(&self.non_diff).map(|(out, nd)| {
             if *nd {
                 let alias = format_ident!("{}_alias", out);
                 quote_spanned!(loc=> &#alias)
@@ -625,217 +789,298 @@ pub(crate) fn link_impl(
             }
         });
         (quote_spanned!(loc=> &[#(#refs),*]), TokenStream::new())
-    };
-    // Tensors are saved through the `SaveContext` `record_node` passes (`__save`), which
-    // notes a pack hook that modifies its input.
-    let save = quote_spanned!(loc=> __save);
-    let inits = slots.iter().filter(|s| s.has_field()).map(|s| {
-        let field = &s.field;
-        let init = match s.kind {
-            SlotKind::Input { ident, slice: true, .. } => {
-                quote_spanned!(loc=> #ident.iter().map(|__t| #save.input(__t)).collect())
-            }
-            SlotKind::Input { original: true, .. } => {
-                let local = format_ident!("{}_original", s.field);
-                if s.needed_local().is_some() {
-                    quote_spanned!(loc=> #local.as_ref().map(|__t| #save.input(__t)))
-                } else {
-                    quote_spanned!(loc=> #save.input(&#local))
-                }
-            }
-            SlotKind::Input { ident, optional: true, .. } => {
-                quote_spanned!(loc=> ::core::option::Option::map(#ident, |__t| #save.input(__t)))
-            }
-            SlotKind::Input { ident, dirty: false, .. } if !dirty.is_empty() => {
-                let local = format_ident!("{}_version", s.field);
-                quote_spanned!(loc=> #save.input_at(#ident, #local))
-            }
-            SlotKind::Input { ident, dirty: false, .. } => quote_spanned!(loc=> #save.input(#ident)),
-            SlotKind::Input { ident, dirty: true, .. } => {
-                let pos = format_ident!("__dirty_{}", ident.unraw(), span = loc);
-                let nr = output_nr(quote_spanned!(loc=> #ident), quote_spanned!(loc=> #pos));
-                quote_spanned!(loc=> #save.output(#ident, #nr))
-            }
-            SlotKind::Metadata { ident, slice: false } => {
-                quote_spanned!(loc=> #krate::__private::InputMetadata::of(#ident))
-            }
-            SlotKind::Metadata { ident, slice: true } => {
-                quote_spanned!(loc=> #ident.iter().map(#krate::__private::InputMetadata::of).collect())
-            }
-            SlotKind::Attr { .. } => {
-                let local = format_ident!("{}_attr", s.field);
-                quote_spanned!(loc=> #local)
-            }
-            SlotKind::Residual { index, .. } => {
-                let r = format_ident!("__res{}", index, span = loc);
-                quote_spanned!(loc=> #r)
-            }
-            SlotKind::Output { vec: true, .. } => {
-                let out = &outs[0];
-                let nr = if builtin {
-                    quote_spanned!(loc=> __i)
-                } else {
-                    quote_spanned!(loc=> #out.iter().rposition(|__e| __e.is_same(__o)).unwrap_or(__i))
-                };
-                quote_spanned!(loc=> #out.iter().enumerate()
-                    .map(|(__i, __o)| #save.output(__o, #nr))
-                    .collect())
-            }
-            SlotKind::Output { index, differentiable: true, .. } => {
-                let out = &outs[index];
-                let nr = output_nr(quote_spanned!(loc=> &#out), quote_spanned!(loc=> #index));
-                quote_spanned!(loc=> #save.output(&#out, #nr))
-            }
-            SlotKind::Output { index, differentiable: false, .. } => {
-                let out = &outs[index];
-                quote_spanned!(loc=> #save.input(&#out))
-            }
-            SlotKind::NeedsInputGrad { .. } => unreachable!("invariant: filtered by has_field"),
-        };
-        // `#[needed_for]`: saved only when needed (the originals and optional inputs are
-        // already `Option`s).
-        let init = match (s.needed_local(), &s.kind) {
-            (Some(needed), SlotKind::Input { optional: true, .. }) => {
-                quote_spanned! {loc=>
-                    if #needed { #init } else { ::core::option::Option::None }
-                }
-            }
-            (Some(needed), kind) if !matches!(kind, SlotKind::Input { original: true, .. }) => {
-                quote_spanned! {loc=>
-                    if #needed { ::core::option::Option::Some(#init) } else { ::core::option::Option::None }
-                }
-            }
-            _ => init,
-        };
-        quote_spanned!(loc=> #field: #init)
-    });
-    // A pack hook that modifies its input fails the call, as in PyTorch, when the forward can
-    // return the error: its error type then converts from `Error` (rustc checks that, on the
-    // forward's return type). A forward returning a bare tensor leaves it to the backward.
-    let make = quote_spanned!(loc=> |__save| __AutogradNode { #(#inits,)* });
-    let record = if fwd.output.fallible && slots.iter().any(Slot::is_tensor) {
-        let at = Span::mixed_site().located_at(error_type_span(fwd, loc));
-        let convert = quote_spanned!(at=> ::core::convert::Into::into(__e));
-        quote_spanned! {loc=>
-            let __node = match #krate::__private::try_record_node(__edges, #record_refs, #make) {
-                ::core::result::Result::Ok(__n) => __n,
-                ::core::result::Result::Err(__e) => return ::core::result::Result::Err(#convert),
-            };
-        }
-    } else {
-        quote_spanned! {loc=>
-            let __node = #krate::__private::record_node(__edges, #record_refs, #make);
-        }
-    };
-    let value = if fwd.output.tuple {
-        quote_spanned!(loc=> (#(#elems,)*))
-    } else {
-        quote_spanned!(loc=> #(#outs)*)
-    };
-    let value = if fwd.output.fallible {
-        quote_spanned!(loc=> ::core::result::Result::Ok(#value))
-    } else {
-        value
-    };
+    }
 
-    // The forward runs with recording off (PyTorch's generated code calls the kernel below
-    // autograd too). With grad mode already off, as in a backward pass without `create_graph`,
-    // it is called directly.
-    let no_grad = quote_spanned!(loc=> let _no_grad = #krate::no_grad(););
-    let next_edges = if fwd.has_optional() {
-        format_ident!("next_edges_opt", span = loc)
-    } else {
-        format_ident!("next_edges", span = loc)
-    };
-    // Built-in ops fail at once on a view PyTorch refuses to rebase (its grad_fn read raises);
-    // a user's function, whose error type may not come from ours, leaves that to the backward.
-    let edges = if builtin {
-        let try_next_edges = format_ident!("try_{}", next_edges);
-        let t = try_(quote_spanned!(loc=> #krate::__private::#try_next_edges(#input_refs)));
-        quote_spanned!(loc=> (#t))
-    } else {
-        quote_spanned!(loc=> #krate::__private::#next_edges(#input_refs))
-    };
-    // An op that modifies an input in place saves its other inputs at the version they have
-    // before it runs, as PyTorch saves inputs before calling the kernel: an operand that aliases
-    // the modified tensor (`y.mul_(&y.detach())`) then fails the version check in backward.
-    let saved_versions = slots.iter().filter_map(|s| match s.kind {
-        SlotKind::Input {
-            ident,
-            dirty: false,
-            original: false,
-            optional: false,
-            slice: false,
-            ..
-        } if !dirty.is_empty() && s.has_field() => {
-            let local = format_ident!("{}_version", s.field);
-            Some(quote_spanned!(loc=> let #local: u64 = #ident.version();))
-        }
-        _ => None,
-    });
-    let call = quote_spanned! {loc=>
-                fn call(#params) #ret {
-                    #(#dirty_prechecks)*
-                    if !#krate::is_grad_enabled() {
-                        // Recording is off already (a backward pass without `create_graph`).
-                        return #unrecorded;
+    /// `field: value` of each of the node's fields. Tensors are saved through the
+    /// `SaveContext` `record_node` passes (`__save`), which notes a pack hook that modifies its
+    /// input.
+    fn inits(&self) -> Vec<TokenStream> {
+        let (loc, krate, outs) = (self.linked.loc, &self.krate, &self.outs);
+        let save = quote_spanned!(loc=> __save);
+        self.slots.iter().filter(|s| s.has_field()).map(|s| {
+            let field = &s.field;
+            let init = match s.kind {
+                SlotKind::Input { ident, slice: true, .. } => {
+                    quote_spanned!(loc=> #ident.iter().map(|__t| #save.input(__t)).collect())
+                }
+                SlotKind::Input { original: true, .. } => {
+                    let local = format_ident!("{}_original", s.field);
+                    if s.needed_local().is_some() {
+                        quote_spanned!(loc=> #local.as_ref().map(|__t| #save.input(__t)))
+                    } else {
+                        quote_spanned!(loc=> #save.input(&#local))
                     }
-                    #build_inputs
-                    let ::core::option::Option::Some(__edges) = #edges else {
-                        #no_grad
-                        return #unrecorded;
+                }
+                SlotKind::Input { ident, optional: true, .. } => {
+                    quote_spanned!(loc=> ::core::option::Option::map(#ident, |__t| #save.input(__t)))
+                }
+                SlotKind::Input { ident, dirty: false, .. } if !self.dirty.is_empty() => {
+                    let local = format_ident!("{}_version", s.field);
+                    quote_spanned!(loc=> #save.input_at(#ident, #local))
+                }
+                SlotKind::Input { ident, dirty: false, .. } => quote_spanned!(loc=> #save.input(#ident)),
+                SlotKind::Input { ident, dirty: true, .. } => {
+                    let pos = format_ident!("__dirty_{}", ident.unraw(), span = loc);
+                    let nr = self.output_nr(quote_spanned!(loc=> #ident), quote_spanned!(loc=> #pos));
+                    quote_spanned!(loc=> #save.output(#ident, #nr))
+                }
+                SlotKind::Metadata { ident, slice: false } => {
+                    quote_spanned!(loc=> #krate::__private::InputMetadata::of(#ident))
+                }
+                SlotKind::Metadata { ident, slice: true } => {
+                    quote_spanned!(loc=> #ident.iter().map(#krate::__private::InputMetadata::of).collect())
+                }
+                SlotKind::Attr { .. } => {
+                    let local = format_ident!("{}_attr", s.field);
+                    quote_spanned!(loc=> #local)
+                }
+                SlotKind::Residual { index, .. } => {
+                    let r = format_ident!("__res{}", index, span = loc);
+                    quote_spanned!(loc=> #r)
+                }
+                SlotKind::Output { vec: true, .. } => {
+                    let out = &outs[0];
+                    let nr = if self.builtin {
+                        quote_spanned!(loc=> __i)
+                    } else {
+                        quote_spanned!(loc=> #out.iter().rposition(|__e| __e.is_same(__o)).unwrap_or(__i))
                     };
-                    #needed
-                    #(#originals)*
-                    #(#saved_versions)*
-                    #(#attr_clones)*
-                    let __output = {
-                        #no_grad
-                        #forward_fn(#(#idents),*)
-                    };
-                    #unwrap
-                    #destructure
-                    #(#dirty_checks)*
-                    #(#fresh)*
-                    #(#non_diff_aliases)*
-                    #build_refs
-                    #record
-                    #(#rebases)*
-                    #value
+                    quote_spanned!(loc=> #out.iter().enumerate()
+                        .map(|(__i, __o)| #save.output(__o, #nr))
+                        .collect())
                 }
-    };
-    // Each saved attribute is owned by the node, which the engine may run on another thread:
-    // rustc checks that on the attribute's type as the forward writes it.
-    let attr_asserts = slots.iter().filter_map(|s| match s.kind {
-        SlotKind::Attr { ty, index, .. } => {
-            let at = Span::mixed_site().located_at(syn::spanned::Spanned::span(ty));
-            Some(match borrowed_target(ty) {
-                Some(_) => {
-                    let x = param_type(fwd_path, fwd, index, true);
-                    quote_spanned!(at=>
-                        #krate::__private::assert_attribute::<<#x as ::std::borrow::ToOwned>::Owned>();
-                    )
+                SlotKind::Output { index, differentiable: true, .. } => {
+                    let out = &outs[index];
+                    let nr = self.output_nr(quote_spanned!(loc=> &#out), quote_spanned!(loc=> #index));
+                    quote_spanned!(loc=> #save.output(&#out, #nr))
                 }
-                None => {
-                    let ty = param_type(fwd_path, fwd, index, false);
-                    quote_spanned!(at=> #krate::__private::assert_attribute::<#ty>();)
+                SlotKind::Output { index, differentiable: false, .. } => {
+                    let out = &outs[index];
+                    quote_spanned!(loc=> #save.input(&#out))
                 }
+                SlotKind::NeedsInputGrad { .. } => unreachable!("invariant: filtered by has_field"),
+            };
+            // `#[needed_for]`: saved only when needed (the originals and optional inputs are
+            // already `Option`s).
+            let init = match (s.needed_local(), &s.kind) {
+                (Some(needed), SlotKind::Input { optional: true, .. }) => {
+                    quote_spanned! {loc=>
+                        if #needed { #init } else { ::core::option::Option::None }
+                    }
+                }
+                (Some(needed), kind) if !matches!(kind, SlotKind::Input { original: true, .. }) => {
+                    quote_spanned! {loc=>
+                        if #needed { ::core::option::Option::Some(#init) } else { ::core::option::Option::None }
+                    }
+                }
+                _ => init,
+            };
+            quote_spanned!(loc=> #field: #init)
+        }).collect()
+    }
+
+    /// `let __node = record_node(..);`. A pack hook that modifies its input fails the call, as
+    /// in PyTorch, when the forward can return the error: its error type then converts from
+    /// `Error` (rustc checks that, on the forward's return type). A forward returning a bare
+    /// tensor leaves it to the backward.
+    fn record(&self, record_refs: &TokenStream) -> TokenStream {
+        let (loc, krate) = (self.linked.loc, &self.krate);
+        let inits = self.inits();
+        let make = quote_spanned!(loc=> |__save| __AutogradNode { #(#inits,)* });
+        if self.fwd.output.fallible && self.slots.iter().any(Slot::is_tensor) {
+            let at = Span::mixed_site().located_at(error_type_span(self.fwd, loc));
+            let convert = quote_spanned!(at=> ::core::convert::Into::into(__e));
+            quote_spanned! {loc=>
+                let __node = match #krate::__private::try_record_node(__edges, #record_refs, #make) {
+                    ::core::result::Result::Ok(__n) => __n,
+                    ::core::result::Result::Err(__e) => return ::core::result::Result::Err(#convert),
+                };
+            }
+        } else {
+            quote_spanned! {loc=>
+                let __node = #krate::__private::record_node(__edges, #record_refs, #make);
+            }
+        }
+    }
+
+    /// The next edges, `None` when no input requires grad. Built-in ops fail at once on a view
+    /// PyTorch refuses to rebase (its grad_fn read raises); a user's function, whose error type
+    /// may not come from ours, leaves that to the backward.
+    fn edges(&self, input_refs: &TokenStream) -> TokenStream {
+        let (loc, krate) = (self.linked.loc, &self.krate);
+        let next_edges = if self.fwd.has_optional() {
+            format_ident!("next_edges_opt", span = loc)
+        } else {
+            format_ident!("next_edges", span = loc)
+        };
+        if self.builtin {
+            let try_next_edges = format_ident!("try_{}", next_edges);
+            let t =
+                self.try_(quote_spanned!(loc=> #krate::__private::#try_next_edges(#input_refs)));
+            quote_spanned!(loc=> (#t))
+        } else {
+            quote_spanned!(loc=> #krate::__private::#next_edges(#input_refs))
+        }
+    }
+
+    /// An op that modifies an input in place saves its other inputs at the version they have
+    /// before it runs, as PyTorch saves inputs before calling the kernel: an operand that
+    /// aliases the modified tensor (`y.mul_(&y.detach())`) then fails the version check in
+    /// backward.
+    fn saved_versions(&self) -> TokenStream {
+        let loc = self.linked.loc;
+        self.slots
+            .iter()
+            .filter_map(|s| match s.kind {
+                SlotKind::Input {
+                    ident,
+                    dirty: false,
+                    original: false,
+                    optional: false,
+                    slice: false,
+                    ..
+                } if !self.dirty.is_empty() && s.has_field() => {
+                    let local = format_ident!("{}_version", s.field);
+                    Some(quote_spanned!(loc=> let #local: u64 = #ident.version();))
+                }
+                _ => None,
             })
+            .collect()
+    }
+
+    /// The link trait's `call`: the forward runs with recording off (PyTorch's generated code
+    /// calls the kernel below autograd too); with grad mode already off, as in a backward pass
+    /// without `create_graph`, it is called directly.
+    fn call(&self) -> TokenStream {
+        let (loc, krate) = (self.linked.loc, &self.krate);
+        let (params, idents) = params(self.fwd_path, self.fwd);
+        let ret = output_type(self.fwd_path, self.fwd);
+        let forward_fn = &self.linked.forward_fn;
+        let (input_refs, build_inputs) = input_list(loc, krate, self.fwd);
+        let edges = self.edges(&input_refs);
+        let needed = needed_locals(loc, self.fwd, &self.slots);
+        let dirty_prechecks = self.dirty_prechecks();
+        let unrecorded = self.unrecorded();
+        let originals = self.originals();
+        let saved_versions = self.saved_versions();
+        let attr_clones = self.attr_clones();
+        let unwrap = self.unwrap();
+        let destructure = self.destructure();
+        let dirty_checks = self.dirty_checks();
+        let fresh = self.fresh();
+        let non_diff_aliases = self.non_diff_aliases();
+        let (record_refs, build_refs) = self.record_refs();
+        let record = self.record(&record_refs);
+        let rebases = self.rebases();
+        let value = self.value(self.fwd.output.fallible);
+        let no_grad = quote_spanned!(loc=> let _no_grad = #krate::no_grad(););
+        quote_spanned! {loc=>
+                    fn call(#params) #ret {
+                        #dirty_prechecks
+                        if !#krate::is_grad_enabled() {
+                            // Recording is off already (a backward pass without `create_graph`).
+                            return #unrecorded;
+                        }
+                        #build_inputs
+                        let ::core::option::Option::Some(__edges) = #edges else {
+                            #no_grad
+                            return #unrecorded;
+                        };
+                        #needed
+                        #originals
+                        #saved_versions
+                        #attr_clones
+                        let __output = {
+                            #no_grad
+                            #forward_fn(#(#idents),*)
+                        };
+                        #unwrap
+                        #destructure
+                        #dirty_checks
+                        #fresh
+                        #non_diff_aliases
+                        #build_refs
+                        #record
+                        #rebases
+                        #value
+                    }
         }
-        SlotKind::Residual { index, .. } => {
-            let ty = fwd.residuals[index].ty;
-            let at = Span::mixed_site().located_at(syn::spanned::Spanned::span(ty));
-            let ty = residual_type(fwd_path, fwd, index);
-            Some(quote_spanned!(at=> #krate::__private::assert_attribute::<#ty>();))
-        }
-        _ => None,
-    });
-    let rule = super::rule::eligible(args, fwd)
-        .then(|| super::rule::impl_items(loc, &krate, fwd_path, fwd, bwd, &slots));
-    let impl_link = impl_link(span, &link, &marker, quote_spanned!(loc=> #call #rule));
+    }
+
+    /// Each saved attribute is owned by the node, which the engine may run on another thread:
+    /// rustc checks that on the attribute's type as the forward writes it.
+    fn attr_asserts(&self) -> TokenStream {
+        let (krate, fwd_path, fwd) = (&self.krate, self.fwd_path, self.fwd);
+        self.slots
+            .iter()
+            .filter_map(|s| match s.kind {
+                SlotKind::Attr { ty, index, .. } => {
+                    let at = Span::mixed_site().located_at(syn::spanned::Spanned::span(ty));
+                    Some(match borrowed_target(ty) {
+                        Some(_) => {
+                            let x = param_type(fwd_path, fwd, index, true);
+                            quote_spanned!(at=>
+                                #krate::__private::assert_attribute::<<#x as ::std::borrow::ToOwned>::Owned>();
+                            )
+                        }
+                        None => {
+                            let ty = param_type(fwd_path, fwd, index, false);
+                            quote_spanned!(at=> #krate::__private::assert_attribute::<#ty>();)
+                        }
+                    })
+                }
+                SlotKind::Residual { index, .. } => {
+                    let ty = fwd.residuals[index].ty;
+                    let at = Span::mixed_site().located_at(syn::spanned::Spanned::span(ty));
+                    let ty = residual_type(fwd_path, fwd, index);
+                    Some(quote_spanned!(at=> #krate::__private::assert_attribute::<#ty>();))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The rule a derived body calls the forward through (`rule.rs`), where it has one.
+    fn rule(&self) -> Option<TokenStream> {
+        let Linked { loc, .. } = self.linked;
+        super::rule::eligible(self.args, self.fwd).then(|| {
+            super::rule::impl_items(
+                loc,
+                &self.krate,
+                self.fwd_path,
+                self.fwd,
+                self.bwd,
+                &self.slots,
+                super::rule::Convention::of(self.args, self.fwd),
+            )
+        })
+    }
+}
+
+/// Implements the forward's link trait: run the forward with recording off, then build the node
+/// that saves exactly what the backward names.
+pub(crate) fn link_impl(
+    args: &DiffArgs,
+    fwd: &DiffFn<'_>,
+    bwd: &BackwardFn<'_>,
+    fwd_path: &Path,
+) -> TokenStream {
+    let plan = LinkPlan::new(args, fwd, bwd, fwd_path);
+    let Linked {
+        span,
+        loc,
+        ref marker,
+        ref link,
+        ..
+    } = plan.linked;
+    let node = node(loc, &plan.krate, args, fwd, fwd_path, bwd, &plan.slots);
+    let call = plan.call();
+    let rule = plan.rule();
+    let attr_asserts = plan.attr_asserts();
+    let impl_link = impl_link(span, link, marker, quote_spanned!(loc=> #call #rule));
     quote_spanned! {loc=>
         const _: () = {
-            #(#attr_asserts)*
+            #attr_asserts
             #node
             #impl_link
         };
@@ -903,6 +1148,35 @@ pub(crate) fn link_stub(fwd: &DiffFn<'_>, fwd_path: &Path, bwd: &Signature) -> T
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_fused_backward_runs_its_kernel_unless_recorded() {
+        let func: syn::ItemFn = syn::parse_quote! {
+            fn tanh_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
+                grad.mul(&result.mul(result)?.rsub_scalar(1.0)?)
+            }
+        };
+        let kernel: syn::Expr = syn::parse_quote!(FusedOp::Tanh);
+        let block = super::fused_block(&kernel, &func).expect("one gradient, one saved tensor");
+        let tight = |t: proc_macro2::TokenStream| t.to_string().replace(' ', "");
+        assert_eq!(
+            tight(quote::quote!(#block)),
+            tight(quote::quote!({
+                grad.fused_or(FusedOp::Tanh, result, || -> Result<Tensor> {
+                    grad.mul(&result.mul(result)?.rsub_scalar(1.0)?)
+                })
+            }))
+        );
+        let two: syn::ItemFn = syn::parse_quote! {
+            fn div_backward(grad: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> { todo!() }
+        };
+        let err = super::fused_block(&kernel, &two).expect_err("two saved tensors");
+        assert!(
+            err.to_string()
+                .contains("one gradient and one saved tensor"),
+            "{err}"
+        );
+    }
+
     #[test]
     fn a_backwards_doc_lists_what_its_node_saves() {
         let func: syn::ItemFn = syn::parse_quote! {

@@ -147,62 +147,173 @@ fn reads_of(krate: &Path, body: &Body, live: &[bool], v: usize) -> TokenStream {
     quote!(#read::Nothing #(#uses)*)
 }
 
-pub(crate) fn derived(
-    krate: &Path,
-    node: &str,
-    fwd: &DiffFn<'_>,
-    func: &ItemFn,
-    body: &Body,
-) -> Derived {
-    let (hidden, hidden_backward) = hidden_names(fwd.ident);
-    let tensor = quote!(#krate::Tensor);
-    let private = quote!(#krate::__private);
-    let fallible = fwd.output.fallible;
-    let live = body.live();
-    let outs = &body.outputs;
-    let m = outs.len();
-    let n_vars = body.vars.len();
+/// What [`derived`] computes once from the lowered body before it emits anything: the hidden
+/// names, which values are live and kept, what the rules read of each, and where each value is
+/// used for the last time. Each item of the hidden pair, and each part of their bodies, is
+/// then one method.
+struct DerivedPlan<'a> {
+    krate: &'a Path,
+    fwd: &'a DiffFn<'a>,
+    func: &'a ItemFn,
+    body: &'a Body,
+    /// `__autograd_f_derived` and `__autograd_f_derived_backward`.
+    hidden: Ident,
+    hidden_backward: Ident,
+    tensor: TokenStream,
+    private: TokenStream,
+    /// Whether each value reaches a result through differentiable ops.
+    live: Vec<bool>,
+    /// Every live value is kept (as itself, a stand-in or an empty tensor): node output `m + k`
+    /// is `kept[k]`, after the `m` results.
+    kept: Vec<usize>,
+    /// What the rules of the live ops read of each value (a `Read` expression).
+    reads: Vec<TokenStream>,
+    /// The step after which an intermediate is used for the last time: it is kept (moved)
+    /// there, so a value only the forward uses is dropped as soon as it can be.
+    last_use: Vec<Option<usize>>,
+    /// The number of results.
+    m: usize,
+    /// The node's outputs: the results, then the kept values.
+    n_outputs: usize,
+    /// The attributes the backward's steps use.
+    attrs: Vec<(&'a Ident, &'a syn::Type)>,
+}
 
-    // Every live value is kept (as itself, a stand-in or an empty tensor): node output `m + k`
-    // is `kept[k]`, after the `m` results.
-    let kept: Vec<usize> = (0..n_vars).filter(|&v| live[v]).collect();
-    let keep_local = |v: usize| format_ident!("__autograd_keep{}", v);
-    let reads: Vec<TokenStream> = (0..n_vars)
-        .map(|v| reads_of(krate, body, &live, v))
-        .collect();
-    // The step after which an intermediate is used for the last time: it is kept (moved) there,
-    // so a value only the forward uses is dropped as soon as it can be.
-    let mut last_use = vec![None; n_vars];
-    for (i, s) in body.stmts.iter().enumerate() {
-        if let Step::Op(op) = s {
-            last_use[op.result] = Some(i);
-            for &t in &op.tensors {
-                last_use[t] = Some(i);
+impl<'a> DerivedPlan<'a> {
+    fn new(krate: &'a Path, fwd: &'a DiffFn<'a>, func: &'a ItemFn, body: &'a Body) -> Self {
+        let (hidden, hidden_backward) = hidden_names(fwd.ident);
+        let live = body.live();
+        let n_vars = body.vars.len();
+        let kept: Vec<usize> = (0..n_vars).filter(|&v| live[v]).collect();
+        let reads = (0..n_vars)
+            .map(|v| reads_of(krate, body, &live, v))
+            .collect();
+        let mut last_use = vec![None; n_vars];
+        for (i, s) in body.stmts.iter().enumerate() {
+            if let Step::Op(op) = s {
+                last_use[op.result] = Some(i);
+                for &t in &op.tensors {
+                    last_use[t] = Some(i);
+                }
+                // The receiver of a constant (`detach`) is read too, though not an operand.
+                if let Form::Method { receiver, .. } = op.form {
+                    last_use[receiver] = Some(i);
+                }
             }
-            // The receiver of a constant (`detach`) is read too, though not an operand.
-            if let Form::Method { receiver, .. } = op.form {
-                last_use[receiver] = Some(i);
+        }
+        let m = body.outputs.len();
+        let n_outputs = m + kept.len();
+        // The attributes that the scalar steps, or the scalar arguments of a live op, mention.
+        let scalar_tokens: Vec<&TokenStream> = body
+            .stmts
+            .iter()
+            .filter_map(|s| match s {
+                Step::Scalar(t) => Some(t),
+                Step::Op(_) => None,
+            })
+            .chain(
+                body.ops()
+                    .filter(|op| live[op.result])
+                    .flat_map(|op| &op.scalars),
+            )
+            .collect();
+        let attrs = fwd
+            .params
+            .iter()
+            .filter(|p| p.kind == ParamKind::Attr)
+            .filter(|p| scalar_tokens.iter().any(|t| mentions(t, p.ident)))
+            .map(|p| (p.ident, p.ty))
+            .collect();
+        DerivedPlan {
+            krate,
+            fwd,
+            func,
+            body,
+            hidden,
+            hidden_backward,
+            tensor: quote!(#krate::Tensor),
+            private: quote!(#krate::__private),
+            live,
+            kept,
+            reads,
+            last_use,
+            m,
+            n_outputs,
+            attrs,
+        }
+    }
+
+    fn live_ops(&self) -> Vec<&'a Op> {
+        self.body.ops().filter(|op| self.live[op.result]).collect()
+    }
+
+    /// `__autograd_keep{v}`: what the forward keeps of value `v`.
+    fn keep_local(v: usize) -> Ident {
+        format_ident!("__autograd_keep{}", v)
+    }
+
+    /// Forward: every step as written, each followed by whether its value will need a gradient,
+    /// and each intermediate kept (a dead one dropped) after its last use; then the inputs and
+    /// the results are kept. Returns the results and the kept values.
+    fn forward(&self) -> TokenStream {
+        let (krate, body, private) = (self.krate, self.body, &self.private);
+        let hidden = &self.hidden;
+        let input_needs_fwd = (0..body.vars.len())
+            .filter(|&v| body.vars[v].input.is_some())
+            .map(|v| {
+                let (ident, n) = (&body.vars[v].ident, forward_needs(v));
+                quote!(let #n: bool = #ident.requires_grad();)
+            });
+        let keep_inputs = self
+            .kept
+            .iter()
+            .filter(|&&v| body.vars[v].input.is_some())
+            .map(|&v| {
+                let (ident, local, read) =
+                    (&body.vars[v].ident, Self::keep_local(v), &self.reads[v]);
+                quote!(let #local = #private::keep_ref(#ident, #read)?;)
+            });
+        let fwd_steps = body
+            .stmts
+            .iter()
+            .enumerate()
+            .map(|(i, s)| self.forward_step(i, s));
+        // Each returned value is kept once (it may be returned twice).
+        let mut returned: Vec<usize> = body.outputs.clone();
+        returned.sort_unstable();
+        returned.dedup();
+        let keep_outputs = returned.iter().map(|&v| {
+            let (ident, local, read) = (&body.vars[v].ident, Self::keep_local(v), &self.reads[v]);
+            quote!(let #local = #private::keep_ref(&#ident, #read)?;)
+        });
+        let out_idents = body.outputs.iter().map(|&v| {
+            let ident = &body.vars[v].ident;
+            // A value returned twice is returned as two handles (the node aliases the second).
+            quote!(::core::clone::Clone::clone(&#ident))
+        });
+        let kept_locals: Vec<Ident> = self.kept.iter().map(|&v| Self::keep_local(v)).collect();
+        let tensors_ty = (0..self.n_outputs).map(|_| &self.tensor);
+        let tuple_ty = quote!((#(#tensors_ty,)*));
+        let inputs = &self.func.sig.inputs;
+        // The lints are the user's to hear about on their own function; the copy here would repeat
+        // them (`unused_variables` for a scalar `let` only the backward reads).
+        quote! {
+            #[doc(hidden)]
+            #[allow(unused_variables, clippy::all)]
+            fn #hidden(#inputs) -> #krate::Result<#tuple_ty> {
+                #(#input_needs_fwd)*
+                #(#fwd_steps)*
+                #(#keep_inputs)*
+                #(#keep_outputs)*
+                ::core::result::Result::Ok((#(#out_idents,)* #(#kept_locals,)*))
             }
         }
     }
 
-    // Forward: every step as written, each followed by whether its value will need a gradient,
-    // and each intermediate kept (a dead one dropped) after its last use; then the inputs and
-    // the results are kept. Returns the results and the kept values.
-    let input_needs_fwd = (0..n_vars)
-        .filter(|&v| body.vars[v].input.is_some())
-        .map(|v| {
-            let (ident, n) = (&body.vars[v].ident, forward_needs(v));
-            quote!(let #n: bool = #ident.requires_grad();)
-        });
-    let keep_inputs = kept
-        .iter()
-        .filter(|&&v| body.vars[v].input.is_some())
-        .map(|&v| {
-            let (ident, local, read) = (&body.vars[v].ident, keep_local(v), &reads[v]);
-            quote!(let #local = #private::keep_ref(#ident, #read)?;)
-        });
-    let fwd_steps = body.stmts.iter().enumerate().map(|(i, s)| {
+    /// Step `i` of the forward: the op, whether its value will need a gradient, and what is
+    /// kept or dropped after it.
+    fn forward_step(&self, i: usize, s: &Step) -> TokenStream {
+        let (body, private, live) = (self.body, &self.private, &self.live);
         let (step, op) = match s {
             Step::Scalar(t) => return t.clone(),
             Step::Op(op) => (run_op(body, op), op),
@@ -210,121 +321,40 @@ pub(crate) fn derived(
         let n = forward_needs(op.result);
         let from = op.tensors.iter().map(|&t| forward_needs(t));
         let needs = quote!(let #n: bool = false #(|| #from)*;);
-        let keeps = kept
+        let keeps = self
+            .kept
             .iter()
             .filter(|&&v| {
-                !outs.contains(&v) && body.vars[v].input.is_none() && last_use[v] == Some(i)
+                !body.outputs.contains(&v)
+                    && body.vars[v].input.is_none()
+                    && self.last_use[v] == Some(i)
             })
             .map(|&v| {
-                let (ident, local, read) = (&body.vars[v].ident, keep_local(v), &reads[v]);
+                let (ident, local, read) =
+                    (&body.vars[v].ident, Self::keep_local(v), &self.reads[v]);
                 quote!(let #local = #private::keep(#ident, #read)?;)
             });
-        let drops = (0..n_vars)
-            .filter(|&v| !live[v] && body.vars[v].input.is_none() && last_use[v] == Some(i))
+        let drops = (0..body.vars.len())
+            .filter(|&v| !live[v] && body.vars[v].input.is_none() && self.last_use[v] == Some(i))
             .map(|v| {
                 let ident = &body.vars[v].ident;
                 quote!(::core::mem::drop(#ident);)
             });
         quote!(#step #needs #(#keeps)* #(#drops)*)
-    });
-    // Each returned value is kept once (it may be returned twice).
-    let mut returned: Vec<usize> = outs.clone();
-    returned.sort_unstable();
-    returned.dedup();
-    let keep_outputs = returned.iter().map(|&v| {
-        let (ident, local, read) = (&body.vars[v].ident, keep_local(v), &reads[v]);
-        quote!(let #local = #private::keep_ref(&#ident, #read)?;)
-    });
-    let out_idents = outs.iter().map(|&v| {
-        let ident = &body.vars[v].ident;
-        // A value returned twice is returned as two handles (the node aliases the second).
-        quote!(::core::clone::Clone::clone(&#ident))
-    });
-    let kept_locals: Vec<Ident> = kept.iter().map(|&v| keep_local(v)).collect();
-    let n_outputs = m + kept.len();
-    let tensors_ty = (0..n_outputs).map(|_| &tensor);
-    let tuple_ty = quote!((#(#tensors_ty,)*));
-    let inputs = &func.sig.inputs;
-    // The lints are the user's to hear about on their own function; the copy here would repeat
-    // them (`unused_variables` for a scalar `let` only the backward reads).
-    let forward = quote! {
-        #[doc(hidden)]
-        #[allow(unused_variables, clippy::all)]
-        fn #hidden(#inputs) -> #krate::Result<#tuple_ty> {
-            #(#input_needs_fwd)*
-            #(#fwd_steps)*
-            #(#keep_inputs)*
-            #(#keep_outputs)*
-            ::core::result::Result::Ok((#(#out_idents,)* #(#kept_locals,)*))
-        }
-    };
+    }
 
-    // Backward parameters: the incoming gradients (the results', then one per kept value),
-    // `needs_input_grad`, the attributes the steps use, and the kept values.
-    let grads: Vec<Ident> = (0..n_outputs)
-        .map(|i| format_ident!("grad_{}", i))
-        .collect();
-    let n_inputs = fwd.tensor_inputs().count();
-    let live_ops: Vec<&Op> = body.ops().filter(|op| live[op.result]).collect();
-    let scalar_tokens: Vec<&TokenStream> = body
-        .stmts
-        .iter()
-        .filter_map(|s| match s {
-            Step::Scalar(t) => Some(t),
-            Step::Op(_) => None,
-        })
-        .chain(live_ops.iter().flat_map(|op| &op.scalars))
-        .collect();
-    let attrs: Vec<(&Ident, &syn::Type)> = fwd
-        .params
-        .iter()
-        .filter(|p| p.kind == ParamKind::Attr)
-        .filter(|p| scalar_tokens.iter().any(|t| mentions(t, p.ident)))
-        .map(|p| (p.ident, p.ty))
-        .collect();
-    let attr_params = attrs.iter().map(|(i, t)| quote!(#i: #t));
-    let results: Vec<Ident> = (m..n_outputs)
-        .map(|i| format_ident!("result_{}", i))
-        .collect();
+    /// `grad_{i}`: the backward's incoming gradients (the results', then one per kept value).
+    fn grads(&self) -> Vec<Ident> {
+        (0..self.n_outputs)
+            .map(|i| format_ident!("grad_{}", i))
+            .collect()
+    }
 
-    let needs = |v: usize| format_ident!("__needs_{}", v);
-    let grad = |v: usize| format_ident!("__grad_{}", v);
-    let input_needs = (0..n_vars).filter_map(|v| {
-        let i = body.vars[v].input?;
-        let n = needs(v);
-        Some(quote!(let #n: bool = needs_input_grad[#i];))
-    });
-    let op_needs = live_ops.iter().map(|op| {
-        let n = needs(op.result);
-        let from = op.tensors.iter().map(|&t| needs(t));
-        quote!(let #n: bool = false #(|| #from)*;)
-    });
-    let scalar_steps = body.stmts.iter().filter_map(|s| match s {
-        Step::Scalar(t) => Some(t),
-        Step::Op(_) => None,
-    });
-    // Each value, bound to what was kept of it.
-    let bind_kept = kept.iter().zip(&results).map(|(&v, r)| {
-        let ident = &body.vars[v].ident;
-        quote!(let #ident: &#tensor = #r;)
-    });
-    // Gradients: seeded by the gradients that reach the node's outputs (a kept value receives
-    // one only in a double backward, through a rule that read it).
-    let grad_locals = kept.iter().zip(&grads[m..]).map(|(&v, gk)| {
-        let g = grad(v);
-        let seeds = outs
-            .iter()
-            .zip(&grads)
-            .filter(|&(&o, _)| o == v)
-            .map(|(_, gj)| gj);
-        quote! {
-            let mut #g: ::core::option::Option<#tensor> = #gk.cloned();
-            #(#g = #private::accumulate(#g, #seeds.cloned())?;)*
-        }
-    });
-    let accumulate = quote!(#private::accumulate);
-    let rules = live_ops.iter().rev().filter(|op| !op.tensors.is_empty()).map(|op| {
-        let g = grad(op.result);
+    /// The rule of one live op, applied to the gradient of its result.
+    fn apply_rule(&self, op: &Op) -> TokenStream {
+        let (krate, body) = (self.krate, self.body);
+        let accumulate = quote!(#krate::__private::accumulate);
+        let g = backward_grad(op.result);
         let path = rule_path(krate, op);
         let operands = op.tensors.iter().map(|&t| reference(body, t, true));
         let result = reference(body, op.result, true);
@@ -333,7 +363,7 @@ pub(crate) fn derived(
         // `needs` and returns one `Option` per operand.
         let apply = if let ([x], None) = (&op.tensors[..], &op.callee) {
             let x = *x;
-            let (nx, gx) = (needs(x), grad(x));
+            let (nx, gx) = (backward_needs(x), backward_grad(x));
             quote! {
                 if #nx {
                     let __c = (#path.apply)(&__g, #(#operands,)* #result, #(#scalars),*)?;
@@ -341,13 +371,15 @@ pub(crate) fn derived(
                 }
             }
         } else {
-            let flags = op.tensors.iter().map(|&t| needs(t));
-            let parts: Vec<Ident> = (0..op.tensors.len()).map(|i| format_ident!("__c{}", i)).collect();
+            let flags = op.tensors.iter().map(|&t| backward_needs(t));
+            let parts: Vec<Ident> = (0..op.tensors.len())
+                .map(|i| format_ident!("__c{}", i))
+                .collect();
             let adds = op.tensors.iter().zip(&parts).map(|(&t, c)| {
-                let gt = grad(t);
+                let gt = backward_grad(t);
                 quote!(#gt = #accumulate(#gt.take(), #c)?;)
             });
-            let n = needs(op.result);
+            let n = backward_needs(op.result);
             quote! {
                 if #n {
                     let (#(#parts,)*) = (#path.apply)(&__g, [#(#flags),*], #(#operands,)* #result, #(#scalars),*)?;
@@ -360,113 +392,203 @@ pub(crate) fn derived(
                 #apply
             }
         }
-    });
-    let input_grads: Vec<TokenStream> = fwd
-        .params
-        .iter()
-        .filter(|p| matches!(p.kind, ParamKind::Tensor(_)))
-        .map(|p| {
-            match body
-                .vars
-                .iter()
-                .position(|v| v.ident == *p.ident && v.input.is_some())
-            {
-                Some(v) if live[v] => grad(v).into_token_stream(),
-                _ => quote!(::core::option::Option::None),
-            }
-        })
-        .collect();
-    let nones = (0..n_inputs).map(|_| quote!(::core::option::Option::None));
-    let (bwd_ret, bwd_value, bwd_none) = if n_inputs == 1 {
-        (
-            quote!(::core::option::Option<#tensor>),
-            quote!(#(#input_grads)*),
-            quote!(#(#nones)*),
-        )
-    } else {
-        let opt = (0..n_inputs).map(|_| quote!(::core::option::Option<#tensor>));
-        (
-            quote!((#(#opt,)*)),
-            quote!((#(#input_grads,)*)),
-            quote!((#(#nones,)*)),
-        )
-    };
-    // Generated code: unused flags, `mut` locals a rule never updates, and parenthesised
-    // scalars are expected here.
-    let backward = quote! {
-        #[doc(hidden)]
-        #[allow(unused_variables, unused_mut, unused_parens, non_snake_case, clippy::all)]
-        fn #hidden_backward(
-            #(#grads: ::core::option::Option<&#tensor>,)*
-            needs_input_grad: [bool; #n_inputs],
-            #(#attr_params,)*
-            #(#results: &#tensor,)*
-        ) -> #krate::Result<#bwd_ret> {
-            if true #(&& #grads.is_none())* {
-                return ::core::result::Result::Ok(#bwd_none);
-            }
-            #(#scalar_steps)*
-            #(#input_needs)*
-            #(#op_needs)*
-            #(#bind_kept)*
-            #(#grad_locals)*
-            #(#rules)*
-            ::core::result::Result::Ok(#bwd_value)
-        }
-    };
+    }
 
-    let attrs_out = &func.attrs;
-    let vis = &func.vis;
-    let ident = fwd.ident;
-    let user_ret = fwd.output.original;
-    let args = fwd.params.iter().map(|p| p.ident);
-    let call = quote!(#hidden(#(#args),*));
-    let picked: Vec<TokenStream> = (0..m)
-        .map(|j| {
-            let j = syn::Index::from(j);
-            quote!(__outputs.#j)
-        })
-        .collect();
-    let value = if fwd.output.tuple {
-        quote!((#(#picked,)*))
-    } else {
-        quote!(#(#picked)*)
-    };
-    // An infallible function's ops are operators, which panic on error; so does it.
-    let wrapper_body = if fallible {
+    /// Backward parameters: the incoming gradients, `needs_input_grad`, the attributes the
+    /// steps use, and the kept values. Its body binds each value to what was kept of it, seeds
+    /// the gradients, and applies the live ops' rules in reverse order.
+    fn backward(&self) -> TokenStream {
+        let (krate, fwd, body, private) = (self.krate, self.fwd, self.body, &self.private);
+        let (tensor, m, live) = (&self.tensor, self.m, &self.live);
+        let hidden_backward = &self.hidden_backward;
+        let grads = self.grads();
+        let n_inputs = fwd.tensor_inputs().count();
+        let live_ops = self.live_ops();
+        let attr_params = self.attrs.iter().map(|(i, t)| quote!(#i: #t));
+        let results: Vec<Ident> = (m..self.n_outputs)
+            .map(|i| format_ident!("result_{}", i))
+            .collect();
+        let input_needs = (0..body.vars.len()).filter_map(|v| {
+            let i = body.vars[v].input?;
+            let n = backward_needs(v);
+            Some(quote!(let #n: bool = needs_input_grad[#i];))
+        });
+        let op_needs = live_ops.iter().map(|op| {
+            let n = backward_needs(op.result);
+            let from = op.tensors.iter().map(|&t| backward_needs(t));
+            quote!(let #n: bool = false #(|| #from)*;)
+        });
+        let scalar_steps = body.stmts.iter().filter_map(|s| match s {
+            Step::Scalar(t) => Some(t),
+            Step::Op(_) => None,
+        });
+        // Each value, bound to what was kept of it.
+        let bind_kept = self.kept.iter().zip(&results).map(|(&v, r)| {
+            let ident = &body.vars[v].ident;
+            quote!(let #ident: &#tensor = #r;)
+        });
+        // Gradients: seeded by the gradients that reach the node's outputs (a kept value
+        // receives one only in a double backward, through a rule that read it).
+        let grad_locals = self.kept.iter().zip(&grads[m..]).map(|(&v, gk)| {
+            let g = backward_grad(v);
+            let seeds = body
+                .outputs
+                .iter()
+                .zip(&grads)
+                .filter(|&(&o, _)| o == v)
+                .map(|(_, gj)| gj);
+            quote! {
+                let mut #g: ::core::option::Option<#tensor> = #gk.cloned();
+                #(#g = #private::accumulate(#g, #seeds.cloned())?;)*
+            }
+        });
+        let rules = live_ops
+            .iter()
+            .rev()
+            .filter(|op| !op.tensors.is_empty())
+            .map(|op| self.apply_rule(op));
+        let input_grads: Vec<TokenStream> = fwd
+            .params
+            .iter()
+            .filter(|p| matches!(p.kind, ParamKind::Tensor(_)))
+            .map(|p| {
+                match body
+                    .vars
+                    .iter()
+                    .position(|v| v.ident == *p.ident && v.input.is_some())
+                {
+                    Some(v) if live[v] => backward_grad(v).into_token_stream(),
+                    _ => quote!(::core::option::Option::None),
+                }
+            })
+            .collect();
+        let nones = (0..n_inputs).map(|_| quote!(::core::option::Option::None));
+        let (bwd_ret, bwd_value, bwd_none) = if n_inputs == 1 {
+            (
+                quote!(::core::option::Option<#tensor>),
+                quote!(#(#input_grads)*),
+                quote!(#(#nones)*),
+            )
+        } else {
+            let opt = (0..n_inputs).map(|_| quote!(::core::option::Option<#tensor>));
+            (
+                quote!((#(#opt,)*)),
+                quote!((#(#input_grads,)*)),
+                quote!((#(#nones,)*)),
+            )
+        };
+        // Generated code: unused flags, `mut` locals a rule never updates, and parenthesised
+        // scalars are expected here.
         quote! {
-            let __outputs = #call?;
-            ::core::result::Result::Ok(#value)
-        }
-    } else {
-        quote! {
-            match #call {
-                ::core::result::Result::Ok(__outputs) => #value,
-                ::core::result::Result::Err(__e) => ::core::panic!("{}", __e),
+            #[doc(hidden)]
+            #[allow(unused_variables, unused_mut, unused_parens, non_snake_case, clippy::all)]
+            fn #hidden_backward(
+                #(#grads: ::core::option::Option<&#tensor>,)*
+                needs_input_grad: [bool; #n_inputs],
+                #(#attr_params,)*
+                #(#results: &#tensor,)*
+            ) -> #krate::Result<#bwd_ret> {
+                if true #(&& #grads.is_none())* {
+                    return ::core::result::Result::Ok(#bwd_none);
+                }
+                #(#scalar_steps)*
+                #(#input_needs)*
+                #(#op_needs)*
+                #(#bind_kept)*
+                #(#grad_locals)*
+                #(#rules)*
+                ::core::result::Result::Ok(#bwd_value)
             }
         }
-    };
-    let doc = doc_section(node, fwd, body)
-        .into_iter()
-        .map(|line| quote!(#[doc = #line]));
-    let wrapper = quote! {
-        #(#attrs_out)*
-        #(#doc)*
-        #vis fn #ident(#inputs) #user_ret {
-            #wrapper_body
+    }
+
+    /// `f` itself: calls the hidden forward and returns its results.
+    fn wrapper(&self, node: &str) -> TokenStream {
+        let (fwd, func, hidden) = (self.fwd, self.func, &self.hidden);
+        let attrs_out = &func.attrs;
+        let vis = &func.vis;
+        let ident = fwd.ident;
+        let inputs = &func.sig.inputs;
+        let user_ret = fwd.output.original;
+        let args = fwd.params.iter().map(|p| p.ident);
+        let call = quote!(#hidden(#(#args),*));
+        let picked: Vec<TokenStream> = (0..self.m)
+            .map(|j| {
+                let j = syn::Index::from(j);
+                quote!(__outputs.#j)
+            })
+            .collect();
+        let value = if fwd.output.tuple {
+            quote!((#(#picked,)*))
+        } else {
+            quote!(#(#picked)*)
+        };
+        // An infallible function's ops are operators, which panic on error; so does it.
+        let wrapper_body = if fwd.output.fallible {
+            quote! {
+                let __outputs = #call?;
+                ::core::result::Result::Ok(#value)
+            }
+        } else {
+            quote! {
+                match #call {
+                    ::core::result::Result::Ok(__outputs) => #value,
+                    ::core::result::Result::Err(__e) => ::core::panic!("{}", __e),
+                }
+            }
+        };
+        let doc = doc_section(node, fwd, self.body)
+            .into_iter()
+            .map(|line| quote!(#[doc = #line]));
+        quote! {
+            #(#attrs_out)*
+            #(#doc)*
+            #vis fn #ident(#inputs) #user_ret {
+                #wrapper_body
+            }
         }
-    };
-    // A function of several results is not called from derived bodies yet: no rule.
-    let rule = if m == 1 {
-        own_rule(krate, fwd, &func.vis, &attrs, kept.len())
-    } else {
-        TokenStream::new()
-    };
+    }
+
+    /// `__autograd_f_rule`; a function of several results is not called from derived bodies
+    /// yet: no rule.
+    fn rule(&self) -> TokenStream {
+        if self.m == 1 {
+            own_rule(
+                self.krate,
+                self.fwd,
+                &self.func.vis,
+                &self.attrs,
+                self.kept.len(),
+            )
+        } else {
+            TokenStream::new()
+        }
+    }
+}
+
+/// The backward's local that says whether value `v` needs a gradient.
+fn backward_needs(v: usize) -> Ident {
+    format_ident!("__needs_{}", v)
+}
+
+/// The backward's local of value `v`'s gradient.
+fn backward_grad(v: usize) -> Ident {
+    format_ident!("__grad_{}", v)
+}
+
+pub(crate) fn derived(
+    krate: &Path,
+    node: &str,
+    fwd: &DiffFn<'_>,
+    func: &ItemFn,
+    body: &Body,
+) -> Derived {
+    let plan = DerivedPlan::new(krate, fwd, func, body);
     Derived {
-        forward,
-        backward,
-        wrapper,
-        rule,
+        forward: plan.forward(),
+        backward: plan.backward(),
+        wrapper: plan.wrapper(node),
+        rule: plan.rule(),
     }
 }
 

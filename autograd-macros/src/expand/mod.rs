@@ -286,9 +286,10 @@ pub(crate) fn forward(
     // The rule a derived body uses to call this function (`rule.rs`).
     let (rule_items, rule_const) = if rule::eligible(args, fwd) {
         let loc = ident.span();
+        let conv = rule::Convention::of(args, fwd);
         (
-            rule::trait_items(loc, &krate, fwd),
-            rule::public_const(loc, &krate, vis, fwd),
+            rule::trait_items(loc, &krate, fwd, conv),
+            rule::public_const(loc, &krate, vis, args, fwd),
         )
     } else {
         (TokenStream::new(), TokenStream::new())

@@ -10,9 +10,14 @@
 //! Calling convention of `apply` for `N` tensor inputs: `fn(grad: &Tensor, needs: [bool; N],
 //! inputs: &Tensor.., result: &Tensor, attributes..) -> Result<(Option<Tensor>, ..)>`, one
 //! gradient per tensor input, `None` where `needs` is false or the backward gives none.
+//!
+//! A `builtin` op of the runtime that asks for one (`rule`) gets its rule the same way, as
+//! `DerivativeRules::<name>` (an inherent constant beside the op) in the runtime's conventions
+//! ([`Convention`]): its hand-written rules are then only those of methods that are not one op.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote_spanned};
+use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{Ident, Path, Visibility};
 
@@ -20,13 +25,17 @@ use super::{Names, Slot, SlotKind};
 use crate::attr::DiffArgs;
 use crate::ir::{BackwardFn, DiffFn, GradType, ParamKind};
 
-/// Whether `fwd` gets a rule: one differentiable `Tensor` output (no `save(..)` residuals),
+/// Whether `fwd` gets a rule: a user function that [`fits`], or a `builtin` op that fits and
+/// asks for one (`rule`: its rule is `DerivativeRules::<name>`, under the tensor method's name).
+pub(crate) fn eligible(args: &DiffArgs, fwd: &DiffFn<'_>) -> bool {
+    (!args.builtin() || args.rule.is_some()) && fits(args, fwd)
+}
+
+/// Whether `fwd` can have a rule: one differentiable `Tensor` output (no `save(..)` residuals),
 /// inputs that are `&Tensor`s (not optional) or attributes, no generics, and none of the options
-/// that change what a call means (`once_differentiable`, `dirty`, `non_differentiable`). The runtime's `builtin` ops have
-/// theirs in `DerivativeRules`, under their method names.
-pub(super) fn eligible(args: &DiffArgs, fwd: &DiffFn<'_>) -> bool {
-    !args.builtin()
-        && !fwd.output.tuple
+/// that change what a call means (`once_differentiable`, `dirty`, `non_differentiable`).
+pub(crate) fn fits(args: &DiffArgs, fwd: &DiffFn<'_>) -> bool {
+    !fwd.output.tuple
         && fwd.output.public.is_none()
         && fwd.residuals.is_empty()
         && fwd.params.iter().all(|p| !p.optional)
@@ -41,8 +50,32 @@ pub(super) fn eligible(args: &DiffArgs, fwd: &DiffFn<'_>) -> bool {
         && args.non_differentiable().is_empty()
 }
 
+/// The calling convention of a rule's `apply` (see `DerivativeRules` in the runtime).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Convention {
+    /// A user function's: `needs` in, one `Option` per tensor input out.
+    User,
+    /// A one-operand built-in's: `fn(grad, x, result, attributes..) -> Result<Tensor>`, called
+    /// only when `x` needs a gradient.
+    Unary,
+    /// A built-in of several operands, which broadcast: as `User`, each gradient then summed down
+    /// to its operand's shape (what the engine does for a recorded node, B07), so the rule reads
+    /// at least each operand's shape.
+    Broadcast,
+}
+
+impl Convention {
+    pub(super) fn of(args: &DiffArgs, fwd: &DiffFn<'_>) -> Convention {
+        match (args.builtin(), fwd.tensor_inputs().count()) {
+            (false, _) => Convention::User,
+            (true, 1) => Convention::Unary,
+            (true, _) => Convention::Broadcast,
+        }
+    }
+}
+
 /// The type of the rule's `apply`.
-fn apply_type(loc: Span, krate: &Path, fwd: &DiffFn<'_>) -> TokenStream {
+fn apply_type(loc: Span, krate: &Path, fwd: &DiffFn<'_>, conv: Convention) -> TokenStream {
     let tensor = quote_spanned!(loc=> #krate::Tensor);
     let n = fwd.tensor_inputs().count();
     let inputs = (0..n).map(|_| quote_spanned!(loc=> &#tensor));
@@ -52,6 +85,11 @@ fn apply_type(loc: Span, krate: &Path, fwd: &DiffFn<'_>) -> TokenStream {
         .iter()
         .filter(|p| p.kind == ParamKind::Attr)
         .map(|p| p.ty);
+    if conv == Convention::Unary {
+        return quote_spanned! {loc=>
+            fn(&#tensor, #(#inputs,)* &#tensor, #(#attrs),*) -> #krate::Result<#tensor>
+        };
+    }
     quote_spanned! {loc=>
         fn(&#tensor, [bool; #n], #(#inputs,)* &#tensor, #(#attrs),*)
             -> #krate::Result<(#(#grads,)*)>
@@ -61,7 +99,13 @@ fn apply_type(loc: Span, krate: &Path, fwd: &DiffFn<'_>) -> TokenStream {
 /// The parameters of `derivative`: `(__grad, __needs, inputs.., __result, attributes..)`. At the
 /// backward (`fwd_path` given), the attributes' types are named through the forward's aliases,
 /// so that they resolve where the forward is.
-fn apply_params(loc: Span, krate: &Path, fwd: &DiffFn<'_>, fwd_path: Option<&Path>) -> TokenStream {
+fn apply_params(
+    loc: Span,
+    krate: &Path,
+    fwd: &DiffFn<'_>,
+    fwd_path: Option<&Path>,
+    conv: Convention,
+) -> TokenStream {
     let tensor = quote_spanned!(loc=> #krate::Tensor);
     let n = fwd.tensor_inputs().count();
     let inputs = fwd.tensor_inputs().map(|p| {
@@ -84,13 +128,21 @@ fn apply_params(loc: Span, krate: &Path, fwd: &DiffFn<'_>, fwd_path: Option<&Pat
             };
             quote_spanned!(loc=> #ident: #ty)
         });
+    if conv == Convention::Unary {
+        return quote_spanned! {loc=>
+            __grad: &#tensor, #(#inputs,)* __result: &#tensor, #(#attrs),*
+        };
+    }
     quote_spanned! {loc=>
         __grad: &#tensor, __needs: [bool; #n], #(#inputs,)* __result: &#tensor, #(#attrs),*
     }
 }
 
 /// The return type of `derivative`.
-fn apply_return(loc: Span, krate: &Path, fwd: &DiffFn<'_>) -> TokenStream {
+fn apply_return(loc: Span, krate: &Path, fwd: &DiffFn<'_>, conv: Convention) -> TokenStream {
+    if conv == Convention::Unary {
+        return quote_spanned!(loc=> #krate::Result<#krate::Tensor>);
+    }
     let grads = fwd
         .tensor_inputs()
         .map(|_| quote_spanned!(loc=> ::core::option::Option<#krate::Tensor>));
@@ -98,9 +150,14 @@ fn apply_return(loc: Span, krate: &Path, fwd: &DiffFn<'_>) -> TokenStream {
 }
 
 /// The link trait's rule items, with defaults (the backward's impl overrides them).
-pub(super) fn trait_items(loc: Span, krate: &Path, fwd: &DiffFn<'_>) -> TokenStream {
-    let params = apply_params(loc, krate, fwd, None);
-    let ret = apply_return(loc, krate, fwd);
+pub(super) fn trait_items(
+    loc: Span,
+    krate: &Path,
+    fwd: &DiffFn<'_>,
+    conv: Convention,
+) -> TokenStream {
+    let params = apply_params(loc, krate, fwd, None, conv);
+    let ret = apply_return(loc, krate, fwd, conv);
     let n = fwd.tensor_inputs().count();
     let reads = (0..n).map(|_| quote_spanned!(loc=> #krate::__private::Read::Value));
     quote_spanned! {loc=>
@@ -116,16 +173,34 @@ pub(super) fn trait_items(loc: Span, krate: &Path, fwd: &DiffFn<'_>) -> TokenStr
     }
 }
 
-/// `const __autograd_f_rule`, beside the forward, with its visibility.
+/// `const __autograd_f_rule`, beside the forward, with its visibility; for a `builtin` op,
+/// `DerivativeRules::<name>` (its `rule = name`, or its own name).
 pub(super) fn public_const(
     loc: Span,
     krate: &Path,
     vis: &Visibility,
+    args: &DiffArgs,
     fwd: &DiffFn<'_>,
 ) -> TokenStream {
     let Names { marker, link, .. } = Names::of(fwd.ident);
+    let ty = apply_type(loc, krate, fwd, Convention::of(args, fwd));
+    if let Some(name) = args.rule_name(fwd.ident) {
+        let doc = format!(
+            " The derivative rule of `{}`, generated from its declaration (`#[differentiable(builtin, rule)]` and its `#[backward]`).",
+            fwd.ident.unraw()
+        );
+        return quote_spanned! {loc=>
+            impl #krate::__private::DerivativeRules {
+                #[doc = #doc]
+                #[allow(non_upper_case_globals, clippy::type_complexity)]
+                pub const #name: #krate::__private::Rule<#ty> = #krate::__private::Rule {
+                    reads: <#marker as #link>::READS,
+                    apply: <#marker as #link>::derivative,
+                };
+            }
+        };
+    }
     let rule = rule_name(fwd.ident);
-    let ty = apply_type(loc, krate, fwd);
     quote_spanned! {loc=>
         #[doc(hidden)]
         #[allow(non_upper_case_globals, dead_code)]
@@ -150,6 +225,7 @@ pub(super) fn impl_items(
     fwd: &DiffFn<'_>,
     bwd: &BackwardFn<'_>,
     slots: &[Slot<'_>],
+    conv: Convention,
 ) -> TokenStream {
     let inputs: Vec<&Ident> = fwd.tensor_inputs().map(|p| p.ident).collect();
     let read = |i: &Ident| {
@@ -158,7 +234,13 @@ pub(super) fn impl_items(
             SlotKind::Metadata { ident, .. } if ident == i => Some(quote_spanned!(loc=> Shape)),
             _ => None,
         });
-        let named = named.unwrap_or_else(|| quote_spanned!(loc=> Nothing));
+        // A broadcasting op's gradients are summed down to its operands' shapes.
+        let least = if conv == Convention::Broadcast {
+            quote_spanned!(loc=> Shape)
+        } else {
+            quote_spanned!(loc=> Nothing)
+        };
+        let named = named.unwrap_or(least);
         quote_spanned!(loc=> #krate::__private::Read::#named)
     };
     let reads = inputs.iter().map(|i| read(i));
@@ -272,6 +354,25 @@ pub(super) fn impl_items(
     } else {
         quote_spanned!(loc=> let #(#outs)* = #unwrap;)
     };
+    let params = apply_params(loc, krate, fwd, Some(fwd_path), conv);
+    let ret = apply_return(loc, krate, fwd, conv);
+    if conv == Convention::Unary {
+        // Called only when the operand needs a gradient: the one gradient, as it is.
+        return quote_spanned! {loc=>
+            const READS: #krate::__private::Reads = #krate::__private::Reads {
+                operands: &[#(#reads),*],
+                result: #result,
+                value_for: &[#(#value_for),*],
+            };
+            #[allow(unused_variables, clippy::all)]
+            fn derivative(#params) -> #ret {
+                let __needs: [bool; 1] = [true];
+                let __r = #bw_ident(#(#grad_args,)* #(#saved_args),*);
+                #destructure
+                ::core::result::Result::Ok(#(#outs)*)
+            }
+        };
+    }
     let wrapped = bwd
         .output
         .grads
@@ -283,10 +384,15 @@ pub(super) fn impl_items(
                 GradType::OptionTensor => quote_spanned!(loc=> #r),
                 _ => quote_spanned!(loc=> ::core::option::Option::Some(#r)),
             };
-            quote_spanned!(loc=> if __needs[#j] { #value } else { ::core::option::Option::None })
+            let value =
+                quote_spanned!(loc=> if __needs[#j] { #value } else { ::core::option::Option::None });
+            match (conv, inputs.get(j)) {
+                (Convention::Broadcast, Some(input)) => {
+                    quote_spanned!(loc=> #krate::__private::reduce_grad(#value, #input)?)
+                }
+                _ => value,
+            }
         });
-    let params = apply_params(loc, krate, fwd, Some(fwd_path));
-    let ret = apply_return(loc, krate, fwd);
     quote_spanned! {loc=>
         const READS: #krate::__private::Reads = #krate::__private::Reads {
             operands: &[#(#reads),*],

@@ -383,3 +383,20 @@ fn vec_outputs_take_a_slice_of_gradients() {
         ]
     );
 }
+
+#[test]
+fn only_a_builtin_that_fits_asks_for_a_rule() {
+    let ok = forward_errors(parse_quote!(builtin, rule), scaled_square());
+    assert_eq!(ok, Vec::<String>::new());
+    assert_eq!(
+        forward_errors(parse_quote!(rule), scaled_square()),
+        ["`rule` is for the runtime's `builtin` ops; a user function gets its derivative rule without it"]
+    );
+    assert_eq!(
+        forward_errors(
+            parse_quote!(builtin, rule = split_rule),
+            parse_quote!(fn split(x: &Tensor) -> Vec<Tensor>)
+        ),
+        ["`rule` needs `split` to take `&Tensor` inputs and attributes and return one tensor, without `save`, `dirty`, `non_differentiable` or `once_differentiable`"]
+    );
+}

@@ -3,7 +3,7 @@
 
 use autograd_macros::{backward, differentiable};
 
-use super::derivative_rules::{reduce_pair, Binary, Read, Reads, Rule, UnaryWith};
+use super::derivative_rules::{Read, Reads, Rule, UnaryWith};
 use crate::backend::{self, BinaryOp};
 use crate::tensor::data::ElementMap;
 use crate::{Element, Result, Tensor};
@@ -33,7 +33,7 @@ impl ElementMap for ScalarOp {
 
 // ----- the ops, declared as PyTorch's derivatives.yaml entries ---------------------------------
 
-#[differentiable(builtin, crate = "crate")]
+#[differentiable(builtin, crate = "crate", rule)]
 fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     a.binary_kernel(BinaryOp::Add, "add", b)
 }
@@ -43,7 +43,7 @@ fn add_backward(grad: &Tensor, needs_input_grad: [bool; 2]) -> (Tensor, Option<T
     (grad.clone(), needs_input_grad[1].then(|| grad.clone()))
 }
 
-#[differentiable(builtin, crate = "crate")]
+#[differentiable(builtin, crate = "crate", rule)]
 fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     a.binary_kernel(BinaryOp::Sub, "sub", b)
 }
@@ -60,7 +60,7 @@ fn sub_backward(grad: &Tensor, needs_input_grad: [bool; 2]) -> Result<(Tensor, O
 
 /// Each operand is saved only if the other one needs its gradient (B14: with only `a` requiring
 /// grad, `a` is not saved and may be modified in place before backward).
-#[differentiable(builtin, crate = "crate")]
+#[differentiable(builtin, crate = "crate", rule)]
 fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     a.binary_kernel(BinaryOp::Mul, "mul", b)
 }
@@ -79,7 +79,7 @@ fn mul_backward(
     Ok((ga, gb))
 }
 
-#[differentiable(builtin, crate = "crate")]
+#[differentiable(builtin, crate = "crate", rule)]
 fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     a.binary_kernel(BinaryOp::Div, "div", b)
 }
@@ -104,7 +104,7 @@ fn div_backward(
     Ok((ga, gb))
 }
 
-#[differentiable(builtin, crate = "crate", name = "MulBackward0")]
+#[differentiable(builtin, crate = "crate", name = "MulBackward0", rule)]
 fn mul_scalar(x: &Tensor, s: f64) -> Result<Tensor> {
     x.scalar_kernel(BinaryOp::Mul, s, false)
 }
@@ -114,7 +114,7 @@ fn mul_scalar_backward(grad: &Tensor, s: f64) -> Result<Tensor> {
     grad.mul_scalar_last_use(s)
 }
 
-#[differentiable(builtin, crate = "crate", name = "AddBackward0")]
+#[differentiable(builtin, crate = "crate", name = "AddBackward0", rule)]
 fn add_scalar(x: &Tensor, s: f64) -> Result<Tensor> {
     x.scalar_kernel(BinaryOp::Add, s, false)
 }
@@ -125,7 +125,7 @@ fn add_scalar_backward(grad: &Tensor) -> Tensor {
 }
 
 /// `s - x`.
-#[differentiable(builtin, crate = "crate", name = "RsubBackward1")]
+#[differentiable(builtin, crate = "crate", name = "RsubBackward1", rule)]
 fn rsub_scalar(x: &Tensor, s: f64) -> Result<Tensor> {
     x.scalar_kernel(BinaryOp::Sub, s, true)
 }
@@ -473,69 +473,24 @@ impl Tensor {
 
 // ----- derivative rules for `#[differentiable(derive)]` (see `derivative_rules.rs`) -------------
 
-/// Binary rules reduce each gradient to its operand's shape (the operands may broadcast);
-/// scalar forms reuse the op's formula above.
+/// The rules of the scalar methods that are not an op of their own: `div_scalar` and
+/// `sub_scalar` are `mul_scalar` and `add_scalar` (their rules generated from those ops'
+/// declarations); `rdiv_scalar` is `reciprocal` then `mul_scalar`, one rule for the two.
 #[doc(hidden)]
 #[allow(non_upper_case_globals)]
 impl super::DerivativeRules {
-    pub const add: Rule<Binary> = Rule {
-        reads: Reads::OPERAND_SHAPES,
-        apply: |grad, needs, a, b, _result| {
-            let grads = (
-                needs[0].then(|| grad.clone()),
-                needs[1].then(|| grad.clone()),
-            );
-            reduce_pair(grads, a, b)
-        },
-    };
-    pub const sub: Rule<Binary> = Rule {
-        reads: Reads::OPERAND_SHAPES,
-        apply: |grad, needs, a, b, _result| {
-            let gb = needs[1].then(|| grad.neg()).transpose()?;
-            reduce_pair((needs[0].then(|| grad.clone()), gb), a, b)
-        },
-    };
-    pub const mul: Rule<Binary> = Rule {
-        reads: Reads::OPERANDS,
-        apply: |grad, needs, a, b, _result| {
-            let grads = mul_backward(grad, needs[0].then_some(b), needs[1].then_some(a))?;
-            reduce_pair(grads, a, b)
-        },
-    };
-    pub const div: Rule<Binary> = Rule {
-        // `b` for both gradients, `a` only for `b`'s.
-        reads: Reads {
-            operands: &[Read::Value, Read::Value],
-            result: false,
-            value_for: &[Some(1), None],
-        },
-        apply: |grad, needs, a, b, _result| {
-            let grads = div_backward(grad, needs, b, needs[1].then_some(a))?;
-            reduce_pair(grads, a, b)
-        },
-    };
-    pub const mul_scalar: Rule<UnaryWith<f64>> = Rule {
-        reads: Reads::NOTHING,
-        apply: |grad, _x, _result, s| mul_scalar_backward(grad, s),
-    };
     pub const div_scalar: Rule<UnaryWith<f64>> = Rule {
-        reads: Reads::NOTHING,
-        apply: |grad, _x, _result, s| mul_scalar_backward(grad, 1.0 / s),
+        reads: Self::mul_scalar.reads,
+        apply: |grad, x, result, s| (Self::mul_scalar.apply)(grad, x, result, 1.0 / s),
     };
-    pub const add_scalar: Rule<UnaryWith<f64>> = Rule {
-        reads: Reads::NOTHING,
-        apply: |grad, _x, _result, _s| Ok(add_scalar_backward(grad)),
-    };
-    pub const sub_scalar: Rule<UnaryWith<f64>> = Rule {
-        reads: Reads::NOTHING,
-        apply: |grad, _x, _result, _s| Ok(add_scalar_backward(grad)),
-    };
-    pub const rsub_scalar: Rule<UnaryWith<f64>> = Rule {
-        reads: Reads::NOTHING,
-        apply: |grad, _x, _result, _s| rsub_scalar_backward(grad),
-    };
+    pub const sub_scalar: Rule<UnaryWith<f64>> = Self::add_scalar;
     pub const rdiv_scalar: Rule<UnaryWith<f64>> = Rule {
-        reads: Reads::OPERAND,
+        // -s / x²: reads `x`.
+        reads: Reads {
+            operands: &[Read::Value],
+            result: false,
+            value_for: &[],
+        },
         apply: |grad, x, _result, s| rdiv_scalar_backward(grad, x, s),
     };
 }

@@ -1,7 +1,11 @@
 //! `DerivativeRules`: the per-op gradient rules that `#[differentiable(derive)]` applies in
-//! reverse order. The rules themselves sit beside their ops (`impl DerivativeRules` blocks in
-//! `unary.rs`, `binary.rs`, `reduce.rs`, `linalg.rs`, `softmax.rs`); this file holds the types,
-//! the calling convention and the helpers the derived forward and backward use.
+//! reverse order. A built-in op's rule is generated from its declaration: `rule` on its
+//! `#[differentiable(builtin, ..)]` makes the macro write `DerivativeRules::<op>` from the op's
+//! `#[backward]` (what it reads is what the backward's parameters name), as it writes a user
+//! function's `__autograd_f_rule`. The few rules of methods that are not one op's declaration
+//! (aliases, argument conversions, composite ops) are written by hand beside their ops. This
+//! file holds the types, the calling convention and the helpers the derived forward and
+//! backward use.
 
 use std::sync::{Arc, OnceLock};
 
@@ -15,8 +19,9 @@ use crate::{DType, Device, Result, Tensor};
 ///
 /// `#[differentiable(derive)]` turns each tensor method call `x.m(..)` (and each operator) of a
 /// derived body into a use of `DerivativeRules::m`. A method without a rule is a compile error
-/// at that call: "no associated item named `m` found for struct `DerivativeRules`". Add the rule
-/// beside the op, or write the backward by hand with `#[backward]`.
+/// at that call: "no associated item named `m` found for struct `DerivativeRules`". Give the op
+/// `rule` on its declaration (or write its rule beside it), or write the backward by hand with
+/// `#[backward]`.
 ///
 /// Each rule is a [`Rule`]: what it [`Reads`] of its op, given which operands need a gradient
 /// (so the derived forward keeps exactly those values, and a stand-in of the right shape where
@@ -95,43 +100,6 @@ pub struct Reads {
 }
 
 impl Reads {
-    /// Reads nothing (`neg`, `mul_scalar`, ..).
-    pub const NOTHING: Reads = Reads {
-        operands: &[],
-        result: false,
-        value_for: &[],
-    };
-    /// Reads the result (`exp`, `tanh`, ..).
-    pub const RESULT: Reads = Reads {
-        operands: &[],
-        result: true,
-        value_for: &[],
-    };
-    /// Reads its operand (`log`, `sin`, ..).
-    pub const OPERAND: Reads = Reads {
-        operands: &[Read::Value],
-        result: false,
-        value_for: &[],
-    };
-    /// Reads its operand's shape (`sum`, `mean`).
-    pub const OPERAND_SHAPE: Reads = Reads {
-        operands: &[Read::Shape],
-        result: false,
-        value_for: &[],
-    };
-    /// Reads both operands, each for the other's gradient (`mul`, `matmul`).
-    pub const OPERANDS: Reads = Reads {
-        operands: &[Read::Value, Read::Value],
-        result: false,
-        value_for: &[Some(1), Some(0)],
-    };
-    /// Reads both operands' shapes, to undo broadcasting (`add`, `sub`).
-    pub const OPERAND_SHAPES: Reads = Reads {
-        operands: &[Read::Shape, Read::Shape],
-        result: false,
-        value_for: &[],
-    };
-
     /// What it reads of operand `i` when every operand needs a gradient.
     pub const fn operand(self, i: usize) -> Read {
         if i < self.operands.len() {
@@ -266,205 +234,13 @@ pub fn accumulate(acc: Option<Tensor>, g: Option<Tensor>) -> Result<Option<Tenso
     }
 }
 
-/// `grad` summed down to `like`'s shape when an op broadcast `like` (PyTorch's `sum_to_size`).
-fn reduce_to(grad: Tensor, like: &Tensor) -> Result<Tensor> {
-    if grad.shape() == like.shape() {
-        Ok(grad)
-    } else {
-        grad.sum_to_shape(like.shape())
-    }
-}
-
-/// Both gradients of a two-operand rule, each summed down to its operand's shape.
-pub(crate) fn reduce_pair(
-    (ga, gb): (Option<Tensor>, Option<Tensor>),
-    a: &Tensor,
-    b: &Tensor,
-) -> Result<(Option<Tensor>, Option<Tensor>)> {
-    Ok((
-        ga.map(|g| reduce_to(g, a)).transpose()?,
-        gb.map(|g| reduce_to(g, b)).transpose()?,
-    ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn t(v: &[f64], shape: &[usize]) -> Tensor {
-        Tensor::from_vec(v.to_vec(), shape).expect("tensor")
-    }
-
-    fn fresh(g: &Tensor) -> Tensor {
-        g.copy().expect("copy")
-    }
-
-    fn same(a: &Tensor, b: &Tensor, rule: &str) {
-        assert_eq!(a.shape(), b.shape(), "{rule}");
-        assert_eq!(
-            a.to_vec::<f64>().expect("a"),
-            b.to_vec::<f64>().expect("b"),
-            "{rule}"
-        );
-    }
-
-    /// Each rule gives the same gradient when the values its `reads` says it does not read are
-    /// replaced by what the derived forward keeps in their place (a stand-in or an empty
-    /// tensor): the declarations are what the rules do. Every call gets its own copy of the
-    /// incoming gradient, since a rule may write its result over a gradient nothing else holds.
-    #[test]
-    fn rules_read_no_more_than_they_declare() {
-        type R = DerivativeRules;
-        let x = t(&[0.3, 1.7, 0.9, 2.4, 0.6, 1.1], &[2, 3]);
-        let g = t(&[0.5, -1.0, 2.0, 0.25, -0.75, 1.5], &[2, 3]);
-        let kept = |v: &Tensor, read: Read| keep_ref(v, read).expect("keep");
-        macro_rules! unary {
-            ($($rule:ident ($($s:expr),*) => $forward:expr;)*) => {$(
-                let result: Tensor = $forward;
-                let full = (R::$rule.apply)(&fresh(&g), &x, &result $(, $s)*).expect(stringify!($rule));
-                let reads = R::$rule.reads;
-                let lean = (R::$rule.apply)(
-                    &fresh(&g),
-                    &kept(&x, reads.operand(0)),
-                    &kept(&result, reads.result()) $(, $s)*
-                )
-                .expect(stringify!($rule));
-                same(&full, &lean, stringify!($rule));
-            )*};
-        }
-        unary! {
-            exp() => x.exp().unwrap();
-            log() => x.log().unwrap();
-            sin() => x.sin().unwrap();
-            cos() => x.cos().unwrap();
-            tanh() => x.tanh().unwrap();
-            sigmoid() => x.sigmoid().unwrap();
-            relu() => x.relu().unwrap();
-            sqrt() => x.sqrt().unwrap();
-            abs() => x.abs().unwrap();
-            neg() => x.neg().unwrap();
-            pow(2.5) => x.pow(2.5).unwrap();
-            mul_scalar(3.0) => x.mul_scalar(3.0).unwrap();
-            div_scalar(4.0) => x.div_scalar(4.0).unwrap();
-            add_scalar(1.0) => x.add_scalar(1.0).unwrap();
-            sub_scalar(1.0) => x.sub_scalar(1.0).unwrap();
-            rsub_scalar(1.0) => x.neg().unwrap().add_scalar(1.0).unwrap();
-            rdiv_scalar(2.0) => x.rdiv_scalar(2.0).unwrap();
-            softmax(1) => x.softmax(1).unwrap();
-            log_softmax(1) => x.log_softmax(1).unwrap();
-            contiguous() => x.transpose(0, 1).unwrap().contiguous().unwrap().transpose(0, 1).unwrap();
-            copy() => x.copy().unwrap();
-            to_dtype(DType::F64) => x.copy().unwrap();
-        }
-        // Views: the incoming gradient has the view's shape.
-        let gt = g.transpose(0, 1).unwrap().contiguous().unwrap();
-        macro_rules! view {
-            ($($rule:ident ($($s:expr),*) => $grad:expr;)*) => {$(
-                let result = x.$rule($($s),*).unwrap();
-                let grad: Tensor = $grad;
-                let full = (R::$rule.apply)(&fresh(&grad), &x, &result $(, $s)*)
-                    .expect(stringify!($rule));
-                let reads = R::$rule.reads;
-                let lean = (R::$rule.apply)(
-                    &fresh(&grad),
-                    &kept(&x, reads.operand(0)),
-                    &kept(&result, reads.result()) $(, $s)*
-                )
-                .expect(stringify!($rule));
-                same(&full, &lean, stringify!($rule));
-            )*};
-        }
-        view! {
-            reshape(&[3, 2]) => g.reshape(&[3, 2]).unwrap();
-            transpose(0, 1) => gt.clone();
-            permute(&[1, 0]) => gt.clone();
-            narrow(1, 1, 2) => g.narrow(1, 1, 2).unwrap().contiguous().unwrap();
-        }
-        let wide = t(&[0.5, 1.5, 2.5], &[1, 3]);
-        for (name, rule) in [("expand", R::expand), ("broadcast_to", R::broadcast_to)] {
-            let result = wide.expand(&[2, 3]).unwrap();
-            let full = (rule.apply)(&fresh(&g), &wide, &result, &[2, 3]).expect(name);
-            let lean = (rule.apply)(
-                &fresh(&g),
-                &kept(&wide, rule.reads.operand(0)),
-                &kept(&result, rule.reads.result()),
-                &[2, 3],
-            )
-            .expect(name);
-            same(&full, &lean, name);
-        }
-        // Reductions: the incoming gradient has the result's shape.
-        let s = x.sum().unwrap();
-        let gs = t(&[2.0], &[]);
-        for (name, rule) in [("sum", R::sum), ("mean", R::mean)] {
-            let full = (rule.apply)(&fresh(&gs), &x, &s).expect(name);
-            let lean = (rule.apply)(
-                &fresh(&gs),
-                &kept(&x, rule.reads.operand(0)),
-                &kept(&s, rule.reads.result()),
-            )
-            .expect(name);
-            same(&full, &lean, name);
-        }
-        let rows = x.sum_dims(&[1], true).unwrap();
-        let gr = t(&[1.0, -2.0], &[2, 1]);
-        let rule = R::max_dim;
-        let (values, _) = x.max_dim(1, true).unwrap();
-        let gm = t(&[1.5, -0.5], &[2, 1]);
-        let full = (rule.apply)(&fresh(&gm), &x, &values, 1, true).expect("max_dim");
-        let lean = (rule.apply)(
-            &fresh(&gm),
-            &kept(&x, rule.reads.operand(0)),
-            &kept(&values, rule.reads.result()),
-            1,
-            true,
-        )
-        .expect("max_dim");
-        same(&full, &lean, "max_dim");
-        let rule = R::sum_dims;
-        let full = (rule.apply)(&fresh(&gr), &x, &rows, &[1], true).expect("sum_dims");
-        let lean = (rule.apply)(
-            &fresh(&gr),
-            &kept(&x, rule.reads.operand(0)),
-            &kept(&rows, rule.reads.result()),
-            &[1],
-            true,
-        )
-        .expect("sum_dims");
-        same(&full, &lean, "sum_dims");
-        // Two operands, `b` broadcast over the rows.
-        let b = t(&[1.5, -0.5, 2.0], &[3]);
-        let w = t(&[0.1, 0.2, 0.3, 0.4, 0.5, 0.6], &[3, 2]);
-        let gm = t(&[1.0, 2.0, 3.0, 4.0], &[2, 2]);
-        let binary: [(&str, Rule<Binary>, &Tensor, Tensor, &Tensor); 5] = [
-            ("add", R::add, &b, x.add(&b).unwrap(), &g),
-            ("sub", R::sub, &b, x.sub(&b).unwrap(), &g),
-            ("mul", R::mul, &b, x.mul(&b).unwrap(), &g),
-            ("div", R::div, &b, x.div(&b).unwrap(), &g),
-            ("matmul", R::matmul, &w, x.matmul(&w).unwrap(), &gm),
-        ];
-        for (name, rule, other, result, grad) in binary {
-            // With every operand needing a gradient, and with one of them only: what the
-            // rule reads given `needs` suffices for the gradients it then computes.
-            for needs in [[true, true], [true, false], [false, true]] {
-                let full = (rule.apply)(&fresh(grad), needs, &x, other, &result).expect(name);
-                let reads = rule.reads;
-                let lean = (rule.apply)(
-                    &fresh(grad),
-                    needs,
-                    &kept(&x, reads.operand_given(0, &needs)),
-                    &kept(other, reads.operand_given(1, &needs)),
-                    &kept(&result, reads.result_given(&needs)),
-                )
-                .expect(name);
-                for (f, l) in [(&full.0, &lean.0), (&full.1, &lean.1)] {
-                    match (f, l) {
-                        (Some(f), Some(l)) => same(f, l, name),
-                        (None, None) => {}
-                        _ => panic!("{name}: gradients present differ for {needs:?}"),
-                    }
-                }
-            }
-        }
+/// `grad` summed down to `like`'s shape when an op broadcast `like` (PyTorch's `sum_to_size`):
+/// what the engine does to a recorded node's gradients (B07), done by the rule of a broadcasting
+/// op (generated by `#[differentiable(builtin, rule)]`).
+#[doc(hidden)]
+pub fn reduce_grad(grad: Option<Tensor>, like: &Tensor) -> Result<Option<Tensor>> {
+    match grad {
+        Some(g) if g.shape() != like.shape() => g.sum_to_shape(like.shape()).map(Some),
+        g => Ok(g),
     }
 }

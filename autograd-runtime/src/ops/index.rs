@@ -3,7 +3,7 @@
 
 use autograd_macros::{backward, differentiable};
 
-use super::derivative_rules::{Reads, Rule};
+use super::derivative_rules::{Read, Reads, Rule};
 use crate::backend;
 use crate::graph::{InputMetadata, SavedIndices};
 use crate::sync::Arc;
@@ -185,7 +185,12 @@ impl Tensor {
 #[allow(non_upper_case_globals, clippy::type_complexity)]
 impl super::DerivativeRules {
     pub const max_dim: Rule<fn(&Tensor, &Tensor, &Tensor, usize, bool) -> Result<Tensor>> = Rule {
-        reads: Reads::OPERAND,
+        // The input's values, for the positions of the maxima.
+        reads: Reads {
+            operands: &[Read::Value],
+            result: false,
+            value_for: &[],
+        },
         apply: |grad, x, _result, dim, _keepdim| {
             let dim = wrap_dim(dim as isize, x.ndim())?;
             let (_, flat) = backend::of_tensor(x)?.max_dim(x, dim)?;

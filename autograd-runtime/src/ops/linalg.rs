@@ -2,12 +2,11 @@
 
 use autograd_macros::{backward, differentiable};
 
-use super::derivative_rules::{reduce_pair, Binary, Reads, Rule};
 use crate::backend;
 use crate::{Error, Result, Tensor};
 
 /// `a @ b` (shapes checked). Each operand is saved only if the other needs its gradient.
-#[differentiable(builtin, crate = "crate", name = "MmBackward0")]
+#[differentiable(builtin, crate = "crate", name = "MmBackward0", rule)]
 fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     backend::of_pair("matmul", a, b)?.matmul(a, b)
 }
@@ -85,18 +84,4 @@ impl Tensor {
         crate::tensor::layout::check_alloc("matmul", numel, self.dtype().size_of())?;
         matmul(self, other)
     }
-}
-
-// ----- derivative rules for `#[differentiable(derive)]` (see `derivative_rules.rs`) -------------
-
-#[doc(hidden)]
-#[allow(non_upper_case_globals)]
-impl super::DerivativeRules {
-    pub const matmul: Rule<Binary> = Rule {
-        reads: Reads::OPERANDS,
-        apply: |grad, needs, a, b, _result| {
-            let grads = matmul_backward(grad, needs[0].then_some(b), needs[1].then_some(a))?;
-            reduce_pair(grads, a, b)
-        },
-    };
 }

@@ -19,6 +19,12 @@
 //! `builtin` gives the nodes PyTorch's built-in semantics: a node whose incoming gradients are
 //! all undefined returns undefined gradients without running, and in-place ops (`dirty`) are
 //! checked by [`check_inplace`] before their kernel runs.
+//!
+//! The declaration is the only place that says what an op's backward reads: `rule` on it makes
+//! the macro generate the op's `DerivativeRules` entry (for `#[differentiable(derive)]` bodies)
+//! from its `#[backward]`, and `fused = FusedOp::..` on the `#[backward]` names the kernel that
+//! computes the formula in one pass, from the one tensor the backward names, when it is not
+//! recorded (`Tensor::fused_or`).
 
 mod binary;
 mod derivative_rules;
@@ -36,8 +42,8 @@ mod tests;
 mod unary;
 
 pub use derivative_rules::{
-    accumulate, keep, keep_ref, needing_grad, Binary, DerivativeRules, Read, Reads, Rule, Unary,
-    UnaryWith,
+    accumulate, keep, keep_ref, needing_grad, reduce_grad, Binary, DerivativeRules, Read, Reads,
+    Rule, Unary, UnaryWith,
 };
 pub use inplace::check_inplace;
 

@@ -3,7 +3,7 @@
 
 use autograd_macros::{backward, differentiable};
 
-use super::derivative_rules::{Reads, Rule, Unary};
+use super::derivative_rules::Rule;
 use crate::backend::{self, BinaryOp};
 use crate::graph::InputMetadata;
 use crate::tensor::layout::{wrap_dim, Dims};
@@ -11,7 +11,7 @@ use crate::{Error, Result, Tensor};
 
 // ----- the ops ----------------------------------------------------------------------------------
 
-#[differentiable(builtin, crate = "crate")]
+#[differentiable(builtin, crate = "crate", rule)]
 fn sum(x: &Tensor) -> Result<Tensor> {
     backend::of_tensor(x)?.sum_all(x)
 }
@@ -21,7 +21,7 @@ fn sum_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
     grad.expand_to(x.shape())
 }
 
-#[differentiable(builtin, crate = "crate")]
+#[differentiable(builtin, crate = "crate", rule)]
 fn mean(x: &Tensor) -> Result<Tensor> {
     let n = x.numel() as f64;
     backend::of_tensor(x)?
@@ -37,7 +37,7 @@ fn mean_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
 }
 
 /// `sum(dims)`, PyTorch's `SumBackward1`; `axes` are validated and wrapped.
-#[differentiable(builtin, crate = "crate", name = "SumBackward1")]
+#[differentiable(builtin, crate = "crate", name = "SumBackward1", rule = sum_axes)]
 fn sum_dims(x: &Tensor, axes: Dims, keepdim: bool) -> Result<Tensor> {
     backend::of_tensor(x)?.sum_dims(x, &axes, keepdim)
 }
@@ -178,27 +178,21 @@ impl Tensor {
 
 // ----- derivative rules for `#[differentiable(derive)]` (see `derivative_rules.rs`) -------------
 
+/// `x.sum_dims(dims, keepdim)` in a derived body: the rule of the op (`sum_axes`, generated from
+/// its declaration) on the dims wrapped as the method wraps them.
 #[doc(hidden)]
 #[allow(non_upper_case_globals)]
 impl super::DerivativeRules {
-    pub const sum: Rule<Unary> = Rule {
-        reads: Reads::OPERAND_SHAPE,
-        apply: |grad, x, _result| sum_backward(grad, &InputMetadata::of(x)),
-    };
-    pub const mean: Rule<Unary> = Rule {
-        reads: Reads::OPERAND_SHAPE,
-        apply: |grad, x, _result| mean_backward(grad, &InputMetadata::of(x)),
-    };
     #[allow(clippy::type_complexity)]
     pub const sum_dims: Rule<fn(&Tensor, &Tensor, &Tensor, &[usize], bool) -> Result<Tensor>> =
         Rule {
-            reads: Reads::OPERAND_SHAPE,
-            apply: |grad, x, _result, dims, keepdim| {
+            reads: Self::sum_axes.reads,
+            apply: |grad, x, result, dims, keepdim| {
                 let axes: Dims = dims
                     .iter()
                     .map(|&d| wrap_dim(d as isize, x.ndim()))
                     .collect::<Result<_>>()?;
-                sum_dims_backward(grad, &InputMetadata::of(x), &axes, keepdim)
+                (Self::sum_axes.apply)(grad, x, result, axes, keepdim)
             },
         };
 }

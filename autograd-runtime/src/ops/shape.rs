@@ -4,7 +4,7 @@
 use autograd_macros::{backward, differentiable};
 use smallvec::smallvec;
 
-use super::derivative_rules::{Reads, Rule, Unary, UnaryWith};
+use super::derivative_rules::{Rule, Unary};
 use crate::backend;
 use crate::graph::InputMetadata;
 use crate::tensor::layout::{contiguous_strides, wrap_dim, Dims, Layout};
@@ -15,7 +15,7 @@ use crate::{DType, Error, Result, Tensor};
 // the recorded output stays a view of the input.
 
 /// `reshape`: a view of contiguous data, else a copy; PyTorch's `ViewBackward0` either way.
-#[differentiable(builtin, crate = "crate", name = "ViewBackward0")]
+#[differentiable(builtin, crate = "crate", name = "ViewBackward0", rule)]
 fn reshape(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
     if x.is_contiguous() {
         Ok(x.alias_with_layout(Layout {
@@ -38,7 +38,7 @@ fn reshape_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
 }
 
 /// `d0`, `d1` are wrapped.
-#[differentiable(builtin, crate = "crate")]
+#[differentiable(builtin, crate = "crate", rule)]
 fn transpose(x: &Tensor, d0: usize, d1: usize) -> Result<Tensor> {
     // A 0-dim tensor has no dims to swap (`d0 == d1 == 0`): the view keeps its layout.
     let layout = if x.ndim() == 0 {
@@ -55,7 +55,7 @@ fn transpose_backward(grad: &Tensor, d0: usize, d1: usize) -> Result<Tensor> {
 }
 
 /// `dims` is a validated permutation.
-#[differentiable(builtin, crate = "crate")]
+#[differentiable(builtin, crate = "crate", rule = permute_dims)]
 fn permute(x: &Tensor, dims: Dims) -> Result<Tensor> {
     Ok(x.alias_with_layout(x.layout().permute(&dims)))
 }
@@ -69,7 +69,7 @@ fn permute_backward(grad: &Tensor, dims: &Dims) -> Result<Tensor> {
     grad.permute(&inverse)
 }
 
-#[differentiable(builtin, crate = "crate")]
+#[differentiable(builtin, crate = "crate", rule)]
 fn expand(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
     Ok(x.alias_with_layout(x.layout().expand(shape)?))
 }
@@ -80,7 +80,7 @@ fn expand_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
 }
 
 /// `narrow`, PyTorch's `SliceBackward0`.
-#[differentiable(builtin, crate = "crate", name = "SliceBackward0")]
+#[differentiable(builtin, crate = "crate", name = "SliceBackward0", rule)]
 fn narrow(x: &Tensor, dim: usize, start: usize, len: usize) -> Result<Tensor> {
     x.narrow_view(dim, start, len)
 }
@@ -183,7 +183,7 @@ fn cat_backward(
 }
 
 /// PyTorch's `clone()`, `CloneBackward0`.
-#[differentiable(builtin, crate = "crate", name = "CloneBackward0")]
+#[differentiable(builtin, crate = "crate", name = "CloneBackward0", rule)]
 fn copy(x: &Tensor) -> Result<Tensor> {
     x.contiguous_data_owned()
 }
@@ -194,7 +194,7 @@ fn copy_backward(grad: &Tensor) -> Tensor {
 }
 
 /// `to(dtype)`, PyTorch's `ToCopyBackward0`.
-#[differentiable(builtin, crate = "crate", name = "ToCopyBackward0")]
+#[differentiable(builtin, crate = "crate", name = "ToCopyBackward0", rule)]
 fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
     backend::of_tensor(x)?.to_dtype(x, dtype)
 }
@@ -668,47 +668,17 @@ impl Tensor {
 
 // ----- derivative rules for `#[differentiable(derive)]` (see `derivative_rules.rs`) -------------
 
-/// Each rule reuses the op's own gradient formula above; a view's rule reads at most its
-/// input's shape.
+/// The rules of the view methods that are not an op's declaration: `permute` takes its dims as
+/// written (the op's rule, `permute_dims`, takes them validated), `broadcast_to` is `expand`,
+/// and `contiguous` is a copy.
 #[doc(hidden)]
 #[allow(non_upper_case_globals, clippy::type_complexity)]
 impl super::DerivativeRules {
-    pub const reshape: Rule<fn(&Tensor, &Tensor, &Tensor, &[usize]) -> Result<Tensor>> = Rule {
-        reads: Reads::OPERAND_SHAPE,
-        apply: |grad, x, _result, _shape| reshape_backward(grad, &InputMetadata::of(x)),
-    };
-    pub const transpose: Rule<fn(&Tensor, &Tensor, &Tensor, usize, usize) -> Result<Tensor>> =
-        Rule {
-            reads: Reads::NOTHING,
-            apply: |grad, _x, _result, d0, d1| transpose_backward(grad, d0, d1),
-        };
     pub const permute: Rule<fn(&Tensor, &Tensor, &Tensor, &[usize]) -> Result<Tensor>> = Rule {
-        reads: Reads::NOTHING,
-        apply: |grad, _x, _result, dims| permute_backward(grad, &dims.into()),
-    };
-    pub const expand: Rule<fn(&Tensor, &Tensor, &Tensor, &[usize]) -> Result<Tensor>> = Rule {
-        reads: Reads::OPERAND_SHAPE,
-        apply: |grad, x, _result, _shape| expand_backward(grad, &InputMetadata::of(x)),
+        reads: Self::permute_dims.reads,
+        apply: |grad, x, result, dims| (Self::permute_dims.apply)(grad, x, result, dims.into()),
     };
     pub const broadcast_to: Rule<fn(&Tensor, &Tensor, &Tensor, &[usize]) -> Result<Tensor>> =
         Self::expand;
-    pub const narrow: Rule<fn(&Tensor, &Tensor, &Tensor, usize, usize, usize) -> Result<Tensor>> =
-        Rule {
-            reads: Reads::OPERAND_SHAPE,
-            apply: |grad, x, _result, dim, start, _len| {
-                narrow_backward(grad, &InputMetadata::of(x), dim, start)
-            },
-        };
-    pub const contiguous: Rule<Unary> = Rule {
-        reads: Reads::NOTHING,
-        apply: |grad, _x, _result| Ok(copy_backward(grad)),
-    };
-    pub const copy: Rule<Unary> = Rule {
-        reads: Reads::NOTHING,
-        apply: |grad, _x, _result| Ok(copy_backward(grad)),
-    };
-    pub const to_dtype: Rule<UnaryWith<DType>> = Rule {
-        reads: Reads::OPERAND_SHAPE,
-        apply: |grad, x, _result, _dtype| to_dtype_backward(grad, &InputMetadata::of(x)),
-    };
+    pub const contiguous: Rule<Unary> = Self::copy;
 }

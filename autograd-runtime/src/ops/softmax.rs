@@ -3,13 +3,12 @@
 
 use autograd_macros::{backward, differentiable};
 
-use super::derivative_rules::{Reads, Rule, UnaryWith};
 use crate::backend;
 use crate::tensor::layout::wrap_dim;
 use crate::{Result, Tensor};
 
 /// `dim` is wrapped.
-#[differentiable(builtin, crate = "crate")]
+#[differentiable(builtin, crate = "crate", rule)]
 fn softmax(x: &Tensor, dim: usize) -> Result<Tensor> {
     backend::of_tensor(x)?.softmax(x, dim, false)
 }
@@ -22,7 +21,7 @@ fn softmax_backward(grad: &Tensor, result: &Tensor, dim: usize) -> Result<Tensor
 }
 
 /// `dim` is wrapped.
-#[differentiable(builtin, crate = "crate")]
+#[differentiable(builtin, crate = "crate", rule)]
 fn log_softmax(x: &Tensor, dim: usize) -> Result<Tensor> {
     backend::of_tensor(x)?.softmax(x, dim, true)
 }
@@ -73,19 +72,4 @@ impl Tensor {
         let dim = wrap_dim(dim as isize, self.ndim())?.min(self.ndim().saturating_sub(1));
         log_softmax(self, dim)
     }
-}
-
-// ----- derivative rules for `#[differentiable(derive)]` (see `derivative_rules.rs`) -------------
-
-#[doc(hidden)]
-#[allow(non_upper_case_globals)]
-impl super::DerivativeRules {
-    pub const softmax: Rule<UnaryWith<usize>> = Rule {
-        reads: Reads::RESULT,
-        apply: |grad, _x, result, dim| softmax_backward(grad, result, dim),
-    };
-    pub const log_softmax: Rule<UnaryWith<usize>> = Rule {
-        reads: Reads::RESULT,
-        apply: |grad, _x, result, dim| log_softmax_backward(grad, result, dim),
-    };
 }

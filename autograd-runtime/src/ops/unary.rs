@@ -3,7 +3,6 @@
 
 use autograd_macros::{backward, differentiable};
 
-use super::derivative_rules::{Reads, Rule, Unary, UnaryWith};
 use super::records;
 use crate::backend::{self, BinaryOp, FusedOp, UnaryOp};
 use crate::{Result, Tensor};
@@ -30,6 +29,36 @@ impl Tensor {
         backend.fused(op, self, saved)
     }
 
+    /// The backward of a `#[backward(op, fused = kernel)]` declaration (`self` the incoming
+    /// gradient, `saved` the one tensor the backward names): the fused kernel, unless the
+    /// formula is recorded (a `create_graph` pass where an input of the formula requires grad)
+    /// or the kernel does not cover the call; then `formula`, the backward's body written in
+    /// differentiable ops.
+    ///
+    /// The inputs of the formula are the gradient and `saved`, except for the masks (`relu`,
+    /// `abs`), whose formula multiplies by a function of `saved` that is not differentiable.
+    /// `x^0`'s gradient is zeros (PyTorch's `pow_backward`), which the kernel does not give at
+    /// `x = 0`.
+    #[inline]
+    pub(crate) fn fused_or(
+        &self,
+        op: FusedOp,
+        saved: &Tensor,
+        formula: impl FnOnce() -> Result<Tensor>,
+    ) -> Result<Tensor> {
+        let covers = !matches!(op, FusedOp::Pow { exponent } if exponent == 0.0);
+        let recorded = if matches!(op, FusedOp::Relu | FusedOp::Abs) {
+            records(&[self])
+        } else {
+            records(&[self, saved])
+        };
+        if covers && !recorded {
+            self.fused_kernel(op, saved)
+        } else {
+            formula()
+        }
+    }
+
     /// Whether any element is NaN (anomaly mode).
     pub(crate) fn has_nan(&self) -> Result<bool> {
         backend::of_tensor(self)?.has_nan(self)
@@ -39,7 +68,7 @@ impl Tensor {
 // ----- the ops: a kernel and a formula each -----------------------------------------------------
 
 /// d eˣ = eˣ: saves the result.
-#[differentiable(builtin, crate = "crate")]
+#[differentiable(builtin, crate = "crate", rule)]
 fn exp(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Exp)
 }
@@ -50,7 +79,7 @@ fn exp_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
 }
 
 /// d log x = 1/x.
-#[differentiable(builtin, crate = "crate")]
+#[differentiable(builtin, crate = "crate", rule)]
 fn log(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Log)
 }
@@ -61,111 +90,83 @@ fn log_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
 }
 
 /// d sin x = cos x.
-#[differentiable(builtin, crate = "crate")]
+#[differentiable(builtin, crate = "crate", rule)]
 fn sin(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Sin)
 }
 
-#[backward(sin)]
+#[backward(sin, fused = FusedOp::Sin)]
 fn sin_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
-    if records(&[grad, x]) {
-        grad.mul(&x.cos()?)
-    } else {
-        grad.fused_kernel(FusedOp::Sin, x)
-    }
+    grad.mul(&x.cos()?)
 }
 
 /// d cos x = -sin x.
-#[differentiable(builtin, crate = "crate")]
+#[differentiable(builtin, crate = "crate", rule)]
 fn cos(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Cos)
 }
 
-#[backward(cos)]
+#[backward(cos, fused = FusedOp::Cos)]
 fn cos_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
-    if records(&[grad, x]) {
-        grad.mul(&x.sin()?)?.neg()
-    } else {
-        grad.fused_kernel(FusedOp::Cos, x)
-    }
+    grad.mul(&x.sin()?)?.neg()
 }
 
 /// d tanh x = 1 - tanh² x: saves the result.
-#[differentiable(builtin, crate = "crate")]
+#[differentiable(builtin, crate = "crate", rule)]
 fn tanh(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Tanh)
 }
 
-#[backward(tanh)]
+#[backward(tanh, fused = FusedOp::Tanh)]
 fn tanh_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
-    if records(&[grad, result]) {
-        grad.mul(&result.mul(result)?.rsub_scalar(1.0)?)
-    } else {
-        grad.fused_kernel(FusedOp::Tanh, result)
-    }
+    grad.mul(&result.mul(result)?.rsub_scalar(1.0)?)
 }
 
 /// d σ(x) = σ(x)(1 - σ(x)): saves the result.
-#[differentiable(builtin, crate = "crate")]
+#[differentiable(builtin, crate = "crate", rule)]
 fn sigmoid(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Sigmoid)
 }
 
-#[backward(sigmoid)]
+#[backward(sigmoid, fused = FusedOp::Sigmoid)]
 fn sigmoid_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
-    if records(&[grad, result]) {
-        grad.mul(&result.mul(&result.rsub_scalar(1.0)?)?)
-    } else {
-        grad.fused_kernel(FusedOp::Sigmoid, result)
-    }
+    grad.mul(&result.mul(&result.rsub_scalar(1.0)?)?)
 }
 
 /// The gradient flows where the result is positive.
-#[differentiable(builtin, crate = "crate")]
+#[differentiable(builtin, crate = "crate", rule)]
 fn relu(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Relu)
 }
 
-#[backward(relu)]
+#[backward(relu, fused = FusedOp::Relu)]
 fn relu_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
-    if records(&[grad]) {
-        grad.mul(&result.unary_kernel(UnaryOp::PositiveMask)?)
-    } else {
-        grad.fused_kernel(FusedOp::Relu, result)
-    }
+    grad.mul(&result.unary_kernel(UnaryOp::PositiveMask)?)
 }
 
 /// d √x = 1 / (2√x): saves the result.
-#[differentiable(builtin, crate = "crate")]
+#[differentiable(builtin, crate = "crate", rule)]
 fn sqrt(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Sqrt)
 }
 
-#[backward(sqrt)]
+#[backward(sqrt, fused = FusedOp::Sqrt)]
 fn sqrt_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
-    if records(&[grad, result]) {
-        grad.div(&result.mul_scalar(2.0)?)
-    } else {
-        grad.fused_kernel(FusedOp::Sqrt, result)
-    }
+    grad.div(&result.mul_scalar(2.0)?)
 }
 
 /// d |x| = sign x.
-#[differentiable(builtin, crate = "crate")]
+#[differentiable(builtin, crate = "crate", rule)]
 fn abs(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Abs)
 }
 
-#[backward(abs)]
+#[backward(abs, fused = FusedOp::Abs)]
 fn abs_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
-    if records(&[grad]) {
-        grad.mul(&x.unary_kernel(UnaryOp::Sign)?)
-    } else {
-        grad.fused_kernel(FusedOp::Abs, x)
-    }
+    grad.mul(&x.unary_kernel(UnaryOp::Sign)?)
 }
 
-#[differentiable(builtin, crate = "crate")]
+#[differentiable(builtin, crate = "crate", rule)]
 fn neg(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Neg)
 }
@@ -175,19 +176,17 @@ fn neg_backward(grad: &Tensor) -> Result<Tensor> {
     grad.neg()
 }
 
-#[differentiable(builtin, crate = "crate")]
+#[differentiable(builtin, crate = "crate", rule)]
 fn pow(x: &Tensor, exponent: f64) -> Result<Tensor> {
     backend::of_tensor(x)?.pow_scalar(x, exponent)
 }
 
-#[backward(pow)]
+#[backward(pow, fused = FusedOp::Pow { exponent })]
 fn pow_backward(grad: &Tensor, x: &Tensor, exponent: f64) -> Result<Tensor> {
     if exponent == 0.0 {
         grad.zeros_like()
-    } else if records(&[grad, x]) {
-        grad.mul(&x.pow(exponent - 1.0)?.mul_scalar(exponent)?)
     } else {
-        grad.fused_kernel(FusedOp::Pow { exponent }, x)
+        grad.mul(&x.pow(exponent - 1.0)?.mul_scalar(exponent)?)
     }
 }
 
@@ -395,56 +394,4 @@ impl Tensor {
     pub fn pow(&self, exponent: f64) -> Result<Tensor> {
         pow(self, exponent)
     }
-}
-
-// ----- derivative rules for `#[differentiable(derive)]` (see `derivative_rules.rs`) -------------
-
-/// Each rule reuses the op's own gradient formula above.
-#[doc(hidden)]
-#[allow(non_upper_case_globals)]
-impl super::DerivativeRules {
-    pub const exp: Rule<Unary> = Rule {
-        reads: Reads::RESULT,
-        apply: |grad, _x, result| exp_backward(grad, result),
-    };
-    pub const log: Rule<Unary> = Rule {
-        reads: Reads::OPERAND,
-        apply: |grad, x, _result| log_backward(grad, x),
-    };
-    pub const sin: Rule<Unary> = Rule {
-        reads: Reads::OPERAND,
-        apply: |grad, x, _result| sin_backward(grad, x),
-    };
-    pub const cos: Rule<Unary> = Rule {
-        reads: Reads::OPERAND,
-        apply: |grad, x, _result| cos_backward(grad, x),
-    };
-    pub const tanh: Rule<Unary> = Rule {
-        reads: Reads::RESULT,
-        apply: |grad, _x, result| tanh_backward(grad, result),
-    };
-    pub const sigmoid: Rule<Unary> = Rule {
-        reads: Reads::RESULT,
-        apply: |grad, _x, result| sigmoid_backward(grad, result),
-    };
-    pub const relu: Rule<Unary> = Rule {
-        reads: Reads::RESULT,
-        apply: |grad, _x, result| relu_backward(grad, result),
-    };
-    pub const sqrt: Rule<Unary> = Rule {
-        reads: Reads::RESULT,
-        apply: |grad, _x, result| sqrt_backward(grad, result),
-    };
-    pub const abs: Rule<Unary> = Rule {
-        reads: Reads::OPERAND,
-        apply: |grad, x, _result| abs_backward(grad, x),
-    };
-    pub const neg: Rule<Unary> = Rule {
-        reads: Reads::NOTHING,
-        apply: |grad, _x, _result| neg_backward(grad),
-    };
-    pub const pow: Rule<UnaryWith<f64>> = Rule {
-        reads: Reads::OPERAND,
-        apply: |grad, x, _result, exponent| pow_backward(grad, x, exponent),
-    };
 }

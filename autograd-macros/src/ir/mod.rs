@@ -1,6 +1,6 @@
 //! Typed IR of a forward (`DiffFn`) and of a backward (`BackwardFn`), lowered from `syn` with
 //! the syntactic rules of the DSL. Cross-cutting rules (backward against forward, options against
-//! parameters) live in `valid.rs`.
+//! parameters) live in `valid/`.
 
 use proc_macro2::Span;
 use quote::ToTokens;

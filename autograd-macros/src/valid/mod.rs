@@ -84,6 +84,22 @@ pub(crate) fn check_forward(cx: &Ctxt, args: &DiffArgs, fwd: &DiffFn<'_>) {
             }
         }
     }
+    if let Some(rule) = &args.rule {
+        if !args.builtin() {
+            cx.error_at(
+                rule.keyword,
+                "`rule` is for the runtime's `builtin` ops; a user function gets its derivative rule without it",
+            );
+        } else if !crate::expand::rule::fits(args, fwd) {
+            cx.error_at(
+                rule.keyword,
+                format!(
+                    "`rule` needs `{}` to take `&Tensor` inputs and attributes and return one tensor, without `save`, `dirty`, `non_differentiable` or `once_differentiable`",
+                    fwd.name()
+                ),
+            );
+        }
+    }
     if let Some(dirty) = &args.dirty {
         if !fwd.output.fallible && cx.is_ok() {
             cx.error_at(
