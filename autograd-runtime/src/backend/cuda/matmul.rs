@@ -7,13 +7,16 @@
 //! cuBLAS cannot describe (a batch with irregular strides, a non-unit inner stride) is first
 //! made contiguous.
 
-use cudarc::cublas::result::{dgemm_strided_batched, sgemm_strided_batched};
+use cudarc::cublas::result::CublasError;
 use cudarc::cublas::sys::cublasOperation_t;
 
-use super::{dev_of, device_buffer, wrap, Cuda, CudaDevice, DeviceBuffer};
+use super::buffer::{map_dtype, DTypeMap, DeviceBuffer, DeviceElement, GemmCall};
+use super::device::CudaDevice;
+use super::launch::{dev_of, device_buffer, wrap};
+use super::Cuda;
 use crate::backend::{broadcast_shapes, Backend};
 use crate::tensor::layout::Layout;
-use crate::{DType, Error, Result, Tensor};
+use crate::{Error, Result, Tensor};
 
 /// How cuBLAS reads one operand of `rows × cols` matrices.
 struct Operand {
@@ -160,61 +163,47 @@ fn gemm(
         lhs.batch_stride as i64,
         (m * n) as i64,
     );
-    // SAFETY: the pointers address live device buffers of this device (held by the storage
-    // guards above and by `out`), offset to the operands' first elements; `Operand` checked
-    // that each layout is a (possibly transposed) strided matrix batch with these leading
-    // dimensions and batch strides, so cuBLAS reads only elements of the operands, and `out`
-    // holds `count * m * n` elements. The handle is used under its lock, on this device's
-    // stream (set when it was created).
-    let result = unsafe {
-        match lhs.tensor.dtype() {
-            DType::F32 => sgemm_strided_batched(
-                handle,
-                ta,
-                tb,
-                mi,
-                ni,
-                ki,
-                &1.0f32,
-                b_ptr as *const f32,
-                lda,
-                sa,
-                a_ptr as *const f32,
-                ldb,
-                sb,
-                &0.0f32,
-                c_ptr as *mut f32,
-                ldc,
-                sc,
-                count as i32,
-            ),
-            DType::F64 => dgemm_strided_batched(
-                handle,
-                ta,
-                tb,
-                mi,
-                ni,
-                ki,
-                &1.0f64,
-                b_ptr as *const f64,
-                lda,
-                sa,
-                a_ptr as *const f64,
-                ldb,
-                sb,
-                &0.0f64,
-                c_ptr as *mut f64,
-                ldc,
-                sc,
-                count as i32,
-            ),
-        }
+    let call = GemmCall {
+        handle,
+        transa: ta,
+        transb: tb,
+        m: mi,
+        n: ni,
+        k: ki,
+        a: b_ptr,
+        lda,
+        stride_a: sa,
+        b: a_ptr,
+        ldb,
+        stride_b: sb,
+        c: c_ptr,
+        ldc,
+        stride_c: sc,
+        batch: count as i32,
     };
+    let result = map_dtype(lhs.tensor.dtype(), Gemm(&call));
     result.map_err(|e| Error::Device {
         device: dev.device(),
         op: "matmul",
         message: format!("cuBLAS failed: {e:?}"),
     })
+}
+
+/// One `?gemmStridedBatched` call, at the operands' element type.
+struct Gemm<'a>(&'a GemmCall);
+
+impl DTypeMap for Gemm<'_> {
+    type Output = std::result::Result<(), CublasError>;
+
+    fn f<T: DeviceElement>(self) -> Self::Output {
+        // SAFETY: `gemm` built the call from live device buffers of this device (held by the
+        // storage guards and by `out`), offset to the operands' first elements; `Operand`
+        // checked that each layout is a (possibly transposed) strided matrix batch with these
+        // leading dimensions and batch strides, so cuBLAS reads only elements of the operands,
+        // and `out` holds `count * m * n` elements, all of the operands' dtype `T`. The handle
+        // is used under its lock, on this device's stream (set when it was created).
+        unsafe { T::gemm(self.0) }
+    }
 }
 
 #[cfg(test)]
