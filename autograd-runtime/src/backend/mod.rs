@@ -1,5 +1,6 @@
 //! The backend seam: ops say *what* to compute, a [`Backend`] chosen by the tensor's device says
-//! *how*. `cpu` runs on host memory (also for `Device::Virtual`); a CUDA backend adds itself here.
+//! *how*. `cpu` runs on host memory (also for `Device::Virtual`); `cuda` runs on CUDA device
+//! memory (the `cuda` feature).
 //!
 //! See `README.md` beside this file for the contract every backend keeps.
 

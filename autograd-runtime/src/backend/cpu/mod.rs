@@ -18,6 +18,7 @@ pub(crate) mod buffer_cache;
 mod dense;
 mod dispatch;
 mod elementwise;
+mod formulas;
 mod gather;
 mod matmul;
 mod movement;

@@ -1,9 +1,8 @@
 //! Helpers shared by the CPU kernel unit tests, and the unit tests of `matmul` (in `matmul.rs`,
 //! re-exported by this module).
 
-use ndarray::{s, ArrayD, ArrayViewD, IxDyn};
+use ndarray::{s, ArrayD, ArrayViewD, IxDyn, Zip};
 
-use super::reduce::max_abs_diff;
 use super::*;
 
 /// A standard-layout f64 array of `shape` holding `data`.
@@ -44,12 +43,53 @@ pub(super) fn check(a: &ArrayD<f64>, shape: &[usize], expected: &[f64]) {
     assert_eq!(a.len(), expected.len());
 }
 
+/// `max |a - b|` over two arrays of the same shape: 0 when empty, NaN if any difference is NaN.
+///
+/// # Panics
+///
+/// If the shapes differ.
+pub(super) fn max_abs_diff<T: Element>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> T {
+    assert_eq!(a.shape(), b.shape(), "max_abs_diff: shapes differ");
+    let step = |m: T, x: T, y: T| {
+        let d = (x - y).abs();
+        if d > m || d.is_nan() {
+            d
+        } else {
+            m
+        }
+    };
+    match (a.as_slice(), b.as_slice()) {
+        (Some(x), Some(y)) => x.iter().zip(y).fold(T::zero(), |m, (&x, &y)| step(m, x, y)),
+        _ => Zip::from(&a)
+            .and(&b)
+            .fold(T::zero(), |m, &x, &y| step(m, x, y)),
+    }
+}
+
 /// Asserts two arrays of the same shape agree within `tol`.
 #[track_caller]
 pub(super) fn assert_close(a: &ArrayD<f64>, b: &ArrayD<f64>, tol: f64) {
     assert_eq!(a.shape(), b.shape());
     let d = max_abs_diff(a.view(), b.view());
     assert!(d <= tol, "max |a - b| = {d}\n{a:?}\n{b:?}");
+}
+
+#[test]
+fn max_abs_diff_reads_any_layout_and_propagates_nan() {
+    let a = range(&[2, 3]);
+    let b = arr(&[2, 3], &[0.0, 1.5, 2.0, 3.0, 3.0, 5.0]);
+    assert_eq!(max_abs_diff(a.view(), b.view()), 1.0);
+    assert_eq!(max_abs_diff(a.t(), b.t()), 1.0);
+    assert_eq!(max_abs_diff(a.t(), b.view().reversed_axes()), 1.0);
+    assert_eq!(
+        max_abs_diff(arr(&[0], &[]).view(), arr(&[0], &[]).view()),
+        0.0
+    );
+    assert!(max_abs_diff(
+        arr(&[2], &[f64::NAN, 0.0]).view(),
+        arr(&[2], &[0.0, 5.0]).view()
+    )
+    .is_nan());
 }
 
 // --- matmul ----------------------------------------------------------------------------------

@@ -8,7 +8,7 @@
 
 use std::mem::MaybeUninit;
 
-use super::elementwise::{with_binary_fn, with_unary_fn};
+use super::formulas::{with_binary_fn, with_unary_fn};
 use super::parallel::{collect_chunks, for_chunks_mut};
 use super::vmath::{self, MathFn, VMath};
 use crate::backend::op::{BinaryOp, FusedOp, UnaryOp};
