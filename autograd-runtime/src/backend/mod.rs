@@ -4,6 +4,7 @@
 //!
 //! See `README.md` beside this file for the contract every backend keeps.
 
+mod buffer;
 pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
@@ -11,6 +12,7 @@ mod op;
 
 use std::fmt;
 
+pub use buffer::{Buffer, ElemVec};
 pub(crate) use cpu::{broadcast_shapes, BroadcastError};
 pub(crate) use op::{BinaryOp, FusedOp, UnaryOp};
 

@@ -92,6 +92,76 @@ fn max_abs_diff_reads_any_layout_and_propagates_nan() {
     .is_nan());
 }
 
+// --- kernels on buffers ------------------------------------------------------------------------
+
+/// A host buffer of `f64`s.
+fn buffer(data: &[f64]) -> crate::backend::Buffer {
+    crate::backend::Buffer::host::<f64>(crate::backend::ElemVec::from_slice(data))
+}
+
+#[test]
+fn kernels_run_on_plain_buffers_through_any_layout() -> crate::Result<()> {
+    use crate::layout::Layout;
+    let a = buffer(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let la = Layout::contiguous(&[2, 3]);
+    let row = buffer(&[10.0, 20.0, 30.0]);
+    let (sum, shape) = dispatch::binary(BinaryOp::Add, &a, &la, &row, &Layout::contiguous(&[3]))?;
+    assert_eq!(&shape[..], &[2, 3]);
+    assert_eq!(
+        sum.as_slice::<f64>(),
+        Some(&[11.0, 22.0, 33.0, 14.0, 25.0, 36.0][..])
+    );
+    // The transpose is a layout over the same buffer: no tensor, no copy until the kernel.
+    let lt = la.transpose(0, 1);
+    let (t, shape) = dispatch::contiguous(&a, &lt);
+    assert_eq!(&shape[..], &[3, 2]);
+    assert_eq!(
+        t.as_slice::<f64>(),
+        Some(&[1.0, 4.0, 2.0, 5.0, 3.0, 6.0][..])
+    );
+    let (rows, shape) = dispatch::sum_dims(&a, &la, &[1], false);
+    assert_eq!(
+        (&shape[..], rows.as_slice::<f64>()),
+        (&[2][..], Some(&[6.0, 15.0][..]))
+    );
+    let (y, _) = dispatch::unary(UnaryOp::Square, &a, &lt.narrow(0, 1, 2));
+    assert_eq!(y.as_slice::<f64>(), Some(&[4.0, 25.0, 9.0, 36.0][..]));
+    Ok(())
+}
+
+#[test]
+fn in_place_kernels_write_through_the_target_layout_only() -> crate::Result<()> {
+    use crate::layout::Layout;
+    let mut d = buffer(&[0.0; 6]);
+    let full = Layout::contiguous(&[2, 3]);
+    dispatch::fill(&mut d, &full.narrow(1, 1, 2), 1.0);
+    assert_eq!(
+        d.as_slice::<f64>(),
+        Some(&[0.0, 1.0, 1.0, 0.0, 1.0, 1.0][..])
+    );
+    let col = buffer(&[2.0, 3.0]);
+    dispatch::binary_inplace(
+        BinaryOp::Add,
+        (&mut d, &full),
+        (&col, &Layout::contiguous(&[2, 1])),
+    )?;
+    assert_eq!(
+        d.as_slice::<f64>(),
+        Some(&[2.0, 3.0, 3.0, 3.0, 4.0, 4.0][..])
+    );
+    let f32s = crate::backend::Buffer::host::<f32>(crate::backend::ElemVec::from_slice(&[1.0]));
+    let err = dispatch::copy_into(
+        (&mut d, &full),
+        (&f32s, &Layout::contiguous(&[]).expand(&[2, 3])?),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, crate::Error::DTypeMismatch { op: "copy", .. }),
+        "{err}"
+    );
+    Ok(())
+}
+
 // --- matmul ----------------------------------------------------------------------------------
 
 /// Naive `a @ b` for 2-D views.

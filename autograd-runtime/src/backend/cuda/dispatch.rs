@@ -12,7 +12,7 @@ use super::launch::{
 use super::transfer::{download, upload};
 use super::{index, matmul};
 use crate::backend::{broadcast_shapes, Backend, BinaryOp, FusedOp, UnaryOp};
-use crate::tensor::layout::Layout;
+use crate::layout::Layout;
 use crate::{DType, Device, Result, Tensor};
 
 /// The CUDA kernels. Stateless: each call finds its device's state from its tensors' device.

@@ -7,7 +7,7 @@ use super::buffer::DeviceBuffer;
 use super::device::CudaDevice;
 use super::kernels;
 use super::launch::{dense, dev_of, device_buffer, launch, layout_of, split_at_dim, wrap, Arg};
-use crate::tensor::layout::Layout;
+use crate::layout::Layout;
 use crate::{Result, Tensor};
 
 /// Uploads `index` to `dev` as `u64`s.

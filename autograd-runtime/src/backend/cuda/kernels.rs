@@ -7,7 +7,7 @@ use cudarc::driver::DeviceRepr;
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
 use crate::backend::{BinaryOp, FusedOp, UnaryOp};
-use crate::tensor::layout::Layout;
+use crate::layout::Layout;
 use crate::DType;
 
 /// The CUDA C++ source of every kernel.

@@ -8,8 +8,8 @@ use super::device::{device, CudaDevice};
 use super::kernels::{self, KernelLayout, BLOCK};
 use super::Cuda;
 use crate::backend::Backend;
-use crate::tensor::layout::Layout;
-use crate::tensor::storage::Buffer;
+use crate::backend::Buffer;
+use crate::layout::Layout;
 use crate::{DType, Device, Error, Result, Tensor};
 
 /// A kernel argument.

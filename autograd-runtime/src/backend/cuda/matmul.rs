@@ -15,7 +15,7 @@ use super::device::CudaDevice;
 use super::launch::{dev_of, device_buffer, wrap};
 use super::Cuda;
 use crate::backend::{broadcast_shapes, Backend};
-use crate::tensor::layout::Layout;
+use crate::layout::Layout;
 use crate::{Error, Result, Tensor};
 
 /// How cuBLAS reads one operand of `rows × cols` matrices.

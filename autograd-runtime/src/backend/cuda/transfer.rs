@@ -7,7 +7,7 @@ use super::buffer::{map_dtype, DTypeMap, DeviceBuffer, DeviceElement, SliceMap};
 use super::device::{device, CudaDevice};
 use super::kernels::{self, KernelLayout};
 use super::launch::{dense, dev_of, device_buffer, launch, too_many_dims, wrap, Arg};
-use crate::tensor::storage::Buffer;
+use crate::backend::Buffer;
 use crate::{DType, Device, Result, Tensor};
 
 /// [`upload`] for one element type.
@@ -69,7 +69,7 @@ impl SliceMap for Download<'_> {
 
     fn f<T: DeviceElement>(self, s: &CudaSlice<T>) -> Result<Buffer> {
         let Download { dev, n } = self;
-        Ok(T::wrap(
+        Ok(Buffer::host(
             dev.stream
                 .clone_dtoh(&s.slice(..n.max(1)))
                 .map_err(|e| dev.error("to", e))?

@@ -7,7 +7,7 @@ use super::formulas::{with_binary_fn, with_unary_fn};
 use super::vmath::VMath;
 use super::{buffer_cache, first, from_vec, same_shape, zeros_array};
 use crate::backend::op::{BinaryOp, UnaryOp};
-use crate::tensor::dtype::Element;
+use crate::Element;
 
 // ---------------------------------------------------------------------------------------------
 // Unary element-wise ops

@@ -6,7 +6,7 @@ use ndarray::{ArrayD, ArrayView1, ArrayViewD, Axis, CowArray, IxDyn};
 use super::parallel::{for_chunks_of_mut, map_chunks, GRAIN};
 use super::vmath::{self, MathFn, VMath};
 use super::{buffer_cache, from_vec, same_shape, split_dims, standard, std_slice, to_contiguous};
-use crate::tensor::dtype::Element;
+use crate::Element;
 
 /// `shape` with `dim` set to 1 (`keepdim`) or removed. A 0-dim shape stays 0-dim (PyTorch
 /// reduces a scalar over its dim 0 to a scalar).
