@@ -1,18 +1,19 @@
 //! The tensor layer's one door to the backend: the only module of `tensor/` that names
 //! `crate::backend`, and the only one that takes a storage's lock to run a kernel.
 //!
-//! A backend works on buffers plus layouts and returns buffers ([`cpu`]'s kernels): it never sees
-//! a tensor, a storage or autograd. This adapter takes the locks (once for a storage two operands
-//! share, so `x.mul(&x)` never read-locks twice; a write and a read lock in storage-address order,
-//! so `a (op)= b` and `b (op)= a` on two threads cannot deadlock), checks dtypes and devices,
-//! copies a source that aliases an in-place target, and wraps each result as a new tensor on the
-//! input's device.
+//! A backend works on buffers plus layouts and returns buffers ([`Backend`]): it never sees a
+//! tensor, a storage or autograd. [`Kernels`] is the op layer's handle on the backend of a
+//! tensor's device: each of its methods takes the locks (once for a storage two operands share,
+//! so `x.mul(&x)` never read-locks twice; a write and a read lock in storage-address order, so
+//! `a (op)= b` and `b (op)= a` on two threads cannot deadlock), copies a source that aliases an
+//! in-place target, calls the backend, and wraps the result as a new tensor on the input's
+//! device.
 
 use std::borrow::Cow;
 
+use super::storage::Storage;
 use super::Tensor;
-use crate::backend::cpu::dispatch::{self as cpu, Cpu, Out};
-use crate::backend::{Backend, BinaryOp, FusedOp, UnaryOp};
+use crate::backend::{self, Backend, BinaryOp, FusedOp, Out, UnaryOp};
 use crate::layout::Layout;
 use crate::sync::Arc;
 use crate::{DType, Device, Element, Error, Result};
@@ -32,16 +33,9 @@ fn read<R>(x: &Tensor, f: impl FnOnce(&Buffer, &Layout) -> R) -> R {
     f(&guard, x.layout())
 }
 
-/// Runs `f` on the buffers of `a` and `b` (same dtype and device, else an error naming `op`),
-/// read-locking a storage they share once.
+/// Runs `f` on the buffers of `a` and `b`, read-locking a storage they share once.
 #[inline]
-fn read2<R>(
-    op: &'static str,
-    a: &Tensor,
-    b: &Tensor,
-    f: impl FnOnce(&Buffer, &Buffer) -> Result<R>,
-) -> Result<R> {
-    a.check_same_dtype_device(op, b)?;
+fn read2<R>(a: &Tensor, b: &Tensor, f: impl FnOnce(&Buffer, &Buffer) -> R) -> R {
     let ga = a.0.storage.data.read();
     let gb = if a.shares_storage(b) {
         None
@@ -79,224 +73,266 @@ fn write_read<R>(
     f((&mut wg, dst.layout()), (&rg, src.layout()))
 }
 
-/// A contiguous copy of host tensor `x` on `device`.
-fn contiguous_on(x: &Tensor, device: Device) -> Tensor {
-    wrap(read(x, cpu::contiguous), device)
+/// The backend of `t`'s device, as the op layer calls it.
+#[inline]
+pub(crate) fn of_tensor(t: &Tensor) -> Result<Kernels> {
+    Ok(Kernels(backend::of(t.device())?))
 }
 
-/// `src` itself, or a private contiguous copy when it shares `dst`'s storage (a kernel cannot
-/// read a buffer it is writing).
-fn unshared(dst: &Tensor, src: &Tensor) -> Tensor {
-    if dst.shares_storage(src) {
-        contiguous_on(src, src.device())
-    } else {
-        src.clone()
-    }
+/// The backend of two operands of `op`, which must agree on dtype and device.
+///
+/// # Errors
+///
+/// [`Error::DTypeMismatch`], [`Error::DeviceMismatch`], or the device's own error.
+#[inline]
+pub(crate) fn of_pair(op: &'static str, a: &Tensor, b: &Tensor) -> Result<Kernels> {
+    a.check_same_dtype_device(op, b)?;
+    Ok(Kernels(backend::of(a.device())?))
 }
 
-impl Backend for Cpu {
-    fn unary(&self, op: UnaryOp, x: &Tensor) -> Result<Tensor> {
-        Ok(wrap(read(x, |b, l| cpu::unary(op, b, l)), x.device()))
+/// The kernels of one device, on tensors: the [`Backend`] trait's methods, each taking its
+/// operands' locks and wrapping its result (see the module docs). Every tensor passed lives on
+/// this backend's device; outputs are new, contiguous tensors on the input's device with no
+/// autograd history.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Kernels(&'static dyn Backend);
+
+impl Kernels {
+    /// `src` itself, or a private contiguous copy when it shares `dst`'s storage (a kernel
+    /// cannot read a buffer it is writing).
+    fn unshared(self, dst: &Tensor, src: &Tensor) -> Result<Tensor> {
+        if dst.shares_storage(src) {
+            self.contiguous(src)
+        } else {
+            Ok(src.clone())
+        }
     }
 
-    fn pow_scalar(&self, x: &Tensor, exponent: f64) -> Result<Tensor> {
-        Ok(wrap(
-            read(x, |b, l| cpu::pow_scalar(b, l, exponent)),
-            x.device(),
-        ))
+    /// See [`Backend::unary`].
+    pub(crate) fn unary(self, op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+        Ok(wrap(read(x, |b, l| self.0.unary(op, b, l))?, x.device()))
     }
 
-    fn binary(&self, op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        let out = read2("binary op", a, b, |x, y| {
-            cpu::binary(op, x, a.layout(), y, b.layout())
-        })?;
+    /// See [`Backend::pow_scalar`].
+    pub(crate) fn pow_scalar(self, x: &Tensor, exponent: f64) -> Result<Tensor> {
+        let out = read(x, |b, l| self.0.pow_scalar(b, l, exponent))?;
+        Ok(wrap(out, x.device()))
+    }
+
+    /// See [`Backend::binary`].
+    pub(crate) fn binary(self, op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        a.check_same_dtype_device("binary op", b)?;
+        let out = read2(a, b, |x, y| self.0.binary(op, x, a.layout(), y, b.layout()))?;
         Ok(wrap(out, a.device()))
     }
 
-    fn binary_scalar(
-        &self,
+    /// See [`Backend::binary_scalar`].
+    pub(crate) fn binary_scalar(
+        self,
         op: BinaryOp,
         x: &Tensor,
         s: f64,
         scalar_on_left: bool,
     ) -> Result<Tensor> {
-        Ok(wrap(
-            read(x, |b, l| cpu::binary_scalar(op, b, l, s, scalar_on_left)),
-            x.device(),
-        ))
+        let out = read(x, |b, l| self.0.binary_scalar(op, b, l, s, scalar_on_left))?;
+        Ok(wrap(out, x.device()))
     }
 
-    fn fused(&self, op: FusedOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        let out = read2("fused op", a, b, |x, y| {
-            cpu::fused(op, x, a.layout(), y, b.layout())
-        })?;
+    /// See [`Backend::fused`].
+    pub(crate) fn fused(self, op: FusedOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        a.check_same_dtype_device("fused op", b)?;
+        let out = read2(a, b, |x, y| self.0.fused(op, x, a.layout(), y, b.layout()))?;
         Ok(wrap(out, a.device()))
     }
 
-    fn fused_inplace(&self, op: FusedOp, a: &Tensor, b: &Tensor) -> Result<()> {
-        write_read(a, b, |a, b| cpu::fused_inplace(op, a, b))
+    /// See [`Backend::fused_inplace`]: the caller proves `a` is referenced by nothing else.
+    pub(crate) fn fused_inplace(self, op: FusedOp, a: &Tensor, b: &Tensor) -> Result<()> {
+        write_read(a, b, |a, b| self.0.fused_inplace(op, a, b))
     }
 
-    fn binary_inplace(&self, op: BinaryOp, dst: &Tensor, src: &Tensor) -> Result<()> {
-        let src = unshared(dst, src);
-        write_read(dst, &src, |d, s| cpu::binary_inplace(op, d, s))
+    /// See [`Backend::binary_inplace`]; neither records nor bumps the version. `src` may share
+    /// `dst`'s storage (it is copied first).
+    pub(crate) fn binary_inplace(self, op: BinaryOp, dst: &Tensor, src: &Tensor) -> Result<()> {
+        dst.check_same_dtype_device("in-place op", src)?;
+        let src = self.unshared(dst, src)?;
+        write_read(dst, &src, |d, s| self.0.binary_inplace(op, d, s))
     }
 
-    fn fill(&self, dst: &Tensor, value: f64) -> Result<()> {
+    /// See [`Backend::fill`].
+    pub(crate) fn fill(self, dst: &Tensor, value: f64) -> Result<()> {
         let mut guard = dst.0.storage.data.write();
-        cpu::fill(&mut guard, dst.layout(), value);
-        Ok(())
+        self.0.fill(&mut guard, dst.layout(), value)
     }
 
-    fn copy_into(&self, dst: &Tensor, src: &Tensor) -> Result<()> {
-        let src = unshared(dst, src);
-        write_read(dst, &src, cpu::copy_into)
+    /// See [`Backend::copy_into`]. `src` may share `dst`'s storage (it is copied first).
+    pub(crate) fn copy_into(self, dst: &Tensor, src: &Tensor) -> Result<()> {
+        dst.check_same_dtype_device("copy", src)?;
+        let src = self.unshared(dst, src)?;
+        write_read(dst, &src, |d, s| self.0.copy_into(d, s))
     }
 
-    fn contiguous(&self, x: &Tensor) -> Result<Tensor> {
-        Ok(contiguous_on(x, x.device()))
+    /// See [`Backend::contiguous`].
+    pub(crate) fn contiguous(self, x: &Tensor) -> Result<Tensor> {
+        Ok(wrap(read(x, |b, l| self.0.contiguous(b, l))?, x.device()))
     }
 
-    fn to_dtype(&self, x: &Tensor, dtype: DType) -> Result<Tensor> {
-        Ok(wrap(read(x, |b, l| cpu::to_dtype(b, l, dtype)), x.device()))
+    /// See [`Backend::to_dtype`].
+    pub(crate) fn to_dtype(self, x: &Tensor, dtype: DType) -> Result<Tensor> {
+        Ok(wrap(
+            read(x, |b, l| self.0.to_dtype(b, l, dtype))?,
+            x.device(),
+        ))
     }
 
-    fn to_device(&self, x: &Tensor, device: Device) -> Result<Tensor> {
-        match device {
-            Device::Cpu | Device::Virtual(_) => Ok(contiguous_on(x, device)),
-            Device::Cuda(i) => crate::backend::upload_cuda(x, i),
-        }
+    /// See [`Backend::to_device`]: the copy is tagged `device`.
+    pub(crate) fn to_device(self, x: &Tensor, device: Device) -> Result<Tensor> {
+        Ok(wrap(
+            read(x, |b, l| self.0.to_device(b, l, device))?,
+            device,
+        ))
     }
 
-    fn cat(&self, tensors: &[Tensor], dim: usize) -> Result<Tensor> {
+    /// See [`Backend::cat`].
+    pub(crate) fn cat(self, tensors: &[Tensor], dim: usize) -> Result<Tensor> {
         let first = tensors
             .first()
             .ok_or_else(|| Error::shape("cat", "expected a non-empty list of tensors"))?;
-        // Each part is copied out under its own lock: parts may share a storage.
-        let parts: Vec<(Out, Layout)> = tensors
+        // Each distinct storage is read-locked once (parts may share one), in address order.
+        let mut storages: Vec<&Arc<Storage>> = tensors.iter().map(|t| &t.0.storage).collect();
+        storages.sort_by_key(|s| Arc::as_ptr(s));
+        storages.dedup_by(|a, b| Arc::ptr_eq(a, b));
+        let guards: Vec<_> = storages.iter().map(|s| s.data.read()).collect();
+        let parts: Vec<(&Buffer, &Layout)> = tensors
             .iter()
             .map(|t| {
-                let out = read(t, cpu::contiguous);
-                let layout = Layout::contiguous(&out.1);
-                (out, layout)
+                let i = storages
+                    .iter()
+                    .position(|s| Arc::ptr_eq(s, &t.0.storage))
+                    .expect("invariant: every part's storage was collected");
+                (&*guards[i], t.layout())
             })
             .collect();
-        let refs: Vec<(&Buffer, &Layout)> = parts.iter().map(|((b, _), l)| (b, l)).collect();
-        Ok(wrap(cpu::cat(&refs, dim)?, first.device()))
+        Ok(wrap(self.0.cat(&parts, dim)?, first.device()))
     }
 
-    fn sum_all(&self, x: &Tensor) -> Result<Tensor> {
-        Ok(wrap(read(x, cpu::sum_all), x.device()))
+    /// See [`Backend::sum_all`].
+    pub(crate) fn sum_all(self, x: &Tensor) -> Result<Tensor> {
+        Ok(wrap(read(x, |b, l| self.0.sum_all(b, l))?, x.device()))
     }
 
-    fn sum_dims(&self, x: &Tensor, axes: &[usize], keepdim: bool) -> Result<Tensor> {
+    /// See [`Backend::sum_dims`].
+    pub(crate) fn sum_dims(self, x: &Tensor, axes: &[usize], keepdim: bool) -> Result<Tensor> {
+        let out = read(x, |b, l| self.0.sum_dims(b, l, axes, keepdim))?;
+        Ok(wrap(out, x.device()))
+    }
+
+    /// See [`Backend::sum_to`].
+    pub(crate) fn sum_to(self, x: &Tensor, shape: &[usize]) -> Result<Tensor> {
         Ok(wrap(
-            read(x, |b, l| cpu::sum_dims(b, l, axes, keepdim)),
+            read(x, |b, l| self.0.sum_to(b, l, shape))?,
             x.device(),
         ))
     }
 
-    fn sum_to(&self, x: &Tensor, shape: &[usize]) -> Result<Tensor> {
-        Ok(wrap(read(x, |b, l| cpu::sum_to(b, l, shape)), x.device()))
+    /// See [`Backend::softmax`].
+    pub(crate) fn softmax(self, x: &Tensor, dim: usize, log: bool) -> Result<Tensor> {
+        let out = read(x, |b, l| self.0.softmax(b, l, dim, log))?;
+        Ok(wrap(out, x.device()))
     }
 
-    fn softmax(&self, x: &Tensor, dim: usize, log: bool) -> Result<Tensor> {
-        Ok(wrap(
-            read(x, |b, l| cpu::softmax(b, l, dim, log)),
-            x.device(),
-        ))
-    }
-
-    fn argmax(&self, x: &Tensor, dim: usize) -> Result<Vec<usize>> {
-        Ok(read(x, |b, l| cpu::argmax(b, l, dim)))
-    }
-
-    fn max_dim(&self, x: &Tensor, dim: usize) -> Result<(Tensor, Vec<usize>)> {
-        let (values, index) = read(x, |b, l| cpu::max_dim(b, l, dim));
+    /// See [`Backend::max_dim`].
+    pub(crate) fn max_dim(self, x: &Tensor, dim: usize) -> Result<(Tensor, Vec<usize>)> {
+        let (values, index) = read(x, |b, l| self.0.max_dim(b, l, dim))?;
         Ok((wrap(values, x.device()), index))
     }
 
-    fn has_nan(&self, x: &Tensor) -> Result<bool> {
-        Ok(read(x, cpu::has_nan))
+    /// See [`Backend::has_nan`].
+    pub(crate) fn has_nan(self, x: &Tensor) -> Result<bool> {
+        read(x, |b, l| self.0.has_nan(b, l))
     }
 
-    fn index_select(&self, x: &Tensor, dim: usize, index: &[usize]) -> Result<Tensor> {
-        Ok(wrap(
-            read(x, |b, l| cpu::index_select(b, l, dim, index)),
-            x.device(),
-        ))
+    /// See [`Backend::index_select`].
+    pub(crate) fn index_select(self, x: &Tensor, dim: usize, index: &[usize]) -> Result<Tensor> {
+        let out = read(x, |b, l| self.0.index_select(b, l, dim, index))?;
+        Ok(wrap(out, x.device()))
     }
 
-    fn index_add(
-        &self,
+    /// See [`Backend::index_add`].
+    pub(crate) fn index_add(
+        self,
         g: &Tensor,
         shape: &[usize],
         dim: usize,
         index: &[usize],
     ) -> Result<Tensor> {
-        Ok(wrap(
-            read(g, |b, l| cpu::index_add(b, l, shape, dim, index)),
-            g.device(),
-        ))
+        let out = read(g, |b, l| self.0.index_add(b, l, shape, dim, index))?;
+        Ok(wrap(out, g.device()))
     }
 
-    fn gather(&self, x: &Tensor, dim: usize, index: &[usize]) -> Result<Tensor> {
-        let out = read(x, |b, l| cpu::gather(b, l, dim, index))?;
+    /// See [`Backend::gather`].
+    pub(crate) fn gather(self, x: &Tensor, dim: usize, index: &[usize]) -> Result<Tensor> {
+        let out = read(x, |b, l| self.0.gather(b, l, dim, index))?;
         Ok(wrap(out, x.device()))
     }
 
-    fn scatter(&self, g: &Tensor, shape: &[usize], dim: usize, index: &[usize]) -> Result<Tensor> {
-        Ok(wrap(
-            read(g, |b, l| cpu::scatter(b, l, shape, dim, index)),
-            g.device(),
-        ))
+    /// See [`Backend::scatter`].
+    pub(crate) fn scatter(
+        self,
+        g: &Tensor,
+        shape: &[usize],
+        dim: usize,
+        index: &[usize],
+    ) -> Result<Tensor> {
+        let out = read(g, |b, l| self.0.scatter(b, l, shape, dim, index))?;
+        Ok(wrap(out, g.device()))
     }
 
-    fn narrow_scatter(
-        &self,
+    /// See [`Backend::narrow_scatter`].
+    pub(crate) fn narrow_scatter(
+        self,
         g: &Tensor,
         shape: &[usize],
         dim: usize,
         start: usize,
     ) -> Result<Tensor> {
-        Ok(wrap(
-            read(g, |b, l| cpu::narrow_scatter(b, l, shape, dim, start)),
-            g.device(),
-        ))
+        let out = read(g, |b, l| self.0.narrow_scatter(b, l, shape, dim, start))?;
+        Ok(wrap(out, g.device()))
     }
 
-    fn matmul(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        let out = read2("matmul", a, b, |x, y| {
-            cpu::matmul(x, a.layout(), y, b.layout())
-        })?;
+    /// See [`Backend::matmul`].
+    pub(crate) fn matmul(self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        a.check_same_dtype_device("matmul", b)?;
+        let out = read2(a, b, |x, y| self.0.matmul(x, a.layout(), y, b.layout()))?;
         Ok(wrap(out, a.device()))
     }
 }
 
 // ----- the rest of the tensor layer's calls into the backend -----------------------------------
 
-/// A copy of `x` in host memory (`x` itself when it is there already).
+/// A copy of `x` in host memory on `Device::Cpu` (`x` itself when it is in host memory
+/// already): how the element readers (`to_vec`, `item`, ...) read a device tensor.
 pub(crate) fn host(x: &Tensor) -> Result<Cow<'_, Tensor>> {
-    crate::backend::host(x)
+    if x.device().is_host() {
+        return Ok(Cow::Borrowed(x));
+    }
+    of_tensor(x)?.to_device(x, Device::Cpu).map(Cow::Owned)
 }
 
 /// Copies `src`'s values into `dst`'s elements on their device (same shape and dtype).
 pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
-    crate::backend::of_pair("copy", dst, src)?.copy_into(dst, src)
+    of_pair("copy", dst, src)?.copy_into(dst, src)
 }
 
 /// A new contiguous tensor of `shape` filled with `value` in `device`'s memory (not a host
 /// device).
 pub(crate) fn full(shape: &[usize], value: f64, dtype: DType, device: Device) -> Result<Tensor> {
-    crate::backend::full(shape, value, dtype, device)
+    Ok(wrap(backend::full(shape, value, dtype, device)?, device))
 }
 
 /// Standard normal samples of `shape` from `seed`, as a CPU tensor.
 pub(crate) fn randn<T: Element>(shape: &[usize], seed: u64) -> Tensor {
-    wrap(
-        cpu::out_of(crate::backend::cpu::randn::<T>(shape, seed)),
-        Device::Cpu,
-    )
+    let out = backend::cpu::dispatch::out_of(backend::cpu::randn::<T>(shape, seed));
+    wrap(out, Device::Cpu)
 }
 
 /// Runs `f` on host tensor `t`'s elements (read-locked) if they are of type `T`, else

@@ -3,7 +3,7 @@
 
 mod autograd_meta;
 pub(crate) mod data;
-mod kernels;
+pub(crate) mod kernels;
 mod spare;
 pub(crate) mod storage;
 pub(crate) mod view;

@@ -4,8 +4,8 @@
 //! and to the ndarray kernel for strided views otherwise.
 //!
 //! They never see a tensor: the tensor layer's adapter (`tensor/kernels.rs`) takes the storage
-//! locks, checks dtypes and devices, and wraps the results. [`Cpu`] is the backend's name in
-//! `backend::of`.
+//! locks, checks dtypes and devices, and wraps the results. [`Cpu`] implements [`Backend`] with
+//! them.
 
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn, ShapeBuilder};
 use smallvec::smallvec;
@@ -14,16 +14,13 @@ use super::dense::{self, Operand};
 use super::{
     elementwise, gather, movement, reduce, standard, std_slice, to_contiguous, BinaryOp, UnaryOp,
 };
-use crate::backend::{broadcast_shapes, Buffer, ElemVec, FusedOp};
+use crate::backend::{broadcast_shapes, Backend, Buffer, ElemVec, FusedOp, Out};
 use crate::layout::{contiguous_strides, view, view_mut, Dims, Layout};
-use crate::{DType, Element, Error, Result};
+use crate::{DType, Device, Element, Error, Result};
 
 /// The CPU backend (a unit type: the kernels keep no state).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Cpu;
-
-/// A kernel's result: a new contiguous host buffer and its shape.
-pub(crate) type Out = (Buffer, Dims);
 
 /// Runs `$body` with `$v` bound to an ndarray view of host buffer `$b` laid out as `$l`, for
 /// whichever element type it holds. `$body` is compiled once per dtype, so it may call generic
@@ -523,4 +520,159 @@ pub(crate) fn matmul(a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result
     with_views2!(a, la, b, lb, |x, y| Ok::<_, Error>(out_of(super::matmul(
         x, y
     )?)))
+}
+
+impl Backend for Cpu {
+    fn unary(&self, op: UnaryOp, x: &Buffer, lx: &Layout) -> Result<Out> {
+        Ok(unary(op, x, lx))
+    }
+
+    fn pow_scalar(&self, x: &Buffer, lx: &Layout, exponent: f64) -> Result<Out> {
+        Ok(pow_scalar(x, lx, exponent))
+    }
+
+    fn binary(
+        &self,
+        op: BinaryOp,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+    ) -> Result<Out> {
+        binary(op, a, la, b, lb)
+    }
+
+    fn binary_scalar(
+        &self,
+        op: BinaryOp,
+        x: &Buffer,
+        lx: &Layout,
+        s: f64,
+        scalar_on_left: bool,
+    ) -> Result<Out> {
+        Ok(binary_scalar(op, x, lx, s, scalar_on_left))
+    }
+
+    fn fused(&self, op: FusedOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Out> {
+        fused(op, a, la, b, lb)
+    }
+
+    fn fused_inplace(
+        &self,
+        op: FusedOp,
+        a: (&mut Buffer, &Layout),
+        b: (&Buffer, &Layout),
+    ) -> Result<()> {
+        fused_inplace(op, a, b)
+    }
+
+    fn binary_inplace(
+        &self,
+        op: BinaryOp,
+        dst: (&mut Buffer, &Layout),
+        src: (&Buffer, &Layout),
+    ) -> Result<()> {
+        binary_inplace(op, dst, src)
+    }
+
+    fn fill(&self, dst: &mut Buffer, ld: &Layout, value: f64) -> Result<()> {
+        fill(dst, ld, value);
+        Ok(())
+    }
+
+    fn copy_into(&self, dst: (&mut Buffer, &Layout), src: (&Buffer, &Layout)) -> Result<()> {
+        copy_into(dst, src)
+    }
+
+    fn contiguous(&self, x: &Buffer, lx: &Layout) -> Result<Out> {
+        Ok(contiguous(x, lx))
+    }
+
+    fn to_dtype(&self, x: &Buffer, lx: &Layout, dtype: DType) -> Result<Out> {
+        Ok(to_dtype(x, lx, dtype))
+    }
+
+    fn to_device(&self, x: &Buffer, lx: &Layout, device: Device) -> Result<Out> {
+        match device {
+            Device::Cpu | Device::Virtual(_) => Ok(contiguous(x, lx)),
+            Device::Cuda(i) => crate::backend::upload_cuda(x, lx, i),
+        }
+    }
+
+    fn cat(&self, parts: &[(&Buffer, &Layout)], dim: usize) -> Result<Out> {
+        cat(parts, dim)
+    }
+
+    fn sum_all(&self, x: &Buffer, lx: &Layout) -> Result<Out> {
+        Ok(sum_all(x, lx))
+    }
+
+    fn sum_dims(&self, x: &Buffer, lx: &Layout, axes: &[usize], keepdim: bool) -> Result<Out> {
+        Ok(sum_dims(x, lx, axes, keepdim))
+    }
+
+    fn sum_to(&self, x: &Buffer, lx: &Layout, shape: &[usize]) -> Result<Out> {
+        Ok(sum_to(x, lx, shape))
+    }
+
+    fn softmax(&self, x: &Buffer, lx: &Layout, dim: usize, log: bool) -> Result<Out> {
+        Ok(softmax(x, lx, dim, log))
+    }
+
+    fn argmax(&self, x: &Buffer, lx: &Layout, dim: usize) -> Result<Vec<usize>> {
+        Ok(argmax(x, lx, dim))
+    }
+
+    fn max_dim(&self, x: &Buffer, lx: &Layout, dim: usize) -> Result<(Out, Vec<usize>)> {
+        Ok(max_dim(x, lx, dim))
+    }
+
+    fn has_nan(&self, x: &Buffer, lx: &Layout) -> Result<bool> {
+        Ok(has_nan(x, lx))
+    }
+
+    fn index_select(&self, x: &Buffer, lx: &Layout, dim: usize, index: &[usize]) -> Result<Out> {
+        Ok(index_select(x, lx, dim, index))
+    }
+
+    fn index_add(
+        &self,
+        g: &Buffer,
+        lg: &Layout,
+        shape: &[usize],
+        dim: usize,
+        index: &[usize],
+    ) -> Result<Out> {
+        Ok(index_add(g, lg, shape, dim, index))
+    }
+
+    fn gather(&self, x: &Buffer, lx: &Layout, dim: usize, index: &[usize]) -> Result<Out> {
+        gather(x, lx, dim, index)
+    }
+
+    fn scatter(
+        &self,
+        g: &Buffer,
+        lg: &Layout,
+        shape: &[usize],
+        dim: usize,
+        index: &[usize],
+    ) -> Result<Out> {
+        Ok(scatter(g, lg, shape, dim, index))
+    }
+
+    fn narrow_scatter(
+        &self,
+        g: &Buffer,
+        lg: &Layout,
+        shape: &[usize],
+        dim: usize,
+        start: usize,
+    ) -> Result<Out> {
+        Ok(narrow_scatter(g, lg, shape, dim, start))
+    }
+
+    fn matmul(&self, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Out> {
+        matmul(a, la, b, lb)
+    }
 }

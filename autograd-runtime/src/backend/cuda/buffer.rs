@@ -15,6 +15,8 @@ use crate::{DType, Element, Result};
 #[derive(Debug)]
 pub struct DeviceBuffer {
     pub(super) data: DeviceData,
+    /// The device holding the memory (`cuda:<ordinal>`).
+    pub(super) ordinal: usize,
     /// The number of elements (the allocation has at least one, as CUDA allocates no zero-size
     /// buffers).
     pub(super) len: usize,
@@ -205,7 +207,11 @@ impl DeviceBuffer {
             },
         )
         .map_err(|e| dev.error("allocate", e))?;
-        Ok(DeviceBuffer { data, len: n })
+        Ok(DeviceBuffer {
+            data,
+            ordinal: dev.ordinal,
+            len: n,
+        })
     }
 
     /// Zeroed memory for `n` elements.
@@ -220,7 +226,11 @@ impl DeviceBuffer {
             },
         )
         .map_err(|e| dev.error("allocate", e))?;
-        Ok(DeviceBuffer { data, len: n })
+        Ok(DeviceBuffer {
+            data,
+            ordinal: dev.ordinal,
+            len: n,
+        })
     }
 
     /// The device address of element 0, for a kernel argument.

@@ -6,9 +6,10 @@ use cudarc::driver::{CudaSlice, DevicePtr};
 use super::buffer::DeviceBuffer;
 use super::device::CudaDevice;
 use super::kernels;
-use super::launch::{dense, dev_of, device_buffer, launch, layout_of, split_at_dim, wrap, Arg};
+use super::launch::{dense, launch, layout_of, split_at_dim, wrap, Arg};
+use crate::backend::Out;
 use crate::layout::Layout;
-use crate::{Result, Tensor};
+use crate::Result;
 
 /// Uploads `index` to `dev` as `u64`s.
 fn upload_index(dev: &CudaDevice, op: &'static str, index: &[usize]) -> Result<CudaSlice<u64>> {
@@ -38,9 +39,15 @@ struct IndexCall {
 }
 
 impl IndexCall {
-    fn run(&self, src: &Tensor, index: &[usize], out_shape: &[usize]) -> Result<Tensor> {
-        let dev = dev_of(src)?;
-        let src = dense(src)?;
+    fn run(
+        &self,
+        dev: &CudaDevice,
+        src: (&DeviceBuffer, &Layout),
+        index: &[usize],
+        out_shape: &[usize],
+    ) -> Result<Out> {
+        let src = dense(dev, src)?;
+        let src = src.buffer();
         let idx = upload_index(dev, self.op, index)?;
         let n = out_shape.iter().product();
         let mut out = if self.zeroed {
@@ -49,8 +56,7 @@ impl IndexCall {
             DeviceBuffer::alloc(dev, src.dtype(), n)?
         };
         {
-            let guard = src.0.storage.data.read();
-            let sp = device_buffer(dev, self.op, &guard)?.ptr(&dev.stream);
+            let sp = src.ptr(&dev.stream);
             let (outer, d, inner) = self.blocks;
             let mut args = vec![
                 Arg::U64(sp),
@@ -64,32 +70,38 @@ impl IndexCall {
             let name = kernels::name(self.kernel, src.dtype());
             launch(dev, self.op, &name, self.work, &args)?;
         }
-        Ok(wrap(dev, out, out_shape))
+        Ok(wrap(out, out_shape))
     }
 }
 
 /// `Backend::index_select`.
-pub(super) fn index_select(x: &Tensor, dim: usize, index: &[usize]) -> Result<Tensor> {
-    let mut shape = x.shape().to_vec();
+pub(super) fn index_select(
+    dev: &CudaDevice,
+    x: (&DeviceBuffer, &Layout),
+    dim: usize,
+    index: &[usize],
+) -> Result<Out> {
+    let mut shape = x.1.shape.to_vec();
     shape[dim] = index.len();
     let call = IndexCall {
         op: "index_select",
         kernel: "index_select",
-        blocks: split_at_dim(x.shape(), dim),
+        blocks: split_at_dim(&x.1.shape, dim),
         len: Some(index.len()),
         work: shape.iter().product(),
         zeroed: false,
     };
-    call.run(x, index, &shape)
+    call.run(dev, x, index, &shape)
 }
 
 /// `Backend::index_add`.
 pub(super) fn index_add(
-    g: &Tensor,
+    dev: &CudaDevice,
+    g: (&DeviceBuffer, &Layout),
     shape: &[usize],
     dim: usize,
     index: &[usize],
-) -> Result<Tensor> {
+) -> Result<Out> {
     let call = IndexCall {
         op: "index_select backward",
         kernel: "index_add",
@@ -98,16 +110,21 @@ pub(super) fn index_add(
         work: shape.iter().product(),
         zeroed: false,
     };
-    call.run(g, index, shape)
+    call.run(dev, g, index, shape)
 }
 
 /// `Backend::gather`.
-pub(super) fn gather(x: &Tensor, dim: usize, index: &[usize]) -> Result<Tensor> {
-    let mut shape = x.shape().to_vec();
+pub(super) fn gather(
+    dev: &CudaDevice,
+    x: (&DeviceBuffer, &Layout),
+    dim: usize,
+    index: &[usize],
+) -> Result<Out> {
+    let mut shape = x.1.shape.to_vec();
     if let Some(d) = shape.get_mut(dim) {
         *d = 1;
     }
-    let (outer, d, inner) = split_at_dim(x.shape(), dim);
+    let (outer, d, inner) = split_at_dim(&x.1.shape, dim);
     let call = IndexCall {
         op: "gather",
         kernel: "gather",
@@ -116,11 +133,17 @@ pub(super) fn gather(x: &Tensor, dim: usize, index: &[usize]) -> Result<Tensor> 
         work: outer * inner,
         zeroed: false,
     };
-    call.run(x, index, &shape)
+    call.run(dev, x, index, &shape)
 }
 
 /// `Backend::scatter`.
-pub(super) fn scatter(g: &Tensor, shape: &[usize], dim: usize, index: &[usize]) -> Result<Tensor> {
+pub(super) fn scatter(
+    dev: &CudaDevice,
+    g: (&DeviceBuffer, &Layout),
+    shape: &[usize],
+    dim: usize,
+    index: &[usize],
+) -> Result<Out> {
     let (outer, d, inner) = split_at_dim(shape, dim);
     let call = IndexCall {
         op: "gather backward",
@@ -130,42 +153,41 @@ pub(super) fn scatter(g: &Tensor, shape: &[usize], dim: usize, index: &[usize]) 
         work: outer * inner,
         zeroed: true,
     };
-    call.run(g, index, shape)
+    call.run(dev, g, index, shape)
 }
 
 /// `Backend::narrow_scatter`.
 pub(super) fn narrow_scatter(
-    g: &Tensor,
+    dev: &CudaDevice,
+    (gb, lg): (&DeviceBuffer, &Layout),
     shape: &[usize],
     dim: usize,
     start: usize,
-) -> Result<Tensor> {
-    let dev = dev_of(g)?;
-    let n = g.numel();
+) -> Result<Out> {
+    let n = lg.numel();
     let ld = layout_of(
         dev,
         "narrow backward",
-        &Layout::contiguous(shape).narrow(dim, start, g.shape()[dim]),
+        &Layout::contiguous(shape).narrow(dim, start, lg.shape[dim]),
     )?;
-    let lg = layout_of(dev, "narrow backward", g.layout())?;
-    let mut out = DeviceBuffer::zeros(dev, g.dtype(), shape.iter().product())?;
+    let lgk = layout_of(dev, "narrow backward", lg)?;
+    let mut out = DeviceBuffer::zeros(dev, gb.dtype(), shape.iter().product())?;
     {
-        let guard = g.0.storage.data.read();
-        let gp = device_buffer(dev, "narrow backward", &guard)?.ptr(&dev.stream);
+        let gp = gb.ptr(&dev.stream);
         let args = [
             Arg::Layout(ld),
             Arg::U64(out.ptr_mut(&dev.stream)),
-            Arg::Layout(lg),
+            Arg::Layout(lgk),
             Arg::U64(gp),
             Arg::U64(n as u64),
         ];
         launch(
             dev,
             "narrow backward",
-            &kernels::name("copy", g.dtype()),
+            &kernels::name("copy", gb.dtype()),
             n,
             &args,
         )?;
     }
-    Ok(wrap(dev, out, shape))
+    Ok(wrap(out, shape))
 }

@@ -6,11 +6,9 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 use super::buffer::{map_dtype, DTypeMap, DeviceBuffer, DeviceElement};
 use super::device::{device, CudaDevice};
 use super::kernels::{self, KernelLayout, BLOCK};
-use super::Cuda;
-use crate::backend::Backend;
-use crate::backend::Buffer;
+use crate::backend::{Buffer, Out};
 use crate::layout::Layout;
-use crate::{DType, Device, Error, Result, Tensor};
+use crate::{DType, Device, Error, Result};
 
 /// A kernel argument.
 pub(super) enum Arg {
@@ -39,12 +37,12 @@ impl Arg {
     }
 }
 
-/// The device state of `t`'s device.
-pub(super) fn dev_of(t: &Tensor) -> Result<&'static CudaDevice> {
-    match t.device() {
-        Device::Cuda(i) => device(i),
-        other => Err(Error::Device {
-            device: other,
+/// The device buffer inside `b` and the state of the device holding it.
+pub(super) fn dev_of(b: &Buffer) -> Result<(&'static CudaDevice, &DeviceBuffer)> {
+    match b {
+        Buffer::Cuda(d) => Ok((device(d.ordinal)?, d)),
+        _ => Err(Error::Device {
+            device: Device::Cpu,
             op: "cuda kernel",
             message: "the tensor is not on a CUDA device".into(),
         }),
@@ -152,38 +150,81 @@ pub(super) fn launch_blocks(
     launch(dev, op, name, outputs.min(1 << 20) * BLOCK as usize, args)
 }
 
-/// A new contiguous tensor of `shape` from a filled device buffer.
-pub(super) fn wrap(dev: &CudaDevice, buf: DeviceBuffer, shape: &[usize]) -> Tensor {
-    Tensor::from_buffer(Buffer::Cuda(Box::new(buf)), shape, dev.device())
+/// A kernel result: a new contiguous buffer of `shape` from a filled device buffer.
+pub(super) fn wrap(buf: DeviceBuffer, shape: &[usize]) -> Out {
+    (Buffer::Cuda(Box::new(buf)), shape.into())
 }
 
-/// Runs `kernel(x's address, x's layout, output address)` into a new contiguous output of
-/// `shape` and `dtype`.
+/// Runs `kernel(x's address, x's layout, output address)` into a new contiguous device buffer
+/// of `shape` and `dtype`.
 pub(super) fn map_into(
     dev: &CudaDevice,
     op: &'static str,
-    x: &Tensor,
+    (xb, lx): (&DeviceBuffer, &Layout),
     shape: &[usize],
     dtype: DType,
     kernel: impl FnOnce(u64, KernelLayout, u64) -> Result<()>,
-) -> Result<Tensor> {
-    let lx = layout_of(dev, op, x.layout())?;
+) -> Result<DeviceBuffer> {
+    let lx = layout_of(dev, op, lx)?;
     let n: usize = shape.iter().product();
     let mut out = DeviceBuffer::alloc(dev, dtype, n)?;
-    {
-        let guard = x.0.storage.data.read();
-        let xb = device_buffer(dev, op, &guard)?;
-        kernel(xb.ptr(&dev.stream), lx, out.ptr_mut(&dev.stream))?;
-    }
-    Ok(wrap(dev, out, shape))
+    kernel(xb.ptr(&dev.stream), lx, out.ptr_mut(&dev.stream))?;
+    Ok(out)
 }
 
-/// A contiguous tensor with `x`'s values: `x` itself when it already is one.
-pub(super) fn dense(x: &Tensor) -> Result<Tensor> {
-    if x.is_contiguous() && x.layout().offset == 0 {
-        return Ok(x.clone());
+/// A contiguous copy of `x` (read through `lx`).
+pub(super) fn contiguous(
+    dev: &CudaDevice,
+    (xb, lx): (&DeviceBuffer, &Layout),
+) -> Result<DeviceBuffer> {
+    let (n, dtype) = (lx.numel(), xb.dtype());
+    let ld = KernelLayout::contiguous(&lx.shape)
+        .ok_or_else(|| too_many_dims(dev, "contiguous", lx.shape.len()))?;
+    let name = kernels::name("copy", dtype);
+    map_into(
+        dev,
+        "contiguous",
+        (xb, lx),
+        &lx.shape,
+        dtype,
+        |xp, lx, yp| {
+            let args = [
+                Arg::Layout(ld),
+                Arg::U64(yp),
+                Arg::Layout(lx),
+                Arg::U64(xp),
+                Arg::U64(n as u64),
+            ];
+            launch(dev, "contiguous", &name, n, &args)
+        },
+    )
+}
+
+/// A device buffer with `x`'s values in C order from element 0: `x`'s own when its layout
+/// already is that, else a contiguous copy.
+pub(super) enum Dense<'a> {
+    Borrowed(&'a DeviceBuffer),
+    Owned(DeviceBuffer),
+}
+
+impl Dense<'_> {
+    pub(super) fn buffer(&self) -> &DeviceBuffer {
+        match self {
+            Dense::Borrowed(b) => b,
+            Dense::Owned(b) => b,
+        }
     }
-    Cuda.contiguous(x)
+}
+
+/// `x` as a [`Dense`] buffer.
+pub(super) fn dense<'a>(
+    dev: &CudaDevice,
+    (xb, lx): (&'a DeviceBuffer, &Layout),
+) -> Result<Dense<'a>> {
+    if lx.is_contiguous() && lx.offset == 0 {
+        return Ok(Dense::Borrowed(xb));
+    }
+    contiguous(dev, (xb, lx)).map(Dense::Owned)
 }
 
 /// `(outer, d, inner)` of `shape` around `dim`.

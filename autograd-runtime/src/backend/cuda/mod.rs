@@ -32,4 +32,4 @@ mod transfer;
 pub(crate) use buffer::DeviceBuffer;
 pub(crate) use device::{bind_worker, device, driver};
 pub(crate) use dispatch::Cuda;
-pub(crate) use transfer::{full, to_host, upload};
+pub(crate) use transfer::{full, upload};

@@ -1,4 +1,4 @@
-//! Host transfers: uploading a host tensor, downloading a device one, and filling new device
+//! Host transfers: uploading a host buffer, downloading a device one, and filling new device
 //! memory with a value.
 
 use cudarc::driver::CudaSlice;
@@ -6,44 +6,61 @@ use cudarc::driver::CudaSlice;
 use super::buffer::{map_dtype, DTypeMap, DeviceBuffer, DeviceElement, SliceMap};
 use super::device::{device, CudaDevice};
 use super::kernels::{self, KernelLayout};
-use super::launch::{dense, dev_of, device_buffer, launch, too_many_dims, wrap, Arg};
-use crate::backend::Buffer;
-use crate::{DType, Device, Result, Tensor};
+use super::launch::{dense, launch, too_many_dims, wrap, Arg};
+use crate::backend::{Buffer, Out};
+use crate::layout::{view, Layout};
+use crate::{DType, Error, Result};
 
 /// [`upload`] for one element type.
 struct Upload<'a> {
     dev: &'static CudaDevice,
-    x: &'a Tensor,
+    x: &'a Buffer,
+    lx: &'a Layout,
 }
 
 impl DTypeMap for Upload<'_> {
-    type Output = Result<Tensor>;
+    type Output = Result<Out>;
 
-    fn f<T: DeviceElement>(self) -> Result<Tensor> {
-        let Upload { dev, x } = self;
-        let n = x.numel();
-        let v = x.to_vec::<T>()?;
+    fn f<T: DeviceElement>(self) -> Result<Out> {
+        let Upload { dev, x, lx } = self;
+        let n = lx.numel();
+        // The host values in C order (what `Tensor::to_vec` reads).
+        let data = x.as_slice::<T>().ok_or(Error::WrongDType {
+            expected: T::DTYPE,
+            actual: x.dtype(),
+        })?;
+        let v: Vec<T> = if lx.is_contiguous() {
+            data[lx.offset..lx.offset + n].to_vec()
+        } else {
+            view(data, lx).iter().copied().collect()
+        };
         if v.is_empty() {
-            return Ok(wrap(dev, DeviceBuffer::zeros(dev, T::DTYPE, 0)?, x.shape()));
+            return Ok(wrap(DeviceBuffer::zeros(dev, T::DTYPE, 0)?, &lx.shape));
         }
         let data = T::into_data(dev.stream.clone_htod(&v).map_err(|e| dev.error("to", e))?);
-        Ok(wrap(dev, DeviceBuffer { data, len: n }, x.shape()))
+        let buf = DeviceBuffer {
+            data,
+            ordinal: dev.ordinal,
+            len: n,
+        };
+        Ok(wrap(buf, &lx.shape))
     }
 }
 
-/// A copy of host tensor `x` on `cuda:<ordinal>` (what `to(Device::Cuda(i))` runs).
-pub(crate) fn upload(x: &Tensor, ordinal: usize) -> Result<Tensor> {
+/// A copy of host buffer `x` (read through `lx`) on `cuda:<ordinal>` (what
+/// `to(Device::Cuda(i))` runs).
+pub(crate) fn upload(x: &Buffer, lx: &Layout, ordinal: usize) -> Result<Out> {
     let dev = device(ordinal)?;
     dev.bind()?;
-    map_dtype(x.dtype(), Upload { dev, x })
+    map_dtype(x.dtype(), Upload { dev, x, lx })
 }
 
-/// A new contiguous tensor of `shape` on `cuda:<ordinal>` filled with `value`.
-pub(crate) fn full(shape: &[usize], value: f64, dtype: DType, ordinal: usize) -> Result<Tensor> {
+/// A new contiguous buffer of `shape` on `cuda:<ordinal>` filled with `value`.
+pub(crate) fn full(shape: &[usize], value: f64, dtype: DType, ordinal: usize) -> Result<Out> {
     let dev = device(ordinal)?;
     let n: usize = shape.iter().product();
     if value == 0.0 && value.is_sign_positive() {
-        return Ok(wrap(dev, DeviceBuffer::zeros(dev, dtype, n)?, shape));
+        return Ok(wrap(DeviceBuffer::zeros(dev, dtype, n)?, shape));
     }
     let mut out = DeviceBuffer::alloc(dev, dtype, n)?;
     let ld =
@@ -55,7 +72,7 @@ pub(crate) fn full(shape: &[usize], value: f64, dtype: DType, ordinal: usize) ->
         Arg::U64(n as u64),
     ];
     launch(dev, "full", &kernels::name("fill", dtype), n, &args)?;
-    Ok(wrap(dev, out, shape))
+    Ok(wrap(out, shape))
 }
 
 /// [`download`]'s copy of `n` elements of one device slice.
@@ -80,20 +97,13 @@ impl SliceMap for Download<'_> {
     }
 }
 
-/// A copy of CUDA tensor `x` in host memory, tagged `device` (`Cpu` or `Virtual(i)`). Waits
-/// for the work queued on `x`'s stream.
-pub(super) fn download(x: &Tensor, device: Device) -> Result<Tensor> {
-    let dev = dev_of(x)?;
-    let x = dense(x)?;
+/// A copy of device buffer `x` (read through `lx`) in host memory. Waits for the work queued on
+/// the device's stream.
+pub(super) fn download(dev: &CudaDevice, x: (&DeviceBuffer, &Layout)) -> Result<Out> {
+    let shape = &x.1.shape;
+    let x = dense(dev, x)?;
     dev.bind()?;
-    let guard = x.0.storage.data.read();
-    let xb = device_buffer(dev, "to", &guard)?;
+    let xb = x.buffer();
     let host = xb.data.map(Download { dev, n: xb.len })?;
-    Ok(Tensor::from_buffer(host, x.shape(), device))
-}
-
-/// A copy of `x` (any device) in host memory on `Device::Cpu`: how the element readers
-/// (`to_vec`, `item`, ...) see a CUDA tensor.
-pub(crate) fn to_host(x: &Tensor) -> Result<Tensor> {
-    download(x, Device::Cpu)
+    Ok((host, shape.clone()))
 }
