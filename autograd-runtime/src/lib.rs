@@ -30,12 +30,15 @@
 mod anomaly;
 mod backend;
 pub mod cuda;
+mod device;
 pub mod distributed;
+mod dtype;
 mod engine;
 mod error;
 mod grad_mode;
 pub mod gradcheck;
 pub mod graph;
+mod layout;
 mod ops;
 pub mod profiler;
 mod sync;
@@ -45,6 +48,8 @@ mod warning;
 
 pub use anomaly::{detect_anomaly, is_anomaly_enabled, set_detect_anomaly, AnomalyGuard};
 pub use backend::cpu::{cached_bytes, empty_cache, num_threads, set_cache_limit, set_num_threads};
+pub use device::Device;
+pub use dtype::{DType, Element};
 pub use engine::{
     backward, current_graph_task_id, current_graph_task_keep_graph, grad, queue_callback,
     will_engine_execute_node, BackwardOptions, Engine, GradOptions, DEFAULT_MAX_RECURSION_DEPTH,
@@ -57,8 +62,6 @@ pub use graph::{
     try_saved_tensors_hooks, Edge, HookHandle, MultiGradHookHandle, MultiGradMode, Node, NodeMeta,
     NodeRef, SavedIndices, SavedTensor, SavedTensorsHooksGuard,
 };
-pub use tensor::device::Device;
-pub use tensor::dtype::{DType, Element};
 pub use tensor::Tensor;
 pub use warning::{is_warn_always_enabled, set_warn_always, set_warning_handler, WarningHandler};
 
@@ -71,6 +74,7 @@ pub use autograd_macros::__check_backward;
 /// Items used by code that `#[differentiable]` and `#[backward]` generate. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::backend::{Buffer, ElemVec};
     pub use crate::graph::copy_slices::{check_dirty_view, rebase_dirty_view};
     pub use crate::graph::function::{
         next_edges, next_edges_opt, record_node, try_next_edges, try_next_edges_opt,
@@ -81,7 +85,6 @@ pub mod __private {
         accumulate, check_inplace, keep, keep_ref, needing_grad, reduce_grad, Binary,
         DerivativeRules, Read, Reads, Rule, Unary, UnaryWith,
     };
-    pub use crate::tensor::dtype::{Buffer, ElemVec};
     pub use smallvec;
 
     /// Compiles only for a type a node can own as a saved attribute: the node clones it into

@@ -1,5 +1,5 @@
 //! The kinds of element-wise work an op asks a backend for: backend-neutral names, so that every
-//! backend (the CPU one here, CUDA next) implements the same set.
+//! backend (CPU and CUDA) implements the same set.
 
 /// An element-wise function of one tensor.
 #[cfg_attr(

@@ -4,8 +4,9 @@
 use autograd_macros::{backward, differentiable};
 
 use super::derivative_rules::{Read, Reads, Rule, UnaryWith};
-use crate::backend::{self, BinaryOp};
+use crate::backend::BinaryOp;
 use crate::tensor::data::ElementMap;
+use crate::tensor::kernels;
 use crate::{Element, Result, Tensor};
 
 /// `x (op) s` or `s (op) x` for one element.
@@ -188,7 +189,7 @@ impl Tensor {
             && self.dtype() == other.dtype()
             && self.device() == other.device()
         {
-            backend::of_tensor(self)?.binary_inplace(op, self, other)?;
+            kernels::of_tensor(self)?.binary_inplace(op, self, other)?;
             return Ok(self.clone());
         }
         match op {
@@ -216,7 +217,7 @@ impl Tensor {
                 return Ok(self.clone());
             }
             let factor = Tensor::filled(&[], s, self.dtype(), self.device())?;
-            backend::of_tensor(self)?.binary_inplace(BinaryOp::Mul, self, &factor)?;
+            kernels::of_tensor(self)?.binary_inplace(BinaryOp::Mul, self, &factor)?;
             return Ok(self.clone());
         }
         self.mul_scalar(s)
@@ -239,7 +240,7 @@ impl Tensor {
                 crate::tensor::layout::check_alloc(name, n, self.dtype().size_of())?;
             }
         }
-        backend::of_pair(name, self, other)?.binary(op, self, other)
+        kernels::of_pair(name, self, other)?.binary(op, self, other)
     }
 
     /// `self (op) s` (or `s (op) self`), not recorded. Scalars (every gradient of a scalar
@@ -263,7 +264,7 @@ impl Tensor {
                 scalar_on_left,
             }));
         }
-        backend::of_tensor(self)?.binary_scalar(op, self, s, scalar_on_left)
+        kernels::of_tensor(self)?.binary_scalar(op, self, s, scalar_on_left)
     }
 
     /// Element-wise `self + other`, broadcasting as PyTorch.

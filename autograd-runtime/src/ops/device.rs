@@ -5,6 +5,7 @@ use autograd_macros::{backward, differentiable};
 
 use crate::backend;
 use crate::graph::InputMetadata;
+use crate::tensor::kernels;
 #[cfg(doc)]
 use crate::Error;
 use crate::{Device, Result, Tensor};
@@ -12,7 +13,7 @@ use crate::{Device, Result, Tensor};
 /// A copy on another device, PyTorch's `ToCopyBackward0`: the gradient moves back.
 #[differentiable(builtin, crate = "crate", name = "ToCopyBackward0")]
 fn to_device(x: &Tensor, device: Device) -> Result<Tensor> {
-    backend::of_tensor(x)?.to_device(x, device)
+    kernels::of_tensor(x)?.to_device(x, device)
 }
 
 #[backward(to_device)]

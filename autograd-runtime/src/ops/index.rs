@@ -4,9 +4,9 @@
 use autograd_macros::{backward, differentiable};
 
 use super::derivative_rules::{Read, Reads, Rule};
-use crate::backend;
 use crate::graph::{InputMetadata, SavedIndices};
 use crate::sync::Arc;
+use crate::tensor::kernels;
 use crate::tensor::layout::{wrap_dim, Dims, Layout};
 use crate::{Error, Result, Tensor};
 
@@ -37,7 +37,7 @@ fn index_select(x: &Tensor, dim: usize, index: &SavedIndices) -> Result<Tensor> 
     shape[dim] = index.len();
     let numel = crate::tensor::layout::checked_numel("index_select", &shape)?;
     crate::tensor::layout::check_alloc("index_select", numel, x.dtype().size_of())?;
-    backend::of_tensor(x)?.index_select(x, dim, &index)
+    kernels::of_tensor(x)?.index_select(x, dim, &index)
 }
 
 #[backward(index_select)]
@@ -54,7 +54,7 @@ fn index_select_backward(
 /// `index_select`, whose own gradient selects the same slices again.
 #[differentiable(builtin, crate = "crate")]
 fn index_add(g: &Tensor, shape: &[usize], dim: usize, index: &SavedIndices) -> Result<Tensor> {
-    backend::of_tensor(g)?.index_add(g, shape, dim, &index.get()?)
+    kernels::of_tensor(g)?.index_add(g, shape, dim, &index.get()?)
 }
 
 #[backward(index_add)]
@@ -68,7 +68,7 @@ fn index_add_backward(grad: &Tensor, dim: usize, index: &SavedIndices) -> Result
 /// `dim` is wrapped and not empty.
 #[differentiable(builtin, crate = "crate", name = "MaxBackward0", save(argmax))]
 fn max_dim(x: &Tensor, dim: usize, keepdim: bool) -> Result<(Tensor, Vec<usize>, Argmax)> {
-    let (values, flat) = backend::of_tensor(x)?.max_dim(x, dim)?;
+    let (values, flat) = kernels::of_tensor(x)?.max_dim(x, dim)?;
     let mut keepdim_shape = x.shape_dims();
     if let Some(d) = keepdim_shape.get_mut(dim) {
         *d = 1;
@@ -101,13 +101,13 @@ fn max_dim_backward(grad: &Tensor, x: &InputMetadata, argmax: &Argmax) -> Result
 /// `max_dim`, whose own gradient gathers at the same positions.
 #[differentiable(builtin, crate = "crate", name = "MaxBackwardBackward0")]
 fn scatter_argmax(g: &Tensor, shape: &[usize], argmax: Argmax) -> Result<Tensor> {
-    backend::of_tensor(g)?.scatter(g, shape, argmax.dim, &argmax.indices.get()?)
+    kernels::of_tensor(g)?.scatter(g, shape, argmax.dim, &argmax.indices.get()?)
 }
 
 #[backward(scatter_argmax)]
 fn scatter_argmax_backward(grad: &Tensor, argmax: &Argmax) -> Result<Tensor> {
     // A kernel, not an op: this gradient is not differentiated again.
-    backend::of_tensor(grad)?.gather(grad, argmax.dim, &argmax.indices.get()?)
+    kernels::of_tensor(grad)?.gather(grad, argmax.dim, &argmax.indices.get()?)
 }
 
 impl Tensor {
@@ -193,7 +193,7 @@ impl super::DerivativeRules {
         },
         apply: |grad, x, _result, dim, _keepdim| {
             let dim = wrap_dim(dim as isize, x.ndim())?;
-            let (_, flat) = backend::of_tensor(x)?.max_dim(x, dim)?;
+            let (_, flat) = kernels::of_tensor(x)?.max_dim(x, dim)?;
             let mut keepdim_shape = x.shape_dims();
             if let Some(d) = keepdim_shape.get_mut(dim) {
                 *d = 1;

@@ -4,8 +4,9 @@
 
 use autograd_macros::{backward, differentiable};
 
-use crate::backend::{self, BinaryOp};
+use crate::backend::BinaryOp;
 use crate::graph::copy_slices::{rebase_view_history, StridedGeometry};
+use crate::tensor::kernels;
 use crate::{is_grad_enabled, Error, Result, Tensor};
 
 // ----- the ops --------------------------------------------------------------------------------
@@ -244,7 +245,7 @@ impl Tensor {
             }
         }
         let target = self.reinterpret(unique);
-        backend::of_tensor(&target)?.fill(&target, value)?;
+        kernels::of_tensor(&target)?.fill(&target, value)?;
         self.0.storage.bump_version();
         Ok(())
     }
@@ -252,7 +253,7 @@ impl Tensor {
     /// Runs the kernel and bumps the version; no checks, no recording. Dtypes are equal. The
     /// backend copies `other` first when it shares this tensor's storage.
     fn apply_inplace(&self, op: BinaryOp, other: &Tensor) -> Result<()> {
-        let result = backend::of_pair("in-place op", self, other)
+        let result = kernels::of_pair("in-place op", self, other)
             .and_then(|b| b.binary_inplace(op, self, other));
         self.0.storage.bump_version();
         result

@@ -3,12 +3,13 @@
 use autograd_macros::{backward, differentiable};
 
 use crate::backend;
+use crate::tensor::kernels;
 use crate::{Error, Result, Tensor};
 
 /// `a @ b` (shapes checked). Each operand is saved only if the other needs its gradient.
 #[differentiable(builtin, crate = "crate", name = "MmBackward0", rule)]
 fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    backend::of_pair("matmul", a, b)?.matmul(a, b)
+    kernels::of_pair("matmul", a, b)?.matmul(a, b)
 }
 
 #[backward(matmul)]

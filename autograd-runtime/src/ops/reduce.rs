@@ -4,8 +4,9 @@
 use autograd_macros::{backward, differentiable};
 
 use super::derivative_rules::Rule;
-use crate::backend::{self, BinaryOp};
+use crate::backend::BinaryOp;
 use crate::graph::InputMetadata;
+use crate::tensor::kernels;
 use crate::tensor::layout::{wrap_dim, Dims};
 use crate::{Error, Result, Tensor};
 
@@ -13,7 +14,7 @@ use crate::{Error, Result, Tensor};
 
 #[differentiable(builtin, crate = "crate", rule)]
 fn sum(x: &Tensor) -> Result<Tensor> {
-    backend::of_tensor(x)?.sum_all(x)
+    kernels::of_tensor(x)?.sum_all(x)
 }
 
 #[backward(sum)]
@@ -24,7 +25,7 @@ fn sum_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
 #[differentiable(builtin, crate = "crate", rule)]
 fn mean(x: &Tensor) -> Result<Tensor> {
     let n = x.numel() as f64;
-    backend::of_tensor(x)?
+    kernels::of_tensor(x)?
         .sum_all(x)?
         .scalar_kernel(BinaryOp::Mul, 1.0 / n, false)
 }
@@ -39,7 +40,7 @@ fn mean_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
 /// `sum(dims)`, PyTorch's `SumBackward1`; `axes` are validated and wrapped.
 #[differentiable(builtin, crate = "crate", name = "SumBackward1", rule = sum_axes)]
 fn sum_dims(x: &Tensor, axes: Dims, keepdim: bool) -> Result<Tensor> {
-    backend::of_tensor(x)?.sum_dims(x, &axes, keepdim)
+    kernels::of_tensor(x)?.sum_dims(x, &axes, keepdim)
 }
 
 #[backward(sum_dims)]
@@ -63,7 +64,7 @@ fn sum_dims_backward(
 /// `sum_to_size`).
 #[differentiable(builtin, crate = "crate", name = "SumBackward1")]
 fn sum_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
-    backend::of_tensor(x)?.sum_to(x, shape)
+    kernels::of_tensor(x)?.sum_to(x, shape)
 }
 
 #[backward(sum_to)]

@@ -5,8 +5,8 @@ use autograd_macros::{backward, differentiable};
 use smallvec::smallvec;
 
 use super::derivative_rules::{Rule, Unary};
-use crate::backend;
 use crate::graph::InputMetadata;
+use crate::tensor::kernels;
 use crate::tensor::layout::{contiguous_strides, wrap_dim, Dims, Layout};
 use crate::{DType, Error, Result, Tensor};
 
@@ -95,7 +95,7 @@ fn narrow_backward(grad: &Tensor, x: &InputMetadata, dim: usize, start: usize) -
 /// own gradient narrows again.
 #[differentiable(builtin, crate = "crate", name = "SliceBackwardBackward0")]
 fn narrow_scatter(g: &Tensor, shape: &[usize], dim: usize, start: usize) -> Result<Tensor> {
-    backend::of_tensor(g)?.narrow_scatter(g, shape, dim, start)
+    kernels::of_tensor(g)?.narrow_scatter(g, shape, dim, start)
 }
 
 #[backward(narrow_scatter)]
@@ -158,7 +158,7 @@ fn cat(tensors: &[Tensor], dim: usize) -> Result<Tensor> {
         .try_fold(0usize, |n, t| n.checked_add(t.numel()))
         .ok_or_else(|| Error::shape("cat", "the result has more than usize::MAX elements"))?;
     crate::tensor::layout::check_alloc("cat", numel, first.dtype().size_of())?;
-    backend::of_tensor(first)?.cat(tensors, dim)
+    kernels::of_tensor(first)?.cat(tensors, dim)
 }
 
 #[backward(cat)]
@@ -196,7 +196,7 @@ fn copy_backward(grad: &Tensor) -> Tensor {
 /// `to(dtype)`, PyTorch's `ToCopyBackward0`.
 #[differentiable(builtin, crate = "crate", name = "ToCopyBackward0", rule)]
 fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
-    backend::of_tensor(x)?.to_dtype(x, dtype)
+    kernels::of_tensor(x)?.to_dtype(x, dtype)
 }
 
 #[backward(to_dtype)]
@@ -662,7 +662,7 @@ impl Tensor {
     pub(crate) fn contiguous_data_owned(&self) -> Result<Tensor> {
         // An expanded view may stand for far more elements than its storage holds.
         crate::tensor::layout::check_alloc("contiguous", self.numel(), self.dtype().size_of())?;
-        backend::of_tensor(self)?.contiguous(self)
+        kernels::of_tensor(self)?.contiguous(self)
     }
 }
 

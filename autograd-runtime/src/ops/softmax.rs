@@ -3,14 +3,14 @@
 
 use autograd_macros::{backward, differentiable};
 
-use crate::backend;
+use crate::tensor::kernels;
 use crate::tensor::layout::wrap_dim;
 use crate::{Result, Tensor};
 
 /// `dim` is wrapped.
 #[differentiable(builtin, crate = "crate", rule)]
 fn softmax(x: &Tensor, dim: usize) -> Result<Tensor> {
-    backend::of_tensor(x)?.softmax(x, dim, false)
+    kernels::of_tensor(x)?.softmax(x, dim, false)
 }
 
 #[backward(softmax)]
@@ -23,7 +23,7 @@ fn softmax_backward(grad: &Tensor, result: &Tensor, dim: usize) -> Result<Tensor
 /// `dim` is wrapped.
 #[differentiable(builtin, crate = "crate", rule)]
 fn log_softmax(x: &Tensor, dim: usize) -> Result<Tensor> {
-    backend::of_tensor(x)?.softmax(x, dim, true)
+    kernels::of_tensor(x)?.softmax(x, dim, true)
 }
 
 #[backward(log_softmax)]

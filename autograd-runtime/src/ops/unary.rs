@@ -4,13 +4,14 @@
 use autograd_macros::{backward, differentiable};
 
 use super::records;
-use crate::backend::{self, BinaryOp, FusedOp, UnaryOp};
+use crate::backend::{BinaryOp, FusedOp, UnaryOp};
+use crate::tensor::kernels;
 use crate::{Result, Tensor};
 
 impl Tensor {
     /// Applies an element-wise kernel without recording anything.
     pub(crate) fn unary_kernel(&self, op: UnaryOp) -> Result<Tensor> {
-        backend::of_tensor(self)?.unary(op, self)
+        kernels::of_tensor(self)?.unary(op, self)
     }
 
     /// A fused backward formula `op(self, saved)` (`self` the incoming gradient): one pass, one
@@ -21,7 +22,7 @@ impl Tensor {
     /// engine handed over its only handle, and the formula uses it once), a closed-form
     /// formula writes over its buffer instead of allocating one: no one can observe the write.
     pub(crate) fn fused_kernel(&self, op: FusedOp, saved: &Tensor) -> Result<Tensor> {
-        let backend = backend::of_pair("backward formula", self, saved)?;
+        let backend = kernels::of_pair("backward formula", self, saved)?;
         if op.is_closed_form() && self.shape() == saved.shape() && self.is_uniquely_owned() {
             backend.fused_inplace(op, self, saved)?;
             return Ok(self.clone());
@@ -61,7 +62,7 @@ impl Tensor {
 
     /// Whether any element is NaN (anomaly mode).
     pub(crate) fn has_nan(&self) -> Result<bool> {
-        backend::of_tensor(self)?.has_nan(self)
+        kernels::of_tensor(self)?.has_nan(self)
     }
 }
 
@@ -178,7 +179,7 @@ fn neg_backward(grad: &Tensor) -> Result<Tensor> {
 
 #[differentiable(builtin, crate = "crate", rule)]
 fn pow(x: &Tensor, exponent: f64) -> Result<Tensor> {
-    backend::of_tensor(x)?.pow_scalar(x, exponent)
+    kernels::of_tensor(x)?.pow_scalar(x, exponent)
 }
 
 #[backward(pow, fused = FusedOp::Pow { exponent })]

@@ -3,9 +3,7 @@
 
 mod autograd_meta;
 pub(crate) mod data;
-pub(crate) mod device;
-pub(crate) mod dtype;
-pub(crate) mod layout;
+pub(crate) mod kernels;
 mod spare;
 pub(crate) mod storage;
 pub(crate) mod view;
@@ -16,6 +14,8 @@ use std::mem::ManuallyDrop;
 use crate::sync::{Arc, Mutex};
 use crate::{DType, Device, Element, Error, Result};
 
+/// The leaf module `crate::layout`, under its former path.
+pub(crate) use crate::layout;
 pub(crate) use autograd_meta::AutogradMeta;
 use layout::{Dims, Layout};
 use storage::{Buffer, Storage};
@@ -127,7 +127,11 @@ impl Tensor {
                 len: v.len(),
             });
         }
-        Ok(Tensor::from_buffer(T::wrap(v.into()), shape, Device::Cpu))
+        Ok(Tensor::from_buffer(
+            Buffer::host(v.into()),
+            shape,
+            Device::Cpu,
+        ))
     }
 
     /// Creates a tensor from an ndarray array (copied into C order if it is not already).
@@ -155,7 +159,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn scalar<T: Element>(v: T) -> Tensor {
-        Tensor::from_buffer(T::wrap(smallvec::smallvec![v]), &[], Device::Cpu)
+        Tensor::from_buffer(Buffer::host(smallvec::smallvec![v]), &[], Device::Cpu)
     }
 
     /// A tensor of `shape` filled with `value`.
@@ -186,7 +190,7 @@ impl Tensor {
     ) -> Result<Tensor> {
         let n = layout::checked_numel("full", shape)?;
         if !device.is_host() {
-            return crate::backend::full(shape, value, dtype, device);
+            return kernels::full(shape, value, dtype, device);
         }
         layout::check_alloc("full", n, dtype.size_of())?;
         let data = match dtype {
@@ -249,8 +253,8 @@ impl Tensor {
         let n = layout::checked_numel("randn", shape)?;
         layout::check_alloc("randn", n, dtype.size_of())?;
         Ok(match dtype {
-            DType::F32 => Tensor::from_ndarray(crate::backend::cpu::randn::<f32>(shape, seed)),
-            DType::F64 => Tensor::from_ndarray(crate::backend::cpu::randn::<f64>(shape, seed)),
+            DType::F32 => kernels::randn::<f32>(shape, seed),
+            DType::F64 => kernels::randn::<f64>(shape, seed),
         })
     }
 

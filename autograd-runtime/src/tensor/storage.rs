@@ -3,9 +3,8 @@
 
 use crate::sync::{Arc, Ordering};
 
-use crate::backend::cpu::buffer_cache;
+pub(crate) use super::kernels::Buffer;
 use crate::sync::{atomic::AtomicU64, RwLock};
-pub(crate) use crate::tensor::dtype::Buffer;
 use crate::Device;
 
 /// One allocation shared by a tensor, its views and its detached aliases.
@@ -24,11 +23,7 @@ impl Storage {
     /// buffer is inline.
     #[inline]
     pub(crate) fn is_spare(storage: &mut Arc<Storage>) -> bool {
-        Arc::get_mut(storage).is_some_and(|s| match s.data.get_mut() {
-            Buffer::F32(v) => !v.spilled(),
-            Buffer::F64(v) => !v.spilled(),
-            Buffer::Cuda(_) => false,
-        })
+        Arc::get_mut(storage).is_some_and(|s| s.data.get_mut().is_inline())
     }
 
     /// Refills a spare storage ([`Storage::is_spare`]) for a new tensor: `data`, `device`,
@@ -71,16 +66,7 @@ impl Drop for Storage {
     /// Hands a large host buffer to the CPU backend's buffer cache for the next kernel output
     /// of its size (small and inline buffers are simply freed).
     fn drop(&mut self) {
-        let large = |cap: usize, elem: usize| cap * elem >= buffer_cache::MIN_BYTES;
-        match self.data.get_mut() {
-            Buffer::F32(v) if v.spilled() && large(v.capacity(), 4) => {
-                buffer_cache::give(std::mem::take(v).into_vec());
-            }
-            Buffer::F64(v) if v.spilled() && large(v.capacity(), 8) => {
-                buffer_cache::give(std::mem::take(v).into_vec());
-            }
-            _ => {}
-        }
+        self.data.get_mut().recycle();
     }
 }
 

@@ -1,34 +1,111 @@
-//! [`Cpu`], the [`Backend`] of host memory: takes each kernel call to a dense kernel (contiguous
-//! buffers, split over threads, SIMD) when the operands allow it, and to the ndarray kernel for
-//! strided views otherwise.
+//! The CPU kernels on buffers: each takes host [`Buffer`]s with their [`Layout`]s and returns a
+//! new contiguous buffer with its shape ([`Out`]), or writes through a layout in place. Each goes
+//! to a dense kernel (contiguous buffers, split over threads, SIMD) when the operands allow it,
+//! and to the ndarray kernel for strided views otherwise.
+//!
+//! They never see a tensor: the tensor layer's adapter (`tensor/kernels.rs`) takes the storage
+//! locks, checks dtypes and devices, and wraps the results. [`Cpu`] implements [`Backend`] with
+//! them.
 
-use ndarray::{ArrayViewD, IxDyn, ShapeBuilder};
+use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn, ShapeBuilder};
 use smallvec::smallvec;
 
 use super::dense::{self, Operand};
 use super::{
     elementwise, gather, movement, reduce, standard, std_slice, to_contiguous, BinaryOp, UnaryOp,
 };
-use crate::backend::{broadcast_shapes, Backend, FusedOp};
-use crate::sync::Arc;
-use crate::tensor::data::{view, view_mut, with_view, with_view_mut, with_views2};
-use crate::tensor::dtype::ElemVec;
-use crate::tensor::layout::contiguous_strides;
-use crate::tensor::storage::Buffer;
-use crate::{DType, Device, Element, Error, Result, Tensor};
+use crate::backend::{broadcast_shapes, Backend, Buffer, ElemVec, FusedOp, Out};
+use crate::layout::{contiguous_strides, view, view_mut, Dims, Layout};
+use crate::{DType, Device, Element, Error, Result};
 
 /// The CPU backend (a unit type: the kernels keep no state).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Cpu;
 
+/// Runs `$body` with `$v` bound to an ndarray view of host buffer `$b` laid out as `$l`, for
+/// whichever element type it holds. `$body` is compiled once per dtype, so it may call generic
+/// kernels.
+macro_rules! with_view {
+    ($b:expr, $l:expr, |$v:ident| $body:expr) => {{
+        let (__b, __l): (&Buffer, &Layout) = ($b, $l);
+        match __b {
+            Buffer::F32(__d) => {
+                let $v = view::<f32>(__d, __l);
+                $body
+            }
+            Buffer::F64(__d) => {
+                let $v = view::<f64>(__d, __l);
+                $body
+            }
+            Buffer::Cuda(_) => unreachable!("invariant: host kernels only receive host buffers"),
+        }
+    }};
+}
+
+/// Like [`with_view`] for two buffers of the same dtype (the caller checked it).
+macro_rules! with_views2 {
+    ($a:expr, $la:expr, $b:expr, $lb:expr, |$va:ident, $vb:ident| $body:expr) => {{
+        let (__a, __la, __b, __lb): (&Buffer, &Layout, &Buffer, &Layout) = ($a, $la, $b, $lb);
+        match (__a, __b) {
+            (Buffer::F32(__x), Buffer::F32(__y)) => {
+                let $va = view::<f32>(__x, __la);
+                let $vb = view::<f32>(__y, __lb);
+                $body
+            }
+            (Buffer::F64(__x), Buffer::F64(__y)) => {
+                let $va = view::<f64>(__x, __la);
+                let $vb = view::<f64>(__y, __lb);
+                $body
+            }
+            _ => unreachable!("invariant: dtypes were checked equal by the caller"),
+        }
+    }};
+}
+
+/// Runs `$body` with `$v` bound to a mutable view of host buffer `$b` laid out as `$l`.
+macro_rules! with_view_mut {
+    ($b:expr, $l:expr, |$v:ident| $body:expr) => {{
+        let (__b, __l): (&mut Buffer, &Layout) = ($b, $l);
+        match __b {
+            Buffer::F32(__d) => {
+                let $v = view_mut::<f32>(__d, __l);
+                $body
+            }
+            Buffer::F64(__d) => {
+                let $v = view_mut::<f64>(__d, __l);
+                $body
+            }
+            Buffer::Cuda(_) => unreachable!("invariant: host kernels only receive host buffers"),
+        }
+    }};
+}
+
+/// A kernel result (any layout) as an [`Out`], without copying when it is already in standard
+/// layout.
+#[inline]
+pub(crate) fn out_of<T: Element>(a: ArrayD<T>) -> Out {
+    let a = if a.is_standard_layout() {
+        a
+    } else {
+        a.as_standard_layout().into_owned()
+    };
+    let shape: Dims = a.shape().into();
+    let (mut v, offset) = a.into_raw_vec_and_offset();
+    if let Some(off) = offset.filter(|&o| o != 0) {
+        v.drain(..off);
+    }
+    v.truncate(shape.iter().product());
+    (Buffer::host(v.into()), shape)
+}
+
 /// Tensors of up to this many elements take the ndarray kernels, which fill a tensor's inline
 /// buffer directly: the hot path of scalar graphs.
 const SMALL: usize = 2;
 
-/// A new contiguous tensor of `shape` on `device` holding `v`.
+/// `v` as an [`Out`] of `shape`.
 #[inline]
-fn tensor_of<T: Element>(v: Vec<T>, shape: &[usize], device: Device) -> Tensor {
-    Tensor::from_buffer(T::wrap(ElemVec::from_vec(v)), shape, device)
+fn tensor_of<T: Element>(v: Vec<T>, shape: &[usize]) -> Out {
+    (Buffer::host(ElemVec::from_vec(v)), shape.into())
 }
 
 /// `a` as a dense operand of an element-wise kernel whose output has `shape` (a broadcast of
@@ -51,13 +128,12 @@ fn operand<'a, T: Element>(a: &ArrayViewD<'a, T>, shape: &[usize]) -> Option<Ope
 fn broadcast_dense<T: Element>(
     a: ArrayViewD<'_, T>,
     b: ArrayViewD<'_, T>,
-    device: Device,
     f: impl Fn(usize, Operand<'_, T>, Operand<'_, T>) -> Vec<T>,
-) -> Result<Tensor> {
+) -> Result<Out> {
     let shape = broadcast_shapes(a.shape(), b.shape())?;
     let n = shape.iter().product();
     if let (Some(x), Some(y)) = (operand(&a, &shape), operand(&b, &shape)) {
-        return Ok(tensor_of(f(n, x, y), &shape, device));
+        return Ok(tensor_of(f(n, x, y), &shape));
     }
     let expand = |v: &ArrayViewD<'_, T>| {
         to_contiguous(
@@ -73,7 +149,6 @@ fn broadcast_dense<T: Element>(
     Ok(tensor_of(
         f(n, Operand::Slice(x), Operand::Slice(y)),
         &shape,
-        device,
     ))
 }
 
@@ -81,18 +156,14 @@ fn binary_typed<T: Element>(
     op: BinaryOp,
     a: ArrayViewD<'_, T>,
     b: ArrayViewD<'_, T>,
-    device: Device,
-) -> Result<Tensor> {
+) -> Result<Out> {
     if a.len() <= SMALL && b.len() <= SMALL {
-        return Ok(Tensor::from_ndarray_on(
-            elementwise::binary(op, a, b)?,
-            device,
-        ));
+        return Ok(out_of(elementwise::binary(op, a, b)?));
     }
     let shape = broadcast_shapes(a.shape(), b.shape())?;
     let n = shape.iter().product();
     if let (Some(x), Some(y)) = (operand(&a, &shape), operand(&b, &shape)) {
-        return Ok(tensor_of(dense::binary(op, n, x, y), &shape, device));
+        return Ok(tensor_of(dense::binary(op, n, x, y), &shape));
     }
     // One operand repeated as a block of the other (a bias row, a column).
     for (big, small, swap) in [(&a, &b, false), (&b, &a, true)] {
@@ -102,20 +173,17 @@ fn binary_typed<T: Element>(
         if let (Some(x), Some(y)) = (big.to_slice(), small.to_slice()) {
             if let Some((_, mid, inner)) = elementwise::block_broadcast(small.shape(), &shape) {
                 let out = dense::block_binary(op, x, y, (mid, inner), swap);
-                return Ok(tensor_of(out, &shape, device));
+                return Ok(tensor_of(out, &shape));
             }
         }
     }
-    Ok(Tensor::from_ndarray_on(
-        elementwise::binary(op, a, b)?,
-        device,
-    ))
+    Ok(out_of(elementwise::binary(op, a, b)?))
 }
 
 /// `dst (op)= src`, `src` broadcast to `dst` without growing it.
 fn inplace_typed<T: Element>(
     op: BinaryOp,
-    mut dst: ndarray::ArrayViewMutD<'_, T>,
+    mut dst: ArrayViewMutD<'_, T>,
     src: ArrayViewD<'_, T>,
 ) -> Result<()> {
     let dense_src = if src.shape() == dst.shape() {
@@ -132,361 +200,479 @@ fn inplace_typed<T: Element>(
     elementwise::binary_inplace(op, dst, src).map_err(Error::from)
 }
 
-/// A contiguous copy of `x` on `device`.
-fn contiguous_on(x: &Tensor, device: Device) -> Tensor {
-    with_view!(x, |a| match a.to_slice() {
-        Some(s) if s.len() > SMALL => tensor_of(dense::copy(s), a.shape(), device),
-        _ => Tensor::from_ndarray_on(to_contiguous(a), device),
+/// Runs `f` with a write view of `dst` and a read view of `src` (two distinct buffers; the
+/// caller took their locks), or [`Error::DTypeMismatch`] naming `op`.
+fn with_dst_src<R>(
+    op: &'static str,
+    (dst, ld): (&mut Buffer, &Layout),
+    (src, ls): (&Buffer, &Layout),
+    f32s: impl FnOnce(ArrayViewMutD<'_, f32>, ArrayViewD<'_, f32>) -> Result<R>,
+    f64s: impl FnOnce(ArrayViewMutD<'_, f64>, ArrayViewD<'_, f64>) -> Result<R>,
+) -> Result<R> {
+    let (lhs, rhs) = (dst.dtype(), src.dtype());
+    match (dst, src) {
+        (Buffer::F32(x), Buffer::F32(y)) => f32s(view_mut(x, ld), view(y, ls)),
+        (Buffer::F64(x), Buffer::F64(y)) => f64s(view_mut(x, ld), view(y, ls)),
+        _ => Err(Error::DTypeMismatch { op, lhs, rhs }),
+    }
+}
+
+/// `op(x)` element-wise.
+pub(crate) fn unary(op: UnaryOp, x: &Buffer, lx: &Layout) -> Out {
+    with_view!(x, lx, |a| {
+        if a.len() <= SMALL {
+            out_of(elementwise::unary(op, a))
+        } else {
+            let shape = a.shape().to_vec();
+            let a = standard(a);
+            tensor_of(dense::unary(op, std_slice(&a)), &shape)
+        }
     })
 }
 
-/// Runs `f` with a write view of `dst` and a read view of `src` (same dtype, distinct
-/// storages), taking the two locks in storage-address order, so that two threads running
-/// `a (op)= b` and `b (op)= a` cannot deadlock.
-fn with_dst_src<R>(
-    op: &'static str,
-    dst: &Tensor,
-    src: &Tensor,
-    f32s: impl FnOnce(ndarray::ArrayViewMutD<'_, f32>, ArrayViewD<'_, f32>) -> Result<R>,
-    f64s: impl FnOnce(ndarray::ArrayViewMutD<'_, f64>, ArrayViewD<'_, f64>) -> Result<R>,
-) -> Result<R> {
-    debug_assert!(
-        !dst.shares_storage(src),
-        "invariant: the caller copied a shared src"
-    );
-    let (d, s) = (&dst.0.storage, &src.0.storage);
-    let (mut wg, rg);
-    if Arc::as_ptr(d) < Arc::as_ptr(s) {
-        wg = d.data.write();
-        rg = s.data.read();
-    } else {
-        rg = s.data.read();
-        wg = d.data.write();
+/// `x^exponent` element-wise.
+pub(crate) fn pow_scalar(x: &Buffer, lx: &Layout, exponent: f64) -> Out {
+    with_view!(x, lx, |a| out_of(elementwise::pow_scalar(a, exponent)))
+}
+
+/// `a (op) b` with broadcasting (same dtype: checked by the caller).
+pub(crate) fn binary(
+    op: BinaryOp,
+    a: &Buffer,
+    la: &Layout,
+    b: &Buffer,
+    lb: &Layout,
+) -> Result<Out> {
+    with_views2!(a, la, b, lb, |x, y| binary_typed(op, x, y))
+}
+
+/// `x (op) s`, or `s (op) x` when `scalar_on_left`.
+pub(crate) fn binary_scalar(
+    op: BinaryOp,
+    x: &Buffer,
+    lx: &Layout,
+    s: f64,
+    scalar_on_left: bool,
+) -> Out {
+    with_view!(x, lx, |a| {
+        let s = Element::from_f64(s);
+        match a.to_slice() {
+            Some(v) if v.len() > SMALL => {
+                let (p, q) = if scalar_on_left {
+                    (Operand::Scalar(s), Operand::Slice(v))
+                } else {
+                    (Operand::Slice(v), Operand::Scalar(s))
+                };
+                tensor_of(dense::binary(op, v.len(), p, q), a.shape())
+            }
+            _ => out_of(elementwise::binary_scalar(op, a, s, scalar_on_left)),
+        }
+    })
+}
+
+/// A fused backward formula of `a` and `b` (same dtype: checked by the caller).
+pub(crate) fn fused(op: FusedOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Out> {
+    with_views2!(a, la, b, lb, |x, y| broadcast_dense(x, y, |n, p, q| {
+        dense::fused(op, n, p, q)
+    }))
+}
+
+/// A closed-form fused formula written over `a` (contiguous, unshared: the caller's proof).
+pub(crate) fn fused_inplace(
+    op: FusedOp,
+    a: (&mut Buffer, &Layout),
+    b: (&Buffer, &Layout),
+) -> Result<()> {
+    fn typed<T: Element>(
+        op: FusedOp,
+        mut a: ArrayViewMutD<'_, T>,
+        b: ArrayViewD<'_, T>,
+    ) -> Result<()> {
+        let shape = a.shape().to_vec();
+        let Some(a) = a.as_slice_mut() else {
+            return Err(Error::shape("fused_inplace", "expects a contiguous target"));
+        };
+        match operand(&b, &shape) {
+            Some(b) => dense::fused_inplace(op, a, b),
+            None => {
+                // A strided saved tensor (a transposed input): one contiguous copy.
+                let b = b.broadcast(IxDyn(&shape)).ok_or_else(|| {
+                    Error::shape("fused_inplace", "operand does not broadcast to the target")
+                })?;
+                let b = to_contiguous(b);
+                let b = b.as_slice().expect("invariant: to_contiguous is standard");
+                dense::fused_inplace(op, a, Operand::Slice(b));
+            }
+        }
+        Ok(())
     }
-    match (&mut *wg, &*rg) {
-        (Buffer::F32(x), Buffer::F32(y)) => f32s(view_mut(x, dst.layout()), view(y, src.layout())),
-        (Buffer::F64(x), Buffer::F64(y)) => f64s(view_mut(x, dst.layout()), view(y, src.layout())),
-        _ => Err(Error::DTypeMismatch {
-            op,
-            lhs: dst.dtype(),
-            rhs: src.dtype(),
-        }),
+    with_dst_src(
+        "backward formula",
+        a,
+        b,
+        |x, y| typed(op, x, y),
+        |x, y| typed(op, x, y),
+    )
+}
+
+/// `dst (op)= src` through `dst`'s layout, `src` broadcast to it (distinct buffers).
+pub(crate) fn binary_inplace(
+    op: BinaryOp,
+    dst: (&mut Buffer, &Layout),
+    src: (&Buffer, &Layout),
+) -> Result<()> {
+    with_dst_src(
+        "in-place op",
+        dst,
+        src,
+        |d, s| inplace_typed(op, d, s),
+        |d, s| inplace_typed(op, d, s),
+    )
+}
+
+/// Sets every element of `dst` (through its layout) to `value`.
+pub(crate) fn fill(dst: &mut Buffer, ld: &Layout, value: f64) {
+    with_view_mut!(dst, ld, |a| {
+        let v = Element::from_f64(value);
+        if a.is_standard_layout() {
+            dense::fill(a.into_slice().expect("invariant: standard layout"), v);
+        } else {
+            elementwise::fill(a, v);
+        }
+    });
+}
+
+/// Writes `src`'s values into `dst`'s elements (same shape; distinct buffers).
+pub(crate) fn copy_into(dst: (&mut Buffer, &Layout), src: (&Buffer, &Layout)) -> Result<()> {
+    with_dst_src(
+        "copy",
+        dst,
+        src,
+        |d, s| {
+            movement::assign(d, s);
+            Ok(())
+        },
+        |d, s| {
+            movement::assign(d, s);
+            Ok(())
+        },
+    )
+}
+
+/// A contiguous copy.
+pub(crate) fn contiguous(x: &Buffer, lx: &Layout) -> Out {
+    with_view!(x, lx, |a| match a.to_slice() {
+        Some(s) if s.len() > SMALL => tensor_of(dense::copy(s), a.shape()),
+        _ => out_of(to_contiguous(a)),
+    })
+}
+
+/// The values converted to `dtype`.
+pub(crate) fn to_dtype(x: &Buffer, lx: &Layout, dtype: DType) -> Out {
+    with_view!(x, lx, |a| {
+        let shape = a.shape().to_vec();
+        let a = standard(a);
+        let s = std_slice(&a);
+        match dtype {
+            DType::F32 => tensor_of(dense::convert::<_, f32>(s), &shape),
+            DType::F64 => tensor_of(dense::convert::<_, f64>(s), &shape),
+        }
+    })
+}
+
+/// `parts` (same dtype as the first, else [`Error::WrongDType`]) concatenated along `dim`.
+pub(crate) fn cat(parts: &[(&Buffer, &Layout)], dim: usize) -> Result<Out> {
+    fn typed<T: Element>(parts: &[(&Buffer, &Layout)], dim: usize) -> Result<Out> {
+        let views = parts
+            .iter()
+            .map(|&(b, l)| {
+                let data = b.as_slice::<T>().ok_or(Error::WrongDType {
+                    expected: T::DTYPE,
+                    actual: b.dtype(),
+                })?;
+                Ok(view(data, l))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(out_of(movement::cat(&views, dim)))
+    }
+    let (first, _) = parts
+        .first()
+        .ok_or_else(|| Error::shape("cat", "expected a non-empty list of tensors"))?;
+    match first.dtype() {
+        DType::F32 => typed::<f32>(parts, dim),
+        DType::F64 => typed::<f64>(parts, dim),
     }
 }
 
-/// `src` itself, or a private contiguous copy when it shares `dst`'s storage (a kernel cannot
-/// read a buffer it is writing).
-fn unshared(dst: &Tensor, src: &Tensor) -> Tensor {
-    if dst.shares_storage(src) {
-        contiguous_on(src, src.device())
+/// The sum of all elements, 0-dim.
+pub(crate) fn sum_all(x: &Buffer, lx: &Layout) -> Out {
+    with_view!(x, lx, |a| {
+        let s = reduce::sum_all(a);
+        (Buffer::host(smallvec![s]), Dims::new())
+    })
+}
+
+/// Sums over `axes`, dropping them unless `keepdim`.
+pub(crate) fn sum_dims(x: &Buffer, lx: &Layout, axes: &[usize], keepdim: bool) -> Out {
+    with_view!(x, lx, |a| out_of(reduce::sum_axes(a, axes, keepdim)))
+}
+
+/// Reduces a broadcast `x` back to `shape`.
+pub(crate) fn sum_to(x: &Buffer, lx: &Layout, shape: &[usize]) -> Out {
+    with_view!(x, lx, |a| out_of(reduce::sum_to(a, shape)))
+}
+
+/// Softmax (or log-softmax) over `dim`.
+pub(crate) fn softmax(x: &Buffer, lx: &Layout, dim: usize, log: bool) -> Out {
+    with_view!(x, lx, |a| out_of(if log {
+        reduce::log_softmax(a, dim)
     } else {
-        src.clone()
+        reduce::softmax(a, dim)
+    }))
+}
+
+/// The positions of the first maximum along `dim`, in the C order of the keepdim shape.
+pub(crate) fn argmax(x: &Buffer, lx: &Layout, dim: usize) -> Vec<usize> {
+    with_view!(x, lx, |a| reduce::max_dim(a, dim, true)
+        .1
+        .into_raw_vec_and_offset()
+        .0)
+}
+
+/// The maxima along `dim` (keepdim-shaped) and their positions.
+pub(crate) fn max_dim(x: &Buffer, lx: &Layout, dim: usize) -> (Out, Vec<usize>) {
+    with_view!(x, lx, |a| {
+        let (values, index) = reduce::max_dim(a, dim, true);
+        (out_of(values), index.into_raw_vec_and_offset().0)
+    })
+}
+
+/// Whether any element is NaN.
+pub(crate) fn has_nan(x: &Buffer, lx: &Layout) -> bool {
+    with_view!(x, lx, |a| reduce::has_nan(a))
+}
+
+/// The slices of `x` at `index` along `dim`.
+pub(crate) fn index_select(x: &Buffer, lx: &Layout, dim: usize, index: &[usize]) -> Out {
+    with_view!(x, lx, |a| out_of(movement::index_select(a, dim, index)))
+}
+
+/// Zeros of `shape` with `g`'s slices added at `index` along `dim`.
+pub(crate) fn index_add(
+    g: &Buffer,
+    lg: &Layout,
+    shape: &[usize],
+    dim: usize,
+    index: &[usize],
+) -> Out {
+    with_view!(g, lg, |v| out_of(movement::index_add(shape, dim, index, v)))
+}
+
+/// `x` at one position per lane of `dim` (`index` in the C order of the keepdim shape).
+pub(crate) fn gather(x: &Buffer, lx: &Layout, dim: usize, index: &[usize]) -> Result<Out> {
+    let mut keep = lx.shape.to_vec();
+    if let Some(d) = keep.get_mut(dim) {
+        *d = 1;
     }
+    let strides = contiguous_strides(&keep);
+    let index = ArrayViewD::from_shape(IxDyn(&keep).strides(IxDyn(&strides)), index)
+        .map_err(|_| Error::shape("gather", "index does not match the reduced shape"))?;
+    Ok(with_view!(x, lx, |a| out_of(gather::gather_dim(
+        a,
+        dim,
+        index.view()
+    ))))
+}
+
+/// Zeros of `shape` with the keepdim-shaped `g` written at `index` along `dim`.
+pub(crate) fn scatter(
+    g: &Buffer,
+    lg: &Layout,
+    shape: &[usize],
+    dim: usize,
+    index: &[usize],
+) -> Out {
+    let index = ArrayViewD::from_shape(IxDyn(&[index.len()]), index)
+        .expect("invariant: a 1-D view of a slice has the slice's length");
+    with_view!(g, lg, |v| out_of(movement::scatter_max_grad(
+        shape,
+        dim,
+        index.view(),
+        v
+    )))
+}
+
+/// Zeros of `shape` with `g` written at `start..` along `dim`.
+pub(crate) fn narrow_scatter(
+    g: &Buffer,
+    lg: &Layout,
+    shape: &[usize],
+    dim: usize,
+    start: usize,
+) -> Out {
+    with_view!(g, lg, |v| out_of(movement::narrow_scatter(
+        shape, dim, start, v
+    )))
+}
+
+/// PyTorch's `matmul` (same dtype: checked by the caller).
+pub(crate) fn matmul(a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Out> {
+    with_views2!(a, la, b, lb, |x, y| Ok::<_, Error>(out_of(super::matmul(
+        x, y
+    )?)))
 }
 
 impl Backend for Cpu {
-    fn unary(&self, op: UnaryOp, x: &Tensor) -> Result<Tensor> {
-        let device = x.device();
-        Ok(with_view!(x, |a| {
-            if a.len() <= SMALL {
-                Tensor::from_ndarray_on(elementwise::unary(op, a), device)
-            } else {
-                let shape = a.shape().to_vec();
-                let a = standard(a);
-                tensor_of(dense::unary(op, std_slice(&a)), &shape, device)
-            }
-        }))
+    fn unary(&self, op: UnaryOp, x: &Buffer, lx: &Layout) -> Result<Out> {
+        Ok(unary(op, x, lx))
     }
 
-    fn pow_scalar(&self, x: &Tensor, exponent: f64) -> Result<Tensor> {
-        let device = x.device();
-        Ok(with_view!(x, |a| Tensor::from_ndarray_on(
-            elementwise::pow_scalar(a, exponent),
-            device
-        )))
+    fn pow_scalar(&self, x: &Buffer, lx: &Layout, exponent: f64) -> Result<Out> {
+        Ok(pow_scalar(x, lx, exponent))
     }
 
-    fn binary(&self, op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        let device = a.device();
-        with_views2!("binary op", a, b, |x, y| binary_typed(op, x, y, device))
+    fn binary(
+        &self,
+        op: BinaryOp,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+    ) -> Result<Out> {
+        binary(op, a, la, b, lb)
     }
 
     fn binary_scalar(
         &self,
         op: BinaryOp,
-        x: &Tensor,
+        x: &Buffer,
+        lx: &Layout,
         s: f64,
         scalar_on_left: bool,
-    ) -> Result<Tensor> {
-        let device = x.device();
-        Ok(with_view!(x, |a| {
-            let s = Element::from_f64(s);
-            match a.to_slice() {
-                Some(v) if v.len() > SMALL => {
-                    let (p, q) = if scalar_on_left {
-                        (Operand::Scalar(s), Operand::Slice(v))
-                    } else {
-                        (Operand::Slice(v), Operand::Scalar(s))
-                    };
-                    tensor_of(dense::binary(op, v.len(), p, q), a.shape(), device)
-                }
-                _ => Tensor::from_ndarray_on(
-                    elementwise::binary_scalar(op, a, s, scalar_on_left),
-                    device,
-                ),
-            }
-        }))
+    ) -> Result<Out> {
+        Ok(binary_scalar(op, x, lx, s, scalar_on_left))
     }
 
-    fn fused(&self, op: FusedOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        let device = a.device();
-        with_views2!("fused op", a, b, |x, y| broadcast_dense(
-            x,
-            y,
-            device,
-            |n, p, q| dense::fused(op, n, p, q)
-        ))
+    fn fused(&self, op: FusedOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Out> {
+        fused(op, a, la, b, lb)
     }
 
-    fn fused_inplace(&self, op: FusedOp, a: &Tensor, b: &Tensor) -> Result<()> {
-        fn typed<T: Element>(
-            op: FusedOp,
-            mut a: ndarray::ArrayViewMutD<'_, T>,
-            b: ArrayViewD<'_, T>,
-        ) -> Result<()> {
-            let shape = a.shape().to_vec();
-            let Some(a) = a.as_slice_mut() else {
-                return Err(Error::shape("fused_inplace", "expects a contiguous target"));
-            };
-            match operand(&b, &shape) {
-                Some(b) => dense::fused_inplace(op, a, b),
-                None => {
-                    // A strided saved tensor (a transposed input): one contiguous copy.
-                    let b = b.broadcast(IxDyn(&shape)).ok_or_else(|| {
-                        Error::shape("fused_inplace", "operand does not broadcast to the target")
-                    })?;
-                    let b = to_contiguous(b);
-                    let b = b.as_slice().expect("invariant: to_contiguous is standard");
-                    dense::fused_inplace(op, a, Operand::Slice(b));
-                }
-            }
-            Ok(())
-        }
-        with_dst_src(
-            "backward formula",
-            a,
-            b,
-            |x, y| typed(op, x, y),
-            |x, y| typed(op, x, y),
-        )
+    fn fused_inplace(
+        &self,
+        op: FusedOp,
+        a: (&mut Buffer, &Layout),
+        b: (&Buffer, &Layout),
+    ) -> Result<()> {
+        fused_inplace(op, a, b)
     }
 
-    fn binary_inplace(&self, op: BinaryOp, dst: &Tensor, src: &Tensor) -> Result<()> {
-        let src = unshared(dst, src);
-        with_dst_src(
-            "in-place op",
-            dst,
-            &src,
-            |d, s| inplace_typed(op, d, s),
-            |d, s| inplace_typed(op, d, s),
-        )
+    fn binary_inplace(
+        &self,
+        op: BinaryOp,
+        dst: (&mut Buffer, &Layout),
+        src: (&Buffer, &Layout),
+    ) -> Result<()> {
+        binary_inplace(op, dst, src)
     }
 
-    fn fill(&self, dst: &Tensor, value: f64) -> Result<()> {
-        with_view_mut!(dst, |a| {
-            let v = Element::from_f64(value);
-            if a.is_standard_layout() {
-                dense::fill(a.into_slice().expect("invariant: standard layout"), v);
-            } else {
-                elementwise::fill(a, v);
-            }
-        });
+    fn fill(&self, dst: &mut Buffer, ld: &Layout, value: f64) -> Result<()> {
+        fill(dst, ld, value);
         Ok(())
     }
 
-    fn copy_into(&self, dst: &Tensor, src: &Tensor) -> Result<()> {
-        let src = unshared(dst, src);
-        with_dst_src(
-            "copy",
-            dst,
-            &src,
-            |d, s| {
-                movement::assign(d, s);
-                Ok(())
-            },
-            |d, s| {
-                movement::assign(d, s);
-                Ok(())
-            },
-        )
+    fn copy_into(&self, dst: (&mut Buffer, &Layout), src: (&Buffer, &Layout)) -> Result<()> {
+        copy_into(dst, src)
     }
 
-    fn contiguous(&self, x: &Tensor) -> Result<Tensor> {
-        Ok(contiguous_on(x, x.device()))
+    fn contiguous(&self, x: &Buffer, lx: &Layout) -> Result<Out> {
+        Ok(contiguous(x, lx))
     }
 
-    fn to_dtype(&self, x: &Tensor, dtype: DType) -> Result<Tensor> {
-        let device = x.device();
-        Ok(with_view!(x, |a| {
-            let shape = a.shape().to_vec();
-            let a = standard(a);
-            let s = std_slice(&a);
-            match dtype {
-                DType::F32 => tensor_of(dense::convert::<_, f32>(s), &shape, device),
-                DType::F64 => tensor_of(dense::convert::<_, f64>(s), &shape, device),
-            }
-        }))
+    fn to_dtype(&self, x: &Buffer, lx: &Layout, dtype: DType) -> Result<Out> {
+        Ok(to_dtype(x, lx, dtype))
     }
 
-    fn to_device(&self, x: &Tensor, device: Device) -> Result<Tensor> {
+    fn to_device(&self, x: &Buffer, lx: &Layout, device: Device) -> Result<Out> {
         match device {
-            Device::Cpu | Device::Virtual(_) => Ok(contiguous_on(x, device)),
-            Device::Cuda(i) => crate::backend::upload_cuda(x, i),
+            Device::Cpu | Device::Virtual(_) => Ok(contiguous(x, lx)),
+            Device::Cuda(i) => crate::backend::upload_cuda(x, lx, i),
         }
     }
 
-    fn cat(&self, tensors: &[Tensor], dim: usize) -> Result<Tensor> {
-        fn typed<T: Element>(tensors: &[Tensor], dim: usize, device: Device) -> Result<Tensor> {
-            // Each part is copied out under its own lock: parts may share a storage.
-            let arrays = tensors
-                .iter()
-                .map(|t| t.to_array::<T>())
-                .collect::<Result<Vec<_>>>()?;
-            let views: Vec<_> = arrays.iter().map(|a| a.view()).collect();
-            Ok(Tensor::from_ndarray_on(movement::cat(&views, dim), device))
-        }
-        let first = tensors
-            .first()
-            .ok_or_else(|| Error::shape("cat", "expected a non-empty list of tensors"))?;
-        match first.dtype() {
-            DType::F32 => typed::<f32>(tensors, dim, first.device()),
-            DType::F64 => typed::<f64>(tensors, dim, first.device()),
-        }
+    fn cat(&self, parts: &[(&Buffer, &Layout)], dim: usize) -> Result<Out> {
+        cat(parts, dim)
     }
 
-    fn sum_all(&self, x: &Tensor) -> Result<Tensor> {
-        let device = x.device();
-        Ok(with_view!(x, |a| {
-            let s = reduce::sum_all(a);
-            Tensor::from_buffer(Element::wrap(smallvec![s]), &[], device)
-        }))
+    fn sum_all(&self, x: &Buffer, lx: &Layout) -> Result<Out> {
+        Ok(sum_all(x, lx))
     }
 
-    fn sum_dims(&self, x: &Tensor, axes: &[usize], keepdim: bool) -> Result<Tensor> {
-        let device = x.device();
-        Ok(with_view!(x, |a| Tensor::from_ndarray_on(
-            reduce::sum_axes(a, axes, keepdim),
-            device
-        )))
+    fn sum_dims(&self, x: &Buffer, lx: &Layout, axes: &[usize], keepdim: bool) -> Result<Out> {
+        Ok(sum_dims(x, lx, axes, keepdim))
     }
 
-    fn sum_to(&self, x: &Tensor, shape: &[usize]) -> Result<Tensor> {
-        let device = x.device();
-        Ok(with_view!(x, |a| Tensor::from_ndarray_on(
-            reduce::sum_to(a, shape),
-            device
-        )))
+    fn sum_to(&self, x: &Buffer, lx: &Layout, shape: &[usize]) -> Result<Out> {
+        Ok(sum_to(x, lx, shape))
     }
 
-    fn softmax(&self, x: &Tensor, dim: usize, log: bool) -> Result<Tensor> {
-        let device = x.device();
-        Ok(with_view!(x, |a| Tensor::from_ndarray_on(
-            if log {
-                reduce::log_softmax(a, dim)
-            } else {
-                reduce::softmax(a, dim)
-            },
-            device
-        )))
+    fn softmax(&self, x: &Buffer, lx: &Layout, dim: usize, log: bool) -> Result<Out> {
+        Ok(softmax(x, lx, dim, log))
     }
 
-    fn argmax(&self, x: &Tensor, dim: usize) -> Result<Vec<usize>> {
-        Ok(with_view!(x, |a| reduce::max_dim(a, dim, true)
-            .1
-            .into_raw_vec_and_offset()
-            .0))
+    fn argmax(&self, x: &Buffer, lx: &Layout, dim: usize) -> Result<Vec<usize>> {
+        Ok(argmax(x, lx, dim))
     }
 
-    fn max_dim(&self, x: &Tensor, dim: usize) -> Result<(Tensor, Vec<usize>)> {
-        let device = x.device();
-        Ok(with_view!(x, |a| {
-            let (values, index) = reduce::max_dim(a, dim, true);
-            (
-                Tensor::from_ndarray_on(values, device),
-                index.into_raw_vec_and_offset().0,
-            )
-        }))
+    fn max_dim(&self, x: &Buffer, lx: &Layout, dim: usize) -> Result<(Out, Vec<usize>)> {
+        Ok(max_dim(x, lx, dim))
     }
 
-    fn has_nan(&self, x: &Tensor) -> Result<bool> {
-        Ok(with_view!(x, |a| reduce::has_nan(a)))
+    fn has_nan(&self, x: &Buffer, lx: &Layout) -> Result<bool> {
+        Ok(has_nan(x, lx))
     }
 
-    fn index_select(&self, x: &Tensor, dim: usize, index: &[usize]) -> Result<Tensor> {
-        let device = x.device();
-        Ok(with_view!(x, |a| Tensor::from_ndarray_on(
-            movement::index_select(a, dim, index),
-            device
-        )))
+    fn index_select(&self, x: &Buffer, lx: &Layout, dim: usize, index: &[usize]) -> Result<Out> {
+        Ok(index_select(x, lx, dim, index))
     }
 
     fn index_add(
         &self,
-        g: &Tensor,
+        g: &Buffer,
+        lg: &Layout,
         shape: &[usize],
         dim: usize,
         index: &[usize],
-    ) -> Result<Tensor> {
-        let device = g.device();
-        Ok(with_view!(g, |v| Tensor::from_ndarray_on(
-            movement::index_add(shape, dim, index, v),
-            device
-        )))
+    ) -> Result<Out> {
+        Ok(index_add(g, lg, shape, dim, index))
     }
 
-    fn gather(&self, x: &Tensor, dim: usize, index: &[usize]) -> Result<Tensor> {
-        let device = x.device();
-        let mut keep = x.shape().to_vec();
-        if let Some(d) = keep.get_mut(dim) {
-            *d = 1;
-        }
-        let strides = contiguous_strides(&keep);
-        let index = ArrayViewD::from_shape(IxDyn(&keep).strides(IxDyn(&strides)), index)
-            .map_err(|_| Error::shape("gather", "index does not match the reduced shape"))?;
-        Ok(with_view!(x, |a| Tensor::from_ndarray_on(
-            gather::gather_dim(a, dim, index.view()),
-            device
-        )))
+    fn gather(&self, x: &Buffer, lx: &Layout, dim: usize, index: &[usize]) -> Result<Out> {
+        gather(x, lx, dim, index)
     }
 
-    fn scatter(&self, g: &Tensor, shape: &[usize], dim: usize, index: &[usize]) -> Result<Tensor> {
-        let device = g.device();
-        let index = ArrayViewD::from_shape(IxDyn(&[index.len()]), index)
-            .expect("invariant: a 1-D view of a slice has the slice's length");
-        Ok(with_view!(g, |v| Tensor::from_ndarray_on(
-            movement::scatter_max_grad(shape, dim, index.view(), v),
-            device
-        )))
+    fn scatter(
+        &self,
+        g: &Buffer,
+        lg: &Layout,
+        shape: &[usize],
+        dim: usize,
+        index: &[usize],
+    ) -> Result<Out> {
+        Ok(scatter(g, lg, shape, dim, index))
     }
 
     fn narrow_scatter(
         &self,
-        g: &Tensor,
+        g: &Buffer,
+        lg: &Layout,
         shape: &[usize],
         dim: usize,
         start: usize,
-    ) -> Result<Tensor> {
-        let device = g.device();
-        Ok(with_view!(g, |v| Tensor::from_ndarray_on(
-            movement::narrow_scatter(shape, dim, start, v),
-            device
-        )))
+    ) -> Result<Out> {
+        Ok(narrow_scatter(g, lg, shape, dim, start))
     }
 
-    fn matmul(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        let device = a.device();
-        with_views2!("matmul", a, b, |x, y| Ok::<_, Error>(
-            Tensor::from_ndarray_on(super::matmul(x, y)?, device)
-        ))
+    fn matmul(&self, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Out> {
+        matmul(a, la, b, lb)
     }
 }

@@ -3,7 +3,7 @@
 
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 
-use crate::tensor::dtype::Element;
+use crate::Element;
 
 /// `out[o, 0, i] = a[o, index[o, 0, i], i]` where `index` has `a`'s shape with size 1 at `dim`.
 pub(crate) fn gather_dim<T: Element>(

@@ -11,7 +11,7 @@ use ndarray::{s, ArrayD, ArrayView2, ArrayViewD, Axis, Ix2, IxDyn};
 
 use super::parallel::{run_chunks, SendPtr};
 use super::{broadcast_shapes, BroadcastError};
-use crate::tensor::dtype::Element;
+use crate::Element;
 
 /// Products with at most this many multiply-adds (`m * n * k`) use a plain loop: below it the
 /// fixed cost of a `gemm` call (dispatch, blocking set-up) dominates.

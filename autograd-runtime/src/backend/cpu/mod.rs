@@ -16,8 +16,9 @@
 
 pub(crate) mod buffer_cache;
 mod dense;
-mod dispatch;
+pub(crate) mod dispatch;
 mod elementwise;
+mod formulas;
 mod gather;
 mod matmul;
 mod movement;
@@ -28,7 +29,7 @@ pub(crate) mod vmath;
 
 use ndarray::{Array0, Array1, Array2, ArrayD, ArrayViewD, CowArray, Dimension, IxDyn};
 
-use crate::tensor::dtype::Element;
+use crate::Element;
 
 pub(crate) use crate::backend::op::{BinaryOp, UnaryOp};
 pub use buffer_cache::{cached_bytes, empty_cache, set_cache_limit};

@@ -1,9 +1,8 @@
 //! Helpers shared by the CPU kernel unit tests, and the unit tests of `matmul` (in `matmul.rs`,
 //! re-exported by this module).
 
-use ndarray::{s, ArrayD, ArrayViewD, IxDyn};
+use ndarray::{s, ArrayD, ArrayViewD, IxDyn, Zip};
 
-use super::reduce::max_abs_diff;
 use super::*;
 
 /// A standard-layout f64 array of `shape` holding `data`.
@@ -44,12 +43,123 @@ pub(super) fn check(a: &ArrayD<f64>, shape: &[usize], expected: &[f64]) {
     assert_eq!(a.len(), expected.len());
 }
 
+/// `max |a - b|` over two arrays of the same shape: 0 when empty, NaN if any difference is NaN.
+///
+/// # Panics
+///
+/// If the shapes differ.
+pub(super) fn max_abs_diff<T: Element>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> T {
+    assert_eq!(a.shape(), b.shape(), "max_abs_diff: shapes differ");
+    let step = |m: T, x: T, y: T| {
+        let d = (x - y).abs();
+        if d > m || d.is_nan() {
+            d
+        } else {
+            m
+        }
+    };
+    match (a.as_slice(), b.as_slice()) {
+        (Some(x), Some(y)) => x.iter().zip(y).fold(T::zero(), |m, (&x, &y)| step(m, x, y)),
+        _ => Zip::from(&a)
+            .and(&b)
+            .fold(T::zero(), |m, &x, &y| step(m, x, y)),
+    }
+}
+
 /// Asserts two arrays of the same shape agree within `tol`.
 #[track_caller]
 pub(super) fn assert_close(a: &ArrayD<f64>, b: &ArrayD<f64>, tol: f64) {
     assert_eq!(a.shape(), b.shape());
     let d = max_abs_diff(a.view(), b.view());
     assert!(d <= tol, "max |a - b| = {d}\n{a:?}\n{b:?}");
+}
+
+#[test]
+fn max_abs_diff_reads_any_layout_and_propagates_nan() {
+    let a = range(&[2, 3]);
+    let b = arr(&[2, 3], &[0.0, 1.5, 2.0, 3.0, 3.0, 5.0]);
+    assert_eq!(max_abs_diff(a.view(), b.view()), 1.0);
+    assert_eq!(max_abs_diff(a.t(), b.t()), 1.0);
+    assert_eq!(max_abs_diff(a.t(), b.view().reversed_axes()), 1.0);
+    assert_eq!(
+        max_abs_diff(arr(&[0], &[]).view(), arr(&[0], &[]).view()),
+        0.0
+    );
+    assert!(max_abs_diff(
+        arr(&[2], &[f64::NAN, 0.0]).view(),
+        arr(&[2], &[0.0, 5.0]).view()
+    )
+    .is_nan());
+}
+
+// --- kernels on buffers ------------------------------------------------------------------------
+
+/// A host buffer of `f64`s.
+fn buffer(data: &[f64]) -> crate::backend::Buffer {
+    crate::backend::Buffer::host::<f64>(crate::backend::ElemVec::from_slice(data))
+}
+
+#[test]
+fn kernels_run_on_plain_buffers_through_any_layout() -> crate::Result<()> {
+    use crate::layout::Layout;
+    let a = buffer(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let la = Layout::contiguous(&[2, 3]);
+    let row = buffer(&[10.0, 20.0, 30.0]);
+    let (sum, shape) = dispatch::binary(BinaryOp::Add, &a, &la, &row, &Layout::contiguous(&[3]))?;
+    assert_eq!(&shape[..], &[2, 3]);
+    assert_eq!(
+        sum.as_slice::<f64>(),
+        Some(&[11.0, 22.0, 33.0, 14.0, 25.0, 36.0][..])
+    );
+    // The transpose is a layout over the same buffer: no tensor, no copy until the kernel.
+    let lt = la.transpose(0, 1);
+    let (t, shape) = dispatch::contiguous(&a, &lt);
+    assert_eq!(&shape[..], &[3, 2]);
+    assert_eq!(
+        t.as_slice::<f64>(),
+        Some(&[1.0, 4.0, 2.0, 5.0, 3.0, 6.0][..])
+    );
+    let (rows, shape) = dispatch::sum_dims(&a, &la, &[1], false);
+    assert_eq!(
+        (&shape[..], rows.as_slice::<f64>()),
+        (&[2][..], Some(&[6.0, 15.0][..]))
+    );
+    let (y, _) = dispatch::unary(UnaryOp::Square, &a, &lt.narrow(0, 1, 2));
+    assert_eq!(y.as_slice::<f64>(), Some(&[4.0, 25.0, 9.0, 36.0][..]));
+    Ok(())
+}
+
+#[test]
+fn in_place_kernels_write_through_the_target_layout_only() -> crate::Result<()> {
+    use crate::layout::Layout;
+    let mut d = buffer(&[0.0; 6]);
+    let full = Layout::contiguous(&[2, 3]);
+    dispatch::fill(&mut d, &full.narrow(1, 1, 2), 1.0);
+    assert_eq!(
+        d.as_slice::<f64>(),
+        Some(&[0.0, 1.0, 1.0, 0.0, 1.0, 1.0][..])
+    );
+    let col = buffer(&[2.0, 3.0]);
+    dispatch::binary_inplace(
+        BinaryOp::Add,
+        (&mut d, &full),
+        (&col, &Layout::contiguous(&[2, 1])),
+    )?;
+    assert_eq!(
+        d.as_slice::<f64>(),
+        Some(&[2.0, 3.0, 3.0, 3.0, 4.0, 4.0][..])
+    );
+    let f32s = crate::backend::Buffer::host::<f32>(crate::backend::ElemVec::from_slice(&[1.0]));
+    let err = dispatch::copy_into(
+        (&mut d, &full),
+        (&f32s, &Layout::contiguous(&[]).expand(&[2, 3])?),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, crate::Error::DTypeMismatch { op: "copy", .. }),
+        "{err}"
+    );
+    Ok(())
 }
 
 // --- matmul ----------------------------------------------------------------------------------

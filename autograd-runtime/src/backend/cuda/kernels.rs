@@ -7,7 +7,7 @@ use cudarc::driver::DeviceRepr;
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
 use crate::backend::{BinaryOp, FusedOp, UnaryOp};
-use crate::tensor::layout::Layout;
+use crate::layout::Layout;
 use crate::DType;
 
 /// The CUDA C++ source of every kernel.
@@ -19,43 +19,36 @@ pub(crate) const MAX_DIMS: usize = 8;
 /// Threads per block (`BLOCK` in `kernels.cu`; the reductions' trees assume it).
 pub(crate) const BLOCK: u32 = 256;
 
+/// Every kernel of `kernels.cu` is instantiated once per element type (`unary_f32`,
+/// `unary_f64`, ...): the names for base names `$base`, plus the kernels listed whole.
+macro_rules! kernel_names {
+    ([$($base:literal),* $(,)?], [$($whole:literal),* $(,)?]) => {
+        &[$(concat!($base, "_f32"), concat!($base, "_f64"),)* $($whole,)*]
+    };
+}
+
 /// Every kernel `kernels.cu` defines, loaded by name into each device's module.
-pub(crate) const NAMES: &[&str] = &[
-    "unary_f32",
-    "unary_f64",
-    "pow_scalar_f32",
-    "pow_scalar_f64",
-    "binary_f32",
-    "binary_f64",
-    "binary_scalar_f32",
-    "binary_scalar_f64",
-    "fused_f32",
-    "fused_f64",
-    "binary_inplace_f32",
-    "binary_inplace_f64",
-    "fill_f32",
-    "fill_f64",
-    "copy_f32",
-    "copy_f64",
-    "has_nan_f32",
-    "has_nan_f64",
-    "cast_f32_f64",
-    "cast_f64_f32",
-    "sum_f32",
-    "sum_f64",
-    "softmax_f32",
-    "softmax_f64",
-    "argmax_f32",
-    "argmax_f64",
-    "index_select_f32",
-    "index_select_f64",
-    "index_add_f32",
-    "index_add_f64",
-    "gather_f32",
-    "gather_f64",
-    "scatter_f32",
-    "scatter_f64",
-];
+pub(crate) const NAMES: &[&str] = kernel_names!(
+    [
+        "unary",
+        "pow_scalar",
+        "binary",
+        "binary_scalar",
+        "fused",
+        "binary_inplace",
+        "fill",
+        "copy",
+        "has_nan",
+        "sum",
+        "softmax",
+        "argmax",
+        "index_select",
+        "index_add",
+        "gather",
+        "scatter",
+    ],
+    ["cast_f32_f64", "cast_f64_f32"]
+);
 
 /// `name` with the dtype's suffix (`"unary"` → `"unary_f32"`), as listed in [`NAMES`].
 pub(crate) fn name(base: &'static str, dtype: DType) -> String {

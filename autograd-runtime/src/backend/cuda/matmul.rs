@@ -7,18 +7,25 @@
 //! cuBLAS cannot describe (a batch with irregular strides, a non-unit inner stride) is first
 //! made contiguous.
 
-use cudarc::cublas::result::{dgemm_strided_batched, sgemm_strided_batched};
+use cudarc::cublas::result::CublasError;
 use cudarc::cublas::sys::cublasOperation_t;
 
-use super::{dev_of, device_buffer, wrap, Cuda, CudaDevice, DeviceBuffer};
-use crate::backend::{broadcast_shapes, Backend};
-use crate::tensor::layout::Layout;
-use crate::{DType, Error, Result, Tensor};
+use super::buffer::{map_dtype, DTypeMap, DeviceBuffer, DeviceElement, GemmCall};
+use super::device::CudaDevice;
+use super::launch::{contiguous, wrap, Dense};
+use crate::backend::{broadcast_shapes, Out};
+use crate::layout::Layout;
+use crate::{Error, Result};
 
-/// How cuBLAS reads one operand of `rows × cols` matrices.
-struct Operand {
-    /// The tensor read (the input itself, or a contiguous copy of it).
-    tensor: Tensor,
+/// One operand of `rows × cols` matrices: the buffer cuBLAS reads, and how.
+struct Operand<'a> {
+    /// The buffer read (the input's own, or a contiguous copy of it).
+    buffer: Dense<'a>,
+    geometry: Geometry,
+}
+
+/// How cuBLAS reads one operand's buffer.
+struct Geometry {
     /// `true` when each matrix is stored column by column (a transposed view).
     transposed: bool,
     /// The leading dimension: the stride between rows (or columns, when `transposed`).
@@ -29,29 +36,41 @@ struct Operand {
     offset: usize,
 }
 
-impl Operand {
+impl<'a> Operand<'a> {
     /// `t` broadcast to `batch` matrices of `rows × cols`.
-    fn new(t: &Tensor, batch: &[usize], rows: usize, cols: usize) -> Result<Operand> {
+    fn new(
+        dev: &CudaDevice,
+        (t, lt): (&'a DeviceBuffer, &Layout),
+        batch: &[usize],
+        rows: usize,
+        cols: usize,
+    ) -> Result<Operand<'a>> {
         let mut full = batch.to_vec();
         full.extend([rows, cols]);
-        let layout = t.layout().expand(&full)?;
-        if let Some(op) = Operand::describe(t, &layout, rows, cols) {
-            return Ok(op);
+        let layout = lt.expand(&full)?;
+        if let Some(geometry) = Geometry::describe(&layout, rows, cols) {
+            return Ok(Operand {
+                buffer: Dense::Borrowed(t),
+                geometry,
+            });
         }
         // Materialise the broadcast batch densely, then it is plain row-major.
-        let expanded = Tensor::from_parts(t.0.storage.clone(), layout);
-        let dense = Cuda.contiguous(&expanded)?;
+        let dense = contiguous(dev, (t, &layout))?;
         Ok(Operand {
-            tensor: dense,
-            transposed: false,
-            ld: cols.max(1),
-            batch_stride: rows * cols,
-            offset: 0,
+            buffer: Dense::Owned(dense),
+            geometry: Geometry {
+                transposed: false,
+                ld: cols.max(1),
+                batch_stride: rows * cols,
+                offset: 0,
+            },
         })
     }
+}
 
+impl Geometry {
     /// `layout` as a cuBLAS operand, if it is one.
-    fn describe(t: &Tensor, layout: &Layout, rows: usize, cols: usize) -> Option<Operand> {
+    fn describe(layout: &Layout, rows: usize, cols: usize) -> Option<Geometry> {
         let nd = layout.shape.len();
         let (rs, cs) = (layout.strides[nd - 2], layout.strides[nd - 1]);
         // The batch dims must collapse into one stride (size-1 dims do not matter).
@@ -75,8 +94,7 @@ impl Operand {
         } else {
             return None;
         };
-        Some(Operand {
-            tensor: t.clone(),
+        Some(Geometry {
             transposed,
             ld,
             batch_stride,
@@ -86,24 +104,28 @@ impl Operand {
 }
 
 /// PyTorch's `matmul` of two operands of at least 2 dims (checked by the op layer).
-pub(super) fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    a.check_same_dtype_device("matmul", b)?;
-    let dev = dev_of(a)?;
-    let (ra, rb) = (a.shape().len(), b.shape().len());
-    let (m, k) = (a.shape()[ra - 2], a.shape()[ra - 1]);
-    let n = b.shape()[rb - 1];
-    let batch = broadcast_shapes(&a.shape()[..ra - 2], &b.shape()[..rb - 2])?;
+pub(super) fn matmul(
+    dev: &CudaDevice,
+    a: (&DeviceBuffer, &Layout),
+    b: (&DeviceBuffer, &Layout),
+) -> Result<Out> {
+    let (sa, sb) = (&a.1.shape, &b.1.shape);
+    let dtype = a.0.dtype();
+    let (ra, rb) = (sa.len(), sb.len());
+    let (m, k) = (sa[ra - 2], sa[ra - 1]);
+    let n = sb[rb - 1];
+    let batch = broadcast_shapes(&sa[..ra - 2], &sb[..rb - 2])?;
     let count: usize = batch.iter().product();
     let mut shape = batch.clone();
     shape.extend([m, n]);
     let len = count * m * n;
     if len == 0 || k == 0 {
         // An empty inner dimension sums nothing: zeros (cuBLAS would leave `beta·C`).
-        return Ok(wrap(dev, DeviceBuffer::zeros(dev, a.dtype(), len)?, &shape));
+        return Ok(wrap(DeviceBuffer::zeros(dev, dtype, len)?, &shape));
     }
-    let lhs = Operand::new(a, &batch, m, k)?;
-    let rhs = Operand::new(b, &batch, k, n)?;
-    let dims = [m, n, k, lhs.ld, rhs.ld, count];
+    let lhs = Operand::new(dev, a, &batch, m, k)?;
+    let rhs = Operand::new(dev, b, &batch, k, n)?;
+    let dims = [m, n, k, lhs.geometry.ld, rhs.geometry.ld, count];
     let too_big = |v: &usize| i32::try_from(*v).is_err();
     if dims.iter().any(too_big) {
         return Err(Error::Device {
@@ -114,18 +136,18 @@ pub(super) fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             ),
         });
     }
-    let mut out = DeviceBuffer::alloc(dev, a.dtype(), len)?;
+    let mut out = DeviceBuffer::alloc(dev, dtype, len)?;
     gemm(dev, &lhs, &rhs, &mut out, [m, n, k], count)?;
-    // The operands' storages are read on the stream; keep them alive until the call is issued.
+    // The operands' buffers are read on the stream; keep them alive until the call is issued.
     drop((lhs, rhs));
-    Ok(wrap(dev, out, &shape))
+    Ok(wrap(out, &shape))
 }
 
 /// `out = lhs · rhs` for `count` row-major `m × n` products.
 fn gemm(
     dev: &CudaDevice,
-    lhs: &Operand,
-    rhs: &Operand,
+    lhs: &Operand<'_>,
+    rhs: &Operand<'_>,
     out: &mut DeviceBuffer,
     [m, n, k]: [usize; 3],
     count: usize,
@@ -137,14 +159,9 @@ fn gemm(
             cublasOperation_t::CUBLAS_OP_N
         }
     };
-    let ga = lhs.tensor.0.storage.data.read();
-    let gb = (!lhs.tensor.shares_storage(&rhs.tensor)).then(|| rhs.tensor.0.storage.data.read());
-    let ab = device_buffer(dev, "matmul", &ga)?;
-    let bb = match &gb {
-        Some(g) => device_buffer(dev, "matmul", g)?,
-        None => ab,
-    };
-    let size = lhs.tensor.dtype().size_of() as u64;
+    let (ab, bb) = (lhs.buffer.buffer(), rhs.buffer.buffer());
+    let (lhs, rhs) = (&lhs.geometry, &rhs.geometry);
+    let size = ab.dtype().size_of() as u64;
     let a_ptr = ab.ptr(&dev.stream) + lhs.offset as u64 * size;
     let b_ptr = bb.ptr(&dev.stream) + rhs.offset as u64 * size;
     let c_ptr = out.ptr_mut(&dev.stream);
@@ -160,56 +177,25 @@ fn gemm(
         lhs.batch_stride as i64,
         (m * n) as i64,
     );
-    // SAFETY: the pointers address live device buffers of this device (held by the storage
-    // guards above and by `out`), offset to the operands' first elements; `Operand` checked
-    // that each layout is a (possibly transposed) strided matrix batch with these leading
-    // dimensions and batch strides, so cuBLAS reads only elements of the operands, and `out`
-    // holds `count * m * n` elements. The handle is used under its lock, on this device's
-    // stream (set when it was created).
-    let result = unsafe {
-        match lhs.tensor.dtype() {
-            DType::F32 => sgemm_strided_batched(
-                handle,
-                ta,
-                tb,
-                mi,
-                ni,
-                ki,
-                &1.0f32,
-                b_ptr as *const f32,
-                lda,
-                sa,
-                a_ptr as *const f32,
-                ldb,
-                sb,
-                &0.0f32,
-                c_ptr as *mut f32,
-                ldc,
-                sc,
-                count as i32,
-            ),
-            DType::F64 => dgemm_strided_batched(
-                handle,
-                ta,
-                tb,
-                mi,
-                ni,
-                ki,
-                &1.0f64,
-                b_ptr as *const f64,
-                lda,
-                sa,
-                a_ptr as *const f64,
-                ldb,
-                sb,
-                &0.0f64,
-                c_ptr as *mut f64,
-                ldc,
-                sc,
-                count as i32,
-            ),
-        }
+    let call = GemmCall {
+        handle,
+        transa: ta,
+        transb: tb,
+        m: mi,
+        n: ni,
+        k: ki,
+        a: b_ptr,
+        lda,
+        stride_a: sa,
+        b: a_ptr,
+        ldb,
+        stride_b: sb,
+        c: c_ptr,
+        ldc,
+        stride_c: sc,
+        batch: count as i32,
     };
+    let result = map_dtype(ab.dtype(), Gemm(&call));
     result.map_err(|e| Error::Device {
         device: dev.device(),
         op: "matmul",
@@ -217,38 +203,56 @@ fn gemm(
     })
 }
 
+/// One `?gemmStridedBatched` call, at the operands' element type.
+struct Gemm<'a>(&'a GemmCall);
+
+impl DTypeMap for Gemm<'_> {
+    type Output = std::result::Result<(), CublasError>;
+
+    fn f<T: DeviceElement>(self) -> Self::Output {
+        // SAFETY: `gemm` built the call from live device buffers of this device (held by the
+        // storage guards and by `out`), offset to the operands' first elements; `Operand`
+        // checked that each layout is a (possibly transposed) strided matrix batch with these
+        // leading dimensions and batch strides, so cuBLAS reads only elements of the operands,
+        // and `out` holds `count * m * n` elements, all of the operands' dtype `T`. The handle
+        // is used under its lock, on this device's stream (set when it was created).
+        unsafe { T::gemm(self.0) }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Operand;
-    use crate::{Result, Tensor};
+    use super::Geometry;
+    use crate::layout::Layout;
+    use crate::Result;
 
     /// Which layouts reach cuBLAS as they are, and how (pure layout logic: needs no GPU).
     #[test]
     fn transposed_and_broadcast_operands_are_described_without_a_copy() -> Result<()> {
-        let a = Tensor::zeros(&[3, 4], crate::DType::F32)?;
-        let plain = Operand::describe(&a, &a.layout().expand(&[3, 4])?, 3, 4).unwrap();
+        let a = Layout::contiguous(&[3, 4]);
+        let plain = Geometry::describe(&a.expand(&[3, 4])?, 3, 4).unwrap();
         assert_eq!(
             (plain.transposed, plain.ld, plain.batch_stride),
             (false, 4, 0)
         );
 
-        let t = a.transpose(0, 1)?; // 4 x 3, stored column by column
-        let tr = Operand::describe(&t, &t.layout().expand(&[4, 3])?, 4, 3).unwrap();
+        let t = a.transpose(0, 1); // 4 x 3, stored column by column
+        let tr = Geometry::describe(&t.expand(&[4, 3])?, 4, 3).unwrap();
         assert_eq!((tr.transposed, tr.ld), (true, 4));
 
         // A plain matrix against a batch of 5: batch stride 0.
-        let bl = a.layout().expand(&[5, 3, 4])?;
-        let broadcast = Operand::describe(&a, &bl, 3, 4).unwrap();
+        let bl = a.expand(&[5, 3, 4])?;
+        let broadcast = Geometry::describe(&bl, 3, 4).unwrap();
         assert_eq!((broadcast.transposed, broadcast.batch_stride), (false, 0));
 
         // A contiguous batch of 2 x 3 collapses into one batch stride of 12.
-        let c = Tensor::zeros(&[2, 3, 3, 4], crate::DType::F32)?;
-        let batched = Operand::describe(&c, c.layout(), 3, 4).unwrap();
+        let c = Layout::contiguous(&[2, 3, 3, 4]);
+        let batched = Geometry::describe(&c, 3, 4).unwrap();
         assert_eq!(batched.batch_stride, 12);
 
         // Batch dims permuted out of order cannot be one stride: copied instead.
-        let p = c.permute(&[1, 0, 2, 3])?;
-        assert!(Operand::describe(&p, p.layout(), 3, 4).is_none());
+        let p = c.permute(&[1, 0, 2, 3]);
+        assert!(Geometry::describe(&p, 3, 4).is_none());
         Ok(())
     }
 }

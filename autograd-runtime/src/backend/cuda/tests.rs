@@ -5,7 +5,7 @@
 
 use super::kernels::{self, KernelLayout, NAMES, SOURCE};
 use crate::backend::{BinaryOp, FusedOp, UnaryOp};
-use crate::tensor::layout::Layout;
+use crate::layout::Layout;
 use crate::{cuda, Device, Error, Tensor};
 
 /// Compiles the kernels with the real NVRTC when the library can be loaded (set

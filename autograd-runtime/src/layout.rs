@@ -1,5 +1,6 @@
 //! Shape, strides and offset of a tensor inside its storage, and the view arithmetic on them.
 
+use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn, ShapeBuilder};
 use smallvec::SmallVec;
 
 use crate::{Error, Result};
@@ -204,6 +205,32 @@ pub(crate) fn wrap_dim(dim: isize, ndim: usize) -> Result<usize> {
         });
     }
     Ok(d as usize)
+}
+
+/// A read-only ndarray view of `data` laid out as `layout`.
+#[inline]
+pub(crate) fn view<'a, T>(data: &'a [T], layout: &Layout) -> ArrayViewD<'a, T> {
+    if layout.shape.contains(&0) {
+        // No element: any strides describe it, and ndarray rejects some over an empty slice.
+        return ArrayViewD::from_shape(IxDyn(&layout.shape), &[])
+            .expect("invariant: an empty shape fits an empty slice");
+    }
+    let shape = IxDyn(&layout.shape).strides(IxDyn(&layout.strides));
+    ArrayViewD::from_shape(shape, &data[layout.offset.min(data.len())..])
+        .expect("invariant: a tensor's layout stays inside its storage")
+}
+
+/// A mutable ndarray view of `data` laid out as `layout`.
+#[inline]
+pub(crate) fn view_mut<'a, T>(data: &'a mut [T], layout: &Layout) -> ArrayViewMutD<'a, T> {
+    if layout.shape.contains(&0) {
+        return ArrayViewMutD::from_shape(IxDyn(&layout.shape), &mut [])
+            .expect("invariant: an empty shape fits an empty slice");
+    }
+    let shape = IxDyn(&layout.shape).strides(IxDyn(&layout.strides));
+    let offset = layout.offset.min(data.len());
+    ArrayViewMutD::from_shape(shape, &mut data[offset..])
+        .expect("invariant: an in-place target has a non-overlapping layout inside its storage")
 }
 
 #[cfg(test)]

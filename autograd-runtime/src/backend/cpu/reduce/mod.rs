@@ -1,12 +1,12 @@
 //! Reductions: pairwise sums (`sum_all`, `sum_axes`, `sum_to`), `max_dim`, softmax and
-//! log-softmax, and the whole-array checks `has_nan` and `max_abs_diff`.
+//! log-softmax, and the whole-array check `has_nan`.
 
-use ndarray::{ArrayD, ArrayView1, ArrayViewD, Axis, CowArray, IxDyn, Zip};
+use ndarray::{ArrayD, ArrayView1, ArrayViewD, Axis, CowArray, IxDyn};
 
 use super::parallel::{for_chunks_of_mut, map_chunks, GRAIN};
 use super::vmath::{self, MathFn, VMath};
 use super::{buffer_cache, from_vec, same_shape, split_dims, standard, std_slice, to_contiguous};
-use crate::tensor::dtype::Element;
+use crate::Element;
 
 /// `shape` with `dim` set to 1 (`keepdim`) or removed. A 0-dim shape stays 0-dim (PyTorch
 /// reduces a scalar over its dim 0 to a scalar).
@@ -341,36 +341,6 @@ pub(crate) fn has_nan<T: Element>(a: ArrayViewD<'_, T>) -> bool {
             .chunks(1024)
             .any(|c| c.iter().fold(false, |acc, x| acc | x.is_nan())),
         None => a.iter().any(|x| x.is_nan()),
-    }
-}
-
-/// `max |a - b|` over two arrays of the same shape: 0 when empty, NaN if any difference is NaN.
-///
-/// # Panics
-///
-/// If the shapes differ.
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "kernel for ops still to come (maximum, minimum, tensor pow); unit-tested here"
-    )
-)]
-pub(crate) fn max_abs_diff<T: Element>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> T {
-    assert_eq!(a.shape(), b.shape(), "max_abs_diff: shapes differ");
-    let step = |m: T, x: T, y: T| {
-        let d = (x - y).abs();
-        if d > m || d.is_nan() {
-            d
-        } else {
-            m
-        }
-    };
-    match (a.as_slice(), b.as_slice()) {
-        (Some(x), Some(y)) => x.iter().zip(y).fold(T::zero(), |m, (&x, &y)| step(m, x, y)),
-        _ => Zip::from(&a)
-            .and(&b)
-            .fold(T::zero(), |m, &x, &y| step(m, x, y)),
     }
 }
 

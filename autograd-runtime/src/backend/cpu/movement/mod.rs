@@ -9,7 +9,7 @@ use super::parallel::{is_parallel, GRAIN};
 #[cfg(doc)]
 use super::reduce::max_dim;
 use super::{buffer_cache, first, from_vec, split_dims, standard, std_slice, zeros_array};
-use crate::tensor::dtype::Element;
+use crate::Element;
 
 /// A standard-layout copy of `a`; wide copies of strided views (transposes, expands) are split
 /// over the intra-op pool.

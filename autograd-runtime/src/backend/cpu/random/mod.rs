@@ -3,7 +3,7 @@
 use ndarray::{ArrayD, IxDyn};
 
 use super::{from_vec, lit};
-use crate::tensor::dtype::Element;
+use crate::Element;
 
 /// xoshiro256** seeded through splitmix64 (both by Blackman and Vigna): small, fast and
 /// reproducible across platforms, which is all `randn` needs.

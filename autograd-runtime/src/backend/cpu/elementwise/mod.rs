@@ -1,12 +1,13 @@
 //! Element-wise kernels: unary ops, `pow` by a scalar, binary ops with PyTorch broadcasting,
-//! scalar and in-place variants, `fill` and `where_positive`.
+//! scalar and in-place variants, and `fill`.
 
 use ndarray::{arr0, ArrayD, ArrayViewD, ArrayViewMutD, IxDyn, Zip};
 
+use super::formulas::{with_binary_fn, with_unary_fn};
 use super::vmath::VMath;
 use super::{buffer_cache, first, from_vec, same_shape, zeros_array};
 use crate::backend::op::{BinaryOp, UnaryOp};
-use crate::tensor::dtype::Element;
+use crate::Element;
 
 // ---------------------------------------------------------------------------------------------
 // Unary element-wise ops
@@ -25,33 +26,6 @@ fn map_unary<T: Element>(a: ArrayViewD<'_, T>, f: impl Fn(T) -> T) -> ArrayD<T> 
     Zip::from(&mut out).and(&a).for_each(|o, &x| *o = f(x));
     out
 }
-
-/// Expands `$body` once per [`UnaryOp`], with `$f` bound to that op's `Fn(T) -> T`, so every
-/// kernel is monomorphised per op and the inner loops carry no branch on the op.
-#[rustfmt::skip]
-macro_rules! with_unary_fn {
-    ($op:expr, $T:ty, |$f:ident| $body:expr) => {{
-        let (zero, one) = (<$T>::zero(), <$T>::one());
-        match $op {
-            UnaryOp::Neg => { let $f = |x: $T| -x; $body }
-            UnaryOp::Exp => { let $f = |x: $T| $crate::backend::cpu::vmath::eval($crate::backend::cpu::vmath::MathFn::Exp, x); $body }
-            UnaryOp::Log => { let $f = |x: $T| $crate::backend::cpu::vmath::eval($crate::backend::cpu::vmath::MathFn::Log, x); $body }
-            UnaryOp::Sin => { let $f = |x: $T| $crate::backend::cpu::vmath::eval($crate::backend::cpu::vmath::MathFn::Sin, x); $body }
-            UnaryOp::Cos => { let $f = |x: $T| $crate::backend::cpu::vmath::eval($crate::backend::cpu::vmath::MathFn::Cos, x); $body }
-            UnaryOp::Tanh => { let $f = |x: $T| $crate::backend::cpu::vmath::eval($crate::backend::cpu::vmath::MathFn::Tanh, x); $body }
-            UnaryOp::Sigmoid => { let $f = |x: $T| $crate::backend::cpu::vmath::eval($crate::backend::cpu::vmath::MathFn::Sigmoid, x); $body }
-            UnaryOp::Relu => { let $f = |x: $T| if x <= zero { zero } else { x }; $body }
-            UnaryOp::Sqrt => { let $f = <$T>::sqrt; $body }
-            UnaryOp::Abs => { let $f = <$T>::abs; $body }
-            // ±0 and NaN are their own sign.
-            UnaryOp::Sign => { let $f = |x: $T| if x > zero { one } else if x < zero { -one } else { x }; $body }
-            UnaryOp::Reciprocal => { let $f = |x: $T| one / x; $body }
-            UnaryOp::Square => { let $f = |x: $T| x * x; $body }
-            UnaryOp::PositiveMask => { let $f = |x: $T| if x > zero { one } else { zero }; $body }
-        }
-    }};
-}
-pub(crate) use with_unary_fn;
 
 /// Applies `op` to every element of `a`.
 pub(crate) fn unary<T: Element + VMath>(op: UnaryOp, a: ArrayViewD<'_, T>) -> ArrayD<T> {
@@ -196,24 +170,6 @@ fn block_map<T: Element>(
         out
     }
 }
-
-/// Expands `$body` once per [`BinaryOp`], with `$f` bound to that op's `Fn(T, T) -> T`, so every
-/// kernel is monomorphised per op and the inner loops carry no branch on the op.
-#[rustfmt::skip]
-macro_rules! with_binary_fn {
-    ($op:expr, $T:ty, |$f:ident| $body:expr) => {
-        match $op {
-            BinaryOp::Add => { let $f = |x: $T, y: $T| x + y; $body }
-            BinaryOp::Sub => { let $f = |x: $T, y: $T| x - y; $body }
-            BinaryOp::Mul => { let $f = |x: $T, y: $T| x * y; $body }
-            BinaryOp::Div => { let $f = |x: $T, y: $T| x / y; $body }
-            BinaryOp::Maximum => { let $f = |x: $T, y: $T| if x > y || x.is_nan() { x } else { y }; $body }
-            BinaryOp::Minimum => { let $f = |x: $T, y: $T| if x < y || x.is_nan() { x } else { y }; $body }
-            BinaryOp::Pow => { let $f = |x: $T, y: $T| x.powf(y); $body }
-        }
-    };
-}
-pub(crate) use with_binary_fn;
 
 /// Applies `op` element-wise with PyTorch broadcasting.
 ///
@@ -361,66 +317,9 @@ fn zip_inplace<T: Element>(
     Zip::from(&mut a).and(&b).for_each(|p, &q| *p = f(*p, q));
 }
 
-/// In place `a = a (op) s`.
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "kernel for ops still to come (maximum, minimum, tensor pow); unit-tested here"
-    )
-)]
-pub(crate) fn binary_scalar_inplace<T: Element>(op: BinaryOp, mut a: ArrayViewMutD<'_, T>, s: T) {
-    with_binary_fn!(op, T, |f| a.map_inplace(|x| *x = f(*x, s)));
-}
-
 /// Sets every element of `a` to `v`.
 pub(crate) fn fill<T: Element>(mut a: ArrayViewMutD<'_, T>, v: T) {
     a.fill(v);
-}
-
-/// Element-wise select: `out = if cond > 0 { a } else { b }`, all three broadcast together.
-///
-/// # Errors
-///
-/// [`BroadcastError`] if the three shapes do not broadcast.
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "kernel for ops still to come (maximum, minimum, tensor pow); unit-tested here"
-    )
-)]
-pub(crate) fn where_positive<T: Element>(
-    cond: ArrayViewD<'_, T>,
-    a: ArrayViewD<'_, T>,
-    b: ArrayViewD<'_, T>,
-) -> Result<ArrayD<T>, BroadcastError> {
-    let zero = T::zero();
-    let pick = |c: T, x: T, y: T| if c > zero { x } else { y };
-    if same_shape(cond.shape(), a.shape()) && same_shape(a.shape(), b.shape()) {
-        if let (Some(c), Some(x), Some(y)) = (cond.as_slice(), a.as_slice(), b.as_slice()) {
-            let data = c
-                .iter()
-                .zip(x)
-                .zip(y)
-                .map(|((&c, &x), &y)| pick(c, x, y))
-                .collect();
-            return Ok(from_vec(a.raw_dim(), data));
-        }
-    }
-    let shape = broadcast_shapes(&broadcast_shapes(cond.shape(), a.shape())?, b.shape())?;
-    let (c, x, y) = (
-        expand(&cond, &shape),
-        expand(&a, &shape),
-        expand(&b, &shape),
-    );
-    let mut out = zeros_array(IxDyn(&shape));
-    Zip::from(&mut out)
-        .and(&c)
-        .and(&x)
-        .and(&y)
-        .for_each(|o, &c, &x, &y| *o = pick(c, x, y));
-    Ok(out)
 }
 
 #[cfg(test)]

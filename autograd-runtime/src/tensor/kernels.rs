@@ -1,0 +1,412 @@
+//! The tensor layer's one door to the backend: the only module of `tensor/` that names
+//! `crate::backend`, and the only one that takes a storage's lock to run a kernel.
+//!
+//! A backend works on buffers plus layouts and returns buffers ([`Backend`]): it never sees a
+//! tensor, a storage or autograd. [`Kernels`] is the op layer's handle on the backend of a
+//! tensor's device: each of its methods takes the locks (once for a storage two operands share,
+//! so `x.mul(&x)` never read-locks twice; a write and a read lock in storage-address order, so
+//! `a (op)= b` and `b (op)= a` on two threads cannot deadlock), copies a source that aliases an
+//! in-place target, calls the backend, and wraps the result as a new tensor on the input's
+//! device.
+
+use std::borrow::Cow;
+
+use super::storage::Storage;
+use super::Tensor;
+use crate::backend::{self, Backend, BinaryOp, FusedOp, Out, UnaryOp};
+use crate::layout::Layout;
+use crate::sync::Arc;
+use crate::{DType, Device, Element, Error, Result};
+
+pub(crate) use crate::backend::{Buffer, ElemVec};
+
+/// A kernel result as a new contiguous tensor on `device`.
+#[inline]
+fn wrap((buffer, shape): Out, device: Device) -> Tensor {
+    Tensor::from_buffer(buffer, &shape, device)
+}
+
+/// Runs `f` on `x`'s buffer (read-locked) and layout.
+#[inline]
+fn read<R>(x: &Tensor, f: impl FnOnce(&Buffer, &Layout) -> R) -> R {
+    let guard = x.0.storage.data.read();
+    f(&guard, x.layout())
+}
+
+/// Runs `f` on the buffers of `a` and `b`, read-locking a storage they share once.
+#[inline]
+fn read2<R>(a: &Tensor, b: &Tensor, f: impl FnOnce(&Buffer, &Buffer) -> R) -> R {
+    let ga = a.0.storage.data.read();
+    let gb = if a.shares_storage(b) {
+        None
+    } else {
+        Some(b.0.storage.data.read())
+    };
+    let db = match &gb {
+        Some(g) => &**g,
+        None => &*ga,
+    };
+    f(&ga, db)
+}
+
+/// Runs `f` with `dst`'s buffer write-locked and `src`'s read-locked (distinct storages), taking
+/// the two locks in storage-address order, so that two threads running `a (op)= b` and
+/// `b (op)= a` cannot deadlock.
+fn write_read<R>(
+    dst: &Tensor,
+    src: &Tensor,
+    f: impl FnOnce((&mut Buffer, &Layout), (&Buffer, &Layout)) -> Result<R>,
+) -> Result<R> {
+    debug_assert!(
+        !dst.shares_storage(src),
+        "invariant: the caller copied a shared src"
+    );
+    let (d, s) = (&dst.0.storage, &src.0.storage);
+    let (mut wg, rg);
+    if Arc::as_ptr(d) < Arc::as_ptr(s) {
+        wg = d.data.write();
+        rg = s.data.read();
+    } else {
+        rg = s.data.read();
+        wg = d.data.write();
+    }
+    f((&mut wg, dst.layout()), (&rg, src.layout()))
+}
+
+/// The backend of `t`'s device, as the op layer calls it.
+#[inline]
+pub(crate) fn of_tensor(t: &Tensor) -> Result<Kernels> {
+    Ok(Kernels(backend::of(t.device())?))
+}
+
+/// The backend of two operands of `op`, which must agree on dtype and device.
+///
+/// # Errors
+///
+/// [`Error::DTypeMismatch`], [`Error::DeviceMismatch`], or the device's own error.
+#[inline]
+pub(crate) fn of_pair(op: &'static str, a: &Tensor, b: &Tensor) -> Result<Kernels> {
+    a.check_same_dtype_device(op, b)?;
+    Ok(Kernels(backend::of(a.device())?))
+}
+
+/// The kernels of one device, on tensors: the [`Backend`] trait's methods, each taking its
+/// operands' locks and wrapping its result (see the module docs). Every tensor passed lives on
+/// this backend's device; outputs are new, contiguous tensors on the input's device with no
+/// autograd history.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Kernels(&'static dyn Backend);
+
+impl Kernels {
+    /// `src` itself, or a private contiguous copy when it shares `dst`'s storage (a kernel
+    /// cannot read a buffer it is writing).
+    fn unshared(self, dst: &Tensor, src: &Tensor) -> Result<Tensor> {
+        if dst.shares_storage(src) {
+            self.contiguous(src)
+        } else {
+            Ok(src.clone())
+        }
+    }
+
+    /// See [`Backend::unary`].
+    pub(crate) fn unary(self, op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+        Ok(wrap(read(x, |b, l| self.0.unary(op, b, l))?, x.device()))
+    }
+
+    /// See [`Backend::pow_scalar`].
+    pub(crate) fn pow_scalar(self, x: &Tensor, exponent: f64) -> Result<Tensor> {
+        let out = read(x, |b, l| self.0.pow_scalar(b, l, exponent))?;
+        Ok(wrap(out, x.device()))
+    }
+
+    /// See [`Backend::binary`].
+    pub(crate) fn binary(self, op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        a.check_same_dtype_device("binary op", b)?;
+        let out = read2(a, b, |x, y| self.0.binary(op, x, a.layout(), y, b.layout()))?;
+        Ok(wrap(out, a.device()))
+    }
+
+    /// See [`Backend::binary_scalar`].
+    pub(crate) fn binary_scalar(
+        self,
+        op: BinaryOp,
+        x: &Tensor,
+        s: f64,
+        scalar_on_left: bool,
+    ) -> Result<Tensor> {
+        let out = read(x, |b, l| self.0.binary_scalar(op, b, l, s, scalar_on_left))?;
+        Ok(wrap(out, x.device()))
+    }
+
+    /// See [`Backend::fused`].
+    pub(crate) fn fused(self, op: FusedOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        a.check_same_dtype_device("fused op", b)?;
+        let out = read2(a, b, |x, y| self.0.fused(op, x, a.layout(), y, b.layout()))?;
+        Ok(wrap(out, a.device()))
+    }
+
+    /// See [`Backend::fused_inplace`]: the caller proves `a` is referenced by nothing else.
+    pub(crate) fn fused_inplace(self, op: FusedOp, a: &Tensor, b: &Tensor) -> Result<()> {
+        write_read(a, b, |a, b| self.0.fused_inplace(op, a, b))
+    }
+
+    /// See [`Backend::binary_inplace`]; neither records nor bumps the version. `src` may share
+    /// `dst`'s storage (it is copied first).
+    pub(crate) fn binary_inplace(self, op: BinaryOp, dst: &Tensor, src: &Tensor) -> Result<()> {
+        dst.check_same_dtype_device("in-place op", src)?;
+        let src = self.unshared(dst, src)?;
+        write_read(dst, &src, |d, s| self.0.binary_inplace(op, d, s))
+    }
+
+    /// See [`Backend::fill`].
+    pub(crate) fn fill(self, dst: &Tensor, value: f64) -> Result<()> {
+        let mut guard = dst.0.storage.data.write();
+        self.0.fill(&mut guard, dst.layout(), value)
+    }
+
+    /// See [`Backend::copy_into`]. `src` may share `dst`'s storage (it is copied first).
+    pub(crate) fn copy_into(self, dst: &Tensor, src: &Tensor) -> Result<()> {
+        dst.check_same_dtype_device("copy", src)?;
+        let src = self.unshared(dst, src)?;
+        write_read(dst, &src, |d, s| self.0.copy_into(d, s))
+    }
+
+    /// See [`Backend::contiguous`].
+    pub(crate) fn contiguous(self, x: &Tensor) -> Result<Tensor> {
+        Ok(wrap(read(x, |b, l| self.0.contiguous(b, l))?, x.device()))
+    }
+
+    /// See [`Backend::to_dtype`].
+    pub(crate) fn to_dtype(self, x: &Tensor, dtype: DType) -> Result<Tensor> {
+        Ok(wrap(
+            read(x, |b, l| self.0.to_dtype(b, l, dtype))?,
+            x.device(),
+        ))
+    }
+
+    /// See [`Backend::to_device`]: the copy is tagged `device`.
+    pub(crate) fn to_device(self, x: &Tensor, device: Device) -> Result<Tensor> {
+        Ok(wrap(
+            read(x, |b, l| self.0.to_device(b, l, device))?,
+            device,
+        ))
+    }
+
+    /// See [`Backend::cat`].
+    pub(crate) fn cat(self, tensors: &[Tensor], dim: usize) -> Result<Tensor> {
+        let first = tensors
+            .first()
+            .ok_or_else(|| Error::shape("cat", "expected a non-empty list of tensors"))?;
+        // Each distinct storage is read-locked once (parts may share one), in address order.
+        let mut storages: Vec<&Arc<Storage>> = tensors.iter().map(|t| &t.0.storage).collect();
+        storages.sort_by_key(|s| Arc::as_ptr(s));
+        storages.dedup_by(|a, b| Arc::ptr_eq(a, b));
+        let guards: Vec<_> = storages.iter().map(|s| s.data.read()).collect();
+        let parts: Vec<(&Buffer, &Layout)> = tensors
+            .iter()
+            .map(|t| {
+                let i = storages
+                    .iter()
+                    .position(|s| Arc::ptr_eq(s, &t.0.storage))
+                    .expect("invariant: every part's storage was collected");
+                (&*guards[i], t.layout())
+            })
+            .collect();
+        Ok(wrap(self.0.cat(&parts, dim)?, first.device()))
+    }
+
+    /// See [`Backend::sum_all`].
+    pub(crate) fn sum_all(self, x: &Tensor) -> Result<Tensor> {
+        Ok(wrap(read(x, |b, l| self.0.sum_all(b, l))?, x.device()))
+    }
+
+    /// See [`Backend::sum_dims`].
+    pub(crate) fn sum_dims(self, x: &Tensor, axes: &[usize], keepdim: bool) -> Result<Tensor> {
+        let out = read(x, |b, l| self.0.sum_dims(b, l, axes, keepdim))?;
+        Ok(wrap(out, x.device()))
+    }
+
+    /// See [`Backend::sum_to`].
+    pub(crate) fn sum_to(self, x: &Tensor, shape: &[usize]) -> Result<Tensor> {
+        Ok(wrap(
+            read(x, |b, l| self.0.sum_to(b, l, shape))?,
+            x.device(),
+        ))
+    }
+
+    /// See [`Backend::softmax`].
+    pub(crate) fn softmax(self, x: &Tensor, dim: usize, log: bool) -> Result<Tensor> {
+        let out = read(x, |b, l| self.0.softmax(b, l, dim, log))?;
+        Ok(wrap(out, x.device()))
+    }
+
+    /// See [`Backend::max_dim`].
+    pub(crate) fn max_dim(self, x: &Tensor, dim: usize) -> Result<(Tensor, Vec<usize>)> {
+        let (values, index) = read(x, |b, l| self.0.max_dim(b, l, dim))?;
+        Ok((wrap(values, x.device()), index))
+    }
+
+    /// See [`Backend::has_nan`].
+    pub(crate) fn has_nan(self, x: &Tensor) -> Result<bool> {
+        read(x, |b, l| self.0.has_nan(b, l))
+    }
+
+    /// See [`Backend::index_select`].
+    pub(crate) fn index_select(self, x: &Tensor, dim: usize, index: &[usize]) -> Result<Tensor> {
+        let out = read(x, |b, l| self.0.index_select(b, l, dim, index))?;
+        Ok(wrap(out, x.device()))
+    }
+
+    /// See [`Backend::index_add`].
+    pub(crate) fn index_add(
+        self,
+        g: &Tensor,
+        shape: &[usize],
+        dim: usize,
+        index: &[usize],
+    ) -> Result<Tensor> {
+        let out = read(g, |b, l| self.0.index_add(b, l, shape, dim, index))?;
+        Ok(wrap(out, g.device()))
+    }
+
+    /// See [`Backend::gather`].
+    pub(crate) fn gather(self, x: &Tensor, dim: usize, index: &[usize]) -> Result<Tensor> {
+        let out = read(x, |b, l| self.0.gather(b, l, dim, index))?;
+        Ok(wrap(out, x.device()))
+    }
+
+    /// See [`Backend::scatter`].
+    pub(crate) fn scatter(
+        self,
+        g: &Tensor,
+        shape: &[usize],
+        dim: usize,
+        index: &[usize],
+    ) -> Result<Tensor> {
+        let out = read(g, |b, l| self.0.scatter(b, l, shape, dim, index))?;
+        Ok(wrap(out, g.device()))
+    }
+
+    /// See [`Backend::narrow_scatter`].
+    pub(crate) fn narrow_scatter(
+        self,
+        g: &Tensor,
+        shape: &[usize],
+        dim: usize,
+        start: usize,
+    ) -> Result<Tensor> {
+        let out = read(g, |b, l| self.0.narrow_scatter(b, l, shape, dim, start))?;
+        Ok(wrap(out, g.device()))
+    }
+
+    /// See [`Backend::matmul`].
+    pub(crate) fn matmul(self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        a.check_same_dtype_device("matmul", b)?;
+        let out = read2(a, b, |x, y| self.0.matmul(x, a.layout(), y, b.layout()))?;
+        Ok(wrap(out, a.device()))
+    }
+}
+
+// ----- the rest of the tensor layer's calls into the backend -----------------------------------
+
+/// A copy of `x` in host memory on `Device::Cpu` (`x` itself when it is in host memory
+/// already): how the element readers (`to_vec`, `item`, ...) read a device tensor.
+pub(crate) fn host(x: &Tensor) -> Result<Cow<'_, Tensor>> {
+    if x.device().is_host() {
+        return Ok(Cow::Borrowed(x));
+    }
+    of_tensor(x)?.to_device(x, Device::Cpu).map(Cow::Owned)
+}
+
+/// Copies `src`'s values into `dst`'s elements on their device (same shape and dtype).
+pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
+    of_pair("copy", dst, src)?.copy_into(dst, src)
+}
+
+/// A new contiguous tensor of `shape` filled with `value` in `device`'s memory (not a host
+/// device).
+pub(crate) fn full(shape: &[usize], value: f64, dtype: DType, device: Device) -> Result<Tensor> {
+    Ok(wrap(backend::full(shape, value, dtype, device)?, device))
+}
+
+/// Standard normal samples of `shape` from `seed`, as a CPU tensor.
+pub(crate) fn randn<T: Element>(shape: &[usize], seed: u64) -> Tensor {
+    let out = backend::cpu::dispatch::out_of(backend::cpu::randn::<T>(shape, seed));
+    wrap(out, Device::Cpu)
+}
+
+/// Runs `f` on host tensor `t`'s elements (read-locked) if they are of type `T`, else
+/// [`Error::WrongDType`].
+pub(crate) fn read_host<T: Element, R>(
+    t: &Tensor,
+    f: impl FnOnce(&[T], &Layout) -> R,
+) -> Result<R> {
+    let guard = t.0.storage.data.read();
+    let data = guard.as_slice::<T>().ok_or(Error::WrongDType {
+        expected: T::DTYPE,
+        actual: t.dtype(),
+    })?;
+    Ok(f(data, t.layout()))
+}
+
+/// A per-element function usable on either dtype (a closure cannot be generic over `T`).
+pub(crate) trait ElementMap: Copy {
+    fn apply<T: Element>(self, x: T) -> T;
+}
+
+fn map_typed<T: Element, M: ElementMap>(
+    data: &[T],
+    layout: &Layout,
+    m: M,
+    device: Device,
+) -> Tensor {
+    let v: ElemVec<T> = if layout.is_contiguous() {
+        let src = &data[layout.offset..layout.offset + layout.numel()];
+        if src.len() <= 2 {
+            // Scalars (every gradient of a scalar chain): fill the inline buffer directly.
+            let mut v = ElemVec::new();
+            src.iter().for_each(|&x| v.push(m.apply(x)));
+            v
+        } else {
+            ElemVec::from_vec(src.iter().map(|&x| m.apply(x)).collect())
+        }
+    } else {
+        ElemVec::from_vec(
+            crate::layout::view(data, layout)
+                .iter()
+                .map(|&x| m.apply(x))
+                .collect(),
+        )
+    };
+    Tensor::from_buffer(Buffer::host(v), &layout.shape, device)
+}
+
+impl Tensor {
+    /// Applies `m` to every element into a new contiguous tensor, reading the storage slice
+    /// directly (the hot path of scalar arithmetic in backward formulas).
+    pub(crate) fn map_elements<M: ElementMap>(&self, m: M) -> Tensor {
+        let guard = self.0.storage.data.read();
+        match &*guard {
+            Buffer::F32(d) => map_typed(d, self.layout(), m, self.device()),
+            Buffer::F64(d) => map_typed(d, self.layout(), m, self.device()),
+            Buffer::Cuda(_) => unreachable!("invariant: map_elements is for host tensors only"),
+        }
+    }
+
+    /// Applies `m` to every element in place. The caller guarantees that nothing else can
+    /// observe the write ([`Tensor::is_uniquely_owned`]) and that the tensor is on the host.
+    pub(crate) fn map_elements_in_place<M: ElementMap>(&self, m: M) {
+        fn map<T: Element, M: ElementMap>(data: &mut [T], layout: &Layout, m: M) {
+            let n = layout.numel();
+            data[layout.offset..layout.offset + n]
+                .iter_mut()
+                .for_each(|x| *x = m.apply(*x));
+        }
+        let mut guard = self.0.storage.data.write();
+        match &mut *guard {
+            Buffer::F32(d) => map(d, self.layout(), m),
+            Buffer::F64(d) => map(d, self.layout(), m),
+            Buffer::Cuda(_) => unreachable!("invariant: map_elements is for host tensors only"),
+        }
+    }
+}
