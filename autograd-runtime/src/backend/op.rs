@@ -2,13 +2,6 @@
 //! backend (CPU and CUDA) implements the same set.
 
 /// An element-wise function of one tensor.
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "kernel for ops still to come (maximum, minimum, tensor pow); unit-tested here"
-    )
-)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum UnaryOp {
     /// `-x`
@@ -33,22 +26,11 @@ pub(crate) enum UnaryOp {
     Abs,
     /// -1, 0 or 1 by the sign of `x` (zero keeps its sign bit); NaN stays NaN.
     Sign,
-    /// `1 / x`
-    Reciprocal,
-    /// `x * x`
-    Square,
     /// 1 where x > 0, else 0 (relu's derivative).
     PositiveMask,
 }
 
 /// An element-wise function of two tensors.
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "kernel for ops still to come (maximum, minimum, tensor pow); unit-tested here"
-    )
-)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum BinaryOp {
     /// `x + y`
@@ -59,12 +41,6 @@ pub(crate) enum BinaryOp {
     Mul,
     /// `x / y`
     Div,
-    /// The larger of the two; NaN if either is NaN (`torch.maximum`).
-    Maximum,
-    /// The smaller of the two; NaN if either is NaN (`torch.minimum`).
-    Minimum,
-    /// `x.powf(y)`
-    Pow,
 }
 
 /// The backward formula of an element-wise op, named after the op, fused into one pass with

@@ -21,8 +21,6 @@ macro_rules! with_unary_fn {
             UnaryOp::Abs => { let $f = <$T>::abs; $body }
             // ±0 and NaN are their own sign.
             UnaryOp::Sign => { let $f = |x: $T| if x > zero { one } else if x < zero { -one } else { x }; $body }
-            UnaryOp::Reciprocal => { let $f = |x: $T| one / x; $body }
-            UnaryOp::Square => { let $f = |x: $T| x * x; $body }
             UnaryOp::PositiveMask => { let $f = |x: $T| if x > zero { one } else { zero }; $body }
         }
     }};
@@ -39,9 +37,6 @@ macro_rules! with_binary_fn {
             BinaryOp::Sub => { let $f = |x: $T, y: $T| x - y; $body }
             BinaryOp::Mul => { let $f = |x: $T, y: $T| x * y; $body }
             BinaryOp::Div => { let $f = |x: $T, y: $T| x / y; $body }
-            BinaryOp::Maximum => { let $f = |x: $T, y: $T| if x > y || x.is_nan() { x } else { y }; $body }
-            BinaryOp::Minimum => { let $f = |x: $T, y: $T| if x < y || x.is_nan() { x } else { y }; $body }
-            BinaryOp::Pow => { let $f = |x: $T, y: $T| x.powf(y); $body }
         }
     };
 }

@@ -140,9 +140,7 @@ pub(crate) fn unary_code(op: UnaryOp) -> i32 {
         UnaryOp::Sqrt => 8,
         UnaryOp::Abs => 9,
         UnaryOp::Sign => 10,
-        UnaryOp::Reciprocal => 11,
-        UnaryOp::Square => 12,
-        UnaryOp::PositiveMask => 13,
+        UnaryOp::PositiveMask => 11,
     }
 }
 
@@ -153,9 +151,6 @@ pub(crate) fn binary_code(op: BinaryOp) -> i32 {
         BinaryOp::Sub => 1,
         BinaryOp::Mul => 2,
         BinaryOp::Div => 3,
-        BinaryOp::Maximum => 4,
-        BinaryOp::Minimum => 5,
-        BinaryOp::Pow => 6,
     }
 }
 

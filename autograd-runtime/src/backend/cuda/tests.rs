@@ -52,11 +52,12 @@ fn op_codes_follow_the_kernel_switches() {
     // codes whose formulas are easy to confuse.
     assert_eq!(kernels::unary_code(UnaryOp::Neg), 0);
     assert_eq!(kernels::unary_code(UnaryOp::Sigmoid), 6);
-    assert_eq!(kernels::unary_code(UnaryOp::PositiveMask), 13);
+    assert_eq!(kernels::unary_code(UnaryOp::PositiveMask), 11);
     assert!(SOURCE.contains("case 6: return T(1) / (T(1) + m_exp(-x));"));
-    assert!(SOURCE.contains("case 12: return x * x;"));
+    assert!(SOURCE.contains("case 10: return sign_of(x);"));
+    assert!(SOURCE.contains("default: return x > T(0) ? T(1) : T(0);"));
     assert_eq!(kernels::binary_code(BinaryOp::Div), 3);
-    assert!(SOURCE.contains("case 3: return a / b;"));
+    assert!(SOURCE.contains("case 2: return a * b;\n    default: return a / b;"));
     assert_eq!(kernels::fused_code(FusedOp::Tanh).0, 0);
     assert!(SOURCE.contains("case 0: return g * (T(1) - s * s);"));
     assert_eq!(
