@@ -26,11 +26,11 @@ use std::hint::black_box;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use autograd::{enable_grad, grad, DType, Engine, GradOptions, Result, Tensor};
+use autograd::{DType, Engine, GradOptions, Result, Tensor, enable_grad, grad};
 mod workloads;
 use workloads::{alternating_chain, chain, retain, sum_tree, through_node};
 
-use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
 fn bench_chain(c: &mut Criterion) {
     let mut group = c.benchmark_group("chain_mul_scalar_backward");

@@ -18,11 +18,11 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use autograd::{no_grad, DType, Tensor};
+use autograd::{DType, Tensor, no_grad};
 mod workloads;
 use workloads::{wide_tanh, wide_tanh_loss};
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 
 const WIDTH: usize = 1 << 20;
 

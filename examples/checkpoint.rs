@@ -22,11 +22,11 @@
 //! marked `requires_grad`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use autograd::{backward, differentiable, enable_grad, BackwardOptions, DType, Result, Tensor};
+use autograd::{BackwardOptions, DType, Result, Tensor, backward, differentiable, enable_grad};
 
 // ---------------------------------------------------------------------------------------------
 // Peak-memory accounting

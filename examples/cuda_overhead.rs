@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use autograd::{cuda, no_grad, DType, Device, Result, Tensor};
+use autograd::{DType, Device, Result, Tensor, cuda, no_grad};
 
 const WARMUP: usize = 3;
 const RUNS: usize = 20;

@@ -7,7 +7,7 @@
 //! Run with `cargo run --example custom_function`. It trains on `cuda:0` when a GPU is present.
 
 use autograd::{
-    backward, cuda, differentiable, gradcheck, gradgradcheck, DType, Device, Error, Result, Tensor,
+    DType, Device, Error, Result, Tensor, backward, cuda, differentiable, gradcheck, gradgradcheck,
 };
 
 /// `log Σ_j exp(x[i, j])` for every row `i` of a 2-D tensor, computed as

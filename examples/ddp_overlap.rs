@@ -24,7 +24,7 @@
 use std::time::{Duration, Instant};
 
 use autograd::distributed::{DdpOptions, DistributedDataParallel, MpiGroup, ProcessGroup};
-use autograd::{no_grad, DType, Result, Tensor};
+use autograd::{DType, Result, Tensor, no_grad};
 
 struct Config {
     rounds: usize,

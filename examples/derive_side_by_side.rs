@@ -15,8 +15,8 @@
 use std::time::{Duration, Instant};
 
 use autograd::{
-    backward, differentiable, gradcheck, gradgradcheck, BackwardOptions, DType, NodeRef, Result,
-    Tensor,
+    BackwardOptions, DType, NodeRef, Result, Tensor, backward, differentiable, gradcheck,
+    gradgradcheck,
 };
 
 /// √(2/π), the constant inside GELU's tanh approximation.
@@ -137,11 +137,7 @@ fn graph_size(y: &Tensor) -> Result<(usize, usize)> {
                 .filter(|&(_, &s)| s != 0)
                 .map(|(&n, _)| n)
                 .product();
-            if t.numel() == 0 {
-                0
-            } else {
-                addressed
-            }
+            if t.numel() == 0 { 0 } else { addressed }
         })
         .sum();
     Ok((nodes, elements))

@@ -18,7 +18,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use autograd::{differentiable, profiler, BackwardOptions, DType, Result, Tensor};
+use autograd::{BackwardOptions, DType, Result, Tensor, differentiable, profiler};
 
 /// The system allocator, counting the bytes live and the most live at once.
 struct Counting;

@@ -37,7 +37,7 @@
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use autograd::{enable_grad, no_grad, DType, Engine, Result, Tensor};
+use autograd::{DType, Engine, Result, Tensor, enable_grad, no_grad};
 
 /// The chain target of the CPU-kernels issue: at most 180 ns per node at n = 10k (was 250).
 #[path = "../benches/workloads/mod.rs"]
@@ -324,7 +324,9 @@ fn threading_report(hw_threads: usize) -> Result<()> {
         "  cpu: CPU time the threads used / all nodes (flat = no contention between passes). \
          {hw_threads} hardware threads:"
     );
-    println!("  beyond that, or on a loaded machine, threads share cores and only the CPU figure stays flat");
+    println!(
+        "  beyond that, or on a loaded machine, threads share cores and only the CPU figure stays flat"
+    );
     println!();
 
     println!("reentrant call: outer pass whose one node calls backward on a tiny graph (t * 2)");
@@ -365,7 +367,9 @@ fn threading_report(hw_threads: usize) -> Result<()> {
     pooled.shutdown();
     println!();
 
-    println!("device hops: chain alternating CPU and virtual:0 nodes vs an all-CPU chain (backward only)");
+    println!(
+        "device hops: chain alternating CPU and virtual:0 nodes vs an all-CPU chain (backward only)"
+    );
     let n = 10_000;
     let mixed = alternating_chain(n)?;
     let cpu = chain(n)?;
@@ -407,11 +411,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn verdict(ok: bool) -> &'static str {
-    if ok {
-        "ok"
-    } else {
-        "MISSED"
-    }
+    if ok { "ok" } else { "MISSED" }
 }
 
 fn main() -> Result<()> {
@@ -469,7 +469,9 @@ fn main() -> Result<()> {
         ns(t) / nodes as f64,
         leaves - 1
     );
-    println!("  reference: PyTorch 2.15, 1 thread: 8.70 us/node for N leaves summed (AccumulateGrad sinks)");
+    println!(
+        "  reference: PyTorch 2.15, 1 thread: 8.70 us/node for N leaves summed (AccumulateGrad sinks)"
+    );
     println!();
 
     println!("MLP forward+backward, f32, relu, MSE loss (median of 5 after a warm-up)");

@@ -11,7 +11,7 @@
 
 use std::path::PathBuf;
 
-use autograd::{profiler, viz, Tensor};
+use autograd::{Tensor, profiler, viz};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args_os().nth(1).map_or_else(

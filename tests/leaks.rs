@@ -19,17 +19,17 @@ mod counting_alloc;
 #[path = "common/stress_nodes.rs"]
 mod stress_nodes;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use autograd::{
-    empty_cache, grad, set_cache_limit, BackwardOptions, DType, Device, Engine, Error, GradOptions,
-    Result, Tensor,
+    BackwardOptions, DType, Device, Engine, Error, GradOptions, Result, Tensor, empty_cache, grad,
+    set_cache_limit,
 };
 
-use counting_alloc::{live_bytes, peak_bytes, reset_peak, thread_count, Live};
-use stress_nodes::{checkpoint, failing, panic_in_hook, quiet_injected_panics, INJECTED_PANIC};
+use counting_alloc::{Live, live_bytes, peak_bytes, reset_peak, thread_count};
+use stress_nodes::{INJECTED_PANIC, checkpoint, failing, panic_in_hook, quiet_injected_panics};
 
 /// Passes of each workload after its warm-up pass and baseline.
 const RUNS: usize = 200;

@@ -15,16 +15,16 @@ mod counting_alloc;
 #[path = "common/stress_nodes.rs"]
 mod stress_nodes;
 
-use std::sync::mpsc;
 use std::sync::Arc;
+use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use autograd::{empty_cache, grad, BackwardOptions, Device, Error, GradOptions, Result, Tensor};
+use autograd::{BackwardOptions, Device, Error, GradOptions, Result, Tensor, empty_cache, grad};
 
-use counting_alloc::{peak_bytes, reset_peak, thread_count, Live};
+use counting_alloc::{Live, peak_bytes, reset_peak, thread_count};
 use stress_nodes::{
-    checkpoint, failing, panic_in_hook, panicking, quiet_injected_panics, INJECTED_PANIC,
+    INJECTED_PANIC, checkpoint, failing, panic_in_hook, panicking, quiet_injected_panics,
 };
 
 /// Threads running passes at once.
@@ -633,18 +633,18 @@ fn watch(events: mpsc::Receiver<Event>, handles: Vec<JoinHandle<()>>) -> Vec<Tal
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 for (thread, r) in running.iter().enumerate() {
-                    if let Some((pass, seed, at)) = r {
-                        if at.elapsed() >= PASS_LIMIT {
-                            // The stuck threads are left behind: the test fails and the process
-                            // exits with them, instead of hanging on a join.
-                            panic!(
-                                "watchdog: pass {thread}.{pass} has run for {:.1} s (limit {} \
+                    if let Some((pass, seed, at)) = r
+                        && at.elapsed() >= PASS_LIMIT
+                    {
+                        // The stuck threads are left behind: the test fails and the process
+                        // exits with them, instead of hanging on a join.
+                        panic!(
+                            "watchdog: pass {thread}.{pass} has run for {:.1} s (limit {} \
                                  s): seed {seed:#x}, {}",
-                                at.elapsed().as_secs_f64(),
-                                PASS_LIMIT.as_secs(),
-                                Program::generate(*seed).describe()
-                            );
-                        }
+                            at.elapsed().as_secs_f64(),
+                            PASS_LIMIT.as_secs(),
+                            Program::generate(*seed).describe()
+                        );
                     }
                 }
                 // A worker stuck outside a pass would starve the loop above of deadlines.

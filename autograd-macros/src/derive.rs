@@ -13,8 +13,8 @@ use syn::{ItemFn, LitStr, Path};
 
 use crate::attr::DiffArgs;
 use crate::ctxt::Ctxt;
-use crate::expand::derive::{derived, hidden_names};
 use crate::expand::Names;
+use crate::expand::derive::{derived, hidden_names};
 use crate::ir::body::Body;
 use crate::ir::{BackwardFn, DiffFn, ParamKind};
 use crate::{expand, valid};

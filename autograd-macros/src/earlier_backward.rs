@@ -62,10 +62,10 @@ fn in_source(source: &str, func: &ItemFn, forward: &syn::Path) -> Option<String>
 fn collect_modules<'a>(items: &'a [Item], out: &mut Vec<&'a [Item]>) {
     out.push(items);
     for item in items {
-        if let Item::Mod(m) = item {
-            if let Some((_, inner)) = &m.content {
-                collect_modules(inner, out);
-            }
+        if let Item::Mod(m) = item
+            && let Some((_, inner)) = &m.content
+        {
+            collect_modules(inner, out);
         }
     }
 }

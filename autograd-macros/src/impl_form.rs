@@ -9,7 +9,7 @@
 //! and checked by rustc to be `Clone + Send + Sync + 'static`.
 
 use proc_macro2::{Span, TokenStream, TokenTree};
-use quote::{format_ident, quote, quote_spanned, ToTokens};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::{FnArg, ImplItem, ImplItemFn, ItemImpl, Pat, Type};
 
 use crate::attr::DiffArgs;

@@ -11,8 +11,8 @@
 
 use std::marker::PhantomData;
 
-use crate::sync::statics::AtomicU8;
 use crate::sync::Ordering;
+use crate::sync::statics::AtomicU8;
 
 /// Bit set in [`MODE`] while anomaly detection is on.
 const ENABLED: u8 = 1;

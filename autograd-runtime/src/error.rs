@@ -28,7 +28,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     // ----- tensor construction and ops -------------------------------------------------------
     /// Two shapes do not broadcast.
-    #[error("The size of tensor a ({size_a}) must match the size of tensor b ({size_b}) at non-singleton dimension {dim}")]
+    #[error(
+        "The size of tensor a ({size_a}) must match the size of tensor b ({size_b}) at non-singleton dimension {dim}"
+    )]
     Broadcast {
         /// Size of the first operand at `dim`.
         size_a: usize,
@@ -74,7 +76,9 @@ pub enum Error {
         actual: DType,
     },
     /// Operands on different devices.
-    #[error("expected all tensors to be on the same device, but found at least two devices, {lhs} and {rhs}!")]
+    #[error(
+        "expected all tensors to be on the same device, but found at least two devices, {lhs} and {rhs}!"
+    )]
     DeviceMismatch {
         /// First device.
         lhs: Device,
@@ -117,15 +121,15 @@ pub enum Error {
 
     // ----- autograd state ----------------------------------------------------------------------
     /// `set_requires_grad` on a non-leaf.
-    #[error("you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")]
+    #[error(
+        "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+    )]
     RequiresGradOnNonLeaf,
     /// In-place op on a leaf that requires grad.
     #[error("a leaf Variable that requires grad is being used in an in-place operation.")]
     LeafInPlace,
     /// In-place op on a view of a leaf that requires grad.
-    #[error(
-        "a view of a leaf Variable that requires grad is being used in an in-place operation."
-    )]
+    #[error("a view of a leaf Variable that requires grad is being used in an in-place operation.")]
     ViewOfLeafInPlace,
     /// A view that may not be rebased (the output of an op returning several views, or a view
     /// made under `no_grad`) was modified in place, or its base or a sibling was (PyTorch's
@@ -133,10 +137,14 @@ pub enum Error {
     #[error("{0}")]
     ViewRebase(String),
     /// An in-place op whose written-to tensor repeats an element (an `expand`ed view).
-    #[error("unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.")]
+    #[error(
+        "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation."
+    )]
     InternalOverlap,
     /// An in-place op whose operand partially overlaps the written-to tensor in memory.
-    #[error("unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.")]
+    #[error(
+        "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation."
+    )]
     PartialOverlap,
     /// `register_post_accumulate_grad_hook` on a non-leaf.
     #[error("post accumulate grad hooks cannot be registered on non-leaf tensors")]
@@ -167,7 +175,9 @@ pub enum Error {
         grads: usize,
     },
     /// A root gradient whose shape differs from its root.
-    #[error("Mismatch in shape: grad_output[{index}] has a shape of {grad_shape:?} and output[{index}] has a shape of {output_shape:?}.")]
+    #[error(
+        "Mismatch in shape: grad_output[{index}] has a shape of {grad_shape:?} and output[{index}] has a shape of {output_shape:?}."
+    )]
     GradShapeMismatch {
         /// Root position.
         index: usize,
@@ -186,18 +196,24 @@ pub enum Error {
     #[error("One of the differentiated Tensors does not require grad")]
     InputDoesNotRequireGrad,
     /// An input of `grad()` that the graph never reached, with `allow_unused = false`.
-    #[error("The differentiated Tensor at index {index} appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.")]
+    #[error(
+        "The differentiated Tensor at index {index} appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior."
+    )]
     UnusedInput {
         /// Position of the input.
         index: usize,
     },
     /// `materialize_grads(true)` together with `allow_unused(false)`.
-    #[error("Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False.")]
+    #[error(
+        "Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False."
+    )]
     MaterializeGradsWithoutAllowUnused,
 
     // ----- during backward -----------------------------------------------------------------------
     /// A saved tensor used after the graph was freed.
-    #[error("Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.")]
+    #[error(
+        "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward."
+    )]
     BackwardTwice,
     /// A saved tensor was modified in place after it was saved.
     #[error("{}", saved_modified_message(.tensor, .output_of.as_ref(), *.current_version, *.saved_version, *.anomaly))]
@@ -214,16 +230,22 @@ pub enum Error {
         anomaly: bool,
     },
     /// A node saved an input that was later detached with `detach_()` (B15).
-    #[error("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not supported, please use out-of-place `.detach()` instead")]
+    #[error(
+        "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not supported, please use out-of-place `.detach()` instead"
+    )]
     SavedTensorDetachedInPlace,
     /// `detach_()` on a view.
     #[error("Can't detach views in-place. Use detach() instead.")]
     DetachViewInPlace,
     /// A saved-tensor pack hook modified the tensor it was given (B38).
-    #[error("A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack hook cannot be modified by in-place operations as this can lead to unexpected side-effects. Please open an issue if you need to perform in-place operations on the input to a pack hook.")]
+    #[error(
+        "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack hook cannot be modified by in-place operations as this can lead to unexpected side-effects. Please open an issue if you need to perform in-place operations on the input to a pack hook."
+    )]
     PackHookModifiedInput,
     /// A node returned the wrong number of gradients.
-    #[error("Function {node} returned an invalid number of gradients - expected {expected}, but got {got}")]
+    #[error(
+        "Function {node} returned an invalid number of gradients - expected {expected}, but got {got}"
+    )]
     InvalidGradientCount {
         /// The node's name.
         node: String,
@@ -234,7 +256,10 @@ pub enum Error {
     },
     /// A node returned a gradient whose shape does not fit the input it is for (`node` names it;
     /// `None` for a root gradient, which PyTorch reports without a prefix).
-    #[error("{}invalid gradient at index {index} - got {got:?} but expected shape compatible with {expected:?}", returned_by(node))]
+    #[error(
+        "{}invalid gradient at index {index} - got {got:?} but expected shape compatible with {expected:?}",
+        returned_by(node)
+    )]
     InvalidGradientShape {
         /// The node's name; `None` for a root gradient.
         node: Option<String>,
@@ -273,7 +298,9 @@ pub enum Error {
     #[error("Final callbacks can only be installed during backward pass.")]
     CallbackOutsideBackward,
     /// A custom function returned more non-`None` gradients than it has inputs, or too few.
-    #[error("function {node} returned an incorrect number of gradients (expected {expected}, got {got})")]
+    #[error(
+        "function {node} returned an incorrect number of gradients (expected {expected}, got {got})"
+    )]
     IncorrectGradientCount {
         /// The node's name.
         node: String,

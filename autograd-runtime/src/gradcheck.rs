@@ -2,7 +2,7 @@
 //! differences in `f64`, as `torch.autograd.gradcheck` does. Used by the test suite for every op,
 //! and by users for their own `#[differentiable]` functions.
 
-use crate::{grad, no_grad, DType, Error, GradOptions, Result, Tensor};
+use crate::{DType, Error, GradOptions, Result, Tensor, grad, no_grad};
 
 /// Tolerances of [`gradcheck_with`].
 ///

@@ -46,24 +46,25 @@ mod tensor;
 pub mod viz;
 mod warning;
 
-pub use anomaly::{detect_anomaly, is_anomaly_enabled, set_detect_anomaly, AnomalyGuard};
+pub use anomaly::{AnomalyGuard, detect_anomaly, is_anomaly_enabled, set_detect_anomaly};
 pub use backend::cpu::{cached_bytes, empty_cache, num_threads, set_cache_limit, set_num_threads};
 pub use device::Device;
 pub use dtype::{DType, Element};
 pub use engine::{
-    backward, current_graph_task_id, current_graph_task_keep_graph, grad, queue_callback,
-    will_engine_execute_node, BackwardOptions, Engine, GradOptions, DEFAULT_MAX_RECURSION_DEPTH,
+    BackwardOptions, DEFAULT_MAX_RECURSION_DEPTH, Engine, GradOptions, backward,
+    current_graph_task_id, current_graph_task_keep_graph, grad, queue_callback,
+    will_engine_execute_node,
 };
 pub use error::{Error, Result};
-pub use grad_mode::{enable_grad, is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard};
-pub use gradcheck::{gradcheck, gradcheck_with, gradgradcheck, GradcheckOptions};
+pub use grad_mode::{GradModeGuard, enable_grad, is_grad_enabled, no_grad, set_grad_enabled};
+pub use gradcheck::{GradcheckOptions, gradcheck, gradcheck_with, gradgradcheck};
 pub use graph::{
-    register_multi_grad_hook, saved_tensors_hooks, try_register_multi_grad_hook,
-    try_saved_tensors_hooks, Edge, HookHandle, MultiGradHookHandle, MultiGradMode, Node, NodeMeta,
-    NodeRef, SavedIndices, SavedTensor, SavedTensorsHooksGuard,
+    Edge, HookHandle, MultiGradHookHandle, MultiGradMode, Node, NodeMeta, NodeRef, SavedIndices,
+    SavedTensor, SavedTensorsHooksGuard, register_multi_grad_hook, saved_tensors_hooks,
+    try_register_multi_grad_hook, try_saved_tensors_hooks,
 };
 pub use tensor::Tensor;
-pub use warning::{is_warn_always_enabled, set_warn_always, set_warning_handler, WarningHandler};
+pub use warning::{WarningHandler, is_warn_always_enabled, set_warn_always, set_warning_handler};
 
 /// Reached by the code `#[differentiable]` generates (through `crate = "crate"` inside this
 /// crate, and through the facade elsewhere), to check a `#[backward]` against its forward. Not a
@@ -82,8 +83,8 @@ pub mod __private {
     };
     pub use crate::graph::{Backward, FunctionNode, GradVec, InputMetadata, ReleaseAttribute};
     pub use crate::ops::{
-        accumulate, check_inplace, keep, keep_ref, needing_grad, reduce_grad, Binary,
-        DerivativeRules, Read, Reads, Rule, Unary, UnaryWith,
+        Binary, DerivativeRules, Read, Reads, Rule, Unary, UnaryWith, accumulate, check_inplace,
+        keep, keep_ref, needing_grad, reduce_grad,
     };
     pub use smallvec;
 

@@ -8,12 +8,12 @@
 
 // loom has no `Weak`; only the protocol files the loom models include are compiled under loom.
 #[cfg(loom)]
-pub(crate) use loom::sync::{atomic, Arc};
+pub(crate) use loom::sync::{Arc, atomic};
 /// Channels between the data-parallel reducer and its communication thread.
 #[cfg(not(loom))]
 pub(crate) use std::sync::mpsc;
 #[cfg(not(loom))]
-pub(crate) use std::sync::{atomic, Arc, Weak};
+pub(crate) use std::sync::{Arc, Weak, atomic};
 
 #[cfg(loom)]
 use loom::sync as imp;
@@ -30,8 +30,8 @@ pub(crate) use std::sync::atomic::Ordering;
 /// engine protocol.
 #[cfg(not(loom))]
 pub(crate) mod statics {
-    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
     pub(crate) use std::sync::OnceLock;
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize};
 }
 
 /// A mutex whose `lock` never fails (see the module docs for the poisoning policy).

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use autograd_runtime::distributed::{
     CommBuffer, DdpOptions, DistributedDataParallel, MpiGroup, ProcessGroup,
 };
-use autograd_runtime::{no_grad, DType, Result, Tensor};
+use autograd_runtime::{DType, Result, Tensor, no_grad};
 
 /// Set (to the scenario's name) in the environment of the copies `mpirun` starts.
 const SCENARIO_VAR: &str = "AUTOGRAD_MPI_SCENARIO";
@@ -33,7 +33,9 @@ fn main() -> ExitCode {
 
 fn launcher() -> ExitCode {
     let Some(mpirun) = find_mpirun() else {
-        println!("skipped: `mpirun` not found (install OpenMPI: apt-get install openmpi-bin libopenmpi-dev)");
+        println!(
+            "skipped: `mpirun` not found (install OpenMPI: apt-get install openmpi-bin libopenmpi-dev)"
+        );
         println!("test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out");
         return ExitCode::SUCCESS;
     };

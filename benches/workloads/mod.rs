@@ -4,7 +4,7 @@
 
 use autograd::__private::{next_edges, record_node};
 use autograd::graph::{Backward, GradVec, NodeMeta};
-use autograd::{no_grad, BackwardOptions, Device, Result, Tensor};
+use autograd::{BackwardOptions, Device, Result, Tensor, no_grad};
 
 /// The factor of every `mul_scalar` in the chains (close to 1, so a 1M-node chain stays finite).
 pub(crate) const CHAIN_FACTOR: f64 = 1.000_000_1;

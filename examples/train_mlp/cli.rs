@@ -171,7 +171,7 @@ impl FromStr for DeviceArg {
             _ => {
                 return Err(format!(
                     "unknown device `{s}`: expected `cpu`, `virtual:N` or `cuda:N`"
-                ))
+                ));
             }
         };
         Ok(DeviceArg(device))
@@ -212,8 +212,8 @@ impl FromStr for PlotPath {
 
 #[cfg(test)]
 mod tests {
-    use clap::error::ErrorKind;
     use clap::CommandFactory;
+    use clap::error::ErrorKind;
 
     use super::*;
 

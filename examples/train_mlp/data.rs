@@ -334,7 +334,7 @@ fn mnist_split(
             n_labels,
         });
     }
-    if let Some((index, &label)) = label_file.data.iter().enumerate().find(|(_, &l)| l > 9) {
+    if let Some((index, &label)) = label_file.data.iter().enumerate().find(|&(_, &l)| l > 9) {
         return Err(DataError::BadLabel {
             path: labels,
             index,

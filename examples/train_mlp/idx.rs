@@ -186,8 +186,8 @@ pub(crate) fn encode(dims: &[usize], data: &[u8]) -> Vec<u8> {
 mod tests {
     use std::io::Write;
 
-    use flate2::write::GzEncoder;
     use flate2::Compression;
+    use flate2::write::GzEncoder;
 
     use super::*;
 

@@ -6,7 +6,7 @@ use std::fs;
 use std::path::Path;
 
 use autograd::profiler::{self, Profile};
-use autograd::{viz, Tensor};
+use autograd::{Tensor, viz};
 
 use crate::RunError;
 

@@ -9,7 +9,7 @@
 //! derive_side_by_side` measured 4.2 against 7.4 µs on the main job's 64 x 10 batch, and 14.5
 //! against 18.0 ms on 4096 x 1000.
 
-use autograd::{differentiable, Error, Result, Tensor};
+use autograd::{Error, Result, Tensor, differentiable};
 
 /// Mean cross-entropy `-(1/N) Σ_i Σ_c t[i, c] · log softmax(z)[i, c]` of logits `z` `[N, C]`
 /// against one-hot (or any probability) targets `t` `[N, C]`; a 0-dim tensor. Gradient flows to
@@ -40,7 +40,7 @@ fn check_shapes(logits: &Tensor, targets: &Tensor) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use autograd::{gradcheck, gradgradcheck, DType, Tensor};
+    use autograd::{DType, Tensor, gradcheck, gradgradcheck};
 
     use super::*;
 

@@ -58,7 +58,7 @@ use clap::Parser;
 use crate::cli::Args;
 use crate::model::Mlp;
 use crate::optim::{Adam, Optimizer, OptimizerKind, Sgd};
-use crate::progress::{thousands, Mode, Progress};
+use crate::progress::{Mode, Progress, thousands};
 use crate::train::{EpochStats, Trainer};
 
 /// The Chrome trace of `--profile` goes here.

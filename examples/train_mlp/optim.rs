@@ -1,7 +1,7 @@
 //! Optimizers on the library's public API: `no_grad` and in-place updates of the parameters
 //! and of their state, as `torch.optim.SGD` and `torch.optim.Adam` do.
 
-use autograd::{no_grad, Result, Tensor};
+use autograd::{Result, Tensor, no_grad};
 use clap::ValueEnum;
 
 /// `--optimizer`.

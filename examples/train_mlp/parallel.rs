@@ -3,8 +3,8 @@
 
 use autograd::distributed::ProcessGroup;
 
-use crate::cli::Args;
 use crate::RunError;
+use crate::cli::Args;
 
 /// The process group `--ddp` trains over.
 #[cfg(feature = "mpi")]

@@ -8,7 +8,7 @@ use std::sync::Once;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters::style::{register_font, FontStyle};
+use plotters::style::{FontStyle, register_font};
 
 use crate::cli::{PlotFormat, PlotPath};
 use crate::train::EpochStats;

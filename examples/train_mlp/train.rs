@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use autograd::distributed::{CommBuffer, DdpOptions, DistributedDataParallel, ProcessGroup};
-use autograd::{no_grad, DType, Device, Tensor};
+use autograd::{DType, Device, Tensor, no_grad};
 
 use crate::data::{Dataset, Split};
 use crate::loss::softmax_cross_entropy;
@@ -13,7 +13,7 @@ use crate::model::Mlp;
 use crate::optim::Optimizer;
 use crate::progress::Progress;
 use crate::rng::SplitMix64;
-use crate::{inspect, RunError};
+use crate::{RunError, inspect};
 
 /// What one epoch achieved.
 #[derive(Clone, Debug, PartialEq)]
@@ -271,7 +271,7 @@ fn count_correct(logits: &Tensor, labels: &[usize]) -> Result<usize, RunError> {
     Ok(values
         .chunks(classes)
         .zip(labels)
-        .filter(|(row, &label)| argmax(row) == label)
+        .filter(|&(row, &label)| argmax(row) == label)
         .count())
 }
 

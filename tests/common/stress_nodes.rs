@@ -9,7 +9,7 @@
 use std::sync::{Arc, Once};
 
 use autograd::graph::GradVec;
-use autograd::{enable_grad, is_grad_enabled, no_grad, BackwardOptions, Error, Result, Tensor};
+use autograd::{BackwardOptions, Error, Result, Tensor, enable_grad, is_grad_enabled, no_grad};
 
 use crate::common::custom;
 

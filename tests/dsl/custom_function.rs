@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use autograd::{
-    backward, differentiable, gradcheck, gradgradcheck, is_grad_enabled, saved_tensors_hooks,
-    BackwardOptions, DType, Error, GradOptions, NodeRef, Result, Tensor,
+    BackwardOptions, DType, Error, GradOptions, NodeRef, Result, Tensor, backward, differentiable,
+    gradcheck, gradgradcheck, is_grad_enabled, saved_tensors_hooks,
 };
 
 #[differentiable]

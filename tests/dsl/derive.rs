@@ -3,7 +3,7 @@
 //! by op, one graph node per call, and version-checked saved tensors.
 
 use autograd::{
-    backward, differentiable, gradcheck, gradgradcheck, DType, Error, GradOptions, Result, Tensor,
+    DType, Error, GradOptions, Result, Tensor, backward, differentiable, gradcheck, gradgradcheck,
 };
 
 // ----- the derived functions, each with its op-by-op twin ---------------------------------------

@@ -2,10 +2,10 @@
 //! op that carries configuration, applied as `op.apply(..)`, one node per call that keeps a clone
 //! of the configuration.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use autograd::{differentiable, gradcheck, gradgradcheck, DType, Result, Tensor};
+use autograd::{DType, Result, Tensor, differentiable, gradcheck, gradgradcheck};
 
 /// `Σ_k c_k x^k` with its coefficients as configuration: the forward loops over them (a
 /// hand-written pair may; only `derive` needs straight-line code).

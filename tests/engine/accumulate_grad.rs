@@ -281,8 +281,8 @@ fn b16_concurrent_accumulation_sums() -> R {
 /// leaf (e.g. a regulariser applied after each step) without deadlocking.
 #[test]
 fn post_accumulate_hook_can_run_backward_into_the_same_leaf() -> autograd::Result<()> {
-    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
     let x = autograd::Tensor::scalar(2.0f64).requires_grad_(true)?;
     let once = Arc::new(AtomicBool::new(false));
     let (x2, o) = (x.clone(), once.clone());

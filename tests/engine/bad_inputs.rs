@@ -3,7 +3,7 @@
 //! a hang (a watchdog bounds the sweep) or a wrong value fails the test. The number of cases is
 //! printed (`cargo test --test engine bad_inputs -- --nocapture`).
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc;
 use std::time::Duration;
 

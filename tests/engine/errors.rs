@@ -2,8 +2,8 @@
 //! B11, B12, B24 single-thread part, B31). Error texts are PyTorch 2.15's, as rendered by
 //! `autograd::Error`'s `Display`.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use autograd::*;
 

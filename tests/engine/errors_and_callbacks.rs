@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 
-use autograd::__private::{record_node, smallvec, Backward, GradVec};
+use autograd::__private::{Backward, GradVec, record_node, smallvec};
 use autograd::*;
 
 type R = Result<()>;

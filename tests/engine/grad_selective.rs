@@ -2,8 +2,8 @@
 //! w.r.t. non-leaves (B39) and higher-order gradients through `create_graph` (B40). Expected
 //! numbers are PyTorch's (`test_grad`, `test_hessian_vector`, `test_grad_nonleaf`, ...).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use autograd::*;
 

@@ -148,10 +148,12 @@ fn multi_output_ops_have_output_nr() {
     let x = leaf(&[1.0, 2.0, 3.0, 4.0], &[4]);
     let parts = x.chunk(2, 0).unwrap();
     assert_eq!(name(&parts[0]), "SplitBackward0");
-    assert!(parts[0]
-        .grad_fn()
-        .unwrap()
-        .ptr_eq(&parts[1].grad_fn().unwrap()));
+    assert!(
+        parts[0]
+            .grad_fn()
+            .unwrap()
+            .ptr_eq(&parts[1].grad_fn().unwrap())
+    );
     assert_eq!((parts[0].output_nr(), parts[1].output_nr()), (0, 1));
     let y = parts[1].exp().unwrap();
     assert_eq!(next(&y), vec![edge("SplitBackward0", 1)]);
@@ -292,7 +294,7 @@ fn deep_chain_dropped_without_backward_and_grad_over_deep_chain() {
             y = y.mul_scalar(1.0).unwrap();
         }
         drop(y); // frees the whole chain, never having run backward
-                 // a grad() over a deep chain also walks it (exec_info) without recursion
+        // a grad() over a deep chain also walks it (exec_info) without recursion
         let mut y = x.clone();
         for _ in 0..DEEP_SMALL {
             y = y.add_scalar(1.0).unwrap();

@@ -2,7 +2,7 @@
 //! each, `None` when the input is absent; the backward receives the saved input as
 //! `Option<&Tensor>` and returns its gradient as `Option<Tensor>`.
 
-use autograd::{backward, differentiable, gradcheck, DType, Result, Tensor};
+use autograd::{DType, Result, Tensor, backward, differentiable, gradcheck};
 
 /// `x @ wᵀ + bias` (PyTorch's `F.linear`), the bias optional.
 #[differentiable]

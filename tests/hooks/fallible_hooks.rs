@@ -4,8 +4,8 @@
 //! same payload — nodes after it do not run, final callbacks do not run, and the engine (its
 //! device threads included) stays usable.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 
 use autograd::*;
 

@@ -103,7 +103,7 @@ fn counter() -> Arc<AtomicUsize> {
 
 fn counting_tensor_hook(
     c: &Arc<AtomicUsize>,
-) -> impl Fn(&Tensor) -> Option<Tensor> + Send + Sync + 'static {
+) -> impl Fn(&Tensor) -> Option<Tensor> + Send + Sync + 'static + use<> {
     let c = c.clone();
     move |_| {
         c.fetch_add(1, SeqCst);
@@ -113,7 +113,7 @@ fn counting_tensor_hook(
 
 fn counting_prehook(
     c: &Arc<AtomicUsize>,
-) -> impl Fn(&[Option<Tensor>]) -> Grads + Send + Sync + 'static {
+) -> impl Fn(&[Option<Tensor>]) -> Grads + Send + Sync + 'static + use<> {
     let c = c.clone();
     move |_| {
         c.fetch_add(1, SeqCst);

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use autograd::{backward, differentiable, gradcheck, no_grad, DType, Result, Tensor};
+use autograd::{DType, Result, Tensor, backward, differentiable, gradcheck, no_grad};
 
 static FORWARD_RUNS: AtomicUsize = AtomicUsize::new(0);
 /// Held by every test that calls `row_max`: the tests run in parallel, and the count must see
@@ -33,11 +33,7 @@ fn row_max(x: &Tensor) -> Result<(Tensor, Vec<usize>, usize)> {
             .iter()
             .enumerate()
             .fold((0, f64::NEG_INFINITY), |best, (i, &v)| {
-                if v > best.1 {
-                    (i, v)
-                } else {
-                    best
-                }
+                if v > best.1 { (i, v) } else { best }
             });
         values.push(v);
         argmax.push(at);

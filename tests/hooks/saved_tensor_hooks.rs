@@ -1,7 +1,7 @@
 //! Saved-tensor hooks (B38), with PyTorch's expected values.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use autograd::*;
 

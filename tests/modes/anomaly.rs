@@ -6,13 +6,12 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use autograd::__private::{record_node, smallvec, Backward, GradVec};
+use autograd::__private::{Backward, GradVec, record_node, smallvec};
 use autograd::*;
 
 type R = Result<()>;
 
-const PREFIX: &str =
-    "one of the variables needed for gradient computation has been modified by an inplace operation: ";
+const PREFIX: &str = "one of the variables needed for gradient computation has been modified by an inplace operation: ";
 const HINT: &str = " Hint: enable anomaly detection to find the operation that failed to compute its gradient, with autograd::set_detect_anomaly(true, false).";
 const ANOMALY_HINT: &str = " Hint: the backtrace further above shows the operation that failed to compute its gradient. The variable in question was changed in there or anywhere later. Good luck!";
 

@@ -4,7 +4,7 @@
 //!
 //! Each case `name` expands to two tests, `name::gradcheck` and `name::gradgradcheck`.
 
-use autograd::__private::{record_node, smallvec, Backward, GradVec};
+use autograd::__private::{Backward, GradVec, record_node, smallvec};
 use autograd::*;
 use proptest::prelude::*;
 
@@ -20,11 +20,7 @@ fn data(n: usize, seed: u64) -> Vec<f64> {
                 .wrapping_add(1_442_695_040_888_963_407);
             let u = (s >> 11) as f64 / (1u64 << 53) as f64;
             let m = 0.2 + 1.3 * ((u * 2.0) % 1.0);
-            if u < 0.5 {
-                -m
-            } else {
-                m
-            }
+            if u < 0.5 { -m } else { m }
         })
         .collect()
 }

@@ -71,10 +71,11 @@ fn table_names_every_node_of_an_mlp_with_its_graph_count() -> Result<()> {
     assert!(rows.iter().all(|r| r.self_time <= r.total));
     // Every event ran on this thread (CPU nodes run on the caller).
     let me = std::thread::current().name().unwrap().to_string();
-    assert!(prof
-        .events()
-        .iter()
-        .all(|e| *e.thread == *me && e.device == Device::Cpu));
+    assert!(
+        prof.events()
+            .iter()
+            .all(|e| *e.thread == *me && e.device == Device::Cpu)
+    );
     Ok(())
 }
 
@@ -119,9 +120,11 @@ fn nodes_on_virtual_device_threads_are_recorded_with_their_thread_and_device() -
     // The chrome trace names the device thread's track.
     let trace: serde_json::Value = serde_json::from_str(&prof.chrome_trace()).expect("valid JSON");
     let events = trace["traceEvents"].as_array().expect("an array of events");
-    assert!(events
-        .iter()
-        .any(|e| e["ph"] == "M" && e["args"]["name"] == "autograd-device-5"));
+    assert!(
+        events
+            .iter()
+            .any(|e| e["ph"] == "M" && e["args"]["name"] == "autograd-device-5")
+    );
     let complete = events.iter().filter(|e| e["ph"] == "X").count();
     assert_eq!(complete, prof.events().len());
     Ok(())

@@ -44,7 +44,7 @@ type Log = Arc<Mutex<Vec<String>>>;
 fn doubling_hook(
     log: &Log,
     tag: &'static str,
-) -> impl Fn(&Tensor) -> Option<Tensor> + Send + Sync + 'static {
+) -> impl Fn(&Tensor) -> Option<Tensor> + Send + Sync + 'static + use<> {
     let log = log.clone();
     move |g| {
         log.lock().unwrap().push(format!("{tag} {:?}", vals(g)));

@@ -7,8 +7,7 @@
 use autograd::*;
 
 const ERR_BACKWARD_TWICE: &str = "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.";
-const PREFIX: &str =
-    "one of the variables needed for gradient computation has been modified by an inplace operation: ";
+const PREFIX: &str = "one of the variables needed for gradient computation has been modified by an inplace operation: ";
 const HINT: &str = " Hint: enable anomaly detection to find the operation that failed to compute its gradient, with autograd::set_detect_anomaly(true, false).";
 
 // ----- helpers ---------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 use std::io::Read;
 use std::panic::{self, AssertUnwindSafe};
 
-use autograd::{grad, no_grad, Device, GradOptions, Tensor};
+use autograd::{Device, GradOptions, Tensor, grad, no_grad};
 use serde_json::Value;
 
 const CORPUS: &str = concat!(
@@ -423,7 +423,7 @@ impl<'a> Replay<'a> {
                         k,
                         format!("{what}: None"),
                         format!("{what}: {}", self.show(t)),
-                    ))
+                    ));
                 }
                 (false, None) => {
                     return Err(fail(
@@ -431,7 +431,7 @@ impl<'a> Replay<'a> {
                         k,
                         format!("{what}: {}", show_recorded(&Recorded::parse(rec))),
                         format!("{what}: None"),
-                    ))
+                    ));
                 }
                 (false, Some(t)) => {
                     let rec = Recorded::parse(rec);
@@ -480,7 +480,7 @@ impl<'a> Replay<'a> {
                         k,
                         format!("v{id}.grad: None"),
                         format!("v{id}.grad: {}", self.show(&g)),
-                    ))
+                    ));
                 }
                 (Some(rec), None) => {
                     return Err(fail(
@@ -488,7 +488,7 @@ impl<'a> Replay<'a> {
                         k,
                         format!("v{id}.grad: {}", show_recorded(rec)),
                         format!("v{id}.grad: None"),
-                    ))
+                    ));
                 }
                 (Some(rec), Some(g)) => {
                     if let Some(diff) = value_diff(rec, &g) {

@@ -2,8 +2,8 @@
 //! `test_autograd.py` (`test_inplace_on_view_*`, `test_tensor_hooks_inplace_over_view`), with the
 //! values and error texts PyTorch 2.15 gives (`benches/pytorch_views.py` prints them).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use autograd::*;
 
@@ -173,11 +173,13 @@ fn inplace_ops_pytorch_refuses() -> R {
         )
     );
     let chunks = b.chunk(2, 0)?;
-    assert!(chunks[1]
-        .add_(&chunks[0])
-        .unwrap_err()
-        .to_string()
-        .ends_with(MULTI_OUTPUT));
+    assert!(
+        chunks[1]
+            .add_(&chunks[0])
+            .unwrap_err()
+            .to_string()
+            .ends_with(MULTI_OUTPUT)
+    );
     // On such a view after its base was modified in place.
     let b = x.mul_scalar(1.0)?;
     let parts = b.split(&[2, 2], 0)?;
@@ -185,7 +187,9 @@ fn inplace_ops_pytorch_refuses() -> R {
     let err = parts[0].mul_scalar(1.0).unwrap_err().to_string();
     assert_eq!(
         err,
-        format!("Output 0 of SplitWithSizes is a view and its base or another view of its base has been modified inplace.{MULTI_OUTPUT}")
+        format!(
+            "Output 0 of SplitWithSizes is a view and its base or another view of its base has been modified inplace.{MULTI_OUTPUT}"
+        )
     );
     // Partially overlapping operand and written-to tensor; the data is left as it was.
     let b = x.mul_scalar(1.0)?;

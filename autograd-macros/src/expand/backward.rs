@@ -8,13 +8,14 @@ use syn::ext::IdentExt;
 use syn::{FnArg, Ident, ItemFn, Path, Signature};
 
 use super::{
-    aliasable, borrowed_target, node::node, output_type, param_type, residual_type, sibling, slots,
-    Attrs, Names, Slot, SlotKind,
+    Attrs, Names, Slot, SlotKind, aliasable, borrowed_target, node::node, output_type, param_type,
+    residual_type, sibling, slots,
 };
 use crate::attr::{BackwardArgs, DiffArgs};
 use crate::ir::{
-    is_input_metadata, is_input_metadata_ref, is_option_tensor_ref, is_param_attr, is_slice_ref_of,
-    is_tensor_ref, is_tensor_slice_ref, option_inner, BackwardFn, DiffFn, Param, ParamKind,
+    BackwardFn, DiffFn, Param, ParamKind, is_input_metadata, is_input_metadata_ref,
+    is_option_tensor_ref, is_param_attr, is_slice_ref_of, is_tensor_ref, is_tensor_slice_ref,
+    option_inner,
 };
 use crate::symbol;
 
@@ -1093,14 +1094,12 @@ fn error_type_span(fwd: &DiffFn<'_>, otherwise: Span) -> Span {
     let syn::ReturnType::Type(_, ty) = fwd.output.original else {
         return otherwise;
     };
-    if let syn::Type::Path(p) = &**ty {
-        if let Some(syn::PathArguments::AngleBracketed(args)) =
+    if let syn::Type::Path(p) = &**ty
+        && let Some(syn::PathArguments::AngleBracketed(args)) =
             p.path.segments.last().map(|s| &s.arguments)
-        {
-            if let (2, Some(e)) = (args.args.len(), args.args.last()) {
-                return syn::spanned::Spanned::span(e);
-            }
-        }
+        && let (2, Some(e)) = (args.args.len(), args.args.last())
+    {
+        return syn::spanned::Spanned::span(e);
     }
     syn::spanned::Spanned::span(&**ty)
 }

@@ -11,7 +11,7 @@
 //! double backward (through a rule that read it) flows back into the node, seeded at that value.
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote, quote_spanned, ToTokens};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::{Ident, ItemFn, Path};
 
 use crate::ir::body::{Arg, Body, Form, Op, Step};
@@ -748,8 +748,8 @@ fn own_rule(
 #[cfg(test)]
 mod tests {
     use crate::ctxt::Ctxt;
-    use crate::ir::body::Body;
     use crate::ir::DiffFn;
+    use crate::ir::body::Body;
 
     #[test]
     fn the_doc_section_names_the_node_ops_and_values() {

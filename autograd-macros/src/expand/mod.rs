@@ -637,7 +637,7 @@ mod snapshots;
 
 #[cfg(test)]
 mod tests {
-    use syn::{parse_quote, Type};
+    use syn::{Type, parse_quote};
 
     use super::attr_by_ref;
 

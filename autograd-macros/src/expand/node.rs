@@ -7,7 +7,7 @@ use quote::{format_ident, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, Path};
 
-use super::{borrowed_target, param_type, residual_type, Slot, SlotKind};
+use super::{Slot, SlotKind, borrowed_target, param_type, residual_type};
 use crate::attr::DiffArgs;
 use crate::ir::{BackwardFn, DiffFn, GradType};
 

@@ -3,7 +3,7 @@
 //! as written, and the output value. Anything else is reported, spanned on the construct.
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote, ToTokens};
+use quote::{ToTokens, format_ident, quote};
 use syn::spanned::Spanned;
 use syn::{BinOp, Block, Expr, Ident, Pat, Stmt, UnOp};
 
@@ -249,14 +249,14 @@ impl Lower<'_> {
         if let Pat::Tuple(tuple) = pat {
             return self.destructure(local, tuple);
         }
-        if let (Pat::Wild(_), Some(init)) = (&local.pat, &local.init) {
-            if init.diverge.is_none() {
-                // `let _ = value;`: evaluated (as written, if it is a scalar) and dropped.
-                if let Value::Scalar = self.expr(&init.expr)? {
-                    self.stmts.push(Step::Scalar(local.to_token_stream()));
-                }
-                return Some(());
+        if let (Pat::Wild(_), Some(init)) = (&local.pat, &local.init)
+            && init.diverge.is_none()
+        {
+            // `let _ = value;`: evaluated (as written, if it is a scalar) and dropped.
+            if let Value::Scalar = self.expr(&init.expr)? {
+                self.stmts.push(Step::Scalar(local.to_token_stream()));
             }
+            return Some(());
         }
         let ident = match &local.pat {
             Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => p,
@@ -395,10 +395,11 @@ impl Lower<'_> {
         // function's, so the lowered op takes the `?`.
         if let (false, true, Value::Tensor(v)) = (wrapped, self.fallible, value) {
             let pushed = self.stmts.len() > before;
-            if let (true, Some(Step::Op(op))) = (pushed, self.stmts.last_mut()) {
-                if op.result == v && matches!(op.form, Form::Method { .. } | Form::Call { .. }) {
-                    op.tried = true;
-                }
+            if let (true, Some(Step::Op(op))) = (pushed, self.stmts.last_mut())
+                && op.result == v
+                && matches!(op.form, Form::Method { .. } | Form::Call { .. })
+            {
+                op.tried = true;
             }
         }
         match value {
@@ -519,10 +520,9 @@ impl Lower<'_> {
                 let pushed = self.stmts.len() > before;
                 if let (true, Value::Tensor(v), Some(Step::Op(op))) =
                     (pushed, value, self.stmts.last_mut())
+                    && op.result == v
                 {
-                    if op.result == v {
-                        op.tried = true;
-                    }
+                    op.tried = true;
                 }
                 Some(value)
             }
@@ -836,7 +836,9 @@ mod tests {
         });
         assert_eq!(
             errors,
-            ["the result of a `#[differentiable(derive)]` body must be a tensor computed from its inputs"]
+            [
+                "the result of a `#[differentiable(derive)]` body must be a tensor computed from its inputs"
+            ]
         );
     }
 }

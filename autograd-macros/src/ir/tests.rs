@@ -1,6 +1,6 @@
 //! Unit tests of the IR lowering.
 
-use syn::{parse_quote, Signature};
+use syn::{Signature, parse_quote};
 
 use super::*;
 use crate::ctxt::Ctxt;
@@ -69,14 +69,18 @@ fn optional_tensor_inputs_only_with_a_hand_written_backward() {
     assert!(fwd.has_optional());
     assert_eq!(
         forward_errors(&sig),
-        ["optional tensor inputs are not supported by `#[differentiable(derive)]`; write a `#[backward]`"]
+        [
+            "optional tensor inputs are not supported by `#[differentiable(derive)]`; write a `#[backward]`"
+        ]
     );
     let mutable: Signature = parse_quote!(fn f(x: &Tensor, b: Option<&mut Tensor>) -> Tensor);
     assert_eq!(
         errors(|cx| {
             DiffFn::from_syn_hand_written(cx, &mutable, &[]);
         }),
-        ["`Option<&mut Tensor>` parameters are not supported; an optional input is `Option<&Tensor>`"]
+        [
+            "`Option<&mut Tensor>` parameters are not supported; an optional input is `Option<&Tensor>`"
+        ]
     );
 }
 
@@ -123,7 +127,9 @@ fn save_splits_residuals_off_the_return_type() {
         errors(|cx| {
             DiffFn::from_syn_hand_written(cx, &none, &save[..1]);
         }),
-        ["with `save(argmax)` the function returns its outputs, then the residuals: `(Tensor, _)`, found `Tensor`"]
+        [
+            "with `save(argmax)` the function returns its outputs, then the residuals: `(Tensor, _)`, found `Tensor`"
+        ]
     );
 }
 

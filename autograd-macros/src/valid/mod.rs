@@ -1,15 +1,15 @@
 //! Rules that relate parts of the DSL to each other: options against the forward's parameters and
 //! outputs, and a backward against its forward (gradient counts, names and types).
 
-use syn::ext::IdentExt;
 use syn::Ident;
+use syn::ext::IdentExt;
 
-use crate::attr::{backticked, DiffArgs};
+use crate::attr::{DiffArgs, backticked};
 use crate::ctxt::Ctxt;
 use crate::ir::{
-    self, bool_array_len, is_bool_slice_ref, is_input_metadata_ref, is_option_tensor_ref,
-    is_slice_ref_of, is_tensor_ref, is_tensor_slice_ref, type_string, BackwardFn, BwParam, DiffFn,
-    GradType, ParamKind, Source,
+    self, BackwardFn, BwParam, DiffFn, GradType, ParamKind, Source, bool_array_len,
+    is_bool_slice_ref, is_input_metadata_ref, is_option_tensor_ref, is_slice_ref_of, is_tensor_ref,
+    is_tensor_slice_ref, type_string,
 };
 use crate::symbol;
 
@@ -100,16 +100,17 @@ pub(crate) fn check_forward(cx: &Ctxt, args: &DiffArgs, fwd: &DiffFn<'_>) {
             );
         }
     }
-    if let Some(dirty) = &args.dirty {
-        if !fwd.output.fallible && cx.is_ok() {
-            cx.error_at(
+    if let Some(dirty) = &args.dirty
+        && !fwd.output.fallible
+        && cx.is_ok()
+    {
+        cx.error_at(
                 dirty.keyword,
                 format!(
                     "`dirty(..)` needs `{}` to return a `Result`: modifying a leaf that requires grad in place is an error",
                     fwd.name()
                 ),
             );
-        }
     }
 }
 

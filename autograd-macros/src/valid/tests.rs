@@ -1,6 +1,6 @@
 //! Unit tests of the validation rules.
 
-use syn::{parse_quote, Signature};
+use syn::{Signature, parse_quote};
 
 use super::*;
 use crate::ir::{BackwardFn, DiffFn};
@@ -70,7 +70,9 @@ fn gradient_parameter_counts() {
     );
     assert_eq!(
         errs,
-        ["`#[backward(scaled_square)]` expects 1 incoming gradient parameter (the forward returns 1 tensor), found 2"]
+        [
+            "`#[backward(scaled_square)]` expects 1 incoming gradient parameter (the forward returns 1 tensor), found 2"
+        ]
     );
     let errs = backward_errors(
         DiffArgs::default(),
@@ -79,7 +81,9 @@ fn gradient_parameter_counts() {
     );
     assert_eq!(
         errs,
-        ["`#[backward(halves)]` expects 2 incoming gradient parameters (the forward returns 2 tensors), found 0; name them `grad_0`, `grad_1`"]
+        [
+            "`#[backward(halves)]` expects 2 incoming gradient parameters (the forward returns 2 tensors), found 0; name them `grad_0`, `grad_1`"
+        ]
     );
 }
 
@@ -102,7 +106,9 @@ fn gradient_parameter_types_follow_materialize_grads() {
     );
     assert_eq!(
         errs,
-        ["incoming gradient `grad` must be `Option<&Tensor>` because of `materialize_grads = false`, found `&Tensor`"]
+        [
+            "incoming gradient `grad` must be `Option<&Tensor>` because of `materialize_grads = false`, found `&Tensor`"
+        ]
     );
     let no_materialize: DiffArgs = parse_quote!(materialize_grads = false);
     let errs = backward_errors(
@@ -161,7 +167,9 @@ fn one_gradient_per_tensor_input() {
     );
     assert_eq!(
         errs,
-        ["`#[backward(mul)]` must return a tuple of 2 gradients, one per tensor input of `mul` (`a`, `b`), each `Tensor` or `Option<Tensor>`, found 1 gradient"]
+        [
+            "`#[backward(mul)]` must return a tuple of 2 gradients, one per tensor input of `mul` (`a`, `b`), each `Tensor` or `Option<Tensor>`, found 1 gradient"
+        ]
     );
     let errs = backward_errors(
         DiffArgs::default(),
@@ -194,7 +202,9 @@ fn options_name_outputs_and_inputs() {
     let errs = forward_errors(parse_quote!(dirty(k)), halves.clone());
     assert_eq!(
         errs,
-        ["`dirty(..)` names the tensor inputs that `halves` modifies in place; expected one of `x`"]
+        [
+            "`dirty(..)` names the tensor inputs that `halves` modifies in place; expected one of `x`"
+        ]
     );
     assert!(
         forward_errors(parse_quote!(dirty(x), non_differentiable(result_0)), halves).is_empty()
@@ -202,7 +212,9 @@ fn options_name_outputs_and_inputs() {
     let errs = forward_errors(parse_quote!(dirty(x)), scaled_square());
     assert_eq!(
         errs,
-        ["`dirty(..)` needs `scaled_square` to return a `Result`: modifying a leaf that requires grad in place is an error"]
+        [
+            "`dirty(..)` needs `scaled_square` to return a `Result`: modifying a leaf that requires grad in place is an error"
+        ]
     );
 }
 
@@ -226,7 +238,9 @@ fn needs_input_grad_is_one_flag_per_input() {
     );
     assert_eq!(
         errs,
-        ["`needs_input_grad` must be `[bool; 2]` (one entry per tensor input) or `&[bool]`, found `[bool; 3]`"]
+        [
+            "`needs_input_grad` must be `[bool; 2]` (one entry per tensor input) or `&[bool]`, found `[bool; 3]`"
+        ]
     );
     let errs = backward_errors(
         DiffArgs::default(),
@@ -293,7 +307,9 @@ fn original_values_are_for_dirty_inputs() {
     );
     assert_eq!(
         errs,
-        ["`#[original]` gives the value a `dirty` input had before `mul` modified it; `a` is not listed in `dirty(..)`"]
+        [
+            "`#[original]` gives the value a `dirty` input had before `mul` modified it; `a` is not listed in `dirty(..)`"
+        ]
     );
 }
 
@@ -372,7 +388,9 @@ fn vec_outputs_take_a_slice_of_gradients() {
     );
     assert_eq!(
         errs,
-        ["`#[backward(split)]` expects 1 incoming gradient parameter, `grad: &[Tensor]` (one gradient per tensor of the forward's `Vec<Tensor>`), found 2"]
+        [
+            "`#[backward(split)]` expects 1 incoming gradient parameter, `grad: &[Tensor]` (one gradient per tensor of the forward's `Vec<Tensor>`), found 2"
+        ]
     );
     let errs = forward_errors(parse_quote!(dirty(x), non_differentiable(result)), split);
     assert_eq!(
@@ -390,13 +408,17 @@ fn only_a_builtin_that_fits_asks_for_a_rule() {
     assert_eq!(ok, Vec::<String>::new());
     assert_eq!(
         forward_errors(parse_quote!(rule), scaled_square()),
-        ["`rule` is for the runtime's `builtin` ops; a user function gets its derivative rule without it"]
+        [
+            "`rule` is for the runtime's `builtin` ops; a user function gets its derivative rule without it"
+        ]
     );
     assert_eq!(
         forward_errors(
             parse_quote!(builtin, rule = split_rule),
             parse_quote!(fn split(x: &Tensor) -> Vec<Tensor>)
         ),
-        ["`rule` needs `split` to take `&Tensor` inputs and attributes and return one tensor, without `save`, `dirty`, `non_differentiable` or `once_differentiable`"]
+        [
+            "`rule` needs `split` to take `&Tensor` inputs and attributes and return one tensor, without `save`, `dirty`, `non_differentiable` or `once_differentiable`"
+        ]
     );
 }

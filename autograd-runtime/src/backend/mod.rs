@@ -13,7 +13,7 @@ mod op;
 use std::fmt;
 
 pub use buffer::{Buffer, ElemVec};
-pub(crate) use cpu::{broadcast_shapes, BroadcastError};
+pub(crate) use cpu::{BroadcastError, broadcast_shapes};
 pub(crate) use op::{BinaryOp, FusedOp, UnaryOp};
 
 use crate::layout::{Dims, Layout};
@@ -39,7 +39,7 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
     /// `a (op) b` with PyTorch broadcasting. Same dtype (checked by the caller); `a` and `b` may
     /// be the same buffer.
     fn binary(&self, op: BinaryOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout)
-        -> Result<Out>;
+    -> Result<Out>;
     /// `x (op) s`, or `s (op) x` when `scalar_on_left`.
     fn binary_scalar(
         &self,

@@ -5,8 +5,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::{CommBuffer, ProcessGroup};
-use crate::sync::mpsc::{self, Receiver, Sender};
 use crate::sync::Arc;
+use crate::sync::mpsc::{self, Receiver, Sender};
 use crate::{Error, Result};
 
 /// A bucket to all-reduce.

@@ -10,7 +10,7 @@ use super::reducer::Reducer;
 use super::stats::StepStats;
 use super::{CommBuffer, ProcessGroup};
 use crate::sync::{Arc, Ordering};
-use crate::{no_grad, DType, Error, HookHandle, Result, Tensor};
+use crate::{DType, Error, HookHandle, Result, Tensor, no_grad};
 
 /// Data-parallel training, PyTorch's `DistributedDataParallel`: keeps the gradients of a set of
 /// parameters identical on every rank of a [`ProcessGroup`].

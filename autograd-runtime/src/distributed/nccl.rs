@@ -11,7 +11,7 @@
 //! timeout; NCCL itself cannot be interrupted here, so after a timeout the group is unusable.
 
 use std::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -19,8 +19,8 @@ use cudarc::driver::{CudaContext, CudaStream, DeviceRepr, ValidAsZeroBits};
 use cudarc::nccl::{Comm, Id, NcclType, ReduceOp};
 
 use super::{CommBuffer, ProcessGroup};
-use crate::sync::mpsc::{self, Receiver, Sender};
 use crate::sync::Arc;
+use crate::sync::mpsc::{self, Receiver, Sender};
 use crate::{Device, Error, Result};
 
 /// A [`ProcessGroup`] of GPUs, one per rank, communicating through NCCL.

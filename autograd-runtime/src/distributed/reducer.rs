@@ -4,15 +4,15 @@
 
 use std::time::Instant;
 
+use super::CommBuffer;
 use super::bucket::{Bucket, Location};
 use super::comm_thread::{CommThread, Done, Job};
 use super::options::DdpOptions;
 use super::stats::StepStats;
-use super::CommBuffer;
 use crate::sync::atomic::AtomicBool;
 use crate::sync::mpsc::{Receiver, RecvTimeoutError};
 use crate::sync::{Arc, Mutex, Ordering};
-use crate::{current_graph_task_id, queue_callback, DType, Error, Result, Tensor};
+use crate::{DType, Error, Result, Tensor, current_graph_task_id, queue_callback};
 
 /// Shared by the [`DistributedDataParallel`](super::DistributedDataParallel) handle (strongly),
 /// the gradient hooks and the final callback (weakly: the hooks live on the parameters the

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use super::*;
 use crate::sync::mpsc;
 use crate::sync::{Arc, Mutex};
-use crate::{no_grad, DType, Tensor};
+use crate::{DType, Tensor, no_grad};
 
 /// Rows of the global batch in the equivalence tests (divisible by 1, 2 and 4).
 const GLOBAL_BATCH: usize = 8;
@@ -91,7 +91,7 @@ fn data_parallel_step_matches_single_process(world: usize) {
     let out = run_ranks(LocalGroup::new(world), |group| {
         let rank = group.rank();
         let params = mlp_params(rank as u64); // different on purpose: DDP broadcasts rank 0's
-                                              // 64-byte buckets: several buckets, some with two parameters.
+        // 64-byte buckets: several buckets, some with two parameters.
         let options = DdpOptions::new().bucket_cap_bytes(64);
         let ddp = DistributedDataParallel::new(&params, group, options).unwrap();
         assert_eq!(ddp.buckets(), vec![vec![2], vec![1], vec![0]]);
@@ -447,9 +447,10 @@ fn mismatched_collectives_fail_on_every_rank() {
         g.all_reduce_sum(CommBuffer::F32(vec![1.0; n]))
     });
     for r in out {
-        assert!(r
-            .unwrap_err()
-            .to_string()
-            .contains("does not match across ranks"));
+        assert!(
+            r.unwrap_err()
+                .to_string()
+                .contains("does not match across ranks")
+        );
     }
 }

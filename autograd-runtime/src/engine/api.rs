@@ -9,7 +9,7 @@ use crate::sync::statics::AtomicBool;
 use smallvec::SmallVec;
 
 use super::graph_task::PassOptions;
-use super::{per_thread, EngineInner};
+use super::{EngineInner, per_thread};
 use crate::graph::{Edge, GradVec};
 use crate::sync::Arc;
 use crate::{Error, Result, Tensor};
@@ -364,7 +364,10 @@ where
 
 fn warn_backward_create_graph_once() {
     static WARNED: AtomicBool = AtomicBool::new(false);
-    crate::warning::warn_once(&WARNED, "Using backward() with create_graph=True will create a reference cycle between the parameter and its gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph to avoid this. If you have to use this function, make sure to reset the .grad fields of your parameters to None after use to break the cycle and avoid the leak.");
+    crate::warning::warn_once(
+        &WARNED,
+        "Using backward() with create_graph=True will create a reference cycle between the parameter and its gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph to avoid this. If you have to use this function, make sure to reset the .grad fields of your parameters to None after use to break the cycle and avoid the leak.",
+    );
 }
 
 impl Tensor {

@@ -246,10 +246,10 @@ fn run_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> Result<GradVec> 
         let hooks =
             (leaf.meta_lock().leaf_hooks.as_ref()).map_or_else(Vec::new, |h| h.tensor.clone());
         for (_, hook) in hooks {
-            if let Some(g) = grads.first().cloned().flatten() {
-                if let Some(new) = hook(&g)? {
-                    grads[0] = Some(check_hook_result(&g, new)?);
-                }
+            if let Some(g) = grads.first().cloned().flatten()
+                && let Some(new) = hook(&g)?
+            {
+                grads[0] = Some(check_hook_result(&g, new)?);
             }
         }
         return Ok(grads);
@@ -258,10 +258,10 @@ fn run_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> Result<GradVec> 
         return Ok(grads);
     };
     for (_, output_nr, hook) in &hooks.tensor_pre {
-        if let Some(g) = grads.get(*output_nr).cloned().flatten() {
-            if let Some(new) = hook(&g)? {
-                grads[*output_nr] = Some(check_hook_result(&g, new)?);
-            }
+        if let Some(g) = grads.get(*output_nr).cloned().flatten()
+            && let Some(new) = hook(&g)?
+        {
+            grads[*output_nr] = Some(check_hook_result(&g, new)?);
         }
     }
     for (output_nr, tensor) in &hooks.retains_grad {

@@ -25,8 +25,8 @@ mod worker;
 mod tests;
 
 pub use api::{
-    backward, current_graph_task_id, current_graph_task_keep_graph, grad, queue_callback,
-    will_engine_execute_node, BackwardOptions, GradOptions,
+    BackwardOptions, GradOptions, backward, current_graph_task_id, current_graph_task_keep_graph,
+    grad, queue_callback, will_engine_execute_node,
 };
 
 pub(crate) use dependencies::WalkSlot;
@@ -36,7 +36,7 @@ use crate::sync::statics::OnceLock;
 use dependencies::compute_dependencies;
 use device_threads::DeviceThreads;
 use evaluate::push_task;
-use exec_info::{init_to_execute, Requested};
+use exec_info::{Requested, init_to_execute};
 use graph_task::{GraphTask, PassOptions, TaskQueue};
 use input_buffer::InputBuffer;
 use reentrant::ReentrantPool;

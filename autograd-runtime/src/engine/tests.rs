@@ -26,10 +26,10 @@ fn pop_blocks_until_a_push_from_another_thread() {
 mod properties {
     use proptest::prelude::*;
 
+    use crate::Tensor;
     use crate::engine::graph_task::{GraphTask, TaskQueue};
     use crate::engine::input_buffer::InputBuffer;
     use crate::engine::node_task::{NodeTask, TaskKind};
-    use crate::Tensor;
 
     fn task(kind: u8, depth: usize, seq: u64) -> NodeTask<GraphTask> {
         let kind = match kind % 3 {

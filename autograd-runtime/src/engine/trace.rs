@@ -73,4 +73,4 @@ mod imp {
     }
 }
 
-pub(crate) use imp::{node_span, PassSpan};
+pub(crate) use imp::{PassSpan, node_span};

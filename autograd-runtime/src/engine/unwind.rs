@@ -1,7 +1,7 @@
 //! Turning panics in nodes, hooks and callbacks into errors of the graph task (B24): the engine
 //! stays usable and the caller of `backward()` gets [`Error::Panic`].
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::{Error, Result};
 

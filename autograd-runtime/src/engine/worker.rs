@@ -15,8 +15,8 @@ use super::input_buffer::InputBuffer;
 use super::node_task::TaskKind;
 use super::per_thread::{self, CurrentGraphTask};
 use super::unwind;
-use crate::sync::Arc;
 use crate::Error;
+use crate::sync::Arc;
 
 /// Processes tasks from `queue` (PyTorch's `thread_main`): until `until` completes for an owner or
 /// pool thread, or until a shutdown task for a device worker (`until == None`). Tasks of any

@@ -5,7 +5,7 @@ use smallvec::smallvec;
 
 use super::{GradVec, InputMetadata, Node, NodeMeta};
 use crate::sync::{Arc, Mutex};
-use crate::{is_grad_enabled, Error, Result, Tensor};
+use crate::{Error, Result, Tensor, is_grad_enabled};
 
 /// Accumulates gradients into one leaf. The leaf holds it weakly; it holds the leaf strongly.
 pub(crate) struct AccumulateGrad {

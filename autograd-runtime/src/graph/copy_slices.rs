@@ -69,7 +69,7 @@ impl StridedGeometry {
             .iter()
             .zip(&self.view.strides)
             .enumerate()
-            .filter(|(_, (&n, &s))| n > 1 && s == 0)
+            .filter(|&(_, (&n, &s))| n > 1 && s == 0)
             .map(|(d, _)| d)
             .collect()
     }

@@ -9,7 +9,7 @@ use smallvec::SmallVec;
 
 use super::{Edge, GradVec, InputMetadata, Node, NodeMeta, NodeRef, SaveContext, SavedTensor};
 use crate::sync::{Arc, Weak};
-use crate::{is_grad_enabled, Result, Tensor};
+use crate::{Result, Tensor, is_grad_enabled};
 
 /// The gradient formula and saved state of one differentiable op.
 ///

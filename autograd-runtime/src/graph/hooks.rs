@@ -6,9 +6,9 @@
 //! registered before an in-place op stays bound to the old node (B21). Hooks on a leaf live in the
 //! leaf's autograd metadata and are run by its `AccumulateGrad`.
 
+use crate::sync::Ordering;
 use crate::sync::atomic::AtomicBool;
 use crate::sync::statics::AtomicU64;
-use crate::sync::Ordering;
 
 use super::NodeRef;
 use crate::sync::{Arc, Mutex, Weak};

@@ -47,9 +47,9 @@ pub use function::{Backward, FunctionNode};
 pub(crate) use graph_root::GraphRoot;
 pub use hooks::HookHandle;
 pub use multi_grad_hook::{
-    register_multi_grad_hook, try_register_multi_grad_hook, MultiGradHookHandle, MultiGradMode,
+    MultiGradHookHandle, MultiGradMode, register_multi_grad_hook, try_register_multi_grad_hook,
 };
 pub use node::{GradVec, InputMetadata, Node, NodeMeta};
 pub use node_ref::NodeRef;
 pub use saved::{ReleaseAttribute, SaveContext, SavedIndices, SavedTensor};
-pub use saved_hooks::{saved_tensors_hooks, try_saved_tensors_hooks, SavedTensorsHooksGuard};
+pub use saved_hooks::{SavedTensorsHooksGuard, saved_tensors_hooks, try_saved_tensors_hooks};

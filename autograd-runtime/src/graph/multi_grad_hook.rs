@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use crate::sync::{Arc, Mutex};
 use crate::{
-    current_graph_task_id, queue_callback, will_engine_execute_node, HookHandle, Result, Tensor,
+    HookHandle, Result, Tensor, current_graph_task_id, queue_callback, will_engine_execute_node,
 };
 
 /// When a multi-grad hook fires.

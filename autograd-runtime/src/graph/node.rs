@@ -8,8 +8,8 @@ use smallvec::SmallVec;
 use super::hooks::NodeHooks;
 use super::{Edge, SavedTensor};
 use crate::engine::WalkSlot;
-use crate::sync::atomic::AtomicU64;
 use crate::sync::Ordering;
+use crate::sync::atomic::AtomicU64;
 use crate::tensor::layout::Dims;
 use crate::{DType, Device, Result, Tensor};
 

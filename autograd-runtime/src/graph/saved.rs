@@ -6,10 +6,10 @@
 
 use std::cell::RefCell;
 
-use super::saved_hooks::{self, HookPair, Packed};
 use super::InputMetadata;
+use super::saved_hooks::{self, HookPair, Packed};
 use crate::sync::{Arc, Mutex, Weak};
-use crate::{is_grad_enabled, Edge, Error, Node, NodeRef, Result, Tensor};
+use crate::{Edge, Error, Node, NodeRef, Result, Tensor, is_grad_enabled};
 
 enum State {
     /// Nothing was saved (an optional input that was absent).

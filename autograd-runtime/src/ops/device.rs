@@ -3,11 +3,11 @@
 
 use autograd_macros::{backward, differentiable};
 
+#[cfg(doc)]
+use crate::Error;
 use crate::backend;
 use crate::graph::InputMetadata;
 use crate::tensor::kernels;
-#[cfg(doc)]
-use crate::Error;
 use crate::{Device, Result, Tensor};
 
 /// A copy on another device, PyTorch's `ToCopyBackward0`: the gradient moves back.

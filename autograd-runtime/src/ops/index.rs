@@ -7,7 +7,7 @@ use super::derivative_rules::{Read, Reads, Rule};
 use crate::graph::{InputMetadata, SavedIndices};
 use crate::sync::Arc;
 use crate::tensor::kernels;
-use crate::tensor::layout::{wrap_dim, Dims, Layout};
+use crate::tensor::layout::{Dims, Layout, wrap_dim};
 use crate::{Error, Result, Tensor};
 
 /// Positions of the maxima along `dim`, in keepdim layout.

@@ -5,9 +5,9 @@
 use autograd_macros::{backward, differentiable};
 
 use crate::backend::BinaryOp;
-use crate::graph::copy_slices::{rebase_view_history, StridedGeometry};
+use crate::graph::copy_slices::{StridedGeometry, rebase_view_history};
 use crate::tensor::kernels;
-use crate::{is_grad_enabled, Error, Result, Tensor};
+use crate::{Error, Result, Tensor, is_grad_enabled};
 
 // ----- the ops --------------------------------------------------------------------------------
 // Each modifies `x` in place and returns it (`dirty(x)`): the node becomes `x`'s new grad_fn (its

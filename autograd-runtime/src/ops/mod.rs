@@ -42,8 +42,8 @@ mod tests;
 mod unary;
 
 pub use derivative_rules::{
-    accumulate, keep, keep_ref, needing_grad, reduce_grad, Binary, DerivativeRules, Read, Reads,
-    Rule, Unary, UnaryWith,
+    Binary, DerivativeRules, Read, Reads, Rule, Unary, UnaryWith, accumulate, keep, keep_ref,
+    needing_grad, reduce_grad,
 };
 pub use inplace::check_inplace;
 

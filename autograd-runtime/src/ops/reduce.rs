@@ -7,7 +7,7 @@ use super::derivative_rules::Rule;
 use crate::backend::BinaryOp;
 use crate::graph::InputMetadata;
 use crate::tensor::kernels;
-use crate::tensor::layout::{wrap_dim, Dims};
+use crate::tensor::layout::{Dims, wrap_dim};
 use crate::{Error, Result, Tensor};
 
 // ----- the ops ----------------------------------------------------------------------------------

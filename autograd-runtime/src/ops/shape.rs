@@ -7,7 +7,7 @@ use smallvec::smallvec;
 use super::derivative_rules::{Rule, Unary};
 use crate::graph::InputMetadata;
 use crate::tensor::kernels;
-use crate::tensor::layout::{contiguous_strides, wrap_dim, Dims, Layout};
+use crate::tensor::layout::{Dims, Layout, contiguous_strides, wrap_dim};
 use crate::{DType, Error, Result, Tensor};
 
 // ----- the ops: views first, then copies ---------------------------------------------------------

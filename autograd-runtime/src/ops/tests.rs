@@ -1,7 +1,7 @@
 //! The op library as a whole: every op's first and second derivatives against finite
 //! differences, its node name, what it saves (B14) and that views stay views.
 
-use crate::{grad, gradcheck, gradgradcheck, DType, Device, Error, GradOptions, Result, Tensor};
+use crate::{DType, Device, Error, GradOptions, Result, Tensor, grad, gradcheck, gradgradcheck};
 
 /// Deterministic values in ±[0.2, 1.5] (away from the kinks of `relu`/`abs`), all distinct.
 fn vals(n: usize, seed: u64) -> Vec<f64> {

@@ -31,9 +31,9 @@ use std::fmt::{self, Write as _};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::Device;
 use crate::graph::{GradVec, Node};
 use crate::sync::{Arc, Mutex};
-use crate::Device;
 
 /// Runs `f` and records every node the engine executes for the backward passes `f` starts
 /// (including reentrant passes, and nodes run on device worker threads).

@@ -3,8 +3,8 @@
 
 use ndarray::ArrayD;
 
-use super::kernels::{self, Buffer};
 use super::Tensor;
+use super::kernels::{self, Buffer};
 use crate::layout::view;
 use crate::{Device, Element, Error, Result};
 

@@ -11,8 +11,8 @@
 
 use std::borrow::Cow;
 
-use super::storage::Storage;
 use super::Tensor;
+use super::storage::Storage;
 use crate::backend::{self, Backend, BinaryOp, FusedOp, Out, UnaryOp};
 use crate::layout::Layout;
 use crate::sync::Arc;

@@ -12,8 +12,8 @@ use std::mem::ManuallyDrop;
 
 use super::storage::{Buffer, Storage};
 use super::{AutogradMeta, Layout, Tensor, TensorImpl};
-use crate::sync::Arc;
 use crate::Device;
+use crate::sync::Arc;
 
 /// Spare tensors kept per thread, at most this many.
 const MAX: usize = 32;

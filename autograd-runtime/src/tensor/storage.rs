@@ -4,8 +4,8 @@
 use crate::sync::{Arc, Ordering};
 
 pub(crate) use super::kernels::Buffer;
-use crate::sync::{atomic::AtomicU64, RwLock};
 use crate::Device;
+use crate::sync::{RwLock, atomic::AtomicU64};
 
 /// One allocation shared by a tensor, its views and its detached aliases.
 #[derive(Debug)]

@@ -4,11 +4,11 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use flate2::write::GzEncoder;
 use flate2::Compression;
+use flate2::write::GzEncoder;
 
 use super::*;
-use crate::idx::{encode, FormatError};
+use crate::idx::{FormatError, encode};
 
 /// A fresh directory under the system temp dir, removed on drop.
 struct TempDir(PathBuf);
@@ -62,12 +62,13 @@ fn digits_are_embedded_split_and_scaled() {
     assert_eq!((d.features, d.classes), (64, 10));
     assert_eq!((d.train.len(), d.test.len()), (1438, 359));
     assert_eq!(d.train.x.len(), 1438 * 64);
-    assert!(d
-        .train
-        .x
-        .iter()
-        .chain(&d.test.x)
-        .all(|&v| (0.0..=1.0).contains(&v)));
+    assert!(
+        d.train
+            .x
+            .iter()
+            .chain(&d.test.x)
+            .all(|&v| (0.0..=1.0).contains(&v))
+    );
     // 0..=16 scaled by 1/16: every value is a multiple of 1/16, and 1.0 occurs.
     assert!(d.test.x.iter().all(|&v| (v * 16.0).fract() == 0.0));
     assert!(d.train.x.contains(&1.0));

@@ -4,11 +4,11 @@
 //! and (for a third of the programs) the gradient of a gradient against finite differences of
 //! the reference gradient.
 
-use autograd::{grad, no_grad, GradOptions, Result, Tensor};
+use autograd::{GradOptions, Result, Tensor, grad, no_grad};
 
 use super::library;
 use super::op::Plan;
-use super::plan::{plan, Rng};
+use super::plan::{Rng, plan};
 use super::program::Program;
 use super::reference;
 

@@ -2,9 +2,9 @@
 //! custom ops declared with `#[differentiable]` and a hand-written `#[backward]` (written in
 //! tensor ops, so they differentiate again).
 
-use autograd::{backward, differentiable, Result, Tensor};
+use autograd::{Result, Tensor, backward, differentiable};
 
-use super::op::{ravel, unravel, Binary, Op, Plan, ScalarOp, Unary, View};
+use super::op::{Binary, Op, Plan, ScalarOp, Unary, View, ravel, unravel};
 
 /// `x · tanh(x) · a`.
 #[differentiable]

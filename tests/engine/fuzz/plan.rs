@@ -5,9 +5,9 @@
 //! runs the reference forward as it goes, so these choices see the actual values; the resulting
 //! plan is then fixed, whatever the leaves are perturbed to.
 
-use super::op::{broadcast, numel, unravel, Binary, Op, Plan, ScalarOp, Step, Unary, View};
+use super::op::{Binary, Op, Plan, ScalarOp, Step, Unary, View, broadcast, numel, unravel};
 use super::program::{OpKind, Program};
-use super::reference::{apply, view_map, Val};
+use super::reference::{Val, apply, view_map};
 
 /// Largest tensor a program makes.
 const MAX_NUMEL: usize = 48;
@@ -42,11 +42,7 @@ impl Rng {
     /// In [-1.5, -0.2] ∪ [0.2, 1.5].
     pub(crate) fn value(&mut self) -> f64 {
         let m = 0.2 + 1.3 * self.unit();
-        if self.next_u64() & 1 == 0 {
-            -m
-        } else {
-            m
-        }
+        if self.next_u64() & 1 == 0 { -m } else { m }
     }
 
     pub(crate) fn values(&mut self, n: usize) -> Vec<f64> {

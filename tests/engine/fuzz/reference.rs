@@ -4,7 +4,7 @@
 //! index_select, ...) are one "gather" each: output element `i` copies input element `src[i]`,
 //! and the gradient flows back along the same map.
 
-use super::op::{broadcast, chunk_sizes, numel, ravel, unravel, Binary, Op, Plan, ScalarOp, Step};
+use super::op::{Binary, Op, Plan, ScalarOp, Step, broadcast, chunk_sizes, numel, ravel, unravel};
 use super::op::{Unary, View};
 
 /// A value: shape and row-major data.

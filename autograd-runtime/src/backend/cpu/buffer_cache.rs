@@ -13,7 +13,7 @@
 
 use std::any::TypeId;
 use std::collections::HashMap;
-use std::mem::{size_of, ManuallyDrop};
+use std::mem::{ManuallyDrop, size_of};
 use std::ptr::NonNull;
 
 use crate::sync::statics::{AtomicUsize, OnceLock};
@@ -262,9 +262,11 @@ mod tests {
             .pop((TypeId::of::<u64>(), 40_000), 320_000)
             .expect_err("no u64 buffers");
         assert_eq!((evicted.len(), cache.bytes), (1, 0));
-        assert!(cache
-            .push(evicted.into_iter().next().expect("one"), usize::MAX)
-            .is_none());
+        assert!(
+            cache
+                .push(evicted.into_iter().next().expect("one"), usize::MAX)
+                .is_none()
+        );
         let back = cache
             .pop((TypeId::of::<f64>(), 40_000), 320_000)
             .expect("the f64 buffer");

@@ -12,10 +12,10 @@ use smallvec::smallvec;
 
 use super::dense::{self, Operand};
 use super::{
-    elementwise, gather, movement, reduce, standard, std_slice, to_contiguous, BinaryOp, UnaryOp,
+    BinaryOp, UnaryOp, elementwise, gather, movement, reduce, standard, std_slice, to_contiguous,
 };
-use crate::backend::{broadcast_shapes, Backend, Buffer, ElemVec, FusedOp, Out};
-use crate::layout::{contiguous_strides, view, view_mut, Dims, Layout};
+use crate::backend::{Backend, Buffer, ElemVec, FusedOp, Out, broadcast_shapes};
+use crate::layout::{Dims, Layout, contiguous_strides, view, view_mut};
 use crate::{DType, Device, Element, Error, Result};
 
 /// The CPU backend (a unit type: the kernels keep no state).
@@ -170,11 +170,11 @@ fn binary_typed<T: Element>(
         if big.shape() != shape.as_slice() {
             continue;
         }
-        if let (Some(x), Some(y)) = (big.to_slice(), small.to_slice()) {
-            if let Some((_, mid, inner)) = elementwise::block_broadcast(small.shape(), &shape) {
-                let out = dense::block_binary(op, x, y, (mid, inner), swap);
-                return Ok(tensor_of(out, &shape));
-            }
+        if let (Some(x), Some(y)) = (big.to_slice(), small.to_slice())
+            && let Some((_, mid, inner)) = elementwise::block_broadcast(small.shape(), &shape)
+        {
+            let out = dense::block_binary(op, x, y, (mid, inner), swap);
+            return Ok(tensor_of(out, &shape));
         }
     }
     Ok(out_of(elementwise::binary(op, a, b)?))

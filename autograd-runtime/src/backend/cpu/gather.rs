@@ -26,7 +26,7 @@ pub(crate) fn gather_dim<T: Element>(
 
 #[cfg(test)]
 mod tests {
-    use ndarray::{arr2, ArrayD};
+    use ndarray::{ArrayD, arr2};
 
     use super::gather_dim;
 

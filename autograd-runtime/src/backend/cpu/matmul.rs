@@ -7,10 +7,10 @@
 use std::mem::MaybeUninit;
 
 use gemm::Parallelism;
-use ndarray::{s, ArrayD, ArrayView2, ArrayViewD, Axis, Ix2, IxDyn};
+use ndarray::{ArrayD, ArrayView2, ArrayViewD, Axis, Ix2, IxDyn, s};
 
-use super::parallel::{run_chunks, SendPtr};
-use super::{broadcast_shapes, BroadcastError};
+use super::parallel::{SendPtr, run_chunks};
+use super::{BroadcastError, broadcast_shapes};
 use crate::Element;
 
 /// Products with at most this many multiply-adds (`m * n * k`) use a plain loop: below it the

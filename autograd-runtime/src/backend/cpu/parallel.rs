@@ -20,7 +20,7 @@
 
 use std::any::Any;
 use std::mem::MaybeUninit;
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use crate::sync::atomic::AtomicUsize;
 use crate::sync::{Arc, Mutex, Ordering};

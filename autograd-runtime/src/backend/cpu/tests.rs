@@ -1,7 +1,7 @@
 //! Helpers shared by the CPU kernel unit tests, and the unit tests of `matmul` (in `matmul.rs`,
 //! re-exported by this module).
 
-use ndarray::{s, ArrayD, ArrayViewD, IxDyn, Zip};
+use ndarray::{ArrayD, ArrayViewD, IxDyn, Zip, s};
 
 use super::*;
 
@@ -52,11 +52,7 @@ pub(super) fn max_abs_diff<T: Element>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T
     assert_eq!(a.shape(), b.shape(), "max_abs_diff: shapes differ");
     let step = |m: T, x: T, y: T| {
         let d = (x - y).abs();
-        if d > m || d.is_nan() {
-            d
-        } else {
-            m
-        }
+        if d > m || d.is_nan() { d } else { m }
     };
     match (a.as_slice(), b.as_slice()) {
         (Some(x), Some(y)) => x.iter().zip(y).fold(T::zero(), |m, (&x, &y)| step(m, x, y)),
@@ -85,11 +81,13 @@ fn max_abs_diff_reads_any_layout_and_propagates_nan() {
         max_abs_diff(arr(&[0], &[]).view(), arr(&[0], &[]).view()),
         0.0
     );
-    assert!(max_abs_diff(
-        arr(&[2], &[f64::NAN, 0.0]).view(),
-        arr(&[2], &[0.0, 5.0]).view()
-    )
-    .is_nan());
+    assert!(
+        max_abs_diff(
+            arr(&[2], &[f64::NAN, 0.0]).view(),
+            arr(&[2], &[0.0, 5.0]).view()
+        )
+        .is_nan()
+    );
 }
 
 // --- kernels on buffers ------------------------------------------------------------------------

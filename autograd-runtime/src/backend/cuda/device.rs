@@ -6,7 +6,7 @@
 //! calls into it, and device set-up runs under `catch_unwind` as a second line of defence.
 
 use std::collections::HashMap;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, OnceLock};
 
 use cudarc::cublas::CudaBlas;

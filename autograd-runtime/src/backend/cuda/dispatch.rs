@@ -6,12 +6,12 @@ use cudarc::driver::DevicePtrMut;
 use super::buffer::DeviceBuffer;
 use super::kernels;
 use super::launch::{
-    contiguous, dense, dev_of, device_buffer, device_buffer_mut, launch, launch_blocks, layout_of,
-    map_into, split_at_dim, wrap, Arg,
+    Arg, contiguous, dense, dev_of, device_buffer, device_buffer_mut, launch, launch_blocks,
+    layout_of, map_into, split_at_dim, wrap,
 };
 use super::transfer::{download, upload};
 use super::{index, matmul};
-use crate::backend::{broadcast_shapes, Backend, BinaryOp, Buffer, FusedOp, Out, UnaryOp};
+use crate::backend::{Backend, BinaryOp, Buffer, FusedOp, Out, UnaryOp, broadcast_shapes};
 use crate::layout::Layout;
 use crate::{DType, Device, Result};
 

@@ -6,10 +6,10 @@ use cudarc::driver::{CudaSlice, DevicePtr};
 use super::buffer::DeviceBuffer;
 use super::device::CudaDevice;
 use super::kernels;
-use super::launch::{dense, launch, layout_of, split_at_dim, wrap, Arg};
+use super::launch::{Arg, dense, launch, layout_of, split_at_dim, wrap};
+use crate::Result;
 use crate::backend::Out;
 use crate::layout::Layout;
-use crate::Result;
 
 /// Uploads `index` to `dev` as `u64`s.
 fn upload_index(dev: &CudaDevice, op: &'static str, index: &[usize]) -> Result<CudaSlice<u64>> {

@@ -4,11 +4,11 @@
 use std::sync::OnceLock;
 
 use cudarc::driver::DeviceRepr;
-use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
+use cudarc::nvrtc::{CompileOptions, Ptx, compile_ptx_with_opts};
 
+use crate::DType;
 use crate::backend::{BinaryOp, FusedOp, UnaryOp};
 use crate::layout::Layout;
-use crate::DType;
 
 /// The CUDA C++ source of every kernel.
 pub(crate) const SOURCE: &str = include_str!("kernels.cu");

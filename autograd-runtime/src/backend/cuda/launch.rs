@@ -3,9 +3,9 @@
 
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
-use super::buffer::{map_dtype, DTypeMap, DeviceBuffer, DeviceElement};
-use super::device::{device, CudaDevice};
-use super::kernels::{self, KernelLayout, BLOCK};
+use super::buffer::{DTypeMap, DeviceBuffer, DeviceElement, map_dtype};
+use super::device::{CudaDevice, device};
+use super::kernels::{self, BLOCK, KernelLayout};
 use crate::backend::{Buffer, Out};
 use crate::layout::Layout;
 use crate::{DType, Device, Error, Result};

@@ -10,10 +10,10 @@
 use cudarc::cublas::result::CublasError;
 use cudarc::cublas::sys::cublasOperation_t;
 
-use super::buffer::{map_dtype, DTypeMap, DeviceBuffer, DeviceElement, GemmCall};
+use super::buffer::{DTypeMap, DeviceBuffer, DeviceElement, GemmCall, map_dtype};
 use super::device::CudaDevice;
-use super::launch::{contiguous, wrap, Dense};
-use crate::backend::{broadcast_shapes, Out};
+use super::launch::{Dense, contiguous, wrap};
+use crate::backend::{Out, broadcast_shapes};
 use crate::layout::Layout;
 use crate::{Error, Result};
 
@@ -77,7 +77,7 @@ impl Geometry {
         let batch: Vec<(usize, usize)> = layout.shape[..nd - 2]
             .iter()
             .zip(&layout.strides[..nd - 2])
-            .filter(|(&size, _)| size != 1)
+            .filter(|&(&size, _)| size != 1)
             .map(|(&size, &stride)| (size, stride))
             .collect();
         let collapses = batch.windows(2).all(|w| w[0].1 == w[1].1 * w[1].0);
@@ -223,8 +223,8 @@ impl DTypeMap for Gemm<'_> {
 #[cfg(test)]
 mod tests {
     use super::Geometry;
-    use crate::layout::Layout;
     use crate::Result;
+    use crate::layout::Layout;
 
     /// Which layouts reach cuBLAS as they are, and how (pure layout logic: needs no GPU).
     #[test]

@@ -6,7 +6,7 @@
 use super::kernels::{self, KernelLayout, NAMES, SOURCE};
 use crate::backend::{BinaryOp, FusedOp, UnaryOp};
 use crate::layout::Layout;
-use crate::{cuda, Device, Error, Tensor};
+use crate::{Device, Error, Tensor, cuda};
 
 /// Compiles the kernels with the real NVRTC when the library can be loaded (set
 /// `LD_LIBRARY_PATH` to a directory holding `libnvrtc.so.12`, e.g. from the
@@ -105,9 +105,10 @@ fn without_a_device_cuda_requests_are_errors_that_say_why() -> crate::Result<()>
         reason.starts_with("no CUDA driver found") || reason.starts_with("no such device"),
         "{reason}"
     );
-    assert!(err
-        .to_string()
-        .starts_with("device cuda:0 is not available: "));
+    assert!(
+        err.to_string()
+            .starts_with("device cuda:0 is not available: ")
+    );
     assert_eq!(
         cuda::unavailable_reason(3).as_deref(),
         Some(reason.as_str())

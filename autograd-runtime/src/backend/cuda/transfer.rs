@@ -3,12 +3,12 @@
 
 use cudarc::driver::CudaSlice;
 
-use super::buffer::{map_dtype, DTypeMap, DeviceBuffer, DeviceElement, SliceMap};
-use super::device::{device, CudaDevice};
+use super::buffer::{DTypeMap, DeviceBuffer, DeviceElement, SliceMap, map_dtype};
+use super::device::{CudaDevice, device};
 use super::kernels::{self, KernelLayout};
-use super::launch::{dense, launch, too_many_dims, wrap, Arg};
+use super::launch::{Arg, dense, launch, too_many_dims, wrap};
 use crate::backend::{Buffer, Out};
-use crate::layout::{view, Layout};
+use crate::layout::{Layout, view};
 use crate::{DType, Error, Result};
 
 /// [`upload`] for one element type.

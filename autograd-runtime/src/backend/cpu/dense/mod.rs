@@ -11,8 +11,8 @@ use std::mem::MaybeUninit;
 use super::formulas::{with_binary_fn, with_unary_fn};
 use super::parallel::{collect_chunks, for_chunks_mut};
 use super::vmath::{self, MathFn, VMath};
-use crate::backend::op::{BinaryOp, FusedOp, UnaryOp};
 use crate::Element;
+use crate::backend::op::{BinaryOp, FusedOp, UnaryOp};
 
 /// One input of a dense element-wise kernel.
 #[derive(Clone, Copy, Debug)]

@@ -118,11 +118,7 @@ fn fused_formulas_match_the_separate_ops() {
         check(FusedOp::Tanh, &y, &|g, y| g * (1.0 - y * y));
         check(FusedOp::Sigmoid, &y, &|g, y| g * (y * (1.0 - y)));
         check(FusedOp::Relu, &x, &|g, y| {
-            if y > 0.0 {
-                g
-            } else {
-                0.0
-            }
+            if y > 0.0 { g } else { 0.0 }
         });
         check(FusedOp::Sqrt, &y, &|g, y| g / (2.0 * y));
         check(FusedOp::Abs, &x, &|g, x| g * x.signum());

@@ -1,13 +1,13 @@
 //! Element-wise kernels: unary ops, `pow` by a scalar, binary ops with PyTorch broadcasting,
 //! scalar and in-place variants, and `fill`.
 
-use ndarray::{arr0, ArrayD, ArrayViewD, ArrayViewMutD, IxDyn, Zip};
+use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn, Zip, arr0};
 
 use super::formulas::{with_binary_fn, with_unary_fn};
 use super::vmath::VMath;
 use super::{buffer_cache, first, from_vec, same_shape, zeros_array};
-use crate::backend::op::{BinaryOp, UnaryOp};
 use crate::Element;
+use crate::backend::op::{BinaryOp, UnaryOp};
 
 // ---------------------------------------------------------------------------------------------
 // Unary element-wise ops
@@ -206,11 +206,11 @@ fn zip_binary<T: Element>(
     b: ArrayViewD<'_, T>,
     f: impl Fn(T, T) -> T + Copy,
 ) -> Result<ArrayD<T>, BroadcastError> {
-    if same_shape(a.shape(), b.shape()) {
-        if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {
-            let data = x.iter().zip(y).map(|(&x, &y)| f(x, y)).collect();
-            return Ok(from_vec(a.raw_dim(), data));
-        }
+    if same_shape(a.shape(), b.shape())
+        && let (Some(x), Some(y)) = (a.as_slice(), b.as_slice())
+    {
+        let data = x.iter().zip(y).map(|(&x, &y)| f(x, y)).collect();
+        return Ok(from_vec(a.raw_dim(), data));
     }
     let shape = broadcast_shapes(a.shape(), b.shape())?;
     if a.len() == 1 && b.len() == 1 {
@@ -222,11 +222,11 @@ fn zip_binary<T: Element>(
             if let Some(layout) = block_broadcast(b.shape(), &shape) {
                 return Ok(from_vec(IxDyn(&shape), block_map(x, y, layout, f)));
             }
-        } else if same_shape(b.shape(), &shape) {
-            if let Some(layout) = block_broadcast(a.shape(), &shape) {
-                let data = block_map(y, x, layout, |q, p| f(p, q));
-                return Ok(from_vec(IxDyn(&shape), data));
-            }
+        } else if same_shape(b.shape(), &shape)
+            && let Some(layout) = block_broadcast(a.shape(), &shape)
+        {
+            let data = block_map(y, x, layout, |q, p| f(p, q));
+            return Ok(from_vec(IxDyn(&shape), data));
         }
     }
     let (a, b) = (expand(&a, &shape), expand(&b, &shape));

@@ -1,6 +1,6 @@
 //! Unit tests of the element-wise kernels: broadcasting, unary, binary, scalar and in-place ops.
 
-use ndarray::{s, ArrayD, IxDyn};
+use ndarray::{ArrayD, IxDyn, s};
 
 use super::*;
 use crate::backend::cpu::tests::{arr, assert_standard, check, range};

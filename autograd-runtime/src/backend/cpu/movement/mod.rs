@@ -2,9 +2,9 @@
 //! scatter behind `max_dim`'s gradient.
 
 use ndarray::parallel::prelude::*;
-use ndarray::{arr0, ArrayD, ArrayViewD, ArrayViewMutD, Axis, IxDyn, Slice, Zip};
+use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Axis, IxDyn, Slice, Zip, arr0};
 
-use super::parallel::{is_parallel, GRAIN};
+use super::parallel::{GRAIN, is_parallel};
 
 #[cfg(doc)]
 use super::reduce::max_dim;

@@ -1,6 +1,6 @@
 //! Unit tests of the shape and data-movement kernels.
 
-use ndarray::{s, IxDyn};
+use ndarray::{IxDyn, s};
 
 use super::*;
 use crate::backend::cpu::reduce::max_dim;

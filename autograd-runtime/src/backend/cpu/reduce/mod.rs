@@ -3,7 +3,7 @@
 
 use ndarray::{ArrayD, ArrayView1, ArrayViewD, Axis, CowArray, IxDyn};
 
-use super::parallel::{for_chunks_of_mut, map_chunks, GRAIN};
+use super::parallel::{GRAIN, for_chunks_of_mut, map_chunks};
 use super::vmath::{self, MathFn, VMath};
 use super::{buffer_cache, from_vec, same_shape, split_dims, standard, std_slice, to_contiguous};
 use crate::Element;

@@ -1,6 +1,6 @@
 //! Unit tests of the reductions, softmax and the whole-array checks.
 
-use ndarray::{s, ArrayD, Axis, IxDyn};
+use ndarray::{ArrayD, Axis, IxDyn, s};
 
 use super::*;
 use crate::backend::cpu::tests::{arr, assert_close, assert_standard, check, range};

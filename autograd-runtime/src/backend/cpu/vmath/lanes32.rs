@@ -150,11 +150,7 @@ pub(super) fn ln(x: f32) -> f32 {
     let y = hi + lo;
     let y = if x == f32::INFINITY { x } else { y };
     let y = if x == 0.0 { f32::NEG_INFINITY } else { y };
-    if x < 0.0 || x.is_nan() {
-        f32::NAN
-    } else {
-        y
-    }
+    if x < 0.0 || x.is_nan() { f32::NAN } else { y }
 }
 
 /// `tanh x`, in `f32` lanes: `a = |x|` (clamped to 10). Below [`TANH_SMALL`], `a + a z P(z)`
@@ -193,11 +189,7 @@ pub(super) fn sin(x: f32) -> f32 {
     let v = lanes64::blend(q & 1 == 0, s, c);
     // Negate for q in {2, 3} by flipping the sign bit.
     let v = f64::from_bits(v.to_bits() ^ ((q as u64 & 2) << 62));
-    if x == 0.0 {
-        x
-    } else {
-        v as f32
-    }
+    if x == 0.0 { x } else { v as f32 }
 }
 
 /// `cos x` for `|x| <= TRIG_MAX`, in `f64` ([`lanes64::sincos_lo`]), quadrant select.

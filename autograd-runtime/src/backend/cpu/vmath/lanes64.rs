@@ -189,11 +189,7 @@ fn poly<const N: usize>(x: f64, c: &[f64; N]) -> f64 {
 #[inline(always)]
 fn clamp(x: f64, lo: f64, hi: f64) -> f64 {
     let x = if x < lo { lo } else { x };
-    if x > hi {
-        hi
-    } else {
-        x
-    }
+    if x > hi { hi } else { x }
 }
 
 /// `if c { a } else { b }` as a bit blend. For choosing between two computed values: written as
@@ -333,11 +329,7 @@ pub(super) fn ln(x: f64) -> f64 {
     let y = hi + lo;
     let y = if x == f64::INFINITY { x } else { y };
     let y = if x == 0.0 { f64::NEG_INFINITY } else { y };
-    if x < 0.0 || x.is_nan() {
-        f64::NAN
-    } else {
-        y
-    }
+    if x < 0.0 || x.is_nan() { f64::NAN } else { y }
 }
 
 /// `ln x` to about `2^-52` relative for `x` a widened `f32` (so normal; 0, inf, NaN give garbage
@@ -517,11 +509,7 @@ pub(super) fn sin(x: f64) -> f64 {
     let v = blend(n & 1 == 0, s, c);
     // Negate for n mod 4 in {2, 3} by flipping the sign bit (a select here defeats vectorisation).
     let v = f64::from_bits(v.to_bits() ^ ((n as u64 & 2) << 62));
-    if x == 0.0 {
-        x
-    } else {
-        v
-    }
+    if x == 0.0 { x } else { v }
 }
 
 /// `cos x` for `|x| <= TRIG_MAX`, as [`sin`] with the quadrants `cos, -sin, -cos, sin`.
@@ -589,20 +577,12 @@ pub(super) fn pow_fix(x: f64, core: f64, pe: PowExp) -> f64 {
     let ax = x.abs();
     let up = pe.e > 0.0;
     let mag = if ax == 0.0 {
-        if up {
-            0.0
-        } else {
-            f64::INFINITY
-        }
+        if up { 0.0 } else { f64::INFINITY }
     } else {
         core
     };
     let mag = if ax == f64::INFINITY {
-        if up {
-            f64::INFINITY
-        } else {
-            0.0
-        }
+        if up { f64::INFINITY } else { 0.0 }
     } else {
         mag
     };
@@ -617,11 +597,7 @@ pub(super) fn pow_fix(x: f64, core: f64, pe: PowExp) -> f64 {
     } else {
         v
     };
-    if x.is_nan() {
-        f64::NAN
-    } else {
-        v
-    }
+    if x.is_nan() { f64::NAN } else { v }
 }
 
 /// `x^e` for an infinite exponent (`+inf` when `positive`): 1 for `|x| == 1`, `+0` or `+inf` by
@@ -635,11 +611,7 @@ pub(super) fn pow_inf(x: f64, positive: bool) -> f64 {
         f64::INFINITY
     };
     let v = if ax == 1.0 { 1.0 } else { v };
-    if x.is_nan() {
-        f64::NAN
-    } else {
-        v
-    }
+    if x.is_nan() { f64::NAN } else { v }
 }
 
 /// `x^e` for a finite non-zero exponent.

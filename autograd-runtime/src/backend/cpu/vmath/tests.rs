@@ -26,8 +26,8 @@
 //! bases per `powf` exponent, on all cores.
 
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::*;
 
@@ -71,11 +71,7 @@ fn powed<T: VMath>(src: &[T], e: T) -> Vec<T> {
 /// Position of `x` on the line of `f32` values (`±0` both at 0).
 fn ord32(x: f32) -> i64 {
     let b = i64::from(x.to_bits() as i32);
-    if b < 0 {
-        i64::from(i32::MIN) - b
-    } else {
-        b
-    }
+    if b < 0 { i64::from(i32::MIN) - b } else { b }
 }
 
 fn from_ord32(o: i64) -> f32 {
@@ -89,11 +85,7 @@ fn from_ord32(o: i64) -> f32 {
 /// Position of `x` on the line of `f64` values (`±0` both at 0).
 fn ord64(x: f64) -> i128 {
     let b = i128::from(x.to_bits() as i64);
-    if b < 0 {
-        i128::from(i64::MIN) - b
-    } else {
-        b
-    }
+    if b < 0 { i128::from(i64::MIN) - b } else { b }
 }
 
 fn from_ord64(o: i128) -> f64 {
@@ -513,8 +505,8 @@ fn accuracy32_with(f: MathFn, what: &str, map: &(dyn Fn(&[f32]) -> Vec<f32> + Sy
     let (lo, hi) = range_of(f);
     let n_range = if full { 1 << 26 } else { 600_000 };
     let (lo, hi) = (lo.max(f64::from(f32::MIN)) as f32, hi as f32);
-    let gen = range32(lo, hi, n_range);
-    worst.merge(&sweep(n_range, threads, &gen, map, &check));
+    let inputs = range32(lo, hi, n_range);
+    worst.merge(&sweep(n_range, threads, &inputs, map, &check));
 
     // Thresholds: subnormal results / underflow / overflow of exp and sigmoid, the tiny-argument
     // cut of tanh and its cut between polynomial and quotient, log near 1 and of subnormals, sin/cos near the end of the vector reduction.
@@ -992,8 +984,8 @@ fn scalar_fallback_accuracy() {
             &check,
         );
         let (lo, hi) = range_of(f);
-        let gen = range32(lo.max(-1e30) as f32, hi as f32, 50_000);
-        worst.merge(&sweep(50_000, 1, &gen, &map32, &check));
+        let inputs = range32(lo.max(-1e30) as f32, hi as f32, 50_000);
+        worst.merge(&sweep(50_000, 1, &inputs, &map32, &check));
         let sp = specials32();
         worst.merge(&sweep(
             sp.len() as u64,
