@@ -351,6 +351,7 @@ pub(crate) fn read_host<T: Element, R>(
 
 /// A per-element function usable on either dtype (a closure cannot be generic over `T`).
 pub(crate) trait ElementMap: Copy {
+    /// The function's value at `x`.
     fn apply<T: Element>(self, x: T) -> T;
 }
 

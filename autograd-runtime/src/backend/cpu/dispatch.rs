@@ -22,24 +22,31 @@ use crate::{DType, Device, Element, Error, Result};
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Cpu;
 
-/// Runs `$body` with `$v` bound to an ndarray view of host buffer `$b` laid out as `$l`, for
-/// whichever element type it holds. `$body` is compiled once per dtype, so it may call generic
-/// kernels.
-macro_rules! with_view {
-    ($b:expr, $l:expr, |$v:ident| $body:expr) => {{
-        let (__b, __l): (&Buffer, &Layout) = ($b, $l);
+/// Runs `$body` with `$v` bound to `$view::<T>(buffer, layout)` (`view` or `view_mut`) over host
+/// buffer `$b` (of type `$bt`) laid out as `$l`, for whichever element type it holds. `$body` is
+/// compiled once per dtype, so it may call generic kernels.
+macro_rules! with_host_view {
+    ($view:ident, $bt:ty, $b:expr, $l:expr, |$v:ident| $body:expr) => {{
+        let (__b, __l): ($bt, &Layout) = ($b, $l);
         match __b {
             Buffer::F32(__d) => {
-                let $v = view::<f32>(__d, __l);
+                let $v = $view::<f32>(__d, __l);
                 $body
             }
             Buffer::F64(__d) => {
-                let $v = view::<f64>(__d, __l);
+                let $v = $view::<f64>(__d, __l);
                 $body
             }
             Buffer::Cuda(_) => unreachable!("invariant: host kernels only receive host buffers"),
         }
     }};
+}
+
+/// Runs `$body` with `$v` bound to an ndarray view of host buffer `$b` laid out as `$l`.
+macro_rules! with_view {
+    ($b:expr, $l:expr, |$v:ident| $body:expr) => {
+        with_host_view!(view, &Buffer, $b, $l, |$v| $body)
+    };
 }
 
 /// Like [`with_view`] for two buffers of the same dtype (the caller checked it).
@@ -64,20 +71,9 @@ macro_rules! with_views2 {
 
 /// Runs `$body` with `$v` bound to a mutable view of host buffer `$b` laid out as `$l`.
 macro_rules! with_view_mut {
-    ($b:expr, $l:expr, |$v:ident| $body:expr) => {{
-        let (__b, __l): (&mut Buffer, &Layout) = ($b, $l);
-        match __b {
-            Buffer::F32(__d) => {
-                let $v = view_mut::<f32>(__d, __l);
-                $body
-            }
-            Buffer::F64(__d) => {
-                let $v = view_mut::<f64>(__d, __l);
-                $body
-            }
-            Buffer::Cuda(_) => unreachable!("invariant: host kernels only receive host buffers"),
-        }
-    }};
+    ($b:expr, $l:expr, |$v:ident| $body:expr) => {
+        with_host_view!(view_mut, &mut Buffer, $b, $l, |$v| $body)
+    };
 }
 
 /// A kernel result (any layout) as an [`Out`], without copying when it is already in standard
