@@ -355,6 +355,31 @@ pub enum Error {
         message: String,
     },
 
+    // ----- nn, optim, checkpoints ------------------------------------------------------------------
+    /// An argument PyTorch refuses with a `ValueError` (a negative learning rate, a dropout
+    /// probability outside `[0, 1]`, a kernel larger than its padded input), in PyTorch's words.
+    #[error("{0}")]
+    InvalidArgument(String),
+
+    /// `load_state_dict` found missing or unexpected keys or shapes that differ: every problem,
+    /// in PyTorch's words, one per line.
+    #[error("Error(s) in loading state_dict for {module}:\n\t{message}")]
+    StateDict {
+        /// The module's (or optimizer's) type name.
+        module: String,
+        /// The problems, separated by a newline and a tab.
+        message: String,
+    },
+
+    /// A checkpoint file could not be written, read or parsed.
+    #[error("checkpoint {path}: {message}")]
+    Checkpoint {
+        /// The file's path (`<memory>` for bytes).
+        path: String,
+        /// What was wrong.
+        message: String,
+    },
+
     // ----- user code ---------------------------------------------------------------------------------
     /// An error raised by user forward/backward code with [`Error::msg`].
     #[error("{0}")]
@@ -372,6 +397,13 @@ impl Error {
     /// ```
     pub fn msg(message: impl fmt::Display) -> Error {
         Error::Message(message.to_string())
+    }
+
+    pub(crate) fn checkpoint(path: impl Into<String>, message: impl Into<String>) -> Error {
+        Error::Checkpoint {
+            path: path.into(),
+            message: message.into(),
+        }
     }
 
     pub(crate) fn shape(op: &'static str, message: impl Into<String>) -> Error {

@@ -39,8 +39,11 @@ mod grad_mode;
 pub mod gradcheck;
 pub mod graph;
 mod layout;
+pub mod nn;
 mod ops;
+pub mod optim;
 pub mod profiler;
+mod state_dict;
 mod sync;
 mod tensor;
 pub mod viz;
@@ -63,6 +66,7 @@ pub use graph::{
     SavedTensor, SavedTensorsHooksGuard, register_multi_grad_hook, saved_tensors_hooks,
     try_register_multi_grad_hook, try_saved_tensors_hooks,
 };
+pub use state_dict::StateDict;
 pub use tensor::Tensor;
 pub use warning::{WarningHandler, is_warn_always_enabled, set_warn_always, set_warning_handler};
 

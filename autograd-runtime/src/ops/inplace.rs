@@ -1,4 +1,4 @@
-//! In-place ops (`add_ sub_ mul_ div_ zero_ fill_`): bump the version counter (also under
+//! In-place ops (`add_ sub_ mul_ div_ zero_ fill_ copy_`): bump the version counter (also under
 //! `no_grad`), refuse leaves and views that are part of a graph (B35), and rebase the tensor's
 //! history onto a new node when recording.
 
@@ -119,6 +119,27 @@ fn zero_inplace_backward(grad: &Tensor) -> Result<Tensor> {
     grad.zeros_like()
 }
 
+/// `x`'s old values are overwritten, so its gradient is zero; `src`'s is the gradient itself
+/// (summed over the dimensions `src` was broadcast along).
+#[differentiable(builtin, crate = "crate", dirty(x), name = "CopyBackwards")]
+fn copy_(x: &Tensor, src: &Tensor) -> Result<Tensor> {
+    x.copy_kernel(src)?;
+    Ok(x.clone())
+}
+
+#[backward(copy_)]
+fn copy_inplace_backward(
+    grad: &Tensor,
+    needs_input_grad: [bool; 2],
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let gx = if needs_input_grad[0] {
+        Some(grad.zeros_like()?)
+    } else {
+        None
+    };
+    Ok((gx, needs_input_grad[1].then(|| grad.clone())))
+}
+
 /// Refuses in-place ops PyTorch refuses, before anything is modified (PyTorch's
 /// `check_inplace`): see `Tensor::check_inplace`. Called by the code `#[differentiable(builtin,
 /// dirty(x))]` generates, whenever grad mode is on; `others_require_grad` says whether another
@@ -231,6 +252,17 @@ impl Tensor {
         self.check_writable()?;
         self.check_no_partial_overlap(other)?;
         self.apply_inplace(op, other)
+    }
+
+    /// Copies `src` (broadcast to this shape) into this tensor and bumps the version: the kernel
+    /// of `copy_`.
+    fn copy_kernel(&self, src: &Tensor) -> Result<()> {
+        self.check_writable()?;
+        self.check_no_partial_overlap(src)?;
+        let expanded = src.reinterpret(src.layout().expand(self.shape())?);
+        let result = kernels::copy_into(self, &expanded);
+        self.0.storage.bump_version();
+        result
     }
 
     /// Fills with `value` and bumps the version: the kernel of `fill_` and `zero_`.
@@ -397,6 +429,34 @@ impl Tensor {
     /// ```
     pub fn zero_(&self) -> Result<&Tensor> {
         self.rebasing_views(false, || zero_(self).map(drop))?;
+        Ok(self)
+    }
+
+    /// Copies `src`'s values into this tensor, in place (PyTorch's `copy_`): `src` broadcasts to
+    /// this tensor's shape and must have its dtype and device (convert with
+    /// [`to_dtype`](Tensor::to_dtype) and [`to`](Tensor::to) first). Recorded like the other
+    /// in-place ops: `src` receives the gradient, this tensor's old values none. Returns `self`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tensor::add_`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Tensor, no_grad};
+    /// let w = Tensor::zeros(&[2], DType::F32)?.requires_grad_(true)?;
+    /// {
+    ///     let _g = no_grad();                           // as load_state_dict does
+    ///     w.copy_(&Tensor::from_vec(vec![1.5f32, -2.0], &[2])?)?;
+    /// }
+    /// assert_eq!(w.to_vec::<f32>()?, vec![1.5, -2.0]);
+    /// assert!(w.is_leaf() && w.requires_grad());
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn copy_(&self, src: &Tensor) -> Result<&Tensor> {
+        self.check_same_dtype_device("copy_", src)?;
+        self.rebasing_views(src.requires_grad(), || copy_(self, src).map(drop))?;
         Ok(self)
     }
 }

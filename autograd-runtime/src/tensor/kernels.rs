@@ -335,6 +335,12 @@ pub(crate) fn randn<T: Element>(shape: &[usize], seed: u64) -> Tensor {
     wrap(out, Device::Cpu)
 }
 
+/// Samples uniform in `[0, 1)` of `shape` from `seed`, as a CPU tensor.
+pub(crate) fn rand<T: Element>(shape: &[usize], seed: u64) -> Tensor {
+    let out = backend::cpu::dispatch::out_of(backend::cpu::rand::<T>(shape, seed));
+    wrap(out, Device::Cpu)
+}
+
 /// Runs `f` on host tensor `t`'s elements (read-locked) if they are of type `T`, else
 /// [`Error::WrongDType`].
 pub(crate) fn read_host<T: Element, R>(

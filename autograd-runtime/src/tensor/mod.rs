@@ -258,6 +258,27 @@ impl Tensor {
         })
     }
 
+    /// A CPU tensor of samples uniform in `[0, 1)` (PyTorch's `torch.rand`), deterministic in
+    /// `seed` as [`randn`](Tensor::randn) is.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Tensor};
+    /// let u = Tensor::rand(&[1000], DType::F32, 3)?.to_vec::<f32>()?;
+    /// assert!(u.iter().all(|&x| (0.0..1.0).contains(&x)));
+    /// assert_eq!(u, Tensor::rand(&[1000], DType::F32, 3)?.to_vec::<f32>()?);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn rand(shape: &[usize], dtype: DType, seed: u64) -> Result<Tensor> {
+        let n = layout::checked_numel("rand", shape)?;
+        layout::check_alloc("rand", n, dtype.size_of())?;
+        Ok(match dtype {
+            DType::F32 => kernels::rand::<f32>(shape, seed),
+            DType::F64 => kernels::rand::<f64>(shape, seed),
+        })
+    }
+
     /// Zeros with this tensor's shape, dtype and device.
     ///
     /// # Examples

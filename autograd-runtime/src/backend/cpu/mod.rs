@@ -38,7 +38,7 @@ pub(crate) use elementwise::{BroadcastError, broadcast_shapes};
 pub(crate) use matmul::matmul;
 pub(crate) use movement::to_contiguous;
 pub use parallel::{num_threads, set_num_threads};
-pub(crate) use random::randn;
+pub(crate) use random::{rand, randn};
 
 // ---------------------------------------------------------------------------------------------
 // Shared helpers

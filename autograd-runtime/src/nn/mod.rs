@@ -1,0 +1,203 @@
+//! Layers, losses and initialisers: PyTorch's `torch.nn`, in plain Rust.
+//!
+//! A model is a value that implements [`Module`]: its parameters are ordinary leaf [`Tensor`]s
+//! that require grad, its [`forward`](Module::forward) is ordinary differentiable ops, and its
+//! [`state_dict`](Module::state_dict) names the parameters as PyTorch does (`"0.weight"`,
+//! `"2.bias"`), so a checkpoint saved here loads in PyTorch and the other way round.
+//!
+//! ```
+//! use autograd_runtime::nn::{Linear, Module};
+//! use autograd_runtime::{DType, Tensor};
+//!
+//! let layer = Linear::new(4, 3, 0)?;                 // seed 0: PyTorch's default init, seeded
+//! let y = layer.forward(&Tensor::ones(&[2, 4], DType::F32)?)?;
+//! assert_eq!(y.shape(), &[2, 3]);
+//! let names: Vec<String> = layer.named_parameters().into_iter().map(|(n, _)| n).collect();
+//! assert_eq!(names, ["weight", "bias"]);
+//! # Ok::<(), autograd_runtime::Error>(())
+//! ```
+
+use std::fmt;
+
+mod linear;
+
+pub use linear::Linear;
+
+use crate::{DType, Device, Error, Result, StateDict, Tensor, no_grad};
+
+/// A layer or a model: PyTorch's `nn.Module`.
+///
+/// Implementors write [`forward`](Module::forward), [`named_parameters`](Module::named_parameters)
+/// and [`visit_parameters_mut`](Module::visit_parameters_mut) (the same parameters, in the same
+/// order, under the same names), and, if the module behaves differently in training and in
+/// evaluation, [`set_training`](Module::set_training) and [`is_training`](Module::is_training).
+/// A container passes each call on to its children, prefixing their names with the child's name
+/// and a dot. Everything else (`parameters`, `train`, `eval`, `to`, `to_dtype`, `zero_grad`,
+/// `state_dict`, `load_state_dict`) is provided.
+pub trait Module: fmt::Debug + Send + Sync {
+    /// The module's output for `input`.
+    fn forward(&self, input: &Tensor) -> Result<Tensor>;
+
+    /// Every parameter with its name relative to this module (PyTorch's `named_parameters()`:
+    /// `"weight"`, `"0.bias"`), in registration order.
+    fn named_parameters(&self) -> Vec<(String, Tensor)>;
+
+    /// Calls `f` with each parameter's name and a mutable handle to it, in the order and under
+    /// the names of [`named_parameters`](Module::named_parameters), so that `f` can replace it
+    /// (as [`to`](Module::to) does). Stops at the first error `f` returns.
+    fn visit_parameters_mut(
+        &mut self,
+        f: &mut dyn FnMut(&str, &mut Tensor) -> Result<()>,
+    ) -> Result<()>;
+
+    /// Switches training mode on or off (PyTorch's `train(mode)`). The default does nothing:
+    /// modules whose forward depends on the mode (dropout) and containers override it.
+    fn set_training(&mut self, training: bool) {
+        let _ = training;
+    }
+
+    /// Whether the module is in training mode (the default for a new module). The default
+    /// answers `true`: modules that keep a mode override it.
+    fn is_training(&self) -> bool {
+        true
+    }
+
+    /// The parameters, without their names.
+    fn parameters(&self) -> Vec<Tensor> {
+        self.named_parameters()
+            .into_iter()
+            .map(|(_, p)| p)
+            .collect()
+    }
+
+    /// The number of values in all parameters.
+    fn parameter_count(&self) -> usize {
+        self.parameters().iter().map(Tensor::numel).sum()
+    }
+
+    /// Training mode (PyTorch's `train()`).
+    fn train(&mut self) {
+        self.set_training(true);
+    }
+
+    /// Evaluation mode (PyTorch's `eval()`): dropout passes its input through.
+    fn eval(&mut self) {
+        self.set_training(false);
+    }
+
+    /// Moves every parameter to `device`. The parameters are new tensors afterwards (each still a
+    /// leaf that requires grad, its gradient dropped): build optimizers after moving the model,
+    /// as PyTorch's documentation advises.
+    fn to(&mut self, device: Device) -> Result<()> {
+        self.visit_parameters_mut(&mut |_, p| {
+            if p.device() != device {
+                *p = p.detach().to(device)?.requires_grad_(p.requires_grad())?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Converts every parameter to `dtype` (PyTorch's `to(dtype)`), with the caveat of
+    /// [`to`](Module::to).
+    fn to_dtype(&mut self, dtype: DType) -> Result<()> {
+        self.visit_parameters_mut(&mut |_, p| {
+            if p.dtype() != dtype {
+                *p = p
+                    .detach()
+                    .to_dtype(dtype)?
+                    .requires_grad_(p.requires_grad())?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Drops every parameter's gradient (PyTorch 2's `zero_grad()`, `set_to_none=True`).
+    fn zero_grad(&self) {
+        for p in self.parameters() {
+            p.set_grad(None);
+        }
+    }
+
+    /// The parameters under their PyTorch names, sharing storage with the module (PyTorch's
+    /// `state_dict()`, whose tensors are detached views of the parameters).
+    fn state_dict(&self) -> StateDict {
+        let mut dict = StateDict::new();
+        for (name, p) in self.named_parameters() {
+            dict.insert(name, p.detach());
+        }
+        dict
+    }
+
+    /// Copies `dict`'s tensors into the parameters of the same names, in place (PyTorch's
+    /// `load_state_dict(strict=True)`): the parameters keep their identity, so an optimizer built
+    /// on them still updates the model. Values are converted to each parameter's dtype and
+    /// device. Missing keys, unexpected keys and shape mismatches are reported together, in
+    /// PyTorch's words, and nothing is copied when there is any.
+    fn load_state_dict(&mut self, dict: &StateDict) -> Result<()> {
+        let params = self.named_parameters();
+        let mut problems = Vec::new();
+        let missing: Vec<String> = params
+            .iter()
+            .filter(|(name, _)| !dict.contains_key(name))
+            .map(|(name, _)| format!("\"{name}\""))
+            .collect();
+        let unexpected: Vec<String> = dict
+            .keys()
+            .filter(|key| !params.iter().any(|(name, _)| name == key))
+            .map(|key| format!("\"{key}\""))
+            .collect();
+        if !unexpected.is_empty() {
+            problems.push(format!(
+                "Unexpected key(s) in state_dict: {}. ",
+                unexpected.join(", ")
+            ));
+        }
+        if !missing.is_empty() {
+            problems.push(format!(
+                "Missing key(s) in state_dict: {}. ",
+                missing.join(", ")
+            ));
+        }
+        for (name, p) in &params {
+            if let Some(value) = dict.get(name)
+                && value.shape() != p.shape()
+            {
+                problems.push(format!(
+                    "size mismatch for {name}: copying a param with shape {} from checkpoint, \
+                     the shape in current model is {}.",
+                    torch_size(value.shape()),
+                    torch_size(p.shape())
+                ));
+            }
+        }
+        if !problems.is_empty() {
+            return Err(Error::StateDict {
+                module: module_name(self),
+                message: problems.join("\n\t"),
+            });
+        }
+        let _no_grad = no_grad();
+        for (name, p) in &params {
+            let value = dict.get(name).expect("checked above: no key is missing");
+            p.copy_(&value.to_dtype(p.dtype())?.to(p.device())?)?;
+        }
+        Ok(())
+    }
+}
+
+/// PyTorch's spelling of a shape in messages: `torch.Size([3, 4])`.
+pub(crate) fn torch_size(shape: &[usize]) -> String {
+    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+    format!("torch.Size([{}])", dims.join(", "))
+}
+
+/// The module's type name as PyTorch prints it (`Linear`, `Sequential`): the `Debug` output up
+/// to its first non-identifier character.
+fn module_name<M: Module + ?Sized>(module: &M) -> String {
+    let debug = format!("{module:?}");
+    debug
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .next()
+        .unwrap_or("Module")
+        .to_string()
+}

@@ -1,0 +1,1 @@
+//! Optimizers, learning-rate schedulers and gradient clipping: PyTorch's `torch.optim`.

@@ -1,0 +1,10 @@
+//! The training library: `autograd::optim` and `autograd::nn` against the numbers PyTorch
+//! recorded (`benches/record_*.py` wrote `tests/nn/data/`), and checkpoints in both directions.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod checkpoint;
+mod conv;
+mod layers;
+mod optim;
