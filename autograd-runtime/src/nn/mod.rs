@@ -19,6 +19,7 @@
 
 use std::fmt;
 
+pub mod functional;
 mod linear;
 
 pub use linear::Linear;
