@@ -147,16 +147,16 @@ pub trait Module: fmt::Debug + Send + Sync {
             .filter(|key| !params.iter().any(|(name, _)| name == key))
             .map(|key| format!("\"{key}\""))
             .collect();
-        if !unexpected.is_empty() {
-            problems.push(format!(
-                "Unexpected key(s) in state_dict: {}. ",
-                unexpected.join(", ")
-            ));
-        }
         if !missing.is_empty() {
             problems.push(format!(
                 "Missing key(s) in state_dict: {}. ",
                 missing.join(", ")
+            ));
+        }
+        if !unexpected.is_empty() {
+            problems.push(format!(
+                "Unexpected key(s) in state_dict: {}. ",
+                unexpected.join(", ")
             ));
         }
         for (name, p) in &params {
