@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DriverError};
 
-use super::kernels;
+use super::{kernels, libraries};
 use crate::sync::Mutex;
 use crate::{Device, Error, Result};
 
@@ -50,7 +50,10 @@ fn probe_driver() -> std::result::Result<usize, String> {
     // SAFETY: `is_culib_present` only `dlopen`s the driver's candidate file names and drops the
     // handles; it runs no CUDA code.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        return Err("no CUDA driver found (libcuda.so could not be loaded)".into());
+        return Err(format!(
+            "no CUDA driver found: {}",
+            libraries::not_found("cuda")
+        ));
     }
     let count = catch_unwind(|| -> std::result::Result<i32, DriverError> {
         cudarc::driver::result::init()?;
@@ -94,13 +97,17 @@ pub(crate) fn device(ordinal: usize) -> Result<&'static CudaDevice> {
 fn open(ordinal: usize) -> std::result::Result<CudaDevice, String> {
     // SAFETY: as in `probe_driver`: these only `dlopen` candidate file names.
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        return Err(
-            "NVRTC not found (libnvrtc.so could not be loaded); it compiles the kernels".into(),
-        );
+        return Err(format!(
+            "NVRTC not found (it compiles the kernels): {}",
+            libraries::not_found("nvrtc")
+        ));
     }
     // SAFETY: as above.
     if !unsafe { cudarc::cublas::sys::is_culib_present() } {
-        return Err("cuBLAS not found (libcublas.so could not be loaded); it runs matmul".into());
+        return Err(format!(
+            "cuBLAS not found (it runs matmul): {}",
+            libraries::not_found("cublas")
+        ));
     }
     let ptx = kernels::ptx()?.clone();
     catch_unwind(AssertUnwindSafe(

@@ -2,7 +2,8 @@
 //! cudarc.
 //!
 //! * `device.rs`: probing the driver without panicking; per-device context, stream, cuBLAS
-//!   handle and kernels, set up on first use.
+//!   handle and kernels, set up on first use. `libraries.rs`: when a library is missing, the
+//!   names tried and where files of it were found instead.
 //! * `kernels.cu` / `kernels.rs`: every element-wise, reduction and indexing kernel, compiled once
 //!   by NVRTC. Kernels read tensors through their layouts, so views and broadcasts need no copy.
 //! * `buffer.rs`: device memory ([`DeviceBuffer`]) and the dtype map that runs code written once
@@ -24,6 +25,7 @@ mod dispatch;
 mod index;
 mod kernels;
 mod launch;
+mod libraries;
 mod matmul;
 #[cfg(test)]
 mod tests;
