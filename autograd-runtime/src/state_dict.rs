@@ -105,7 +105,7 @@ impl StateDict {
     }
 
     /// The entries whose keys start with `prefix` and a dot, with that part removed (the state of
-    /// one child module: `"0."` of a `Sequential`'s dictionary). Metadata is not carried.
+    /// one child module: `"0"` of a `Sequential`'s dictionary); metadata keys likewise.
     ///
     /// ```
     /// use autograd_runtime::{StateDict, Tensor};
@@ -116,33 +116,38 @@ impl StateDict {
     /// assert_eq!(first.keys().collect::<Vec<_>>(), ["weight"]);
     /// ```
     pub fn sub_dict(&self, prefix: &str) -> StateDict {
-        let entries = self
-            .entries
-            .iter()
-            .filter_map(|(k, t)| {
-                let rest = k.strip_prefix(prefix)?.strip_prefix('.')?;
-                Some((rest.to_string(), t.clone()))
-            })
-            .collect();
+        let strip = |k: &str| Some(k.strip_prefix(prefix)?.strip_prefix('.')?.to_string());
         StateDict {
-            entries,
-            metadata: BTreeMap::new(),
+            entries: self
+                .entries
+                .iter()
+                .filter_map(|(k, t)| Some((strip(k)?, t.clone())))
+                .collect(),
+            metadata: self
+                .metadata
+                .iter()
+                .filter_map(|(k, v)| Some((strip(k)?, v.clone())))
+                .collect(),
         }
     }
 
-    /// Adds `other`'s entries under `prefix` and a dot (the inverse of
-    /// [`sub_dict`](StateDict::sub_dict)); an empty prefix adds them as they are. Metadata is
-    /// merged, `other`'s winning.
+    /// Adds `other`'s entries and metadata under `prefix` and a dot (the inverse of
+    /// [`sub_dict`](StateDict::sub_dict)); an empty prefix adds them as they are. A checkpoint
+    /// of a model and its optimizer is two dictionaries under `"model"` and `"optimizer"`.
     pub fn extend_prefixed(&mut self, prefix: &str, other: StateDict) {
-        for (k, t) in other.entries {
-            let key = if prefix.is_empty() {
+        let key = |k: String| {
+            if prefix.is_empty() {
                 k
             } else {
                 format!("{prefix}.{k}")
-            };
-            self.insert(key, t);
+            }
+        };
+        for (k, t) in other.entries {
+            self.insert(key(k), t);
         }
-        self.metadata.extend(other.metadata);
+        for (k, v) in other.metadata {
+            self.metadata.insert(key(k), v);
+        }
     }
 
     /// The dictionary in the safetensors format: f32 as `F32`, f64 as `F64`, each tensor's
@@ -384,10 +389,18 @@ mod tests {
     fn sub_dict_and_extend_prefixed_are_inverse() {
         let mut inner = StateDict::new();
         inner.insert("weight", Tensor::scalar(1.0f32));
+        inner.set_metadata("param_groups", "[]");
         let mut outer = StateDict::new();
+        outer.set_metadata("epoch", "3");
         outer.extend_prefixed("3", inner);
         assert_eq!(outer.keys().collect::<Vec<_>>(), ["3.weight"]);
-        assert_eq!(outer.sub_dict("3").keys().collect::<Vec<_>>(), ["weight"]);
+        assert_eq!(outer.metadata("3.param_groups"), Some("[]"));
+        let back = outer.sub_dict("3");
+        assert_eq!(back.keys().collect::<Vec<_>>(), ["weight"]);
+        assert_eq!(
+            back.metadata_entries().collect::<Vec<_>>(),
+            [("param_groups", "[]")]
+        );
         assert!(outer.sub_dict("30").is_empty());
     }
 }
