@@ -16,13 +16,35 @@
 //! assert_eq!(names, ["weight", "bias"]);
 //! # Ok::<(), autograd_runtime::Error>(())
 //! ```
+//!
+//! Layers: [`Linear`], [`Sequential`], [`Embedding`], [`LayerNorm`], [`Dropout`] (seeded);
+//! activations [`Relu`], [`Tanh`], [`Sigmoid`], [`Gelu`], [`LeakyRelu`], [`Softmax`],
+//! [`LogSoftmax`], [`Identity`]. Losses in [`functional`]: `cross_entropy` (label smoothing,
+//! ignore index, class weights), `nll_loss`, `mse_loss`, `binary_cross_entropy_with_logits`.
+//! Initialisers in [`init`]: `uniform_`, `normal_`, `constant_`, `zeros_`, `ones_`,
+//! `xavier_uniform_`, `xavier_normal_`, `kaiming_uniform_`, `kaiming_normal_`, every random one
+//! seeded explicitly.
 
 use std::fmt;
 
+mod activation;
+mod dropout;
+mod embedding;
 pub mod functional;
+pub mod init;
+mod layer_norm;
 mod linear;
+mod loss;
+mod sequential;
 
+pub use activation::{
+    Gelu, GeluApproximate, Identity, LeakyRelu, LogSoftmax, Relu, Sigmoid, Softmax, Tanh,
+};
+pub use dropout::Dropout;
+pub use embedding::Embedding;
+pub use layer_norm::LayerNorm;
 pub use linear::Linear;
+pub use sequential::Sequential;
 
 use crate::{DType, Device, Error, Result, StateDict, Tensor, no_grad};
 
