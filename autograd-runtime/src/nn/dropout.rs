@@ -1,7 +1,7 @@
 //! `Dropout`: PyTorch's inverted dropout, seeded, with a new mask at every call.
 
-use crate::nn::Module;
 use crate::nn::activation::parameterless;
+use crate::nn::{Module, py_float};
 use crate::sync::Ordering;
 use crate::sync::statics::AtomicU64;
 use crate::{DType, Error, Result, Tensor};
@@ -38,7 +38,8 @@ pub struct Dropout {
 fn check_p(p: f64) -> Result<()> {
     if !(0.0..=1.0).contains(&p) {
         return Err(Error::InvalidArgument(format!(
-            "dropout probability has to be between 0 and 1, but got {p}"
+            "dropout probability has to be between 0 and 1, but got {}",
+            py_float(p)
         )));
     }
     Ok(())

@@ -2,7 +2,7 @@
 //! `F.binary_cross_entropy_with_logits`), written in differentiable ops, so their gradients and
 //! double backward come from the ops'.
 
-use crate::nn::torch_size;
+use crate::nn::{py_float, torch_size};
 use crate::{Error, Result, Tensor};
 
 /// How a loss reduces its per-element values (PyTorch's `reduction`).
@@ -251,7 +251,8 @@ pub fn cross_entropy(
     let eps = options.label_smoothing;
     if !(0.0..=1.0).contains(&eps) {
         return Err(Error::InvalidArgument(format!(
-            "label_smoothing must be between 0.0 and 1.0. Got: {eps}"
+            "label_smoothing must be between 0.0 and 1.0. Got: {}",
+            py_float(eps)
         )));
     }
     let weight = options.weight.as_ref();
