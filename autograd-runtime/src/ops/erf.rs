@@ -54,7 +54,7 @@ fn erf_kernel(x: &Tensor) -> Result<Tensor> {
 }
 
 /// d erf x = 2/√π · e^(-x²): saves the input.
-#[differentiable(builtin, crate = "crate", name = "ErfBackward0")]
+#[differentiable(builtin, crate = "crate", name = "ErfBackward0", rule)]
 fn erf(x: &Tensor) -> Result<Tensor> {
     erf_kernel(x)
 }

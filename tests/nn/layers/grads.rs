@@ -197,3 +197,24 @@ fn layers_and_losses_on_cuda_match_the_cpu() -> Result<()> {
     assert_close("cuda bce", &[bce_d.item::<f64>()?], &[bce.item::<f64>()?]);
     Ok(())
 }
+
+/// The exact GELU as a derived function: `erf` has a derivative rule, so
+/// `#[differentiable(derive)]` bodies can use it.
+#[autograd::differentiable(derive)]
+fn gelu_derived(x: &Tensor) -> Result<Tensor> {
+    let e = x.mul_scalar(std::f64::consts::FRAC_1_SQRT_2)?.erf()?;
+    x.mul_scalar(0.5)?.mul(&e.add_scalar(1.0)?)
+}
+
+#[test]
+fn erf_works_in_derived_functions() -> Result<()> {
+    let x = input("act_x");
+    check_both(
+        "derived gelu",
+        |i| gelu_derived(&i[0]),
+        std::slice::from_ref(&x),
+    );
+    let want = F::gelu(&x, GeluApproximate::None)?.to_vec::<f64>()?;
+    assert_close("derived gelu", &gelu_derived(&x)?.to_vec::<f64>()?, &want);
+    Ok(())
+}
