@@ -145,6 +145,22 @@ nll_variants = {
 for name, kw in nll_variants.items():
     cases[name] = record(F.nll_loss(logits, t, **kw), {"x": logits})
 
+# [N, C, d] logits (targets [N, d]) and one unbatched sample [C].
+logits3 = leaf([2, 4, 3], 12, lo=-3.0, hi=3.0)
+targets3 = torch.tensor([[1, 0, 3], [3, 2, 2]])
+data["inputs"]["logits3"] = {"shape": [2, 4, 3], "values": flat(logits3)}
+data["inputs"]["targets3"] = [int(v) for v in targets3.reshape(-1)]
+for name, kw in {
+    "ce3_mean": {"ignore_index": 3},
+    "ce3_none": {"label_smoothing": 0.2, "reduction": "none", "weight": w},
+    "nll3_sum": {"reduction": "sum"},
+}.items():
+    f = F.nll_loss if name.startswith("nll") else F.cross_entropy
+    cases[name] = record(f(logits3, targets3, **kw), {"x": logits3})
+logits1 = leaf([4], 13, lo=-3.0, hi=3.0)
+data["inputs"]["logits1"] = {"shape": [4], "values": flat(logits1)}
+cases["ce1_none"] = record(F.cross_entropy(logits1, torch.tensor(2), reduction="none", label_smoothing=0.1), {"x": logits1})
+
 y = tensor([3, 4], 9)
 data["inputs"]["mse_target"] = flat(y)
 for red in ["mean", "sum", "none"]:

@@ -70,6 +70,44 @@ fn constant(values: Vec<f64>, shape: &[usize], like: &Tensor) -> Result<Tensor> 
         .to(like.device())
 }
 
+/// `input` as rows of class scores `[M, C]`, and the shape of the per-sample values: `[C]` is
+/// one sample (shape `[]`), `[N, C]` is `N`, and `[N, C, d1, ..]` is `N·d1·..` samples (the
+/// class dim moved last; shape `[N, d1, ..]`), whose targets are given in C order.
+fn as_rows(input: &Tensor, targets: &[usize]) -> Result<(Tensor, Vec<usize>)> {
+    let shape = input.shape();
+    match shape.len() {
+        0 => Err(Error::InvalidArgument(
+            "Expected 1 or more dimensions (got 0)".to_string(),
+        )),
+        1 => Ok((input.reshape(&[1, shape[0]])?, Vec::new())),
+        2 => Ok((input.clone(), vec![shape[0]])),
+        k => {
+            let mut out_shape = vec![shape[0]];
+            out_shape.extend_from_slice(&shape[2..]);
+            let samples: usize = out_shape.iter().product();
+            if targets.len() != samples {
+                return Err(Error::InvalidArgument(format!(
+                    "Expected target size {out_shape:?}, got [{}]",
+                    targets.len()
+                )));
+            }
+            let mut order = vec![0];
+            order.extend(2..k);
+            order.push(1);
+            let rows = input.permute(&order)?.reshape(&[samples, shape[1]])?;
+            Ok((rows, out_shape))
+        }
+    }
+}
+
+/// Per-sample values (`Reduction::None`) in the samples' shape; a reduced value as it is.
+fn shaped(loss: Tensor, reduction: Reduction, out_shape: &[usize]) -> Result<Tensor> {
+    match reduction {
+        Reduction::None => loss.reshape(out_shape),
+        Reduction::Mean | Reduction::Sum => Ok(loss),
+    }
+}
+
 /// The samples a classification loss counts, and checks shared by the classification losses.
 struct Targets {
     /// The rows whose target is not ignored.
@@ -87,12 +125,7 @@ impl Targets {
         ignore_index: Option<usize>,
         weight: Option<&Tensor>,
     ) -> Result<Targets> {
-        if input.ndim() != 2 {
-            return Err(Error::InvalidArgument(format!(
-                "Expected 2 dimensions for the input [N, C] (got {})",
-                input.ndim()
-            )));
-        }
+        debug_assert_eq!(input.ndim(), 2, "invariant: `as_rows` gives [M, C]");
         let (n, c) = (input.shape()[0], input.shape()[1]);
         if targets.len() != n {
             return Err(Error::InvalidArgument(format!(
@@ -169,16 +202,17 @@ impl Targets {
     }
 }
 
-/// The negative log-likelihood of `targets` under the log-probabilities `input` `[N, C]`
-/// (PyTorch's `F.nll_loss`): `-w[t_i] · input[i, t_i]`, reduced; the mean divides by the sum of
+/// The negative log-likelihood of `targets` under the log-probabilities `input` (PyTorch's
+/// `F.nll_loss`; `input` is `[N, C]`, `[C]` for one sample, or `[N, C, d1, ..]` with the
+/// targets of the `[N, d1, ..]` samples in C order): `-w[t_i] · input[i, t_i]`, reduced; the mean divides by the sum of
 /// the counted samples' weights (their number without weights), and ignored targets count
 /// nowhere (with [`Reduction::None`] they get 0).
 ///
 /// # Errors
 ///
 /// [`Error::InvalidArgument`] for a target past the classes (`"Target {t} is out of
-/// bounds."`), a batch size that differs from the number of targets, an input that is not 2-D,
-/// or a weight that is not `[C]`, in PyTorch's words.
+/// bounds."`), a number of targets that differs from the number of samples, a 0-dim input, or
+/// a weight that is not `[C]`, in PyTorch's words.
 ///
 /// # Examples
 ///
@@ -194,8 +228,13 @@ impl Targets {
 /// ```
 pub fn nll_loss(input: &Tensor, targets: &[usize], options: &NllLossOptions) -> Result<Tensor> {
     let weight = options.weight.as_ref();
-    let t = Targets::check(input, targets, options.ignore_index, weight)?;
-    nll(input, &t, weight, options.reduction)
+    let (rows, out_shape) = as_rows(input, targets)?;
+    let t = Targets::check(&rows, targets, options.ignore_index, weight)?;
+    shaped(
+        nll(&rows, &t, weight, options.reduction)?,
+        options.reduction,
+        &out_shape,
+    )
 }
 
 /// [`nll_loss`] over checked targets.
@@ -220,8 +259,8 @@ fn nll(
     t.reduce(&values, sample_weights.as_ref(), reduction)
 }
 
-/// Cross-entropy between the logits `input` `[N, C]` and class indices `targets` (PyTorch's
-/// `F.cross_entropy`): `nll_loss(log_softmax(input, 1), targets)`, and with label smoothing
+/// Cross-entropy between the logits `input` and class indices `targets` (PyTorch's
+/// `F.cross_entropy`; shapes as in [`nll_loss`]): `nll_loss(log_softmax(input, 1), targets)`, and with label smoothing
 /// `ε`, `(1 - ε) · nll + ε/C · Σ_c -w_c · log_softmax(input)[i, c]`, reduced as PyTorch does
 /// (the smoothing term's mean divides by the same weight sum as the NLL's).
 ///
@@ -256,11 +295,12 @@ pub fn cross_entropy(
         )));
     }
     let weight = options.weight.as_ref();
-    let t = Targets::check(input, targets, options.ignore_index, weight)?;
-    let logp = input.log_softmax(1)?;
+    let (rows, out_shape) = as_rows(input, targets)?;
+    let t = Targets::check(&rows, targets, options.ignore_index, weight)?;
+    let logp = rows.log_softmax(1)?;
     let nll = nll(&logp, &t, weight, options.reduction)?;
     if eps == 0.0 {
-        return Ok(nll);
+        return shaped(nll, options.reduction, &out_shape);
     }
     let counted = logp.index_select(0, &t.rows)?;
     let smooth = match weight {
@@ -271,8 +311,10 @@ pub fn cross_entropy(
     .neg()?;
     let sample_weights = t.sample_weights(weight)?;
     let smooth = t.reduce(&smooth, sample_weights.as_ref(), options.reduction)?;
-    nll.mul_scalar(1.0 - eps)?
-        .add(&smooth.mul_scalar(eps / t.c as f64)?)
+    let loss = nll
+        .mul_scalar(1.0 - eps)?
+        .add(&smooth.mul_scalar(eps / t.c as f64)?)?;
+    shaped(loss, options.reduction, &out_shape)
 }
 
 /// Mean squared error (PyTorch's `F.mse_loss`): `(input - target)²`, reduced.

@@ -59,9 +59,9 @@ impl Sequential {
         self
     }
 
-    /// Appends a boxed layer (PyTorch's `append`). The layer is switched to the container's mode.
-    pub fn push(&mut self, mut layer: Box<dyn Module>) {
-        layer.set_training(self.training);
+    /// Appends a boxed layer (PyTorch's `append`). The layer keeps its own mode, as in PyTorch:
+    /// call [`train`](Module::train) or [`eval`](Module::eval) on the container afterwards.
+    pub fn push(&mut self, layer: Box<dyn Module>) {
         self.layers.push(layer);
     }
 

@@ -38,6 +38,17 @@ fn losses_pass_gradcheck_and_gradgradcheck() {
         |i| F::cross_entropy(&i[0], &t, &none),
         std::slice::from_ref(&logits),
     );
+    let t3 = usizes(&data()["inputs"]["targets3"]);
+    let smooth = CrossEntropyOptions {
+        label_smoothing: 0.2,
+        reduction: Reduction::None,
+        ..Default::default()
+    };
+    check_both(
+        "cross_entropy [N, C, d]",
+        |i| F::cross_entropy(&i[0], &t3, &smooth),
+        &[input("logits3")],
+    );
     let nll = NllLossOptions {
         weight: Some(w),
         ..Default::default()

@@ -229,3 +229,63 @@ fn cross_entropy_mean_over_only_ignored_targets_is_nan() -> Result<()> {
     assert!(loss.item::<f64>()?.is_nan());
     Ok(())
 }
+
+#[test]
+fn classification_losses_take_extra_dims_and_single_samples() -> Result<()> {
+    let inputs = &data()["inputs"];
+    let t3 = usizes(&inputs["targets3"]);
+    let variants: Vec<(&str, bool, CrossEntropyOptions)> = vec![
+        (
+            "ce3_mean",
+            false,
+            CrossEntropyOptions {
+                ignore_index: Some(3),
+                ..Default::default()
+            },
+        ),
+        (
+            "ce3_none",
+            false,
+            CrossEntropyOptions {
+                label_smoothing: 0.2,
+                reduction: Reduction::None,
+                weight: Some(class_weight()),
+                ..Default::default()
+            },
+        ),
+        (
+            "nll3_sum",
+            true,
+            CrossEntropyOptions {
+                reduction: Reduction::Sum,
+                ..Default::default()
+            },
+        ),
+    ];
+    for (name, nll, options) in variants {
+        let x = input("logits3");
+        let loss = if nll {
+            let o = NllLossOptions {
+                reduction: options.reduction,
+                ..Default::default()
+            };
+            F::nll_loss(&x, &t3, &o)?
+        } else {
+            F::cross_entropy(&x, &t3, &options)?
+        };
+        check_forward_and_backward(name, &loss)?;
+        check_grad(name, "x", &x)?;
+    }
+    let x = input("logits1");
+    let options = CrossEntropyOptions {
+        reduction: Reduction::None,
+        label_smoothing: 0.1,
+        ..Default::default()
+    };
+    check_forward_and_backward("ce1_none", &F::cross_entropy(&x, &[2], &options)?)?;
+    check_grad("ce1_none", "x", &x)?;
+    let err = F::cross_entropy(&input("logits3"), &[0, 1], &Default::default()).unwrap_err();
+    assert_eq!(err.to_string(), "Expected target size [2, 3], got [2]");
+    assert!(F::cross_entropy(&Tensor::scalar(1.0f64), &[0], &Default::default()).is_err());
+    Ok(())
+}

@@ -209,10 +209,12 @@ fn sequential_indexing_and_modes_reach_children() -> Result<()> {
     assert_eq!(a, model.forward(&x)?.to_vec::<f32>()?, "no dropout in eval");
     model.train();
     assert!(model.get(2).unwrap().is_training());
-    // A layer pushed into a container in eval mode takes its mode.
+    // A layer appended to a container in eval mode keeps its own mode, as in PyTorch.
     let mut frozen = Sequential::new();
     frozen.eval();
     frozen.push(Box::new(Dropout::new(0.5, 0)?));
+    assert!(!frozen.is_training() && frozen[0].is_training());
+    frozen.eval();
     assert!(!frozen[0].is_training());
     // The empty container is the identity.
     assert!(Sequential::new().forward(&x)?.is_same(&x));
