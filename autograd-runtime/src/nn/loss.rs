@@ -391,6 +391,161 @@ pub fn binary_cross_entropy_with_logits(
     reduce(loss, options.reduction)
 }
 
+// ----- the losses as values ----------------------------------------------------------------------
+
+/// [`cross_entropy`] with its options kept (PyTorch's `nn.CrossEntropyLoss`).
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::CrossEntropyLoss;
+/// use autograd_runtime::nn::functional::CrossEntropyOptions;
+/// use autograd_runtime::Tensor;
+/// let criterion = CrossEntropyLoss::with_options(CrossEntropyOptions {
+///     label_smoothing: 0.1,
+///     ..Default::default()
+/// });
+/// let logits = Tensor::from_vec(vec![2.0f64, 0.0, 0.0, 1.0], &[2, 2])?;
+/// assert!(criterion.forward(&logits, &[0, 1])?.item::<f64>()? > 0.0);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct CrossEntropyLoss {
+    options: CrossEntropyOptions,
+}
+
+impl CrossEntropyLoss {
+    /// With PyTorch's defaults (mean, no weights, no ignored target, no smoothing).
+    pub fn new() -> CrossEntropyLoss {
+        CrossEntropyLoss::default()
+    }
+
+    /// With the given options.
+    pub fn with_options(options: CrossEntropyOptions) -> CrossEntropyLoss {
+        CrossEntropyLoss { options }
+    }
+
+    /// The loss of `input` against `targets`.
+    ///
+    /// # Errors
+    ///
+    /// As [`cross_entropy`].
+    pub fn forward(&self, input: &Tensor, targets: &[usize]) -> Result<Tensor> {
+        cross_entropy(input, targets, &self.options)
+    }
+}
+
+/// [`nll_loss`] with its options kept (PyTorch's `nn.NLLLoss`).
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::NllLoss;
+/// use autograd_runtime::Tensor;
+/// let logp = Tensor::from_vec(vec![-0.5f64, -1.0], &[1, 2])?;
+/// assert_eq!(NllLoss::new().forward(&logp, &[1])?.item::<f64>()?, 1.0);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct NllLoss {
+    options: NllLossOptions,
+}
+
+impl NllLoss {
+    /// With PyTorch's defaults (mean, no weights, no ignored target).
+    pub fn new() -> NllLoss {
+        NllLoss::default()
+    }
+
+    /// With the given options.
+    pub fn with_options(options: NllLossOptions) -> NllLoss {
+        NllLoss { options }
+    }
+
+    /// The loss of the log-probabilities `input` against `targets`.
+    ///
+    /// # Errors
+    ///
+    /// As [`nll_loss`].
+    pub fn forward(&self, input: &Tensor, targets: &[usize]) -> Result<Tensor> {
+        nll_loss(input, targets, &self.options)
+    }
+}
+
+/// [`mse_loss`] with its reduction kept (PyTorch's `nn.MSELoss`).
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::MseLoss;
+/// use autograd_runtime::nn::functional::Reduction;
+/// use autograd_runtime::Tensor;
+/// let x = Tensor::from_vec(vec![1.0f64, 3.0], &[2])?;
+/// let y = Tensor::from_vec(vec![0.0f64, 0.0], &[2])?;
+/// assert_eq!(MseLoss::new(Reduction::Sum).forward(&x, &y)?.item::<f64>()?, 10.0);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MseLoss {
+    reduction: Reduction,
+}
+
+impl MseLoss {
+    /// With the given reduction (`MseLoss::default()` is the mean, PyTorch's default).
+    pub fn new(reduction: Reduction) -> MseLoss {
+        MseLoss { reduction }
+    }
+
+    /// The loss of `input` against `target`.
+    ///
+    /// # Errors
+    ///
+    /// As [`mse_loss`].
+    pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
+        mse_loss(input, target, self.reduction)
+    }
+}
+
+/// [`binary_cross_entropy_with_logits`] with its options kept (PyTorch's
+/// `nn.BCEWithLogitsLoss`).
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::BceWithLogitsLoss;
+/// use autograd_runtime::Tensor;
+/// let x = Tensor::from_vec(vec![0.0f64], &[1])?;
+/// let y = Tensor::from_vec(vec![1.0f64], &[1])?;
+/// let loss = BceWithLogitsLoss::new().forward(&x, &y)?.item::<f64>()?;
+/// assert!((loss - 2f64.ln()).abs() < 1e-15);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct BceWithLogitsLoss {
+    options: BceWithLogitsOptions,
+}
+
+impl BceWithLogitsLoss {
+    /// With PyTorch's defaults (mean, no weights).
+    pub fn new() -> BceWithLogitsLoss {
+        BceWithLogitsLoss::default()
+    }
+
+    /// With the given options.
+    pub fn with_options(options: BceWithLogitsOptions) -> BceWithLogitsLoss {
+        BceWithLogitsLoss { options }
+    }
+
+    /// The loss of the logits `input` against `target` (probabilities of the same shape).
+    ///
+    /// # Errors
+    ///
+    /// As [`binary_cross_entropy_with_logits`].
+    pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
+        binary_cross_entropy_with_logits(input, target, &self.options)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,7 +20,9 @@
 //! Layers: [`Linear`], [`Sequential`], [`Embedding`], [`LayerNorm`], [`Dropout`] (seeded);
 //! activations [`Relu`], [`Tanh`], [`Sigmoid`], [`Gelu`], [`LeakyRelu`], [`Softmax`],
 //! [`LogSoftmax`], [`Identity`]. Losses in [`functional`]: `cross_entropy` (label smoothing,
-//! ignore index, class weights), `nll_loss`, `mse_loss`, `binary_cross_entropy_with_logits`.
+//! ignore index, class weights), `nll_loss`, `mse_loss`, `binary_cross_entropy_with_logits`,
+//! and as values that keep their options: [`CrossEntropyLoss`], [`NllLoss`], [`MseLoss`],
+//! [`BceWithLogitsLoss`].
 //! Initialisers in [`init`]: `uniform_`, `normal_`, `constant_`, `zeros_`, `ones_`,
 //! `xavier_uniform_`, `xavier_normal_`, `kaiming_uniform_`, `kaiming_normal_`, every random one
 //! seeded explicitly.
@@ -44,6 +46,7 @@ pub use dropout::Dropout;
 pub use embedding::Embedding;
 pub use layer_norm::LayerNorm;
 pub use linear::Linear;
+pub use loss::{BceWithLogitsLoss, CrossEntropyLoss, MseLoss, NllLoss};
 pub use sequential::Sequential;
 
 use crate::{DType, Device, Error, Result, StateDict, Tensor, no_grad};

@@ -46,11 +46,21 @@ pub(crate) fn erf_f64(x: f64) -> f64 {
 
 /// `erf` of every element, computed on the host in f64 and returned in `x`'s dtype and device.
 fn erf_kernel(x: &Tensor) -> Result<Tensor> {
-    let host = x.detach().to_dtype(DType::F64)?;
-    let values: Vec<f64> = host.to_vec::<f64>()?.into_iter().map(erf_f64).collect();
-    Tensor::from_vec(values, x.shape())?
-        .to_dtype(x.dtype())?
-        .to(x.device())
+    let out = match x.dtype() {
+        DType::F64 => {
+            let values: Vec<f64> = x.to_vec::<f64>()?.into_iter().map(erf_f64).collect();
+            Tensor::from_vec(values, x.shape())?
+        }
+        DType::F32 => {
+            let values: Vec<f32> = x
+                .to_vec::<f32>()?
+                .into_iter()
+                .map(|v| erf_f64(f64::from(v)) as f32)
+                .collect();
+            Tensor::from_vec(values, x.shape())?
+        }
+    };
+    out.to(x.device())
 }
 
 /// d erf x = 2/√π · e^(-x²): saves the input.
@@ -89,6 +99,7 @@ impl Tensor {
 #[cfg(test)]
 mod tests {
     use super::erf_f64;
+    use crate::Tensor;
 
     /// Values of `math.erf` (CPython, correctly rounded libm) at points across the range.
     #[test]
@@ -113,5 +124,17 @@ mod tests {
         assert_eq!(erf_f64(7.0), 1.0);
         assert_eq!(erf_f64(-7.0), -1.0);
         assert!(erf_f64(f64::NAN).is_nan());
+    }
+
+    #[test]
+    fn erf_of_f32_is_the_f64_value_rounded() -> crate::Result<()> {
+        let x = Tensor::from_vec(vec![0.3f32, -1.7, 4.0], &[3])?;
+        let got = x.erf()?.to_vec::<f32>()?;
+        let want: Vec<f32> = [0.3f32, -1.7, 4.0]
+            .iter()
+            .map(|&v| erf_f64(f64::from(v)) as f32)
+            .collect();
+        assert_eq!(got, want);
+        Ok(())
     }
 }

@@ -289,3 +289,42 @@ fn classification_losses_take_extra_dims_and_single_samples() -> Result<()> {
     assert!(F::cross_entropy(&Tensor::scalar(1.0f64), &[0], &Default::default()).is_err());
     Ok(())
 }
+
+#[test]
+fn loss_values_keep_their_options() -> Result<()> {
+    use autograd::nn::{BceWithLogitsLoss, CrossEntropyLoss, MseLoss, NllLoss};
+    let inputs = &data()["inputs"];
+    let x = input("logits");
+    let ce = CrossEntropyLoss::with_options(CrossEntropyOptions {
+        weight: Some(class_weight()),
+        ignore_index: Some(0),
+        label_smoothing: 0.2,
+        ..Default::default()
+    });
+    check_forward_and_backward("ce_weight_ignore_smooth", &ce.forward(&x, &targets())?)?;
+    check_grad("ce_weight_ignore_smooth", "x", &x)?;
+    let x = input("logits");
+    let nll = NllLoss::with_options(NllLossOptions {
+        reduction: Reduction::Sum,
+        ..Default::default()
+    });
+    check_forward_and_backward("nll_sum", &nll.forward(&x, &targets())?)?;
+    check_grad("nll_sum", "x", &x)?;
+    let x = input("act_x");
+    let y = f64_tensor(floats(&inputs["mse_target"]), &[3, 4]);
+    check_forward_and_backward("mse_sum", &MseLoss::new(Reduction::Sum).forward(&x, &y)?)?;
+    check_grad("mse_sum", "x", &x)?;
+    assert_eq!(
+        MseLoss::default().forward(&x, &y)?.item::<f64>()?,
+        F::mse_loss(&x, &y, Reduction::Mean)?.item::<f64>()?
+    );
+    let x = input("act_x");
+    let target = f64_tensor(floats(&inputs["bce_target"]), &[3, 4]);
+    let bce = BceWithLogitsLoss::with_options(BceWithLogitsOptions {
+        pos_weight: Some(f64_tensor(floats(&inputs["pos_weight"]), &[4])),
+        ..Default::default()
+    });
+    check_forward_and_backward("bce_pos_weight", &bce.forward(&x, &target)?)?;
+    check_grad("bce_pos_weight", "x", &x)?;
+    Ok(())
+}
