@@ -1,2 +1,10 @@
 //! Layers as functions (PyTorch's `torch.nn.functional`): losses, activations, dropout,
 //! normalisation, convolution and pooling on plain tensors, for models written without modules.
+
+pub use super::activation::{gelu, leaky_relu, log_softmax, relu, softmax};
+pub use super::dropout::dropout;
+pub use super::layer_norm::layer_norm;
+pub use super::loss::{
+    BceWithLogitsOptions, CrossEntropyOptions, NllLossOptions, Reduction,
+    binary_cross_entropy_with_logits, cross_entropy, mse_loss, nll_loss,
+};

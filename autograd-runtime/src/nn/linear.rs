@@ -1,7 +1,7 @@
 //! `Linear`: `y = x Wᵀ + b`, PyTorch's layout and initialisation.
 
-use crate::nn::Module;
-use crate::{DType, Result, Tensor};
+use crate::nn::{Module, init, torch_size};
+use crate::{DType, Error, Result, Tensor};
 
 /// `y = x Wᵀ + b` with `W` `[out_features, in_features]` and `b` `[out_features]` (PyTorch's
 /// `nn.Linear`, same layout, so state dicts carry over).
@@ -27,23 +27,99 @@ pub struct Linear {
 }
 
 impl Linear {
-    /// A layer with a bias, initialised from `seed`.
+    /// A layer with a bias, initialised from `seed` as PyTorch's `nn.Linear(in_features,
+    /// out_features)`: the weight by [`init::kaiming_uniform_`] with `a = √5` (uniform in
+    /// `±1/√in_features`), the bias uniform in `±1/√in_features` (from `seed + 1`).
     ///
     /// # Errors
     ///
     /// Allocation errors only.
     pub fn new(in_features: usize, out_features: usize, seed: u64) -> Result<Linear> {
-        let bound = 1.0 / (in_features.max(1) as f64).sqrt();
-        let uniform = |shape: &[usize], seed| -> Result<Tensor> {
-            Tensor::rand(shape, DType::F32, seed)?
-                .mul_scalar(2.0 * bound)?
-                .add_scalar(-bound)?
-                .requires_grad_(true)
+        let mut layer = Linear::no_bias(in_features, out_features, seed)?;
+        let bias = Tensor::zeros(&[out_features], DType::F32)?;
+        let bound = if in_features > 0 {
+            1.0 / (in_features as f64).sqrt()
+        } else {
+            0.0
         };
+        init::uniform_(&bias, -bound, bound, seed.wrapping_add(1))?;
+        layer.bias = Some(bias.requires_grad_(true)?);
+        Ok(layer)
+    }
+
+    /// A layer without a bias (PyTorch's `bias=False`), its weight initialised as in
+    /// [`new`](Linear::new).
+    ///
+    /// # Errors
+    ///
+    /// Allocation errors only.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::nn::{Linear, Module};
+    /// let layer = Linear::no_bias(3, 2, 0)?;
+    /// assert!(layer.bias().is_none());
+    /// assert_eq!(layer.named_parameters().len(), 1);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn no_bias(in_features: usize, out_features: usize, seed: u64) -> Result<Linear> {
+        let weight = Tensor::zeros(&[out_features, in_features], DType::F32)?;
+        init::kaiming_uniform_(
+            &weight,
+            5f64.sqrt(),
+            init::FanMode::FanIn,
+            init::Nonlinearity::LeakyRelu,
+            seed,
+        )?;
         Ok(Linear {
-            weight: uniform(&[out_features, in_features], seed)?,
-            bias: Some(uniform(&[out_features], seed.wrapping_add(1))?),
+            weight: weight.requires_grad_(true)?,
+            bias: None,
         })
+    }
+
+    /// A layer over the given parameters, used as they are (they should be leaves that
+    /// require grad to be trained): `weight` `[out_features, in_features]`, `bias`
+    /// `[out_features]`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) if the weight is not 2-D, or
+    /// the bias is not `[out_features]` or differs from the weight in dtype or device.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::nn::{Linear, Module};
+    /// use autograd_runtime::Tensor;
+    /// let w = Tensor::from_vec(vec![1.0f64, 2.0], &[1, 2])?;
+    /// let b = Tensor::from_vec(vec![0.5f64], &[1])?;
+    /// let layer = Linear::from_parts(w, Some(b))?;
+    /// let y = layer.forward(&Tensor::from_vec(vec![3.0f64, 4.0], &[1, 2])?)?;
+    /// assert_eq!(y.to_vec::<f64>()?, vec![11.5]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn from_parts(weight: Tensor, bias: Option<Tensor>) -> Result<Linear> {
+        if weight.ndim() != 2 {
+            return Err(Error::InvalidArgument(format!(
+                "Linear: the weight must be 2-D [out_features, in_features], got {}",
+                torch_size(weight.shape())
+            )));
+        }
+        if let Some(b) = &bias
+            && (b.shape() != [weight.shape()[0]]
+                || b.dtype() != weight.dtype()
+                || b.device() != weight.device())
+        {
+            return Err(Error::InvalidArgument(format!(
+                "Linear: the bias must be [{}] with the weight's dtype and device, got {} ({:?}, {:?})",
+                weight.shape()[0],
+                torch_size(b.shape()),
+                b.dtype(),
+                b.device()
+            )));
+        }
+        Ok(Linear { weight, bias })
     }
 
     /// The weight, `[out_features, in_features]`.

@@ -16,13 +16,38 @@
 //! assert_eq!(names, ["weight", "bias"]);
 //! # Ok::<(), autograd_runtime::Error>(())
 //! ```
+//!
+//! Layers: [`Linear`], [`Sequential`], [`Embedding`], [`LayerNorm`], [`Dropout`] (seeded);
+//! activations [`Relu`], [`Tanh`], [`Sigmoid`], [`Gelu`], [`LeakyRelu`], [`Softmax`],
+//! [`LogSoftmax`], [`Identity`]. Losses in [`functional`]: `cross_entropy` (label smoothing,
+//! ignore index, class weights), `nll_loss`, `mse_loss`, `binary_cross_entropy_with_logits`,
+//! and as values that keep their options: [`CrossEntropyLoss`], [`NllLoss`], [`MseLoss`],
+//! [`BceWithLogitsLoss`].
+//! Initialisers in [`init`]: `uniform_`, `normal_`, `constant_`, `zeros_`, `ones_`,
+//! `xavier_uniform_`, `xavier_normal_`, `kaiming_uniform_`, `kaiming_normal_`, every random one
+//! seeded explicitly.
 
 use std::fmt;
 
+mod activation;
+mod dropout;
+mod embedding;
 pub mod functional;
+pub mod init;
+mod layer_norm;
 mod linear;
+mod loss;
+mod sequential;
 
+pub use activation::{
+    Gelu, GeluApproximate, Identity, LeakyRelu, LogSoftmax, Relu, Sigmoid, Softmax, Tanh,
+};
+pub use dropout::Dropout;
+pub use embedding::Embedding;
+pub use layer_norm::LayerNorm;
 pub use linear::Linear;
+pub use loss::{BceWithLogitsLoss, CrossEntropyLoss, MseLoss, NllLoss};
+pub use sequential::Sequential;
 
 use crate::{DType, Device, Error, Result, StateDict, Tensor, no_grad};
 
@@ -201,4 +226,22 @@ fn module_name<M: Module + ?Sized>(module: &M) -> String {
         .next()
         .unwrap_or("Module")
         .to_string()
+}
+
+/// A float as Python prints it in PyTorch's messages (`2.0`, `1.5`, `1e-05`, `nan`).
+pub(crate) fn py_float(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".to_string();
+    }
+    let s = format!("{x:?}");
+    match s.split_once('e') {
+        Some((mantissa, exp)) => {
+            let (sign, digits) = match exp.strip_prefix('-') {
+                Some(d) => ('-', d),
+                None => ('+', exp),
+            };
+            format!("{mantissa}e{sign}{digits:0>2}")
+        }
+        None => s,
+    }
 }

@@ -29,6 +29,7 @@
 mod binary;
 mod derivative_rules;
 mod device;
+mod erf;
 mod index;
 mod inplace;
 mod linalg;

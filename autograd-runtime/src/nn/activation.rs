@@ -1,0 +1,367 @@
+//! Activations as modules without parameters (PyTorch's `nn.ReLU`, `nn.GELU`, …) and as
+//! functions (`functional::relu`, …), written in differentiable ops.
+
+use std::f64::consts::{FRAC_1_SQRT_2, FRAC_2_SQRT_PI};
+
+use crate::layout::wrap_dim;
+use crate::nn::Module;
+use crate::{Result, Tensor};
+
+/// The `Module` methods of a layer without parameters.
+macro_rules! parameterless {
+    () => {
+        fn named_parameters(&self) -> Vec<(String, Tensor)> {
+            Vec::new()
+        }
+
+        fn visit_parameters_mut(
+            &mut self,
+            _f: &mut dyn FnMut(&str, &mut Tensor) -> Result<()>,
+        ) -> Result<()> {
+            Ok(())
+        }
+    };
+}
+pub(crate) use parameterless;
+
+/// `max(x, 0)` (PyTorch's `nn.ReLU`).
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::{Module, Relu};
+/// use autograd_runtime::Tensor;
+/// let y = Relu.forward(&Tensor::from_vec(vec![-1.0f32, 2.0], &[2])?)?;
+/// assert_eq!(y.to_vec::<f32>()?, vec![0.0, 2.0]);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Relu;
+
+impl Module for Relu {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        input.relu()
+    }
+    parameterless!();
+}
+
+/// `tanh x` (PyTorch's `nn.Tanh`).
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::{Module, Tanh};
+/// use autograd_runtime::Tensor;
+/// let y = Tanh.forward(&Tensor::from_vec(vec![0.0f64], &[1])?)?;
+/// assert_eq!(y.to_vec::<f64>()?, vec![0.0]);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tanh;
+
+impl Module for Tanh {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        input.tanh()
+    }
+    parameterless!();
+}
+
+/// `1 / (1 + e⁻ˣ)` (PyTorch's `nn.Sigmoid`).
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::{Module, Sigmoid};
+/// use autograd_runtime::Tensor;
+/// let y = Sigmoid.forward(&Tensor::from_vec(vec![0.0f64], &[1])?)?;
+/// assert_eq!(y.to_vec::<f64>()?, vec![0.5]);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sigmoid;
+
+impl Module for Sigmoid {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        input.sigmoid()
+    }
+    parameterless!();
+}
+
+/// Passes its input through (PyTorch's `nn.Identity`).
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::{Identity, Module};
+/// use autograd_runtime::Tensor;
+/// let x = Tensor::from_vec(vec![3.0f32], &[1])?;
+/// assert!(Identity.forward(&x)?.is_same(&x));
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Identity;
+
+impl Module for Identity {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        Ok(input.clone())
+    }
+    parameterless!();
+}
+
+/// Which form of GELU to compute (PyTorch's `approximate` argument).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GeluApproximate {
+    /// `"none"` (the default): `x · Φ(x) = x/2 · (1 + erf(x/√2))`.
+    #[default]
+    None,
+    /// `"tanh"`: `x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³)))`.
+    Tanh,
+}
+
+/// The Gaussian error linear unit (PyTorch's `nn.GELU`), exact by default.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::{Gelu, GeluApproximate, Module};
+/// use autograd_runtime::Tensor;
+/// let x = Tensor::from_vec(vec![1.0f64], &[1])?;
+/// let exact = Gelu::new().forward(&x)?.item::<f64>()?;
+/// let tanh = Gelu::with_approximate(GeluApproximate::Tanh).forward(&x)?.item::<f64>()?;
+/// assert!((exact - 0.841_344_746_068_542_9).abs() < 1e-15);
+/// assert!((tanh - 0.841_191_990_608_276_8).abs() < 1e-15);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Gelu {
+    approximate: GeluApproximate,
+}
+
+impl Gelu {
+    /// The exact GELU (`approximate="none"`).
+    pub fn new() -> Gelu {
+        Gelu::default()
+    }
+
+    /// The GELU of the given form.
+    pub fn with_approximate(approximate: GeluApproximate) -> Gelu {
+        Gelu { approximate }
+    }
+}
+
+impl Module for Gelu {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        gelu(input, self.approximate)
+    }
+    parameterless!();
+}
+
+/// `x` where positive, `negative_slope · x` elsewhere (PyTorch's `nn.LeakyReLU`, slope 0.01 by
+/// default).
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::{LeakyRelu, Module};
+/// use autograd_runtime::Tensor;
+/// let y = LeakyRelu::new(0.5).forward(&Tensor::from_vec(vec![-2.0f64, 3.0], &[2])?)?;
+/// assert_eq!(y.to_vec::<f64>()?, vec![-1.0, 3.0]);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct LeakyRelu {
+    negative_slope: f64,
+}
+
+impl LeakyRelu {
+    /// With the given slope for negative inputs.
+    pub fn new(negative_slope: f64) -> LeakyRelu {
+        LeakyRelu { negative_slope }
+    }
+}
+
+impl Default for LeakyRelu {
+    /// PyTorch's default slope, 0.01.
+    fn default() -> LeakyRelu {
+        LeakyRelu::new(0.01)
+    }
+}
+
+impl Module for LeakyRelu {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        leaky_relu(input, self.negative_slope)
+    }
+    parameterless!();
+}
+
+/// Softmax over `dim` (PyTorch's `nn.Softmax(dim)`; negative dims count from the end).
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::{Module, Softmax};
+/// use autograd_runtime::Tensor;
+/// let y = Softmax::new(-1).forward(&Tensor::from_vec(vec![1.0f64, 1.0], &[1, 2])?)?;
+/// assert_eq!(y.to_vec::<f64>()?, vec![0.5, 0.5]);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Softmax {
+    dim: isize,
+}
+
+impl Softmax {
+    /// Over `dim`.
+    pub fn new(dim: isize) -> Softmax {
+        Softmax { dim }
+    }
+}
+
+impl Module for Softmax {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        softmax(input, self.dim)
+    }
+    parameterless!();
+}
+
+/// Log-softmax over `dim` (PyTorch's `nn.LogSoftmax(dim)`; negative dims count from the end).
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::{LogSoftmax, Module};
+/// use autograd_runtime::Tensor;
+/// let y = LogSoftmax::new(1).forward(&Tensor::from_vec(vec![0.0f64, 0.0], &[1, 2])?)?;
+/// assert!((y.to_vec::<f64>()?[0] + 2f64.ln()).abs() < 1e-15);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct LogSoftmax {
+    dim: isize,
+}
+
+impl LogSoftmax {
+    /// Over `dim`.
+    pub fn new(dim: isize) -> LogSoftmax {
+        LogSoftmax { dim }
+    }
+}
+
+impl Module for LogSoftmax {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        log_softmax(input, self.dim)
+    }
+    parameterless!();
+}
+
+// ----- the functions ----------------------------------------------------------------------------
+
+/// `max(x, 0)` (PyTorch's `F.relu`).
+///
+/// # Errors
+///
+/// Device errors only.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::functional::relu;
+/// use autograd_runtime::Tensor;
+/// assert_eq!(relu(&Tensor::from_vec(vec![-1.0f64], &[1])?)?.to_vec::<f64>()?, vec![0.0]);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn relu(input: &Tensor) -> Result<Tensor> {
+    input.relu()
+}
+
+/// GELU (PyTorch's `F.gelu(x, approximate=...)`): `x/2 · (1 + erf(x/√2))`, or the tanh form.
+///
+/// # Errors
+///
+/// Device errors only.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::functional::gelu;
+/// use autograd_runtime::nn::GeluApproximate;
+/// use autograd_runtime::Tensor;
+/// let y = gelu(&Tensor::from_vec(vec![-1.0f64], &[1])?, GeluApproximate::None)?;
+/// assert!((y.item::<f64>()? + 0.158_655_253_931_457_05).abs() < 1e-15);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn gelu(input: &Tensor, approximate: GeluApproximate) -> Result<Tensor> {
+    let inner = match approximate {
+        GeluApproximate::None => input.mul_scalar(FRAC_1_SQRT_2)?.erf()?,
+        GeluApproximate::Tanh => {
+            // √(2/π) = 2/√π · 1/√2, as PyTorch computes `kBeta`.
+            let beta = FRAC_2_SQRT_PI * FRAC_1_SQRT_2;
+            let cube = input.mul(input)?.mul(input)?;
+            input
+                .add(&cube.mul_scalar(0.044715)?)?
+                .mul_scalar(beta)?
+                .tanh()?
+        }
+    };
+    input.mul_scalar(0.5)?.mul(&inner.add_scalar(1.0)?)
+}
+
+/// `x` where positive, `negative_slope · x` elsewhere (PyTorch's `F.leaky_relu`), written as
+/// `s·x + (1 - s)·relu(x)`, so that the gradient at 0 is `s`, as PyTorch's.
+///
+/// # Errors
+///
+/// Device errors only.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::functional::leaky_relu;
+/// use autograd_runtime::Tensor;
+/// let y = leaky_relu(&Tensor::from_vec(vec![-3.0f64, 2.0], &[2])?, 0.1)?;
+/// assert!((y.to_vec::<f64>()?[0] + 0.3).abs() < 1e-15);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn leaky_relu(input: &Tensor, negative_slope: f64) -> Result<Tensor> {
+    input
+        .mul_scalar(negative_slope)?
+        .add(&input.relu()?.mul_scalar(1.0 - negative_slope)?)
+}
+
+/// Softmax over `dim` (PyTorch's `F.softmax`; negative dims count from the end).
+///
+/// # Errors
+///
+/// [`Error::DimOutOfRange`](crate::Error::DimOutOfRange).
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::functional::softmax;
+/// use autograd_runtime::Tensor;
+/// let y = softmax(&Tensor::from_vec(vec![0.0f64, 0.0], &[2])?, -1)?;
+/// assert_eq!(y.to_vec::<f64>()?, vec![0.5, 0.5]);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn softmax(input: &Tensor, dim: isize) -> Result<Tensor> {
+    input.softmax(wrap_dim(dim, input.ndim())?)
+}
+
+/// Log-softmax over `dim` (PyTorch's `F.log_softmax`; negative dims count from the end).
+///
+/// # Errors
+///
+/// [`Error::DimOutOfRange`](crate::Error::DimOutOfRange).
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::functional::log_softmax;
+/// use autograd_runtime::Tensor;
+/// let y = log_softmax(&Tensor::from_vec(vec![0.0f64, 0.0], &[2])?, 0)?;
+/// assert!((y.to_vec::<f64>()?[1] + 2f64.ln()).abs() < 1e-15);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn log_softmax(input: &Tensor, dim: isize) -> Result<Tensor> {
+    input.log_softmax(wrap_dim(dim, input.ndim())?)
+}

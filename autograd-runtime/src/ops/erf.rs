@@ -1,0 +1,140 @@
+//! `erf`, the error function element-wise (for the exact GELU), with its gradient
+//! `2/√π · e^(-x²)` written in ops, so it is differentiable again.
+//!
+//! The kernel runs on the host in f64 (a tensor on another device is copied there and back).
+//! Below `|x| = 2`, a series with positive terms only (no cancellation),
+//! `erf x = 2/√π · e^(-x²) · Σ 2ⁿ x²ⁿ⁺¹ / (1·3·…·(2n+1))`; from 2 to 6, `1 - erfc x` with
+//! Laplace's continued fraction `erfc x = e^(-x²)/√π · 1/(x + ½/(x + 1/(x + 3/2/(x + …))))`;
+//! `±1` past 6, where `1 - erf x < 2⁻⁵⁶`. Within 8 ulps of the correctly rounded value
+//! everywhere (checked against CPython's `math.erf` on 20 000 points).
+
+use std::f64::consts::FRAC_2_SQRT_PI;
+
+use autograd_macros::{backward, differentiable};
+
+use crate::{DType, Result, Tensor};
+
+/// The error function of one f64, to a few ulps.
+pub(crate) fn erf_f64(x: f64) -> f64 {
+    if x.is_nan() {
+        return x;
+    }
+    let a = x.abs();
+    if a >= 6.0 {
+        return 1f64.copysign(x);
+    }
+    let x2 = a * a;
+    if a >= 2.0 {
+        // 120 levels: converged to an ulp from x = 1.5 up.
+        let mut f = a;
+        for n in (1..=120).rev() {
+            f = a + f64::from(n) / 2.0 / f;
+        }
+        let erfc = (-x2).exp() / std::f64::consts::PI.sqrt() / f;
+        return (1.0 - erfc).copysign(x);
+    }
+    let mut term = a;
+    let mut sum = a;
+    let mut n = 0.0;
+    while term > sum * 1e-17 {
+        n += 1.0;
+        term *= 2.0 * x2 / (2.0 * n + 1.0);
+        sum += term;
+    }
+    (FRAC_2_SQRT_PI * (-x2).exp() * sum).copysign(x)
+}
+
+/// `erf` of every element, computed on the host in f64 and returned in `x`'s dtype and device.
+fn erf_kernel(x: &Tensor) -> Result<Tensor> {
+    let out = match x.dtype() {
+        DType::F64 => {
+            let values: Vec<f64> = x.to_vec::<f64>()?.into_iter().map(erf_f64).collect();
+            Tensor::from_vec(values, x.shape())?
+        }
+        DType::F32 => {
+            let values: Vec<f32> = x
+                .to_vec::<f32>()?
+                .into_iter()
+                .map(|v| erf_f64(f64::from(v)) as f32)
+                .collect();
+            Tensor::from_vec(values, x.shape())?
+        }
+    };
+    out.to(x.device())
+}
+
+/// d erf x = 2/√π · e^(-x²): saves the input.
+#[differentiable(builtin, crate = "crate", name = "ErfBackward0", rule)]
+fn erf(x: &Tensor) -> Result<Tensor> {
+    erf_kernel(x)
+}
+
+#[backward(erf)]
+fn erf_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+    grad.mul(&x.mul(x)?.neg()?.exp()?.mul_scalar(FRAC_2_SQRT_PI)?)
+}
+
+impl Tensor {
+    /// The error function element-wise (PyTorch's `torch.erf`), differentiable twice and more.
+    ///
+    /// # Errors
+    ///
+    /// Device errors only.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let y = Tensor::from_vec(vec![0.0f64, 1.0, -0.5], &[3])?.erf()?.to_vec::<f64>()?;
+    /// assert_eq!(y[0], 0.0);
+    /// assert!((y[1] - 0.842_700_792_949_714_9).abs() < 1e-15);
+    /// assert!((y[2] + 0.520_499_877_813_046_5).abs() < 1e-15);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn erf(&self) -> Result<Tensor> {
+        erf(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::erf_f64;
+    use crate::Tensor;
+
+    /// Values of `math.erf` (CPython, correctly rounded libm) at points across the range.
+    #[test]
+    fn erf_matches_libm() {
+        let cases = [
+            (1e-10, 1.128_379_167_095_512_6e-10),
+            (0.1, 0.112_462_916_018_284_9),
+            (0.5, 0.520_499_877_813_046_5),
+            (1.0, 0.842_700_792_949_714_9),
+            (2.0, 0.995_322_265_018_952_7),
+            (3.5, 0.999_999_256_901_627_6),
+            (5.9, 0.999_999_999_999_999_9),
+            (-1.5, -0.966_105_146_475_310_8),
+        ];
+        for (x, want) in cases {
+            let got = erf_f64(x);
+            assert!(
+                ((got - want) / want).abs() < 8.0 * f64::EPSILON,
+                "erf({x}) = {got}, want {want}"
+            );
+        }
+        assert_eq!(erf_f64(7.0), 1.0);
+        assert_eq!(erf_f64(-7.0), -1.0);
+        assert!(erf_f64(f64::NAN).is_nan());
+    }
+
+    #[test]
+    fn erf_of_f32_is_the_f64_value_rounded() -> crate::Result<()> {
+        let x = Tensor::from_vec(vec![0.3f32, -1.7, 4.0], &[3])?;
+        let got = x.erf()?.to_vec::<f32>()?;
+        let want: Vec<f32> = [0.3f32, -1.7, 4.0]
+            .iter()
+            .map(|&v| erf_f64(f64::from(v)) as f32)
+            .collect();
+        assert_eq!(got, want);
+        Ok(())
+    }
+}
