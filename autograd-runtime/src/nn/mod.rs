@@ -19,10 +19,16 @@
 
 use std::fmt;
 
+mod conv;
+mod flatten;
 pub mod functional;
 mod linear;
+mod pool;
 
+pub use conv::{Conv2d, Size2};
+pub use flatten::Flatten;
 pub use linear::Linear;
+pub use pool::{AvgPool2d, MaxPool2d};
 
 use crate::{DType, Device, Error, Result, StateDict, Tensor, no_grad};
 
