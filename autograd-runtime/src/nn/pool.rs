@@ -7,7 +7,7 @@
 //! order, which is where PyTorch sends the gradient of a tie.
 
 use crate::nn::Module;
-use crate::nn::conv::{Size2, Window};
+use crate::nn::conv::{Size2, Window, transpose_2d};
 use crate::{Error, Result, Tensor};
 
 /// The output size of a pooling along one dim (PyTorch's `pooling_output_shape`), after its
@@ -133,9 +133,7 @@ fn pool2d(
     // [N, C, H, W] (or [C, H, W]) -> [H·W, N·C]: one row per input position, the planes inner.
     let lead = &shape[..ndim - 2];
     let planes: usize = lead.iter().product();
-    let mut to_rows: Vec<usize> = vec![ndim - 2, ndim - 1];
-    to_rows.extend(0..ndim - 2);
-    let rows = input.permute(&to_rows)?.reshape(&[h * w, planes])?;
+    let rows = transpose_2d(input, planes, h * w)?;
     let window = Window {
         kernel,
         stride,
@@ -148,7 +146,7 @@ fn pool2d(
     let pooled = match reduce {
         Reduce::Max => {
             let columns = window.columns(&rows, 1, f64::NEG_INFINITY)?; // [kh·kw, L·planes]
-            columns.max_dim(0, false)?.0
+            columns.max_dim(0, false)?.0.reshape(&[positions, planes])?
         }
         Reduce::Avg {
             count_include_pad,
@@ -165,12 +163,10 @@ fn pool2d(
                 .div(&divisors)?
         }
     };
-    // [L·planes] -> [out_h, out_w, lead..] -> [lead.., out_h, out_w]
-    let mut spread = output.to_vec();
-    spread.extend_from_slice(lead);
-    let mut back: Vec<usize> = (2..ndim).collect();
-    back.extend([0, 1]);
-    pooled.reshape(&spread)?.permute(&back)
+    // [L, planes] -> [planes, L] -> [lead.., out_h, out_w], contiguous.
+    let mut shape = lead.to_vec();
+    shape.extend(output);
+    transpose_2d(&pooled, positions, planes)?.reshape(&shape)
 }
 
 /// What each output position of an average pool divides its sum by (PyTorch's CPU kernel): the
