@@ -573,3 +573,42 @@ fn empty_batch_gives_an_empty_result() -> Result<()> {
     assert_eq!(y.shape(), &[0, 2, 2, 2]);
     Ok(())
 }
+
+/// On a device other than the CPU (`Virtual(1)`: host memory, scheduled as an accelerator), the
+/// layers build their constants (padding row, divisors) there and give the CPU's numbers, with
+/// the gradients on that device.
+#[test]
+fn layers_run_on_another_device() -> Result<()> {
+    let device = autograd::Device::Virtual(1);
+    let x_cpu = arg(&[2, 2, 5, 5], 14);
+    let w_cpu = arg(&[4, 1, 3, 3], 15);
+    let b_cpu = arg(&[4], 16);
+    let f = |x: &Tensor, w: &Tensor, b: &Tensor| -> Result<Tensor> {
+        let y = F::conv2d(x, w, Some(b), 1, 1, 1, 2)?.relu()?;
+        let p = F::max_pool2d(&y, 2, 2, 1, 1, false)?;
+        let q = F::avg_pool2d(&y, 3, 2, 1, true, false, None)?;
+        p.sum()?.add(&q.sum()?)
+    };
+    f(&x_cpu, &w_cpu, &b_cpu)?.backward()?;
+    let moved: Vec<Tensor> = [&x_cpu, &w_cpu, &b_cpu]
+        .iter()
+        .map(|t| t.detach().to(device)?.requires_grad_(true))
+        .collect::<Result<_>>()?;
+    let out = f(&moved[0], &moved[1], &moved[2])?;
+    assert_eq!(out.device(), device);
+    out.backward()?;
+    for (cpu, dev) in [&x_cpu, &w_cpu, &b_cpu].iter().zip(&moved) {
+        let g = dev.grad().unwrap();
+        assert_eq!(g.device(), device);
+        let (a, b) = (
+            cpu.grad().unwrap().to_vec::<f64>()?,
+            g.to(autograd::Device::Cpu)?.to_vec::<f64>()?,
+        );
+        assert!(
+            a.iter()
+                .zip(&b)
+                .all(|(p, q)| (p - q).abs() <= 1e-12 * p.abs().max(1.0))
+        );
+    }
+    Ok(())
+}

@@ -231,7 +231,7 @@ pub fn conv2d(
              got weight of size {ws:?} instead"
         ));
     }
-    if ws[0] % groups != 0 {
+    if !ws[0].is_multiple_of(groups) {
         return invalid(format!(
             "Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, \
              but got weight of size [{ws:?}] instead"
@@ -479,12 +479,12 @@ impl Conv2d {
                 "groups must be a positive integer".into(),
             ));
         }
-        if self.in_channels % groups != 0 {
+        if !self.in_channels.is_multiple_of(groups) {
             return Err(Error::InvalidArgument(
                 "in_channels must be divisible by groups".into(),
             ));
         }
-        if self.out_channels % groups != 0 {
+        if !self.out_channels.is_multiple_of(groups) {
             return Err(Error::InvalidArgument(
                 "out_channels must be divisible by groups".into(),
             ));
@@ -521,11 +521,32 @@ impl Conv2d {
     }
 
     /// The weight, `[out_channels, in_channels / groups, kh, kw]`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::nn::Conv2d;
+    /// let conv = Conv2d::new(6, 9, (3, 1), 0)?.groups(3)?;
+    /// assert_eq!(conv.weight().shape(), &[9, 2, 3, 1]);
+    /// assert!(conv.weight().requires_grad());
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
     pub fn weight(&self) -> &Tensor {
         &self.weight
     }
 
     /// The bias, `[out_channels]`, if the layer has one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::nn::Conv2d;
+    /// let conv = Conv2d::new(1, 4, 3, 0)?;
+    /// // PyTorch's default init: uniform in ±1/√fan_in, fan_in = 1·3·3.
+    /// let b = conv.bias().unwrap().to_vec::<f32>()?;
+    /// assert!(b.iter().all(|v| v.abs() <= 1.0 / 3.0));
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
     pub fn bias(&self) -> Option<&Tensor> {
         self.bias.as_ref()
     }

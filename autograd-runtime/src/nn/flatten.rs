@@ -33,11 +33,32 @@ impl Default for Flatten {
 
 impl Flatten {
     /// Flattens all dims but the first (`start_dim = 1`, `end_dim = -1`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::nn::{Flatten, Module};
+    /// use autograd_runtime::{DType, Tensor};
+    /// let x = Tensor::zeros(&[8, 2, 3, 3], DType::F32)?;
+    /// assert_eq!(Flatten::new().forward(&x)?.shape(), &[8, 18]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
     pub fn new() -> Flatten {
         Flatten::with_dims(1, -1)
     }
 
     /// Flattens dims `start_dim..=end_dim`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::nn::{Flatten, Module};
+    /// use autograd_runtime::{DType, Tensor};
+    /// let x = Tensor::zeros(&[2, 3, 4], DType::F32)?;
+    /// assert_eq!(Flatten::with_dims(0, 1).forward(&x)?.shape(), &[6, 4]);
+    /// assert!(Flatten::with_dims(2, 1).forward(&x).is_err()); // start after end
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
     pub fn with_dims(start_dim: isize, end_dim: isize) -> Flatten {
         Flatten { start_dim, end_dim }
     }

@@ -58,10 +58,6 @@ enum Reduce {
 
 /// PyTorch's checks for a 2-D pooling (`pool2d_shape_check` and the output size), then the
 /// pooling itself.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the options of both pools, in PyTorch's order"
-)]
 fn pool2d(
     input: &Tensor,
     kernel: [usize; 2],
@@ -324,6 +320,20 @@ pub struct MaxPool2d {
 
 impl MaxPool2d {
     /// A max pool over `kernel_size` windows, stride `kernel_size`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::nn::{MaxPool2d, Module};
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::from_vec((1..=12).map(f64::from).collect(), &[1, 1, 3, 4])?;
+    /// let y = MaxPool2d::new((1, 2)).forward(&x)?;
+    /// assert_eq!(y.to_vec::<f64>()?, vec![2.0, 4.0, 6.0, 8.0, 10.0, 12.0]);
+    /// // Windows one apart, padded with -inf, taps two apart, output size rounded up.
+    /// let pool = MaxPool2d::new(2).stride(1).padding(1).dilation(2).ceil_mode(true);
+    /// assert_eq!(pool.forward(&x)?.shape(), &[1, 1, 3, 4]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
     pub fn new(kernel_size: impl Into<Size2>) -> MaxPool2d {
         let kernel_size = kernel_size.into();
         MaxPool2d {
@@ -416,6 +426,22 @@ pub struct AvgPool2d {
 
 impl AvgPool2d {
     /// An average pool over `kernel_size` windows, stride `kernel_size`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::nn::{AvgPool2d, Module};
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::from_vec((1..=8).map(f64::from).collect(), &[1, 1, 2, 4])?;
+    /// assert_eq!(AvgPool2d::new(2).forward(&x)?.to_vec::<f64>()?, vec![3.5, 5.5]);
+    /// // Padding 1, not counted: the corner windows average the one value they hold.
+    /// let pool = AvgPool2d::new(2).padding(1).count_include_pad(false);
+    /// assert_eq!(pool.forward(&x)?.to_vec::<f64>()?[0], 1.0);
+    /// // A fixed divisor instead of the window's size.
+    /// let pool = AvgPool2d::new(2).divisor_override(Some(1));
+    /// assert_eq!(pool.forward(&x)?.to_vec::<f64>()?, vec![14.0, 22.0]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
     pub fn new(kernel_size: impl Into<Size2>) -> AvgPool2d {
         let kernel_size = kernel_size.into();
         AvgPool2d {
