@@ -1,1 +1,614 @@
-//! Tests of `conv` (to come).
+//! `conv2d`, `max_pool2d`, `avg_pool2d` and their modules (`Conv2d`, `MaxPool2d`, `AvgPool2d`,
+//! `Flatten`) against PyTorch: outputs and gradients recorded in f64 by `benches/record_conv.py`
+//! (`tests/nn/data/conv.json`, replayed at rtol 1e-10), PyTorch's error texts, gradcheck and
+//! gradgradcheck, and the shapes through a small CNN.
+
+use autograd::nn::functional as F;
+use autograd::nn::{AvgPool2d, Conv2d, Flatten, MaxPool2d, Module, Size2};
+use autograd::{BackwardOptions, DType, Error, Result, Tensor, gradcheck, gradgradcheck};
+use serde_json::Value;
+
+const DATA: &str = include_str!("data/conv.json");
+const RTOL: f64 = 1e-10;
+const ATOL: f64 = 1e-12;
+
+fn data() -> Value {
+    serde_json::from_str(DATA).expect("tests/nn/data/conv.json parses")
+}
+
+fn usizes(v: &Value) -> Vec<usize> {
+    v.as_array()
+        .expect("an array")
+        .iter()
+        .map(|x| x.as_u64().expect("a size") as usize)
+        .collect()
+}
+
+fn pair(v: &Value) -> [usize; 2] {
+    let p = usizes(v);
+    [p[0], p[1]]
+}
+
+fn floats(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .expect("an array")
+        .iter()
+        .map(|x| x.as_f64().expect("a number"))
+        .collect()
+}
+
+/// A recorded tensor (`{"shape", "data"}`) as an f64 leaf that requires grad.
+fn leaf(v: &Value) -> Tensor {
+    Tensor::from_vec(floats(&v["data"]), &usizes(&v["shape"]))
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap()
+}
+
+fn assert_close(what: &str, got: &Tensor, expected: &Value) {
+    assert_eq!(got.shape(), usizes(&expected["shape"]), "{what}: shape");
+    let got = got.to_vec::<f64>().unwrap();
+    let want = floats(&expected["data"]);
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            (g - w).abs() <= ATOL + RTOL * w.abs(),
+            "{what}[{i}]: got {g}, PyTorch {w}"
+        );
+    }
+}
+
+// ----- replay of PyTorch's numbers -------------------------------------------------------------
+
+#[test]
+fn conv2d_matches_pytorch() {
+    let data = data();
+    let cases = data["conv2d"].as_array().unwrap();
+    assert!(cases.len() >= 10);
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let x = leaf(&case["input"]);
+        let w = leaf(&case["weight"]);
+        let b = (!case["bias"].is_null()).then(|| leaf(&case["bias"]));
+        let y = F::conv2d(
+            &x,
+            &w,
+            b.as_ref(),
+            pair(&case["stride"]),
+            pair(&case["padding"]),
+            pair(&case["dilation"]),
+            case["groups"].as_u64().unwrap() as usize,
+        )
+        .unwrap();
+        assert_close(&format!("{name}: output"), &y, &case["output"]);
+        let g = leaf(&case["grad_output"]).detach();
+        y.backward_with(BackwardOptions::new().gradient(g)).unwrap();
+        assert_close(
+            &format!("{name}: grad input"),
+            &x.grad().unwrap(),
+            &case["grad_input"],
+        );
+        assert_close(
+            &format!("{name}: grad weight"),
+            &w.grad().unwrap(),
+            &case["grad_weight"],
+        );
+        if let Some(b) = &b {
+            assert_close(
+                &format!("{name}: grad bias"),
+                &b.grad().unwrap(),
+                &case["grad_bias"],
+            );
+        }
+    }
+}
+
+fn run_pool(case: &Value, x: &Tensor) -> Result<Tensor> {
+    let (k, s, p) = (
+        pair(&case["kernel_size"]),
+        pair(&case["stride"]),
+        pair(&case["padding"]),
+    );
+    let ceil = case["ceil_mode"].as_bool().unwrap();
+    match case["op"].as_str().unwrap() {
+        "max" => F::max_pool2d(x, k, s, p, pair(&case["dilation"]), ceil),
+        _ => F::avg_pool2d(
+            x,
+            k,
+            s,
+            p,
+            ceil,
+            case["count_include_pad"].as_bool().unwrap(),
+            case["divisor_override"].as_u64().map(|d| d as usize),
+        ),
+    }
+}
+
+#[test]
+fn pooling_matches_pytorch() {
+    let data = data();
+    let cases = data["pool2d"].as_array().unwrap();
+    assert!(cases.len() >= 14);
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let x = leaf(&case["input"]);
+        let y = run_pool(case, &x).unwrap();
+        assert_close(&format!("{name}: output"), &y, &case["output"]);
+        let g = leaf(&case["grad_output"]).detach();
+        y.backward_with(BackwardOptions::new().gradient(g)).unwrap();
+        assert_close(
+            &format!("{name}: grad input"),
+            &x.grad().unwrap(),
+            &case["grad_input"],
+        );
+    }
+}
+
+/// The recorded tie cases really have ties, and the gradient of each window goes to one entry:
+/// the first maximum in row-major order, as PyTorch's (checked here without the recording too).
+#[test]
+fn max_pool_ties_send_the_gradient_to_the_first_maximum() {
+    let x = Tensor::from_vec(
+        vec![1.0f64, 3.0, 3.0, 0.0, 3.0, 3.0, 2.0, 3.0, 1.0],
+        &[1, 1, 3, 3],
+    )
+    .unwrap()
+    .requires_grad_(true)
+    .unwrap();
+    // Four overlapping 2×2 windows, each with several 3s.
+    let y = F::max_pool2d(&x, 2, 1, 0, 1, false).unwrap();
+    assert_eq!(y.to_vec::<f64>().unwrap(), vec![3.0; 4]);
+    y.sum().unwrap().backward().unwrap();
+    // Windows: (0,0) first max at (0,1); (0,1) at (0,1); (1,0) at (1,1); (1,1) at (1,1).
+    assert_eq!(
+        x.grad().unwrap().to_vec::<f64>().unwrap(),
+        vec![0.0, 2.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0]
+    );
+    let data = data();
+    let tie_cases: Vec<&Value> = data["pool2d"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["name"].as_str().unwrap().contains("ties"))
+        .collect();
+    assert_eq!(tie_cases.len(), 2);
+    for case in tie_cases {
+        let input = floats(&case["input"]["data"]);
+        let distinct: std::collections::BTreeSet<u64> = input.iter().map(|v| v.to_bits()).collect();
+        assert!(distinct.len() <= 3, "few distinct values, so windows tie");
+    }
+}
+
+// ----- errors, in PyTorch's words ---------------------------------------------------------------
+
+#[test]
+fn errors_match_pytorch() {
+    let data = data();
+    let cases = data["errors"].as_array().unwrap();
+    assert!(cases.len() >= 30);
+    for case in cases {
+        let x = Tensor::zeros(&usizes(&case["input_shape"]), DType::F64).unwrap();
+        let args = &case["args"];
+        let size = |key: &str, default: [usize; 2]| -> [usize; 2] {
+            if args[key].is_null() {
+                default
+            } else {
+                pair(&args[key])
+            }
+        };
+        let result = match case["op"].as_str().unwrap() {
+            "conv2d" => {
+                let w = Tensor::zeros(&usizes(&case["weight_shape"]), DType::F64).unwrap();
+                let b = (!case["bias_shape"].is_null())
+                    .then(|| Tensor::zeros(&usizes(&case["bias_shape"]), DType::F64).unwrap());
+                F::conv2d(
+                    &x,
+                    &w,
+                    b.as_ref(),
+                    size("stride", [1, 1]),
+                    size("padding", [0, 0]),
+                    size("dilation", [1, 1]),
+                    args["groups"].as_u64().unwrap_or(1) as usize,
+                )
+            }
+            "max_pool2d" => {
+                let k = size("kernel_size", [0, 0]);
+                F::max_pool2d(
+                    &x,
+                    k,
+                    size("stride", k),
+                    size("padding", [0, 0]),
+                    size("dilation", [1, 1]),
+                    false,
+                )
+            }
+            _ => {
+                let k = size("kernel_size", [0, 0]);
+                F::avg_pool2d(
+                    &x,
+                    k,
+                    size("stride", k),
+                    size("padding", [0, 0]),
+                    false,
+                    true,
+                    args["divisor_override"].as_u64().map(|d| d as usize),
+                )
+            }
+        };
+        let want = case["message"].as_str().unwrap();
+        match result {
+            Ok(y) => panic!("{case}: no error, output of shape {:?}", y.shape()),
+            Err(e) => assert_eq!(e.to_string(), want, "{case}"),
+        }
+    }
+}
+
+#[test]
+fn module_errors_match_pytorch() {
+    let msg = |r: Result<Conv2d>| r.unwrap_err().to_string();
+    assert_eq!(
+        msg(Conv2d::new(3, 4, 3, 0).unwrap().groups(2)),
+        "in_channels must be divisible by groups"
+    );
+    assert_eq!(
+        msg(Conv2d::new(4, 3, 3, 0).unwrap().groups(2)),
+        "out_channels must be divisible by groups"
+    );
+    assert_eq!(
+        msg(Conv2d::new(4, 4, 3, 0).unwrap().groups(0)),
+        "groups must be a positive integer"
+    );
+    let e = Flatten::with_dims(2, 1)
+        .forward(&Tensor::zeros(&[2, 3, 4], DType::F32).unwrap())
+        .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)));
+    assert_eq!(
+        e.to_string(),
+        "flatten() has invalid args: start_dim cannot come after end_dim"
+    );
+    let e = Flatten::with_dims(0, 5)
+        .forward(&Tensor::zeros(&[2, 3], DType::F32).unwrap())
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "Dimension out of range (expected to be in range of [-2, 1], but got 5)"
+    );
+    let e = Flatten::new()
+        .forward(&Tensor::zeros(&[3], DType::F32).unwrap())
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "Dimension out of range (expected to be in range of [-1, 0], but got 1)"
+    );
+    // Mixed dtypes are refused, not promoted.
+    let conv = Conv2d::new(1, 1, 3, 0).unwrap();
+    let e = conv
+        .forward(&Tensor::zeros(&[1, 1, 4, 4], DType::F64).unwrap())
+        .unwrap_err();
+    assert!(matches!(e, Error::DTypeMismatch { .. }), "{e}");
+}
+
+// ----- gradcheck and gradgradcheck (f64, small) -----------------------------------------------------
+
+/// Deterministic values in [-1, 1], distinct (no ties for the max pool's finite differences).
+fn values(n: usize, seed: u64) -> Vec<f64> {
+    let mut v: Vec<f64> = (0..n)
+        .map(|i| {
+            let t = (i as f64 + 1.0) * 0.618_033_988_749_895 + seed as f64 * 0.414_213_562;
+            2.0 * (t - t.floor()) - 1.0
+        })
+        .collect();
+    // Distinct by construction (irrational steps); spread them a little more apart.
+    v.iter_mut()
+        .enumerate()
+        .for_each(|(i, x)| *x += i as f64 * 1e-3);
+    v
+}
+
+fn arg(shape: &[usize], seed: u64) -> Tensor {
+    Tensor::from_vec(values(shape.iter().product(), seed), shape)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap()
+}
+
+fn conv_inputs() -> Vec<Tensor> {
+    vec![arg(&[2, 2, 4, 5], 1), arg(&[4, 1, 2, 3], 2), arg(&[4], 3)]
+}
+
+fn conv_f(i: &[Tensor]) -> Result<Tensor> {
+    // Groups, stride, padding and dilation at once.
+    F::conv2d(&i[0], &i[1], Some(&i[2]), (2, 1), 1, (1, 2), 2)
+}
+
+#[test]
+fn conv2d_gradcheck() -> Result<()> {
+    gradcheck(conv_f, &conv_inputs())?;
+    gradcheck(
+        |i| F::conv2d(&i[0], &i[1], None, 1, 0, 1, 1),
+        &[arg(&[1, 3, 4, 4], 4), arg(&[2, 3, 3, 2], 5)],
+    )
+}
+
+#[test]
+fn conv2d_gradgradcheck() -> Result<()> {
+    gradgradcheck(conv_f, &conv_inputs())?;
+    gradgradcheck(
+        |i| F::conv2d(&i[0], &i[1], None, 1, 1, 1, 1),
+        &[arg(&[3, 4, 4], 6), arg(&[2, 3, 2, 2], 7)],
+    )
+}
+
+#[test]
+fn max_pool2d_gradcheck_and_gradgradcheck() -> Result<()> {
+    let f = |i: &[Tensor]| F::max_pool2d(&i[0], 3, 2, 1, 1, true);
+    let g = |i: &[Tensor]| F::max_pool2d(&i[0], (2, 3), 1, (1, 0), (2, 1), false);
+    gradcheck(f, &[arg(&[2, 2, 5, 6], 8)])?;
+    gradgradcheck(f, &[arg(&[2, 2, 5, 6], 8)])?;
+    gradcheck(g, &[arg(&[1, 2, 5, 5], 9)])?;
+    gradgradcheck(g, &[arg(&[1, 2, 5, 5], 9)])
+}
+
+#[test]
+fn avg_pool2d_gradcheck_and_gradgradcheck() -> Result<()> {
+    let f = |i: &[Tensor]| F::avg_pool2d(&i[0], 3, 2, 1, true, false, None);
+    let g = |i: &[Tensor]| F::avg_pool2d(&i[0], (2, 3), (1, 2), (1, 1), false, true, Some(5));
+    gradcheck(f, &[arg(&[2, 2, 6, 6], 10)])?;
+    gradgradcheck(f, &[arg(&[2, 2, 6, 6], 10)])?;
+    gradcheck(g, &[arg(&[1, 2, 5, 6], 11)])?;
+    gradgradcheck(g, &[arg(&[1, 2, 5, 6], 11)])
+}
+
+// ----- modules ----------------------------------------------------------------------------------
+
+#[test]
+fn conv2d_module_matches_the_function_and_names_parameters_as_pytorch() -> Result<()> {
+    let conv = Conv2d::new(4, 6, (3, 2), 11)?
+        .stride(2)
+        .padding((1, 0))
+        .dilation((1, 2))
+        .groups(2)?;
+    assert_eq!(conv.weight().shape(), &[6, 2, 3, 2]);
+    assert_eq!(conv.bias().unwrap().shape(), &[6]);
+    let keys: Vec<String> = conv.state_dict().keys().map(String::from).collect();
+    assert_eq!(keys, ["weight", "bias"]);
+    assert_eq!(conv.parameter_count(), 6 * 2 * 3 * 2 + 6);
+    let x = Tensor::randn(&[2, 4, 7, 7], DType::F32, 3)?;
+    let y = conv.forward(&x)?;
+    let want = F::conv2d(&x, conv.weight(), conv.bias(), 2, (1, 0), (1, 2), 2)?;
+    assert_eq!(y.shape(), &[2, 6, 4, 3]);
+    assert_eq!(y.to_vec::<f32>()?, want.to_vec::<f32>()?);
+    // Without a bias: one parameter, and the output is the weight's part alone.
+    let plain = Conv2d::new(4, 6, (3, 2), 11)?
+        .stride(2)
+        .padding((1, 0))
+        .dilation((1, 2))
+        .groups(2)?
+        .without_bias();
+    assert_eq!(plain.named_parameters().len(), 1);
+    assert_eq!(
+        plain.weight().to_vec::<f32>()?,
+        conv.weight().to_vec::<f32>()?
+    );
+    let with_bias = plain
+        .forward(&x)?
+        .add(&conv.bias().unwrap().reshape(&[6, 1, 1])?)?;
+    let (a, b) = (with_bias.to_vec::<f32>()?, y.to_vec::<f32>()?);
+    assert!(
+        a.iter()
+            .zip(&b)
+            .all(|(p, q)| (p - q).abs() <= 1e-6 * q.abs().max(1.0))
+    );
+    Ok(())
+}
+
+/// PyTorch's default init: uniform in ±1/√fan_in, `fan_in = in/groups · kh · kw`, for weight and
+/// bias; seeded, so the same seed gives the same layer.
+#[test]
+fn conv2d_init_is_pytorchs_default() -> Result<()> {
+    for (cin, cout, k, groups) in [(16, 32, 3, 1), (8, 8, 5, 4), (3, 64, 2, 1)] {
+        let conv = Conv2d::new(cin, cout, k, 5)?.groups(groups)?;
+        let bound = 1.0 / ((cin / groups * k * k) as f32).sqrt();
+        for p in conv.parameters() {
+            assert!(p.requires_grad() && p.is_leaf());
+            let v = p.to_vec::<f32>()?;
+            let max = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+            assert!(
+                max <= bound,
+                "{cin}->{cout} k{k} g{groups}: {max} > {bound}"
+            );
+            let mean = v.iter().sum::<f32>() / v.len() as f32;
+            assert!(mean.abs() < bound / 2.0, "mean {mean}");
+        }
+        let w = conv.weight().to_vec::<f32>()?;
+        let max = w.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+        assert!(
+            max > 0.9 * bound,
+            "the weight spans its bound: {max} vs {bound}"
+        );
+    }
+    let a = Conv2d::new(2, 3, 3, 9)?;
+    let b = Conv2d::new(2, 3, 3, 9)?;
+    let c = Conv2d::new(2, 3, 3, 10)?;
+    assert_eq!(a.weight().to_vec::<f32>()?, b.weight().to_vec::<f32>()?);
+    assert_ne!(a.weight().to_vec::<f32>()?, c.weight().to_vec::<f32>()?);
+    // `groups` draws what a layer built with the option from the start draws.
+    let g1 = Conv2d::new(4, 4, 3, 9)?.groups(2)?;
+    let g2 = Conv2d::new(4, 4, 3, 9)?.groups(4)?.groups(2)?;
+    assert_eq!(g1.weight().to_vec::<f32>()?, g2.weight().to_vec::<f32>()?);
+    Ok(())
+}
+
+#[test]
+fn pool_modules_use_pytorchs_defaults() -> Result<()> {
+    let x = arg(&[2, 3, 7, 6], 12);
+    // MaxPool2d(k): stride = k, padding 0, dilation 1, floor.
+    let y = MaxPool2d::new(2).forward(&x)?;
+    assert_eq!(y.shape(), &[2, 3, 3, 3]);
+    assert_eq!(
+        y.to_vec::<f64>()?,
+        F::max_pool2d(&x, 2, 2, 0, 1, false)?.to_vec::<f64>()?
+    );
+    let y = MaxPool2d::new((3, 2))
+        .stride(2)
+        .padding(1)
+        .dilation((1, 2))
+        .ceil_mode(true)
+        .forward(&x)?;
+    let want = F::max_pool2d(&x, (3, 2), 2, 1, (1, 2), true)?;
+    assert_eq!(y.to_vec::<f64>()?, want.to_vec::<f64>()?);
+    let y = AvgPool2d::new(3).forward(&x)?;
+    assert_eq!(y.shape(), &[2, 3, 2, 2]);
+    assert_eq!(
+        y.to_vec::<f64>()?,
+        F::avg_pool2d(&x, 3, 3, 0, false, true, None)?.to_vec::<f64>()?
+    );
+    let y = AvgPool2d::new(2)
+        .stride(1)
+        .padding(1)
+        .ceil_mode(true)
+        .count_include_pad(false)
+        .divisor_override(Some(3))
+        .forward(&x)?;
+    let want = F::avg_pool2d(&x, 2, 1, 1, true, false, Some(3))?;
+    assert_eq!(y.to_vec::<f64>()?, want.to_vec::<f64>()?);
+    assert!(MaxPool2d::new(2).parameters().is_empty());
+    assert!(AvgPool2d::new(2).parameters().is_empty());
+    assert!(Flatten::default().parameters().is_empty());
+    Ok(())
+}
+
+#[test]
+fn flatten_merges_dims_as_pytorch() -> Result<()> {
+    let x = arg(&[2, 3, 4, 5], 13);
+    assert_eq!(Flatten::new().forward(&x)?.shape(), &[2, 60]);
+    assert_eq!(Flatten::with_dims(0, -1).forward(&x)?.shape(), &[120]);
+    assert_eq!(Flatten::with_dims(1, 2).forward(&x)?.shape(), &[2, 12, 5]);
+    assert_eq!(
+        Flatten::with_dims(-1, -1).forward(&x)?.shape(),
+        &[2, 3, 4, 5]
+    );
+    assert_eq!(
+        Flatten::with_dims(0, 0)
+            .forward(&Tensor::scalar(2.0f64))?
+            .shape(),
+        &[1]
+    );
+    // Values in C order, and the gradient flows back through.
+    let y = Flatten::new().forward(&x)?;
+    assert_eq!(y.to_vec::<f64>()?, x.to_vec::<f64>()?);
+    y.sum()?.backward()?;
+    assert_eq!(x.grad().unwrap().to_vec::<f64>()?, vec![1.0; 120]);
+    Ok(())
+}
+
+/// The main job's CNN, chained by hand: shapes at each step, unbatched input, and gradients on
+/// every parameter.
+#[test]
+fn cnn_chain_shapes() -> Result<()> {
+    let conv1 = Conv2d::new(1, 16, 3, 1)?.padding(1);
+    let conv2 = Conv2d::new(16, 32, 3, 2)?.padding(1);
+    let pool = MaxPool2d::new(2);
+    let flatten = Flatten::new();
+    let forward = |x: &Tensor| -> Result<Vec<Tensor>> {
+        let a = conv1.forward(x)?.relu()?;
+        let b = pool.forward(&a)?;
+        let c = conv2.forward(&b)?.relu()?;
+        let d = pool.forward(&c)?;
+        let e = flatten.forward(&d)?;
+        Ok(vec![a, b, c, d, e])
+    };
+    let x = Tensor::randn(&[64, 1, 8, 8], DType::F32, 4)?;
+    let steps = forward(&x)?;
+    let shapes: Vec<&[usize]> = steps.iter().map(Tensor::shape).collect();
+    assert_eq!(
+        shapes,
+        [
+            &[64, 16, 8, 8][..],
+            &[64, 16, 4, 4],
+            &[64, 32, 4, 4],
+            &[64, 32, 2, 2],
+            &[64, 128]
+        ]
+    );
+    steps[4].sum()?.backward()?;
+    for p in conv1.parameters().iter().chain(&conv2.parameters()) {
+        let g = p.grad().expect("every parameter gets a gradient");
+        assert_eq!(g.shape(), p.shape());
+        assert!(g.to_vec::<f32>()?.iter().any(|v| *v != 0.0));
+    }
+    // Unbatched [C, H, W]: the batched result's first entry.
+    let one = x.narrow(0, 0, 1)?.reshape(&[1, 8, 8])?;
+    let steps_one = forward(&one)?;
+    let shapes: Vec<&[usize]> = steps_one.iter().map(Tensor::shape).collect();
+    assert_eq!(
+        shapes,
+        [
+            &[16, 8, 8][..],
+            &[16, 4, 4],
+            &[32, 4, 4],
+            &[32, 2, 2],
+            &[32, 4]
+        ]
+    );
+    let batched = steps[3].narrow(0, 0, 1)?.to_vec::<f32>()?;
+    let single = steps_one[3].to_vec::<f32>()?;
+    assert!(
+        batched
+            .iter()
+            .zip(&single)
+            .all(|(a, b)| (a - b).abs() <= 1e-5)
+    );
+    assert_eq!(Size2::from(2), Size2([2, 2]));
+    Ok(())
+}
+
+#[test]
+fn empty_batch_gives_an_empty_result() -> Result<()> {
+    let conv = Conv2d::new(2, 3, 3, 0)?.padding(1);
+    let y = conv.forward(&Tensor::zeros(&[0, 2, 5, 5], DType::F32)?)?;
+    assert_eq!(y.shape(), &[0, 3, 5, 5]);
+    let y = MaxPool2d::new(2).forward(&Tensor::zeros(&[0, 2, 4, 4], DType::F32)?)?;
+    assert_eq!(y.shape(), &[0, 2, 2, 2]);
+    let y = AvgPool2d::new(2).forward(&Tensor::zeros(&[0, 2, 4, 4], DType::F32)?)?;
+    assert_eq!(y.shape(), &[0, 2, 2, 2]);
+    Ok(())
+}
+
+/// On a device other than the CPU (`Virtual(1)`: host memory, scheduled as an accelerator), the
+/// layers build their constants (padding row, divisors) there and give the CPU's numbers, with
+/// the gradients on that device.
+#[test]
+fn layers_run_on_another_device() -> Result<()> {
+    let device = autograd::Device::Virtual(1);
+    let x_cpu = arg(&[2, 2, 5, 5], 14);
+    let w_cpu = arg(&[4, 1, 3, 3], 15);
+    let b_cpu = arg(&[4], 16);
+    let f = |x: &Tensor, w: &Tensor, b: &Tensor| -> Result<Tensor> {
+        let y = F::conv2d(x, w, Some(b), 1, 1, 1, 2)?.relu()?;
+        let p = F::max_pool2d(&y, 2, 2, 1, 1, false)?;
+        let q = F::avg_pool2d(&y, 3, 2, 1, true, false, None)?;
+        p.sum()?.add(&q.sum()?)
+    };
+    f(&x_cpu, &w_cpu, &b_cpu)?.backward()?;
+    let moved: Vec<Tensor> = [&x_cpu, &w_cpu, &b_cpu]
+        .iter()
+        .map(|t| t.detach().to(device)?.requires_grad_(true))
+        .collect::<Result<_>>()?;
+    let out = f(&moved[0], &moved[1], &moved[2])?;
+    assert_eq!(out.device(), device);
+    out.backward()?;
+    for (cpu, dev) in [&x_cpu, &w_cpu, &b_cpu].iter().zip(&moved) {
+        let g = dev.grad().unwrap();
+        assert_eq!(g.device(), device);
+        let (a, b) = (
+            cpu.grad().unwrap().to_vec::<f64>()?,
+            g.to(autograd::Device::Cpu)?.to_vec::<f64>()?,
+        );
+        assert!(
+            a.iter()
+                .zip(&b)
+                .all(|(p, q)| (p - q).abs() <= 1e-12 * p.abs().max(1.0))
+        );
+    }
+    Ok(())
+}

@@ -2,9 +2,11 @@
 //! normalisation, convolution and pooling on plain tensors, for models written without modules.
 
 pub use super::activation::{gelu, leaky_relu, log_softmax, relu, softmax};
+pub use super::conv::conv2d;
 pub use super::dropout::dropout;
 pub use super::layer_norm::layer_norm;
 pub use super::loss::{
     BceWithLogitsOptions, CrossEntropyOptions, NllLossOptions, Reduction,
     binary_cross_entropy_with_logits, cross_entropy, mse_loss, nll_loss,
 };
+pub use super::pool::{avg_pool2d, max_pool2d};

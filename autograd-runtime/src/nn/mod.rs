@@ -17,7 +17,8 @@
 //! # Ok::<(), autograd_runtime::Error>(())
 //! ```
 //!
-//! Layers: [`Linear`], [`Sequential`], [`Embedding`], [`LayerNorm`], [`Dropout`] (seeded);
+//! Layers: [`Linear`], [`Sequential`], [`Conv2d`], [`MaxPool2d`], [`AvgPool2d`], [`Flatten`],
+//! [`Embedding`], [`LayerNorm`], [`Dropout`] (seeded);
 //! activations [`Relu`], [`Tanh`], [`Sigmoid`], [`Gelu`], [`LeakyRelu`], [`Softmax`],
 //! [`LogSoftmax`], [`Identity`]. Losses in [`functional`]: `cross_entropy` (label smoothing,
 //! ignore index, class weights), `nll_loss`, `mse_loss`, `binary_cross_entropy_with_logits`,
@@ -30,23 +31,29 @@
 use std::fmt;
 
 mod activation;
+mod conv;
 mod dropout;
 mod embedding;
+mod flatten;
 pub mod functional;
 pub mod init;
 mod layer_norm;
 mod linear;
 mod loss;
+mod pool;
 mod sequential;
 
 pub use activation::{
     Gelu, GeluApproximate, Identity, LeakyRelu, LogSoftmax, Relu, Sigmoid, Softmax, Tanh,
 };
+pub use conv::{Conv2d, Size2};
 pub use dropout::Dropout;
 pub use embedding::Embedding;
+pub use flatten::Flatten;
 pub use layer_norm::LayerNorm;
 pub use linear::Linear;
 pub use loss::{BceWithLogitsLoss, CrossEntropyLoss, MseLoss, NllLoss};
+pub use pool::{AvgPool2d, MaxPool2d};
 pub use sequential::Sequential;
 
 use crate::{DType, Device, Error, Result, StateDict, Tensor, no_grad};

@@ -1,0 +1,615 @@
+//! `Conv2d` and `functional::conv2d`: 2-D convolution as im2col and one GEMM.
+//!
+//! The input's patches are gathered by one [`index_select`](Tensor::index_select) with a
+//! precomputed index list (im2col), and multiplied by the weight with
+//! [`matmul`](Tensor::matmul). Both ops are differentiable twice (`index_select`'s gradient is
+//! `index_add`, whose gradient is `index_select` again: col2im and im2col), on every device
+//! that has them, so convolution needs no kernel of its own and has a double backward.
+//!
+//! Layout: the batch is the innermost dim of the patch matrix. An `[N, C, H, W]` input becomes
+//! `[C·H·W (+1), N]` (the extra row holds the padding value), the gather copies whole rows of
+//! `N` values, and the patch matrix `[C·kh·kw, L·N]` (`L = out_h·out_w`) meets the weight
+//! `[O, C·kh·kw]` in a single GEMM for the whole batch. [`Window`] is shared with the pools.
+
+use std::fmt;
+
+use crate::nn::Module;
+use crate::{DType, Error, Result, Tensor};
+
+/// A size per spatial dim, `[height, width]`: PyTorch's `_size_2_t`, an `int` or a pair.
+///
+/// Every size argument of the convolution and pooling functions takes `impl Into<Size2>`: a
+/// `usize` (the same for both dims), a `[usize; 2]` or a `(usize, usize)`.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::Size2;
+/// assert_eq!(Size2::from(3), Size2([3, 3]));
+/// assert_eq!(Size2::from((2, 5)), Size2([2, 5]));
+/// assert_eq!(Size2::from([1, 4]).0, [1, 4]);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Size2(pub [usize; 2]);
+
+impl From<usize> for Size2 {
+    fn from(n: usize) -> Size2 {
+        Size2([n, n])
+    }
+}
+
+impl From<[usize; 2]> for Size2 {
+    fn from(hw: [usize; 2]) -> Size2 {
+        Size2(hw)
+    }
+}
+
+impl From<(usize, usize)> for Size2 {
+    fn from((h, w): (usize, usize)) -> Size2 {
+        Size2([h, w])
+    }
+}
+
+impl fmt::Display for Size2 {
+    /// PyTorch's spelling in a module's `repr`: `(3, 3)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "({}, {})", self.0[0], self.0[1])
+    }
+}
+
+// ----- the sliding window (shared with the pools) ------------------------------------------------
+
+/// A 2-D sliding window over an `input`-sized plane: which input positions each output position
+/// reads. Sizes are `[height, width]`; `output` is computed by the caller (convolution and
+/// pooling round differently).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Window {
+    pub(super) kernel: [usize; 2],
+    pub(super) stride: [usize; 2],
+    pub(super) padding: [usize; 2],
+    pub(super) dilation: [usize; 2],
+    pub(super) input: [usize; 2],
+    pub(super) output: [usize; 2],
+}
+
+impl Window {
+    /// For each of `planes` planes, kernel offset `(ki, kj)` and output position `(oy, ox)`, in
+    /// that (C) order, the flat position `plane·H·W + y·W + x` the window reads, or `pad` where
+    /// it reads padding; and whether any entry is `pad`.
+    fn index(&self, planes: usize, pad: usize) -> (Vec<usize>, bool) {
+        let [h, w] = self.input;
+        let [kh, kw] = self.kernel;
+        let [oh, ow] = self.output;
+        let mut index = Vec::with_capacity(planes * kh * kw * oh * ow);
+        let mut padded = false;
+        // The input coordinate read at kernel offset `k` by output position `o` along one dim.
+        let coord = |d: usize, k: usize, o: usize| -> Option<usize> {
+            (o * self.stride[d] + k * self.dilation[d]).checked_sub(self.padding[d])
+        };
+        for p in 0..planes {
+            for ki in 0..kh {
+                for kj in 0..kw {
+                    for oy in 0..oh {
+                        let y = coord(0, ki, oy).filter(|&y| y < h);
+                        for ox in 0..ow {
+                            let x = coord(1, kj, ox).filter(|&x| x < w);
+                            match (y, x) {
+                                (Some(y), Some(x)) => index.push(p * h * w + y * w + x),
+                                _ => {
+                                    index.push(pad);
+                                    padded = true;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        (index, padded)
+    }
+
+    /// im2col: `rows` is `[planes·H·W, B]` (one row per input position, the batch inner); the
+    /// result is `[planes·kh·kw, L·B]`, column `l·B + b` holding batch entry `b`'s patch at
+    /// output position `l`, with `fill` where the window reads padding.
+    pub(super) fn columns(&self, rows: &Tensor, planes: usize, fill: f64) -> Result<Tensor> {
+        let batch = rows.shape()[1];
+        let plane = self.input[0] * self.input[1];
+        let (index, padded) = self.index(planes, planes * plane);
+        let source = if padded {
+            let pad_row = Tensor::filled(&[1, batch], fill, rows.dtype(), rows.device())?;
+            Tensor::cat(&[rows.clone(), pad_row], 0)?
+        } else {
+            rows.clone()
+        };
+        let [kh, kw] = self.kernel;
+        let positions = self.output[0] * self.output[1];
+        source
+            .index_select(0, &index)?
+            .reshape(&[planes * kh * kw, positions * batch])
+    }
+}
+
+/// `x` read as a row-major `[rows, cols]` matrix, transposed into a contiguous `[cols, rows]`
+/// one (a differentiable copy). A 2-D transpose is the cheap way between the batch-outer layout
+/// of the tensors users see and the batch-inner one of the patch matrices: the copy kernel is
+/// far faster on it than on the equivalent 4-D permutation.
+pub(super) fn transpose_2d(x: &Tensor, rows: usize, cols: usize) -> Result<Tensor> {
+    x.reshape(&[rows, cols])?.transpose(0, 1)?.contiguous()
+}
+
+/// The output size of a convolution along one dim (the caller has checked that the dilated
+/// kernel fits the padded input).
+fn conv_output_size(input: usize, kernel: usize, stride: usize, pad: usize, dil: usize) -> usize {
+    (input + 2 * pad - dil * (kernel - 1) - 1) / stride + 1
+}
+
+// ----- the function ---------------------------------------------------------------------------------
+
+/// 2-D convolution (PyTorch's `torch.nn.functional.conv2d`; strictly a cross-correlation, as
+/// there): `input` `[N, C, H, W]` (or unbatched `[C, H, W]`), `weight`
+/// `[O, C / groups, kh, kw]`, optional `bias` `[O]`; the result is `[N, O, out_h, out_w]` with
+/// `out = (in + 2·padding − dilation·(k − 1) − 1) / stride + 1` per dim (rounded down).
+///
+/// Computed as im2col (an [`index_select`](Tensor::index_select) of the input's patches) and
+/// one [`matmul`](Tensor::matmul) per group, so it is differentiable twice with respect to
+/// input, weight and bias, on every device.
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] with PyTorch's text for a wrong number of dims, a zero stride,
+/// dilation or group count, a weight whose shape does not fit the input or the groups, a bias
+/// of the wrong shape, a kernel larger than the padded input or of size 0; dtype and device
+/// mismatches.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::functional as F;
+/// use autograd_runtime::Tensor;
+/// // A 1×1×3×3 input and a 2×2 kernel of ones: each output sums a 2×2 window.
+/// let x = Tensor::from_vec((1..=9).map(f64::from).collect(), &[1, 1, 3, 3])?.requires_grad_(true)?;
+/// let w = Tensor::ones(&[1, 1, 2, 2], autograd_runtime::DType::F64)?;
+/// let y = F::conv2d(&x, &w, None, 1, 0, 1, 1)?;
+/// assert_eq!(y.shape(), &[1, 1, 2, 2]);
+/// assert_eq!(y.to_vec::<f64>()?, vec![12.0, 16.0, 24.0, 28.0]);
+/// y.sum()?.backward()?;
+/// // Each input value is counted once per window that covers it.
+/// assert_eq!(x.grad().unwrap().to_vec::<f64>()?, vec![1.0, 2.0, 1.0, 2.0, 4.0, 2.0, 1.0, 2.0, 1.0]);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn conv2d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: impl Into<Size2>,
+    padding: impl Into<Size2>,
+    dilation: impl Into<Size2>,
+    groups: usize,
+) -> Result<Tensor> {
+    let (Size2(stride), Size2(padding), Size2(dilation)) =
+        (stride.into(), padding.into(), dilation.into());
+    let invalid = |message: String| Err(Error::InvalidArgument(message));
+    let unbatched = match input.ndim() {
+        3 => true,
+        4 => false,
+        _ => {
+            return invalid(format!(
+                "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of \
+                 size: {:?}",
+                input.shape()
+            ));
+        }
+    };
+    let x = if unbatched {
+        input.reshape(&[&[1], input.shape()].concat())?
+    } else {
+        input.clone()
+    };
+    if stride.contains(&0) {
+        return invalid("non-positive stride is not supported".into());
+    }
+    if dilation.contains(&0) {
+        return invalid(format!(
+            "dilation should be greater than zero, but got {dilation:?}"
+        ));
+    }
+    if groups == 0 {
+        return invalid("non-positive groups is not supported".into());
+    }
+    let ws = weight.shape();
+    if ws.len() != 4 {
+        return invalid(format!(
+            "Expected {d}-dimensional input for {d}-dimensional weight {ws:?}, but got \
+             4-dimensional input of size {:?} instead",
+            x.shape(),
+            d = ws.len()
+        ));
+    }
+    if ws[0] < groups {
+        return invalid(format!(
+            "Given groups={groups}, expected weight to be at least {groups} at dimension 0, but \
+             got weight of size {ws:?} instead"
+        ));
+    }
+    if !ws[0].is_multiple_of(groups) {
+        return invalid(format!(
+            "Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, \
+             but got weight of size [{ws:?}] instead"
+        ));
+    }
+    let [n, c, h, w] = [x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]];
+    if c != ws[1] * groups {
+        return invalid(format!(
+            "Given groups={groups}, weight of size {ws:?}, expected input{:?} to have {} \
+             channels, but got {c} channels instead",
+            x.shape(),
+            ws[1] * groups
+        ));
+    }
+    let out_channels = ws[0];
+    if let Some(b) = bias
+        && b.shape() != [out_channels]
+    {
+        return invalid(format!(
+            "Given weight of size {ws:?}, expected bias to be 1-dimensional with \
+             {out_channels} elements, but got bias of size {:?} instead",
+            b.shape()
+        ));
+    }
+    let kernel = [ws[2], ws[3]];
+    let padded = [h + 2 * padding[0], w + 2 * padding[1]];
+    // The dilated kernel's extent; PyTorch computes it in signed arithmetic, `1 - d` for k = 0.
+    let extent = |d: usize| (kernel[d] as isize - 1) * dilation[d] as isize + 1;
+    if (0..2).any(|d| extent(d) > padded[d] as isize) {
+        return invalid(format!(
+            "Calculated padded input size per channel: ({} x {}). Kernel size: ({} x {}). \
+             Kernel size can't be greater than actual input size",
+            padded[0],
+            padded[1],
+            extent(0),
+            extent(1)
+        ));
+    }
+    if kernel.contains(&0) {
+        return invalid(format!(
+            "kernel size should be greater than zero, but got kernel_height: {} kernel_width: {}",
+            kernel[0], kernel[1]
+        ));
+    }
+    x.check_same_dtype_device("conv2d", weight)?;
+    if let Some(b) = bias {
+        x.check_same_dtype_device("conv2d", b)?;
+    }
+
+    let output =
+        [0, 1].map(|d| conv_output_size([h, w][d], kernel[d], stride[d], padding[d], dilation[d]));
+    let window = Window {
+        kernel,
+        stride,
+        padding,
+        dilation,
+        input: [h, w],
+        output,
+    };
+    // [N, C, H, W] -> [C·H·W, N]: one row per input position, the batch inner.
+    let rows = transpose_2d(&x, n, c * h * w)?;
+    let columns = window.columns(&rows, c, 0.0)?; // [C·kh·kw, L·N]
+    let positions = output[0] * output[1];
+    let patch = ws[1] * kernel[0] * kernel[1];
+    let y = if groups == 1 {
+        weight.reshape(&[out_channels, patch])?.matmul(&columns)?
+    } else {
+        let per_group = out_channels / groups;
+        weight
+            .reshape(&[groups, per_group, patch])?
+            .matmul(&columns.reshape(&[groups, patch, positions * n])?)?
+            .reshape(&[out_channels, positions * n])?
+    }; // [O, L·N]
+    let y = match bias {
+        Some(b) => y.add(&b.reshape(&[out_channels, 1])?)?,
+        None => y,
+    };
+    // [O, L·N] = [O·L, N] -> [N, O·L]: contiguous, as PyTorch's result.
+    let y = transpose_2d(&y, out_channels * positions, n)?;
+    if unbatched {
+        y.reshape(&[out_channels, output[0], output[1]])
+    } else {
+        y.reshape(&[n, out_channels, output[0], output[1]])
+    }
+}
+
+// ----- the module -----------------------------------------------------------------------------------
+
+/// A 2-D convolution layer (PyTorch's `nn.Conv2d`): parameters `weight`
+/// `[out_channels, in_channels / groups, kh, kw]` and `bias` `[out_channels]`, named and laid out
+/// as PyTorch's, so state dicts carry over; the forward is [`conv2d`](super::functional::conv2d).
+///
+/// [`new`](Conv2d::new) gives stride 1, padding 0, dilation 1, one group and a bias, as
+/// PyTorch's defaults; the builder methods change them. Parameters are initialised as PyTorch
+/// does (`kaiming_uniform_(a=√5)`: uniform in `±1/√fan_in` with
+/// `fan_in = in_channels / groups · kh · kw`, the same bound for the bias), from the seed, in f32
+/// on the CPU.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::{Conv2d, Module};
+/// use autograd_runtime::{DType, Tensor};
+/// let conv = Conv2d::new(3, 8, 3, 0)?.stride(2).padding(1);
+/// assert_eq!(conv.weight().shape(), &[8, 3, 3, 3]);
+/// let y = conv.forward(&Tensor::zeros(&[4, 3, 16, 16], DType::F32)?)?;
+/// assert_eq!(y.shape(), &[4, 8, 8, 8]);
+/// let names: Vec<String> = conv.named_parameters().into_iter().map(|(n, _)| n).collect();
+/// assert_eq!(names, ["weight", "bias"]);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Conv2d {
+    weight: Tensor,
+    bias: Option<Tensor>,
+    in_channels: usize,
+    out_channels: usize,
+    kernel_size: Size2,
+    stride: Size2,
+    padding: Size2,
+    dilation: Size2,
+    groups: usize,
+    /// The seed the parameters came from, so that [`Conv2d::groups`] draws the parameters a
+    /// layer built with that option from the start would have.
+    seed: u64,
+}
+
+impl Conv2d {
+    /// A layer from `in_channels` to `out_channels` channels with a `kernel_size` kernel,
+    /// stride 1, no padding, one group and a bias, initialised from `seed`.
+    ///
+    /// # Errors
+    ///
+    /// Allocation errors only.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::nn::Conv2d;
+    /// let conv = Conv2d::new(1, 16, (3, 5), 7)?;
+    /// assert_eq!(conv.weight().shape(), &[16, 1, 3, 5]);
+    /// assert_eq!(conv.bias().unwrap().shape(), &[16]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn new(
+        in_channels: usize,
+        out_channels: usize,
+        kernel_size: impl Into<Size2>,
+        seed: u64,
+    ) -> Result<Conv2d> {
+        let kernel_size = kernel_size.into();
+        let (weight, bias) = init(in_channels, out_channels, kernel_size, 1, true, seed)?;
+        Ok(Conv2d {
+            weight,
+            bias,
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride: Size2([1, 1]),
+            padding: Size2([0, 0]),
+            dilation: Size2([1, 1]),
+            groups: 1,
+            seed,
+        })
+    }
+
+    /// The same layer with stride `stride` (PyTorch's `stride=`). A zero stride is refused by
+    /// the forward, as in PyTorch.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::nn::{Conv2d, Module};
+    /// use autograd_runtime::{DType, Tensor};
+    /// let conv = Conv2d::new(1, 1, 2, 0)?.stride((1, 2));
+    /// assert_eq!(conv.forward(&Tensor::zeros(&[1, 1, 4, 4], DType::F32)?)?.shape(), &[1, 1, 3, 2]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    #[must_use]
+    pub fn stride(mut self, stride: impl Into<Size2>) -> Conv2d {
+        self.stride = stride.into();
+        self
+    }
+
+    /// The same layer with `padding` zeros on each side (PyTorch's `padding=` with
+    /// `padding_mode='zeros'`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::nn::{Conv2d, Module};
+    /// use autograd_runtime::{DType, Tensor};
+    /// let conv = Conv2d::new(1, 1, 3, 0)?.padding(1);
+    /// assert_eq!(conv.forward(&Tensor::zeros(&[1, 1, 5, 5], DType::F32)?)?.shape(), &[1, 1, 5, 5]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    #[must_use]
+    pub fn padding(mut self, padding: impl Into<Size2>) -> Conv2d {
+        self.padding = padding.into();
+        self
+    }
+
+    /// The same layer with the kernel's taps `dilation` apart (PyTorch's `dilation=`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::nn::{Conv2d, Module};
+    /// use autograd_runtime::{DType, Tensor};
+    /// let conv = Conv2d::new(1, 1, 3, 0)?.dilation(2); // covers 5×5
+    /// assert_eq!(conv.forward(&Tensor::zeros(&[1, 1, 6, 6], DType::F32)?)?.shape(), &[1, 1, 2, 2]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    #[must_use]
+    pub fn dilation(mut self, dilation: impl Into<Size2>) -> Conv2d {
+        self.dilation = dilation.into();
+        self
+    }
+
+    /// The same layer split into `groups` independent convolutions (PyTorch's `groups=`): the
+    /// weight becomes `[out_channels, in_channels / groups, kh, kw]` and both parameters are
+    /// drawn again from the layer's seed with the new `fan_in`, exactly as a layer built with
+    /// these options from the start.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] in PyTorch's words unless `groups` is positive and divides
+    /// both channel counts.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::nn::Conv2d;
+    /// let conv = Conv2d::new(4, 6, 3, 0)?.groups(2)?;
+    /// assert_eq!(conv.weight().shape(), &[6, 2, 3, 3]);
+    /// assert_eq!(
+    ///     Conv2d::new(3, 6, 3, 0)?.groups(2).unwrap_err().to_string(),
+    ///     "in_channels must be divisible by groups"
+    /// );
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn groups(mut self, groups: usize) -> Result<Conv2d> {
+        if groups == 0 {
+            return Err(Error::InvalidArgument(
+                "groups must be a positive integer".into(),
+            ));
+        }
+        if !self.in_channels.is_multiple_of(groups) {
+            return Err(Error::InvalidArgument(
+                "in_channels must be divisible by groups".into(),
+            ));
+        }
+        if !self.out_channels.is_multiple_of(groups) {
+            return Err(Error::InvalidArgument(
+                "out_channels must be divisible by groups".into(),
+            ));
+        }
+        let (weight, bias) = init(
+            self.in_channels,
+            self.out_channels,
+            self.kernel_size,
+            groups,
+            self.bias.is_some(),
+            self.seed,
+        )?;
+        self.weight = weight;
+        self.bias = bias;
+        self.groups = groups;
+        Ok(self)
+    }
+
+    /// The same layer without a bias (PyTorch's `bias=False`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::nn::{Conv2d, Module};
+    /// let conv = Conv2d::new(1, 4, 3, 0)?.without_bias();
+    /// assert!(conv.bias().is_none());
+    /// assert_eq!(conv.named_parameters().len(), 1);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    #[must_use]
+    pub fn without_bias(mut self) -> Conv2d {
+        self.bias = None;
+        self
+    }
+
+    /// The weight, `[out_channels, in_channels / groups, kh, kw]`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::nn::Conv2d;
+    /// let conv = Conv2d::new(6, 9, (3, 1), 0)?.groups(3)?;
+    /// assert_eq!(conv.weight().shape(), &[9, 2, 3, 1]);
+    /// assert!(conv.weight().requires_grad());
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn weight(&self) -> &Tensor {
+        &self.weight
+    }
+
+    /// The bias, `[out_channels]`, if the layer has one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::nn::Conv2d;
+    /// let conv = Conv2d::new(1, 4, 3, 0)?;
+    /// // PyTorch's default init: uniform in ±1/√fan_in, fan_in = 1·3·3.
+    /// let b = conv.bias().unwrap().to_vec::<f32>()?;
+    /// assert!(b.iter().all(|v| v.abs() <= 1.0 / 3.0));
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn bias(&self) -> Option<&Tensor> {
+        self.bias.as_ref()
+    }
+}
+
+impl Module for Conv2d {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        conv2d(
+            input,
+            &self.weight,
+            self.bias.as_ref(),
+            self.stride,
+            self.padding,
+            self.dilation,
+            self.groups,
+        )
+    }
+
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        let mut out = vec![("weight".to_string(), self.weight.clone())];
+        if let Some(b) = &self.bias {
+            out.push(("bias".to_string(), b.clone()));
+        }
+        out
+    }
+
+    fn visit_parameters_mut(
+        &mut self,
+        f: &mut dyn FnMut(&str, &mut Tensor) -> Result<()>,
+    ) -> Result<()> {
+        f("weight", &mut self.weight)?;
+        if let Some(b) = &mut self.bias {
+            f("bias", b)?;
+        }
+        Ok(())
+    }
+}
+
+/// PyTorch's default `Conv2d` initialisation: `kaiming_uniform_(a=√5)` on the weight, which is
+/// uniform in `±1/√fan_in` (`fan_in = in_channels / groups · kh · kw`), and the same bound for
+/// the bias; the weight from `seed`, the bias from `seed + 1`, f32 leaves that require grad.
+fn init(
+    in_channels: usize,
+    out_channels: usize,
+    Size2([kh, kw]): Size2,
+    groups: usize,
+    bias: bool,
+    seed: u64,
+) -> Result<(Tensor, Option<Tensor>)> {
+    let per_group = in_channels / groups;
+    let fan_in = per_group * kh * kw;
+    let bound = 1.0 / (fan_in.max(1) as f64).sqrt();
+    let uniform = |shape: &[usize], seed| -> Result<Tensor> {
+        Tensor::rand(shape, DType::F32, seed)?
+            .mul_scalar(2.0 * bound)?
+            .add_scalar(-bound)?
+            .requires_grad_(true)
+    };
+    let weight = uniform(&[out_channels, per_group, kh, kw], seed)?;
+    let bias = if bias {
+        Some(uniform(&[out_channels], seed.wrapping_add(1))?)
+    } else {
+        None
+    };
+    Ok((weight, bias))
+}
