@@ -1,0 +1,38 @@
+//! Adagrad (`_single_tensor_adagrad`).
+
+use super::s;
+use crate::Element;
+
+/// The coefficients of one Adagrad step.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AdagradCoeffs {
+    /// `lr / (1 + (step - 1) lr_decay)`.
+    pub(crate) clr: f64,
+    /// Added to the denominator.
+    pub(crate) eps: f64,
+    /// L2 penalty.
+    pub(crate) weight_decay: f64,
+    /// Maximize instead of minimize.
+    pub(crate) maximize: bool,
+}
+
+/// One Adagrad step over one chunk.
+#[inline(always)]
+pub(crate) fn step<T: Element>(p: &mut [T], g: &[T], state: &mut [&mut [T]], c: &AdagradCoeffs) {
+    let sum = &mut *state[0];
+    let use_wd = c.weight_decay != 0.0;
+    let wd: T = s(c.weight_decay);
+    let eps: T = s(c.eps);
+    let neg_clr: T = s(-c.clr);
+    let maximize = c.maximize;
+    for i in 0..p.len() {
+        let mut gi = if maximize { -g[i] } else { g[i] };
+        if use_wd {
+            gi = p[i].mul_add(wd, gi);
+        }
+        let si = sum[i] + T::one() * gi * gi;
+        sum[i] = si;
+        let std = si.sqrt() + eps;
+        p[i] = p[i] + neg_clr * gi / std;
+    }
+}
