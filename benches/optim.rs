@@ -12,7 +12,6 @@
 //!
 //! The gradients are set once; every iteration is one `step()`.
 
-use std::hint::black_box;
 use std::time::Duration;
 
 use autograd::optim::{Adam, AdamOptions, Optimizer};
@@ -58,7 +57,7 @@ fn bench_adam(c: &mut Criterion) {
             let options = AdamOptions::default().lr(1e-4).fused(Some(fused));
             let mut opt = Adam::new(params, options).expect("optimizer");
             group.bench_function(format!("{name}/{path}"), |b| {
-                b.iter(|| black_box(opt.step().expect("step")))
+                b.iter(|| opt.step().expect("step"))
             });
         }
     }

@@ -82,7 +82,7 @@ fn assert_close(ours: &[f32], theirs: &[f32], what: &str) {
 
 /// The options of one recorded group (PyTorch's JSON), with `fused` set.
 fn options<O: GroupOptions>(defaults: O, group: &Value) -> O {
-    defaults.from_json(group.as_object().unwrap()).unwrap()
+    defaults.with_json(group.as_object().unwrap()).unwrap()
 }
 
 fn group_params(indices: &Value, params: &[Tensor]) -> Vec<Tensor> {

@@ -124,7 +124,7 @@ impl GroupOptions for AdagradOptions {
         m.insert("fused".into(), json_opt_bool(self.fused));
         m
     }
-    fn from_json(&self, map: &Map<String, Value>) -> std::result::Result<Self, String> {
+    fn with_json(&self, map: &Map<String, Value>) -> std::result::Result<Self, String> {
         let mut o = self.clone();
         read_f64(map, "lr", &mut o.lr)?;
         read_f64(map, "lr_decay", &mut o.lr_decay)?;

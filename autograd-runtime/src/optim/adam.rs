@@ -151,7 +151,7 @@ impl GroupOptions for AdamOptions {
         );
         m
     }
-    fn from_json(&self, map: &Map<String, Value>) -> std::result::Result<Self, String> {
+    fn with_json(&self, map: &Map<String, Value>) -> std::result::Result<Self, String> {
         let mut o = self.clone();
         read_f64(map, "lr", &mut o.lr)?;
         if let Some(v) = map.get("betas") {

@@ -125,7 +125,7 @@ impl<A: Algorithm> Core<A> {
                         .to_string(),
                 );
             }
-            let o = group.options.from_json(map)?;
+            let o = group.options.with_json(map)?;
             o.validate().map_err(|e| e.to_string())?;
             options.push(o);
             initial_lrs.push(map.get("initial_lr").and_then(Value::as_f64));

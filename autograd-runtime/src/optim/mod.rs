@@ -173,7 +173,7 @@ pub trait GroupOptions: Clone + fmt::Debug + Send + Sync + 'static {
     /// # Errors
     ///
     /// A message saying which key has the wrong type.
-    fn from_json(&self, map: &Map<String, Value>) -> std::result::Result<Self, String>;
+    fn with_json(&self, map: &Map<String, Value>) -> std::result::Result<Self, String>;
 }
 
 /// The parameters of one group and their options: one entry of PyTorch's

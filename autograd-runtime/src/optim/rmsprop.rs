@@ -132,7 +132,7 @@ impl GroupOptions for RmsPropOptions {
         m.insert("maximize".into(), Value::Bool(self.maximize));
         m
     }
-    fn from_json(&self, map: &Map<String, Value>) -> std::result::Result<Self, String> {
+    fn with_json(&self, map: &Map<String, Value>) -> std::result::Result<Self, String> {
         let mut o = self.clone();
         read_f64(map, "lr", &mut o.lr)?;
         read_f64(map, "momentum", &mut o.momentum)?;

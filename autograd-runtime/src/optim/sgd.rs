@@ -129,7 +129,7 @@ impl GroupOptions for SgdOptions {
         m.insert("fused".into(), json_opt_bool(self.fused));
         m
     }
-    fn from_json(&self, map: &Map<String, Value>) -> std::result::Result<Self, String> {
+    fn with_json(&self, map: &Map<String, Value>) -> std::result::Result<Self, String> {
         let mut o = self.clone();
         read_f64(map, "lr", &mut o.lr)?;
         read_f64(map, "momentum", &mut o.momentum)?;

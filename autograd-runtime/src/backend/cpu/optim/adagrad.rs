@@ -24,15 +24,14 @@ pub(crate) fn step<T: Element>(p: &mut [T], g: &[T], state: &mut [&mut [T]], c: 
     let wd: T = s(c.weight_decay);
     let eps: T = s(c.eps);
     let neg_clr: T = s(-c.clr);
-    let maximize = c.maximize;
-    for i in 0..p.len() {
-        let mut gi = if maximize { -g[i] } else { g[i] };
+    let sign = if c.maximize { -T::one() } else { T::one() };
+    for ((p, &g), sum) in p.iter_mut().zip(g).zip(sum.iter_mut()) {
+        let mut gi = g * sign;
         if use_wd {
-            gi = p[i].mul_add(wd, gi);
+            gi = p.mul_add(wd, gi);
         }
-        let si = sum[i] + T::one() * gi * gi;
-        sum[i] = si;
-        let std = si.sqrt() + eps;
-        p[i] = p[i] + neg_clr * gi / std;
+        let si = *sum + T::one() * gi * gi;
+        *sum = si;
+        *p += neg_clr * gi / (si.sqrt() + eps);
     }
 }

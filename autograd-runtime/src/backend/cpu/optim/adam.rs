@@ -93,7 +93,11 @@ fn run<T: Element, const L2: bool, const DECAY: bool, const SMALL: bool>(
         Some(vmax) if amsgrad => {
             for (((p, &g), (m, v)), vmax) in elems.zip(vmax.iter_mut()) {
                 let (pi, mi, vi) = moments::<T, L2, DECAY, SMALL>(*p, g, m, v, k);
-                let x = if *vmax >= vi || vmax.is_nan() { *vmax } else { vi };
+                let x = if *vmax >= vi || vmax.is_nan() {
+                    *vmax
+                } else {
+                    vi
+                };
                 *vmax = x;
                 *p = pi + k.neg_step * mi / (x.sqrt() / k.bc2 + k.eps);
             }
@@ -123,7 +127,7 @@ fn moments<T: Element, const L2: bool, const DECAY: bool, const SMALL: bool>(
         gi = pi.mul_add(k.wd, gi);
     }
     if DECAY {
-        pi = pi * k.decay;
+        pi *= k.decay;
     }
     let mi = lerp(*m, gi, k.w, k.one_minus_w, SMALL);
     *m = mi;

@@ -47,9 +47,9 @@ pub(crate) fn step<T: Element>(p: &mut [T], g: &[T], state: &mut [&mut [T]], c: 
     let eps: T = s(c.eps);
     let mom: T = s(c.momentum);
     let neg_lr: T = s(-c.lr);
-    let maximize = c.maximize;
-    for i in 0..p.len() {
-        let mut gi = if maximize { -g[i] } else { g[i] };
+    let sign = if c.maximize { -T::one() } else { T::one() };
+    for i in 0..p.len().min(g.len()).min(sq.len()) {
+        let mut gi = g[i] * sign;
         if use_wd {
             gi = p[i].mul_add(wd, gi);
         }
@@ -69,7 +69,7 @@ pub(crate) fn step<T: Element>(p: &mut [T], g: &[T], state: &mut [&mut [T]], c: 
                 b[i] = bi;
                 p[i] = bi.mul_add(neg_lr, p[i]);
             }
-            None => p[i] = p[i] + neg_lr * gi / avg,
+            None => p[i] += neg_lr * gi / avg,
         }
     }
 }

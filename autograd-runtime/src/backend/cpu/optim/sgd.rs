@@ -28,18 +28,14 @@ pub(crate) fn step<T: Element>(p: &mut [T], g: &[T], state: &mut [&mut [T]], c: 
     let wd: T = s(c.weight_decay);
     let use_wd = c.weight_decay != 0.0;
     let neg_lr: T = s(-c.lr);
-    let maximize = c.maximize;
-    let grad = |i: usize, p: T| {
-        let mut gi = if maximize { -g[i] } else { g[i] };
-        if use_wd {
-            gi = p.mul_add(wd, gi);
-        }
-        gi
+    let sign = if c.maximize { -T::one() } else { T::one() };
+    let grad = |g: T, p: T| {
+        let gi = g * sign;
+        if use_wd { p.mul_add(wd, gi) } else { gi }
     };
     if c.momentum == 0.0 {
-        for i in 0..p.len() {
-            let gi = grad(i, p[i]);
-            p[i] = gi.mul_add(neg_lr, p[i]);
+        for (p, &g) in p.iter_mut().zip(g) {
+            *p = grad(g, *p).mul_add(neg_lr, *p);
         }
         return;
     }
@@ -47,15 +43,15 @@ pub(crate) fn step<T: Element>(p: &mut [T], g: &[T], state: &mut [&mut [T]], c: 
     let m: T = s(c.momentum);
     let damp: T = s(1.0 - c.dampening);
     let (first, nesterov) = (c.first, c.nesterov);
-    for i in 0..p.len() {
-        let gi = grad(i, p[i]);
+    for ((p, &g), buf) in p.iter_mut().zip(g).zip(buf.iter_mut()) {
+        let gi = grad(g, *p);
         let b = if first {
             gi
         } else {
-            gi.mul_add(damp, buf[i] * m)
+            gi.mul_add(damp, *buf * m)
         };
-        buf[i] = b;
+        *buf = b;
         let d = if nesterov { b.mul_add(m, gi) } else { b };
-        p[i] = d.mul_add(neg_lr, p[i]);
+        *p = d.mul_add(neg_lr, *p);
     }
 }
