@@ -794,3 +794,65 @@ fn bad_optimizer_states_give_clear_errors() {
     opt.load_state_dict(&good).unwrap();
     opt.step().unwrap();
 }
+
+// ----- CUDA -------------------------------------------------------------------------------------
+
+/// On `cuda:0` the step runs op by op (no fused CUDA kernel yet): each recorded configuration
+/// follows PyTorch's CPU trajectory there too, for 20 steps. Without a GPU this prints
+/// `skipped` and passes.
+#[test]
+fn optimizers_on_cuda_follow_pytorchs_trajectory() {
+    use autograd::{Device, cuda};
+    if !cuda::is_available() {
+        println!(
+            "skipped optimizers_on_cuda_follow_pytorchs_trajectory: no CUDA device ({})",
+            cuda::unavailable_reason(0).unwrap_or_default()
+        );
+        return;
+    }
+    let gpu = Device::Cuda(0);
+    let dict = trajectories();
+    let noise = dict.get("noise").unwrap().to(gpu).unwrap();
+    for (name, config) in &configs(&dict) {
+        let expected = dict.get(&format!("traj.{name}")).unwrap();
+        let params: Vec<Tensor> = init_params(&dict, "init")
+            .iter()
+            .map(|p| p.detach().to(gpu).unwrap().requires_grad_(true).unwrap())
+            .collect();
+        let mut opt = build(config, &params, false);
+        for t in 0..20 {
+            set_grads(&params, &noise, t);
+            opt.step().unwrap();
+            let want = expected.select(0, t).unwrap().to_vec::<f32>().unwrap();
+            assert_close(
+                &flat(&params),
+                &want,
+                &format!("{name} on cuda:0 step {}", t + 1),
+            );
+        }
+        assert!(params.iter().all(|p| p.device() == gpu && p.is_leaf()));
+    }
+    // `fused: Some(true)` is refused on CUDA; clipping works there.
+    let p = Tensor::ones(&[3], DType::F32)
+        .unwrap()
+        .to(gpu)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    p.set_grad(Some(
+        Tensor::from_vec(vec![3.0f32, 4.0, 0.0], &[3])
+            .unwrap()
+            .to(gpu)
+            .unwrap(),
+    ));
+    let mut opt = Adam::new(vec![p.clone()], AdamOptions::default().fused(Some(true))).unwrap();
+    assert!(opt.step().is_err());
+    let total = clip_grad_norm_(&[p.clone()], 1.0, 2.0).unwrap();
+    assert_close(&[total.item::<f32>().unwrap()], &[5.0], "cuda total norm");
+    clip_grad_value_(&[p.clone()], 0.5).unwrap();
+    assert_close(
+        &p.grad().unwrap().to_vec::<f32>().unwrap(),
+        &[0.5, 0.5, 0.0],
+        "cuda clip value",
+    );
+}
