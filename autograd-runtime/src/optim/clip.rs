@@ -1,8 +1,8 @@
 //! Gradient clipping: PyTorch's `torch.nn.utils.clip_grad_norm_` and `clip_grad_value_`.
 
 use super::engine::scalar_like;
-use crate::tensor::kernels::{ElementMap, host};
-use crate::{Element, Error, Result, Tensor, no_grad};
+use crate::tensor::kernels::host;
+use crate::{Error, Result, Tensor, no_grad};
 
 /// Scales the gradients of `params` so that their total `norm_type`-norm (the norm of the
 /// vector of every gradient's norm) is at most `max_norm`, and returns that total norm before
@@ -80,7 +80,7 @@ fn vector_norm(x: &Tensor, p: f64) -> Result<Tensor> {
 }
 
 /// Clamps every gradient of `params` to `[-clip_value, clip_value]`, in place (PyTorch's
-/// `clip_grad_value_`). NaN stays NaN. On CUDA the clamp runs on a host copy.
+/// `clip_grad_value_`, through [`Tensor::clamp`]). NaN stays NaN.
 ///
 /// # Errors
 ///
@@ -107,38 +107,9 @@ pub fn clip_grad_value_(params: &[Tensor], clip_value: f64) -> Result<()> {
     }
     let _guard = no_grad();
     for g in params.iter().filter_map(Tensor::grad) {
-        let clamped = host(&g)?.map_elements(Clamp {
-            lo: -clip_value,
-            hi: clip_value,
-        });
-        let clamped = if g.device().is_host() {
-            clamped
-        } else {
-            clamped.to(g.device())?
-        };
-        g.copy_(&clamped)?;
+        g.copy_(&g.clamp(Some(-clip_value), Some(clip_value))?)?;
     }
     Ok(())
-}
-
-/// `x` clamped to `[lo, hi]` (bounds rounded to the element type); NaN stays NaN.
-#[derive(Clone, Copy, Debug)]
-struct Clamp {
-    lo: f64,
-    hi: f64,
-}
-
-impl ElementMap for Clamp {
-    fn apply<T: Element>(self, x: T) -> T {
-        let (lo, hi) = (T::from_f64(self.lo), T::from_f64(self.hi));
-        if x < lo {
-            lo
-        } else if x > hi {
-            hi
-        } else {
-            x
-        }
-    }
 }
 
 impl Tensor {
