@@ -119,7 +119,8 @@ impl<A: Algorithm> Core<A> {
             }
             let fusable = work
                 .iter()
-                .all(|(p, g, _)| fused::can_fuse(p, g, work[0].0.dtype()));
+                .all(|(p, g, _)| fused::can_fuse(p, g, work[0].0.dtype()))
+                && fused::distinct_storages(work.iter().map(|(p, _, _)| *p));
             match A::fused(o) {
                 Some(true) if !fusable => {
                     return Err(Error::InvalidArgument(

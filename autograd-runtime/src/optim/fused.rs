@@ -33,6 +33,13 @@ pub(crate) fn can_fuse(p: &Tensor, g: &Tensor, dtype: DType) -> bool {
         && !p.shares_storage(g)
 }
 
+/// Whether no two of `params` share a storage (tied or aliased parameters go op by op: one
+/// pass cannot write one buffer through two handles).
+pub(crate) fn distinct_storages<'a>(mut params: impl Iterator<Item = &'a Tensor>) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    params.all(|p| seen.insert(crate::sync::Arc::as_ptr(&p.0.storage)))
+}
+
 /// Runs the fused kernel over `sets` (one group): every parameter and state tensor is locked
 /// for writing, every gradient for reading, and each written tensor's version is bumped.
 pub(crate) fn run(sets: &[FusedSet<'_>]) -> Result<()> {

@@ -174,3 +174,16 @@ fn a_scheduler_records_initial_lr_in_param_groups() {
     assert_eq!(groups[0]["lr"], 0.25);
     assert_eq!(groups[0]["params"], serde_json::json!([0, 1, 2]));
 }
+
+#[test]
+fn aliased_parameters_step_op_by_op() {
+    // Two parameters over one storage (PyTorch steps each; so do we, without the fused pass).
+    let base = Tensor::zeros(&[4], DType::F32).unwrap();
+    let a = base.detach().requires_grad_(true).unwrap();
+    let b = base.detach().requires_grad_(true).unwrap();
+    a.set_grad(Some(Tensor::ones(&[4], DType::F32).unwrap()));
+    b.set_grad(Some(Tensor::ones(&[4], DType::F32).unwrap()));
+    let mut opt = Sgd::new(vec![a.clone(), b], SgdOptions::default().lr(0.5)).unwrap();
+    opt.step().unwrap();
+    assert_eq!(a.to_vec::<f32>().unwrap(), vec![-1.0; 4]);
+}
