@@ -2,7 +2,7 @@
 trajectories, learning-rate schedules, gradient clipping and an Adam checkpoint.
 
     /tmp/torchenv/bin/python benches/record_optim.py            # writes tests/nn/data/optim*
-    AUTOGRAD_WRITE_OPTIM_CKPT=1 cargo test --test nn optim::checkpoint_ours_written
+    AUTOGRAD_WRITE_OPTIM_CKPT=1 cargo test --test nn optim::our_adam_state
     /tmp/torchenv/bin/python benches/record_optim.py --ours     # PyTorch continues our file
 
 Trajectories: three f32 parameters (12 values) from a fixed seed; at step t the gradient is
