@@ -1,1 +1,858 @@
-//! Tests of `optim` (to come).
+//! `autograd::optim` against PyTorch: 100-step trajectories of every optimizer (fused and op
+//! by op), learning-rate schedules, gradient clipping, and Adam checkpoints in both directions
+//! (`benches/record_optim.py` wrote `tests/nn/data/optim*`).
+
+use std::path::PathBuf;
+
+use autograd::optim::lr_scheduler::{
+    Anneal, CosineAnnealingLR, LinearLR, LrScheduler, OneCycleLR, OneCycleOptions, SequentialLR,
+    StepLR,
+};
+use autograd::optim::{
+    Adagrad, AdagradOptions, Adam, AdamOptions, AdamW, GroupOptions, Optimizer, ParamGroup,
+    RmsProp, RmsPropOptions, Sgd, SgdOptions, clip_grad_norm_, clip_grad_value_,
+};
+use autograd::{DType, Error, Result, StateDict, Tensor};
+use serde_json::{Map, Value};
+
+/// Relative tolerance of the f32 trajectories (the 1e-6), and the absolute one for
+/// values near zero.
+const RTOL: f64 = 1e-6;
+const ATOL: f64 = 1e-7;
+
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/nn/data")
+        .join(name)
+}
+
+fn trajectories() -> StateDict {
+    StateDict::load(data("optim_trajectories.safetensors")).unwrap()
+}
+
+/// The three recorded parameters, as fresh leaves.
+fn init_params(dict: &StateDict, prefix: &str) -> Vec<Tensor> {
+    (0..3)
+        .map(|i| {
+            dict.get(&format!("{prefix}.{i}"))
+                .unwrap()
+                .copy()
+                .unwrap()
+                .requires_grad_(true)
+                .unwrap()
+        })
+        .collect()
+}
+
+/// `0.5 p + noise[t]` for each parameter, as the recording computes it.
+fn set_grads(params: &[Tensor], noise: &Tensor, t: usize) {
+    let row = noise.select(0, t).unwrap();
+    let mut k = 0;
+    for p in params {
+        let n = p.numel();
+        let g = p
+            .detach()
+            .mul_scalar(0.5)
+            .unwrap()
+            .add(&row.narrow(0, k, n).unwrap().reshape(p.shape()).unwrap())
+            .unwrap();
+        p.set_grad(Some(g));
+        k += n;
+    }
+}
+
+fn flat(params: &[Tensor]) -> Vec<f32> {
+    params
+        .iter()
+        .flat_map(|p| p.to_vec::<f32>().unwrap())
+        .collect()
+}
+
+#[track_caller]
+fn assert_close(ours: &[f32], theirs: &[f32], what: &str) {
+    assert_eq!(ours.len(), theirs.len(), "{what}: lengths");
+    for (i, (&a, &b)) in ours.iter().zip(theirs).enumerate() {
+        let (a, b) = (f64::from(a), f64::from(b));
+        assert!(
+            (a - b).abs() <= ATOL + RTOL * b.abs(),
+            "{what}: element {i}: ours {a:e}, PyTorch {b:e}"
+        );
+    }
+}
+
+/// The options of one recorded group (PyTorch's JSON), with `fused` set.
+fn options<O: GroupOptions>(defaults: O, group: &Value) -> O {
+    defaults.with_json(group.as_object().unwrap()).unwrap()
+}
+
+fn group_params(indices: &Value, params: &[Tensor]) -> Vec<Tensor> {
+    indices
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| params[i.as_u64().unwrap() as usize].clone())
+        .collect()
+}
+
+/// The optimizer a recorded configuration describes, on `params`.
+fn build(config: &Value, params: &[Tensor], fused: bool) -> Box<dyn Optimizer> {
+    let groups = config["param_groups"].as_array().unwrap();
+    let indices = config["param_indices"].as_array().unwrap();
+    let f = Some(fused);
+    macro_rules! groups {
+        ($defaults:expr) => {
+            groups
+                .iter()
+                .zip(indices)
+                .map(|(g, i)| {
+                    ParamGroup::new(group_params(i, params), options($defaults, g).fused(f))
+                })
+                .collect()
+        };
+    }
+    match config["optimizer"].as_str().unwrap() {
+        "SGD" => Box::new(Sgd::with_groups(groups!(SgdOptions::default())).unwrap()),
+        "Adam" => Box::new(Adam::with_groups(groups!(AdamOptions::default())).unwrap()),
+        "AdamW" => Box::new(AdamW::with_groups(groups!(AdamOptions::adamw())).unwrap()),
+        "RMSprop" => Box::new(RmsProp::with_groups(groups!(RmsPropOptions::default())).unwrap()),
+        "Adagrad" => Box::new(Adagrad::with_groups(groups!(AdagradOptions::default())).unwrap()),
+        other => panic!("unknown optimizer {other}"),
+    }
+}
+
+fn configs(dict: &StateDict) -> Map<String, Value> {
+    let v: Value = serde_json::from_str(dict.metadata("configs").unwrap()).unwrap();
+    v.as_object().unwrap().clone()
+}
+
+#[test]
+fn every_optimizer_follows_pytorchs_trajectory_for_100_steps() {
+    let dict = trajectories();
+    let noise = dict.get("noise").unwrap().clone();
+    let configs = configs(&dict);
+    assert_eq!(configs.len(), 13);
+    for (name, config) in &configs {
+        let expected = dict.get(&format!("traj.{name}")).unwrap();
+        for fused in [true, false] {
+            let params = init_params(&dict, "init");
+            let mut opt = build(config, &params, fused);
+            for t in 0..100 {
+                set_grads(&params, &noise, t);
+                opt.step().unwrap();
+                let want = expected.select(0, t).unwrap().to_vec::<f32>().unwrap();
+                assert_close(
+                    &flat(&params),
+                    &want,
+                    &format!("{name} (fused: {fused}) step {}", t + 1),
+                );
+            }
+            assert!(params.iter().all(|p| p.is_leaf() && p.requires_grad()));
+        }
+    }
+}
+
+/// Parameters large enough for several chunks of the fused kernel, some non-contiguous.
+fn big_params(seed: u64) -> Vec<Tensor> {
+    [vec![300, 257], vec![70_001], vec![3]]
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            Tensor::randn(s, DType::F32, seed + i as u64)
+                .unwrap()
+                .requires_grad_(true)
+                .unwrap()
+        })
+        .collect()
+}
+
+fn run_big(make: &dyn Fn(Vec<Tensor>, bool) -> Box<dyn Optimizer>, fused: bool) -> Vec<f32> {
+    let params = big_params(10);
+    let mut opt = make(params.clone(), fused);
+    for t in 0..5u64 {
+        for (i, p) in params.iter().enumerate() {
+            let g = Tensor::randn(p.shape(), DType::F32, 100 + 7 * t + i as u64).unwrap();
+            p.set_grad(Some(g));
+        }
+        let before: Vec<u64> = params.iter().map(Tensor::version).collect();
+        opt.step().unwrap();
+        for (p, v) in params.iter().zip(before) {
+            assert!(p.version() > v, "a step bumps the parameter's version");
+        }
+    }
+    flat(&params)
+}
+
+#[test]
+fn fused_and_op_by_op_steps_agree_on_large_parameters() {
+    type Make = Box<dyn Fn(Vec<Tensor>, bool) -> Box<dyn Optimizer>>;
+    let makes: Vec<(&str, Make)> = vec![
+        (
+            "sgd",
+            Box::new(|p, f| {
+                let o = SgdOptions::default()
+                    .lr(0.1)
+                    .momentum(0.9)
+                    .nesterov(true)
+                    .weight_decay(0.01);
+                Box::new(Sgd::new(p, o.fused(Some(f))).unwrap())
+            }),
+        ),
+        (
+            "adam",
+            Box::new(|p, f| {
+                let o = AdamOptions::default()
+                    .lr(0.01)
+                    .amsgrad(true)
+                    .weight_decay(0.1);
+                Box::new(Adam::new(p, o.fused(Some(f))).unwrap())
+            }),
+        ),
+        (
+            "adamw",
+            Box::new(|p, f| {
+                Box::new(AdamW::new(p, AdamOptions::adamw().lr(0.01).fused(Some(f))).unwrap())
+            }),
+        ),
+        (
+            "rmsprop",
+            Box::new(|p, f| {
+                let o = RmsPropOptions::default()
+                    .centered(true)
+                    .momentum(0.5)
+                    .maximize(true);
+                Box::new(RmsProp::new(p, o.fused(Some(f))).unwrap())
+            }),
+        ),
+        (
+            "adagrad",
+            Box::new(|p, f| {
+                let o = AdagradOptions::default().lr_decay(0.1).weight_decay(0.1);
+                Box::new(Adagrad::new(p, o.fused(Some(f))).unwrap())
+            }),
+        ),
+    ];
+    for (name, make) in &makes {
+        let fused = run_big(make.as_ref(), true);
+        let ops = run_big(make.as_ref(), false);
+        assert_close(&fused, &ops, name);
+    }
+}
+
+#[test]
+fn fused_true_refuses_what_it_cannot_fuse_and_the_default_falls_back() {
+    let base = Tensor::randn(&[3, 4], DType::F32, 0).unwrap();
+    let p = base.transpose(0, 1).unwrap().requires_grad_(true).unwrap();
+    p.set_grad(Some(Tensor::ones(&[4, 3], DType::F32).unwrap()));
+    let mut opt = Sgd::new(vec![p.clone()], SgdOptions::default().fused(Some(true))).unwrap();
+    let err = opt.step().unwrap_err();
+    assert!(err.to_string().contains("`fused=True` requires"), "{err}");
+    let before = p.to_vec::<f32>().unwrap();
+    let mut opt = Sgd::new(vec![p.clone()], SgdOptions::default().lr(0.5)).unwrap();
+    opt.step().unwrap();
+    let after = p.to_vec::<f32>().unwrap();
+    for (a, b) in after.iter().zip(before) {
+        assert_eq!(*a, b - 0.5);
+    }
+}
+
+#[test]
+fn step_skips_parameters_without_gradients_and_zero_grad_drops_them() {
+    let a = Tensor::ones(&[2], DType::F32)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let b = Tensor::ones(&[2], DType::F32)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let mut opt = Adam::new(vec![a.clone(), b.clone()], AdamOptions::default()).unwrap();
+    a.set_grad(Some(Tensor::ones(&[2], DType::F32).unwrap()));
+    opt.step().unwrap();
+    assert_eq!(b.to_vec::<f32>().unwrap(), vec![1.0, 1.0]);
+    assert_eq!(b.version(), 0);
+    assert!(a.to_vec::<f32>().unwrap()[0] < 1.0);
+    let dict = opt.state_dict().unwrap();
+    assert!(dict.contains_key("state.0.exp_avg") && !dict.contains_key("state.1.exp_avg"));
+    opt.zero_grad();
+    assert!(a.grad().is_none() && b.grad().is_none());
+}
+
+#[test]
+fn invalid_options_give_pytorchs_value_errors() {
+    let p = || {
+        vec![
+            Tensor::ones(&[1], DType::F32)
+                .unwrap()
+                .requires_grad_(true)
+                .unwrap(),
+        ]
+    };
+    let msg = |r: Result<()>| match r.unwrap_err() {
+        Error::InvalidArgument(m) => m,
+        e => panic!("not InvalidArgument: {e:?}"),
+    };
+    let cases: Vec<(Result<()>, &str)> = vec![
+        (
+            Sgd::new(p(), SgdOptions::default().lr(-0.1)).map(drop),
+            "Invalid learning rate: -0.1",
+        ),
+        (
+            Sgd::new(p(), SgdOptions::default().momentum(-1.0)).map(drop),
+            "Invalid momentum value: -1.0",
+        ),
+        (
+            Sgd::new(p(), SgdOptions::default().nesterov(true)).map(drop),
+            "Nesterov momentum requires a momentum and zero dampening",
+        ),
+        (
+            Adam::new(p(), AdamOptions::default().betas(1.0, 0.9)).map(drop),
+            "Invalid beta parameter at index 0: 1.0",
+        ),
+        (
+            Adam::new(p(), AdamOptions::default().betas(0.9, -0.5)).map(drop),
+            "Invalid beta parameter at index 1: -0.5",
+        ),
+        (
+            Adam::new(p(), AdamOptions::default().eps(-1e-8)).map(drop),
+            "Invalid epsilon value: -1e-08",
+        ),
+        (
+            AdamW::new(p(), AdamOptions::adamw().weight_decay(-0.01)).map(drop),
+            "Invalid weight_decay value: -0.01",
+        ),
+        (
+            RmsProp::new(p(), RmsPropOptions::default().alpha(-1.0)).map(drop),
+            "Invalid alpha value: -1.0",
+        ),
+        (
+            Adagrad::new(p(), AdagradOptions::default().lr_decay(-1.0)).map(drop),
+            "Invalid lr_decay value: -1.0",
+        ),
+        (
+            Adagrad::new(
+                p(),
+                AdagradOptions::default().initial_accumulator_value(-1.0),
+            )
+            .map(drop),
+            "Invalid initial_accumulator_value value: -1.0",
+        ),
+        (
+            Adam::new(vec![], AdamOptions::default()).map(drop),
+            "optimizer got an empty parameter list",
+        ),
+    ];
+    for (r, want) in cases {
+        assert_eq!(msg(r), want);
+    }
+    let leaf = Tensor::ones(&[1], DType::F32)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let non_leaf = leaf.mul_scalar(2.0).unwrap();
+    assert_eq!(
+        msg(Adam::new(vec![non_leaf], AdamOptions::default()).map(drop)),
+        "can't optimize a non-leaf Tensor"
+    );
+    let d = SgdOptions::default();
+    let twice = Sgd::with_groups(vec![
+        ParamGroup::new(vec![leaf.clone()], d.clone()),
+        ParamGroup::new(vec![leaf], d),
+    ]);
+    assert_eq!(
+        msg(twice.map(drop)),
+        "some parameters appear in more than one parameter group"
+    );
+}
+
+// ----- schedulers -------------------------------------------------------------------------------
+
+fn schedules() -> Value {
+    let text = std::fs::read_to_string(data("optim_schedules.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn sgd_groups(lrs: &[f64]) -> Sgd {
+    let groups = lrs
+        .iter()
+        .map(|&lr| {
+            let p = Tensor::zeros(&[1], DType::F32)
+                .unwrap()
+                .requires_grad_(true)
+                .unwrap();
+            ParamGroup::new(vec![p], SgdOptions::default().lr(lr).momentum(0.9))
+        })
+        .collect();
+    Sgd::with_groups(groups).unwrap()
+}
+
+fn adam_groups(lrs: &[f64]) -> Adam {
+    let groups = lrs
+        .iter()
+        .map(|&lr| {
+            let p = Tensor::zeros(&[1], DType::F32)
+                .unwrap()
+                .requires_grad_(true)
+                .unwrap();
+            ParamGroup::new(vec![p], AdamOptions::default().lr(lr))
+        })
+        .collect();
+    Adam::with_groups(groups).unwrap()
+}
+
+#[track_caller]
+fn check_schedule(
+    name: &str,
+    opt: &mut dyn Optimizer,
+    sched: &mut dyn LrScheduler,
+    momentum: bool,
+) {
+    let rec = &schedules()[name];
+    let want = |key: &str, i: usize| -> Vec<f64> {
+        rec[key][i]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect()
+    };
+    let steps = rec["lrs"].as_array().unwrap().len();
+    assert_eq!(steps, 31);
+    for i in 0..steps {
+        if i > 0 {
+            opt.step().unwrap();
+            sched.step(opt).unwrap();
+        }
+        let (lrs, theirs) = (sched.get_last_lr().to_vec(), want("lrs", i));
+        assert_eq!(lrs.len(), theirs.len());
+        for (a, b) in lrs.iter().zip(&theirs) {
+            assert!(
+                (a - b).abs() <= 1e-12 * b.abs().max(1e-3),
+                "{name} step {i}: lr {a} vs PyTorch {b}"
+            );
+        }
+        assert_eq!(opt.lrs(), lrs);
+        if momentum {
+            let ours: Vec<f64> = opt
+                .param_groups()
+                .iter()
+                .map(|g| g.momentum().unwrap())
+                .collect();
+            for (a, b) in ours.iter().zip(want("momentum", i)) {
+                assert!(
+                    (a - b).abs() <= 1e-12,
+                    "{name} step {i}: momentum {a} vs PyTorch {b}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn schedulers_give_pytorchs_learning_rates() {
+    let mut o = sgd_groups(&[0.1, 0.03]);
+    let mut s = StepLR::new(&mut o, 7, 0.5).unwrap();
+    check_schedule("step_lr", &mut o, &mut s, false);
+
+    let mut o = sgd_groups(&[0.1, 0.05]);
+    let mut s = CosineAnnealingLR::new(&mut o, 10, 0.001).unwrap();
+    check_schedule("cosine", &mut o, &mut s, false);
+
+    let mut o = sgd_groups(&[0.1]);
+    let mut s = LinearLR::new(&mut o, 0.1, 1.0, 5).unwrap();
+    check_schedule("linear", &mut o, &mut s, false);
+
+    let mut o = sgd_groups(&[0.1]);
+    let mut s = LinearLR::new(&mut o, 1.0, 0.2, 12).unwrap();
+    check_schedule("linear_down", &mut o, &mut s, false);
+
+    let mut o = adam_groups(&[0.1, 0.01]);
+    let mut s = OneCycleLR::new(&mut o, 0.1, 30, OneCycleOptions::default()).unwrap();
+    check_schedule("one_cycle", &mut o, &mut s, true);
+
+    let mut o = sgd_groups(&[0.1]);
+    let opts = OneCycleOptions {
+        anneal: Anneal::Linear,
+        three_phase: true,
+        pct_start: 0.25,
+        ..OneCycleOptions::default()
+    };
+    let mut s = OneCycleLR::new(&mut o, 0.5, 30, opts).unwrap();
+    check_schedule("one_cycle_linear_three_phase", &mut o, &mut s, true);
+    let err = s.step(&mut o).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Tried to step 31 times. The specified number of total steps is 30"
+    );
+
+    let mut o = sgd_groups(&[0.1, 0.02]);
+    let warmup = LinearLR::new(&mut o, 0.1, 1.0, 5).unwrap();
+    let cosine = CosineAnnealingLR::new(&mut o, 25, 0.0).unwrap();
+    let mut s =
+        SequentialLR::new(&mut o, vec![Box::new(warmup), Box::new(cosine)], vec![5]).unwrap();
+    check_schedule("warmup_cosine", &mut o, &mut s, false);
+
+    let mut o = sgd_groups(&[0.2]);
+    let warmup = LinearLR::new(&mut o, 0.25, 1.0, 4).unwrap();
+    let step = StepLR::new(&mut o, 3, 0.7).unwrap();
+    let mut s = SequentialLR::new(&mut o, vec![Box::new(warmup), Box::new(step)], vec![6]).unwrap();
+    check_schedule("warmup_step", &mut o, &mut s, false);
+}
+
+#[test]
+fn scheduler_errors_use_pytorchs_words() {
+    let mut o = sgd_groups(&[0.1]);
+    let e = LinearLR::new(&mut o, 0.0, 1.0, 5).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "Starting multiplicative factor expected to be greater than 0 and less or equal to 1."
+    );
+    let mut a = Adagrad::new(
+        vec![
+            Tensor::ones(&[1], DType::F32)
+                .unwrap()
+                .requires_grad_(true)
+                .unwrap(),
+        ],
+        AdagradOptions::default(),
+    )
+    .unwrap();
+    let e = OneCycleLR::new(&mut a, 0.1, 10, OneCycleOptions::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
+    );
+    let e = SequentialLR::new(&mut o, vec![], vec![]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "SequentialLR expects at least one scheduler, but got no scheduler."
+    );
+}
+
+// ----- clipping ---------------------------------------------------------------------------------
+
+fn clipping() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(data("optim_clipping.json")).unwrap()).unwrap()
+}
+
+fn f32s(v: &Value) -> Vec<f32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap() as f32)
+        .collect()
+}
+
+fn clip_params(rec: &Value) -> Vec<Tensor> {
+    let shapes = rec["shapes"].as_array().unwrap();
+    rec["grads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(shapes)
+        .map(|(g, s)| {
+            let shape: Vec<usize> = s
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_u64().unwrap() as usize)
+                .collect();
+            let p = Tensor::zeros(&shape, DType::F32)
+                .unwrap()
+                .requires_grad_(true)
+                .unwrap();
+            p.set_grad(Some(Tensor::from_vec(f32s(g), &shape).unwrap()));
+            p
+        })
+        .collect()
+}
+
+#[test]
+fn clip_grad_norm_and_value_match_pytorch() {
+    let rec = clipping();
+    for case in rec["norm"].as_array().unwrap() {
+        let params = clip_params(&rec);
+        let norm_type = match &case["norm_type"] {
+            Value::String(_) => f64::INFINITY,
+            v => v.as_f64().unwrap(),
+        };
+        let max_norm = case["max_norm"].as_f64().unwrap();
+        let total = clip_grad_norm_(&params, max_norm, norm_type).unwrap();
+        let want = case["total"].as_f64().unwrap() as f32;
+        assert_close(
+            &[total.item::<f32>().unwrap()],
+            &[want],
+            &format!("total {norm_type}"),
+        );
+        for (p, g) in params.iter().zip(case["grads"].as_array().unwrap()) {
+            assert_close(
+                &p.grad().unwrap().to_vec::<f32>().unwrap(),
+                &f32s(g),
+                "clipped",
+            );
+        }
+    }
+    let params = clip_params(&rec);
+    clip_grad_value_(&params, 0.5).unwrap();
+    for (p, g) in params.iter().zip(rec["value"]["grads"].as_array().unwrap()) {
+        assert_eq!(p.grad().unwrap().to_vec::<f32>().unwrap(), f32s(g));
+    }
+    let none = vec![
+        Tensor::ones(&[1], DType::F32)
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap(),
+    ];
+    assert_eq!(
+        clip_grad_norm_(&none, 1.0, 2.0)
+            .unwrap()
+            .item::<f32>()
+            .unwrap(),
+        0.0
+    );
+}
+
+// ----- checkpoints ------------------------------------------------------------------------------
+
+fn adam_config() -> Value {
+    configs(&trajectories())["adam_amsgrad_wd"].clone()
+}
+
+#[test]
+fn pytorchs_adam_state_loads_and_continues_pytorchs_trajectory() {
+    let cont = StateDict::load(data("optim_adam_torch_continuation.safetensors")).unwrap();
+    let noise = trajectories().get("noise").unwrap().clone();
+    let state = StateDict::load(data("optim_adam_torch.safetensors")).unwrap();
+    for fused in [true, false] {
+        let params = init_params(&cont, "param");
+        let mut opt = build(&adam_config(), &params, fused);
+        opt.load_state_dict(&state).unwrap();
+        let expected = cont.get("continuation").unwrap();
+        for t in 0..3 {
+            set_grads(&params, &noise, 3 + t);
+            opt.step().unwrap();
+            let want = expected.select(0, t).unwrap().to_vec::<f32>().unwrap();
+            assert_close(
+                &flat(&params),
+                &want,
+                &format!("continuation step {}", 4 + t),
+            );
+        }
+        // The state round-trips: what we save now has PyTorch's 6-step layout.
+        let ours = opt.state_dict().unwrap();
+        assert_eq!(
+            ours.get("state.2.step").unwrap().item::<f32>().unwrap(),
+            6.0
+        );
+        assert_eq!(ours.get("state.2.step").unwrap().dtype(), DType::F32);
+        assert_eq!(ours.get("state.2.step").unwrap().ndim(), 0);
+    }
+}
+
+/// Three steps of the recorded Adam configuration from the recorded start.
+fn three_steps() -> (Vec<Tensor>, Box<dyn Optimizer>) {
+    let dict = trajectories();
+    let noise = dict.get("noise").unwrap().clone();
+    let params = init_params(&dict, "init");
+    let mut opt = build(&adam_config(), &params, true);
+    for t in 0..3 {
+        set_grads(&params, &noise, t);
+        opt.step().unwrap();
+    }
+    (params, opt)
+}
+
+/// PyTorch's `param_groups` and ours have the same keys and values (numbers compared as
+/// floats; `fused` is `true` here, `None` in the recording).
+fn same_groups(ours: &Value, theirs: &Value) {
+    let (ours, theirs) = (ours.as_array().unwrap(), theirs.as_array().unwrap());
+    assert_eq!(ours.len(), theirs.len());
+    for (a, b) in ours.iter().zip(theirs) {
+        let (a, b) = (a.as_object().unwrap(), b.as_object().unwrap());
+        let mut ka: Vec<&String> = a.keys().collect();
+        let mut kb: Vec<&String> = b.keys().collect();
+        ka.sort();
+        kb.sort();
+        assert_eq!(ka, kb);
+        for (k, va) in a {
+            let vb = &b[k];
+            match (va, vb) {
+                (Value::Number(x), Value::Number(y)) => assert_eq!(x.as_f64(), y.as_f64(), "{k}"),
+                _ if k == "fused" => {}
+                (Value::Array(x), Value::Array(y)) => {
+                    let x: Vec<f64> = x.iter().map(|v| v.as_f64().unwrap()).collect();
+                    let y: Vec<f64> = y.iter().map(|v| v.as_f64().unwrap()).collect();
+                    assert_eq!(x, y, "{k}");
+                }
+                _ => assert_eq!(va, vb, "{k}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn our_adam_state_continues_in_pytorch_as_here() {
+    let (params, opt) = three_steps();
+    let state = opt.state_dict().unwrap();
+    let mut param_dict = StateDict::new();
+    for (i, p) in params.iter().enumerate() {
+        param_dict.insert(format!("param.{i}"), p.detach());
+    }
+    if std::env::var_os("AUTOGRAD_WRITE_OPTIM_CKPT").is_some() {
+        state.save(data("optim_adam_ours.safetensors")).unwrap();
+        param_dict
+            .save(data("optim_adam_ours_params.safetensors"))
+            .unwrap();
+    }
+    // The committed file is what this code writes.
+    let committed = StateDict::load(data("optim_adam_ours.safetensors")).unwrap();
+    let sorted = |d: &StateDict| {
+        let mut k: Vec<String> = d.keys().map(String::from).collect();
+        k.sort();
+        k
+    };
+    assert_eq!(sorted(&committed), sorted(&state));
+    for (k, t) in state.iter() {
+        let c = committed.get(k).unwrap();
+        assert_eq!(c.shape(), t.shape(), "{k}");
+        assert_close(&t.to_vec::<f32>().unwrap(), &c.to_vec::<f32>().unwrap(), k);
+    }
+    let groups: Value = serde_json::from_str(state.metadata("param_groups").unwrap()).unwrap();
+    let torch_groups = &adam_config()["param_groups"];
+    same_groups(&groups, torch_groups);
+
+    // PyTorch loaded that file (benches/optim_checkpoint.py's to_torch) and took 3 more steps:
+    // so do we, from a copy of our state loaded into a fresh optimizer.
+    let bytes = state.to_bytes().unwrap();
+    let noise = trajectories().get("noise").unwrap().clone();
+    let cont = StateDict::load(data("optim_adam_ours_continuation.safetensors")).unwrap();
+    let expected = cont.get("continuation").unwrap();
+    for fused in [true, false] {
+        let fresh: Vec<Tensor> = params
+            .iter()
+            .map(|p| p.detach().copy().unwrap().requires_grad_(true).unwrap())
+            .collect();
+        let mut opt2 = build(&adam_config(), &fresh, fused);
+        opt2.load_state_dict(&StateDict::from_bytes(&bytes).unwrap())
+            .unwrap();
+        for t in 0..3 {
+            set_grads(&fresh, &noise, 3 + t);
+            opt2.step().unwrap();
+            let want = expected.select(0, t).unwrap().to_vec::<f32>().unwrap();
+            assert_close(
+                &flat(&fresh),
+                &want,
+                &format!("PyTorch from our state, step {}", 4 + t),
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_optimizer_states_give_clear_errors() {
+    let good = StateDict::load(data("optim_adam_torch.safetensors")).unwrap();
+    let params = init_params(&trajectories(), "init");
+    let mut opt = build(&adam_config(), &params, true);
+    let err = |dict: &StateDict, opt: &mut Box<dyn Optimizer>| match opt.load_state_dict(dict) {
+        Err(Error::StateDict { module, message }) => {
+            assert_eq!(module, "Adam");
+            message
+        }
+        other => panic!("expected Error::StateDict, got {other:?}"),
+    };
+    let mut missing = good.clone();
+    missing.remove("state.1.exp_avg_sq");
+    assert!(err(&missing, &mut opt).contains("state of parameter 1: missing key \"exp_avg_sq\""));
+
+    let mut shape = good.clone();
+    shape.insert(
+        "state.0.exp_avg",
+        Tensor::zeros(&[3, 2], DType::F32).unwrap(),
+    );
+    let m = err(&shape, &mut opt);
+    assert!(m.contains("size mismatch for \"exp_avg\""), "{m}");
+
+    let mut extra = good.clone();
+    extra.insert("state.7.exp_avg", Tensor::zeros(&[1], DType::F32).unwrap());
+    assert!(err(&extra, &mut opt).contains("Unexpected key(s) in state_dict: \"state.7.exp_avg\""));
+
+    let fewer = vec![params[0].clone(), params[1].clone()];
+    let mut opt2 = build(&adam_config(), &params, true);
+    let _ = &mut opt2;
+    let mut small: Box<dyn Optimizer> = Box::new(Adam::new(fewer, AdamOptions::default()).unwrap());
+    assert_eq!(
+        err(&good, &mut small),
+        "loaded state dict contains a parameter group that doesn't match the size of optimizer's group"
+    );
+
+    let mut no_meta = StateDict::new();
+    for (k, t) in good.iter() {
+        no_meta.insert(k, t.clone());
+    }
+    assert!(err(&no_meta, &mut opt).contains("missing metadata key \"param_groups\""));
+
+    // Nothing changed: the good state still loads and steps.
+    opt.load_state_dict(&good).unwrap();
+    opt.step().unwrap();
+}
+
+// ----- CUDA -------------------------------------------------------------------------------------
+
+/// On `cuda:0` the step runs op by op (no fused CUDA kernel yet): each recorded configuration
+/// follows PyTorch's CPU trajectory there too, for 20 steps. Without a GPU this prints
+/// `skipped` and passes.
+#[test]
+fn optimizers_on_cuda_follow_pytorchs_trajectory() {
+    use autograd::{Device, cuda};
+    if !cuda::is_available() {
+        println!(
+            "skipped optimizers_on_cuda_follow_pytorchs_trajectory: no CUDA device ({})",
+            cuda::unavailable_reason(0).unwrap_or_default()
+        );
+        return;
+    }
+    let gpu = Device::Cuda(0);
+    let dict = trajectories();
+    let noise = dict.get("noise").unwrap().to(gpu).unwrap();
+    for (name, config) in &configs(&dict) {
+        let expected = dict.get(&format!("traj.{name}")).unwrap();
+        let params: Vec<Tensor> = init_params(&dict, "init")
+            .iter()
+            .map(|p| p.detach().to(gpu).unwrap().requires_grad_(true).unwrap())
+            .collect();
+        let mut opt = build(config, &params, false);
+        for t in 0..20 {
+            set_grads(&params, &noise, t);
+            opt.step().unwrap();
+            let want = expected.select(0, t).unwrap().to_vec::<f32>().unwrap();
+            assert_close(
+                &flat(&params),
+                &want,
+                &format!("{name} on cuda:0 step {}", t + 1),
+            );
+        }
+        assert!(params.iter().all(|p| p.device() == gpu && p.is_leaf()));
+    }
+    // `fused: Some(true)` is refused on CUDA; clipping works there.
+    let p = Tensor::ones(&[3], DType::F32)
+        .unwrap()
+        .to(gpu)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    p.set_grad(Some(
+        Tensor::from_vec(vec![3.0f32, 4.0, 0.0], &[3])
+            .unwrap()
+            .to(gpu)
+            .unwrap(),
+    ));
+    let mut opt = Adam::new(vec![p.clone()], AdamOptions::default().fused(Some(true))).unwrap();
+    assert!(opt.step().is_err());
+    let total = clip_grad_norm_(&[p.clone()], 1.0, 2.0).unwrap();
+    assert_close(&[total.item::<f32>().unwrap()], &[5.0], "cuda total norm");
+    clip_grad_value_(&[p.clone()], 0.5).unwrap();
+    assert_close(
+        &p.grad().unwrap().to_vec::<f32>().unwrap(),
+        &[0.5, 0.5, 0.0],
+        "cuda clip value",
+    );
+}

@@ -27,6 +27,7 @@
 //! recorded (`Tensor::fused_or`).
 
 mod binary;
+mod clamp;
 mod derivative_rules;
 mod device;
 mod erf;

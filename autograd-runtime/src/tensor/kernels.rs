@@ -417,3 +417,144 @@ impl Tensor {
         }
     }
 }
+
+// ----- host slices for the fused optimizer steps -----------------------------------------------
+
+/// The elements of the tensors [`with_host_slices`] locked, by dtype: the written ones mutably,
+/// then the read ones, each in the order given.
+#[derive(Debug)]
+pub(crate) enum HostSlices<'a> {
+    /// `f32` elements.
+    F32(Vec<&'a mut [f32]>, Vec<&'a [f32]>),
+    /// `f64` elements.
+    F64(Vec<&'a mut [f64]>, Vec<&'a [f64]>),
+}
+
+/// Runs `f` on the elements of `writes` (write-locked) and `reads` (read-locked), then bumps
+/// the version of every tensor in `writes`, as an in-place op does: the adapter of the fused
+/// optimizer steps (`backend::cpu::optim`), which update many tensors in one pass.
+///
+/// Every tensor is a contiguous host tensor of one dtype; the storages of `writes` are distinct
+/// from each other and from those of `reads` (reads may share theirs). Locks are taken in
+/// storage-address order, each storage once, as everywhere in this module.
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] when a tensor is not contiguous or not on the host, the dtypes
+/// differ, or storages are shared as described above; nothing is run then.
+pub(crate) fn with_host_slices<R>(
+    writes: &[&Tensor],
+    reads: &[&Tensor],
+    f: impl FnOnce(HostSlices<'_>) -> R,
+) -> Result<R> {
+    let refuse = |why: &str| Err(Error::InvalidArgument(format!("fused update: {why}")));
+    let dtype = match writes.first().or(reads.first()) {
+        Some(t) => t.dtype(),
+        None => return refuse("no tensors"),
+    };
+    for t in writes.iter().chain(reads) {
+        if !t.device().is_host() || !t.is_contiguous() || t.dtype() != dtype {
+            return refuse("every tensor must be a contiguous host tensor of one dtype");
+        }
+    }
+    for (i, w) in writes.iter().enumerate() {
+        let shared = writes[i + 1..]
+            .iter()
+            .chain(reads)
+            .any(|t| w.shares_storage(t));
+        if shared {
+            return refuse("a written tensor shares its storage");
+        }
+    }
+    // Distinct storages in address order: (storage, index of the first tensor, written).
+    let mut order: Vec<(&Arc<Storage>, bool)> = writes
+        .iter()
+        .map(|t| (&t.0.storage, true))
+        .chain(reads.iter().map(|t| (&t.0.storage, false)))
+        .collect();
+    order.sort_by_key(|(s, _)| Arc::as_ptr(s));
+    order.dedup_by(|a, b| Arc::ptr_eq(a.0, b.0));
+    enum Guard<'g> {
+        Write(std::sync::RwLockWriteGuard<'g, Buffer>),
+        Read(std::sync::RwLockReadGuard<'g, Buffer>),
+    }
+    let mut guards: Vec<(&Arc<Storage>, Guard<'_>)> = order
+        .iter()
+        .map(|&(s, w)| {
+            let g = if w {
+                Guard::Write(s.data.write())
+            } else {
+                Guard::Read(s.data.read())
+            };
+            (s, g)
+        })
+        .collect();
+    // Hand out the buffers: written storages are distinct, so each mutable borrow is unique.
+    let mut write_bufs: Vec<Option<&mut Buffer>> = (0..writes.len()).map(|_| None).collect();
+    let mut read_bufs: Vec<(&Arc<Storage>, &Buffer)> = Vec::new();
+    for (s, g) in guards.iter_mut() {
+        match g {
+            Guard::Write(g) => {
+                let i = writes
+                    .iter()
+                    .position(|t| Arc::ptr_eq(&t.0.storage, s))
+                    .expect("invariant: a written storage belongs to a written tensor");
+                write_bufs[i] = Some(&mut **g);
+            }
+            Guard::Read(g) => read_bufs.push((*s, &**g)),
+        }
+    }
+    let read_buf = |t: &Tensor| {
+        read_bufs
+            .iter()
+            .find(|(s, _)| Arc::ptr_eq(s, &t.0.storage))
+            .map(|(_, b)| *b)
+            .expect("invariant: every read storage was locked")
+    };
+    let range = |t: &Tensor| {
+        let l = t.layout();
+        l.offset..l.offset + l.numel()
+    };
+    let slices = match dtype {
+        DType::F32 => {
+            let mut w = Vec::with_capacity(writes.len());
+            for (t, b) in writes.iter().zip(write_bufs) {
+                let Some(Buffer::F32(v)) = b else {
+                    unreachable!("invariant: checked host f32 tensors")
+                };
+                w.push(&mut v[range(t)]);
+            }
+            let r = reads
+                .iter()
+                .map(|t| match read_buf(t) {
+                    Buffer::F32(v) => &v[range(t)],
+                    _ => unreachable!("invariant: checked host f32 tensors"),
+                })
+                .collect();
+            HostSlices::F32(w, r)
+        }
+        DType::F64 => {
+            let mut w = Vec::with_capacity(writes.len());
+            for (t, b) in writes.iter().zip(write_bufs) {
+                let Some(Buffer::F64(v)) = b else {
+                    unreachable!("invariant: checked host f64 tensors")
+                };
+                w.push(&mut v[range(t)]);
+            }
+            let r = reads
+                .iter()
+                .map(|t| match read_buf(t) {
+                    Buffer::F64(v) => &v[range(t)],
+                    _ => unreachable!("invariant: checked host f64 tensors"),
+                })
+                .collect();
+            HostSlices::F64(w, r)
+        }
+    };
+    let out = f(slices);
+    drop(guards);
+    for t in writes {
+        t.0.storage.bump_version();
+    }
+    Ok(out)
+}

@@ -22,6 +22,7 @@ mod formulas;
 mod gather;
 mod matmul;
 mod movement;
+pub(crate) mod optim;
 pub(crate) mod parallel;
 mod random;
 mod reduce;

@@ -1,0 +1,164 @@
+//! `clamp`: every element limited to `[min, max]` (PyTorch's `clamp`), differentiable (the
+//! gradient passes where `min <= x <= max`, as PyTorch's `clamp_backward`).
+//!
+//! The kernel is a per-element map on host memory; a CUDA tensor is clamped through a host copy
+//! (one transfer each way: no CUDA kernel is written for it yet).
+
+use autograd_macros::{backward, differentiable};
+
+use crate::tensor::kernels::{ElementMap, host};
+use crate::{Element, Error, Result, Tensor};
+
+/// `min(max(x, lo), hi)`; a missing bound is infinite.
+#[differentiable(builtin, crate = "crate", name = "ClampBackward1")]
+fn clamp(x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
+    x.host_map(Clamp { lo, hi })
+}
+
+#[backward(clamp)]
+fn clamp_backward(grad: &Tensor, x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
+    grad.mul(&x.host_map(InRange { lo, hi })?)
+}
+
+/// `min(max(x, lo), hi)` with the bounds rounded to the element type; NaN stays NaN.
+#[derive(Clone, Copy, Debug)]
+struct Clamp {
+    lo: f64,
+    hi: f64,
+}
+
+impl ElementMap for Clamp {
+    fn apply<T: Element>(self, x: T) -> T {
+        let (lo, hi) = (T::from_f64(self.lo), T::from_f64(self.hi));
+        let y = if x < lo { lo } else { x };
+        if y > hi { hi } else { y }
+    }
+}
+
+/// 1 where `lo <= x <= hi`, else 0 (NaN included): the gradient's mask.
+#[derive(Clone, Copy, Debug)]
+struct InRange {
+    lo: f64,
+    hi: f64,
+}
+
+impl ElementMap for InRange {
+    fn apply<T: Element>(self, x: T) -> T {
+        let (lo, hi) = (T::from_f64(self.lo), T::from_f64(self.hi));
+        if x >= lo && x <= hi {
+            T::one()
+        } else {
+            T::zero()
+        }
+    }
+}
+
+impl Tensor {
+    /// `m` applied to every element into a new tensor on this tensor's device (through a host
+    /// copy for a device tensor).
+    fn host_map<M: ElementMap>(&self, m: M) -> Result<Tensor> {
+        let out = host(self)?.map_elements(m);
+        if self.device().is_host() {
+            Ok(out)
+        } else {
+            out.to(self.device())
+        }
+    }
+
+    /// Every element limited to `[min, max]` (PyTorch's `clamp(min=, max=)`); a bound that is
+    /// `None` does not apply, and where `min > max` every element becomes `max`, as in PyTorch.
+    /// NaN stays NaN. The gradient passes where `min <= x <= max`. On CUDA the values go
+    /// through a host copy.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when both bounds are `None` (PyTorch's text); device errors.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let x = Tensor::from_vec(vec![-2.0f32, 0.5, 3.0], &[3])?.requires_grad_(true)?;
+    /// let y = x.clamp(Some(-1.0), Some(1.0))?;
+    /// assert_eq!(y.to_vec::<f32>()?, vec![-1.0, 0.5, 1.0]);
+    /// y.sum()?.backward()?;
+    /// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, vec![0.0, 1.0, 0.0]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
+        if min.is_none() && max.is_none() {
+            return Err(Error::InvalidArgument(
+                "torch.clamp: At least one of 'min' or 'max' must not be None".into(),
+            ));
+        }
+        clamp(
+            self,
+            min.unwrap_or(f64::NEG_INFINITY),
+            max.unwrap_or(f64::INFINITY),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{DType, Error, Tensor, gradcheck, gradgradcheck};
+
+    #[test]
+    fn clamp_values_and_gradients_are_pytorchs() {
+        let x = Tensor::from_vec(vec![-3.0f64, -1.0, 0.25, 1.0, 2.0, f64::NAN], &[6]).unwrap();
+        let y = x
+            .clamp(Some(-1.0), Some(1.0))
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap();
+        assert_eq!(&y[..5], &[-1.0, -1.0, 0.25, 1.0, 1.0]);
+        assert!(y[5].is_nan());
+        let lo = x.clamp(Some(0.0), None).unwrap().to_vec::<f64>().unwrap();
+        assert_eq!(&lo[..5], &[0.0, 0.0, 0.25, 1.0, 2.0]);
+        let crossed = x
+            .clamp(Some(1.0), Some(-1.0))
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap();
+        assert_eq!(&crossed[..5], &[-1.0; 5]);
+        // The bounds themselves pass the gradient (`x >= min && x <= max`).
+        let x = Tensor::from_vec(vec![-3.0f64, -1.0, 0.25, 1.0, 2.0], &[5])
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap();
+        x.clamp(Some(-1.0), Some(1.0))
+            .unwrap()
+            .sum()
+            .unwrap()
+            .backward()
+            .unwrap();
+        let g = x.grad().unwrap().to_vec::<f64>().unwrap();
+        assert_eq!(g, vec![0.0, 1.0, 1.0, 1.0, 0.0]);
+        match Tensor::scalar(1.0f32).clamp(None, None) {
+            Err(Error::InvalidArgument(m)) => {
+                assert_eq!(
+                    m,
+                    "torch.clamp: At least one of 'min' or 'max' must not be None"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn clamp_passes_gradcheck_and_gradgradcheck() {
+        // Values away from the bounds: finite differences are not taken across a kink.
+        let x = Tensor::from_vec(vec![-2.0f64, -0.7, 0.1, 0.45, 0.9, 1.6], &[2, 3]).unwrap();
+        let x = x.requires_grad_(true).unwrap();
+        for (lo, hi) in [
+            (Some(-0.5), Some(0.5)),
+            (None, Some(0.0)),
+            (Some(0.0), None),
+        ] {
+            let f = move |t: &[Tensor]| t[0].clamp(lo, hi)?.mul(&t[0]);
+            gradcheck(f, &[x.clone()]).unwrap();
+            gradgradcheck(f, &[x.clone()]).unwrap();
+        }
+        assert_eq!(x.dtype(), DType::F64);
+    }
+}

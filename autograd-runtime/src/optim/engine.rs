@@ -1,0 +1,331 @@
+//! The part every optimizer shares: its groups and per-parameter state, the checks of its
+//! constructor, and `step`'s choice between the fused kernel and the op-by-op path.
+
+use std::fmt;
+
+use super::fused::{self, FusedSet, Update};
+use super::{GroupOptions, ParamGroup};
+use crate::{DType, Device, Error, Result, Tensor, no_grad};
+
+/// One optimization algorithm: its options, its per-parameter state and its two paths.
+pub(crate) trait Algorithm: fmt::Debug + Send + Sync + 'static {
+    /// The options of a group.
+    type Options: GroupOptions;
+    /// The state of one parameter.
+    type State: fmt::Debug + Send + Sync;
+
+    /// Whether a parameter's state is made when the optimizer is built (Adagrad) rather than
+    /// at its first step.
+    const EAGER_STATE: bool = false;
+
+    /// The state of parameter `p` before its first step.
+    fn init_state(p: &Tensor, o: &Self::Options) -> Result<Self::State>;
+
+    /// One step of one parameter with tensor ops (any device).
+    fn step_ops(p: &Tensor, g: &Tensor, s: &mut Self::State, o: &Self::Options) -> Result<()>;
+
+    /// Advances `s`'s step count and returns the coefficients of this step for the fused
+    /// kernel, and the state tensors in the order the kernel takes them.
+    fn fused_update<'s>(
+        p: &Tensor,
+        s: &'s mut Self::State,
+        o: &Self::Options,
+    ) -> Result<(Update, Vec<&'s Tensor>)>;
+
+    /// Whether the group asked for the fused kernel (`Some(true)`), the op-by-op path
+    /// (`Some(false)`) or whichever applies (`None`).
+    fn fused(o: &Self::Options) -> Option<bool>;
+
+    /// The state's tensors under PyTorch's names (`step` a 0-dim `f32` tensor).
+    fn save_state(s: &Self::State) -> Vec<(&'static str, Tensor)>;
+
+    /// A state read back from `get` (PyTorch's names), for parameter `p`; `Ok(None)` if `get`
+    /// has nothing for this parameter.
+    fn load_state(
+        get: &dyn Fn(&str) -> Option<Tensor>,
+        p: &Tensor,
+        o: &Self::Options,
+    ) -> std::result::Result<Option<Self::State>, String>;
+}
+
+/// An optimizer's groups and state.
+#[derive(Debug)]
+pub(crate) struct Core<A: Algorithm> {
+    /// The groups, as built or loaded.
+    pub(crate) groups: Vec<ParamGroup<A::Options>>,
+    /// `state[group][i]`: the state of the group's `i`-th parameter, `None` before its first
+    /// step.
+    pub(crate) state: Vec<Vec<Option<A::State>>>,
+}
+
+impl<A: Algorithm> Core<A> {
+    /// Checks the groups as PyTorch's constructor does, then makes eager state.
+    pub(crate) fn new(groups: Vec<ParamGroup<A::Options>>) -> Result<Core<A>> {
+        if groups.iter().all(|g| g.params.is_empty()) {
+            return Err(Error::InvalidArgument(
+                "optimizer got an empty parameter list".into(),
+            ));
+        }
+        let mut seen: Vec<&Tensor> = Vec::new();
+        for g in &groups {
+            g.options.validate()?;
+            for p in &g.params {
+                if !p.is_leaf() {
+                    return Err(Error::InvalidArgument(
+                        "can't optimize a non-leaf Tensor".into(),
+                    ));
+                }
+                if seen.iter().any(|q| q.is_same(p)) {
+                    return Err(Error::InvalidArgument(
+                        "some parameters appear in more than one parameter group".into(),
+                    ));
+                }
+            }
+            seen.extend(g.params.iter());
+        }
+        let mut state = Vec::with_capacity(groups.len());
+        for g in &groups {
+            let mut s = Vec::with_capacity(g.params.len());
+            for p in &g.params {
+                s.push(if A::EAGER_STATE {
+                    let _guard = no_grad();
+                    Some(A::init_state(p, &g.options)?)
+                } else {
+                    None
+                });
+            }
+            state.push(s);
+        }
+        Ok(Core { groups, state })
+    }
+
+    /// One step of every group (see [`Optimizer::step`](super::Optimizer::step)).
+    pub(crate) fn step(&mut self) -> Result<()> {
+        let _guard = no_grad();
+        for (group, states) in self.groups.iter().zip(self.state.iter_mut()) {
+            let o = &group.options;
+            let mut work: Vec<(&Tensor, Tensor, &mut A::State)> = Vec::new();
+            for (p, slot) in group.params.iter().zip(states.iter_mut()) {
+                let Some(g) = p.grad() else { continue };
+                check_grad(p, &g)?;
+                if slot.is_none() {
+                    *slot = Some(A::init_state(p, o)?);
+                }
+                let s = slot.as_mut().expect("invariant: the state was just made");
+                work.push((p, g, s));
+            }
+            if work.is_empty() {
+                continue;
+            }
+            let fusable = work
+                .iter()
+                .all(|(p, g, _)| fused::can_fuse(p, g, work[0].0.dtype()))
+                && fused::distinct_storages(work.iter().map(|(p, _, _)| *p));
+            match A::fused(o) {
+                Some(true) if !fusable => {
+                    return Err(Error::InvalidArgument(
+                        "`fused=True` requires all the params to be contiguous floating point \
+                         Tensors of one dtype on the CPU"
+                            .into(),
+                    ));
+                }
+                Some(false) => run_ops::<A>(work, o)?,
+                _ if fusable => run_fused::<A>(work, o)?,
+                _ => run_ops::<A>(work, o)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The op-by-op path, one parameter after the other.
+fn run_ops<A: Algorithm>(
+    work: Vec<(&Tensor, Tensor, &mut A::State)>,
+    o: &A::Options,
+) -> Result<()> {
+    for (p, g, s) in work {
+        A::step_ops(p, &g, s, o)?;
+    }
+    Ok(())
+}
+
+/// The fused path: one kernel call for the whole group.
+fn run_fused<A: Algorithm>(
+    work: Vec<(&Tensor, Tensor, &mut A::State)>,
+    o: &A::Options,
+) -> Result<()> {
+    let mut sets = Vec::with_capacity(work.len());
+    for (p, g, s) in work {
+        let (update, state) = A::fused_update(p, s, o)?;
+        sets.push(FusedSet {
+            param: p,
+            grad: g,
+            state,
+            update,
+        });
+    }
+    fused::run(&sets)
+}
+
+/// Refuses a gradient that does not match its parameter.
+fn check_grad(p: &Tensor, g: &Tensor) -> Result<()> {
+    if g.shape() != p.shape() {
+        return Err(Error::InvalidArgument(format!(
+            "the gradient's shape {:?} differs from its parameter's {:?}",
+            g.shape(),
+            p.shape()
+        )));
+    }
+    if g.dtype() != p.dtype() || g.device() != p.device() {
+        return Err(Error::InvalidArgument(format!(
+            "the gradient ({:?} on {}) differs from its parameter ({:?} on {}) in dtype or device",
+            g.dtype(),
+            g.device(),
+            p.dtype(),
+            p.device()
+        )));
+    }
+    Ok(())
+}
+
+/// A 0-dim tensor of `p`'s dtype and device holding `v` (rounded to that dtype): the scalar
+/// operand of an in-place op.
+pub(crate) fn scalar_like(p: &Tensor, v: f64) -> Result<Tensor> {
+    let t = Tensor::full(&[], v, p.dtype())?;
+    if p.device() == Device::Cpu {
+        Ok(t)
+    } else {
+        t.to(p.device())
+    }
+}
+
+/// `v` rounded to `p`'s dtype (what PyTorch's kernels do to a Python scalar): so that a
+/// coefficient computed from a rounded scalar (`1 - w` in `lerp`) is computed as PyTorch does.
+pub(crate) fn round_to(p: &Tensor, v: f64) -> f64 {
+    match p.dtype() {
+        DType::F32 => f64::from(v as f32),
+        _ => v,
+    }
+}
+
+/// `m.lerp_(g, w)` as PyTorch's CPU kernel computes it: `m + w (g - m)` for `|w| < 0.5`, else
+/// `g - (g - m)(1 - w)`.
+pub(crate) fn lerp_(m: &Tensor, g: &Tensor, w: f64) -> Result<()> {
+    let w = round_to(m, w);
+    let diff = g.sub(m)?;
+    if w.abs() < 0.5 {
+        m.add_(&diff.mul_scalar(w)?)?;
+    } else {
+        let one_minus = round_to(m, 1.0 - w);
+        m.copy_(&g.sub(&diff.mul_scalar(one_minus)?)?)?;
+    }
+    Ok(())
+}
+
+/// `x + alpha * y` (PyTorch's `add(y, alpha=alpha)`) with one rounding, as PyTorch's CPU kernel
+/// computes it (a fused multiply-add): for `f32` through `f64`, where the product of two `f32`
+/// values is exact.
+pub(crate) fn add_scaled(x: &Tensor, y: &Tensor, alpha: f64) -> Result<Tensor> {
+    if alpha == 1.0 {
+        return x.add(y);
+    }
+    match x.dtype() {
+        DType::F32 => {
+            let alpha = round_to(x, alpha);
+            let wide = x
+                .to_dtype(DType::F64)?
+                .add(&y.to_dtype(DType::F64)?.mul_scalar(alpha)?)?;
+            wide.to_dtype(DType::F32)
+        }
+        DType::F64 => x.add(&y.mul_scalar(alpha)?),
+    }
+}
+
+/// `x += alpha * y` in place, rounded as [`add_scaled`].
+pub(crate) fn add_scaled_(x: &Tensor, y: &Tensor, alpha: f64) -> Result<()> {
+    if alpha == 1.0 {
+        x.add_(y)?;
+    } else {
+        x.copy_(&add_scaled(x, y, alpha)?)?;
+    }
+    Ok(())
+}
+
+/// `max(a, b)` element-wise for the op-by-op path, as `b + relu(a - b)` (exact when `a` is at
+/// most twice `b`, by Sterbenz's lemma; within an ulp otherwise).
+pub(crate) fn maximum(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    b.add(&a.sub(b)?.relu()?)
+}
+
+/// The step count as the 0-dim `f32` tensor PyTorch 2 keeps.
+pub(crate) fn step_tensor(step: f64) -> Tensor {
+    Tensor::scalar(step as f32)
+}
+
+/// Reads a `step` entry back.
+pub(crate) fn read_step(get: &dyn Fn(&str) -> Option<Tensor>) -> std::result::Result<f64, String> {
+    let t = get("step").ok_or("missing key \"step\"")?;
+    if t.numel() != 1 {
+        return Err(format!(
+            "\"step\" has shape {:?}, expected a scalar",
+            t.shape()
+        ));
+    }
+    t.to_dtype(crate::DType::F64)
+        .and_then(|t| t.item::<f64>())
+        .map_err(|e| e.to_string())
+}
+
+/// Reads a state tensor named `name` back, checked against `p`'s shape and converted to its
+/// dtype and device.
+pub(crate) fn read_like(
+    get: &dyn Fn(&str) -> Option<Tensor>,
+    name: &str,
+    p: &Tensor,
+) -> std::result::Result<Tensor, String> {
+    let t = get(name).ok_or_else(|| format!("missing key \"{name}\""))?;
+    if t.shape() != p.shape() {
+        return Err(format!(
+            "size mismatch for \"{name}\": copying a param with shape {:?}, the shape in current \
+             model is {:?}",
+            t.shape(),
+            p.shape()
+        ));
+    }
+    let t = t.to_dtype(p.dtype()).map_err(|e| e.to_string())?;
+    let t = t.to(p.device()).map_err(|e| e.to_string())?;
+    // A private copy: the state is updated in place.
+    t.copy().map_err(|e| e.to_string())
+}
+
+/// Implements [`Optimizer`](super::Optimizer) for a type whose field `core` is a [`Core`].
+macro_rules! impl_optimizer {
+    ($ty:ty, $name:literal) => {
+        impl $crate::optim::Optimizer for $ty {
+            fn step(&mut self) -> $crate::Result<()> {
+                self.core.step()
+            }
+            fn param_groups(&self) -> Vec<&dyn $crate::optim::AnyParamGroup> {
+                self.core
+                    .groups
+                    .iter()
+                    .map(|g| g as &dyn $crate::optim::AnyParamGroup)
+                    .collect()
+            }
+            fn param_groups_mut(&mut self) -> Vec<&mut dyn $crate::optim::AnyParamGroup> {
+                self.core
+                    .groups
+                    .iter_mut()
+                    .map(|g| g as &mut dyn $crate::optim::AnyParamGroup)
+                    .collect()
+            }
+            fn state_dict(&self) -> $crate::Result<$crate::StateDict> {
+                self.core.state_dict()
+            }
+            fn load_state_dict(&mut self, dict: &$crate::StateDict) -> $crate::Result<()> {
+                self.core.load_state_dict(dict, $name)
+            }
+        }
+    };
+}
+pub(crate) use impl_optimizer;
