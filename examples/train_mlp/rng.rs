@@ -15,6 +15,11 @@ impl SplitMix64 {
         SplitMix64 { state: seed }
     }
 
+    /// The whole state: `SplitMix64::new(g.state())` continues `g`'s stream.
+    pub(crate) fn state(&self) -> u64 {
+        self.state
+    }
+
     pub(crate) fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.state;

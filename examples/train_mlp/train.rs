@@ -5,12 +5,14 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use autograd::distributed::{CommBuffer, DdpOptions, DistributedDataParallel, ProcessGroup};
+use autograd::nn::Module;
+use autograd::optim::Optimizer;
+use autograd::optim::lr_scheduler::LrScheduler;
 use autograd::{DType, Device, Tensor, no_grad};
 
 use crate::data::{Dataset, Split};
 use crate::loss::softmax_cross_entropy;
-use crate::model::Mlp;
-use crate::optim::Optimizer;
+use crate::model::Model;
 use crate::progress::Progress;
 use crate::rng::SplitMix64;
 use crate::{RunError, inspect};
@@ -39,7 +41,7 @@ pub(crate) struct Timings {
     pub(crate) forward: Duration,
     /// `loss.backward()`.
     pub(crate) backward: Duration,
-    /// Optimizer step and clearing the gradients.
+    /// Optimizer step, learning-rate schedule and clearing the gradients.
     pub(crate) optimizer: Duration,
     /// Reading losses and predictions back, and the test-set evaluation.
     pub(crate) evaluation: Duration,
@@ -51,7 +53,8 @@ impl Timings {
     }
 }
 
-/// A split on the device: inputs, one-hot targets, and the labels on the host.
+/// A split on the device: inputs, one-hot targets (smoothed for training with label
+/// smoothing), and the labels on the host.
 #[derive(Debug)]
 struct DeviceSplit {
     x: Tensor,
@@ -73,12 +76,29 @@ impl DeviceSplit {
             labels: split.y.clone(),
         })
     }
+
+    /// Label smoothing ε (PyTorch's `label_smoothing`): each target row becomes
+    /// `(1 - ε) · one_hot + ε / C`, so the cross-entropy against it is PyTorch's smoothed loss.
+    fn smooth(&mut self, epsilon: f64) -> Result<(), RunError> {
+        if epsilon > 0.0 {
+            let classes = self.targets.shape()[1] as f64;
+            self.targets = self
+                .targets
+                .mul_scalar(1.0 - epsilon)?
+                .add_scalar(epsilon / classes)?;
+        }
+        Ok(())
+    }
 }
 
 /// Trains one model on one data set.
 pub(crate) struct Trainer {
-    model: Mlp,
-    optimizer: Box<dyn Optimizer>,
+    pub(crate) model: Model,
+    pub(crate) optimizer: Box<dyn Optimizer>,
+    /// Stepped after every optimizer step (`--schedule`).
+    scheduler: Option<Box<dyn LrScheduler>>,
+    /// Optimizer steps taken, over the saved run too when resumed.
+    steps: u64,
     train: DeviceSplit,
     test: DeviceSplit,
     batch_size: usize,
@@ -94,7 +114,7 @@ pub(crate) struct Trainer {
 
 impl Trainer {
     pub(crate) fn new(
-        model: Mlp,
+        model: Model,
         optimizer: Box<dyn Optimizer>,
         data: &Dataset,
         device: Device,
@@ -105,6 +125,8 @@ impl Trainer {
         Ok(Trainer {
             model,
             optimizer,
+            scheduler: None,
+            steps: 0,
             train: DeviceSplit::new(&data.train, data.features, data.classes, device)?,
             test: DeviceSplit::new(&data.test, data.features, data.classes, device)?,
             batch_size,
@@ -113,6 +135,42 @@ impl Trainer {
             graph,
             parallel: None,
         })
+    }
+
+    /// Steps `scheduler` after every optimizer step.
+    pub(crate) fn with_scheduler(mut self, scheduler: Box<dyn LrScheduler>) -> Trainer {
+        self.scheduler = Some(scheduler);
+        self
+    }
+
+    /// Trains against label-smoothed targets (the test loss stays the plain cross-entropy).
+    pub(crate) fn with_label_smoothing(mut self, epsilon: f64) -> Result<Trainer, RunError> {
+        self.train.smooth(epsilon)?;
+        Ok(self)
+    }
+
+    /// Continues a saved run: the shuffles from its generator state, the schedule from its step.
+    /// Call before loading the optimizer's state: the schedule is replayed on the optimizer's
+    /// learning rates as the saved run moved them.
+    pub(crate) fn fast_forward(&mut self, rng_state: u64, steps: u64) -> Result<(), RunError> {
+        self.rng = SplitMix64::new(rng_state);
+        if let Some(scheduler) = &mut self.scheduler {
+            for _ in 0..steps {
+                scheduler.step(self.optimizer.as_mut())?;
+            }
+        }
+        self.steps = steps;
+        Ok(())
+    }
+
+    /// The shuffling generator's state (for a checkpoint).
+    pub(crate) fn rng_state(&self) -> u64 {
+        self.rng.state()
+    }
+
+    /// Optimizer steps taken so far (for a checkpoint).
+    pub(crate) fn steps(&self) -> u64 {
+        self.steps
     }
 
     /// Data-parallel mode over `group` (a collective: every rank calls it). Every rank shuffles
@@ -193,6 +251,10 @@ impl Trainer {
             }
             let t3 = Instant::now();
             self.optimizer.step()?;
+            if let Some(scheduler) = &mut self.scheduler {
+                scheduler.step(self.optimizer.as_mut())?;
+            }
+            self.steps += 1;
             self.optimizer.zero_grad();
             let t4 = Instant::now();
             loss_sum += to_host(&loss)?[0] * batch.len() as f64;
@@ -282,6 +344,8 @@ fn argmax(row: &[f64]) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use autograd::optim::{Adam, AdamOptions};
+
     use super::*;
 
     #[test]
@@ -293,8 +357,8 @@ mod tests {
     /// A few epochs on the embedded digits, as `main` runs them.
     fn train_digits(device: Device, epochs: usize) -> Vec<EpochStats> {
         let data = crate::data::load(&crate::data::DataSource::Digits).unwrap();
-        let model = Mlp::new(&[64, 32, 10], crate::model::Activation::Relu, 1, device).unwrap();
-        let opt = crate::optim::Adam::new(model.parameters(), 1e-2).unwrap();
+        let model = Model::mlp(&[64, 32, 10], crate::model::Activation::Relu, 1, device).unwrap();
+        let opt = Adam::new(model.parameters(), AdamOptions::default().lr(1e-2)).unwrap();
         let mut trainer = Trainer::new(model, Box::new(opt), &data, device, 64, 5, None).unwrap();
         let mut progress = Progress::new(crate::progress::Mode::Quiet, epochs);
         let stats: Vec<EpochStats> = (1..=epochs)
@@ -340,14 +404,14 @@ mod tests {
         const EPOCHS: usize = 2;
         let data = crate::data::load(&crate::data::DataSource::Digits).unwrap();
         let trainer = |seed: u64| {
-            let model = Mlp::new(
+            let model = Model::mlp(
                 &[64, 32, 10],
                 crate::model::Activation::Relu,
                 seed,
                 Device::Cpu,
             )
             .unwrap();
-            let opt = crate::optim::Adam::new(model.parameters(), 1e-2).unwrap();
+            let opt = Adam::new(model.parameters(), AdamOptions::default().lr(1e-2)).unwrap();
             Trainer::new(model, Box::new(opt), &data, Device::Cpu, 64, 5, None).unwrap()
         };
         let train = |t: &mut Trainer| {
