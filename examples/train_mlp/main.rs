@@ -128,7 +128,7 @@ fn run(args: &Args) -> Result<(), RunError> {
         ModelKind::Mlp => Model::mlp(&sizes, args.activation, args.seed, device)?,
         ModelKind::Cnn => Model::cnn(data.features, data.classes, args.seed, device)?,
     };
-    let (lr, batch_size) = (args.lr(), args.batch_size());
+    let (lr, batch_size, epochs) = (args.lr(), args.batch_size(), args.epochs());
     let mut optimizer: Box<dyn Optimizer> = match args.optimizer {
         OptimizerKind::Sgd => Box::new(Sgd::new(
             model.parameters(),
@@ -139,10 +139,11 @@ fn run(args: &Args) -> Result<(), RunError> {
             AdamOptions::default().lr(lr),
         )?),
     };
-    let mut optimizer_desc = match args.optimizer {
+    let optimizer_name = match args.optimizer {
         OptimizerKind::Sgd => format!("sgd lr {lr} momentum {}", args.momentum),
         OptimizerKind::Adam => format!("adam lr {lr}"),
     };
+    let mut optimizer_desc = optimizer_name.clone();
     // The learning-rate schedule runs over every step of `--epochs` (on resume, of the whole
     // run); its scheduler is made before a checkpoint's optimizer state is loaded.
     let batches_per_epoch = data.train.len().div_ceil(batch_size);
@@ -152,7 +153,7 @@ fn run(args: &Args) -> Result<(), RunError> {
             optimizer_desc.push_str(", cosine schedule");
             Some(CosineAnnealingLR::new(
                 optimizer.as_mut(),
-                args.epochs * batches_per_epoch,
+                epochs * batches_per_epoch,
                 0.0,
             )?)
         }
@@ -167,7 +168,7 @@ fn run(args: &Args) -> Result<(), RunError> {
         .map(|path| checkpoint::read(path, &config))
         .transpose()?;
     if let Some((saved, _)) = &resumed
-        && saved.epoch >= args.epochs
+        && saved.epoch >= epochs
     {
         return Err(autograd::Error::msg(format!(
             "the checkpoint has trained {} epochs already: ask for more with --epochs",
@@ -198,7 +199,7 @@ fn run(args: &Args) -> Result<(), RunError> {
         );
         say!(
             "train: {optimizer_desc}, batch {batch_size}, {} epochs, seed {}",
-            args.epochs,
+            epochs,
             args.seed
         );
     }
@@ -215,7 +216,7 @@ fn run(args: &Args) -> Result<(), RunError> {
     if let Some(scheduler) = scheduler {
         trainer = trainer.with_scheduler(Box::new(scheduler));
     }
-    let mut history: Vec<EpochStats> = Vec::with_capacity(args.epochs);
+    let mut history: Vec<EpochStats> = Vec::with_capacity(epochs);
     let mut first_epoch = 1;
     if let (Some((saved, dict)), Some(path)) = (&resumed, &args.resume) {
         trainer.fast_forward(saved.rng_state, saved.steps)?;
@@ -227,7 +228,7 @@ fn run(args: &Args) -> Result<(), RunError> {
                 "resume: {} after epoch {}, training epochs {first_epoch} to {}",
                 path.display(),
                 saved.epoch,
-                args.epochs
+                epochs
             );
         }
     }
@@ -242,11 +243,11 @@ fn run(args: &Args) -> Result<(), RunError> {
         }
     }
 
-    let mut progress = Progress::new(mode, args.epochs);
+    let mut progress = Progress::new(mode, epochs);
     let mut profile = None;
     let start = Instant::now();
-    for epoch in first_epoch..=args.epochs {
-        let stats = if args.profile && epoch == args.epochs {
+    for epoch in first_epoch..=epochs {
+        let stats = if args.profile && epoch == epochs {
             let (stats, prof) = inspect::profile(|| trainer.epoch(epoch, &mut progress));
             profile = Some(prof);
             stats?
@@ -274,7 +275,7 @@ fn run(args: &Args) -> Result<(), RunError> {
     }
     if let Some(path) = &args.save {
         let state = Resumed {
-            epoch: args.epochs,
+            epoch: epochs,
             rng_state: trainer.rng_state(),
             steps: trainer.steps(),
             history: history.clone(),
@@ -324,13 +325,13 @@ fn run(args: &Args) -> Result<(), RunError> {
         );
     }
     if let Some(prof) = &profile {
-        say!("profile of epoch {} (backward nodes):", args.epochs);
+        say!("profile of epoch {} (backward nodes):", epochs);
         say!("{}", inspect::table(prof));
         inspect::write_trace(prof, Path::new(TRACE_PATH))?;
         say!("profile: {TRACE_PATH} (Chrome trace: chrome://tracing or ui.perfetto.dev)");
     }
     let title = format!(
-        "{} · {} · {optimizer_desc} · test accuracy {:.1}%",
+        "{} · {} · {optimizer_name} · test accuracy {:.1}%",
         args.data,
         trainer.model.description(),
         100.0 * last.test_accuracy
@@ -341,7 +342,7 @@ fn run(args: &Args) -> Result<(), RunError> {
         say!(
             "saved: {} (model, optimizer, epoch {}; continue with --resume)",
             path.display(),
-            args.epochs
+            epochs
         );
     }
     Ok(())

@@ -43,7 +43,7 @@ pub(crate) struct Model {
     net: Sequential,
     /// The shape of one example as the network takes it (`[features]`, or `[1, side, side]`).
     example_shape: Vec<usize>,
-    /// "MLP 64-128-64-10 (relu)", "CNN 1x8x8 → 32 → 64 → 10".
+    /// "MLP 64-128-64-10 (relu)", "CNN 8x8, 3x3 convs 32-64, 10 classes".
     description: String,
 }
 
@@ -100,7 +100,7 @@ impl Model {
                 classes,
                 seed.wrapping_add(2),
             )?);
-        let description = format!("CNN 1x{side}x{side} -> conv {c1} -> conv {c2} -> {classes}");
+        let description = format!("CNN {side}x{side}, 3x3 convs {c1}-{c2}, {classes} classes");
         Model::on(net, vec![1, side, side], description, device)
     }
 
