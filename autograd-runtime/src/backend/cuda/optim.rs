@@ -16,7 +16,7 @@ use super::kernels;
 use super::launch::{Arg, dev_of, device_buffer, device_buffer_mut, launch_blocks};
 use crate::backend::Buffer;
 use crate::backend::cpu::optim::Update;
-use crate::{DType, Element, Error, Result};
+use crate::{Element, Error, Result};
 
 /// The op named in errors.
 const OP: &str = "fused optimizer step";
@@ -245,6 +245,7 @@ impl DTypeMap for Scalars<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::DType;
     use crate::backend::cpu::optim::{AdamCoeffs, RmsPropCoeffs};
 
     fn adam(beta1: f64, weight_decay: f64, decoupled: bool, amsgrad: bool) -> Update {
