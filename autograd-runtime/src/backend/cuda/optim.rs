@@ -60,6 +60,7 @@ pub(crate) fn step(sets: Vec<Set<'_>>) -> Result<()> {
         return Ok(());
     };
     let (dev, fb) = dev_of(&*first.param.0)?;
+    dev.bind()?;
     let (ordinal, dtype) = (fb.ordinal, fb.dtype());
     let base = kernel_base(&first.update);
     let size = dtype.size_of() as u64;
@@ -109,7 +110,6 @@ pub(crate) fn step(sets: Vec<Set<'_>>) -> Result<()> {
     let nsets = (table.len() / SET_WORDS) as u64;
     let nchunks = chunks.len() / 2;
     table.extend(chunks);
-    dev.bind()?;
     // Freed (in stream order, by cudarc) when it drops after the launch is issued.
     let words = dev
         .stream
@@ -277,6 +277,21 @@ mod tests {
         assert_eq!(flags, 2);
         assert_eq!(k[2], 1.0 - 0.1 * 0.01);
         assert_eq!(k[9], -0.3);
+    }
+
+    #[test]
+    fn the_device_adapter_refuses_host_tensors_and_changes_nothing() {
+        let p = crate::Tensor::ones(&[4], DType::F32).unwrap();
+        let g = crate::Tensor::ones(&[4], DType::F32).unwrap();
+        let v = p.version();
+        let err =
+            crate::tensor::kernels::with_device_buffers(&[&p], &[&g], |_, _| Ok(())).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("fused update: the tensors are not on a CUDA device"),
+            "{err}"
+        );
+        assert_eq!(p.version(), v);
     }
 
     #[test]
