@@ -117,24 +117,48 @@ impl<A: Algorithm> Core<A> {
             if work.is_empty() {
                 continue;
             }
+            let (dtype, device) = (work[0].0.dtype(), work[0].0.device());
             let fusable = work
                 .iter()
-                .all(|(p, g, _)| fused::can_fuse(p, g, work[0].0.dtype()))
+                .all(|(p, g, _)| fused::can_fuse(p, g, dtype, device))
                 && fused::distinct_storages(work.iter().map(|(p, _, _)| *p));
-            match A::fused(o) {
-                Some(true) if !fusable => {
+            match choose(A::fused(o), fusable, device) {
+                Path::Refuse => {
                     return Err(Error::InvalidArgument(
                         "`fused=True` requires all the params to be contiguous floating point \
-                         Tensors of one dtype on the CPU"
+                         Tensors of one dtype on the CPU or on one CUDA device"
                             .into(),
                     ));
                 }
-                Some(false) => run_ops::<A>(work, o)?,
-                _ if fusable => run_fused::<A>(work, o)?,
-                _ => run_ops::<A>(work, o)?,
+                Path::Ops => run_ops::<A>(work, o)?,
+                Path::Fused => run_fused::<A>(work, o)?,
             }
         }
         Ok(())
+    }
+}
+
+/// The way a group steps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Path {
+    /// One tensor op per arithmetic step and parameter.
+    Ops,
+    /// One fused kernel over the group.
+    Fused,
+    /// `fused: Some(true)` where the fused kernel cannot run: an error.
+    Refuse,
+}
+
+/// The path of a group whose option is `fused`, whose tensors the fused kernel can take or not
+/// (`fusable`), on `device` (its first parameter's). The CUDA kernel is opt-in: it has not yet
+/// run on a GPU in this project's tests, so a CUDA group takes it only with `Some(true)`.
+pub(crate) fn choose(fused: Option<bool>, fusable: bool, device: Device) -> Path {
+    match fused {
+        Some(false) => Path::Ops,
+        Some(true) if fusable => Path::Fused,
+        Some(true) => Path::Refuse,
+        None if fusable && device.is_host() => Path::Fused,
+        None => Path::Ops,
     }
 }
 

@@ -13,8 +13,16 @@
 //! pass (PyTorch's `fused=True`): one parallel loop over every (parameter, gradient, state) set
 //! of the group, each element read and written once, instead of a tensor op per arithmetic step.
 //! That is the default (`fused: None`); `fused: Some(false)` asks for the op-by-op path, which
-//! gives the same numbers. On CUDA the step runs op by op (one kernel per arithmetic step and
-//! parameter): no fused CUDA kernel is written yet.
+//! gives the same numbers.
+//!
+//! On CUDA the default is the op-by-op path (one kernel per arithmetic step and parameter). A
+//! fused CUDA kernel exists (`adam_step`, `sgd_step`, `rmsprop_step`, `adagrad_step`, for `f32`
+//! and `f64`: PyTorch's `multi_tensor_apply`, one launch over every parameter of a group, with
+//! the CPU kernel's arithmetic operation for operation), but it is **opt-in**: a group takes it
+//! only with `fused: Some(true)`, because it has not yet run on a GPU in this project's tests
+//! (it is compiled by NVRTC and checked against the CPU kernel by a test that runs only where a
+//! device is present). With `Some(true)`, parameters that are not contiguous tensors of one
+//! dtype on one CUDA device (or on the CPU) make [`step`](Optimizer::step) an error.
 //!
 //! # Checkpoints
 //!

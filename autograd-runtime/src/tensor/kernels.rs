@@ -558,3 +558,109 @@ pub(crate) fn with_host_slices<R>(
     }
     Ok(out)
 }
+
+// ----- device buffers for the fused optimizer steps on CUDA ------------------------------------
+
+/// Runs `f` on the buffers of `writes` (write-locked) and `reads` (read-locked), each with the
+/// element offset of its tensor in it, then bumps the version of every tensor in `writes` if `f`
+/// succeeded: the adapter of the fused optimizer steps on CUDA (`backend::cuda::optim`), which
+/// update many tensors in one launch. [`with_host_slices`]'s checks and lock order, for tensors
+/// in device memory.
+///
+/// Every tensor is a contiguous tensor of one dtype on one CUDA device; the storages of `writes`
+/// are distinct from each other and from those of `reads` (reads may share theirs).
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] when a tensor is not contiguous, the dtypes or devices differ, the
+/// device is not a CUDA device, or storages are shared as described above (nothing is run
+/// then); `f`'s error.
+#[cfg(feature = "cuda")]
+pub(crate) fn with_device_buffers<R>(
+    writes: &[&Tensor],
+    reads: &[&Tensor],
+    f: impl FnOnce(Vec<(&mut Buffer, usize)>, Vec<(&Buffer, usize)>) -> Result<R>,
+) -> Result<R> {
+    let refuse = |why: &str| Err(Error::InvalidArgument(format!("fused update: {why}")));
+    let (dtype, device) = match writes.first().or(reads.first()) {
+        Some(t) => (t.dtype(), t.device()),
+        None => return refuse("no tensors"),
+    };
+    if !matches!(device, Device::Cuda(_)) {
+        return refuse("the tensors are not on a CUDA device");
+    }
+    for t in writes.iter().chain(reads) {
+        if t.device() != device || !t.is_contiguous() || t.dtype() != dtype {
+            return refuse("every tensor must be a contiguous tensor of one dtype on one device");
+        }
+    }
+    for (i, w) in writes.iter().enumerate() {
+        let shared = writes[i + 1..]
+            .iter()
+            .chain(reads)
+            .any(|t| w.shares_storage(t));
+        if shared {
+            return refuse("a written tensor shares its storage");
+        }
+    }
+    // Distinct storages in address order, each locked once.
+    let mut order: Vec<(&Arc<Storage>, bool)> = writes
+        .iter()
+        .map(|t| (&t.0.storage, true))
+        .chain(reads.iter().map(|t| (&t.0.storage, false)))
+        .collect();
+    order.sort_by_key(|(s, _)| Arc::as_ptr(s));
+    order.dedup_by(|a, b| Arc::ptr_eq(a.0, b.0));
+    enum Guard<'g> {
+        Write(std::sync::RwLockWriteGuard<'g, Buffer>),
+        Read(std::sync::RwLockReadGuard<'g, Buffer>),
+    }
+    let mut guards: Vec<(&Arc<Storage>, Guard<'_>)> = order
+        .iter()
+        .map(|&(s, w)| {
+            let g = if w {
+                Guard::Write(s.data.write())
+            } else {
+                Guard::Read(s.data.read())
+            };
+            (s, g)
+        })
+        .collect();
+    // Written storages are distinct, so each mutable borrow is unique.
+    let mut write_bufs: Vec<Option<(&mut Buffer, usize)>> =
+        (0..writes.len()).map(|_| None).collect();
+    let mut read_bufs: Vec<(&Arc<Storage>, &Buffer)> = Vec::new();
+    for (s, g) in guards.iter_mut() {
+        match g {
+            Guard::Write(g) => {
+                let i = writes
+                    .iter()
+                    .position(|t| Arc::ptr_eq(&t.0.storage, s))
+                    .expect("invariant: a written storage belongs to a written tensor");
+                write_bufs[i] = Some((&mut **g, writes[i].layout().offset));
+            }
+            Guard::Read(g) => read_bufs.push((*s, &**g)),
+        }
+    }
+    let w = write_bufs
+        .into_iter()
+        .map(|b| b.expect("invariant: every written storage was locked"))
+        .collect();
+    let r = reads
+        .iter()
+        .map(|t| {
+            let b = read_bufs
+                .iter()
+                .find(|(s, _)| Arc::ptr_eq(s, &t.0.storage))
+                .map(|(_, b)| *b)
+                .expect("invariant: every read storage was locked");
+            (b, t.layout().offset)
+        })
+        .collect();
+    let out = f(w, r)?;
+    drop(guards);
+    for t in writes {
+        t.0.storage.bump_version();
+    }
+    Ok(out)
+}

@@ -299,3 +299,236 @@ REDUCE(double, f64)
 
 INDEXING(float, f32)
 INDEXING(double, f64)
+
+// ----- fused optimizer steps: one launch over every parameter of a group ----------------------
+//
+// PyTorch's `multi_tensor_apply`: the host uploads one table of u64 words, first `nsets` sets of
+// OPT_SET_WORDS words (one per parameter), then `nchunks` chunks of 2 words:
+//
+//   set:   [n, flags, param, grad, state0, state1, state2, k0 .. k9]
+//   chunk: [set index, first element]
+//
+// `param`, `grad` and `state*` are device addresses of contiguous elements (0 for an unused
+// state); `k*` are the step's scalars, already rounded to the element type on the host and
+// stored as the bits of a double (exact). Block `b` takes chunks b, b + gridDim.x, ... (a
+// grid-stride loop over chunks) and its threads stride over the chunk's OPT_CHUNK elements.
+// Each element is read and written once, by one thread: no races, no order dependence.
+//
+// The arithmetic repeats `backend/cpu/optim/*.rs` operation for operation (so the results are
+// the CPU's bits): `fma` exactly where the CPU kernel calls `mul_add`, and no contraction
+// elsewhere (`kernels.rs` compiles with `fmad` off).
+
+#define OPT_CHUNK 4096
+#define OPT_SET_WORDS 17
+
+__device__ __forceinline__ float m_fma(float a, float b, float c) { return fmaf(a, b, c); }
+__device__ __forceinline__ double m_fma(double a, double b, double c) { return fma(a, b, c); }
+
+template <typename T> __device__ __forceinline__ T opt_k(const u64* set, int j) {
+    return (T)__longlong_as_double((long long)set[7 + j]);
+}
+
+template <typename T> __device__ __forceinline__ T* opt_ptr(const u64* set, int j) {
+    return (T*)set[j];
+}
+
+// `m.lerp(g, w)` as PyTorch's CPU kernel computes it (`lerp` in `backend/cpu/optim/mod.rs`).
+template <typename T> __device__ __forceinline__ T opt_lerp(T m, T g, T w, T omw, bool small) {
+    return small ? m + w * (g - m) : g - (g - m) * omw;
+}
+
+// Runs `Op` (built once per chunk from its set's words) on every element of every chunk.
+template <typename Op> __device__ void opt_apply(const u64* table, u64 nsets, u64 nchunks) {
+    const u64* chunks = table + nsets * OPT_SET_WORDS;
+    for (u64 c = blockIdx.x; c < nchunks; c += gridDim.x) {
+        const u64* set = table + chunks[2 * c] * OPT_SET_WORDS;
+        u64 start = chunks[2 * c + 1];
+        u64 end = start + OPT_CHUNK < set[0] ? start + OPT_CHUNK : set[0];
+        Op op(set);
+        for (u64 i = start + threadIdx.x; i < end; i += blockDim.x) op.elem(i);
+    }
+}
+
+// Adam and AdamW (`backend/cpu/optim/adam.rs`). State: exp_avg, exp_avg_sq, max_exp_avg_sq.
+// Flags: 1 L2 weight decay, 2 decoupled decay, 4 |w| < 0.5 (lerp's form), 8 amsgrad.
+// Scalars: sign, wd, decay, w, 1 - w, beta2, 1 - beta2, sqrt(bias correction 2), eps, -step.
+template <typename T> struct AdamStep {
+    T *p, *m, *v, *vmax;
+    const T* g;
+    T sign, wd, decay, w, omw, beta2, c2, bc2, eps, neg_step;
+    bool l2, dec, small, ams;
+    __device__ AdamStep(const u64* s) {
+        u64 f = s[1];
+        p = opt_ptr<T>(s, 2);
+        g = opt_ptr<T>(s, 3);
+        m = opt_ptr<T>(s, 4);
+        v = opt_ptr<T>(s, 5);
+        vmax = opt_ptr<T>(s, 6);
+        sign = opt_k<T>(s, 0);
+        wd = opt_k<T>(s, 1);
+        decay = opt_k<T>(s, 2);
+        w = opt_k<T>(s, 3);
+        omw = opt_k<T>(s, 4);
+        beta2 = opt_k<T>(s, 5);
+        c2 = opt_k<T>(s, 6);
+        bc2 = opt_k<T>(s, 7);
+        eps = opt_k<T>(s, 8);
+        neg_step = opt_k<T>(s, 9);
+        l2 = f & 1;
+        dec = f & 2;
+        small = f & 4;
+        ams = f & 8;
+    }
+    __device__ __forceinline__ void elem(u64 i) const {
+        T pi = p[i];
+        T gi = g[i] * sign;
+        if (l2) gi = m_fma(pi, wd, gi);
+        if (dec) pi = pi * decay;
+        T mi = opt_lerp(m[i], gi, w, omw, small);
+        m[i] = mi;
+        T vi = v[i] * beta2 + c2 * gi * gi;
+        v[i] = vi;
+        T x = vi;
+        if (ams) {
+            T old = vmax[i];
+            x = (old >= vi || is_nan(old)) ? old : vi;
+            vmax[i] = x;
+        }
+        p[i] = pi + neg_step * mi / (m_sqrt(x) / bc2 + eps);
+    }
+};
+
+// SGD (`backend/cpu/optim/sgd.rs`). State: momentum_buffer.
+// Flags: 1 weight decay, 2 momentum, 4 the buffer's first step, 8 Nesterov.
+// Scalars: sign, wd, -lr, momentum, 1 - dampening.
+template <typename T> struct SgdStep {
+    T *p, *buf;
+    const T* g;
+    T sign, wd, neg_lr, mom, damp;
+    bool use_wd, use_mom, first, nesterov;
+    __device__ SgdStep(const u64* s) {
+        u64 f = s[1];
+        p = opt_ptr<T>(s, 2);
+        g = opt_ptr<T>(s, 3);
+        buf = opt_ptr<T>(s, 4);
+        sign = opt_k<T>(s, 0);
+        wd = opt_k<T>(s, 1);
+        neg_lr = opt_k<T>(s, 2);
+        mom = opt_k<T>(s, 3);
+        damp = opt_k<T>(s, 4);
+        use_wd = f & 1;
+        use_mom = f & 2;
+        first = f & 4;
+        nesterov = f & 8;
+    }
+    __device__ __forceinline__ void elem(u64 i) const {
+        T pi = p[i];
+        T gi = g[i] * sign;
+        if (use_wd) gi = m_fma(pi, wd, gi);
+        if (!use_mom) {
+            p[i] = m_fma(gi, neg_lr, pi);
+            return;
+        }
+        T b = first ? gi : m_fma(gi, damp, buf[i] * mom);
+        buf[i] = b;
+        T d = nesterov ? m_fma(b, mom, gi) : b;
+        p[i] = m_fma(d, neg_lr, pi);
+    }
+};
+
+// RMSprop (`backend/cpu/optim/rmsprop.rs`). State: square_avg, momentum_buffer, grad_avg.
+// Flags: 1 weight decay, 2 momentum, 4 centered, 8 |1 - alpha| < 0.5 (lerp's form).
+// Scalars: sign, wd, alpha, 1 - alpha, 1 - (1 - alpha), eps, momentum, -lr.
+template <typename T> struct RmsPropStep {
+    T *p, *sq, *buf, *gavg;
+    const T* g;
+    T sign, wd, alpha, c1, omw, eps, mom, neg_lr;
+    bool use_wd, use_mom, centered, small;
+    __device__ RmsPropStep(const u64* s) {
+        u64 f = s[1];
+        p = opt_ptr<T>(s, 2);
+        g = opt_ptr<T>(s, 3);
+        sq = opt_ptr<T>(s, 4);
+        buf = opt_ptr<T>(s, 5);
+        gavg = opt_ptr<T>(s, 6);
+        sign = opt_k<T>(s, 0);
+        wd = opt_k<T>(s, 1);
+        alpha = opt_k<T>(s, 2);
+        c1 = opt_k<T>(s, 3);
+        omw = opt_k<T>(s, 4);
+        eps = opt_k<T>(s, 5);
+        mom = opt_k<T>(s, 6);
+        neg_lr = opt_k<T>(s, 7);
+        use_wd = f & 1;
+        use_mom = f & 2;
+        centered = f & 4;
+        small = f & 8;
+    }
+    __device__ __forceinline__ void elem(u64 i) const {
+        T pi = p[i];
+        T gi = g[i] * sign;
+        if (use_wd) gi = m_fma(pi, wd, gi);
+        T si = sq[i] * alpha + c1 * gi * gi;
+        sq[i] = si;
+        T avg;
+        if (centered) {
+            T a = opt_lerp(gavg[i], gi, c1, omw, small);
+            gavg[i] = a;
+            avg = m_sqrt(si + T(-1) * a * a);
+        } else {
+            avg = m_sqrt(si);
+        }
+        avg = avg + eps;
+        if (use_mom) {
+            T bi = buf[i] * mom + T(1) * gi / avg;
+            buf[i] = bi;
+            p[i] = m_fma(bi, neg_lr, pi);
+        } else {
+            p[i] = pi + neg_lr * gi / avg;
+        }
+    }
+};
+
+// Adagrad (`backend/cpu/optim/adagrad.rs`). State: sum. Flags: 1 weight decay.
+// Scalars: sign, wd, eps, -clr.
+template <typename T> struct AdagradStep {
+    T *p, *sum;
+    const T* g;
+    T sign, wd, eps, neg_clr;
+    bool use_wd;
+    __device__ AdagradStep(const u64* s) {
+        p = opt_ptr<T>(s, 2);
+        g = opt_ptr<T>(s, 3);
+        sum = opt_ptr<T>(s, 4);
+        sign = opt_k<T>(s, 0);
+        wd = opt_k<T>(s, 1);
+        eps = opt_k<T>(s, 2);
+        neg_clr = opt_k<T>(s, 3);
+        use_wd = s[1] & 1;
+    }
+    __device__ __forceinline__ void elem(u64 i) const {
+        T pi = p[i];
+        T gi = g[i] * sign;
+        if (use_wd) gi = m_fma(pi, wd, gi);
+        T si = sum[i] + T(1) * gi * gi;
+        sum[i] = si;
+        p[i] = pi + neg_clr * gi / (m_sqrt(si) + eps);
+    }
+};
+
+#define OPTIMIZERS(T, S)                                                                           \
+    extern "C" __global__ void adam_step_##S(const u64* table, u64 nsets, u64 nchunks) {           \
+        opt_apply<AdamStep<T> >(table, nsets, nchunks);                                            \
+    }                                                                                              \
+    extern "C" __global__ void sgd_step_##S(const u64* table, u64 nsets, u64 nchunks) {            \
+        opt_apply<SgdStep<T> >(table, nsets, nchunks);                                             \
+    }                                                                                              \
+    extern "C" __global__ void rmsprop_step_##S(const u64* table, u64 nsets, u64 nchunks) {        \
+        opt_apply<RmsPropStep<T> >(table, nsets, nchunks);                                         \
+    }                                                                                              \
+    extern "C" __global__ void adagrad_step_##S(const u64* table, u64 nsets, u64 nchunks) {        \
+        opt_apply<AdagradStep<T> >(table, nsets, nchunks);                                         \
+    }
+
+OPTIMIZERS(float, f32)
+OPTIMIZERS(double, f64)

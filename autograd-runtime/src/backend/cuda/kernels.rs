@@ -46,6 +46,10 @@ pub(crate) const NAMES: &[&str] = kernel_names!(
         "index_add",
         "gather",
         "scatter",
+        "adam_step",
+        "sgd_step",
+        "rmsprop_step",
+        "adagrad_step",
     ],
     ["cast_f32_f64", "cast_f64_f32"]
 );

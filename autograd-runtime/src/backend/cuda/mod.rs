@@ -27,6 +27,7 @@ mod kernels;
 mod launch;
 mod libraries;
 mod matmul;
+pub(crate) mod optim;
 #[cfg(test)]
 mod tests;
 mod transfer;
