@@ -190,6 +190,22 @@ impl StateDict {
     /// # Errors
     ///
     /// [`Error::Checkpoint`] naming the path when it cannot be written.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::nn::{Linear, Module};
+    /// use autograd_runtime::StateDict;
+    ///
+    /// let path = std::env::temp_dir().join(format!("linear-{}.safetensors", std::process::id()));
+    /// let layer = Linear::new(3, 2, 0)?;
+    /// layer.state_dict().save(&path)?;                  // PyTorch: safetensors.torch.load_file
+    /// let mut other = Linear::new(3, 2, 1)?;
+    /// other.load_state_dict(&StateDict::load(&path)?)?;
+    /// assert_eq!(other.weight().to_vec::<f32>()?, layer.weight().to_vec::<f32>()?);
+    /// # std::fs::remove_file(&path).unwrap();
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
         let bytes = self.to_bytes()?;

@@ -67,6 +67,53 @@ use crate::{DType, Device, Error, Result, StateDict, Tensor, no_grad};
 /// A container passes each call on to its children, prefixing their names with the child's name
 /// and a dot. Everything else (`parameters`, `train`, `eval`, `to`, `to_dtype`, `zero_grad`,
 /// `state_dict`, `load_state_dict`) is provided.
+///
+/// # Examples
+///
+/// A model of one's own, with PyTorch's names for its parameters:
+///
+/// ```
+/// use autograd_runtime::nn::{Linear, Module};
+/// use autograd_runtime::{DType, Result, Tensor};
+///
+/// #[derive(Debug)]
+/// struct TwoLayers {
+///     fc1: Linear,
+///     fc2: Linear,
+/// }
+///
+/// impl Module for TwoLayers {
+///     fn forward(&self, x: &Tensor) -> Result<Tensor> {
+///         self.fc2.forward(&self.fc1.forward(x)?.relu()?)
+///     }
+///
+///     fn named_parameters(&self) -> Vec<(String, Tensor)> {
+///         let mut out = Vec::new();
+///         for (prefix, layer) in [("fc1", &self.fc1), ("fc2", &self.fc2)] {
+///             for (name, p) in layer.named_parameters() {
+///                 out.push((format!("{prefix}.{name}"), p));
+///             }
+///         }
+///         out
+///     }
+///
+///     fn visit_parameters_mut(
+///         &mut self,
+///         f: &mut dyn FnMut(&str, &mut Tensor) -> Result<()>,
+///     ) -> Result<()> {
+///         self.fc1.visit_parameters_mut(&mut |n, p| f(&format!("fc1.{n}"), p))?;
+///         self.fc2.visit_parameters_mut(&mut |n, p| f(&format!("fc2.{n}"), p))
+///     }
+/// }
+///
+/// let mut model = TwoLayers { fc1: Linear::new(4, 8, 0)?, fc2: Linear::new(8, 2, 1)? };
+/// let keys: Vec<String> = model.state_dict().keys().map(String::from).collect();
+/// assert_eq!(keys, ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]);
+/// model.to_dtype(DType::F64)?;                          // every parameter, still a leaf
+/// assert!(model.parameters().iter().all(|p| p.dtype() == DType::F64 && p.is_leaf()));
+/// assert_eq!(model.forward(&Tensor::zeros(&[3, 4], DType::F64)?)?.shape(), &[3, 2]);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
 pub trait Module: fmt::Debug + Send + Sync {
     /// The module's output for `input`.
     fn forward(&self, input: &Tensor) -> Result<Tensor>;

@@ -94,6 +94,27 @@ pub use sgd::{Sgd, SgdOptions};
 
 /// An optimizer: PyTorch's `torch.optim.Optimizer`. Object safe, so schedulers and training
 /// loops can take a `&mut dyn Optimizer`.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::optim::{Adam, AdamOptions, Optimizer, Sgd, SgdOptions};
+/// use autograd_runtime::Tensor;
+///
+/// let w = Tensor::from_vec(vec![1.0f32, -2.0], &[2])?.requires_grad_(true)?;
+/// let mut opts: Vec<Box<dyn Optimizer>> = vec![
+///     Box::new(Sgd::new([w.clone()], SgdOptions::default().lr(0.1))?),
+///     Box::new(Adam::new([w.clone()], AdamOptions::default().lr(0.1))?),
+/// ];
+/// for opt in &mut opts {
+///     w.mul(&w)?.sum()?.backward()?;        // d/dw Σ w² = 2w
+///     opt.step()?;                         // under no_grad: w stays a leaf
+///     opt.zero_grad();                     // gradients set to None, as PyTorch 2
+///     assert!(w.grad().is_none() && w.is_leaf());
+/// }
+/// assert_eq!(opts[0].lrs(), [0.1]);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
 pub trait Optimizer: fmt::Debug + Send {
     /// Updates every parameter that has a gradient (parameters whose gradient is `None` are
     /// skipped, as in PyTorch), under [`no_grad`](crate::no_grad). Bumps each updated

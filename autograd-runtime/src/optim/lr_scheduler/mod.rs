@@ -43,7 +43,29 @@ pub use one_cycle::{Anneal, OneCycleLR, OneCycleOptions};
 pub use sequential::SequentialLR;
 pub use step_lr::StepLR;
 
-/// A learning-rate scheduler: PyTorch's `LRScheduler`.
+/// A learning-rate scheduler: PyTorch's `LRScheduler`. `step` moves the learning rates of the
+/// optimizer it is given (the one it was made on).
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::optim::lr_scheduler::{LrScheduler, StepLR};
+/// use autograd_runtime::optim::{Optimizer, Sgd, SgdOptions};
+/// use autograd_runtime::Tensor;
+///
+/// let w = Tensor::scalar(1.0f64).requires_grad_(true)?;
+/// let mut opt = Sgd::new([w], SgdOptions::default().lr(1.0))?;
+/// let mut sched = StepLR::new(&mut opt, 2, 0.5)?;  // halve every 2 epochs
+/// let mut lrs = vec![];
+/// for _ in 0..5 {
+///     lrs.push(sched.get_last_lr()[0]);
+///     opt.step()?;
+///     sched.step(&mut opt)?;
+/// }
+/// assert_eq!(lrs, [1.0, 1.0, 0.5, 0.5, 0.25]);
+/// assert_eq!(opt.lrs(), [0.25]);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
 pub trait LrScheduler: fmt::Debug + Send {
     /// Advances one epoch (or iteration) and sets the optimizer's learning rates.
     ///
