@@ -45,6 +45,17 @@ fn same<A: 'static, B: 'static>(a: &A) -> Option<&B> {
     }
 }
 
+/// [`same`] for a mutable reference.
+#[inline(always)]
+fn same_mut<A: 'static, B: 'static>(a: &mut A) -> Option<&mut B> {
+    if TypeId::of::<A>() == TypeId::of::<B>() {
+        // SAFETY: `A` and `B` are the same type, so the reference is unchanged.
+        Some(unsafe { &mut *(a as *mut A).cast::<B>() })
+    } else {
+        None
+    }
+}
+
 /// [`same`] by value.
 #[inline(always)]
 fn same_owned<A: 'static, B: 'static>(a: A) -> Result<B, A> {
@@ -76,6 +87,16 @@ impl Buffer {
         match self {
             Buffer::F32(v) => same::<ElemVec<f32>, ElemVec<T>>(v).map(|v| &v[..]),
             Buffer::F64(v) => same::<ElemVec<f64>, ElemVec<T>>(v).map(|v| &v[..]),
+            Buffer::Cuda(_) => None,
+        }
+    }
+
+    /// The host elements, mutably, if they are of type `T`.
+    #[inline]
+    pub(crate) fn as_mut_slice<T: Element>(&mut self) -> Option<&mut [T]> {
+        match self {
+            Buffer::F32(v) => same_mut::<ElemVec<f32>, ElemVec<T>>(v).map(|v| &mut v[..]),
+            Buffer::F64(v) => same_mut::<ElemVec<f64>, ElemVec<T>>(v).map(|v| &mut v[..]),
             Buffer::Cuda(_) => None,
         }
     }

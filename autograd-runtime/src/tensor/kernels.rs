@@ -418,188 +418,47 @@ impl Tensor {
     }
 }
 
-// ----- host slices for the fused optimizer steps -----------------------------------------------
+// ----- many tensors updated in one pass: the fused optimizer steps ------------------------------
 
-/// The elements of the tensors [`with_host_slices`] locked, by dtype: the written ones mutably,
-/// then the read ones, each in the order given.
-#[derive(Debug)]
-pub(crate) enum HostSlices<'a> {
-    /// `f32` elements.
-    F32(Vec<&'a mut [f32]>, Vec<&'a [f32]>),
-    /// `f64` elements.
-    F64(Vec<&'a mut [f64]>, Vec<&'a [f64]>),
-}
+/// A written tensor's buffer (write-locked) and its tensor's element offset in it.
+type WriteBuf<'a> = (&'a mut Buffer, usize);
+/// A read tensor's buffer (read-locked) and its tensor's element offset in it.
+type ReadBuf<'a> = (&'a Buffer, usize);
 
-/// Runs `f` on the elements of `writes` (write-locked) and `reads` (read-locked), then bumps
-/// the version of every tensor in `writes`, as an in-place op does: the adapter of the fused
-/// optimizer steps (`backend::cpu::optim`), which update many tensors in one pass.
-///
-/// Every tensor is a contiguous host tensor of one dtype; the storages of `writes` are distinct
-/// from each other and from those of `reads` (reads may share theirs). Locks are taken in
-/// storage-address order, each storage once, as everywhere in this module.
+/// The lock core of [`with_host_slices`] and [`with_device_buffers`]: checks that every tensor
+/// is contiguous, of one dtype and `placed` (the caller's device rule, `requirement` naming it
+/// in the error), and that the storages of `writes` are distinct from each other and from those
+/// of `reads` (reads may share theirs); locks each storage once, in storage-address order as
+/// everywhere in this module; runs `f` on the buffers in the order given; and bumps the version
+/// of every tensor in `writes` if `f` succeeded, as an in-place op does.
 ///
 /// # Errors
 ///
-/// [`Error::InvalidArgument`] when a tensor is not contiguous or not on the host, the dtypes
-/// differ, or storages are shared as described above; nothing is run then.
-pub(crate) fn with_host_slices<R>(
+/// [`Error::InvalidArgument`] when a check fails (nothing is run then); `f`'s error.
+fn with_locked_buffers<R>(
     writes: &[&Tensor],
     reads: &[&Tensor],
-    f: impl FnOnce(HostSlices<'_>) -> R,
+    placed: impl Fn(&Tensor) -> bool,
+    requirement: &str,
+    f: impl FnOnce(Vec<WriteBuf<'_>>, Vec<ReadBuf<'_>>) -> Result<R>,
 ) -> Result<R> {
     let refuse = |why: &str| Err(Error::InvalidArgument(format!("fused update: {why}")));
-    let dtype = match writes.first().or(reads.first()) {
-        Some(t) => t.dtype(),
-        None => return refuse("no tensors"),
+    let Some(dtype) = writes.first().or(reads.first()).map(|t| t.dtype()) else {
+        return refuse("no tensors");
     };
-    for t in writes.iter().chain(reads) {
-        if !t.device().is_host() || !t.is_contiguous() || t.dtype() != dtype {
-            return refuse("every tensor must be a contiguous host tensor of one dtype");
-        }
+    if !writes
+        .iter()
+        .chain(reads)
+        .all(|t| placed(t) && t.is_contiguous() && t.dtype() == dtype)
+    {
+        return refuse(requirement);
     }
     for (i, w) in writes.iter().enumerate() {
-        let shared = writes[i + 1..]
+        if writes[i + 1..]
             .iter()
             .chain(reads)
-            .any(|t| w.shares_storage(t));
-        if shared {
-            return refuse("a written tensor shares its storage");
-        }
-    }
-    // Distinct storages in address order: (storage, index of the first tensor, written).
-    let mut order: Vec<(&Arc<Storage>, bool)> = writes
-        .iter()
-        .map(|t| (&t.0.storage, true))
-        .chain(reads.iter().map(|t| (&t.0.storage, false)))
-        .collect();
-    order.sort_by_key(|(s, _)| Arc::as_ptr(s));
-    order.dedup_by(|a, b| Arc::ptr_eq(a.0, b.0));
-    enum Guard<'g> {
-        Write(std::sync::RwLockWriteGuard<'g, Buffer>),
-        Read(std::sync::RwLockReadGuard<'g, Buffer>),
-    }
-    let mut guards: Vec<(&Arc<Storage>, Guard<'_>)> = order
-        .iter()
-        .map(|&(s, w)| {
-            let g = if w {
-                Guard::Write(s.data.write())
-            } else {
-                Guard::Read(s.data.read())
-            };
-            (s, g)
-        })
-        .collect();
-    // Hand out the buffers: written storages are distinct, so each mutable borrow is unique.
-    let mut write_bufs: Vec<Option<&mut Buffer>> = (0..writes.len()).map(|_| None).collect();
-    let mut read_bufs: Vec<(&Arc<Storage>, &Buffer)> = Vec::new();
-    for (s, g) in guards.iter_mut() {
-        match g {
-            Guard::Write(g) => {
-                let i = writes
-                    .iter()
-                    .position(|t| Arc::ptr_eq(&t.0.storage, s))
-                    .expect("invariant: a written storage belongs to a written tensor");
-                write_bufs[i] = Some(&mut **g);
-            }
-            Guard::Read(g) => read_bufs.push((*s, &**g)),
-        }
-    }
-    let read_buf = |t: &Tensor| {
-        read_bufs
-            .iter()
-            .find(|(s, _)| Arc::ptr_eq(s, &t.0.storage))
-            .map(|(_, b)| *b)
-            .expect("invariant: every read storage was locked")
-    };
-    let range = |t: &Tensor| {
-        let l = t.layout();
-        l.offset..l.offset + l.numel()
-    };
-    let slices = match dtype {
-        DType::F32 => {
-            let mut w = Vec::with_capacity(writes.len());
-            for (t, b) in writes.iter().zip(write_bufs) {
-                let Some(Buffer::F32(v)) = b else {
-                    unreachable!("invariant: checked host f32 tensors")
-                };
-                w.push(&mut v[range(t)]);
-            }
-            let r = reads
-                .iter()
-                .map(|t| match read_buf(t) {
-                    Buffer::F32(v) => &v[range(t)],
-                    _ => unreachable!("invariant: checked host f32 tensors"),
-                })
-                .collect();
-            HostSlices::F32(w, r)
-        }
-        DType::F64 => {
-            let mut w = Vec::with_capacity(writes.len());
-            for (t, b) in writes.iter().zip(write_bufs) {
-                let Some(Buffer::F64(v)) = b else {
-                    unreachable!("invariant: checked host f64 tensors")
-                };
-                w.push(&mut v[range(t)]);
-            }
-            let r = reads
-                .iter()
-                .map(|t| match read_buf(t) {
-                    Buffer::F64(v) => &v[range(t)],
-                    _ => unreachable!("invariant: checked host f64 tensors"),
-                })
-                .collect();
-            HostSlices::F64(w, r)
-        }
-    };
-    let out = f(slices);
-    drop(guards);
-    for t in writes {
-        t.0.storage.bump_version();
-    }
-    Ok(out)
-}
-
-// ----- device buffers for the fused optimizer steps on CUDA ------------------------------------
-
-/// Runs `f` on the buffers of `writes` (write-locked) and `reads` (read-locked), each with the
-/// element offset of its tensor in it, then bumps the version of every tensor in `writes` if `f`
-/// succeeded: the adapter of the fused optimizer steps on CUDA (`backend::cuda::optim`), which
-/// update many tensors in one launch. [`with_host_slices`]'s checks and lock order, for tensors
-/// in device memory.
-///
-/// Every tensor is a contiguous tensor of one dtype on one CUDA device; the storages of `writes`
-/// are distinct from each other and from those of `reads` (reads may share theirs).
-///
-/// # Errors
-///
-/// [`Error::InvalidArgument`] when a tensor is not contiguous, the dtypes or devices differ, the
-/// device is not a CUDA device, or storages are shared as described above (nothing is run
-/// then); `f`'s error.
-#[cfg(feature = "cuda")]
-pub(crate) fn with_device_buffers<R>(
-    writes: &[&Tensor],
-    reads: &[&Tensor],
-    f: impl FnOnce(Vec<(&mut Buffer, usize)>, Vec<(&Buffer, usize)>) -> Result<R>,
-) -> Result<R> {
-    let refuse = |why: &str| Err(Error::InvalidArgument(format!("fused update: {why}")));
-    let (dtype, device) = match writes.first().or(reads.first()) {
-        Some(t) => (t.dtype(), t.device()),
-        None => return refuse("no tensors"),
-    };
-    if !matches!(device, Device::Cuda(_)) {
-        return refuse("the tensors are not on a CUDA device");
-    }
-    for t in writes.iter().chain(reads) {
-        if t.device() != device || !t.is_contiguous() || t.dtype() != dtype {
-            return refuse("every tensor must be a contiguous tensor of one dtype on one device");
-        }
-    }
-    for (i, w) in writes.iter().enumerate() {
-        let shared = writes[i + 1..]
-            .iter()
-            .chain(reads)
-            .any(|t| w.shares_storage(t));
-        if shared {
+            .any(|t| w.shares_storage(t))
+        {
             return refuse("a written tensor shares its storage");
         }
     }
@@ -617,8 +476,8 @@ pub(crate) fn with_device_buffers<R>(
     }
     let mut guards: Vec<(&Arc<Storage>, Guard<'_>)> = order
         .iter()
-        .map(|&(s, w)| {
-            let g = if w {
+        .map(|&(s, written)| {
+            let g = if written {
                 Guard::Write(s.data.write())
             } else {
                 Guard::Read(s.data.read())
@@ -627,8 +486,7 @@ pub(crate) fn with_device_buffers<R>(
         })
         .collect();
     // Written storages are distinct, so each mutable borrow is unique.
-    let mut write_bufs: Vec<Option<(&mut Buffer, usize)>> =
-        (0..writes.len()).map(|_| None).collect();
+    let mut write_bufs: Vec<Option<WriteBuf<'_>>> = (0..writes.len()).map(|_| None).collect();
     let mut read_bufs: Vec<(&Arc<Storage>, &Buffer)> = Vec::new();
     for (s, g) in guards.iter_mut() {
         match g {
@@ -663,4 +521,115 @@ pub(crate) fn with_device_buffers<R>(
         t.0.storage.bump_version();
     }
     Ok(out)
+}
+
+/// The elements of the tensors [`with_host_slices`] locked, by dtype: the written ones mutably,
+/// then the read ones, each in the order given.
+#[derive(Debug)]
+pub(crate) enum HostSlices<'a> {
+    /// `f32` elements.
+    F32(Vec<&'a mut [f32]>, Vec<&'a [f32]>),
+    /// `f64` elements.
+    F64(Vec<&'a mut [f64]>, Vec<&'a [f64]>),
+}
+
+/// Runs `f` on the elements of `writes` (write-locked) and `reads` (read-locked), then bumps
+/// the version of every tensor in `writes`, as an in-place op does: the adapter of the fused
+/// optimizer steps (`backend::cpu::optim`), which update many tensors in one pass.
+///
+/// Every tensor is a contiguous host tensor of one dtype; the storages of `writes` are distinct
+/// from each other and from those of `reads` (reads may share theirs). Locks are taken in
+/// storage-address order, each storage once, as everywhere in this module.
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] when a tensor is not contiguous or not on the host, the dtypes
+/// differ, or storages are shared as described above; nothing is run then.
+pub(crate) fn with_host_slices<R>(
+    writes: &[&Tensor],
+    reads: &[&Tensor],
+    f: impl FnOnce(HostSlices<'_>) -> R,
+) -> Result<R> {
+    let dtype = writes.first().or(reads.first()).map(|t| t.dtype());
+    let lens: Vec<usize> = writes.iter().chain(reads).map(|t| t.numel()).collect();
+    let (write_lens, read_lens) = lens.split_at(writes.len());
+    with_locked_buffers(
+        writes,
+        reads,
+        |t| t.device().is_host(),
+        "every tensor must be a contiguous host tensor of one dtype",
+        |w, r| {
+            fn typed<'a, T: Element>(
+                w: Vec<WriteBuf<'a>>,
+                r: Vec<ReadBuf<'a>>,
+                write_lens: &[usize],
+                read_lens: &[usize],
+            ) -> (Vec<&'a mut [T]>, Vec<&'a [T]>) {
+                let w = w
+                    .into_iter()
+                    .zip(write_lens)
+                    .map(|((b, offset), &n)| {
+                        let v = b
+                            .as_mut_slice::<T>()
+                            .expect("invariant: checked host dtype");
+                        &mut v[offset..offset + n]
+                    })
+                    .collect();
+                let r = r
+                    .into_iter()
+                    .zip(read_lens)
+                    .map(|((b, offset), &n)| {
+                        let v = b.as_slice::<T>().expect("invariant: checked host dtype");
+                        &v[offset..offset + n]
+                    })
+                    .collect();
+                (w, r)
+            }
+            Ok(f(match dtype {
+                Some(DType::F64) => {
+                    let (w, r) = typed::<f64>(w, r, write_lens, read_lens);
+                    HostSlices::F64(w, r)
+                }
+                _ => {
+                    let (w, r) = typed::<f32>(w, r, write_lens, read_lens);
+                    HostSlices::F32(w, r)
+                }
+            }))
+        },
+    )
+}
+
+/// Runs `f` on the buffers of `writes` (write-locked) and `reads` (read-locked), each with the
+/// element offset of its tensor in it, then bumps the version of every tensor in `writes` if `f`
+/// succeeded: the adapter of the fused optimizer steps on CUDA (`backend::cuda::optim`), which
+/// update many tensors in one launch. [`with_host_slices`]'s checks and lock order, for tensors
+/// in device memory.
+///
+/// Every tensor is a contiguous tensor of one dtype on one CUDA device; the storages of `writes`
+/// are distinct from each other and from those of `reads` (reads may share theirs).
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] when a tensor is not contiguous, the dtypes or devices differ, the
+/// device is not a CUDA device, or storages are shared as described above (nothing is run
+/// then); `f`'s error.
+#[cfg(feature = "cuda")]
+pub(crate) fn with_device_buffers<R>(
+    writes: &[&Tensor],
+    reads: &[&Tensor],
+    f: impl FnOnce(Vec<(&mut Buffer, usize)>, Vec<(&Buffer, usize)>) -> Result<R>,
+) -> Result<R> {
+    let device = writes.first().or(reads.first()).map(|t| t.device());
+    if device.is_some_and(|d| !matches!(d, Device::Cuda(_))) {
+        return Err(Error::InvalidArgument(
+            "fused update: the tensors are not on a CUDA device".into(),
+        ));
+    }
+    with_locked_buffers(
+        writes,
+        reads,
+        |t| Some(t.device()) == device,
+        "every tensor must be a contiguous tensor of one dtype on one device",
+        f,
+    )
 }
