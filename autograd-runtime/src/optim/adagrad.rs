@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value};
 
+use super::GroupOptions;
 use super::engine::{
     Algorithm, Core, add_scaled, impl_optimizer, read_like, read_step, step_tensor,
 };
@@ -9,7 +10,6 @@ use super::fused::{AdagradCoeffs, Update};
 use super::options::{
     fixed_keys, json_f64, json_opt_bool, non_negative, read_bool, read_f64, read_opt_bool,
 };
-use super::{GroupOptions, ParamGroup};
 use crate::{Result, Tensor};
 
 /// The options of [`Adagrad`], with PyTorch's defaults (`lr` 1e-2, no `lr_decay`, no weight
@@ -166,43 +166,13 @@ pub struct Adagrad {
     core: Core<AdagradAlgorithm>,
 }
 
-impl Adagrad {
-    /// Adagrad over `params`, one group with `options`.
-    ///
-    /// # Errors
-    ///
-    /// PyTorch's `ValueError`s as [`Error::InvalidArgument`](crate::Error::InvalidArgument)
-    /// (`"Invalid lr_decay value: -1.0"`, ...).
-    pub fn new(
-        params: impl IntoIterator<Item = Tensor>,
-        options: AdagradOptions,
-    ) -> Result<Adagrad> {
-        Adagrad::with_groups(vec![ParamGroup::new(params, options)])
-    }
-
-    /// Adagrad over several groups, each with its own options.
-    ///
-    /// # Errors
-    ///
-    /// As [`Adagrad::new`].
-    pub fn with_groups(groups: Vec<ParamGroup<AdagradOptions>>) -> Result<Adagrad> {
-        Ok(Adagrad {
-            core: Core::new(groups)?,
-        })
-    }
-
-    /// The parameter groups with their typed options.
-    pub fn groups(&self) -> &[ParamGroup<AdagradOptions>] {
-        &self.core.groups
-    }
-
-    /// The parameter groups, mutably.
-    pub fn groups_mut(&mut self) -> &mut [ParamGroup<AdagradOptions>] {
-        &mut self.core.groups
-    }
-}
-
-impl_optimizer!(Adagrad, "Adagrad");
+impl_optimizer!(
+    Adagrad,
+    AdagradOptions,
+    "Adagrad",
+    "PyTorch's `ValueError`s as [`Error::InvalidArgument`](crate::Error::InvalidArgument) \
+     (`\"Invalid lr_decay value: -1.0\"`, ...)."
+);
 
 /// Adagrad's step.
 #[derive(Debug)]

@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value};
 
+use super::GroupOptions;
 use super::engine::{
     Algorithm, Core, add_scaled, impl_optimizer, lerp_, maximum, read_like, read_step, scalar_like,
     step_tensor,
@@ -11,7 +12,6 @@ use super::fused::{AdamCoeffs, Update};
 use super::options::{
     fixed_keys, json_f64, json_opt_bool, non_negative, py_float, read_bool, read_f64, read_opt_bool,
 };
-use super::{GroupOptions, ParamGroup};
 use crate::{Error, Result, Tensor};
 
 /// The options of [`Adam`] and [`AdamW`], with PyTorch's defaults (`lr` 1e-3, `betas` (0.9,
@@ -198,43 +198,18 @@ pub struct Adam {
     core: Core<AdamAlgorithm>,
 }
 
-impl Adam {
-    /// Adam over `params`, one group with `options`.
-    ///
-    /// # Errors
-    ///
-    /// PyTorch's `ValueError`s as [`Error::InvalidArgument`] (`"Invalid learning rate: -0.1"`,
-    /// `"Invalid beta parameter at index 0: 1.0"`, ...).
-    pub fn new(params: impl IntoIterator<Item = Tensor>, options: AdamOptions) -> Result<Adam> {
-        Adam::with_groups(vec![ParamGroup::new(params, options)])
-    }
-
-    /// Adam over several groups, each with its own options.
-    ///
-    /// # Errors
-    ///
-    /// As [`Adam::new`].
-    pub fn with_groups(groups: Vec<ParamGroup<AdamOptions>>) -> Result<Adam> {
-        Ok(Adam {
-            core: Core::new(groups)?,
-        })
-    }
-
-    /// The parameter groups with their typed options.
-    pub fn groups(&self) -> &[ParamGroup<AdamOptions>] {
-        &self.core.groups
-    }
-
-    /// The parameter groups, mutably.
-    pub fn groups_mut(&mut self) -> &mut [ParamGroup<AdamOptions>] {
-        &mut self.core.groups
-    }
-}
-
-impl_optimizer!(Adam, "Adam");
+impl_optimizer!(
+    Adam,
+    AdamOptions,
+    "Adam",
+    "PyTorch's `ValueError`s as [`Error::InvalidArgument`] (`\"Invalid learning rate: -0.1\"`, \
+     `\"Invalid beta parameter at index 0: 1.0\"`, ...)."
+);
 
 /// AdamW, PyTorch's `torch.optim.AdamW`: Adam with decoupled weight decay, `θ ← θ(1 − γλ)`
-/// before the Adam update (default `weight_decay` 1e-2).
+/// before the Adam update (default `weight_decay` 1e-2). Its groups decay decoupled whatever
+/// their options' `decoupled_weight_decay` says; start from [`AdamOptions::adamw`] for
+/// PyTorch's defaults.
 ///
 /// # Examples
 ///
@@ -254,44 +229,17 @@ pub struct AdamW {
     core: Core<AdamAlgorithm>,
 }
 
-impl AdamW {
-    /// AdamW over `params`, one group with `options` (decoupled weight decay whatever
-    /// `options.decoupled_weight_decay` says; start from [`AdamOptions::adamw`] for PyTorch's
-    /// defaults).
-    ///
-    /// # Errors
-    ///
-    /// As [`Adam::new`].
-    pub fn new(params: impl IntoIterator<Item = Tensor>, options: AdamOptions) -> Result<AdamW> {
-        AdamW::with_groups(vec![ParamGroup::new(params, options)])
-    }
-
-    /// AdamW over several groups, each with its own options.
-    ///
-    /// # Errors
-    ///
-    /// As [`Adam::new`].
-    pub fn with_groups(mut groups: Vec<ParamGroup<AdamOptions>>) -> Result<AdamW> {
-        for g in &mut groups {
+impl_optimizer!(
+    AdamW,
+    AdamOptions,
+    "AdamW",
+    "As [`Adam::new`].",
+    prepare = |groups| {
+        for g in groups {
             g.options.decoupled_weight_decay = true;
         }
-        Ok(AdamW {
-            core: Core::new(groups)?,
-        })
     }
-
-    /// The parameter groups with their typed options.
-    pub fn groups(&self) -> &[ParamGroup<AdamOptions>] {
-        &self.core.groups
-    }
-
-    /// The parameter groups, mutably.
-    pub fn groups_mut(&mut self) -> &mut [ParamGroup<AdamOptions>] {
-        &mut self.core.groups
-    }
-}
-
-impl_optimizer!(AdamW, "AdamW");
+);
 
 /// Adam's step.
 #[derive(Debug)]

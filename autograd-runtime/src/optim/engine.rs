@@ -322,9 +322,56 @@ pub(crate) fn read_like(
     t.copy().map_err(|e| e.to_string())
 }
 
-/// Implements [`Optimizer`](super::Optimizer) for a type whose field `core` is a [`Core`].
+/// Implements an optimizer type whose one field `core` is a [`Core`]: its constructors `new`
+/// and `with_groups`, its typed group accessors, and [`Optimizer`](super::Optimizer) (`$name` is
+/// PyTorch's class name, for `load_state_dict`'s errors). `$errors` documents `new`'s errors;
+/// `prepare`, if given, adjusts the groups' options before they are checked (AdamW forces
+/// decoupled weight decay).
 macro_rules! impl_optimizer {
-    ($ty:ty, $name:literal) => {
+    ($ty:ident, $options:ty, $name:literal, $errors:literal) => {
+        $crate::optim::engine::impl_optimizer!($ty, $options, $name, $errors, prepare = |_| {});
+    };
+    ($ty:ident, $options:ty, $name:literal, $errors:literal, prepare = $prepare:expr) => {
+        impl $ty {
+            #[doc = concat!(stringify!($ty), " over `params`, one group with `options`.")]
+            ///
+            /// # Errors
+            ///
+            #[doc = $errors]
+            pub fn new(
+                params: impl IntoIterator<Item = $crate::Tensor>,
+                options: $options,
+            ) -> $crate::Result<$ty> {
+                $ty::with_groups(vec![$crate::optim::ParamGroup::new(params, options)])
+            }
+
+            #[doc = concat!(stringify!($ty), " over several groups, each with its own options.")]
+            ///
+            /// # Errors
+            ///
+            #[doc = concat!("As [`", stringify!($ty), "::new`], and `\"some parameters appear \
+                in more than one parameter group\"`.")]
+            pub fn with_groups(
+                mut groups: Vec<$crate::optim::ParamGroup<$options>>,
+            ) -> $crate::Result<$ty> {
+                let prepare: fn(&mut [$crate::optim::ParamGroup<$options>]) = $prepare;
+                prepare(&mut groups);
+                Ok($ty {
+                    core: $crate::optim::engine::Core::new(groups)?,
+                })
+            }
+
+            /// The parameter groups with their typed options.
+            pub fn groups(&self) -> &[$crate::optim::ParamGroup<$options>] {
+                &self.core.groups
+            }
+
+            /// The parameter groups, mutably (to change a group's options).
+            pub fn groups_mut(&mut self) -> &mut [$crate::optim::ParamGroup<$options>] {
+                &mut self.core.groups
+            }
+        }
+
         impl $crate::optim::Optimizer for $ty {
             fn step(&mut self) -> $crate::Result<()> {
                 self.core.step()

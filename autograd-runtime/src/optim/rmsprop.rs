@@ -2,13 +2,13 @@
 
 use serde_json::{Map, Value};
 
+use super::GroupOptions;
 use super::engine::{
     Algorithm, Core, add_scaled, add_scaled_, impl_optimizer, lerp_, read_like, read_step,
     scalar_like, step_tensor,
 };
 use super::fused::{RmsPropCoeffs, Update};
 use super::options::{fixed_keys, json_f64, non_negative, read_bool, read_f64};
-use super::{GroupOptions, ParamGroup};
 use crate::{Result, Tensor};
 
 /// The options of [`RmsProp`], with PyTorch's defaults (`lr` 1e-2, `alpha` 0.99, `eps` 1e-8,
@@ -170,43 +170,13 @@ pub struct RmsProp {
     core: Core<RmsPropAlgorithm>,
 }
 
-impl RmsProp {
-    /// RMSprop over `params`, one group with `options`.
-    ///
-    /// # Errors
-    ///
-    /// PyTorch's `ValueError`s as [`Error::InvalidArgument`](crate::Error::InvalidArgument)
-    /// (`"Invalid alpha value: -1.0"`, ...).
-    pub fn new(
-        params: impl IntoIterator<Item = Tensor>,
-        options: RmsPropOptions,
-    ) -> Result<RmsProp> {
-        RmsProp::with_groups(vec![ParamGroup::new(params, options)])
-    }
-
-    /// RMSprop over several groups, each with its own options.
-    ///
-    /// # Errors
-    ///
-    /// As [`RmsProp::new`].
-    pub fn with_groups(groups: Vec<ParamGroup<RmsPropOptions>>) -> Result<RmsProp> {
-        Ok(RmsProp {
-            core: Core::new(groups)?,
-        })
-    }
-
-    /// The parameter groups with their typed options.
-    pub fn groups(&self) -> &[ParamGroup<RmsPropOptions>] {
-        &self.core.groups
-    }
-
-    /// The parameter groups, mutably.
-    pub fn groups_mut(&mut self) -> &mut [ParamGroup<RmsPropOptions>] {
-        &mut self.core.groups
-    }
-}
-
-impl_optimizer!(RmsProp, "RMSprop");
+impl_optimizer!(
+    RmsProp,
+    RmsPropOptions,
+    "RMSprop",
+    "PyTorch's `ValueError`s as [`Error::InvalidArgument`](crate::Error::InvalidArgument) \
+     (`\"Invalid alpha value: -1.0\"`, ...)."
+);
 
 /// RMSprop's step.
 #[derive(Debug)]

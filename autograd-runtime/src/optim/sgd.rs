@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value};
 
+use super::GroupOptions;
 use super::engine::{
     Algorithm, Core, add_scaled, add_scaled_, impl_optimizer, read_like, scalar_like,
 };
@@ -10,7 +11,6 @@ use super::fused::{SgdCoeffs, Update};
 use super::options::{
     fixed_keys, json_f64, json_opt_bool, non_negative, read_bool, read_f64, read_opt_bool,
 };
-use super::{GroupOptions, ParamGroup};
 use crate::{Error, Result, Tensor};
 
 /// The options of [`Sgd`], with PyTorch's defaults (`lr` 1e-3, no momentum, no dampening, no
@@ -167,40 +167,13 @@ pub struct Sgd {
     core: Core<SgdAlgorithm>,
 }
 
-impl Sgd {
-    /// SGD over `params`, one group with `options`.
-    ///
-    /// # Errors
-    ///
-    /// PyTorch's `ValueError`s as [`Error::InvalidArgument`] (`"Invalid learning rate: -0.1"`,
-    /// `"optimizer got an empty parameter list"`, `"can't optimize a non-leaf Tensor"`).
-    pub fn new(params: impl IntoIterator<Item = Tensor>, options: SgdOptions) -> Result<Sgd> {
-        Sgd::with_groups(vec![ParamGroup::new(params, options)])
-    }
-
-    /// SGD over several groups, each with its own options.
-    ///
-    /// # Errors
-    ///
-    /// As [`Sgd::new`], and `"some parameters appear in more than one parameter group"`.
-    pub fn with_groups(groups: Vec<ParamGroup<SgdOptions>>) -> Result<Sgd> {
-        Ok(Sgd {
-            core: Core::new(groups)?,
-        })
-    }
-
-    /// The parameter groups with their typed options.
-    pub fn groups(&self) -> &[ParamGroup<SgdOptions>] {
-        &self.core.groups
-    }
-
-    /// The parameter groups, mutably (to change a group's options).
-    pub fn groups_mut(&mut self) -> &mut [ParamGroup<SgdOptions>] {
-        &mut self.core.groups
-    }
-}
-
-impl_optimizer!(Sgd, "SGD");
+impl_optimizer!(
+    Sgd,
+    SgdOptions,
+    "SGD",
+    "PyTorch's `ValueError`s as [`Error::InvalidArgument`] (`\"Invalid learning rate: -0.1\"`, \
+     `\"optimizer got an empty parameter list\"`, `\"can't optimize a non-leaf Tensor\"`)."
+);
 
 /// SGD's step.
 #[derive(Debug)]
