@@ -4,25 +4,8 @@
 use std::f64::consts::{FRAC_1_SQRT_2, FRAC_2_SQRT_PI};
 
 use crate::layout::wrap_dim;
-use crate::nn::Module;
+use crate::nn::{Module, parameterless};
 use crate::{Result, Tensor};
-
-/// The `Module` methods of a layer without parameters.
-macro_rules! parameterless {
-    () => {
-        fn named_parameters(&self) -> Vec<(String, Tensor)> {
-            Vec::new()
-        }
-
-        fn visit_parameters_mut(
-            &mut self,
-            _f: &mut dyn FnMut(&str, &mut Tensor) -> Result<()>,
-        ) -> Result<()> {
-            Ok(())
-        }
-    };
-}
-pub(crate) use parameterless;
 
 /// `max(x, 0)` (PyTorch's `nn.ReLU`).
 ///

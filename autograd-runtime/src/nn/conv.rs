@@ -13,7 +13,7 @@
 
 use std::fmt;
 
-use crate::nn::Module;
+use crate::nn::{Module, named, visit_named};
 use crate::{DType, Error, Result, Tensor};
 
 /// A size per spatial dim, `[height, width]`: PyTorch's `_size_2_t`, an `int` or a pair.
@@ -566,22 +566,20 @@ impl Module for Conv2d {
     }
 
     fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        let mut out = vec![("weight".to_string(), self.weight.clone())];
-        if let Some(b) = &self.bias {
-            out.push(("bias".to_string(), b.clone()));
-        }
-        out
+        named([("weight", Some(&self.weight)), ("bias", self.bias.as_ref())])
     }
 
     fn visit_parameters_mut(
         &mut self,
         f: &mut dyn FnMut(&str, &mut Tensor) -> Result<()>,
     ) -> Result<()> {
-        f("weight", &mut self.weight)?;
-        if let Some(b) = &mut self.bias {
-            f("bias", b)?;
-        }
-        Ok(())
+        visit_named(
+            [
+                ("weight", Some(&mut self.weight)),
+                ("bias", self.bias.as_mut()),
+            ],
+            f,
+        )
     }
 }
 

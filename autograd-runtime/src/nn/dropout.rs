@@ -1,7 +1,6 @@
 //! `Dropout`: PyTorch's inverted dropout, seeded, with a new mask at every call.
 
-use crate::nn::activation::parameterless;
-use crate::nn::{Module, py_float};
+use crate::nn::{Module, parameterless, py_float};
 use crate::sync::Ordering;
 use crate::sync::statics::AtomicU64;
 use crate::{DType, Error, Result, Tensor};

@@ -1,6 +1,6 @@
 //! `Flatten`: dims `start_dim..=end_dim` merged into one, PyTorch's `nn.Flatten`.
 
-use crate::nn::Module;
+use crate::nn::{Module, parameterless};
 use crate::tensor::layout::wrap_dim;
 use crate::{Error, Result, Tensor};
 
@@ -88,14 +88,5 @@ impl Module for Flatten {
         input.reshape(&out)
     }
 
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        Vec::new()
-    }
-
-    fn visit_parameters_mut(
-        &mut self,
-        _f: &mut dyn FnMut(&str, &mut Tensor) -> Result<()>,
-    ) -> Result<()> {
-        Ok(())
-    }
+    parameterless!();
 }

@@ -1,7 +1,7 @@
 //! `LayerNorm`: normalisation over the trailing dims, written in differentiable ops (so double
 //! backward works).
 
-use crate::nn::{Module, torch_size};
+use crate::nn::{Module, named, torch_size, visit_named};
 use crate::{DType, Error, Result, Tensor};
 
 /// Normalises over the last dims, `normalized_shape`, then scales and shifts elementwise
@@ -96,27 +96,23 @@ impl Module for LayerNorm {
     }
 
     fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        let mut out = Vec::new();
-        if let Some(w) = &self.weight {
-            out.push(("weight".to_string(), w.clone()));
-        }
-        if let Some(b) = &self.bias {
-            out.push(("bias".to_string(), b.clone()));
-        }
-        out
+        named([
+            ("weight", self.weight.as_ref()),
+            ("bias", self.bias.as_ref()),
+        ])
     }
 
     fn visit_parameters_mut(
         &mut self,
         f: &mut dyn FnMut(&str, &mut Tensor) -> Result<()>,
     ) -> Result<()> {
-        if let Some(w) = &mut self.weight {
-            f("weight", w)?;
-        }
-        if let Some(b) = &mut self.bias {
-            f("bias", b)?;
-        }
-        Ok(())
+        visit_named(
+            [
+                ("weight", self.weight.as_mut()),
+                ("bias", self.bias.as_mut()),
+            ],
+            f,
+        )
     }
 }
 

@@ -1,6 +1,6 @@
 //! `Linear`: `y = x Wᵀ + b`, PyTorch's layout and initialisation.
 
-use crate::nn::{Module, init, torch_size};
+use crate::nn::{Module, init, named, torch_size, visit_named};
 use crate::{DType, Error, Result, Tensor};
 
 /// `y = x Wᵀ + b` with `W` `[out_features, in_features]` and `b` `[out_features]` (PyTorch's
@@ -143,21 +143,19 @@ impl Module for Linear {
     }
 
     fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        let mut out = vec![("weight".to_string(), self.weight.clone())];
-        if let Some(b) = &self.bias {
-            out.push(("bias".to_string(), b.clone()));
-        }
-        out
+        named([("weight", Some(&self.weight)), ("bias", self.bias.as_ref())])
     }
 
     fn visit_parameters_mut(
         &mut self,
         f: &mut dyn FnMut(&str, &mut Tensor) -> Result<()>,
     ) -> Result<()> {
-        f("weight", &mut self.weight)?;
-        if let Some(b) = &mut self.bias {
-            f("bias", b)?;
-        }
-        Ok(())
+        visit_named(
+            [
+                ("weight", Some(&mut self.weight)),
+                ("bias", self.bias.as_mut()),
+            ],
+            f,
+        )
     }
 }

@@ -265,6 +265,45 @@ pub trait Module: fmt::Debug + Send + Sync {
     }
 }
 
+/// A layer's [`Module::named_parameters`] from its parameter fields in order, an empty
+/// optional one (a bias turned off) skipped.
+pub(crate) fn named<const N: usize>(slots: [(&str, Option<&Tensor>); N]) -> Vec<(String, Tensor)> {
+    slots
+        .into_iter()
+        .filter_map(|(name, p)| Some((name.to_string(), p?.clone())))
+        .collect()
+}
+
+/// A layer's [`Module::visit_parameters_mut`] over the same fields as [`named`].
+pub(crate) fn visit_named<const N: usize>(
+    slots: [(&str, Option<&mut Tensor>); N],
+    f: &mut dyn FnMut(&str, &mut Tensor) -> Result<()>,
+) -> Result<()> {
+    for (name, p) in slots {
+        if let Some(p) = p {
+            f(name, p)?;
+        }
+    }
+    Ok(())
+}
+
+/// The `Module` methods of a layer without parameters.
+macro_rules! parameterless {
+    () => {
+        fn named_parameters(&self) -> Vec<(String, Tensor)> {
+            Vec::new()
+        }
+
+        fn visit_parameters_mut(
+            &mut self,
+            _f: &mut dyn FnMut(&str, &mut Tensor) -> Result<()>,
+        ) -> Result<()> {
+            Ok(())
+        }
+    };
+}
+pub(crate) use parameterless;
+
 /// PyTorch's spelling of a shape in messages: `torch.Size([3, 4])`.
 pub(crate) fn torch_size(shape: &[usize]) -> String {
     let dims: Vec<String> = shape.iter().map(usize::to_string).collect();

@@ -6,8 +6,8 @@
 //! reduces them over the kernel. `max_dim` keeps the first maximum in the window's row-major
 //! order, which is where PyTorch sends the gradient of a tie.
 
-use crate::nn::Module;
 use crate::nn::conv::{Size2, Window, transpose_2d};
+use crate::nn::{Module, parameterless};
 use crate::{Error, Result, Tensor};
 
 /// The output size of a pooling along one dim (PyTorch's `pooling_output_shape`), after its
@@ -386,16 +386,7 @@ impl Module for MaxPool2d {
         )
     }
 
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        Vec::new()
-    }
-
-    fn visit_parameters_mut(
-        &mut self,
-        _f: &mut dyn FnMut(&str, &mut Tensor) -> Result<()>,
-    ) -> Result<()> {
-        Ok(())
-    }
+    parameterless!();
 }
 
 /// 2-D average pooling as a layer (PyTorch's `nn.AvgPool2d`), without parameters: the forward
@@ -504,14 +495,5 @@ impl Module for AvgPool2d {
         )
     }
 
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        Vec::new()
-    }
-
-    fn visit_parameters_mut(
-        &mut self,
-        _f: &mut dyn FnMut(&str, &mut Tensor) -> Result<()>,
-    ) -> Result<()> {
-        Ok(())
-    }
+    parameterless!();
 }
