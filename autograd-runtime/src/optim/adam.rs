@@ -4,11 +4,10 @@
 use serde_json::{Map, Value};
 
 use super::GroupOptions;
-use super::engine::{
-    Algorithm, Core, add_scaled, impl_optimizer, lerp_, maximum, read_like, read_step, scalar_like,
-    step_tensor,
-};
+use super::base::{Algorithm, Core, impl_optimizer};
+use super::checkpoint::{read_like, read_step, step_tensor};
 use super::fused::{AdamCoeffs, Update};
+use super::ops::{add_scaled, lerp_, maximum, scalar_like};
 use super::options::{
     fixed_keys, json_f64, json_opt_bool, non_negative, py_float, read_bool, read_f64, read_opt_bool,
 };

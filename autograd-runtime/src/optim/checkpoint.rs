@@ -3,9 +3,9 @@
 
 use serde_json::{Map, Value};
 
-use super::engine::{Algorithm, Core};
+use super::base::{Algorithm, Core};
 use super::{AnyParamGroup, GroupOptions};
-use crate::{Error, Result, StateDict};
+use crate::{Error, Result, StateDict, Tensor};
 
 /// The metadata key of the groups' options.
 pub(crate) const PARAM_GROUPS: &str = "param_groups";
@@ -132,4 +132,45 @@ impl<A: Algorithm> Core<A> {
         }
         Ok((options, initial_lrs))
     }
+}
+
+/// The step count as the 0-dim `f32` tensor PyTorch 2 keeps.
+pub(crate) fn step_tensor(step: f64) -> Tensor {
+    Tensor::scalar(step as f32)
+}
+
+/// Reads a `step` entry back.
+pub(crate) fn read_step(get: &dyn Fn(&str) -> Option<Tensor>) -> std::result::Result<f64, String> {
+    let t = get("step").ok_or("missing key \"step\"")?;
+    if t.numel() != 1 {
+        return Err(format!(
+            "\"step\" has shape {:?}, expected a scalar",
+            t.shape()
+        ));
+    }
+    t.to_dtype(crate::DType::F64)
+        .and_then(|t| t.item::<f64>())
+        .map_err(|e| e.to_string())
+}
+
+/// Reads a state tensor named `name` back, checked against `p`'s shape and converted to its
+/// dtype and device.
+pub(crate) fn read_like(
+    get: &dyn Fn(&str) -> Option<Tensor>,
+    name: &str,
+    p: &Tensor,
+) -> std::result::Result<Tensor, String> {
+    let t = get(name).ok_or_else(|| format!("missing key \"{name}\""))?;
+    if t.shape() != p.shape() {
+        return Err(format!(
+            "size mismatch for \"{name}\": copying a param with shape {:?}, the shape in current \
+             model is {:?}",
+            t.shape(),
+            p.shape()
+        ));
+    }
+    let t = t.to_dtype(p.dtype()).map_err(|e| e.to_string())?;
+    let t = t.to(p.device()).map_err(|e| e.to_string())?;
+    // A private copy: the state is updated in place.
+    t.copy().map_err(|e| e.to_string())
 }

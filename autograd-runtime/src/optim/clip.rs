@@ -1,6 +1,6 @@
 //! Gradient clipping: PyTorch's `torch.nn.utils.clip_grad_norm_` and `clip_grad_value_`.
 
-use super::engine::scalar_like;
+use super::ops::scalar_like;
 use crate::tensor::kernels::host;
 use crate::{Error, Result, Tensor, no_grad};
 

@@ -75,11 +75,13 @@ use crate::{Result, StateDict, Tensor};
 
 mod adagrad;
 mod adam;
+mod base;
 mod checkpoint;
 mod clip;
-mod engine;
+
 mod fused;
 pub mod lr_scheduler;
+mod ops;
 mod options;
 mod rmsprop;
 mod sgd;

@@ -3,11 +3,10 @@
 use serde_json::{Map, Value};
 
 use super::GroupOptions;
-use super::engine::{
-    Algorithm, Core, add_scaled, add_scaled_, impl_optimizer, lerp_, read_like, read_step,
-    scalar_like, step_tensor,
-};
+use super::base::{Algorithm, Core, impl_optimizer};
+use super::checkpoint::{read_like, read_step, step_tensor};
 use super::fused::{RmsPropCoeffs, Update};
+use super::ops::{add_scaled, add_scaled_, lerp_, scalar_like};
 use super::options::{fixed_keys, json_f64, non_negative, read_bool, read_f64};
 use crate::{Result, Tensor};
 

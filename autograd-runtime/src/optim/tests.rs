@@ -190,7 +190,7 @@ fn aliased_parameters_step_op_by_op() {
 
 #[test]
 fn cuda_groups_take_the_fused_kernel_only_when_asked() {
-    use super::engine::{Path, choose};
+    use super::base::{Path, choose};
     use crate::Device;
     let gpu = Device::Cuda(0);
     // The CUDA kernel is opt-in: the default stays op by op on CUDA, fused on the CPU.

@@ -5,7 +5,7 @@ use std::fmt;
 
 use super::fused::{self, FusedSet, Update};
 use super::{GroupOptions, ParamGroup};
-use crate::{DType, Device, Error, Result, Tensor, no_grad};
+use crate::{Device, Error, Result, Tensor, no_grad};
 
 /// One optimization algorithm: its options, its per-parameter state and its two paths.
 pub(crate) trait Algorithm: fmt::Debug + Send + Sync + 'static {
@@ -212,116 +212,6 @@ fn check_grad(p: &Tensor, g: &Tensor) -> Result<()> {
     Ok(())
 }
 
-/// A 0-dim tensor of `p`'s dtype and device holding `v` (rounded to that dtype): the scalar
-/// operand of an in-place op.
-pub(crate) fn scalar_like(p: &Tensor, v: f64) -> Result<Tensor> {
-    let t = Tensor::full(&[], v, p.dtype())?;
-    if p.device() == Device::Cpu {
-        Ok(t)
-    } else {
-        t.to(p.device())
-    }
-}
-
-/// `v` rounded to `p`'s dtype (what PyTorch's kernels do to a Python scalar): so that a
-/// coefficient computed from a rounded scalar (`1 - w` in `lerp`) is computed as PyTorch does.
-pub(crate) fn round_to(p: &Tensor, v: f64) -> f64 {
-    match p.dtype() {
-        DType::F32 => f64::from(v as f32),
-        _ => v,
-    }
-}
-
-/// `m.lerp_(g, w)` as PyTorch's CPU kernel computes it: `m + w (g - m)` for `|w| < 0.5`, else
-/// `g - (g - m)(1 - w)`.
-pub(crate) fn lerp_(m: &Tensor, g: &Tensor, w: f64) -> Result<()> {
-    let w = round_to(m, w);
-    let diff = g.sub(m)?;
-    if w.abs() < 0.5 {
-        m.add_(&diff.mul_scalar(w)?)?;
-    } else {
-        let one_minus = round_to(m, 1.0 - w);
-        m.copy_(&g.sub(&diff.mul_scalar(one_minus)?)?)?;
-    }
-    Ok(())
-}
-
-/// `x + alpha * y` (PyTorch's `add(y, alpha=alpha)`) with one rounding, as PyTorch's CPU kernel
-/// computes it (a fused multiply-add): for `f32` through `f64`, where the product of two `f32`
-/// values is exact.
-pub(crate) fn add_scaled(x: &Tensor, y: &Tensor, alpha: f64) -> Result<Tensor> {
-    if alpha == 1.0 {
-        return x.add(y);
-    }
-    match x.dtype() {
-        DType::F32 => {
-            let alpha = round_to(x, alpha);
-            let wide = x
-                .to_dtype(DType::F64)?
-                .add(&y.to_dtype(DType::F64)?.mul_scalar(alpha)?)?;
-            wide.to_dtype(DType::F32)
-        }
-        DType::F64 => x.add(&y.mul_scalar(alpha)?),
-    }
-}
-
-/// `x += alpha * y` in place, rounded as [`add_scaled`].
-pub(crate) fn add_scaled_(x: &Tensor, y: &Tensor, alpha: f64) -> Result<()> {
-    if alpha == 1.0 {
-        x.add_(y)?;
-    } else {
-        x.copy_(&add_scaled(x, y, alpha)?)?;
-    }
-    Ok(())
-}
-
-/// `max(a, b)` element-wise for the op-by-op path, as `b + relu(a - b)` (exact when `a` is at
-/// most twice `b`, by Sterbenz's lemma; within an ulp otherwise).
-pub(crate) fn maximum(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    b.add(&a.sub(b)?.relu()?)
-}
-
-/// The step count as the 0-dim `f32` tensor PyTorch 2 keeps.
-pub(crate) fn step_tensor(step: f64) -> Tensor {
-    Tensor::scalar(step as f32)
-}
-
-/// Reads a `step` entry back.
-pub(crate) fn read_step(get: &dyn Fn(&str) -> Option<Tensor>) -> std::result::Result<f64, String> {
-    let t = get("step").ok_or("missing key \"step\"")?;
-    if t.numel() != 1 {
-        return Err(format!(
-            "\"step\" has shape {:?}, expected a scalar",
-            t.shape()
-        ));
-    }
-    t.to_dtype(crate::DType::F64)
-        .and_then(|t| t.item::<f64>())
-        .map_err(|e| e.to_string())
-}
-
-/// Reads a state tensor named `name` back, checked against `p`'s shape and converted to its
-/// dtype and device.
-pub(crate) fn read_like(
-    get: &dyn Fn(&str) -> Option<Tensor>,
-    name: &str,
-    p: &Tensor,
-) -> std::result::Result<Tensor, String> {
-    let t = get(name).ok_or_else(|| format!("missing key \"{name}\""))?;
-    if t.shape() != p.shape() {
-        return Err(format!(
-            "size mismatch for \"{name}\": copying a param with shape {:?}, the shape in current \
-             model is {:?}",
-            t.shape(),
-            p.shape()
-        ));
-    }
-    let t = t.to_dtype(p.dtype()).map_err(|e| e.to_string())?;
-    let t = t.to(p.device()).map_err(|e| e.to_string())?;
-    // A private copy: the state is updated in place.
-    t.copy().map_err(|e| e.to_string())
-}
-
 /// Implements an optimizer type whose one field `core` is a [`Core`]: its constructors `new`
 /// and `with_groups`, its typed group accessors, and [`Optimizer`](super::Optimizer) (`$name` is
 /// PyTorch's class name, for `load_state_dict`'s errors). `$errors` documents `new`'s errors;
@@ -329,7 +219,7 @@ pub(crate) fn read_like(
 /// decoupled weight decay).
 macro_rules! impl_optimizer {
     ($ty:ident, $options:ty, $name:literal, $errors:literal) => {
-        $crate::optim::engine::impl_optimizer!($ty, $options, $name, $errors, prepare = |_| {});
+        $crate::optim::base::impl_optimizer!($ty, $options, $name, $errors, prepare = |_| {});
     };
     ($ty:ident, $options:ty, $name:literal, $errors:literal, prepare = $prepare:expr) => {
         impl $ty {
@@ -357,7 +247,7 @@ macro_rules! impl_optimizer {
                 let prepare: fn(&mut [$crate::optim::ParamGroup<$options>]) = $prepare;
                 prepare(&mut groups);
                 Ok($ty {
-                    core: $crate::optim::engine::Core::new(groups)?,
+                    core: $crate::optim::base::Core::new(groups)?,
                 })
             }
 
