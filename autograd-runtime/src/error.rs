@@ -414,6 +414,26 @@ impl Error {
     }
 }
 
+/// A float as Python's `repr(float)` prints it in PyTorch's messages (`2.0`, `-0.1`, `1e-05`,
+/// `2.5e+20`, `nan`): Rust's `{:?}` switches to an exponent at the same magnitudes (below 1e-4,
+/// from 1e16), and Python writes the exponent with a sign and at least two digits.
+pub(crate) fn py_float(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".to_string();
+    }
+    let s = format!("{x:?}");
+    match s.split_once('e') {
+        Some((mantissa, exp)) => {
+            let (sign, digits) = match exp.strip_prefix('-') {
+                Some(d) => ('-', d),
+                None => ('+', exp),
+            };
+            format!("{mantissa}e{sign}{digits:0>2}")
+        }
+        None => s,
+    }
+}
+
 /// PyTorch's `validate_outputs` prefix: the node that returned a gradient, none for the roots'.
 fn returned_by(node: &Option<String>) -> String {
     node.as_ref()

@@ -1,6 +1,7 @@
 //! `Dropout`: PyTorch's inverted dropout, seeded, with a new mask at every call.
 
-use crate::nn::{Module, parameterless, py_float};
+use crate::error::py_float;
+use crate::nn::{Module, parameterless};
 use crate::sync::Ordering;
 use crate::sync::statics::AtomicU64;
 use crate::{DType, Error, Result, Tensor};

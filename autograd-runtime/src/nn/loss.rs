@@ -2,7 +2,8 @@
 //! `F.binary_cross_entropy_with_logits`), written in differentiable ops, so their gradients and
 //! double backward come from the ops'.
 
-use crate::nn::{py_float, torch_size};
+use crate::error::py_float;
+use crate::nn::torch_size;
 use crate::{Error, Result, Tensor};
 
 /// How a loss reduces its per-element values (PyTorch's `reduction`).

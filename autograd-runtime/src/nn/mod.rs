@@ -320,21 +320,3 @@ fn module_name<M: Module + ?Sized>(module: &M) -> String {
         .unwrap_or("Module")
         .to_string()
 }
-
-/// A float as Python prints it in PyTorch's messages (`2.0`, `1.5`, `1e-05`, `nan`).
-pub(crate) fn py_float(x: f64) -> String {
-    if x.is_nan() {
-        return "nan".to_string();
-    }
-    let s = format!("{x:?}");
-    match s.split_once('e') {
-        Some((mantissa, exp)) => {
-            let (sign, digits) = match exp.strip_prefix('-') {
-                Some(d) => ('-', d),
-                None => ('+', exp),
-            };
-            format!("{mantissa}e{sign}{digits:0>2}")
-        }
-        None => s,
-    }
-}

@@ -9,8 +9,9 @@ use super::checkpoint::{read_like, read_step, step_tensor};
 use super::fused::{AdamCoeffs, Update};
 use super::ops::{add_scaled, lerp_, maximum, scalar_like};
 use super::options::{
-    fixed_keys, json_f64, json_opt_bool, non_negative, py_float, read_bool, read_f64, read_opt_bool,
+    fixed_keys, json_f64, json_opt_bool, non_negative, read_bool, read_f64, read_opt_bool,
 };
+use crate::error::py_float;
 use crate::{Error, Result, Tensor};
 
 /// The options of [`Adam`] and [`AdamW`], with PyTorch's defaults (`lr` 1e-3, `betas` (0.9,

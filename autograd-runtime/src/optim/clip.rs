@@ -34,7 +34,7 @@ pub fn clip_grad_norm_(params: &[Tensor], max_norm: f64, norm_type: f64) -> Resu
     if norm_type.is_nan() || norm_type < 1.0 {
         return Err(Error::InvalidArgument(format!(
             "clip_grad_norm_ supports norm_type >= 1 or inf, got {}",
-            super::options::py_float(norm_type)
+            crate::error::py_float(norm_type)
         )));
     }
     let _guard = no_grad();
@@ -102,7 +102,7 @@ pub fn clip_grad_value_(params: &[Tensor], clip_value: f64) -> Result<()> {
     if clip_value.is_nan() || clip_value < 0.0 {
         return Err(Error::InvalidArgument(format!(
             "clip_value must be non-negative, got {}",
-            super::options::py_float(clip_value)
+            crate::error::py_float(clip_value)
         )));
     }
     let _guard = no_grad();

@@ -1,41 +1,10 @@
-//! What the options structs share: PyTorch's `ValueError` texts (with Python's float
-//! formatting) and reading and writing the `param_groups` JSON.
+//! What the options structs share: PyTorch's `ValueError` texts (floats as Python prints them,
+//! `error::py_float`) and reading and writing the `param_groups` JSON.
 
 use serde_json::{Map, Number, Value};
 
+use crate::error::py_float;
 use crate::{Error, Result};
-
-/// `x` as Python's `repr(float)` prints it (`-0.1`, `1.0`, `1e-08`), for error texts.
-pub(crate) fn py_float(x: f64) -> String {
-    if x.is_nan() {
-        return "nan".into();
-    }
-    if x.is_infinite() {
-        return if x > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    if x == 0.0 {
-        return if x.is_sign_negative() {
-            "-0.0".into()
-        } else {
-            "0.0".into()
-        };
-    }
-    let exp = x.abs().log10().floor() as i32;
-    if (-4..16).contains(&exp) {
-        let s = format!("{x}");
-        if s.contains('.') { s } else { format!("{s}.0") }
-    } else {
-        let s = format!("{x:e}");
-        let (mantissa, e) = s
-            .split_once('e')
-            .expect("invariant: `{:e}` writes an exponent");
-        let (sign, digits) = match e.strip_prefix('-') {
-            Some(d) => ('-', d),
-            None => ('+', e),
-        };
-        format!("{mantissa}e{sign}{digits:0>2}")
-    }
-}
 
 /// Refuses `value < 0` with PyTorch's `"Invalid {what}: {value}"`.
 pub(crate) fn non_negative(what: &str, value: f64) -> Result<()> {

@@ -3,8 +3,8 @@
 use std::f64::consts::PI;
 
 use super::{Base, Rule, impl_scheduler};
+use crate::error::py_float;
 use crate::optim::Optimizer;
-use crate::optim::options::py_float;
 use crate::{Error, Result};
 
 /// How [`OneCycleLR`] interpolates within a phase.
