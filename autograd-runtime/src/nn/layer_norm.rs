@@ -1,7 +1,7 @@
 //! `LayerNorm`: normalisation over the trailing dims, written in differentiable ops (so double
 //! backward works).
 
-use crate::nn::{Module, named, torch_size, visit_named};
+use crate::nn::{Module, named, visit_named};
 use crate::{DType, Error, Result, Tensor};
 
 /// Normalises over the last dims, `normalized_shape`, then scales and shifts elementwise
@@ -150,11 +150,8 @@ pub fn layer_norm(
         expected.extend(normalized_shape.iter().map(usize::to_string));
         return Err(Error::InvalidArgument(format!(
             "Given normalized_shape={normalized_shape:?}, expected input with shape [{}], but \
-             got input of size{}",
+             got input of size{shape:?}",
             expected.join(", "),
-            torch_size(shape)
-                .trim_start_matches("torch.Size(")
-                .trim_end_matches(')'),
         )));
     }
     for (name, p) in [("weight", weight), ("bias", bias)] {
