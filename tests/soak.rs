@@ -3,6 +3,9 @@
 //! an injected error or panic — and every pass is checked against gradients computed separately
 //! by a small reverse-mode evaluator in this file. A watchdog fails the test, naming the stuck
 //! pass, if any pass runs longer than [`PASS_LIMIT`]: a hang becomes a failure, never a stuck CI.
+//! On a machine with a GPU, `cuda:0` takes the place of the first virtual device, so the same
+//! passes (injected faults included) run their device hops on the GPU too, and the device memory
+//! they held must be back where it started ([`autograd::cuda::memory_allocated`]).
 //!
 //! ```text
 //! cargo test --test soak -- --nocapture                                       # CI size
@@ -36,8 +39,18 @@ const DEFAULT_PASSES: usize = 2000;
 const PASS_LIMIT: Duration = Duration::from_secs(30);
 /// The seed every pass's own seed derives from.
 const BASE_SEED: u64 = 0x5eed_50a6_0f00;
-/// Virtual devices the passes spread over.
+/// Devices the passes spread over: [`device`]`(0..DEVICES)`.
 const DEVICES: usize = 4;
+
+/// Device `d` of the passes: `Virtual(d)`, except that `cuda:0` is device 0 when there is a GPU.
+fn soak_device(d: usize) -> Device {
+    static CUDA: std::sync::LazyLock<bool> = std::sync::LazyLock::new(autograd::cuda::is_available);
+    if d == 0 && *CUDA {
+        Device::Cuda(0)
+    } else {
+        Device::Virtual(d)
+    }
+}
 /// Relative tolerance of a gradient against the reference.
 const RTOL: f64 = 1e-9;
 
@@ -159,7 +172,7 @@ impl Program {
                 ),
             };
             let device = if on_devices && rng.chance(70) {
-                Device::Virtual(rng.below(DEVICES))
+                soak_device(rng.below(DEVICES))
             } else {
                 Device::Cpu
             };
@@ -331,7 +344,7 @@ impl Program {
                 Op::Checkpoint(a, s, Some(hop)) => checkpoint(
                     &on(a)?,
                     Arc::new(move |t: &Tensor| {
-                        let there = t.to(Device::Virtual(hop))?;
+                        let there = t.to(soak_device(hop))?;
                         checkpoint(&there, Arc::new(|u: &Tensor| u.tanh()))?
                             .mul_scalar(s)?
                             .to(t.device())
@@ -687,12 +700,14 @@ fn soak() {
     }
     for d in 0..DEVICES {
         let x = Tensor::scalar(1.0f64).requires_grad_(true).unwrap();
-        x.to(Device::Virtual(d)).unwrap().backward().unwrap();
+        x.to(soak_device(d)).unwrap().backward().unwrap();
     }
     assert_eq!(warm.wrong, 0, "warm-up: {:#?}", warm.wrong_examples);
     empty_cache();
     let threads_before = thread_count();
     let live_before = Live::now();
+    let on_gpu = soak_device(0) == Device::Cuda(0);
+    let gpu_bytes_before = on_gpu.then(|| autograd::cuda::memory_allocated(0).unwrap());
     reset_peak();
 
     let start = Instant::now();
@@ -713,17 +728,22 @@ fn soak() {
     empty_cache();
     let live_after = Live::now();
     let threads_after = thread_count();
+    let gpu_bytes_after = on_gpu.then(|| autograd::cuda::memory_allocated(0).unwrap());
     let sum = |f: fn(&Tally) -> usize| tallies.iter().map(f).sum::<usize>();
     let wrong = sum(|t| t.wrong);
     let examples: Vec<&String> = tallies.iter().flat_map(|t| &t.wrong_examples).collect();
     let max_pass = tallies.iter().map(|t| t.max_pass).max().unwrap_or_default();
     println!(
         "soak: {THREADS} threads x {passes} passes = {} passes in {:.1} s ({} reentrant, {} on \
-         virtual devices, {} gradients checked against the reference)",
+         devices {}, {} gradients checked against the reference)",
         sum(|t| t.passes),
         elapsed.as_secs_f64(),
         sum(|t| t.reentrant),
         sum(|t| t.on_devices),
+        (0..DEVICES)
+            .map(|d| soak_device(d).to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
         sum(|t| t.gradients_checked),
     );
     println!(
@@ -757,6 +777,15 @@ fn soak() {
     assert_eq!(
         threads_after, threads_before,
         "the soak left threads behind"
+    );
+    if on_gpu {
+        println!(
+            "soak: cuda:0 memory allocated before {gpu_bytes_before:?}, after {gpu_bytes_after:?} bytes"
+        );
+    }
+    assert_eq!(
+        gpu_bytes_after, gpu_bytes_before,
+        "device memory held by tensors changed over the soak"
     );
     // Bounded state only (per-thread spare tensors on the device threads): nothing that grows
     // with the number of passes.

@@ -99,3 +99,37 @@ pub fn synchronize(ordinal: usize) -> crate::Result<()> {
     #[cfg(not(feature = "cuda"))]
     Err(crate::backend::no_cuda(crate::Device::Cuda(ordinal)))
 }
+
+/// Bytes of device memory held by the live tensors of `cuda:<ordinal>` (PyTorch's
+/// `torch.cuda.memory_allocated`): every storage counts once, however many tensors view it, from
+/// its allocation until its last view drops. Memory the driver keeps pooled for reuse after a
+/// free is not counted. `0` for a device that has not been used yet.
+///
+/// # Errors
+///
+/// [`Error::DeviceUnavailable`](crate::Error::DeviceUnavailable) if the device cannot be used.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::{cuda, Device, Tensor};
+/// if cuda::is_available() {
+///     let before = cuda::memory_allocated(0)?;
+///     let x = Tensor::zeros(&[1024], autograd_runtime::DType::F32)?.to(Device::Cuda(0))?;
+///     assert_eq!(cuda::memory_allocated(0)?, before + 4096);
+///     drop(x);
+///     assert_eq!(cuda::memory_allocated(0)?, before);
+/// } else {
+///     assert!(cuda::memory_allocated(0).is_err());
+/// }
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn memory_allocated(ordinal: usize) -> crate::Result<usize> {
+    #[cfg(feature = "cuda")]
+    {
+        let dev = crate::backend::cuda::device(ordinal)?;
+        Ok(dev.allocated.load(std::sync::atomic::Ordering::Relaxed))
+    }
+    #[cfg(not(feature = "cuda"))]
+    Err(crate::backend::no_cuda(crate::Device::Cuda(ordinal)))
+}

@@ -7,6 +7,8 @@ use cudarc::cublas::result::{dgemm_strided_batched, sgemm_strided_batched};
 use cudarc::cublas::sys::{cublasHandle_t, cublasOperation_t};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
 
+use std::sync::atomic::Ordering;
+
 use super::device::CudaDevice;
 use super::launch::Arg;
 use crate::{DType, Element, Result};
@@ -195,6 +197,23 @@ impl DeviceBuffer {
         self.len
     }
 
+    /// A buffer of `len` elements around `data`, freshly allocated on `dev`, counted in the
+    /// device's [`memory_allocated`](crate::cuda::memory_allocated) until it drops.
+    pub(super) fn counted(dev: &CudaDevice, data: DeviceData, len: usize) -> DeviceBuffer {
+        let buf = DeviceBuffer {
+            data,
+            ordinal: dev.ordinal,
+            len,
+        };
+        dev.allocated.fetch_add(buf.bytes(), Ordering::Relaxed);
+        buf
+    }
+
+    /// The bytes of the allocation (at least one element's).
+    fn bytes(&self) -> usize {
+        self.len.max(1) * self.dtype().size_of()
+    }
+
     /// Uninitialised memory for `n` elements: the caller writes all of them before anyone reads.
     pub(super) fn alloc(dev: &CudaDevice, dtype: DType, n: usize) -> Result<DeviceBuffer> {
         let cap = n.max(1);
@@ -207,11 +226,7 @@ impl DeviceBuffer {
             },
         )
         .map_err(|e| dev.error("allocate", e))?;
-        Ok(DeviceBuffer {
-            data,
-            ordinal: dev.ordinal,
-            len: n,
-        })
+        Ok(DeviceBuffer::counted(dev, data, n))
     }
 
     /// Zeroed memory for `n` elements.
@@ -226,11 +241,7 @@ impl DeviceBuffer {
             },
         )
         .map_err(|e| dev.error("allocate", e))?;
-        Ok(DeviceBuffer {
-            data,
-            ordinal: dev.ordinal,
-            len: n,
-        })
+        Ok(DeviceBuffer::counted(dev, data, n))
     }
 
     /// The device address of element 0, for a kernel argument.
@@ -244,6 +255,15 @@ impl DeviceBuffer {
         match &mut self.data {
             DeviceData::F32(s) => s.device_ptr_mut(stream).0,
             DeviceData::F64(s) => s.device_ptr_mut(stream).0,
+        }
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        // The device was set up when this buffer was allocated on it, so the lookup cannot fail.
+        if let Ok(dev) = super::device::device(self.ordinal) {
+            dev.allocated.fetch_sub(self.bytes(), Ordering::Relaxed);
         }
     }
 }

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, OnceLock};
 
 use cudarc::cublas::CudaBlas;
@@ -26,6 +27,10 @@ pub(crate) struct CudaDevice {
     /// Locked per call: a cuBLAS handle is not to be used by two threads at once.
     pub(crate) blas: Mutex<CudaBlas>,
     functions: HashMap<&'static str, CudaFunction>,
+    /// Bytes held by live [`DeviceBuffer`](super::buffer::DeviceBuffer)s of this device (what
+    /// [`memory_allocated`](crate::cuda::memory_allocated) reads). Relaxed: a statistic that
+    /// publishes no memory; a reader after a pass has joined the threads that allocated.
+    pub(crate) allocated: AtomicUsize,
 }
 
 impl std::fmt::Debug for CudaDevice {
@@ -126,6 +131,7 @@ fn open(ordinal: usize) -> std::result::Result<CudaDevice, String> {
                 stream,
                 blas: Mutex::new(blas),
                 functions,
+                allocated: AtomicUsize::new(0),
             })
         },
     ))

@@ -38,12 +38,7 @@ impl DTypeMap for Upload<'_> {
             return Ok(wrap(DeviceBuffer::zeros(dev, T::DTYPE, 0)?, &lx.shape));
         }
         let data = T::into_data(dev.stream.clone_htod(&v).map_err(|e| dev.error("to", e))?);
-        let buf = DeviceBuffer {
-            data,
-            ordinal: dev.ordinal,
-            len: n,
-        };
-        Ok(wrap(buf, &lx.shape))
+        Ok(wrap(DeviceBuffer::counted(dev, data, n), &lx.shape))
     }
 }
 
