@@ -1,9 +1,15 @@
-//! The engine's share of a GPU training step: each workload's forward + backward through the
-//! engine, beside the same kernels issued by hand with recording off (the backward written out
-//! as the ops the engine would run). `engine_share` is the difference over the engine's time.
+//! The GPU figures of the GPU-speed issue, timed the way `benches/pytorch_cuda.py` times PyTorch
+//! (medians of 20 runs after 3 warm-ups, each ended by a device synchronisation):
+//!
+//! * each MLP's and the wide-tanh workload's forward + backward through the engine, beside the
+//!   same kernels issued by hand with recording off (the backward written out as the ops the
+//!   engine would run); `engine_share` is the difference over the engine's time;
+//! * a chain of 10,000 scalar `mul_scalar` on `cuda:0`: recording plus backward per op, and
+//!   backward alone per node (the launch cost of one small kernel through the engine).
 //!
 //! ```text
 //! cargo run --release --example cuda_overhead
+//! python3 benches/compare_pytorch_cuda.py      # the same workloads in PyTorch, side by side
 //! ```
 //!
 //! Prints `key=value` lines; without a GPU it prints `skipped: ...` and exits successfully.
@@ -118,6 +124,90 @@ fn wide_tanh(width: usize, layers: usize, device: Device) -> Result<(f64, f64)> 
     Ok((engine, by_hand))
 }
 
+/// A chain of `n` scalar `mul_scalar` on `device`: (record + backward per op, backward per node),
+/// in microseconds, medians of `CHAIN_RUNS` runs after one warm-up.
+fn scalar_chain(n: usize, device: Device) -> Result<(f64, f64)> {
+    const CHAIN_RUNS: usize = 5;
+    let x = Tensor::scalar(1.0f32).to(device)?.requires_grad_(true)?;
+    let record = |x: &Tensor| -> Result<Tensor> {
+        let mut y = x.clone();
+        for _ in 0..n {
+            y = y.mul_scalar(1.000_000_1)?;
+        }
+        Ok(y)
+    };
+    let (mut both, mut backward) = (Vec::new(), Vec::new());
+    for run in 0..=CHAIN_RUNS {
+        cuda::synchronize(0)?;
+        let start = Instant::now();
+        let y = record(&x)?;
+        let recorded = Instant::now();
+        y.backward()?;
+        cuda::synchronize(0)?;
+        let end = Instant::now();
+        x.set_grad(None);
+        if run > 0 {
+            both.push((end - start).as_secs_f64() * 1e6 / n as f64);
+            backward.push((end - recorded).as_secs_f64() * 1e6 / n as f64);
+        }
+    }
+    both.sort_by(f64::total_cmp);
+    backward.sort_by(f64::total_cmp);
+    Ok((both[CHAIN_RUNS / 2], backward[CHAIN_RUNS / 2]))
+}
+
+/// Where a small op's time goes: `n` scalar `mul_scalar` on `device`, per op in microseconds,
+/// each phase ended by a synchronisation: without recording (allocation + launch + freeing the
+/// previous output), the same keeping every output alive (no frees in the loop) and then
+/// dropping them all (the frees alone), and recording (the engine's graph on top).
+fn launch_breakdown(n: usize, device: Device) -> Result<Vec<(&'static str, f64)>> {
+    let x = Tensor::scalar(1.0f32).to(device)?;
+    let per_op = |start: Instant| start.elapsed().as_secs_f64() * 1e6 / n as f64;
+    let mut figures = Vec::new();
+    // The first round warms the allocator's pool and the caches; the second's figures are kept.
+    for _ in 0..2 {
+        figures.clear();
+        {
+            let _off = no_grad();
+            cuda::synchronize(0)?;
+            let start = Instant::now();
+            let mut y = x.clone();
+            for _ in 0..n {
+                y = y.mul_scalar(1.000_000_1)?;
+            }
+            cuda::synchronize(0)?;
+            figures.push(("op_alloc_launch_free_us", per_op(start)));
+            let start = Instant::now();
+            let mut kept = Vec::with_capacity(n);
+            let mut y = x.clone();
+            for _ in 0..n {
+                y = y.mul_scalar(1.000_000_1)?;
+                kept.push(y.clone());
+            }
+            cuda::synchronize(0)?;
+            figures.push(("op_alloc_launch_us", per_op(start)));
+            let start = Instant::now();
+            drop(kept);
+            drop(y);
+            cuda::synchronize(0)?;
+            figures.push(("op_free_us", per_op(start)));
+        }
+        let leaf = x.clone().requires_grad_(true)?;
+        cuda::synchronize(0)?;
+        let start = Instant::now();
+        let mut y = leaf.clone();
+        for _ in 0..n {
+            y = y.mul_scalar(1.000_000_1)?;
+        }
+        cuda::synchronize(0)?;
+        figures.push(("op_recorded_us", per_op(start)));
+        let start = Instant::now();
+        drop(y);
+        figures.push(("graph_drop_us", per_op(start)));
+    }
+    Ok(figures)
+}
+
 fn report(name: &str, (engine, by_hand): (f64, f64)) {
     println!("{name}_engine_ms={engine:.3}");
     println!("{name}_kernels_alone_ms={by_hand:.3}");
@@ -136,6 +226,17 @@ fn main() -> Result<()> {
     let device = Device::Cuda(0);
     report("mlp_4096x784x512x10", mlp(4096, [784, 512, 10], device)?);
     report("mlp_4096x784x2048x10", mlp(4096, [784, 2048, 10], device)?);
+    report(
+        "mlp_256x1024x1024x1024",
+        mlp(256, [1024, 1024, 1024], device)?,
+    );
+    report("mlp_64x784x512x10", mlp(64, [784, 512, 10], device)?);
     report("wide_tanh_2p20_x10", wide_tanh(1 << 20, 10, device)?);
+    let (both, backward) = scalar_chain(10_000, device)?;
+    println!("scalar_chain_record_backward_us_per_op={both:.2}");
+    println!("scalar_chain_backward_us_per_node={backward:.2}");
+    for (name, value) in launch_breakdown(10_000, device)? {
+        println!("breakdown_{name}={value:.2}");
+    }
     Ok(())
 }
