@@ -102,8 +102,9 @@ pub fn synchronize(ordinal: usize) -> crate::Result<()> {
 
 /// Bytes of device memory held by the live tensors of `cuda:<ordinal>` (PyTorch's
 /// `torch.cuda.memory_allocated`): every storage counts once, however many tensors view it, from
-/// its allocation until its last view drops. Memory the driver keeps pooled for reuse after a
-/// free is not counted. `0` for a device that has not been used yet.
+/// its allocation until its last view drops, at the rounded size of its block (see
+/// [`memory_reserved`]). Blocks freed and kept for reuse are not counted. `0` for a device that
+/// has not been used yet.
 ///
 /// # Errors
 ///
@@ -132,4 +133,54 @@ pub fn memory_allocated(ordinal: usize) -> crate::Result<usize> {
     }
     #[cfg(not(feature = "cuda"))]
     Err(crate::backend::no_cuda(crate::Device::Cuda(ordinal)))
+}
+
+/// Bytes of device memory of `cuda:<ordinal>` held by live tensors plus the freed blocks kept for
+/// reuse (PyTorch's `torch.cuda.memory_reserved`).
+///
+/// Like PyTorch, the CUDA backend caches device memory: a storage that dies hands its block
+/// to the device's cache, and the next tensor of the same dtype and rounded size (512 bytes up to
+/// 1 MiB, an eighth of the next power of two above) takes it without asking the driver. All work
+/// of a device runs on one stream in issue order, so a block is reused at once, safely. The cache
+/// is given back to the driver by [`empty_cache`], and when an allocation finds the device out of
+/// memory.
+///
+/// # Errors
+///
+/// [`Error::DeviceUnavailable`](crate::Error::DeviceUnavailable) if the device cannot be used.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::{cuda, DType, Device, Tensor};
+/// if cuda::is_available() {
+///     let x = Tensor::zeros(&[1 << 20], DType::F32)?.to(Device::Cuda(0))?;
+///     drop(x); // its 4 MiB block stays reserved for the next tensor of that size
+///     assert!(cuda::memory_reserved(0)? >= cuda::memory_allocated(0)? + (4 << 20));
+///     cuda::empty_cache();
+///     assert_eq!(cuda::memory_reserved(0)?, cuda::memory_allocated(0)?);
+/// }
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn memory_reserved(ordinal: usize) -> crate::Result<usize> {
+    #[cfg(feature = "cuda")]
+    {
+        let dev = crate::backend::cuda::device(ordinal)?;
+        Ok(dev.allocated.load(std::sync::atomic::Ordering::Relaxed) + dev.cache.bytes())
+    }
+    #[cfg(not(feature = "cuda"))]
+    Err(crate::backend::no_cuda(crate::Device::Cuda(ordinal)))
+}
+
+/// Gives the device memory kept for reuse on every CUDA device back to the driver (PyTorch's
+/// `torch.cuda.empty_cache`); live tensors are not affected. Does nothing without a GPU.
+///
+/// # Examples
+///
+/// ```
+/// autograd_runtime::cuda::empty_cache();
+/// ```
+pub fn empty_cache() {
+    #[cfg(feature = "cuda")]
+    crate::backend::cuda::empty_caches();
 }

@@ -7,8 +7,14 @@ use cudarc::cublas::result::{dgemm_strided_batched, sgemm_strided_batched};
 use cudarc::cublas::sys::{cublasHandle_t, cublasOperation_t};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
 
+use std::mem::ManuallyDrop;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use cudarc::driver::DriverError;
+use cudarc::driver::sys::CUresult;
+
+use super::cache::rounded_len;
 use super::device::CudaDevice;
 use super::launch::Arg;
 use crate::{DType, Element, Result};
@@ -16,11 +22,12 @@ use crate::{DType, Element, Result};
 /// The elements of one storage in device memory.
 #[derive(Debug)]
 pub struct DeviceBuffer {
-    pub(super) data: DeviceData,
+    /// Taken out only by `Drop`, which hands it to the device's [`BlockCache`].
+    pub(super) data: ManuallyDrop<DeviceData>,
     /// The device holding the memory (`cuda:<ordinal>`).
     pub(super) ordinal: usize,
     /// The number of elements (the allocation has at least one, as CUDA allocates no zero-size
-    /// buffers).
+    /// buffers, and is rounded up: see [`rounded_len`]).
     pub(super) len: usize,
 }
 
@@ -31,11 +38,44 @@ pub(super) enum DeviceData {
     F64(CudaSlice<f64>),
 }
 
+impl DeviceData {
+    pub(super) fn dtype(&self) -> DType {
+        match self {
+            DeviceData::F32(_) => DType::F32,
+            DeviceData::F64(_) => DType::F64,
+        }
+    }
+
+    /// The capacity of the allocation, in elements.
+    pub(super) fn len(&self) -> usize {
+        match self {
+            DeviceData::F32(s) => s.len(),
+            DeviceData::F64(s) => s.len(),
+        }
+    }
+
+    /// The size of the allocation in bytes.
+    pub(super) fn bytes(&self) -> usize {
+        self.len() * self.dtype().size_of()
+    }
+
+    /// Queues zeroing the whole allocation on `stream`.
+    fn memset_zeros(&mut self, stream: &Arc<CudaStream>) -> std::result::Result<(), DriverError> {
+        match self {
+            DeviceData::F32(s) => stream.memset_zeros(s),
+            DeviceData::F64(s) => stream.memset_zeros(s),
+        }
+    }
+}
+
 /// An element type the kernels are compiled for, tied to the [`DeviceData`] variant that holds
 /// it (candle's `WithDType`).
 pub(super) trait DeviceElement: Element + DeviceRepr + ValidAsZeroBits {
     /// A device slice of this type as a [`DeviceData`].
     fn into_data(s: CudaSlice<Self>) -> DeviceData;
+
+    /// The slice inside `d` if it holds this type.
+    fn slice_mut(d: &mut DeviceData) -> Option<&mut CudaSlice<Self>>;
 
     /// `v` as a kernel argument of this type.
     fn scalar_arg(v: f64) -> Arg;
@@ -78,6 +118,14 @@ macro_rules! device_element {
         impl DeviceElement for $t {
             fn into_data(s: CudaSlice<Self>) -> DeviceData {
                 DeviceData::$variant(s)
+            }
+
+            fn slice_mut(d: &mut DeviceData) -> Option<&mut CudaSlice<Self>> {
+                match d {
+                    DeviceData::$variant(s) => Some(s),
+                    #[allow(unreachable_patterns, reason = "the other element types")]
+                    _ => None,
+                }
             }
 
             fn scalar_arg(v: f64) -> Arg {
@@ -152,24 +200,20 @@ impl DeviceData {
     }
 }
 
-/// [`DeviceBuffer::alloc`] for one element type.
+/// A new allocation of `cap` elements from the driver, for one element type.
 struct Alloc<'a> {
     dev: &'a CudaDevice,
     cap: usize,
-    zeroed: bool,
 }
 
 impl DTypeMap for Alloc<'_> {
-    type Output = std::result::Result<DeviceData, cudarc::driver::DriverError>;
+    type Output = std::result::Result<DeviceData, DriverError>;
 
     fn f<T: DeviceElement>(self) -> Self::Output {
-        if self.zeroed {
-            return self.dev.stream.alloc_zeros::<T>(self.cap).map(T::into_data);
-        }
         // SAFETY: the memory is uninitialised; every caller of `DeviceBuffer::alloc` launches a
-        // kernel (or cuBLAS call) on this device's stream that writes all `n` elements before the
-        // buffer is read, and reads are issued on the same stream, so they are ordered after
-        // that write.
+        // kernel (or cuBLAS call, or copy) on this device's stream that writes all `n` elements
+        // before the buffer is read, and reads are issued on the same stream, so they are
+        // ordered after that write (`zeros` queues a memset first).
         unsafe { self.dev.stream.alloc::<T>(self.cap) }.map(T::into_data)
     }
 }
@@ -187,61 +231,66 @@ impl SliceMap for Ptr<'_> {
 
 impl DeviceBuffer {
     pub(crate) fn dtype(&self) -> DType {
-        match self.data {
-            DeviceData::F32(_) => DType::F32,
-            DeviceData::F64(_) => DType::F64,
-        }
+        self.data.dtype()
     }
 
     pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    /// A buffer of `len` elements around `data`, freshly allocated on `dev`, counted in the
-    /// device's [`memory_allocated`](crate::cuda::memory_allocated) until it drops.
-    pub(super) fn counted(dev: &CudaDevice, data: DeviceData, len: usize) -> DeviceBuffer {
-        let buf = DeviceBuffer {
-            data,
+    /// A buffer of `len` elements in `data` (a block of this device, of at least `len`
+    /// elements), counted in the device's [`memory_allocated`](crate::cuda::memory_allocated)
+    /// until it drops.
+    fn counted(dev: &CudaDevice, data: DeviceData, len: usize) -> DeviceBuffer {
+        dev.allocated.fetch_add(data.bytes(), Ordering::Relaxed);
+        DeviceBuffer {
+            data: ManuallyDrop::new(data),
             ordinal: dev.ordinal,
             len,
-        };
-        dev.allocated.fetch_add(buf.bytes(), Ordering::Relaxed);
-        buf
-    }
-
-    /// The bytes of the allocation (at least one element's).
-    fn bytes(&self) -> usize {
-        self.len.max(1) * self.dtype().size_of()
+        }
     }
 
     /// Uninitialised memory for `n` elements: the caller writes all of them before anyone reads.
+    /// A cached block of the rounded size is taken when there is one; otherwise the driver is
+    /// asked, and if it is out of memory the cache is given back to it and it is asked again.
     pub(super) fn alloc(dev: &CudaDevice, dtype: DType, n: usize) -> Result<DeviceBuffer> {
-        let cap = n.max(1);
-        let data = map_dtype(
-            dtype,
-            Alloc {
-                dev,
-                cap,
-                zeroed: false,
-            },
-        )
+        let cap = rounded_len(n.max(1), dtype.size_of());
+        if let Some(data) = dev.cache.take(dtype, cap) {
+            return Ok(DeviceBuffer::counted(dev, data, n));
+        }
+        let fresh = || map_dtype(dtype, Alloc { dev, cap });
+        let data = match fresh() {
+            Err(e) if e.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+                drop(dev.cache.drain());
+                dev.stream
+                    .synchronize()
+                    .map_err(|e| dev.error("allocate", e))?;
+                fresh()
+            }
+            other => other,
+        }
         .map_err(|e| dev.error("allocate", e))?;
         Ok(DeviceBuffer::counted(dev, data, n))
     }
 
     /// Zeroed memory for `n` elements.
     pub(super) fn zeros(dev: &CudaDevice, dtype: DType, n: usize) -> Result<DeviceBuffer> {
-        let cap = n.max(1);
-        let data = map_dtype(
-            dtype,
-            Alloc {
-                dev,
-                cap,
-                zeroed: true,
-            },
-        )
-        .map_err(|e| dev.error("allocate", e))?;
-        Ok(DeviceBuffer::counted(dev, data, n))
+        let mut buf = DeviceBuffer::alloc(dev, dtype, n)?;
+        buf.data
+            .memset_zeros(&dev.stream)
+            .map_err(|e| dev.error("allocate", e))?;
+        Ok(buf)
+    }
+
+    /// A copy of host values `v` on `dev`.
+    pub(super) fn from_host<T: DeviceElement>(dev: &CudaDevice, v: &[T]) -> Result<DeviceBuffer> {
+        let mut buf = DeviceBuffer::alloc(dev, T::DTYPE, v.len())?;
+        let slice = T::slice_mut(&mut buf.data)
+            .expect("invariant: the buffer was allocated with T's dtype");
+        dev.stream
+            .memcpy_htod(v, slice)
+            .map_err(|e| dev.error("to", e))?;
+        Ok(buf)
     }
 
     /// The device address of element 0, for a kernel argument.
@@ -252,7 +301,7 @@ impl DeviceBuffer {
     }
 
     pub(super) fn ptr_mut(&mut self, stream: &CudaStream) -> u64 {
-        match &mut self.data {
+        match &mut *self.data {
             DeviceData::F32(s) => s.device_ptr_mut(stream).0,
             DeviceData::F64(s) => s.device_ptr_mut(stream).0,
         }
@@ -261,9 +310,15 @@ impl DeviceBuffer {
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
+        // SAFETY: `data` is not used again: this is the buffer's last use of it.
+        let data = unsafe { ManuallyDrop::take(&mut self.data) };
         // The device was set up when this buffer was allocated on it, so the lookup cannot fail.
-        if let Ok(dev) = super::device::device(self.ordinal) {
-            dev.allocated.fetch_sub(self.bytes(), Ordering::Relaxed);
+        match super::device::device(self.ordinal) {
+            Ok(dev) => {
+                dev.allocated.fetch_sub(data.bytes(), Ordering::Relaxed);
+                dev.cache.give(data);
+            }
+            Err(_) => drop(data),
         }
     }
 }

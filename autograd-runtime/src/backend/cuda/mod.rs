@@ -7,7 +7,8 @@
 //! * `kernels.cu` / `kernels.rs`: every element-wise, reduction and indexing kernel, compiled once
 //!   by NVRTC. Kernels read tensors through their layouts, so views and broadcasts need no copy.
 //! * `buffer.rs`: device memory ([`DeviceBuffer`]) and the dtype map that runs code written once
-//!   over the element type at a buffer's run-time dtype (candle's `Map1`).
+//!   over the element type at a buffer's run-time dtype (candle's `Map1`); `cache.rs`: freed
+//!   blocks kept for reuse (PyTorch's caching allocator).
 //! * `launch.rs`: kernel arguments and launches; `transfer.rs`: copies to and from the host;
 //!   `index.rs`: the indexing kernels; `dispatch.rs`: the `Backend` impl.
 //! * matmul runs on cuBLAS (`gemm_strided_batched`), with transposed operands passed as
@@ -20,6 +21,7 @@
 //! it to the host) sees the finished value.
 
 mod buffer;
+mod cache;
 mod device;
 mod dispatch;
 mod index;
@@ -33,6 +35,6 @@ mod tests;
 mod transfer;
 
 pub(crate) use buffer::DeviceBuffer;
-pub(crate) use device::{bind_worker, device, driver};
+pub(crate) use device::{bind_worker, device, driver, empty_caches};
 pub(crate) use dispatch::Cuda;
 pub(crate) use transfer::{full, upload};

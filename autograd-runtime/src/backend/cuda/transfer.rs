@@ -37,8 +37,7 @@ impl DTypeMap for Upload<'_> {
         if v.is_empty() {
             return Ok(wrap(DeviceBuffer::zeros(dev, T::DTYPE, 0)?, &lx.shape));
         }
-        let data = T::into_data(dev.stream.clone_htod(&v).map_err(|e| dev.error("to", e))?);
-        Ok(wrap(DeviceBuffer::counted(dev, data, n), &lx.shape))
+        Ok(wrap(DeviceBuffer::from_host(dev, &v)?, &lx.shape))
     }
 }
 
