@@ -17,11 +17,26 @@ struct Layout {
     u64 offset;
     u64 shape[MAX_DIMS];
     u64 strides[MAX_DIMS];
+    // 1 when every element index fits 32 bits (the element count is below 2^32).
+    u64 index32;
 };
 
-// The storage offset of element `i` (C order) of `l`.
+// The storage offset of element `i` (C order) of `l`. The host merges the dims it can
+// (`KernelLayout::new`), so a dense tensor, or any evenly strided one, arrives with one dim and
+// costs no division; otherwise 32-bit division where the indices allow (64-bit division is a
+// long emulated sequence on the GPU, and made element-wise kernels compute-bound).
 __device__ __forceinline__ u64 at(const Layout& l, u64 i) {
+    if (l.ndim <= 1) return l.offset + i * l.strides[0];
     u64 off = l.offset;
+    if (l.index32) {
+        unsigned int j = (unsigned int)i;
+        for (int d = (int)l.ndim - 1; d >= 0; --d) {
+            unsigned int s = (unsigned int)l.shape[d];
+            off += (u64)(j % s) * l.strides[d];
+            j /= s;
+        }
+        return off;
+    }
     for (int d = (int)l.ndim - 1; d >= 0; --d) {
         u64 s = l.shape[d];
         off += (i % s) * l.strides[d];

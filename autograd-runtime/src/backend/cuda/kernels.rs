@@ -82,7 +82,8 @@ pub(crate) fn compile() -> Result<Ptx, String> {
         .map_err(|e| format!("NVRTC could not compile the kernels: {e:?}"))
 }
 
-/// A tensor's layout as a kernel reads it (`struct Layout` in `kernels.cu`).
+/// A tensor's layout as a kernel reads it (`struct Layout` in `kernels.cu`): element `i` in C
+/// order is at `offset + Σ (i's index along d) * strides[d]`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct KernelLayout {
@@ -90,6 +91,8 @@ pub(crate) struct KernelLayout {
     offset: u64,
     shape: [u64; MAX_DIMS],
     strides: [u64; MAX_DIMS],
+    /// 1 when the element count is below 2^32, so the kernel may index in 32 bits.
+    index32: u64,
 }
 
 // SAFETY: `KernelLayout` is `repr(C)`, made of `u64`s only (no padding, no pointers), and matches
@@ -98,7 +101,7 @@ pub(crate) struct KernelLayout {
 unsafe impl DeviceRepr for KernelLayout {}
 
 impl KernelLayout {
-    /// `layout` for a kernel, or `None` with more than [`MAX_DIMS`] dims.
+    /// `layout` for a kernel, or `None` with more than [`MAX_DIMS`] dims once merged.
     pub(crate) fn new(layout: &Layout) -> Option<KernelLayout> {
         KernelLayout::from_parts(&layout.shape, &layout.strides, layout.offset)
     }
@@ -108,24 +111,45 @@ impl KernelLayout {
         KernelLayout::new(&Layout::contiguous(shape))
     }
 
+    /// The layout of `shape`, `strides`, `offset`, with its dims merged where that leaves the
+    /// C-order enumeration of the elements unchanged: size-1 dims are dropped, and a dim folds
+    /// into the next one when its stride is that dim's stride times its size. A dense tensor,
+    /// whatever its rank, becomes one dim, which the kernels index with no division.
     pub(crate) fn from_parts(
         shape: &[usize],
         strides: &[usize],
         offset: usize,
     ) -> Option<KernelLayout> {
-        if shape.len() > MAX_DIMS {
-            return None;
-        }
         let mut l = KernelLayout {
-            ndim: shape.len() as u64,
+            ndim: 0,
             offset: offset as u64,
             shape: [1; MAX_DIMS],
             strides: [0; MAX_DIMS],
+            index32: u64::from(shape.iter().product::<usize>() < 1 << 32),
         };
-        for (d, (&size, &stride)) in shape.iter().zip(strides).enumerate() {
-            l.shape[d] = size as u64;
-            l.strides[d] = stride as u64;
+        if shape.contains(&0) {
+            // No element: no kernel reads the layout.
+            return (shape.len() <= MAX_DIMS).then_some(l);
         }
+        let mut n = 0;
+        for (&size, &stride) in shape.iter().zip(strides) {
+            let (size, stride) = (size as u64, stride as u64);
+            if size == 1 {
+                continue;
+            }
+            if n > 0 && l.strides[n - 1] == stride * size {
+                l.shape[n - 1] *= size;
+                l.strides[n - 1] = stride;
+                continue;
+            }
+            if n == MAX_DIMS {
+                return None;
+            }
+            l.shape[n] = size;
+            l.strides[n] = stride;
+            n += 1;
+        }
+        l.ndim = n as u64;
         Some(l)
     }
 }

@@ -82,10 +82,77 @@ fn kernel_layouts_carry_shape_strides_and_offset_up_to_eight_dims() {
         text.contains("strides: [1, 4, 12, 0, 0, 0, 0, 0]"),
         "{text}"
     );
-    assert!(KernelLayout::contiguous(&[1; 8]).is_some());
-    assert!(KernelLayout::contiguous(&[1; 9]).is_none());
-    // The Rust struct is the C struct: 2 + 8 + 8 u64s.
-    assert_eq!(std::mem::size_of::<KernelLayout>(), 18 * 8);
+    assert!(text.contains("index32: 1"), "{text}");
+    // Nine dims that cannot merge (every stride out of C order) do not fit the kernel struct.
+    let strides: Vec<usize> = (0..9).map(|d| 1 << d).collect();
+    assert!(KernelLayout::from_parts(&[2; 9], &strides, 0).is_none());
+    assert!(KernelLayout::from_parts(&[2; 8], &strides[..8], 0).is_some());
+    // The Rust struct is the C struct: 2 + 8 + 8 + 1 u64s.
+    assert_eq!(std::mem::size_of::<KernelLayout>(), 19 * 8);
+    assert!(SOURCE.contains("    u64 strides[MAX_DIMS];\n    // 1 when every element index fits"));
+}
+
+/// Merging dims keeps the C-order offset of every element: checked against the unmerged
+/// formula for dense, transposed, broadcast, narrowed and size-1-padded layouts.
+#[test]
+fn merged_kernel_layouts_address_every_element_as_the_original() {
+    let base = Layout::contiguous(&[2, 3, 4, 5]);
+    let layouts = [
+        base.clone(),
+        base.transpose(1, 3),
+        base.narrow(2, 1, 2),
+        base.narrow(3, 1, 3),
+        Layout::contiguous(&[3, 1, 4])
+            .expand(&[2, 3, 6, 4])
+            .unwrap(),
+        Layout::contiguous(&[1, 1, 7, 1]),
+        Layout::contiguous(&[6]).expand(&[4, 6]).unwrap(),
+        Layout::contiguous(&[]),
+    ];
+    for l in layouts {
+        let k = KernelLayout::new(&l).unwrap();
+        let text = format!("{k:?}");
+        let field = |name: &str| -> Vec<u64> {
+            let start = text.find(&format!("{name}: [")).unwrap() + name.len() + 3;
+            let end = start + text[start..].find(']').unwrap();
+            text[start..end]
+                .split(", ")
+                .map(|v| v.parse().unwrap())
+                .collect()
+        };
+        let scalar = |name: &str| -> u64 {
+            let start = text.find(&format!("{name}: ")).unwrap() + name.len() + 2;
+            let end = start + text[start..].find([',', ' ', '}']).unwrap();
+            text[start..end].parse().unwrap()
+        };
+        let (ndim, offset) = (scalar("ndim") as usize, scalar("offset"));
+        let (shape, strides) = (field("shape"), field("strides"));
+        // The kernel's `at`, on the merged layout.
+        let at = |mut i: u64| {
+            if ndim <= 1 {
+                return offset + i * strides[0];
+            }
+            let mut off = offset;
+            for d in (0..ndim).rev() {
+                off += (i % shape[d]) * strides[d];
+                i /= shape[d];
+            }
+            off
+        };
+        // The unmerged C-order offsets.
+        let n: usize = l.shape.iter().product();
+        for i in 0..n {
+            let mut rest = i;
+            let mut expected = l.offset;
+            for d in (0..l.shape.len()).rev() {
+                expected += (rest % l.shape[d]) * l.strides[d];
+                rest /= l.shape[d];
+            }
+            assert_eq!(at(i as u64), expected as u64, "{l:?} element {i}: {text}");
+        }
+    }
+    let dense = KernelLayout::contiguous(&[4, 5, 6]).unwrap();
+    assert!(format!("{dense:?}").contains("ndim: 1"), "{dense:?}");
 }
 
 #[test]
@@ -117,6 +184,15 @@ fn without_a_device_cuda_requests_are_errors_that_say_why() -> crate::Result<()>
         cuda::synchronize(0),
         Err(Error::DeviceUnavailable { .. })
     ));
+    assert!(matches!(
+        cuda::memory_allocated(0),
+        Err(Error::DeviceUnavailable { .. })
+    ));
+    assert!(matches!(
+        cuda::memory_reserved(0),
+        Err(Error::DeviceUnavailable { .. })
+    ));
+    cuda::empty_cache(); // nothing to give back, and no panic
     // The engine is untouched by the failed request.
     x.mul_scalar(3.0)?.sum()?.backward()?;
     assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [3.0, 3.0]);
