@@ -797,9 +797,9 @@ fn bad_optimizer_states_give_clear_errors() {
 
 // ----- CUDA -------------------------------------------------------------------------------------
 
-/// On `cuda:0` the step runs op by op by default (the fused CUDA kernel is opt-in): each
-/// recorded configuration follows PyTorch's CPU trajectory there too, for 20 steps. Without a
-/// GPU this prints `skipped` and passes.
+/// On `cuda:0`, op by op and fused (the default there): each recorded configuration follows
+/// PyTorch's CPU trajectory there too, for 20 steps. Without a GPU this prints `skipped` and
+/// passes.
 #[test]
 fn optimizers_on_cuda_follow_pytorchs_trajectory() {
     use autograd::{Device, cuda};
@@ -813,27 +813,29 @@ fn optimizers_on_cuda_follow_pytorchs_trajectory() {
     let gpu = Device::Cuda(0);
     let dict = trajectories();
     let noise = dict.get("noise").unwrap().to(gpu).unwrap();
-    for (name, config) in &configs(&dict) {
-        let expected = dict.get(&format!("traj.{name}")).unwrap();
-        let params: Vec<Tensor> = init_params(&dict, "init")
-            .iter()
-            .map(|p| p.detach().to(gpu).unwrap().requires_grad_(true).unwrap())
-            .collect();
-        let mut opt = build(config, &params, false);
-        for t in 0..20 {
-            set_grads(&params, &noise, t);
-            opt.step().unwrap();
-            let want = expected.select(0, t).unwrap().to_vec::<f32>().unwrap();
-            assert_close(
-                &flat(&params),
-                &want,
-                &format!("{name} on cuda:0 step {}", t + 1),
-            );
+    for fused in [false, true] {
+        for (name, config) in &configs(&dict) {
+            let expected = dict.get(&format!("traj.{name}")).unwrap();
+            let params: Vec<Tensor> = init_params(&dict, "init")
+                .iter()
+                .map(|p| p.detach().to(gpu).unwrap().requires_grad_(true).unwrap())
+                .collect();
+            let mut opt = build(config, &params, fused);
+            for t in 0..20 {
+                set_grads(&params, &noise, t);
+                opt.step().unwrap();
+                let want = expected.select(0, t).unwrap().to_vec::<f32>().unwrap();
+                assert_close(
+                    &flat(&params),
+                    &want,
+                    &format!("{name} on cuda:0 (fused {fused}) step {}", t + 1),
+                );
+            }
+            assert!(params.iter().all(|p| p.device() == gpu && p.is_leaf()));
         }
-        assert!(params.iter().all(|p| p.device() == gpu && p.is_leaf()));
     }
-    // `fused: Some(true)` takes the fused CUDA kernel (compared with the CPU's in
-    // `fused_cuda_steps_match_the_fused_cpu_steps`); clipping works there.
+    // The fused CUDA kernel is compared with the CPU's bit for bit in
+    // `fused_cuda_steps_match_the_fused_cpu_steps`; clipping works there.
     let p = Tensor::ones(&[3], DType::F32)
         .unwrap()
         .to(gpu)

@@ -36,9 +36,9 @@ pub struct AdagradOptions {
     pub eps: f64,
     /// Maximize the objective instead of minimizing it.
     pub maximize: bool,
-    /// The fused kernel: `None` uses the CPU's where it applies; `Some(true)` asks for it on
-    /// the CPU or on CUDA (where it is opt-in: the CUDA kernel has not yet run on a GPU in this
-    /// project's tests); `Some(false)` asks for the op-by-op path (see the [module docs](super)).
+    /// The fused kernel: `None` uses it where it applies (contiguous parameters of one dtype on
+    /// the CPU or on one CUDA device); `Some(true)` insists on it (an error where it cannot
+    /// apply); `Some(false)` asks for the op-by-op path (see the [module docs](super)).
     pub fused: Option<bool>,
 }
 
@@ -87,8 +87,8 @@ impl AdagradOptions {
         self.maximize = maximize;
         self
     }
-    /// Asks for (`Some(true)`) or against (`Some(false)`) the fused kernel, on the CPU or (only
-    /// with `Some(true)`, not yet run on a GPU) on CUDA.
+    /// Asks for (`Some(true)`) or against (`Some(false)`) the fused kernel, on the CPU or on
+    /// CUDA (`None`, the default, takes it where it applies).
     pub fn fused(mut self, fused: Option<bool>) -> Self {
         self.fused = fused;
         self

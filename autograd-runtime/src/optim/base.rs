@@ -5,7 +5,7 @@ use std::fmt;
 
 use super::fused::{self, FusedSet, Update};
 use super::{GroupOptions, ParamGroup};
-use crate::{Device, Error, Result, Tensor, no_grad};
+use crate::{Error, Result, Tensor, no_grad};
 
 /// One optimization algorithm: its options, its per-parameter state and its two paths.
 pub(crate) trait Algorithm: fmt::Debug + Send + Sync + 'static {
@@ -122,7 +122,7 @@ impl<A: Algorithm> Core<A> {
                 .iter()
                 .all(|(p, g, _)| fused::can_fuse(p, g, dtype, device))
                 && fused::distinct_storages(work.iter().map(|(p, _, _)| *p));
-            match choose(A::fused(o), fusable, device) {
+            match choose(A::fused(o), fusable) {
                 Path::Refuse => {
                     return Err(Error::InvalidArgument(
                         "`fused=True` requires all the params to be contiguous floating point \
@@ -150,14 +150,13 @@ pub(crate) enum Path {
 }
 
 /// The path of a group whose option is `fused`, whose tensors the fused kernel can take or not
-/// (`fusable`), on `device` (its first parameter's). The CUDA kernel is opt-in: it has not yet
-/// run on a GPU in this project's tests, so a CUDA group takes it only with `Some(true)`.
-pub(crate) fn choose(fused: Option<bool>, fusable: bool, device: Device) -> Path {
+/// (`fusable`): the fused kernel by default wherever it applies, on the CPU and on CUDA.
+pub(crate) fn choose(fused: Option<bool>, fusable: bool) -> Path {
     match fused {
         Some(false) => Path::Ops,
         Some(true) if fusable => Path::Fused,
         Some(true) => Path::Refuse,
-        None if fusable && device.is_host() => Path::Fused,
+        None if fusable => Path::Fused,
         None => Path::Ops,
     }
 }

@@ -189,15 +189,11 @@ fn aliased_parameters_step_op_by_op() {
 }
 
 #[test]
-fn cuda_groups_take_the_fused_kernel_only_when_asked() {
+fn groups_take_the_fused_kernel_by_default_wherever_it_applies() {
     use super::base::{Path, choose};
-    use crate::Device;
-    let gpu = Device::Cuda(0);
-    // The CUDA kernel is opt-in: the default stays op by op on CUDA, fused on the CPU.
-    assert_eq!(choose(None, true, gpu), Path::Ops);
-    assert_eq!(choose(None, true, Device::Cpu), Path::Fused);
-    assert_eq!(choose(Some(true), true, gpu), Path::Fused);
-    assert_eq!(choose(Some(true), false, gpu), Path::Refuse);
-    assert_eq!(choose(Some(false), true, gpu), Path::Ops);
-    assert_eq!(choose(None, false, Device::Cpu), Path::Ops);
+    assert_eq!(choose(None, true), Path::Fused);
+    assert_eq!(choose(None, false), Path::Ops);
+    assert_eq!(choose(Some(true), true), Path::Fused);
+    assert_eq!(choose(Some(true), false), Path::Refuse);
+    assert_eq!(choose(Some(false), true), Path::Ops);
 }
