@@ -4,6 +4,7 @@ the same GPU, alternating the two programs round by round, with the ratio and th
     cargo build --release --example cuda_overhead
     python3 benches/compare_pytorch_cuda.py --rounds 3            # both, side by side
     python3 benches/compare_pytorch_cuda.py --torch-only          # PyTorch's figures alone
+    python3 benches/compare_pytorch_cuda.py --torch-only --only mlp_4096x784x2048   # one workload
 
 PyTorch's figures improve as its process warms up, so each PyTorch round runs every workload
 four times and keeps the best median (the issue compares against PyTorch's warmed-up best).
@@ -33,7 +34,7 @@ TARGETS = {
 WARMUP, RUNS = 3, 20
 
 
-def torch_figures():
+def torch_figures(only=""):
     import torch
 
     dev = torch.device("cuda:0")
@@ -92,9 +93,12 @@ def torch_figures():
         "wide_tanh_2p20_x10_engine_ms": wide_tanh(1 << 20, 10),
     }
     best = {}
+    workloads = {k: v for k, v in workloads.items() if k.startswith(only)}
     for _ in range(4):
         for key, step in workloads.items():
             best[key] = min(best.get(key, float("inf")), median_ms(step))
+    if only and not "scalar_chain".startswith(only):
+        return best
 
     n = 10_000
     x = torch.tensor(1.0, device=dev, requires_grad=True)
@@ -135,9 +139,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--ours", default="target/release/examples/cuda_overhead")
     ap.add_argument("--torch-only", action="store_true")
+    ap.add_argument("--only", default="", help="with --torch-only: the workloads named so")
     args = ap.parse_args()
     if args.torch_only:
-        for key, value in torch_figures().items():
+        for key, value in torch_figures(args.only).items():
             print(f"{key}={value:.3f}")
         return
     runs = defaultdict(lambda: defaultdict(list))

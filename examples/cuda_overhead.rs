@@ -9,6 +9,7 @@
 //!
 //! ```text
 //! cargo run --release --example cuda_overhead
+//! cargo run --release --example cuda_overhead -- mlp_4096   # only the workloads named so
 //! python3 benches/compare_pytorch_cuda.py      # the same workloads in PyTorch, side by side
 //! ```
 //!
@@ -223,20 +224,33 @@ fn main() -> Result<()> {
         println!("skipped: no CUDA device ({why})");
         return Ok(());
     }
+    // An argument keeps only the workloads whose names start with it (e.g. for a profiler).
+    let only = std::env::args().nth(1).unwrap_or_default();
+    let wanted = |name: &str| name.starts_with(&only);
     let device = Device::Cuda(0);
-    report("mlp_4096x784x512x10", mlp(4096, [784, 512, 10], device)?);
-    report("mlp_4096x784x2048x10", mlp(4096, [784, 2048, 10], device)?);
-    report(
-        "mlp_256x1024x1024x1024",
-        mlp(256, [1024, 1024, 1024], device)?,
-    );
-    report("mlp_64x784x512x10", mlp(64, [784, 512, 10], device)?);
-    report("wide_tanh_2p20_x10", wide_tanh(1 << 20, 10, device)?);
-    let (both, backward) = scalar_chain(10_000, device)?;
-    println!("scalar_chain_record_backward_us_per_op={both:.2}");
-    println!("scalar_chain_backward_us_per_node={backward:.2}");
-    for (name, value) in launch_breakdown(10_000, device)? {
-        println!("breakdown_{name}={value:.2}");
+    let mlps: [(&str, usize, [usize; 3]); 4] = [
+        ("mlp_4096x784x512x10", 4096, [784, 512, 10]),
+        ("mlp_4096x784x2048x10", 4096, [784, 2048, 10]),
+        ("mlp_256x1024x1024x1024", 256, [1024, 1024, 1024]),
+        ("mlp_64x784x512x10", 64, [784, 512, 10]),
+    ];
+    for (name, batch, sizes) in mlps {
+        if wanted(name) {
+            report(name, mlp(batch, sizes, device)?);
+        }
+    }
+    if wanted("wide_tanh_2p20_x10") {
+        report("wide_tanh_2p20_x10", wide_tanh(1 << 20, 10, device)?);
+    }
+    if wanted("scalar_chain") {
+        let (both, backward) = scalar_chain(10_000, device)?;
+        println!("scalar_chain_record_backward_us_per_op={both:.2}");
+        println!("scalar_chain_backward_us_per_node={backward:.2}");
+    }
+    if wanted("breakdown") {
+        for (name, value) in launch_breakdown(10_000, device)? {
+            println!("breakdown_{name}={value:.2}");
+        }
     }
     Ok(())
 }

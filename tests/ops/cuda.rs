@@ -172,6 +172,64 @@ fn every_op_gradient_on_cuda_equals_the_cpu_gradient() -> Result<()> {
     Ok(())
 }
 
+/// Sums large enough to take every cut of the CUDA reductions (segments of long runs, column
+/// sums of dense rows, two passes), on dense, transposed, narrowed and broadcast inputs: the
+/// CPU's values in f64 (within 1e-12 of the sum of the magnitudes added: a misplaced segment
+/// would be off by hundreds), and the same bits on a second run.
+#[test]
+fn large_sums_on_cuda_equal_the_cpu_sums_and_repeat_bit_for_bit() -> Result<()> {
+    let Some(gpu) = gpu("large_sums_on_cuda_equal_the_cpu_sums_and_repeat_bit_for_bit") else {
+        return Ok(());
+    };
+    type Sum = fn(&Tensor) -> Result<Tensor>;
+    let cases: [(&str, Vec<usize>, Sum); 9] = [
+        ("full sum", vec![(1 << 20) + 3], |x| x.sum()),
+        ("bias gradient", vec![4099, 2050], |x| {
+            x.sum_dims(&[0], false)
+        }),
+        ("few long columns", vec![100_000, 3], |x| {
+            x.sum_dims(&[0], true)
+        }),
+        ("rows", vec![3, 100_003], |x| x.sum_dims(&[1], false)),
+        ("middle dim", vec![5, 3001, 7], |x| x.sum_dims(&[1], false)),
+        ("outer dims", vec![9, 70, 33], |x| {
+            x.sum_dims(&[0, 1], false)
+        }),
+        ("transposed", vec![700, 301], |x| {
+            x.transpose(0, 1)?.sum_dims(&[0], false)
+        }),
+        ("narrowed rows", vec![3000, 40], |x| {
+            x.narrow(1, 3, 30)?.sum_dims(&[0], false)
+        }),
+        ("broadcast", vec![1, 129], |x| {
+            x.expand(&[5000, 129])?.sum_dims(&[0], false)
+        }),
+    ];
+    for (name, shape, sum) in cases {
+        let n: usize = shape.iter().product();
+        let values: Vec<f64> = (0..n)
+            .map(|i| ((i * 7919) % 1000) as f64 / 997.0 - 0.5)
+            .collect();
+        let x = Tensor::from_vec(values, &shape)?;
+        let expected = sum(&x)?.to_vec::<f64>()?;
+        // Rounding error grows with the sum of the magnitudes added, not with the sum.
+        let scale = sum(&x.abs()?)?.to_vec::<f64>()?;
+        let on_gpu = x.to(gpu)?;
+        let first = sum(&on_gpu)?.to_vec::<f64>()?;
+        let second = sum(&on_gpu)?.to_vec::<f64>()?;
+        assert_eq!(first.len(), expected.len(), "{name}");
+        for (j, ((g, c), m)) in first.iter().zip(&expected).zip(&scale).enumerate() {
+            assert!(
+                (g - c).abs() <= 1e-12 * m.max(1.0),
+                "{name} output {j}: cuda {g} vs cpu {c}"
+            );
+        }
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&first), bits(&second), "{name}: a second run differs");
+    }
+    Ok(())
+}
+
 /// The harness itself, on any machine: every program runs, and the device path (a
 /// host-backed `Virtual` device, scheduled like a GPU) gives the CPU's gradients bit for bit.
 #[test]

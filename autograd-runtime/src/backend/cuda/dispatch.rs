@@ -10,7 +10,7 @@ use super::launch::{
     layout_of, map_into, split_at_dim, wrap,
 };
 use super::transfer::{download, upload};
-use super::{index, matmul};
+use super::{index, matmul, reduce};
 use crate::backend::{Backend, BinaryOp, Buffer, FusedOp, Out, UnaryOp, broadcast_shapes};
 use crate::layout::Layout;
 use crate::{DType, Device, Result};
@@ -349,17 +349,13 @@ impl Backend for Cuda {
             .collect();
         let m: usize = shape.iter().product();
         let k: usize = axes.iter().map(|&d| xs[d]).product();
-        let dtype = xb.dtype();
-        let mut out = DeviceBuffer::alloc(dev, dtype, m)?;
-        let xp = xb.ptr(&dev.stream);
-        let args = [
-            Arg::Layout(lk),
-            Arg::U64(xp),
-            Arg::U64(out.ptr_mut(&dev.stream)),
-            Arg::U64(m as u64),
-            Arg::U64(k as u64),
-        ];
-        launch_blocks(dev, "sum", &kernels::name("sum", dtype), m, &args)?;
+        let out = match lk.as_columns(m, k) {
+            Some((rows, cols, ld, offset)) => {
+                let x = xb.ptr(&dev.stream) + (offset * xb.dtype().size_of()) as u64;
+                reduce::sum_columns(dev, xb.dtype(), x, ld, rows, cols)?
+            }
+            None => reduce::sum_runs(dev, xb, lk, m, k)?,
+        };
         Ok(wrap(out, &shape))
     }
 

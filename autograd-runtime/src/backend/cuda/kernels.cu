@@ -208,19 +208,51 @@ template <typename T> __device__ void block_max(T* vals) {
     __syncthreads();
 }
 
+#define COLS_TILE 32
+#define COLS_LANES (BLOCK / COLS_TILE)
+
 // `lx` lists the kept dims first and the reduced dims last, so output `o` sums elements
-// `o * k .. (o + 1) * k` of `lx` in C order.
+// `o * k .. (o + 1) * k` of `lx` in C order. Each run is cut into `segs` segments of `per`
+// elements (the host picks both from the shape alone); block `b` sums segment `b % segs` of run
+// `b / segs` into `y[b]`, and with `segs > 1` a second launch sums each run's segments: many
+// blocks for a few long runs (a full sum), in an order that depends on the shape only.
+//
+// `sum_cols`: column sums of a [rows, cols] matrix of row stride `ld` (the bias gradient's
+// case: reduced dims outside, kept dims inside and dense), coalesced: block (tile, seg) takes
+// COLS_TILE columns and rows `seg * per ..`, thread (col = tid % COLS_TILE, lane = tid /
+// COLS_TILE) adds rows lane, lane + COLS_LANES, ... in order, and the lanes combine in a fixed
+// tree. The sum of segment `seg` of column `c` goes to `y[seg * cols + c]`.
 #define REDUCE(T, S)                                                                               \
-    extern "C" __global__ void sum_##S(Layout lx, const T* x, T* y, u64 m, u64 k) {                \
+    extern "C" __global__ void sum_##S(Layout lx, const T* x, T* y, u64 m, u64 k, u64 segs,        \
+                                       u64 per) {                                                  \
         __shared__ T part[BLOCK];                                                                  \
-        for (u64 o = blockIdx.x; o < m; o += gridDim.x) {                                          \
+        for (u64 b = blockIdx.x; b < m * segs; b += gridDim.x) {                                   \
+            u64 o = b / segs, start = (b % segs) * per;                                            \
+            u64 end = start + per < k ? start + per : k;                                           \
             T acc = T(0);                                                                          \
-            for (u64 r = threadIdx.x; r < k; r += BLOCK) acc += x[at(lx, o * k + r)];              \
+            for (u64 r = start + threadIdx.x; r < end; r += BLOCK) acc += x[at(lx, o * k + r)];    \
             part[threadIdx.x] = acc;                                                               \
             block_sum<T>(part);                                                                    \
-            if (threadIdx.x == 0) y[o] = part[0];                                                  \
+            if (threadIdx.x == 0) y[b] = part[0];                                                  \
             __syncthreads();                                                                       \
         }                                                                                          \
+    }                                                                                              \
+    extern "C" __global__ void sum_cols_##S(const T* x, u64 ld, T* y, u64 rows, u64 cols,          \
+                                            u64 per) {                                             \
+        __shared__ T part[BLOCK];                                                                  \
+        u64 col = (u64)blockIdx.x * COLS_TILE + threadIdx.x % COLS_TILE;                           \
+        u64 lane = threadIdx.x / COLS_TILE;                                                        \
+        u64 start = (u64)blockIdx.y * per;                                                         \
+        u64 end = start + per < rows ? start + per : rows;                                         \
+        T acc = T(0);                                                                              \
+        if (col < cols)                                                                            \
+            for (u64 r = start + lane; r < end; r += COLS_LANES) acc += x[r * ld + col];           \
+        part[threadIdx.x] = acc;                                                                   \
+        for (int width = COLS_LANES / 2; width > 0; width /= 2) {                                  \
+            __syncthreads();                                                                       \
+            if (lane < width) part[threadIdx.x] += part[threadIdx.x + width * COLS_TILE];          \
+        }                                                                                          \
+        if (lane == 0 && col < cols) y[(u64)blockIdx.y * cols + col] = part[threadIdx.x];          \
     }                                                                                              \
     /* Softmax over the middle dim of a contiguous [outer, d, inner] tensor, one block per lane. */\
     extern "C" __global__ void softmax_##S(const T* x, T* y, u64 outer, u64 d, u64 inner,          \

@@ -19,6 +19,9 @@ pub(crate) const MAX_DIMS: usize = 8;
 /// Threads per block (`BLOCK` in `kernels.cu`; the reductions' trees assume it).
 pub(crate) const BLOCK: u32 = 256;
 
+/// Columns per block of `sum_cols` (`COLS_TILE` in `kernels.cu`).
+pub(crate) const COLS_TILE: usize = 32;
+
 /// Every kernel of `kernels.cu` is instantiated once per element type (`unary_f32`,
 /// `unary_f64`, ...): the names for base names `$base`, plus the kernels listed whole.
 macro_rules! kernel_names {
@@ -40,6 +43,7 @@ pub(crate) const NAMES: &[&str] = kernel_names!(
         "copy",
         "has_nan",
         "sum",
+        "sum_cols",
         "softmax",
         "argmax",
         "index_select",
@@ -151,6 +155,28 @@ impl KernelLayout {
         }
         l.ndim = n as u64;
         Some(l)
+    }
+}
+
+impl KernelLayout {
+    /// `(rows, cols, row stride, offset)` when this layout, of `m` outputs times `k` reduced
+    /// elements (kept dims first, as `sum` takes it), reads the reduced elements of each output
+    /// down a column of a matrix whose rows are dense: `sum_cols`' case.
+    pub(crate) fn as_columns(&self, m: usize, k: usize) -> Option<(usize, usize, usize, usize)> {
+        let (m, k) = (m as u64, k as u64);
+        let columns = self.ndim == 2
+            && self.shape[0] == m
+            && self.shape[1] == k
+            && self.strides[0] == 1
+            && self.strides[1] >= m;
+        columns.then(|| {
+            (
+                k as usize,
+                m as usize,
+                self.strides[1] as usize,
+                self.offset as usize,
+            )
+        })
     }
 }
 

@@ -111,6 +111,18 @@ pub(super) fn launch(
     if work == 0 {
         return Ok(());
     }
+    let blocks = work.div_ceil(BLOCK as usize).min(1 << 20) as u32;
+    launch_grid(dev, op, name, (blocks, 1), args)
+}
+
+/// Launches kernel `name` on a grid of `grid.0 × grid.1` blocks of [`BLOCK`] threads.
+pub(super) fn launch_grid(
+    dev: &CudaDevice,
+    op: &'static str,
+    name: &str,
+    grid: (u32, u32),
+    args: &[Arg],
+) -> Result<()> {
     dev.bind()?;
     let func = dev.function(name)?;
     let mut builder = dev.stream.launch_builder(func);
@@ -123,17 +135,17 @@ pub(super) fn launch(
             Arg::Layout(v) => builder.arg(v),
         };
     }
-    let blocks = work.div_ceil(BLOCK as usize).min(1 << 20) as u32;
     let cfg = LaunchConfig {
-        grid_dim: (blocks, 1, 1),
+        grid_dim: (grid.0, grid.1, 1),
         block_dim: (BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
     // SAFETY: `args` match the parameter list of kernel `name` in `kernels.cu` in number, order
     // and type (each call site mirrors its kernel's signature); every pointer argument is the
     // address of a live device buffer of this device, kept alive by the caller's storage guard
-    // or owned output until after this launch is issued (and cudarc frees device memory in
-    // stream order); the layouts passed keep every index inside those buffers.
+    // or owned output until after this launch is issued (and freed blocks are reused only by
+    // work issued later on the same stream); the layouts passed keep every index inside those
+    // buffers.
     unsafe { builder.launch(cfg) }
         .map(|_| ())
         .map_err(|e| dev.error(op, e))

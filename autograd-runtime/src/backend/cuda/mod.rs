@@ -10,7 +10,8 @@
 //!   over the element type at a buffer's run-time dtype (candle's `Map1`); `cache.rs`: freed
 //!   blocks kept for reuse (PyTorch's caching allocator).
 //! * `launch.rs`: kernel arguments and launches; `transfer.rs`: copies to and from the host;
-//!   `index.rs`: the indexing kernels; `dispatch.rs`: the `Backend` impl.
+//!   `index.rs`: the indexing kernels; `reduce.rs`: how sums are cut into blocks;
+//!   `dispatch.rs`: the `Backend` impl.
 //! * matmul runs on cuBLAS (`gemm_strided_batched`), with transposed operands passed as
 //!   transpose flags and broadcast batches as batch stride 0.
 //!
@@ -30,6 +31,7 @@ mod launch;
 mod libraries;
 mod matmul;
 pub(crate) mod optim;
+mod reduce;
 #[cfg(test)]
 mod tests;
 mod transfer;
