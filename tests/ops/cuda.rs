@@ -230,6 +230,64 @@ fn large_sums_on_cuda_equal_the_cpu_sums_and_repeat_bit_for_bit() -> Result<()> 
     Ok(())
 }
 
+/// Element-wise kernels on `cuda:0` give the CPU's bits for exactly rounded ops, whichever way
+/// they read their operands: in 16-byte packs (dense runs, bias rows of whole packs), with a
+/// tail, or one element at a time (misaligned views, rows of 6, transposes), in f32 and f64.
+#[test]
+fn element_wise_ops_on_cuda_give_the_cpu_bits_packed_or_not() -> Result<()> {
+    let Some(gpu) = gpu("element_wise_ops_on_cuda_give_the_cpu_bits_packed_or_not") else {
+        return Ok(());
+    };
+    type Op = fn(&Tensor, &Tensor) -> Result<Tensor>;
+    let ops: [(&str, Op); 7] = [
+        ("add", |a, b| a.add(b)),
+        ("mul", |a, b| a.mul(b)),
+        ("div", |a, b| a.div(&b.abs()?.add_scalar(0.5)?)),
+        ("relu", |a, _| a.relu()),
+        ("neg", |a, _| a.neg()),
+        ("mul_scalar", |a, _| a.mul_scalar(0.3)),
+        ("rsub_scalar", |a, _| a.rsub_scalar(1.0)),
+    ];
+    for dtype in [DType::F32, DType::F64] {
+        let values = |n: usize, seed: u64| Tensor::randn(&[n], dtype, seed);
+        // (what, a, b) with b broadcast or viewed as named.
+        let cases: Vec<(&str, Tensor, Tensor)> = vec![
+            ("dense", values(4096, 1)?, values(4096, 2)?),
+            ("odd length", values(4099, 3)?, values(4099, 4)?),
+            (
+                "bias rows of 8",
+                values(64 * 8, 5)?.reshape(&[64, 8])?,
+                values(8, 6)?,
+            ),
+            (
+                "bias rows of 6",
+                values(64 * 6, 7)?.reshape(&[64, 6])?,
+                values(6, 8)?,
+            ),
+            (
+                "misaligned views",
+                values(4100, 9)?.narrow(0, 1, 4097)?,
+                values(4100, 10)?.narrow(0, 3, 4097)?,
+            ),
+            (
+                "transposed",
+                values(64 * 32, 11)?.reshape(&[64, 32])?.transpose(0, 1)?,
+                values(32 * 64, 12)?.reshape(&[32, 64])?,
+            ),
+        ];
+        for (what, a, b) in &cases {
+            let (ga, gb) = (a.to(gpu)?, b.to(gpu)?);
+            for (name, op) in ops {
+                let cpu = op(a, b)?.to_vec::<f64>()?;
+                let cuda = op(&ga, &gb)?.to_vec::<f64>()?;
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&cuda), bits(&cpu), "{name} on {what} ({dtype})");
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The harness itself, on any machine: every program runs, and the device path (a
 /// host-backed `Virtual` device, scheduled like a GPU) gives the CPU's gradients bit for bit.
 #[test]

@@ -31,14 +31,16 @@ impl Backend for Cuda {
             &lx.shape,
             xb.dtype(),
             |xp, lx, yp| {
+                let (vec, work) = kernels::vector_plan(xb.dtype(), n, &[(&lx, xp)], yp);
                 let args = [
                     Arg::I32(kernels::unary_code(op)),
                     Arg::Layout(lx),
                     Arg::U64(xp),
                     Arg::U64(yp),
                     Arg::U64(n as u64),
+                    Arg::I32(vec),
                 ];
-                launch(dev, "unary op", &name, n, &args)
+                launch(dev, "unary op", &name, work, &args)
             },
         )?;
         Ok(wrap(out, &lx.shape))
@@ -49,14 +51,16 @@ impl Backend for Cuda {
         let (n, dtype) = (lx.numel(), xb.dtype());
         let name = kernels::name("pow_scalar", dtype);
         let out = map_into(dev, "pow", (xb, lx), &lx.shape, dtype, |xp, lx, yp| {
+            let (vec, work) = kernels::vector_plan(dtype, n, &[(&lx, xp)], yp);
             let args = [
                 Arg::Layout(lx),
                 Arg::U64(xp),
                 Arg::scalar(dtype, exponent),
                 Arg::U64(yp),
                 Arg::U64(n as u64),
+                Arg::I32(vec),
             ];
-            launch(dev, "pow", &name, n, &args)
+            launch(dev, "pow", &name, work, &args)
         })?;
         Ok(wrap(out, &lx.shape))
     }
@@ -76,20 +80,27 @@ impl Backend for Cuda {
         let lb = layout_of(dev, "binary op", &lb.expand(&shape)?)?;
         let n: usize = shape.iter().product();
         let mut out = DeviceBuffer::alloc(dev, ab.dtype(), n)?;
+        let (ap, bp, yp) = (
+            ab.ptr(&dev.stream),
+            bb.ptr(&dev.stream),
+            out.ptr_mut(&dev.stream),
+        );
+        let (vec, work) = kernels::vector_plan(ab.dtype(), n, &[(&la, ap), (&lb, bp)], yp);
         let args = [
             Arg::I32(kernels::binary_code(op)),
             Arg::Layout(la),
-            Arg::U64(ab.ptr(&dev.stream)),
+            Arg::U64(ap),
             Arg::Layout(lb),
-            Arg::U64(bb.ptr(&dev.stream)),
-            Arg::U64(out.ptr_mut(&dev.stream)),
+            Arg::U64(bp),
+            Arg::U64(yp),
             Arg::U64(n as u64),
+            Arg::I32(vec),
         ];
         launch(
             dev,
             "binary op",
             &kernels::name("binary", ab.dtype()),
-            n,
+            work,
             &args,
         )?;
         Ok(wrap(out, &shape))
@@ -113,6 +124,7 @@ impl Backend for Cuda {
             &lx.shape,
             dtype,
             |xp, lx, yp| {
+                let (vec, work) = kernels::vector_plan(dtype, n, &[(&lx, xp)], yp);
                 let args = [
                     Arg::I32(kernels::binary_code(op)),
                     Arg::Layout(lx),
@@ -121,8 +133,9 @@ impl Backend for Cuda {
                     Arg::I32(i32::from(scalar_on_left)),
                     Arg::U64(yp),
                     Arg::U64(n as u64),
+                    Arg::I32(vec),
                 ];
-                launch(dev, "binary op", &name, n, &args)
+                launch(dev, "binary op", &name, work, &args)
             },
         )?;
         Ok(wrap(out, &lx.shape))
@@ -137,18 +150,25 @@ impl Backend for Cuda {
         let lb = layout_of(dev, "backward formula", lb)?;
         let mut out = DeviceBuffer::alloc(dev, ab.dtype(), n)?;
         let (code, exponent) = kernels::fused_code(op);
+        let (ap, bp, yp) = (
+            ab.ptr(&dev.stream),
+            bb.ptr(&dev.stream),
+            out.ptr_mut(&dev.stream),
+        );
+        let (vec, work) = kernels::vector_plan(ab.dtype(), n, &[(&la, ap), (&lb, bp)], yp);
         let args = [
             Arg::I32(code),
             Arg::scalar(ab.dtype(), exponent),
             Arg::Layout(la),
-            Arg::U64(ab.ptr(&dev.stream)),
+            Arg::U64(ap),
             Arg::Layout(lb),
-            Arg::U64(bb.ptr(&dev.stream)),
-            Arg::U64(out.ptr_mut(&dev.stream)),
+            Arg::U64(bp),
+            Arg::U64(yp),
             Arg::U64(n as u64),
+            Arg::I32(vec),
         ];
         let name = kernels::name("fused", ab.dtype());
-        launch(dev, "backward formula", &name, n, &args)?;
+        launch(dev, "backward formula", &name, work, &args)?;
         Ok(wrap(out, shape))
     }
 
@@ -169,6 +189,8 @@ impl Backend for Cuda {
         let bp = device_buffer(dev, "backward formula", b)?.ptr(&dev.stream);
         let ap = device_buffer_mut(dev, "backward formula", a)?.ptr_mut(&dev.stream);
         let (code, exponent) = kernels::fused_code(op);
+        let yp = ap + (offset * dtype.size_of()) as u64;
+        let (vec, work) = kernels::vector_plan(dtype, n, &[(&la, ap), (&lb, bp)], yp);
         let args = [
             Arg::I32(code),
             Arg::scalar(dtype, exponent),
@@ -176,14 +198,15 @@ impl Backend for Cuda {
             Arg::U64(ap),
             Arg::Layout(lb),
             Arg::U64(bp),
-            Arg::U64(ap + (offset * dtype.size_of()) as u64),
+            Arg::U64(yp),
             Arg::U64(n as u64),
+            Arg::I32(vec),
         ];
         launch(
             dev,
             "backward formula",
             &kernels::name("fused", dtype),
-            n,
+            work,
             &args,
         )
     }

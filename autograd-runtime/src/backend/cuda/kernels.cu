@@ -130,28 +130,105 @@ template <typename T> __device__ T pow_scalar(T x, T e) {
 #define GRID_STRIDE(i, n) \
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (u64)blockDim.x * gridDim.x)
 
+// ----- packs: 16 bytes per load and store --------------------------------------------------
+//
+// When every operand of an element-wise kernel is a dense run, or a row broadcast down a matrix
+// (strides [0, 1], the bias of a linear layer) whose rows are a whole number of packs, and every
+// address is 16-byte aligned, the host passes `vec = 1` and launches one thread per pack: each
+// thread moves PACK(T) elements with one 16-byte load per operand and one store (PyTorch's
+// vectorized elementwise kernel). Same formulas, same bits; only the memory traffic changes.
+
+template <typename T> struct alignas(16) Pack { T v[16 / sizeof(T)]; };
+#define PACK(T) ((int)(16 / sizeof(T)))
+
+// Pack `p` of an operand laid out as the host checked: dense from `l.offset` (ndim <= 1), or a
+// row of length `l.shape[1]` repeated (ndim 2).
+template <typename T> __device__ __forceinline__ Pack<T> load_pack(const Layout& l, const T* x, u64 p) {
+    u64 e = p * PACK(T);
+    if (l.ndim == 2) e = l.index32 ? (u64)((unsigned int)e % (unsigned int)l.shape[1]) : e % l.shape[1];
+    return *reinterpret_cast<const Pack<T>*>(x + l.offset + e);
+}
+
+template <typename T> __device__ __forceinline__ void store_pack(T* y, u64 p, const Pack<T>& v) {
+    *reinterpret_cast<Pack<T>*>(y + p * PACK(T)) = v;
+}
+
+// The elements past the last whole pack, one per thread (dense operands only: a row broadcast
+// has whole packs by the host's check).
+#define PACK_TAIL(i, n, T) \
+    GRID_STRIDE(i##_tail, (n) % PACK(T)) if (u64 i = (n) / PACK(T) * PACK(T) + i##_tail; true)
+
 // ----- element-wise: every output is contiguous, inputs go through their layouts -------------
 
 #define ELEMENTWISE(T, S)                                                                          \
-    extern "C" __global__ void unary_##S(int op, Layout lx, const T* x, T* y, u64 n) {             \
+    extern "C" __global__ void unary_##S(int op, Layout lx, const T* x, T* y, u64 n, int vec) {    \
+        if (vec) {                                                                                 \
+            GRID_STRIDE(p, n / PACK(T)) {                                                          \
+                Pack<T> a = load_pack<T>(lx, x, p), r;                                             \
+                for (int k = 0; k < PACK(T); ++k) r.v[k] = unary_op<T>(op, a.v[k]);                \
+                store_pack<T>(y, p, r);                                                            \
+            }                                                                                      \
+            PACK_TAIL(i, n, T) { y[i] = unary_op<T>(op, x[at(lx, i)]); }                           \
+            return;                                                                                \
+        }                                                                                          \
         GRID_STRIDE(i, n) { y[i] = unary_op<T>(op, x[at(lx, i)]); }                                \
     }                                                                                              \
-    extern "C" __global__ void pow_scalar_##S(Layout lx, const T* x, T e, T* y, u64 n) {           \
+    extern "C" __global__ void pow_scalar_##S(Layout lx, const T* x, T e, T* y, u64 n, int vec) {  \
+        if (vec) {                                                                                 \
+            GRID_STRIDE(p, n / PACK(T)) {                                                          \
+                Pack<T> a = load_pack<T>(lx, x, p), r;                                             \
+                for (int k = 0; k < PACK(T); ++k) r.v[k] = pow_scalar<T>(a.v[k], e);               \
+                store_pack<T>(y, p, r);                                                            \
+            }                                                                                      \
+            PACK_TAIL(i, n, T) { y[i] = pow_scalar<T>(x[at(lx, i)], e); }                          \
+            return;                                                                                \
+        }                                                                                          \
         GRID_STRIDE(i, n) { y[i] = pow_scalar<T>(x[at(lx, i)], e); }                              \
     }                                                                                              \
     extern "C" __global__ void binary_##S(int op, Layout la, const T* a, Layout lb, const T* b,    \
-                                          T* y, u64 n) {                                           \
+                                          T* y, u64 n, int vec) {                                  \
+        if (vec) {                                                                                 \
+            GRID_STRIDE(p, n / PACK(T)) {                                                          \
+                Pack<T> u = load_pack<T>(la, a, p), v = load_pack<T>(lb, b, p), r;                 \
+                for (int k = 0; k < PACK(T); ++k) r.v[k] = binary_op<T>(op, u.v[k], v.v[k]);       \
+                store_pack<T>(y, p, r);                                                            \
+            }                                                                                      \
+            PACK_TAIL(i, n, T) { y[i] = binary_op<T>(op, a[at(la, i)], b[at(lb, i)]); }            \
+            return;                                                                                \
+        }                                                                                          \
         GRID_STRIDE(i, n) { y[i] = binary_op<T>(op, a[at(la, i)], b[at(lb, i)]); }                 \
     }                                                                                              \
     extern "C" __global__ void binary_scalar_##S(int op, Layout lx, const T* x, T s, int left,     \
-                                                 T* y, u64 n) {                                    \
+                                                 T* y, u64 n, int vec) {                           \
+        if (vec) {                                                                                 \
+            GRID_STRIDE(p, n / PACK(T)) {                                                          \
+                Pack<T> a = load_pack<T>(lx, x, p), r;                                             \
+                for (int k = 0; k < PACK(T); ++k)                                                  \
+                    r.v[k] = left ? binary_op<T>(op, s, a.v[k]) : binary_op<T>(op, a.v[k], s);     \
+                store_pack<T>(y, p, r);                                                            \
+            }                                                                                      \
+            PACK_TAIL(i, n, T) {                                                                   \
+                T v = x[at(lx, i)];                                                                \
+                y[i] = left ? binary_op<T>(op, s, v) : binary_op<T>(op, v, s);                     \
+            }                                                                                      \
+            return;                                                                                \
+        }                                                                                          \
         GRID_STRIDE(i, n) {                                                                        \
             T v = x[at(lx, i)];                                                                    \
             y[i] = left ? binary_op<T>(op, s, v) : binary_op<T>(op, v, s);                         \
         }                                                                                          \
     }                                                                                              \
     extern "C" __global__ void fused_##S(int op, T e, Layout la, const T* a, Layout lb,            \
-                                         const T* b, T* y, u64 n) {                                \
+                                         const T* b, T* y, u64 n, int vec) {                       \
+        if (vec) {                                                                                 \
+            GRID_STRIDE(p, n / PACK(T)) {                                                          \
+                Pack<T> u = load_pack<T>(la, a, p), v = load_pack<T>(lb, b, p), r;                 \
+                for (int k = 0; k < PACK(T); ++k) r.v[k] = fused_op<T>(op, u.v[k], v.v[k], e);     \
+                store_pack<T>(y, p, r);                                                            \
+            }                                                                                      \
+            PACK_TAIL(i, n, T) { y[i] = fused_op<T>(op, a[at(la, i)], b[at(lb, i)], e); }          \
+            return;                                                                                \
+        }                                                                                          \
         GRID_STRIDE(i, n) { y[i] = fused_op<T>(op, a[at(la, i)], b[at(lb, i)], e); }               \
     }                                                                                              \
     /* In place: `d` is written through its own layout, `s` is broadcast to it. */                 \

@@ -159,6 +159,21 @@ impl KernelLayout {
 }
 
 impl KernelLayout {
+    /// Whether an element-wise kernel may read this operand in 16-byte packs (`load_pack` in
+    /// `kernels.cu`) from a buffer at device address `addr` of `elem`-byte elements: a dense run,
+    /// or a row broadcast down a matrix (strides `[0, 1]`) whose rows are whole packs, starting
+    /// 16-byte aligned.
+    fn packs(&self, addr: u64, elem: usize) -> bool {
+        let pack = (16 / elem) as u64;
+        let laid_out = match self.ndim {
+            0 => true,
+            1 => self.strides[0] == 1,
+            2 => self.strides[0] == 0 && self.strides[1] == 1 && self.shape[1] % pack == 0,
+            _ => false,
+        };
+        laid_out && (addr + self.offset * elem as u64).is_multiple_of(16)
+    }
+
     /// `(rows, cols, row stride, offset)` when this layout, of `m` outputs times `k` reduced
     /// elements (kept dims first, as `sum` takes it), reads the reduced elements of each output
     /// down a column of a matrix whose rows are dense: `sum_cols`' case.
@@ -178,6 +193,24 @@ impl KernelLayout {
             )
         })
     }
+}
+
+/// The `vec` argument of an element-wise kernel over `n` elements of `dtype` writing a dense
+/// output at `out`, reading `operands` (each a layout and its buffer's address), and the work
+/// items to launch: `(1, packs)` when every operand and the output can move in 16-byte packs,
+/// else `(0, n)`.
+pub(crate) fn vector_plan(
+    dtype: DType,
+    n: usize,
+    operands: &[(&KernelLayout, u64)],
+    out: u64,
+) -> (i32, usize) {
+    let elem = dtype.size_of();
+    let pack = 16 / elem;
+    let packs = n >= pack
+        && out.is_multiple_of(16)
+        && operands.iter().all(|(l, addr)| l.packs(*addr, elem));
+    if packs { (1, n.div_ceil(pack)) } else { (0, n) }
 }
 
 /// `op`'s code in `unary_op` of `kernels.cu`.

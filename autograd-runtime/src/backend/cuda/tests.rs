@@ -198,3 +198,46 @@ fn without_a_device_cuda_requests_are_errors_that_say_why() -> crate::Result<()>
     assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [3.0, 3.0]);
     Ok(())
 }
+
+/// Element-wise kernels move 16-byte packs only where every operand is a dense run or a row
+/// broadcast of whole packs, and every address is 16-byte aligned.
+#[test]
+fn element_wise_kernels_take_packs_only_where_every_operand_allows() {
+    use crate::DType::{F32, F64};
+    let dense = KernelLayout::contiguous(&[64, 10]).unwrap();
+    let plan = kernels::vector_plan;
+    assert_eq!(plan(F32, 640, &[(&dense, 256)], 512), (1, 160));
+    assert_eq!(plan(F64, 640, &[(&dense, 256)], 512), (1, 320));
+    // An odd count still goes by packs, the tail one element per thread.
+    let odd = KernelLayout::contiguous(&[7]).unwrap();
+    assert_eq!(plan(F32, 7, &[(&odd, 0)], 0), (1, 2));
+    // Too few elements for one pack, a misaligned operand or output: element by element.
+    let three = KernelLayout::contiguous(&[3]).unwrap();
+    assert_eq!(plan(F32, 3, &[(&three, 0)], 0), (0, 3));
+    assert_eq!(plan(F32, 640, &[(&dense, 4)], 512), (0, 640));
+    assert_eq!(plan(F32, 640, &[(&dense, 256)], 520), (0, 640));
+    let shifted = KernelLayout::new(&Layout::contiguous(&[650]).narrow(0, 1, 640)).unwrap();
+    assert_eq!(plan(F32, 640, &[(&shifted, 0)], 0), (0, 640));
+    let by_four = KernelLayout::new(&Layout::contiguous(&[650]).narrow(0, 4, 640)).unwrap();
+    assert_eq!(plan(F32, 640, &[(&by_four, 0)], 0), (1, 160));
+    // A bias broadcast down the rows: packs when its rows are whole packs.
+    let bias =
+        |c: usize| KernelLayout::new(&Layout::contiguous(&[c]).expand(&[64, c]).unwrap()).unwrap();
+    assert_eq!(
+        plan(F32, 64 * 8, &[(&dense, 0), (&bias(8), 0)], 0),
+        (1, 128)
+    );
+    assert_eq!(
+        plan(F32, 64 * 6, &[(&dense, 0), (&bias(6), 0)], 0),
+        (0, 384)
+    );
+    assert_eq!(
+        plan(F64, 64 * 6, &[(&dense, 0), (&bias(6), 0)], 0),
+        (1, 192)
+    );
+    // Transposed or broadcast the other way: element by element.
+    let transposed = KernelLayout::new(&Layout::contiguous(&[8, 8]).transpose(0, 1)).unwrap();
+    assert_eq!(plan(F32, 64, &[(&transposed, 0)], 0), (0, 64));
+    let column = KernelLayout::new(&Layout::contiguous(&[8, 1]).expand(&[8, 8]).unwrap()).unwrap();
+    assert_eq!(plan(F32, 64, &[(&column, 0)], 0), (0, 64));
+}
