@@ -168,7 +168,7 @@ impl KernelLayout {
         let laid_out = match self.ndim {
             0 => true,
             1 => self.strides[0] == 1,
-            2 => self.strides[0] == 0 && self.strides[1] == 1 && self.shape[1] % pack == 0,
+            2 => self.strides[0] == 0 && self.strides[1] == 1 && self.shape[1].is_multiple_of(pack),
             _ => false,
         };
         laid_out && (addr + self.offset * elem as u64).is_multiple_of(16)
