@@ -278,8 +278,9 @@ fn element_wise_ops_on_cuda_give_the_cpu_bits_packed_or_not() -> Result<()> {
         for (what, a, b) in &cases {
             let (ga, gb) = (a.to(gpu)?, b.to(gpu)?);
             for (name, op) in ops {
-                let cpu = op(a, b)?.to_vec::<f64>()?;
-                let cuda = op(&ga, &gb)?.to_vec::<f64>()?;
+                // Widening f32 to f64 is exact, so the f64 bits compare the f32 bits.
+                let cpu = op(a, b)?.to_dtype(DType::F64)?.to_vec::<f64>()?;
+                let cuda = op(&ga, &gb)?.to_dtype(DType::F64)?.to_vec::<f64>()?;
                 let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&cuda), bits(&cpu), "{name} on {what} ({dtype})");
             }
