@@ -168,13 +168,24 @@ pub(crate) fn compute_dependencies(
 }
 
 fn walk(root: &NodeRef, min_topo_nr: u64, index: &mut Index) -> GraphPlan {
+    // The nodes of a longest path from the root are all reached down to the first one below
+    // `min_topo_nr` (each one's topological number is one less than the one before): a lower
+    // bound on the plan's size, so reserving it never over-allocates, and a chain grows (copies)
+    // no vector.
+    let topo = root.meta().topological_nr();
+    let lower_bound =
+        usize::try_from((topo.saturating_sub(min_topo_nr) + 2).min(topo.saturating_add(1)))
+            .unwrap_or(usize::MAX);
     let mut plan = GraphPlan {
         _root: root.clone(),
-        nodes: vec![NonNull::from(&**root.arc())],
-        edge_start: Vec::new(),
-        edge_target: Vec::new(),
-        dependencies: vec![0],
+        nodes: Vec::with_capacity(lower_bound),
+        edge_start: Vec::with_capacity(lower_bound + 1),
+        // Every node but the root is the target of an edge of an expanded node.
+        edge_target: Vec::with_capacity(lower_bound - 1),
+        dependencies: Vec::with_capacity(lower_bound),
     };
+    plan.nodes.push(NonNull::from(&**root.arc()));
+    plan.dependencies.push(0);
     index.insert(root, 0);
     // Nodes are expanded in index order, so the "stack" is just a cursor over `plan.nodes`.
     let mut cursor = 0;
