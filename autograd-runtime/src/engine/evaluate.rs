@@ -110,8 +110,13 @@ pub(crate) fn evaluate_function(
     // Only CPU children on the queue this thread serves can continue here.
     let serves_cpu_queue = std::ptr::eq(&*gt.cpu_ready_queue, serving);
     let mut continuation: Option<Continuation> = None;
+    let mut outputs = outputs;
     let mut state = gt.state.lock();
-    for (i, grad) in outputs.into_iter().enumerate() {
+    // Each gradient is moved out of `outputs` (not consumed through `into_iter`): once the loop
+    // is done, an inline `outputs` holds nothing to free, and is forgotten below instead of
+    // going through `SmallVec`'s out-of-line `Drop`.
+    for i in 0..outputs.len() {
+        let grad = std::mem::take(&mut outputs[i]);
         let target = gt.plan.target(index, i);
         if target == NO_TARGET {
             continue;
@@ -153,6 +158,10 @@ pub(crate) fn evaluate_function(
         }
     }
     drop(state);
+    if !outputs.spilled() {
+        // Every slot is `None` (taken above) and nothing is on the heap: nothing to drop.
+        std::mem::forget(outputs);
+    }
     let Some(next) = continuation else {
         return Ok(None);
     };
