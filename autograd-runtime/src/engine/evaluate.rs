@@ -71,7 +71,7 @@ pub(crate) fn evaluate_function(
         let info = &gt.exec_info[index as usize];
         if !info.needed {
             // Tensor hooks fire whenever the engine reaches the node, even if it does not run (B18).
-            grads = call_tensor_pre_hooks(node, meta, grads)?;
+            call_tensor_pre_hooks(node, meta, &mut grads)?;
         }
         if !info.captures.is_empty() {
             let mut state = gt.state.lock();
@@ -247,18 +247,19 @@ fn check_hook_result(old: &Tensor, new: Tensor) -> Result<Tensor> {
     }
 }
 
-/// Tensor pre-hooks, then retains_grad hooks (B17, B19). Most nodes have none: that check is
+/// Tensor pre-hooks, then retains_grad hooks (B17, B19), replacing `grads` in place (no move of
+/// the vector in and out through a `Result` on every node). Most nodes have none: that check is
 /// inline, the work out of line.
 #[inline]
-fn call_tensor_pre_hooks(node: &dyn Node, meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
+fn call_tensor_pre_hooks(node: &dyn Node, meta: &NodeMeta, grads: &mut GradVec) -> Result<()> {
     if !meta.hooks.any() && node.accumulates_into().is_none() {
-        return Ok(grads);
+        return Ok(());
     }
     run_tensor_pre_hooks(node, grads)
 }
 
 #[inline(never)]
-fn run_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> Result<GradVec> {
+fn run_tensor_pre_hooks(node: &dyn Node, grads: &mut GradVec) -> Result<()> {
     if let Some(leaf) = node.accumulates_into() {
         let hooks =
             (leaf.meta_lock().leaf_hooks.as_ref()).map_or_else(Vec::new, |h| h.tensor.clone());
@@ -269,10 +270,10 @@ fn run_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> Result<GradVec> 
                 grads[0] = Some(check_hook_result(&g, new)?);
             }
         }
-        return Ok(grads);
+        return Ok(());
     }
     let Some(hooks) = node.meta().hooks.snapshot() else {
-        return Ok(grads);
+        return Ok(());
     };
     for (_, output_nr, hook) in &hooks.tensor_pre {
         if let Some(g) = grads.get(*output_nr).cloned().flatten()
@@ -296,7 +297,7 @@ fn run_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> Result<GradVec> 
         };
         t.meta_lock().grad = Some(updated);
     }
-    Ok(grads)
+    Ok(())
 }
 
 /// `node.apply(grads)`, timed for the profiler (PyTorch's profiler, too, times the node itself,
@@ -326,7 +327,8 @@ fn call_function(
     meta: &NodeMeta,
     grads: GradVec,
 ) -> Result<GradVec> {
-    let grads = call_tensor_pre_hooks(node, meta, grads)?;
+    let mut grads = grads;
+    call_tensor_pre_hooks(node, meta, &mut grads)?;
     if meta.hooks.any() {
         return call_function_with_hooks(gt, node, grads);
     }
