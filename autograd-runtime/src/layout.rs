@@ -74,7 +74,7 @@ impl Layout {
             };
         }
         Layout {
-            shape: shape.into(),
+            shape: Dims::from_slice(shape),
             strides: contiguous_strides(shape),
             offset: 0,
         }

@@ -18,6 +18,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use crate::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 use std::ptr::NonNull;
 
+use crate::graph::NodeMeta;
 use crate::{Node, NodeRef};
 
 /// Sentinel for an output whose edge is absent.
@@ -121,16 +122,20 @@ enum Index {
 }
 
 impl Index {
-    fn get(&self, node: &NodeRef) -> Option<u32> {
+    /// `node`'s index, if it has one; `meta` is `node.meta()` (read once by the caller: every
+    /// `meta()` is a virtual call).
+    #[inline]
+    fn get(&self, node: &NodeRef, meta: &NodeMeta) -> Option<u32> {
         match self {
-            Index::Slots { epoch } => node.meta().walk_slot.get(*epoch),
+            Index::Slots { epoch } => meta.walk_slot.get(*epoch),
             Index::Map(m) => m.get(&node.addr()).copied(),
         }
     }
 
-    fn insert(&mut self, node: &NodeRef, index: u32) {
+    #[inline]
+    fn insert(&mut self, node: &NodeRef, meta: &NodeMeta, index: u32) {
         match self {
-            Index::Slots { epoch } => node.meta().walk_slot.set(index, *epoch),
+            Index::Slots { epoch } => meta.walk_slot.set(index, *epoch),
             Index::Map(m) => {
                 m.insert(node.addr(), index);
             }
@@ -159,7 +164,7 @@ pub(crate) fn compute_dependencies(
         Index::Map(HashMap::default())
     };
     let plan = walk(root, min_topo_nr, &mut index);
-    let found = lookups.iter().map(|n| index.get(n)).collect();
+    let found = lookups.iter().map(|n| index.get(n, n.meta())).collect();
     if use_slots {
         // Release: publishes our slot writes to the next walk's Acquire.
         WALK_SLOTS.store(false, Ordering::Release);
@@ -168,31 +173,43 @@ pub(crate) fn compute_dependencies(
 }
 
 fn walk(root: &NodeRef, min_topo_nr: u64, index: &mut Index) -> GraphPlan {
+    // The nodes of a longest path from the root are all reached down to the first one below
+    // `min_topo_nr` (each one's topological number is one less than the one before): a lower
+    // bound on the plan's size, so reserving it never over-allocates, and a chain grows (copies)
+    // no vector.
+    let topo = root.meta().topological_nr();
+    let lower_bound =
+        usize::try_from((topo.saturating_sub(min_topo_nr) + 2).min(topo.saturating_add(1)))
+            .unwrap_or(usize::MAX);
     let mut plan = GraphPlan {
         _root: root.clone(),
-        nodes: vec![NonNull::from(&**root.arc())],
-        edge_start: Vec::new(),
-        edge_target: Vec::new(),
-        dependencies: vec![0],
+        nodes: Vec::with_capacity(lower_bound),
+        edge_start: Vec::with_capacity(lower_bound + 1),
+        // Every node but the root is the target of an edge of an expanded node.
+        edge_target: Vec::with_capacity(lower_bound - 1),
+        dependencies: Vec::with_capacity(lower_bound),
     };
-    index.insert(root, 0);
+    plan.nodes.push(NonNull::from(&**root.arc()));
+    plan.dependencies.push(0);
+    index.insert(root, root.meta(), 0);
     // Nodes are expanded in index order, so the "stack" is just a cursor over `plan.nodes`.
     let mut cursor = 0;
     while cursor < plan.nodes.len() {
         plan.edge_start.push(plan.edge_target.len() as u32);
         // SAFETY: as in `GraphPlan::node`: reachable from the root, which the plan holds.
-        let node: &dyn Node = unsafe { plan.nodes[cursor].as_ref() };
-        let expand = node.meta().topological_nr() >= min_topo_nr;
-        for edge in node.meta().next_edges() {
+        let meta = unsafe { plan.nodes[cursor].as_ref() }.meta();
+        let expand = meta.topological_nr() >= min_topo_nr;
+        for edge in meta.next_edges() {
             let Some(edge) = edge.as_ref().filter(|_| expand) else {
                 plan.edge_target.push(NO_TARGET);
                 continue;
             };
-            let idx = match index.get(&edge.node) {
+            let child = edge.node.meta();
+            let idx = match index.get(&edge.node, child) {
                 Some(i) => i,
                 None => {
                     let i = plan.nodes.len() as u32;
-                    index.insert(&edge.node, i);
+                    index.insert(&edge.node, child, i);
                     plan.nodes.push(NonNull::from(&**edge.node.arc()));
                     plan.dependencies.push(0);
                     i

@@ -6,7 +6,7 @@ use super::dependencies::NO_TARGET;
 use super::graph_task::{GraphTask, TaskQueue};
 use super::input_buffer::InputBuffer;
 use super::node_task::{NodeTask, TaskKind};
-use crate::graph::{Edge, GradVec, Node};
+use crate::graph::{Edge, GradVec, Node, NodeMeta};
 use crate::sync::Arc;
 use crate::{Device, Error, Result, Tensor};
 
@@ -64,12 +64,14 @@ pub(crate) fn evaluate_function(
     serving: &TaskQueue,
 ) -> Result<Option<Continuation>> {
     let node = gt.plan.node(index);
+    // Read once: every `meta()` is a virtual call.
+    let meta = node.meta();
     let mut grads = inputs.into_grads();
     if !gt.exec_info.is_empty() {
         let info = &gt.exec_info[index as usize];
         if !info.needed {
             // Tensor hooks fire whenever the engine reaches the node, even if it does not run (B18).
-            grads = call_tensor_pre_hooks(node, grads)?;
+            call_tensor_pre_hooks(node, meta, &mut grads)?;
         }
         if !info.captures.is_empty() {
             let mut state = gt.state.lock();
@@ -83,7 +85,7 @@ pub(crate) fn evaluate_function(
     }
 
     let _span = super::trace::node_span(&gt.span, node);
-    let outputs = call_function(gt, node, grads)?;
+    let outputs = call_function(gt, node, meta, grads)?;
     if !gt.options.keep_graph {
         node.release_saved();
     }
@@ -104,12 +106,17 @@ pub(crate) fn evaluate_function(
         }
     }
 
-    let edges = node.meta().next_edges();
+    let edges = meta.next_edges();
     // Only CPU children on the queue this thread serves can continue here.
     let serves_cpu_queue = std::ptr::eq(&*gt.cpu_ready_queue, serving);
     let mut continuation: Option<Continuation> = None;
+    let mut outputs = outputs;
     let mut state = gt.state.lock();
-    for (i, grad) in outputs.into_iter().enumerate() {
+    // Each gradient is moved out of `outputs` (not consumed through `into_iter`): once the loop
+    // is done, an inline `outputs` holds nothing to free, and is forgotten below instead of
+    // going through `SmallVec`'s out-of-line `Drop`.
+    for i in 0..outputs.len() {
+        let grad = std::mem::take(&mut outputs[i]);
         let target = gt.plan.target(index, i);
         if target == NO_TARGET {
             continue;
@@ -120,31 +127,41 @@ pub(crate) fn evaluate_function(
         if !gt.exec_info.is_empty() && !gt.exec_info[t].should_execute() {
             continue;
         }
-        let next = gt.plan.node(target);
+        let next = gt.plan.node(target).meta();
         let input_nr = edges[i]
             .as_ref()
             .expect("invariant: a target implies an edge")
             .input_nr;
-        let buffer = &mut state.not_ready[t];
-        if !buffer.is_allocated() {
-            *buffer = InputBuffer::new(next.meta().num_inputs());
-        }
-        buffer.add(input_nr, grad, gt.options.create_graph)?;
-        if ready {
-            let inputs = std::mem::take(buffer);
-            let device = next.meta().device();
-            if serves_cpu_queue && device.is_cpu() && continuation.is_none() {
-                continuation = Some(Continuation {
-                    node_index: target,
-                    sequence_nr: next.meta().sequence_nr(),
-                    inputs,
-                });
-            } else {
-                push_task(gt, target, next.meta().sequence_nr(), device, inputs)?;
+        let slot = &mut state.not_ready[t];
+        let inputs = match slot {
+            // The node's only gradient so far, and it is ready: its buffer is built with the
+            // gradient in it, never stored (on a chain, every node).
+            None if ready => InputBuffer::with_first(next.num_inputs(), input_nr, grad),
+            _ => {
+                let buffer = slot.get_or_insert_with(|| InputBuffer::new(next.num_inputs()));
+                buffer.add(input_nr, grad, gt.options.create_graph)?;
+                if !ready {
+                    continue;
+                }
+                slot.take().expect("invariant: filled above")
             }
+        };
+        let device = next.device();
+        if serves_cpu_queue && device.is_cpu() && continuation.is_none() {
+            continuation = Some(Continuation {
+                node_index: target,
+                sequence_nr: next.sequence_nr(),
+                inputs,
+            });
+        } else {
+            push_task(gt, target, next.sequence_nr(), device, inputs)?;
         }
     }
     drop(state);
+    if !outputs.spilled() {
+        // Every slot is `None` (taken above) and nothing is on the heap: nothing to drop.
+        std::mem::forget(outputs);
+    }
     let Some(next) = continuation else {
         return Ok(None);
     };
@@ -230,18 +247,19 @@ fn check_hook_result(old: &Tensor, new: Tensor) -> Result<Tensor> {
     }
 }
 
-/// Tensor pre-hooks, then retains_grad hooks (B17, B19). Most nodes have none: that check is
+/// Tensor pre-hooks, then retains_grad hooks (B17, B19), replacing `grads` in place (no move of
+/// the vector in and out through a `Result` on every node). Most nodes have none: that check is
 /// inline, the work out of line.
 #[inline]
-fn call_tensor_pre_hooks(node: &dyn Node, grads: GradVec) -> Result<GradVec> {
-    if !node.meta().hooks.any() && node.accumulates_into().is_none() {
-        return Ok(grads);
+fn call_tensor_pre_hooks(node: &dyn Node, meta: &NodeMeta, grads: &mut GradVec) -> Result<()> {
+    if !meta.hooks.any() && node.accumulates_into().is_none() {
+        return Ok(());
     }
     run_tensor_pre_hooks(node, grads)
 }
 
 #[inline(never)]
-fn run_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> Result<GradVec> {
+fn run_tensor_pre_hooks(node: &dyn Node, grads: &mut GradVec) -> Result<()> {
     if let Some(leaf) = node.accumulates_into() {
         let hooks =
             (leaf.meta_lock().leaf_hooks.as_ref()).map_or_else(Vec::new, |h| h.tensor.clone());
@@ -252,10 +270,10 @@ fn run_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> Result<GradVec> 
                 grads[0] = Some(check_hook_result(&g, new)?);
             }
         }
-        return Ok(grads);
+        return Ok(());
     }
     let Some(hooks) = node.meta().hooks.snapshot() else {
-        return Ok(grads);
+        return Ok(());
     };
     for (_, output_nr, hook) in &hooks.tensor_pre {
         if let Some(g) = grads.get(*output_nr).cloned().flatten()
@@ -279,7 +297,7 @@ fn run_tensor_pre_hooks(node: &dyn Node, mut grads: GradVec) -> Result<GradVec> 
         };
         t.meta_lock().grad = Some(updated);
     }
-    Ok(grads)
+    Ok(())
 }
 
 /// `node.apply(grads)`, timed for the profiler (PyTorch's profiler, too, times the node itself,
@@ -303,13 +321,19 @@ fn apply_profiled(
 /// hooks) takes the out-of-line [`call_function_with_hooks`], so the common path carries none of
 /// the hook code.
 #[inline(always)]
-fn call_function(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> Result<GradVec> {
-    let grads = call_tensor_pre_hooks(node, grads)?;
-    if node.meta().hooks.any() {
+fn call_function(
+    gt: &GraphTask,
+    node: &dyn Node,
+    meta: &NodeMeta,
+    grads: GradVec,
+) -> Result<GradVec> {
+    let mut grads = grads;
+    call_tensor_pre_hooks(node, meta, &mut grads)?;
+    if meta.hooks.any() {
         return call_function_with_hooks(gt, node, grads);
     }
     let mut outputs = apply(gt, node, grads)?;
-    validate_outputs(node, &mut outputs)?;
+    validate_outputs_of(node, meta, &mut outputs)?;
     Ok(outputs)
 }
 
@@ -358,7 +382,13 @@ fn apply(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> Result<GradVec> {
 /// Always inlined, into [`call_function`] for the reason given at [`evaluate_function`].
 #[inline(always)]
 pub(crate) fn validate_outputs(node: &dyn Node, outputs: &mut GradVec) -> Result<()> {
-    let edges = node.meta().next_edges();
+    validate_outputs_of(node, node.meta(), outputs)
+}
+
+/// [`validate_outputs`] given the node's `meta` (read once by the caller).
+#[inline(always)]
+fn validate_outputs_of(node: &dyn Node, meta: &NodeMeta, outputs: &mut GradVec) -> Result<()> {
+    let edges = meta.next_edges();
     if outputs.len() != edges.len() {
         return Err(Error::InvalidGradientCount {
             node: node.name().to_string(),

@@ -41,8 +41,10 @@ pub(crate) type Callback = Box<dyn FnOnce() -> Result<()> + Send>;
 pub(crate) struct TaskState {
     /// Remaining incoming edges per node; a node is ready at 0.
     pub(crate) dependencies: Vec<u32>,
-    /// Gradient sums of nodes that received some but not all of their inputs.
-    pub(crate) not_ready: Vec<InputBuffer>,
+    /// Gradient sums of nodes that received some but not all of their inputs (`None`: nothing
+    /// received, or the node was queued; an empty slot drops without a call, so a pass over a
+    /// large graph frees its slots in one cheap loop).
+    pub(crate) not_ready: Vec<Option<InputBuffer>>,
     /// `grad()` results, by output index.
     pub(crate) captured: Vec<Option<Tensor>>,
     /// The first error raised by any node, hook or callback.
@@ -97,7 +99,7 @@ impl GraphTask {
         let n = plan.len();
         let dependencies = std::mem::take(&mut plan.dependencies);
         let mut not_ready = Vec::with_capacity(n);
-        not_ready.resize_with(n, InputBuffer::default);
+        not_ready.resize_with(n, || None);
         static NEXT_ID: crate::sync::statics::AtomicU64 = crate::sync::statics::AtomicU64::new(0);
         // Relaxed: only uniqueness and monotonicity per thread matter.
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
@@ -190,12 +192,7 @@ impl GraphTask {
     pub(crate) fn run_post_processing(&self, serving: &TaskQueue) {
         if !self.has_error() {
             let incomplete = self.exec_info.is_empty()
-                && self
-                    .state
-                    .lock()
-                    .not_ready
-                    .iter()
-                    .any(InputBuffer::is_allocated);
+                && self.state.lock().not_ready.iter().any(Option::is_some);
             if incomplete {
                 self.set_error(Error::IncompleteGraph, serving);
                 return;

@@ -15,13 +15,22 @@ pub(crate) struct InputBuffer {
 impl InputBuffer {
     #[inline]
     pub(crate) fn new(num_inputs: usize) -> InputBuffer {
-        InputBuffer {
-            slots: GradVec::from_elem(None, num_inputs),
-        }
+        // Up to two slots (nearly every node) written straight into the inline buffer.
+        let slots = if num_inputs <= 2 {
+            GradVec::from_buf_and_len([None, None], num_inputs)
+        } else {
+            GradVec::from_elem(None, num_inputs)
+        };
+        InputBuffer { slots }
     }
 
-    pub(crate) fn is_allocated(&self) -> bool {
-        !self.slots.is_empty()
+    /// A buffer of `num_inputs` slots holding `grad` in slot `pos`: [`InputBuffer::new`] then
+    /// [`InputBuffer::add`], for the first gradient (which `add` moves in as it is).
+    #[inline]
+    pub(crate) fn with_first(num_inputs: usize, pos: usize, grad: Option<Tensor>) -> InputBuffer {
+        let mut buffer = InputBuffer::new(num_inputs);
+        buffer.slots[pos] = grad;
+        buffer
     }
 
     /// Adds `grad` into slot `pos`. The first gradient is moved in; later ones are summed, in place

@@ -51,8 +51,8 @@ pub(crate) fn thread_main(queue: &TaskQueue, until: Option<&Arc<GraphTask>>) {
 /// whole run, and no continuation takes a reference to it.
 fn run_task(
     gt: &Arc<GraphTask>,
-    mut node_index: u32,
-    mut inputs: InputBuffer,
+    node_index: u32,
+    inputs: InputBuffer,
     queue: &TaskQueue,
     until: Option<&Arc<GraphTask>>,
 ) {
@@ -60,32 +60,46 @@ fn run_task(
         let _current = CurrentGraphTask::enter(gt);
         // The caller's thread-local state, for every node of the run (`thread_local_state.rs`).
         let state = gt.thread_locals.enter();
-        while !gt.has_error() {
-            state.reinstate();
-            let result = unwind::catch(None, || evaluate_function(gt, node_index, inputs, queue));
-            let next = match result {
-                Ok(Some(next)) => next,
-                Ok(None) => break,
-                Err(e) => {
-                    report_node_error(gt, node_index, e, queue);
+        // The node running, for the error report. One `catch` covers the whole run: a panic
+        // ends the run as an error would, and the loop pays for no unwinding frame per node.
+        let mut running = node_index;
+        let result = unwind::catch(None, || {
+            let (mut node_index, mut inputs) = (node_index, inputs);
+            while !gt.has_error() {
+                state.reinstate();
+                running = node_index;
+                let Some(next) = evaluate_function(gt, node_index, inputs, queue)? else {
                     break;
+                };
+                if until.is_some_and(|u| u.is_completed()) {
+                    // The owner's task completed while a continuation of another graph task was
+                    // in hand (graph tasks do not form a stack): queue it for whoever drains this
+                    // queue next; it keeps the count.
+                    queue.push(next.into_task(Some(gt.clone()), gt.reentrant_depth));
+                    return Ok(HandedOn::Yes);
                 }
-            };
-            if until.is_some_and(|u| u.is_completed()) {
-                // The owner's task completed while a continuation of another graph task was
-                // in hand (graph tasks do not form a stack): queue it for whoever drains this
-                // queue next; it keeps the count.
-                queue.push(next.into_task(Some(gt.clone()), gt.reentrant_depth));
-                return;
+                node_index = next.node_index;
+                inputs = next.inputs;
             }
-            node_index = next.node_index;
-            inputs = next.inputs;
+            Ok(HandedOn::No)
+        });
+        match result {
+            Ok(HandedOn::Yes) => return,
+            Ok(HandedOn::No) => {}
+            Err(e) => report_node_error(gt, running, e, queue),
         }
     }
     if gt.finish_one() {
         let _current = CurrentGraphTask::enter(gt);
         gt.run_post_processing(queue);
     }
+}
+
+/// Whether a run ended by queueing its continuation, which then carries the run's
+/// `outstanding_tasks` count.
+enum HandedOn {
+    Yes,
+    No,
 }
 
 fn report_node_error(gt: &GraphTask, node_index: u32, e: Error, queue: &TaskQueue) {

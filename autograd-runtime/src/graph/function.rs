@@ -102,12 +102,23 @@ pub fn next_edges(inputs: &[&Tensor]) -> Option<SmallVec<[Option<Edge>; 2]>> {
     if !is_grad_enabled() {
         return None;
     }
-    let edges: SmallVec<[Option<Edge>; 2]> = inputs.iter().map(|t| t.gradient_edge()).collect();
+    let edges = gradient_edges(inputs);
     // A view made under `no_grad` requires grad through its base without an edge (see
     // `view_edge`).
     let record = edges.iter().any(Option::is_some)
         || inputs.iter().any(|t| t.is_view() && t.requires_grad());
     record.then_some(edges)
+}
+
+/// The gradient edges of `inputs`, one per input. One or two inputs (nearly every op) are written
+/// straight into the inline buffer: `collect` costs about 45 instructions more per recorded op.
+#[inline(always)]
+fn gradient_edges(inputs: &[&Tensor]) -> SmallVec<[Option<Edge>; 2]> {
+    match inputs {
+        [a] => SmallVec::from_buf_and_len([a.gradient_edge(), None], 1),
+        [a, b] => SmallVec::from_buf([a.gradient_edge(), b.gradient_edge()]),
+        _ => inputs.iter().map(|t| t.gradient_edge()).collect(),
+    }
 }
 
 /// [`next_edges`] that fails at once, with PyTorch's error, on a view that may not be rebased
@@ -127,7 +138,7 @@ pub fn try_next_edges(inputs: &[&Tensor]) -> Result<Option<SmallVec<[Option<Edge
         return try_next_edges_of_views(inputs);
     }
     // No view: what `next_edges` does (no view state to read).
-    let edges: SmallVec<[Option<Edge>; 2]> = inputs.iter().map(|t| t.gradient_edge()).collect();
+    let edges = gradient_edges(inputs);
     Ok(edges.iter().any(Option::is_some).then_some(edges))
 }
 
@@ -249,7 +260,11 @@ fn build_node<B: Backward>(
     outputs: &[&Tensor],
     make: impl FnOnce(&SaveContext<'_>) -> B,
 ) -> (Arc<FunctionNode<B>>, Option<crate::Error>) {
-    let input_metadata = outputs.iter().map(|t| InputMetadata::of(t)).collect();
+    // One output (nearly every op): written straight into the inline buffer, as the edges are.
+    let input_metadata = match outputs {
+        [t] => SmallVec::from_buf([InputMetadata::of(t)]),
+        _ => outputs.iter().map(|t| InputMetadata::of(t)).collect(),
+    };
     let mut failure = None;
     let node: Arc<FunctionNode<B>> = Arc::new_cyclic(|weak: &Weak<FunctionNode<B>>| {
         let weak_self = || -> Weak<dyn Node> { weak.clone() };

@@ -145,6 +145,7 @@ pub struct NodeMeta {
 impl NodeMeta {
     /// Bookkeeping for a new node: takes the next sequence number of this thread and derives the
     /// topological number from the edges.
+    #[inline]
     pub fn new(
         next_edges: SmallVec<[Option<Edge>; 2]>,
         input_metadata: SmallVec<[InputMetadata; 1]>,
@@ -157,6 +158,7 @@ impl NodeMeta {
         NodeMeta::with_sequence_nr(seq, next_edges, input_metadata)
     }
 
+    #[inline]
     pub(crate) fn with_sequence_nr(
         sequence_nr: u64,
         next_edges: SmallVec<[Option<Edge>; 2]>,

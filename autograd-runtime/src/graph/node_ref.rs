@@ -8,9 +8,10 @@
 //! on a thread becomes the *drainer*; drops that happen while it runs (the children) are pushed
 //! onto a list the drainer empties in a loop. Stack depth is bounded by two node destructors.
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::fmt;
 use std::mem::ManuallyDrop;
+use std::ptr;
 
 use super::hooks::{self, HookHandle};
 use super::{Edge, Node, NodeMeta};
@@ -223,8 +224,28 @@ impl fmt::Debug for NodeRef {
 }
 
 thread_local! {
-    /// `Some(list)` while this thread is draining node drops: further drops are deferred to it.
-    static DEFERRED_DROPS: RefCell<Option<Vec<Arc<dyn Node>>>> = const { RefCell::new(None) };
+    /// While this thread drains node drops ([`drop_iteratively`]): the drainer's list of nodes
+    /// still to drop, which lives on its stack; null otherwise. A plain pointer in a `Cell`, with
+    /// no destructor: a deferred drop costs a load and a push, without the lazy registration
+    /// check and the borrow flag a `RefCell<Vec<_>>` needs.
+    static DEFERRED_DROPS: Cell<*mut Vec<Arc<dyn Node>>> = const { Cell::new(ptr::null_mut()) };
+}
+
+/// Publishes a drainer's list in [`DEFERRED_DROPS`] for as long as it lives; clears it when
+/// dropped, on unwinding too, so the pointer never outlives the list.
+struct Draining;
+
+impl Draining {
+    fn enter(list: *mut Vec<Arc<dyn Node>>) -> Draining {
+        DEFERRED_DROPS.with(|d| d.set(list));
+        Draining
+    }
+}
+
+impl Drop for Draining {
+    fn drop(&mut self) {
+        DEFERRED_DROPS.with(|d| d.set(ptr::null_mut()));
+    }
 }
 
 impl Drop for NodeRef {
@@ -245,32 +266,24 @@ impl Drop for NodeRef {
 /// changes) stays small enough to inline.
 #[inline(never)]
 fn drop_iteratively(node: Arc<dyn Node>) {
-    let mut node = Some(node);
-    let became_drainer = DEFERRED_DROPS.try_with(|d| {
-        let mut d = d.borrow_mut();
-        match d.as_mut() {
-            Some(list) => {
-                list.push(node.take().expect("invariant: taken once"));
-                false
-            }
-            None => {
-                *d = Some(Vec::new());
-                true
-            }
-        }
-    });
-    match became_drainer {
-        // Thread-local already destroyed (thread exit): drop directly.
-        Err(_) => drop(node),
-        Ok(false) => {}
-        Ok(true) => {
-            drop(node);
-            while let Some(next) =
-                DEFERRED_DROPS.with(|d| d.borrow_mut().as_mut().and_then(Vec::pop))
-            {
-                drop(next);
-            }
-            DEFERRED_DROPS.with(|d| *d.borrow_mut() = None);
-        }
+    let list = DEFERRED_DROPS.with(Cell::get);
+    if !list.is_null() {
+        // SAFETY: the pointer is non-null only while the drainer below runs on this thread (the
+        // `Draining` guard clears it before the list dies), so it points to that live list. This
+        // push runs inside a drop the drainer started, and the drainer holds no reference into
+        // the list across a drop (it only pops through the same pointer between drops), so this
+        // is the only access in progress.
+        unsafe { (*list).push(node) };
+        return;
+    }
+    // This thread's first last-handle drop: it becomes the drainer.
+    let mut pending: Vec<Arc<dyn Node>> = Vec::new();
+    let list: *mut Vec<Arc<dyn Node>> = &mut pending;
+    let _draining = Draining::enter(list);
+    drop(node);
+    // SAFETY: `list` points to `pending`, alive until after `_draining` clears the pointer; the
+    // reference `pop` takes ends before the popped node drops (and pushes through `list`).
+    while let Some(next) = unsafe { (*list).pop() } {
+        drop(next);
     }
 }

@@ -503,6 +503,10 @@ impl Tensor {
     ///
     /// For a view that may not be rebased (see [`Tensor::grad_fn`]), an edge to a node that fails
     /// with PyTorch's error when run; `try_gradient_edge` reports it at once instead.
+    ///
+    /// Small enough to inline into an op's recording code; views and new AccumulateGrads are out
+    /// of line.
+    #[inline]
     pub(crate) fn gradient_edge(&self) -> Option<Edge> {
         if self.is_view() {
             return self.view_gradient_edge();
@@ -540,22 +544,42 @@ impl Tensor {
 
     /// Makes this tensor output `output_nr` of `node` (called once on fresh op outputs, and by
     /// in-place ops to rebase history).
+    ///
+    /// Small enough to inline, as [`Tensor::gradient_edge`]: moving a retains_grad hook is out of
+    /// line.
+    #[inline]
     pub(crate) fn set_grad_fn(&self, node: NodeRef, output_nr: usize) {
         let mut meta = self.0.autograd.lock();
-        // A second handle only when the retains_grad hook must move (no count traffic otherwise).
-        let moved_retain = meta.retains_grad.then(|| node.clone());
+        if meta.retains_grad {
+            return self.set_grad_fn_moving_retain(meta, node, output_nr);
+        }
+        let old = meta.grad_fn.replace(node);
+        meta.output_nr = output_nr;
+        drop(meta);
+        drop(old);
+    }
+
+    /// [`Tensor::set_grad_fn`] for a tensor that retains its grad: in-place ops move the
+    /// retains_grad hook to the new grad_fn (B17).
+    #[inline(never)]
+    fn set_grad_fn_moving_retain(
+        &self,
+        mut meta: crate::sync::MutexGuard<'_, AutogradMeta>,
+        node: NodeRef,
+        output_nr: usize,
+    ) {
+        // The second handle is taken only here: no count traffic on the common path.
+        let moved = node.clone();
         let old = meta.grad_fn.replace(node);
         let old_nr = std::mem::replace(&mut meta.output_nr, output_nr);
         drop(meta);
-        if let Some(node) = moved_retain {
-            // In-place ops move the retains_grad hook to the new grad_fn (B17).
-            if let Some(old) = old {
-                old.meta().hooks.clear_retains_grad(old_nr);
-            }
-            node.meta()
-                .hooks
-                .set_retains_grad(output_nr, Arc::downgrade(&self.0));
+        if let Some(old) = old {
+            old.meta().hooks.clear_retains_grad(old_nr);
         }
+        moved
+            .meta()
+            .hooks
+            .set_retains_grad(output_nr, Arc::downgrade(&self.0));
     }
 
     pub(crate) fn meta_lock(&self) -> crate::sync::MutexGuard<'_, AutogradMeta> {

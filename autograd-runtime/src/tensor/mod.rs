@@ -489,7 +489,8 @@ impl Tensor {
     }
 
     pub(crate) fn shape_dims(&self) -> Dims {
-        self.0.layout.shape.clone()
+        // `from_slice` copies; `clone` would go through `Extend` (~50 instructions per call).
+        Dims::from_slice(&self.0.layout.shape)
     }
 
     /// A new tensor aliasing this one's storage with `layout` (no autograd metadata).

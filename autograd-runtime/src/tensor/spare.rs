@@ -26,6 +26,12 @@ thread_local! {
 /// module docs); otherwise `arc` drops as usual.
 #[inline]
 pub(super) fn retire(mut arc: Arc<TensorImpl>) {
+    if Arc::strong_count(&arc) > 1 {
+        // Not the last handle (nearly every drop): only the count changes. Checked first, as
+        // `get_mut` takes and gives back the weak count to find the same. (A racing drop of the
+        // other handle makes that one the last: it frees the tensor as an ordinary drop.)
+        return;
+    }
     let Some(imp) = Arc::get_mut(&mut arc) else {
         return;
     };
