@@ -366,9 +366,10 @@ fn matmul_bits_do_not_depend_on_the_thread_count() {
             .expect("a test pool")
             .install(f)
     };
-    // (m, k, n): wide (cut by columns), tall (cut by rows, 5 x 3 blocks on 16 threads), ragged
-    // sizes (2 x 3 and 2 x 4 blocks on 7 and 8), one row of 64 with k > 512 (64 x 16 column
-    // blocks would change the sums: cut in two), and 2 x 2 ragged blocks with k > 512.
+    // (m, k, n): wide (cut by columns), tall (by rows), ragged sizes (2 x 3, 2 x 4 and 5 x 3
+    // blocks on 7, 8 and 16 threads), 64 rows with k > 512 (blocks of at most 64 x 64 would
+    // change the sums: 8 x 2 blocks of 8 x ~100 on 16 threads), and ragged 2 x 2 blocks with
+    // k > 512.
     let shapes = [
         (40, 70, 300),
         (300, 50, 40),
