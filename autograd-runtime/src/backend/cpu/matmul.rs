@@ -21,8 +21,21 @@ const SMALL_GEMM: usize = 4 * 4 * 4;
 /// ([`gemm_split`]); smaller ones stay on the calling thread.
 const PARALLEL_GEMM: usize = 64 * 64 * 64;
 
-/// The most threads [`gemm_split`] cuts a product for (measured on 2 cores; see there).
-const SPLIT_MAX_THREADS: usize = 4;
+/// Block edges of [`gemm_split`] fall on multiples of this many output columns (whole SIMD
+/// vectors of `gemm`'s kernels, which run along the output's columns: 16 f32 lanes on AVX-512)...
+const COL_UNIT: usize = 16;
+
+/// ...and of this many output rows. The kernels take a few rows at a time (6 on AVX-512), so a
+/// fine cut costs them little and balances the blocks: `x.t() @ g` of 784 x 64 x 512 on 2 threads
+/// took 0.157 ms in rows of 392 + 392, 0.176 in 64-row units (448 + 336; 2-core Xeon, 10th
+/// percentiles of 125 runs).
+const ROW_UNIT: usize = 8;
+
+/// What one operand element read (and packed) by a block costs it, in multiply-adds, in
+/// [`grid`]'s estimate: an order of magnitude (copying an element takes roughly as long as 16 of
+/// `gemm`'s f32 multiply-adds at AVX-512 peak). It only decides between cuts with different
+/// block sizes; among blocks of one size the least reading wins whatever its value.
+const PACK_COST: usize = 16;
 
 /// PyTorch `matmul`: 2-D @ 2-D, batched with broadcast leading dims, and 1-D operands (a vector
 /// on the left gets a leading 1 and one on the right a trailing 1, removed from the result;
@@ -137,67 +150,120 @@ fn gemm_into<T: Element>(
         return;
     }
     let threads = rayon::current_num_threads();
-    let dst_ptr = dst.as_mut_ptr().cast::<T>();
     if m * n * k < PARALLEL_GEMM || threads == 1 {
         // SAFETY: `dst` holds the `m * n` elements of an `m x n` row-major matrix (asserted
         // above), exclusively borrowed.
-        unsafe { gemm_raw(dst_ptr, n, lhs, rhs, Parallelism::None) };
-    } else if threads <= SPLIT_MAX_THREADS {
-        gemm_split(dst, lhs, rhs, threads);
+        unsafe { gemm_raw(dst.as_mut_ptr().cast::<T>(), n, lhs, rhs) };
     } else {
-        // SAFETY: as above.
-        unsafe { gemm_raw(dst_ptr, n, lhs, rhs, Parallelism::Rayon(threads)) };
+        gemm_split(dst, lhs, rhs, threads);
     }
 }
 
-/// `dst = lhs @ rhs` on `threads` threads: the output is cut into at most `threads` blocks of
-/// whole columns (or whole rows, when it has more rows than columns: the operand every block
-/// reads in full, and packs again, is then the smaller one), run through
-/// [`run_chunks`](super::parallel::run_chunks), so the calling thread computes a block too and
-/// never waits for a pool thread to wake. `gemm`'s own rayon mode woke the pool and put the caller
-/// to sleep for each of its inner blocks: on 2 threads the large MLP of the CPU-kernels issue ran
-/// 1.68 times faster than on one, MKL 1.89 times; cut this way, 1.90 times (Intel Xeon, 2 cores).
+/// `dst = lhs @ rhs` on `threads` threads: the output is cut into a grid of blocks ([`grid`]),
+/// one `gemm` call each, run through [`run_chunks`](super::parallel::run_chunks), so the calling
+/// thread computes a block too and never waits for a pool thread to wake.
 ///
-/// Each output element is still one `gemm` dot product over all of `k`, whose blocking depends on
-/// `k` alone, so the bits do not depend on the cut (or on the thread count): checked by
-/// `matmul_bits_do_not_depend_on_the_thread_count`.
+/// This is used at every thread count, in place of `gemm`'s own rayon mode, which wakes the pool
+/// and puts the caller to sleep for each of its inner blocks: on 2 threads the large MLP of the
+/// CPU-kernels issue ran 1.68 times faster than on one, MKL 1.89 times, and cut this way 1.90
+/// times (Intel Xeon, 2 cores). On the 16-core Xeon of the GPU issue, one block of whole columns
+/// per thread beat `gemm`'s threading at 8 and 16 threads too (large MLP 5.97 ms against 10.13 at
+/// 16 threads; it had been used only up to 4). A block reads, and `gemm` may pack, its rows of
+/// `lhs` and its columns of `rhs`, so blocks of whole columns read all of `lhs` once per thread;
+/// a grid of `rb x cb` blocks reads `lhs` `cb` times and `rhs` `rb` times instead.
 ///
-/// Every block packs the operand it reads in full once more, a cost that grows with the thread
-/// count; above [`SPLIT_MAX_THREADS`] `gemm`'s own threading, which packs it once for all
-/// threads, is used instead.
+/// Each output element is still one `gemm` dot product over all of `k`, and [`grid`] keeps every
+/// block on the code path, and so the summation order, that the whole product takes on one thread
+/// ([`same_sums`]): the bits do not depend on the cut (or on the thread count), as
+/// `matmul_bits_do_not_depend_on_the_thread_count` checks.
 fn gemm_split<T: Element>(
     dst: &mut [MaybeUninit<T>],
     lhs: ArrayView2<'_, T>,
     rhs: ArrayView2<'_, T>,
     threads: usize,
 ) {
-    let (m, n) = (lhs.nrows(), rhs.ncols());
-    let by_cols = n >= m;
-    // Block edges on whole tiles of gemm's kernels: 16-column multiples, or 64-row ones (its f32
-    // row tile under AVX-512).
-    let (len, unit) = if by_cols { (n, 16) } else { (m, 64) };
-    let per = len.div_ceil(threads).next_multiple_of(unit);
-    let blocks = len.div_ceil(per);
+    let (m, k, n) = (lhs.nrows(), lhs.ncols(), rhs.ncols());
+    let (rb, cb) = grid(m, n, k, threads);
     let out = SendPtr(dst.as_mut_ptr().cast::<T>());
-    run_chunks(blocks, &|i| {
-        let (start, end) = (i * per, ((i + 1) * per).min(len));
-        // SAFETY: block `i` writes only the elements of its columns `start..end` (or rows) of the
-        // `m x n` row-major `dst`, exclusively borrowed for this call, and `run_chunks` runs
-        // each block once and returns after all of them: no two writers share an element.
-        unsafe {
-            if by_cols {
-                let rhs = rhs.slice(s![.., start..end]);
-                gemm_raw(out.get().add(start), n, lhs, rhs, Parallelism::None);
-            } else {
-                let lhs = lhs.slice(s![start..end, ..]);
-                gemm_raw(out.get().add(start * n), n, lhs, rhs, Parallelism::None);
-            }
-        }
+    run_chunks(rb * cb, &|i| {
+        let (r, c) = (i / cb, i % cb);
+        let (r0, r1) = (cut(m, ROW_UNIT, rb, r), cut(m, ROW_UNIT, rb, r + 1));
+        let (c0, c1) = (cut(n, COL_UNIT, cb, c), cut(n, COL_UNIT, cb, c + 1));
+        let lhs = lhs.slice(s![r0..r1, ..]);
+        let rhs = rhs.slice(s![.., c0..c1]);
+        // SAFETY: block `(r, c)` writes only the elements of rows `r0..r1` and columns `c0..c1`
+        // of the `m x n` row-major `dst` (row stride `n`), exclusively borrowed for this call;
+        // the blocks tile the output without overlap (`cut` is increasing), and `run_chunks`
+        // runs each block once and returns after all of them: no two writers share an element.
+        unsafe { gemm_raw(out.get().add(r0 * n + c0), n, lhs, rhs) };
     });
 }
 
-/// `dst = lhs @ rhs` with `gemm`'s `parallelism`, `dst` the row-major `m x n` matrix at `dst`
-/// with row stride `dst_rs` (column stride 1); `m, n, k > 0`.
+/// The start of part `i` (`i <= parts`; part `parts` starts at `len`) when `len` is cut into
+/// `parts` runs of whole `unit`s (all but the last unit full), as even as possible: the first
+/// runs get one unit more. Needs `1 <= parts <= len.div_ceil(unit)`, so no run is empty.
+fn cut(len: usize, unit: usize, parts: usize, i: usize) -> usize {
+    let units = len.div_ceil(unit);
+    let (base, extra) = (units / parts, units % parts);
+    ((i * base + i.min(extra)) * unit).min(len)
+}
+
+/// The grid (`rb` rows by `cb` columns of blocks, `rb * cb <= threads`) [`gemm_split`] cuts an
+/// `m x n` output with inner dimension `k` into: the one with the least estimated time for its
+/// largest block, `rows * cols` multiply-adds per step of `k` plus [`PACK_COST`] for each row of
+/// `lhs` and column of `rhs` it reads. Among grids of equally large blocks that is the one
+/// reading least in all (`cb * |lhs| + rb * |rhs|`); e.g. `256 x 1024` on 16 threads is `2 x 8`
+/// blocks of `128 x 128`, where whole columns (`1 x 16` of `256 x 64`) read 25% more. Grids whose
+/// blocks would leave the whole product's code path in `gemm` ([`same_sums`]) are passed over;
+/// `1 x 1`, the whole product, always qualifies.
+fn grid(m: usize, n: usize, k: usize, threads: usize) -> (usize, usize) {
+    let cost = |rows: usize, cols: usize| rows * cols + PACK_COST * (rows + cols);
+    let (mut best, mut best_cost) = ((1, 1), cost(m, n));
+    for rb in 1..=threads.min(m.div_ceil(ROW_UNIT)) {
+        // The largest block only shrinks with more columns of blocks: take the most that keep
+        // every block on the whole product's path.
+        let most = (threads / rb).min(n.div_ceil(COL_UNIT));
+        for cb in (1..=most).rev() {
+            // Part 0 is the largest and the last part the smallest of each cut.
+            let rows = [cut(m, ROW_UNIT, rb, 1), m - cut(m, ROW_UNIT, rb, rb - 1)];
+            let cols = [cut(n, COL_UNIT, cb, 1), n - cut(n, COL_UNIT, cb, cb - 1)];
+            let fits = rows
+                .iter()
+                .all(|&r| cols.iter().all(|&c| same_sums(r, c, m, n, k)));
+            if fits {
+                if cost(rows[0], cols[0]) < best_cost {
+                    (best, best_cost) = ((rb, cb), cost(rows[0], cols[0]));
+                }
+                break;
+            }
+        }
+    }
+    best
+}
+
+/// Whether `gemm` sums every element of a `rows x cols` block of an `m x n` product (inner
+/// dimension `k`) in the same order as for the whole product: it chooses its code path, and so
+/// the summation order, by the shape (gemm 0.19, `gemm_basic_generic`). Conservatively (the layouts
+/// of the operands also take part), the block must agree with the whole on: at most 16 x 16
+/// elements (horizontal kernels, one reduction across SIMD lanes), a single row or column (matrix
+/// times vector kernels), and, when `k > 512`, both sides at most 64 (the depth is then summed in
+/// steps of 512, where larger products take near-equal steps sized from the caches: for
+/// `k = 784` a 64 x 32 block adds 512 + 272, the whole 64 x 512 product 392 + 392). Otherwise
+/// every element is one multiply-add chain per depth step, in the same steps, whichever tile
+/// (full or edge) it falls in.
+fn same_sums(rows: usize, cols: usize, m: usize, n: usize, k: usize) -> bool {
+    let path = |r: usize, c: usize| {
+        (
+            r * c <= 16 * 16,
+            r <= 1 || c <= 1,
+            k > 512 && r.max(c) <= 64,
+        )
+    };
+    path(rows, cols) == path(m, n)
+}
+
+/// `dst = lhs @ rhs` by one `gemm` call on the calling thread, `dst` the row-major `m x n` matrix
+/// at `dst` with row stride `dst_rs` (column stride 1); `m, n, k > 0`.
 ///
 /// # Safety
 ///
@@ -208,7 +274,6 @@ unsafe fn gemm_raw<T: Element>(
     dst_rs: usize,
     lhs: ArrayView2<'_, T>,
     rhs: ArrayView2<'_, T>,
-    parallelism: Parallelism,
 ) {
     let (m, k) = lhs.dim();
     let n = rhs.ncols();
@@ -244,7 +309,7 @@ unsafe fn gemm_raw<T: Element>(
             false,
             false,
             false,
-            parallelism,
+            Parallelism::None,
         );
     }
 }

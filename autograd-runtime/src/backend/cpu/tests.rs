@@ -352,9 +352,11 @@ fn matmul_vectors_and_empty() {
     );
 }
 
-/// `matmul` cuts large products into blocks for the intra-op threads; the bits must not depend
-/// on how many threads there are (so not on the cut), for both cuts (by columns and by rows),
-/// transposed operands, a batched product and both dtypes, and must match the naive product.
+/// `matmul` cuts large products into a grid of blocks for the intra-op threads; the bits must not
+/// depend on how many threads there are (so not on the cut), for cuts by columns, by rows and
+/// both (ragged edges included), transposed operands, a batched product and both dtypes, and
+/// must match the naive product. `k > 512` is where `gemm` steps through the depth differently
+/// for blocks of at most 64 x 64, which the cut must avoid.
 #[test]
 fn matmul_bits_do_not_depend_on_the_thread_count() {
     let on = |threads: usize, f: &(dyn Fn() -> Vec<u64> + Sync)| {
@@ -364,8 +366,18 @@ fn matmul_bits_do_not_depend_on_the_thread_count() {
             .expect("a test pool")
             .install(f)
     };
-    // (m, k, n): wide (cut by columns), tall (cut by rows), and ragged sizes.
-    for (m, k, n) in [(40, 70, 300), (300, 50, 40), (97, 129, 131)] {
+    // (m, k, n): wide (cut by columns), tall (by rows), ragged sizes (2 x 3, 2 x 4 and 5 x 3
+    // blocks on 7, 8 and 16 threads), 64 rows with k > 512 (blocks of at most 64 x 64 would
+    // change the sums: 8 x 2 blocks of 8 x ~100 on 16 threads), and ragged 2 x 2 blocks with
+    // k > 512.
+    let shapes = [
+        (40, 70, 300),
+        (300, 50, 40),
+        (97, 129, 131),
+        (64, 600, 200),
+        (198, 520, 26),
+    ];
+    for (m, k, n) in shapes {
         let a = mat(&[m, k], 1);
         let b = mat(&[k, n], 2);
         let at = mat(&[k, m], 3);
@@ -393,7 +405,7 @@ fn matmul_bits_do_not_depend_on_the_thread_count() {
                 .collect()
         };
         let (want64, want32) = (on(1, &f64_bits), on(1, &f32_bits));
-        for threads in [2, 3, 4, 7] {
+        for threads in [2, 3, 4, 5, 7, 8, 16] {
             assert!(
                 on(threads, &f64_bits) == want64,
                 "f64 {m}x{k}x{n}: bits differ with {threads} threads"
