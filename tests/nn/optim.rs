@@ -611,6 +611,37 @@ fn clip_grad_norm_and_value_match_pytorch() {
     );
 }
 
+/// Non-finite gradients clip as in PyTorch 2.15 (`clip_grad_norm_` over `[1, nan, 2]` and
+/// `[3, 4]` gives a NaN total and NaN everywhere; with `inf` in place of the NaN, an infinite
+/// total, the infinite entry NaN (inf · 0) and every other entry 0).
+#[test]
+fn clip_grad_norm_with_non_finite_gradients_follows_pytorch() {
+    let run = |bad: f32| {
+        let a = Tensor::zeros(&[3], DType::F32)
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap();
+        let b = Tensor::zeros(&[2], DType::F32)
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap();
+        a.set_grad(Some(
+            Tensor::from_vec(vec![1.0f32, bad, 2.0], &[3]).unwrap(),
+        ));
+        b.set_grad(Some(Tensor::from_vec(vec![3.0f32, 4.0], &[2]).unwrap()));
+        let total = clip_grad_norm_(&[a.clone(), b.clone()], 1.0, 2.0).unwrap();
+        let grads = [a, b].map(|p| p.grad().unwrap().to_vec::<f32>().unwrap());
+        (total.item::<f32>().unwrap(), grads)
+    };
+    let (total, [ga, gb]) = run(f32::NAN);
+    assert!(total.is_nan());
+    assert!(ga.iter().chain(&gb).all(|g| g.is_nan()), "{ga:?} {gb:?}");
+    let (total, [ga, gb]) = run(f32::INFINITY);
+    assert_eq!(total, f32::INFINITY);
+    assert!(ga[1].is_nan(), "{ga:?}");
+    assert_eq!([ga[0], ga[2], gb[0], gb[1]], [0.0; 4]);
+}
+
 // ----- checkpoints ------------------------------------------------------------------------------
 
 fn adam_config() -> Value {

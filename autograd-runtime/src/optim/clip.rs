@@ -1,7 +1,5 @@
 //! Gradient clipping: PyTorch's `torch.nn.utils.clip_grad_norm_` and `clip_grad_value_`.
 
-use super::ops::scalar_like;
-use crate::tensor::kernels::host;
 use crate::{Error, Result, Tensor, no_grad};
 
 /// Scales the gradients of `params` so that their total `norm_type`-norm (the norm of the
@@ -9,7 +7,8 @@ use crate::{Error, Result, Tensor, no_grad};
 /// scaling, as PyTorch's `clip_grad_norm_`: the gradients are multiplied in place by
 /// `min(max_norm / (total + 1e-6), 1)`. `norm_type` is any `p >= 1` or `f64::INFINITY` (the
 /// largest absolute value). Parameters without a gradient are skipped; with none at all, the
-/// total is a 0-dim zero.
+/// total is a 0-dim zero. As in PyTorch (`error_if_nonfinite=False`), a NaN in any gradient
+/// makes the total and every gradient NaN, and an infinite one zeroes every finite entry.
 ///
 /// # Errors
 ///
@@ -51,9 +50,9 @@ pub fn clip_grad_norm_(params: &[Tensor], max_norm: f64, norm_type: f64) -> Resu
         .collect::<Result<Vec<_>>>()?;
     let total = vector_norm(&Tensor::stack(&norms, 0)?, norm_type)?;
     let coef = total.add_scalar(1e-6)?.rdiv_scalar(max_norm)?;
-    // PyTorch's `clamp(clip_coef, max=1.0)`, read on the host (one synchronisation on CUDA).
-    let coef = host(&coef)?.item_f64()?.min(1.0);
-    let coef = scalar_like(first, coef)?;
+    // PyTorch's `clamp(clip_coef, max=1.0)`: NaN stays NaN, so a NaN total norm makes every
+    // gradient NaN, and an infinite one zeroes the finite entries, as in PyTorch.
+    let coef = coef.clamp(None, Some(1.0))?;
     for g in &grads {
         g.mul_(&coef)?;
     }
@@ -110,11 +109,4 @@ pub fn clip_grad_value_(params: &[Tensor], clip_value: f64) -> Result<()> {
         g.copy_(&g.clamp(Some(-clip_value), Some(clip_value))?)?;
     }
     Ok(())
-}
-
-impl Tensor {
-    /// The value of a one-element host tensor as `f64`.
-    fn item_f64(&self) -> Result<f64> {
-        self.to_dtype(crate::DType::F64)?.item::<f64>()
-    }
 }
