@@ -143,11 +143,12 @@ impl<'a> NodePlan<'a> {
                 let __grads: ::std::vec::Vec<::core::option::Option<#krate::Tensor>> = grads.into_vec();
             }
         } else {
-            let i = 0..grads.len();
+            let (i, n) = (0..grads.len(), grads.len());
             quote_spanned! {loc=>
+                let __grads: [::core::option::Option<#krate::Tensor>; #n] =
+                    #krate::__private::take_grads(grads);
                 #(
-                    let #grads: ::core::option::Option<&#krate::Tensor> =
-                        grads.get(#i).and_then(::core::option::Option::as_ref);
+                    let #grads: ::core::option::Option<&#krate::Tensor> = __grads[#i].as_ref();
                 )*
             }
         }

@@ -81,12 +81,13 @@ const _: () = {
             _meta: &crate::NodeMeta,
             grads: crate::__private::GradVec,
         ) -> crate::Result<crate::__private::GradVec> {
-            let __grad_0: ::core::option::Option<&crate::Tensor> = grads
-                .get(0usize)
-                .and_then(::core::option::Option::as_ref);
-            let __grad_1: ::core::option::Option<&crate::Tensor> = grads
-                .get(1usize)
-                .and_then(::core::option::Option::as_ref);
+            let __grads: [::core::option::Option<crate::Tensor>; 2usize] = crate::__private::take_grads(
+                grads,
+            );
+            let __grad_0: ::core::option::Option<&crate::Tensor> = __grads[0usize]
+                .as_ref();
+            let __grad_1: ::core::option::Option<&crate::Tensor> = __grads[1usize]
+                .as_ref();
             let __result = add_and_mask__backward(
                 __grad_0
                     .expect(

@@ -104,9 +104,11 @@ const _: () = {
             _meta: &::autograd::NodeMeta,
             grads: ::autograd::__private::GradVec,
         ) -> ::autograd::Result<::autograd::__private::GradVec> {
-            let __grad_0: ::core::option::Option<&::autograd::Tensor> = grads
-                .get(0usize)
-                .and_then(::core::option::Option::as_ref);
+            let __grads: [::core::option::Option<::autograd::Tensor>; 1usize] = ::autograd::__private::take_grads(
+                grads,
+            );
+            let __grad_0: ::core::option::Option<&::autograd::Tensor> = __grads[0usize]
+                .as_ref();
             let __saved_x_unpacked: ::core::option::Option<::autograd::Tensor> = match &self
                 .__saved_x
             {

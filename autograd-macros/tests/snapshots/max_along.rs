@@ -105,9 +105,11 @@ const _: () = {
             _meta: &::autograd::NodeMeta,
             grads: ::autograd::__private::GradVec,
         ) -> ::autograd::Result<::autograd::__private::GradVec> {
-            let __grad_0: ::core::option::Option<&::autograd::Tensor> = grads
-                .get(0usize)
-                .and_then(::core::option::Option::as_ref);
+            let __grads: [::core::option::Option<::autograd::Tensor>; 1usize] = ::autograd::__private::take_grads(
+                grads,
+            );
+            let __grad_0: ::core::option::Option<&::autograd::Tensor> = __grads[0usize]
+                .as_ref();
             let __saved_dims_value = &self.__saved_dims;
             let __saved_dims_arg: &[usize] = ::core::borrow::Borrow::borrow(
                 __saved_dims_value,

@@ -116,9 +116,11 @@ const _: () = {
             _meta: &::autograd::NodeMeta,
             grads: ::autograd::__private::GradVec,
         ) -> ::autograd::Result<::autograd::__private::GradVec> {
-            let __grad_0: ::core::option::Option<&::autograd::Tensor> = grads
-                .get(0usize)
-                .and_then(::core::option::Option::as_ref);
+            let __grads: [::core::option::Option<::autograd::Tensor>; 1usize] = ::autograd::__private::take_grads(
+                grads,
+            );
+            let __grad_0: ::core::option::Option<&::autograd::Tensor> = __grads[0usize]
+                .as_ref();
             let __saved_x_unpacked = self.__saved_x.get()?;
             let __saved_scale_value = ::core::clone::Clone::clone(&self.__saved_scale);
             let __saved_scale_arg: f64 = __saved_scale_value;

@@ -85,12 +85,13 @@ const _: () = {
             _meta: &::autograd::NodeMeta,
             grads: ::autograd::__private::GradVec,
         ) -> ::autograd::Result<::autograd::__private::GradVec> {
-            let __grad_0: ::core::option::Option<&::autograd::Tensor> = grads
-                .get(0usize)
-                .and_then(::core::option::Option::as_ref);
-            let __grad_1: ::core::option::Option<&::autograd::Tensor> = grads
-                .get(1usize)
-                .and_then(::core::option::Option::as_ref);
+            let __grads: [::core::option::Option<::autograd::Tensor>; 2usize] = ::autograd::__private::take_grads(
+                grads,
+            );
+            let __grad_0: ::core::option::Option<&::autograd::Tensor> = __grads[0usize]
+                .as_ref();
+            let __grad_1: ::core::option::Option<&::autograd::Tensor> = __grads[1usize]
+                .as_ref();
             let __saved_result_0_unpacked = self.__saved_result_0.get()?;
             let __saved_result_1_unpacked = self.__saved_result_1.get()?;
             let __result = sin_cos_backward(

@@ -115,8 +115,9 @@ pub(crate) fn evaluate_function(
     // Each gradient is moved out of `outputs` (not consumed through `into_iter`): once the loop
     // is done, an inline `outputs` holds nothing to free, and is forgotten below instead of
     // going through `SmallVec`'s out-of-line `Drop`.
-    for i in 0..outputs.len() {
-        let grad = std::mem::take(&mut outputs[i]);
+    // Through one slice: each `outputs[i]` would check again where the vector's items live.
+    for (i, out) in outputs.iter_mut().enumerate() {
+        let grad = std::mem::take(out);
         let target = gt.plan.target(index, i);
         if target == NO_TARGET {
             continue;

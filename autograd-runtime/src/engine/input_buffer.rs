@@ -28,6 +28,14 @@ impl InputBuffer {
     /// [`InputBuffer::add`], for the first gradient (which `add` moves in as it is).
     #[inline]
     pub(crate) fn with_first(num_inputs: usize, pos: usize, grad: Option<Tensor>) -> InputBuffer {
+        if pos < num_inputs && num_inputs <= 2 {
+            // Written straight into the inline buffer, as `new` does, with the gradient in it.
+            let mut slots = [None, None];
+            slots[pos] = grad;
+            return InputBuffer {
+                slots: GradVec::from_buf_and_len(slots, num_inputs),
+            };
+        }
         let mut buffer = InputBuffer::new(num_inputs);
         buffer.slots[pos] = grad;
         buffer

@@ -94,6 +94,22 @@ impl<B> std::fmt::Debug for FunctionNode<B> {
     }
 }
 
+/// The incoming gradients of a node with `N` inputs, moved out of `grads` (what the backward
+/// `#[differentiable]` generates starts with). Missing slots are `None`. When `grads` holds no
+/// more than `N` slots inline, nothing is left in it and it is forgotten instead of going through
+/// `SmallVec`'s out-of-line `Drop` (a call and a loop per node run); the gradients themselves
+/// drop with the returned array, inline.
+#[doc(hidden)]
+#[inline]
+pub fn take_grads<const N: usize>(mut grads: GradVec) -> [Option<Tensor>; N] {
+    let taken = std::array::from_fn(|i| grads.get_mut(i).and_then(Option::take));
+    if !grads.spilled() && grads.len() <= N {
+        // Every slot was taken above (all are `None`) and nothing is on the heap.
+        std::mem::forget(grads);
+    }
+    taken
+}
+
 /// The next edges for a node over `inputs`, or `None` when nothing must be recorded (grad mode
 /// off, or no input requires grad).
 #[doc(hidden)]

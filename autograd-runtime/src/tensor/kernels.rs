@@ -371,9 +371,9 @@ fn map_typed<T: Element, M: ElementMap>(
         let src = &data[layout.offset..layout.offset + layout.numel()];
         if src.len() <= 2 {
             // Scalars (every gradient of a scalar chain): fill the inline buffer directly.
-            let mut v = ElemVec::new();
-            src.iter().for_each(|&x| v.push(m.apply(x)));
-            v
+            let mut buf = [T::default(); 2];
+            buf.iter_mut().zip(src).for_each(|(b, &x)| *b = m.apply(x));
+            ElemVec::from_buf_and_len(buf, src.len())
         } else {
             ElemVec::from_vec(src.iter().map(|&x| m.apply(x)).collect())
         }
