@@ -241,3 +241,129 @@ fn element_wise_kernels_take_packs_only_where_every_operand_allows() {
     let column = KernelLayout::new(&Layout::contiguous(&[8, 1]).expand(&[8, 8]).unwrap()).unwrap();
     assert_eq!(plan(F32, 64, &[(&column, 0)], 0), (0, 64));
 }
+
+/// The element-wise kernels of `kernels.cu` compiled as host C++ (blocks and threads looped):
+/// the 16-byte-pack path gives, element for element and bit for bit, what the one-element path
+/// gives, and writes every output, for dense runs (lengths around the pack and block sizes, tails
+/// included) and bias rows, in f32 and f64. Runs wherever a C++ compiler is (`c++`), no GPU
+/// needed; prints `skipped` otherwise. (On a GPU, `tests/ops/cuda.rs` checks both paths against
+/// the CPU backend.)
+#[test]
+fn packed_and_element_wise_kernel_paths_agree_when_run_on_the_host() {
+    const SHIM: &str = r#"
+#include <cstdio>
+#include <cstring>
+#include <math.h>
+#include <vector>
+#define __device__
+#define __global__
+#define __forceinline__ inline
+struct Dim { unsigned x; };
+static Dim blockIdx, threadIdx, blockDim, gridDim;
+static inline float __int_as_float(int v) { float f; std::memcpy(&f, &v, 4); return f; }
+static inline double __longlong_as_double(long long v) { double d; std::memcpy(&d, &v, 8); return d; }
+"#;
+    const MAIN: &str = r#"
+static Layout dense(u64 n, u64 offset) {
+    Layout l = {};
+    l.ndim = 1; l.offset = offset; l.shape[0] = n; l.strides[0] = 1; l.index32 = 1;
+    return l;
+}
+static Layout rows(u64 r, u64 c) {
+    Layout l = {};
+    l.ndim = 2; l.shape[0] = r; l.shape[1] = c; l.strides[0] = 0; l.strides[1] = 1; l.index32 = 1;
+    return l;
+}
+template <typename F> static void grid(u64 work, F k) {
+    blockDim.x = 256;
+    gridDim.x = (unsigned)((work + 255) / 256);
+    if (gridDim.x == 0) return;
+    for (blockIdx.x = 0; blockIdx.x < gridDim.x; ++blockIdx.x)
+        for (threadIdx.x = 0; threadIdx.x < blockDim.x; ++threadIdx.x) k();
+}
+static int checks = 0, failures = 0;
+template <typename T> static void compare(const char* what, u64 n, const std::vector<T>& a,
+                                          const std::vector<T>& b) {
+    ++checks;
+    for (u64 i = 0; i < n; ++i) {
+        if (std::memcmp(&a[i], &b[i], sizeof(T)) != 0 || a[i] != a[i]) {
+            if (failures++ < 5) std::printf("mismatch: %s n=%llu at %llu: %g vs %g\n", what, n, i, (double)a[i], (double)b[i]);
+            return;
+        }
+    }
+}
+template <typename T, typename Run> static void both(const char* what, u64 n, Run run) {
+    const u64 P = 16 / sizeof(T);
+    std::vector<T> one(n + 1, T(-12345)), packed(n + 1, T(-12345));
+    run(one.data(), 0, n);
+    run(packed.data(), 1, (n + P - 1) / P);
+    compare<T>(what, n, one, packed);
+    for (u64 i = 0; i < n; ++i) if (one[i] == T(-12345)) { ++failures; std::printf("unwritten: %s n=%llu at %llu\n", what, n, i); break; }
+}
+template <typename T> static void suite(void (*unary)(int, Layout, const T*, T*, u64, int),
+                                        void (*binary)(int, Layout, const T*, Layout, const T*, T*, u64, int),
+                                        void (*scalar)(int, Layout, const T*, T, int, T*, u64, int),
+                                        void (*fused)(int, T, Layout, const T*, Layout, const T*, T*, u64, int),
+                                        void (*power)(Layout, const T*, T, T*, u64, int)) {
+    const u64 P = 16 / sizeof(T);
+    const u64 lengths[] = {1, 2, 3, 4, 5, 7, 8, 9, 255, 256, 257, 1023, 1024, 1025, 4099};
+    for (u64 n : lengths) {
+        std::vector<T> a(n + P), b(n + P);
+        for (u64 i = 0; i < n + P; ++i) { a[i] = T(((i * 7919) % 1000) / 250.0 - 2.0); b[i] = T(((i * 104729) % 997) / 300.0 - 1.5); }
+        for (u64 off : {(u64)0, P}) {
+            Layout la = dense(n, off), lb = dense(n, off);
+            for (int op : {0, 5, 6, 7, 9}) both<T>("unary", n, [&](T* y, int vec, u64 work) { grid(work, [&] { unary(op, la, a.data(), y, n, vec); }); });
+            for (int op : {0, 1, 2, 3}) both<T>("binary", n, [&](T* y, int vec, u64 work) { grid(work, [&] { binary(op, la, a.data(), lb, b.data(), y, n, vec); }); });
+            for (int left : {0, 1}) both<T>("binary_scalar", n, [&](T* y, int vec, u64 work) { grid(work, [&] { scalar(3, la, a.data(), T(0.3), left, y, n, vec); }); });
+            for (int op : {0, 2, 7}) both<T>("fused", n, [&](T* y, int vec, u64 work) { grid(work, [&] { fused(op, T(3), la, a.data(), lb, b.data(), y, n, vec); }); });
+            both<T>("pow_scalar", n, [&](T* y, int vec, u64 work) { grid(work, [&] { power(la, a.data(), T(3), y, n, vec); }); });
+        }
+    }
+    // Bias rows: a [r, c] matrix plus a row of c broadcast down it, c a whole number of packs.
+    for (u64 r : {(u64)1, (u64)3, (u64)64}) for (u64 c : {P, 2 * P, 7 * P, 64 * P}) {
+        u64 n = r * c;
+        std::vector<T> m(n), bias(c);
+        for (u64 i = 0; i < n; ++i) m[i] = T(((i * 31) % 101) / 7.0 - 5.0);
+        for (u64 j = 0; j < c; ++j) bias[j] = T(j) / T(3) - T(1);
+        Layout lm = dense(n, 0), lr = rows(r, c);
+        both<T>("bias add", n, [&](T* y, int vec, u64 work) { grid(work, [&] { binary(0, lm, m.data(), lr, bias.data(), y, n, vec); }); });
+        both<T>("bias first", n, [&](T* y, int vec, u64 work) { grid(work, [&] { binary(1, lr, bias.data(), lm, m.data(), y, n, vec); }); });
+    }
+}
+int main() {
+    suite<float>(unary_f32, binary_f32, binary_scalar_f32, fused_f32, pow_scalar_f32);
+    suite<double>(unary_f64, binary_f64, binary_scalar_f64, fused_f64, pow_scalar_f64);
+    if (failures) { std::printf("%d of %d checks failed\n", failures, checks); return 1; }
+    std::printf("ok: %d checks\n", checks);
+    return 0;
+}
+"#;
+    let end = SOURCE
+        .find("// ----- reductions")
+        .expect("kernels.cu has a reductions section");
+    let dir = std::env::temp_dir().join(format!("autograd-packs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cpp = dir.join("packs.cpp");
+    std::fs::write(&cpp, format!("{SHIM}{}{MAIN}", &SOURCE[..end])).unwrap();
+    let exe = dir.join("packs");
+    let Ok(built) = std::process::Command::new("c++")
+        .args(["-std=c++17", "-O1", "-ffp-contract=off", "-o"])
+        .arg(&exe)
+        .arg(&cpp)
+        .output()
+    else {
+        println!("skipped: no C++ compiler (`c++`) to run the kernels on the host");
+        return;
+    };
+    assert!(
+        built.status.success(),
+        "the element-wise kernels do not compile as host C++: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let run = std::process::Command::new(&exe).output().unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(run.status.success(), "{stdout}");
+    println!("ran: {stdout}");
+    assert!(stdout.starts_with("ok: "), "{stdout}");
+}
