@@ -312,23 +312,38 @@ fn panic_in_hook_half_way(device: Device) -> Result<()> {
 
 /// A chain that hops between virtual devices (each hop a node on another device thread).
 fn virtual_devices() -> Result<()> {
+    hops(
+        &[Device::Virtual(0), Device::Virtual(1), Device::Virtual(2)],
+        12,
+    )
+}
+
+/// `n` × `to(devices[i % len]).mul_scalar(1.5)` from a CPU leaf, summed back on the CPU:
+/// d/dx = 1.5ⁿ.
+fn hops(devices: &[Device], n: usize) -> Result<()> {
     let x = leaf(vec![0.5; 8], &[8])?;
     let mut h = x.clone();
-    for i in 0..12 {
-        h = h.to(Device::Virtual(i % 3))?.mul_scalar(1.5)?;
+    for i in 0..n {
+        h = h.to(devices[i % devices.len()])?.mul_scalar(1.5)?;
     }
     h.to(Device::Cpu)?.sum()?.backward()?;
     assert_all_close(
         &x.grad().unwrap().to_vec::<f64>()?,
-        1.5f64.powi(12),
+        1.5f64.powi(n as i32),
         "x.grad",
     );
     Ok(())
 }
 
-/// Double backward through `grad(create_graph)`: d²/dx² x³ = 6x.
 fn double_backward() -> Result<()> {
-    let x = leaf(vec![1.0, 2.0, 3.0], &[3])?;
+    double_backward_on(Device::Cpu)
+}
+
+/// Double backward on `device` through `grad(create_graph)`: d²/dx² x³ = 6x.
+fn double_backward_on(device: Device) -> Result<()> {
+    let x = Tensor::from_vec(vec![1.0, 2.0, 3.0], &[3])?
+        .to(device)?
+        .requires_grad_(true)?;
     let y = x.mul(&x)?.mul(&x)?.sum()?;
     let dy = grad(&[y], &[x.clone()], GradOptions::new().create_graph(true))?;
     let dy = dy[0].clone().unwrap();
@@ -349,32 +364,8 @@ fn cuda_mixed(passes: usize) -> Result<()> {
             0 => mlp_on(gpu)?,
             1 => error_half_way(gpu)?,
             2 => panic_in_hook_half_way(gpu)?,
-            3 => {
-                let x = Tensor::from_vec(vec![1.0, 2.0, 3.0], &[3])?
-                    .to(gpu)?
-                    .requires_grad_(true)?;
-                let y = x.mul(&x)?.mul(&x)?.sum()?;
-                let dy = grad(&[y], &[x.clone()], GradOptions::new().create_graph(true))?;
-                let d2y = grad(&[dy[0].clone().unwrap().sum()?], &[x], GradOptions::new())?;
-                assert_eq!(
-                    d2y[0].as_ref().unwrap().to_vec::<f64>()?,
-                    vec![6.0, 12.0, 18.0]
-                );
-            }
-            _ => {
-                let x = leaf(vec![0.5; 8], &[8])?;
-                let mut h = x.clone();
-                for j in 0..6 {
-                    let to = if j % 2 == 0 { gpu } else { Device::Cpu };
-                    h = h.to(to)?.mul_scalar(1.5)?;
-                }
-                h.to(Device::Cpu)?.sum()?.backward()?;
-                assert_all_close(
-                    &x.grad().unwrap().to_vec::<f64>()?,
-                    1.5f64.powi(6),
-                    "x.grad",
-                );
-            }
+            3 => double_backward_on(gpu)?,
+            _ => hops(&[gpu, Device::Cpu], 6)?,
         }
     }
     Ok(())
