@@ -92,6 +92,14 @@ pub mod __private {
     };
     pub use smallvec;
 
+    /// The fused kernels of element-wise derived bodies (`ops/fused.rs`).
+    pub mod fused {
+        pub use crate::ops::fused::{
+            Elementwise, FusedProgram, FusedVar, fused_backward, fused_forward, fuses_on,
+            keep_value, run_on_host, runs, take_value,
+        };
+    }
+
     /// Compiles only for a type a node can own as a saved attribute: the node clones it into
     /// the backward and may run on another thread. Called (in a constant, so at no run-time
     /// cost) with each saved attribute's type, spanned on that type, so that rustc's error

@@ -96,7 +96,7 @@ fn run_op(body: &Body, op: &Op) -> TokenStream {
 }
 
 /// The identifiers a token stream mentions, to find the attributes the backward needs.
-fn mentions(tokens: &TokenStream, ident: &Ident) -> bool {
+pub(crate) fn mentions(tokens: &TokenStream, ident: &Ident) -> bool {
     tokens.clone().into_iter().any(|t| match t {
         proc_macro2::TokenTree::Ident(i) => i == *ident,
         proc_macro2::TokenTree::Group(g) => mentions(&g.stream(), ident),
@@ -126,13 +126,24 @@ fn forward_needs(v: usize) -> Ident {
 /// What the rules of the live ops read of value `v`, given which operands will need a gradient:
 /// a `Read`, from each rule's `reads` declaration.
 fn reads_of(krate: &Path, body: &Body, live: &[bool], v: usize) -> TokenStream {
+    reads_given(krate, body, live, v, forward_needs)
+}
+
+/// [`reads_of`], with the needs flags named by `needs` (the forward's or the backward's).
+fn reads_given(
+    krate: &Path,
+    body: &Body,
+    live: &[bool],
+    v: usize,
+    needs: fn(usize) -> Ident,
+) -> TokenStream {
     let read = quote!(#krate::__private::Read);
     let uses = body
         .ops()
         .filter(|op| live[op.result] && !op.tensors.is_empty())
         .flat_map(|op| {
             let path = rule_path(krate, op);
-            let needs: Vec<Ident> = op.tensors.iter().map(|&t| forward_needs(t)).collect();
+            let needs: Vec<Ident> = op.tensors.iter().map(|&t| needs(t)).collect();
             let operands = op
                 .tensors
                 .iter()
@@ -177,6 +188,8 @@ struct DerivedPlan<'a> {
     n_outputs: usize,
     /// The attributes the backward's steps use.
     attrs: Vec<(&'a Ident, &'a syn::Type)>,
+    /// The body as one generated kernel each way, when every op is element-wise.
+    fusion: Option<super::fused::Fusion>,
 }
 
 impl<'a> DerivedPlan<'a> {
@@ -224,7 +237,9 @@ impl<'a> DerivedPlan<'a> {
             .filter(|p| scalar_tokens.iter().any(|t| mentions(t, p.ident)))
             .map(|p| (p.ident, p.ty))
             .collect();
+        let fusion = super::fused::fusion(krate, body, &live);
         DerivedPlan {
+            fusion,
             krate,
             fwd,
             func,
@@ -273,10 +288,23 @@ impl<'a> DerivedPlan<'a> {
                     (&body.vars[v].ident, Self::keep_local(v), &self.reads[v]);
                 quote!(let #local = #private::keep_ref(#ident, #read)?;)
             });
+        // A fusable body's scalar `let`s run first (they read no intermediate), then the fused
+        // kernel is asked for; the ops run one by one where it declines.
+        let (hoisted, fused) = match &self.fusion {
+            Some(fusion) => {
+                let scalars = body.stmts.iter().filter_map(|s| match s {
+                    Step::Scalar(t) => Some(t.clone()),
+                    Step::Op(_) => None,
+                });
+                (scalars.collect(), self.fused_forward(fusion))
+            }
+            None => (Vec::new(), TokenStream::new()),
+        };
         let fwd_steps = body
             .stmts
             .iter()
             .enumerate()
+            .filter(|(_, s)| self.fusion.is_none() || matches!(s, Step::Op(_)))
             .map(|(i, s)| self.forward_step(i, s));
         // Each returned value is kept once (it may be returned twice).
         let mut returned: Vec<usize> = body.outputs.clone();
@@ -302,10 +330,152 @@ impl<'a> DerivedPlan<'a> {
             #[allow(unused_variables, clippy::all)]
             fn #hidden(#inputs) -> #krate::Result<#tuple_ty> {
                 #(#input_needs_fwd)*
+                #(#hoisted)*
+                #fused
                 #(#fwd_steps)*
                 #(#keep_inputs)*
                 #(#keep_outputs)*
                 ::core::result::Result::Ok((#(#out_idents,)* #(#kept_locals,)*))
+            }
+        }
+    }
+
+    /// The forward's fused attempt: every op's needs flag, which values to compute (the
+    /// results, and the intermediates the backward keeps as themselves), one kernel, then what
+    /// is kept of each value, as the op-by-op path keeps it. Returns early when it ran.
+    fn fused_forward(&self, fusion: &super::fused::Fusion) -> TokenStream {
+        let (krate, body, private) = (self.krate, self.body, &self.private);
+        let fused = quote!(#private::fused);
+        let read = quote!(#private::Read);
+        let program = super::fused::program(krate, body, fusion);
+        let needs = body.ops().map(|op| {
+            let n = forward_needs(op.result);
+            let from = op.tensors.iter().map(|&t| forward_needs(t));
+            quote!(let #n: bool = false #(|| #from)*;)
+        });
+        // What the backward reads of each kept intermediate, computed once.
+        let is_intermediate =
+            |v: &usize| body.vars[*v].input.is_none() && !body.outputs.contains(v);
+        let read_local = |v: usize| format_ident!("__autograd_read{}", v);
+        let reads = self.kept.iter().filter(|v| is_intermediate(v)).map(|&v| {
+            let (local, r) = (read_local(v), &self.reads[v]);
+            quote!(let #local: #read = #r;)
+        });
+        let want = (0..body.vars.len()).map(|v| {
+            if body.outputs.contains(&v) {
+                quote!(true)
+            } else if is_intermediate(&v) && self.kept.contains(&v) {
+                let local = read_local(v);
+                quote!(#local == #read::Value)
+            } else {
+                quote!(false)
+            }
+        });
+        let mut inputs: Vec<(usize, &Ident)> = body
+            .vars
+            .iter()
+            .filter_map(|v| Some((v.input?, &v.ident)))
+            .collect();
+        inputs.sort_by_key(|&(k, _)| k);
+        let input_idents: Vec<&Ident> = inputs.iter().map(|&(_, i)| i).collect();
+        let like = input_idents[0];
+        let scalars = &fusion.scalars;
+        let mut returned: Vec<usize> = body.outputs.clone();
+        returned.sort_unstable();
+        returned.dedup();
+        let take_outputs = returned.iter().map(|&v| {
+            let ident = &body.vars[v].ident;
+            quote!(let #ident: #krate::Tensor = #fused::take_value(&mut __fv, #v)?;)
+        });
+        let keep_inputs = self
+            .kept
+            .iter()
+            .filter(|&&v| body.vars[v].input.is_some())
+            .map(|&v| {
+                let (ident, local, read) =
+                    (&body.vars[v].ident, Self::keep_local(v), &self.reads[v]);
+                quote!(let #local = #private::keep_ref(#ident, #read)?;)
+            });
+        let keep_intermediates = self.kept.iter().filter(|v| is_intermediate(v)).map(|&v| {
+            let (local, read) = (Self::keep_local(v), read_local(v));
+            quote!(let #local = #fused::keep_value(&mut __fv, #v, #read, #like)?;)
+        });
+        let keep_outputs = returned.iter().map(|&v| {
+            let (ident, local, read) = (&body.vars[v].ident, Self::keep_local(v), &self.reads[v]);
+            quote!(let #local = #private::keep_ref(&#ident, #read)?;)
+        });
+        let out_idents = body.outputs.iter().map(|&v| {
+            let ident = &body.vars[v].ident;
+            quote!(::core::clone::Clone::clone(&#ident))
+        });
+        let kept_locals = self.kept.iter().map(|&v| Self::keep_local(v));
+        quote! {
+            if #fused::fuses_on(#like) {
+                #program
+                #(#needs)*
+                #(#reads)*
+                let __want = [#(#want),*];
+                if let ::core::option::Option::Some(mut __fv) = #fused::fused_forward(
+                    &__AUTOGRAD_FUSED,
+                    &[#(#input_idents),*],
+                    &[#(#scalars),*],
+                    &__want,
+                )? {
+                    #(#take_outputs)*
+                    #(#keep_inputs)*
+                    #(#keep_intermediates)*
+                    #(#keep_outputs)*
+                    return ::core::result::Result::Ok((#(#out_idents,)* #(#kept_locals,)*));
+                }
+            }
+        }
+    }
+
+    /// The backward's fused attempt, when only the results have incoming gradients: the values
+    /// the rules would read as themselves (given what needs a gradient now, which the forward's
+    /// keeping covered) go to one kernel with the results' gradients. Returns early when it ran.
+    fn fused_backward(
+        &self,
+        fusion: &super::fused::Fusion,
+        bwd_ret_value: &TokenStream,
+    ) -> TokenStream {
+        let (krate, body, private) = (self.krate, self.body, &self.private);
+        let fused = quote!(#private::fused);
+        let read = quote!(#private::Read);
+        let program = super::fused::program(krate, body, fusion);
+        let grads = self.grads();
+        let (result_grads, kept_grads) = grads.split_at(self.m);
+        let values = (0..body.vars.len()).map(|v| {
+            if self.kept.contains(&v) {
+                let ident = &body.vars[v].ident;
+                let r = reads_given(krate, body, &self.live, v, backward_needs);
+                quote! {
+                    if (#r) == #read::Value {
+                        ::core::option::Option::Some(#ident)
+                    } else {
+                        ::core::option::Option::None
+                    }
+                }
+            } else {
+                quote!(::core::option::Option::None)
+            }
+        });
+        let scalars = &fusion.scalars;
+        quote! {
+            if true #(&& #kept_grads.is_none())*
+                && [#(#result_grads),*].iter().flatten().next().is_some_and(|g| #fused::fuses_on(g))
+            {
+                #program
+                let __values: [::core::option::Option<&#krate::Tensor>; _] = [#(#values),*];
+                if let ::core::option::Option::Some(mut __fg) = #fused::fused_backward(
+                    &__AUTOGRAD_FUSED,
+                    &[#(#scalars),*],
+                    &__values,
+                    &[#(#result_grads),*],
+                    &needs_input_grad,
+                )? {
+                    return ::core::result::Result::Ok(#bwd_ret_value);
+                }
             }
         }
     }
@@ -477,6 +647,18 @@ impl<'a> DerivedPlan<'a> {
                 quote!((#(#nones,)*)),
             )
         };
+        let fused = match &self.fusion {
+            Some(fusion) => {
+                let taken = (0..n_inputs).map(|i| quote!(__fg[#i].take()));
+                let value = if n_inputs == 1 {
+                    quote!(#(#taken)*)
+                } else {
+                    quote!((#(#taken,)*))
+                };
+                self.fused_backward(fusion, &value)
+            }
+            None => TokenStream::new(),
+        };
         // Generated code: unused flags, `mut` locals a rule never updates, and parenthesised
         // scalars are expected here.
         quote! {
@@ -495,6 +677,7 @@ impl<'a> DerivedPlan<'a> {
                 #(#input_needs)*
                 #(#op_needs)*
                 #(#bind_kept)*
+                #fused
                 #(#grad_locals)*
                 #(#rules)*
                 ::core::result::Result::Ok(#bwd_value)

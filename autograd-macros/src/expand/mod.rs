@@ -5,6 +5,7 @@
 
 mod backward;
 pub(crate) mod derive;
+mod fused;
 mod node;
 pub(crate) mod rule;
 

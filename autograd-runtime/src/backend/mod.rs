@@ -8,6 +8,7 @@ mod buffer;
 pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
+pub(crate) mod generated;
 mod op;
 
 use std::fmt;
@@ -84,6 +85,18 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
     fn to_device(&self, x: &Buffer, lx: &Layout, device: Device) -> Result<Out>;
     /// `parts` (same dtype, equal shapes except along `dim`) concatenated along `dim`.
     fn cat(&self, parts: &[(&Buffer, &Layout)], dim: usize) -> Result<Out>;
+    /// Runs a generated element-wise kernel (a fused derived function, `generated.rs`) over
+    /// `n` elements of `inputs` (buffers of one dtype: element `i` at index `i`, or at index 0
+    /// for an input `repeated` says is one value broadcast): one new buffer of `n` elements
+    /// per output of the kernel.
+    fn generated(
+        &self,
+        kernel: &generated::GeneratedKernel,
+        inputs: &[&Buffer],
+        repeated: &[bool],
+        scalars: &[f64],
+        n: usize,
+    ) -> Result<Vec<Buffer>>;
 
     // ----- reductions -------------------------------------------------------------------------
     /// The sum of all elements, 0-dim. Deterministic: the same bits for the same input, whatever

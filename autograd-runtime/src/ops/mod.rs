@@ -31,6 +31,7 @@ mod clamp;
 mod derivative_rules;
 mod device;
 mod erf;
+pub(crate) mod fused;
 mod index;
 mod inplace;
 mod linalg;

@@ -215,6 +215,44 @@ impl Kernels {
         Ok(wrap(self.0.cat(&parts, dim)?, first.device()))
     }
 
+    /// See [`Backend::generated`]: `inputs` are tensors of `shape` on this backend's device,
+    /// each dense from element 0 or one value broadcast (all strides 0, offset 0: `repeated`;
+    /// the caller checks), each distinct storage read-locked once, in address order.
+    pub(crate) fn generated(
+        self,
+        kernel: &backend::generated::GeneratedKernel,
+        inputs: &[&Tensor],
+        repeated: &[bool],
+        scalars: &[f64],
+        shape: &[usize],
+    ) -> Result<Vec<Tensor>> {
+        let first = inputs
+            .first()
+            .ok_or_else(|| Error::shape("generated kernel", "expected at least one input"))?;
+        let mut storages: Vec<&Arc<Storage>> = inputs.iter().map(|t| &t.0.storage).collect();
+        storages.sort_by_key(|s| Arc::as_ptr(s));
+        storages.dedup_by(|a, b| Arc::ptr_eq(a, b));
+        let guards: Vec<_> = storages.iter().map(|s| s.data.read()).collect();
+        let buffers: Vec<&Buffer> = inputs
+            .iter()
+            .map(|t| {
+                let i = storages
+                    .iter()
+                    .position(|s| Arc::ptr_eq(s, &t.0.storage))
+                    .expect("invariant: every input's storage was collected");
+                &*guards[i]
+            })
+            .collect();
+        let n = shape.iter().product();
+        let outs = self.0.generated(kernel, &buffers, repeated, scalars, n)?;
+        drop(guards);
+        let device = first.device();
+        Ok(outs
+            .into_iter()
+            .map(|b| Tensor::from_buffer(b, shape, device))
+            .collect())
+    }
+
     /// See [`Backend::sum_all`].
     pub(crate) fn sum_all(self, x: &Tensor) -> Result<Tensor> {
         Ok(wrap(read(x, |b, l| self.0.sum_all(b, l))?, x.device()))

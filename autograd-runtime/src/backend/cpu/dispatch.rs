@@ -599,6 +599,20 @@ impl Backend for Cpu {
         cat(parts, dim)
     }
 
+    fn generated(
+        &self,
+        kernel: &crate::backend::generated::GeneratedKernel,
+        inputs: &[&Buffer],
+        repeated: &[bool],
+        scalars: &[f64],
+        n: usize,
+    ) -> Result<Vec<Buffer>> {
+        match inputs.first().map(|b| b.dtype()) {
+            Some(DType::F64) => super::generated::run::<f64>(kernel, inputs, repeated, scalars, n),
+            _ => super::generated::run::<f32>(kernel, inputs, repeated, scalars, n),
+        }
+    }
+
     fn sum_all(&self, x: &Buffer, lx: &Layout) -> Result<Out> {
         Ok(sum_all(x, lx))
     }

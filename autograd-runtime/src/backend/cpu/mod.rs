@@ -20,6 +20,7 @@ pub(crate) mod dispatch;
 mod elementwise;
 mod formulas;
 mod gather;
+mod generated;
 mod matmul;
 mod movement;
 pub(crate) mod optim;

@@ -317,6 +317,17 @@ impl Backend for Cuda {
         }
     }
 
+    fn generated(
+        &self,
+        kernel: &crate::backend::generated::GeneratedKernel,
+        inputs: &[&Buffer],
+        repeated: &[bool],
+        scalars: &[f64],
+        n: usize,
+    ) -> Result<Vec<Buffer>> {
+        super::generated::run(kernel, inputs, repeated, scalars, n)
+    }
+
     fn cat(&self, parts: &[(&Buffer, &Layout)], dim: usize) -> Result<Out> {
         let (first, first_layout) = parts[0];
         let (dev, first) = dev_of(first)?;

@@ -72,6 +72,13 @@ pub(crate) fn ptx() -> Result<&'static Ptx, String> {
 
 /// Compiles [`SOURCE`] with NVRTC.
 pub(crate) fn compile() -> Result<Ptx, String> {
+    compile_source(SOURCE, "autograd_kernels.cu")
+        .map_err(|e| format!("NVRTC could not compile the kernels: {e}"))
+}
+
+/// Compiles CUDA C++ `source` with NVRTC, with the options every kernel of this backend is
+/// built with (a generated kernel's too: `generated.rs`).
+pub(crate) fn compile_source(source: &str, name: &str) -> Result<Ptx, String> {
     let opts = CompileOptions {
         // IEEE results: no flush-to-zero, correctly rounded division and square root, and no
         // contraction into fused multiply-adds (so formulas round as written, like the CPU's).
@@ -79,11 +86,10 @@ pub(crate) fn compile() -> Result<Ptx, String> {
         prec_div: Some(true),
         prec_sqrt: Some(true),
         fmad: Some(false),
-        name: Some("autograd_kernels.cu".into()),
+        name: Some(name.into()),
         ..CompileOptions::default()
     };
-    compile_ptx_with_opts(SOURCE, opts)
-        .map_err(|e| format!("NVRTC could not compile the kernels: {e:?}"))
+    compile_ptx_with_opts(source, opts).map_err(|e| format!("{e:?}"))
 }
 
 /// A tensor's layout as a kernel reads it (`struct Layout` in `kernels.cu`): element `i` in C

@@ -1,7 +1,7 @@
 //! Launch plumbing: kernel arguments, finding a tensor's device and device buffer, and launching
 //! a kernel of `kernels.cu` over a number of work items.
 
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 
 use super::buffer::{DTypeMap, DeviceBuffer, DeviceElement, map_dtype};
 use super::device::{CudaDevice, device};
@@ -123,8 +123,18 @@ pub(super) fn launch_grid(
     grid: (u32, u32),
     args: &[Arg],
 ) -> Result<()> {
+    launch_function(dev, op, dev.function(name)?, grid, args)
+}
+
+/// [`launch_grid`] for a kernel given as a function (a generated kernel's: `generated.rs`).
+pub(super) fn launch_function(
+    dev: &CudaDevice,
+    op: &'static str,
+    func: &CudaFunction,
+    grid: (u32, u32),
+    args: &[Arg],
+) -> Result<()> {
     dev.bind()?;
-    let func = dev.function(name)?;
     let mut builder = dev.stream.launch_builder(func);
     for a in args {
         match a {
@@ -140,8 +150,9 @@ pub(super) fn launch_grid(
         block_dim: (BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
-    // SAFETY: `args` match the parameter list of kernel `name` in `kernels.cu` in number, order
-    // and type (each call site mirrors its kernel's signature); every pointer argument is the
+    // SAFETY: `args` match the parameter list of kernel `func` (one of `kernels.cu`, or a
+    // generated kernel's) in number, order and type (each call site mirrors its kernel's
+    // signature); every pointer argument is the
     // address of a live device buffer of this device, kept alive by the caller's storage guard
     // or owned output until after this launch is issued (and freed blocks are reused only by
     // work issued later on the same stream); the layouts passed keep every index inside those

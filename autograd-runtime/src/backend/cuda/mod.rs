@@ -25,6 +25,7 @@ mod buffer;
 mod cache;
 mod device;
 mod dispatch;
+mod generated;
 mod index;
 mod kernels;
 mod launch;

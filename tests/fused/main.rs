@@ -1,0 +1,351 @@
+//! A `#[differentiable(derive)]` body of element-wise ops runs as one generated kernel each way
+//! on a CUDA device (`ops/fused.rs`). Here the same kernels run on the CPU, interpreted
+//! (`__private::fused::run_on_host`), so that what a GPU runs is checked everywhere: the values
+//! and gradients equal the body recorded op by op, for every pattern of inputs that need a
+//! gradient; the node keeps what the op-by-op derived node keeps (version checks included); and
+//! whatever the kernels do not cover (broadcasting, strided views, double backward) falls back
+//! to the op-by-op path with the same results.
+//!
+//! The switch is process-wide, so these tests live in their own binary, and every test turns
+//! it on; [`fused_runs`] counts the kernels a closure ran.
+
+use autograd::__private::fused;
+use autograd::{
+    DType, Error, GradOptions, Result, Tensor, differentiable, gradcheck, gradgradcheck,
+};
+
+// ----- derived functions and their op-by-op twins -----------------------------------------------
+
+/// GELU, tanh approximation.
+#[differentiable(derive)]
+fn gelu(x: &Tensor) -> Result<Tensor> {
+    let c = (2.0 / std::f64::consts::PI).sqrt();
+    let inner = (x + &(x.pow(3.0)? * 0.044715)) * c;
+    let t = inner.tanh()?;
+    Ok(x * 0.5 * (t + 1.0))
+}
+
+fn gelu_recorded(x: &Tensor) -> Result<Tensor> {
+    let c = (2.0 / std::f64::consts::PI).sqrt();
+    let inner = (x + &(x.pow(3.0)? * 0.044715)) * c;
+    let t = inner.tanh()?;
+    Ok(x * 0.5 * (t + 1.0))
+}
+
+/// Every element-wise op a fused program holds, on two inputs, each used several times.
+#[differentiable(derive)]
+fn every_op(x: &Tensor, y: &Tensor, s: f64) -> Result<Tensor> {
+    let a = (x * y).sin()?;
+    let b = (x / &(y.abs()? + 1.0)).cos()?;
+    let c = (x - y).exp()?.sqrt()?;
+    let d = (&a + &b).sigmoid()? - (y * s).tanh()?;
+    let e = (x.pow(2.0)? + 0.5).log()? / 2.0;
+    let f = (1.0 - &d).relu()? * (3.0 / &(y.pow(2.0)? + 1.0));
+    let g = -(&c - 0.25) + (x.abs()?.pow(1.5)? + 1.0).pow(-0.5)?;
+    Ok((f + e) * g + &a)
+}
+
+fn every_op_recorded(x: &Tensor, y: &Tensor, s: f64) -> Result<Tensor> {
+    let a = (x * y).sin()?;
+    let b = (x / &(y.abs()? + 1.0)).cos()?;
+    let c = (x - y).exp()?.sqrt()?;
+    let d = (&a + &b).sigmoid()? - (y * s).tanh()?;
+    let e = (x.pow(2.0)? + 0.5).log()? / 2.0;
+    let f = (1.0 - &d).relu()? * (3.0 / &(y.pow(2.0)? + 1.0));
+    let g = -(&c - 0.25) + (x.abs()?.pow(1.5)? + 1.0).pow(-0.5)?;
+    Ok((f + e) * g + &a)
+}
+
+/// Two results, one computed from the other.
+#[differentiable(derive)]
+fn two_results(x: &Tensor, w: &Tensor) -> Result<(Tensor, Tensor)> {
+    let h = (x * w).tanh()?;
+    let sq = &h * &h;
+    Ok((h, sq))
+}
+
+fn two_results_recorded(x: &Tensor, w: &Tensor) -> Result<(Tensor, Tensor)> {
+    let h = (x * w).tanh()?;
+    let sq = &h * &h;
+    Ok((h, sq))
+}
+
+// ----- helpers ------------------------------------------------------------------------------------
+
+/// The fused kernels `f` ran, with the switch on (one closure at a time: the count is the
+/// process's).
+fn fused_runs<R>(f: impl FnOnce() -> R) -> (R, u64) {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    fused::run_on_host(true);
+    let before = fused::runs();
+    let r = f();
+    (r, fused::runs() - before)
+}
+
+fn leaf(values: &[f64], shape: &[usize], dtype: DType) -> Tensor {
+    Tensor::from_vec(values.to_vec(), shape)
+        .and_then(|t| t.to_dtype(dtype))
+        .and_then(|t| t.requires_grad_(true))
+        .expect("leaf")
+}
+
+fn assert_close(a: &Tensor, b: &Tensor, tol: f64) {
+    assert_eq!(a.shape(), b.shape());
+    let f64s = |t: &Tensor| t.to_dtype(DType::F64).and_then(|t| t.to_vec::<f64>());
+    let (a, b) = (f64s(a).expect("a"), f64s(b).expect("b"));
+    for (x, y) in a.iter().zip(&b) {
+        assert!(
+            (x - y).abs() <= tol * (1.0 + x.abs().max(y.abs())),
+            "{x} vs {y} (tolerance {tol})"
+        );
+    }
+}
+
+fn grads(outputs: &[Tensor], inputs: &[Tensor]) -> Vec<Option<Tensor>> {
+    autograd::grad(outputs, inputs, GradOptions::new().allow_unused(true)).expect("grad")
+}
+
+const XS: [f64; 6] = [-1.7, -0.4, 0.05, 0.3, 1.1, 2.6];
+const YS: [f64; 6] = [0.9, -1.3, 0.45, 2.2, -0.6, 0.2];
+
+// ----- tests --------------------------------------------------------------------------------------
+
+#[test]
+fn one_kernel_each_way_gives_the_op_by_op_values_and_gradients() {
+    for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 1e-5)] {
+        let x = leaf(&XS, &[2, 3], dtype);
+        let ((y, g), runs) = fused_runs(|| {
+            let y = gelu(&x).expect("gelu");
+            let g = grads(&[y.sum().expect("sum")], &[x.clone()]);
+            (y, g)
+        });
+        // The forward, the backward: one kernel each (the sum's backward is not fused).
+        assert_eq!(runs, 2, "{dtype:?}");
+        assert_eq!(
+            y.grad_fn().expect("node").name(),
+            "GeluBackward0",
+            "the same node as the op-by-op derived path"
+        );
+        let yr = gelu_recorded(&x).expect("recorded");
+        let gr = grads(&[yr.sum().expect("sum")], &[x.clone()]);
+        assert_close(&y, &yr, tol);
+        assert_close(
+            g[0].as_ref().expect("grad"),
+            gr[0].as_ref().expect("grad"),
+            tol,
+        );
+    }
+}
+
+#[test]
+fn every_op_matches_recorded_for_each_pattern_of_inputs_needing_a_gradient() {
+    for (needs_x, needs_y) in [(true, true), (true, false), (false, true)] {
+        let x = Tensor::from_vec(XS.to_vec(), &[6])
+            .and_then(|t| t.requires_grad_(needs_x))
+            .expect("x");
+        let y = Tensor::from_vec(YS.to_vec(), &[6])
+            .and_then(|t| t.requires_grad_(needs_y))
+            .expect("y");
+        let inputs: Vec<Tensor> = [&x, &y]
+            .into_iter()
+            .filter(|t| t.requires_grad())
+            .cloned()
+            .collect();
+        let ((out, g), runs) = fused_runs(|| {
+            let out = every_op(&x, &y, 0.7).expect("every_op");
+            let g = grads(&[out.sum().expect("sum")], &inputs);
+            (out, g)
+        });
+        assert_eq!(runs, 2, "needs {needs_x} {needs_y}");
+        let rec = every_op_recorded(&x, &y, 0.7).expect("recorded");
+        let gr = grads(&[rec.sum().expect("sum")], &inputs);
+        assert_close(&out, &rec, 1e-12);
+        for (i, (a, b)) in g.iter().zip(&gr).enumerate() {
+            match (a, b) {
+                (Some(a), Some(b)) => assert_close(a, b, 1e-12),
+                (None, None) => {}
+                _ => panic!("input {i}: fused {a:?}, recorded {b:?}"),
+            }
+        }
+        assert!(g.iter().all(Option::is_some));
+    }
+}
+
+#[test]
+fn several_results_take_their_gradients_from_one_kernel() {
+    let x = leaf(&XS, &[3, 2], DType::F64);
+    let w = leaf(&YS, &[3, 2], DType::F64);
+    let inputs = [x.clone(), w.clone()];
+    let (((h, sq), g), runs) = fused_runs(|| {
+        let (h, sq) = two_results(&x, &w).expect("two_results");
+        let loss = h.sum().expect("sum") + sq.mul_scalar(2.0).expect("mul").sum().expect("sum");
+        let g = grads(&[loss], &inputs);
+        ((h, sq), g)
+    });
+    assert_eq!(runs, 2);
+    let (hr, sqr) = two_results_recorded(&x, &w).expect("recorded");
+    let loss = hr.sum().expect("sum") + sqr.mul_scalar(2.0).expect("mul").sum().expect("sum");
+    let gr = grads(&[loss], &inputs);
+    assert_close(&h, &hr, 1e-12);
+    assert_close(&sq, &sqr, 1e-12);
+    for (a, b) in g.iter().zip(&gr) {
+        assert_close(
+            a.as_ref().expect("fused"),
+            b.as_ref().expect("recorded"),
+            1e-12,
+        );
+    }
+    // Only the second result has a gradient: the kernel takes one gradient and no other.
+    let ((g1, g2), runs) = fused_runs(|| {
+        let (_, sq) = two_results(&x, &w).expect("two_results");
+        let g = grads(&[sq.sum().expect("sum")], &inputs);
+        let (_, sqr) = two_results_recorded(&x, &w).expect("recorded");
+        (g, grads(&[sqr.sum().expect("sum")], &inputs))
+    });
+    assert_eq!(runs, 2);
+    for (a, b) in g1.iter().zip(&g2) {
+        assert_close(
+            a.as_ref().expect("fused"),
+            b.as_ref().expect("recorded"),
+            1e-12,
+        );
+    }
+}
+
+#[test]
+fn gradcheck_passes_and_double_backward_falls_back_to_the_rules() {
+    let x = leaf(&XS, &[6], DType::F64);
+    let y = leaf(&YS, &[6], DType::F64);
+    let f = |t: &[Tensor]| every_op(&t[0], &t[1], 0.7);
+    let (checked, runs) = fused_runs(|| gradcheck(f, &[x.clone(), y.clone()]));
+    checked.expect("gradcheck");
+    assert!(runs > 0, "gradcheck ran the fused kernels");
+    let (checked, _) = fused_runs(|| gradgradcheck(f, &[x.clone(), y.clone()]));
+    checked.expect("gradgradcheck");
+    // Second derivatives: the backward recorded with `create_graph` runs the rules, so the
+    // gradient of the gradient is there and equals the op-by-op one.
+    let second = |fun: &dyn Fn(&Tensor) -> Result<Tensor>| {
+        let out = fun(&x).expect("f").sum().expect("sum");
+        let g = autograd::grad(&[out], &[x.clone()], GradOptions::new().create_graph(true))
+            .expect("grad")[0]
+            .clone()
+            .expect("g");
+        grads(&[g.sum().expect("sum")], &[x.clone()])[0]
+            .clone()
+            .expect("second")
+    };
+    let (gg, runs) = fused_runs(|| second(&|x| gelu(x)));
+    assert_eq!(
+        runs, 1,
+        "the forward only: a recorded backward takes the rules"
+    );
+    assert_close(&gg, &second(&|x| gelu_recorded(x)), 1e-12);
+}
+
+#[test]
+fn what_the_kernels_do_not_cover_runs_op_by_op() {
+    // Broadcast operands.
+    let x = leaf(&XS, &[2, 3], DType::F64);
+    let y = leaf(&YS[..3], &[3], DType::F64);
+    let inputs = [x.clone(), y.clone()];
+    let ((out, g), runs) = fused_runs(|| {
+        let out = every_op(&x, &y, 0.7).expect("every_op");
+        let g = grads(&[out.sum().expect("sum")], &inputs);
+        (out, g)
+    });
+    assert_eq!(runs, 0, "different shapes are not fused");
+    let rec = every_op_recorded(&x, &y, 0.7).expect("recorded");
+    assert_close(&out, &rec, 1e-12);
+    let gr = grads(&[rec.sum().expect("sum")], &inputs);
+    assert_close(g[1].as_ref().expect("g"), gr[1].as_ref().expect("g"), 1e-12);
+    // A strided view is read through a contiguous copy.
+    let xt = x.transpose(0, 1).expect("t");
+    let (out, runs) = fused_runs(|| gelu(&xt).expect("gelu"));
+    assert_eq!(runs, 1);
+    assert_close(&out, &gelu_recorded(&xt).expect("recorded"), 1e-12);
+}
+
+#[test]
+fn a_kept_value_changed_in_place_is_reported_at_backward() {
+    let x = leaf(&XS, &[6], DType::F64);
+    let (r, runs) = fused_runs(|| {
+        let y = gelu(&x).expect("gelu");
+        // GELU's result is not kept (no rule reads it); the input is, by `pow` and `mul`.
+        x.detach().add_(&Tensor::ones(&[6], DType::F64)?)?;
+        y.sum()?.backward()
+    });
+    assert_eq!(runs, 1, "the forward ran fused; the backward never ran");
+    match r {
+        Err(Error::SavedTensorModified { .. }) => {}
+        other => panic!("expected the saved-tensor version error, got {other:?}"),
+    }
+}
+
+#[test]
+fn no_input_needing_a_gradient_computes_the_result_alone() {
+    let x = Tensor::from_vec(XS.to_vec(), &[6]).expect("x");
+    let (y, runs) = fused_runs(|| gelu(&x).expect("gelu"));
+    assert_eq!(runs, 1);
+    assert!(y.grad_fn().is_none());
+    assert_close(&y, &gelu_recorded(&x).expect("recorded"), 1e-12);
+}
+
+/// `cuda:0`, or `None` after printing why this test is skipped.
+fn gpu(test: &str) -> Option<autograd::Device> {
+    if autograd::cuda::is_available() {
+        return Some(autograd::Device::Cuda(0));
+    }
+    let why = autograd::cuda::unavailable_reason(0).unwrap_or_default();
+    println!("skipped {test}: no CUDA device ({why})");
+    None
+}
+
+/// On a GPU the fused kernels (NVRTC-compiled) give the CPU's op-by-op values and gradients,
+/// in f32 and f64, one launch each way, with the gradient `sum` hands back read as one
+/// repeated value; a double backward takes the rules and agrees too.
+#[test]
+fn on_a_gpu_one_launch_each_way_gives_the_cpus_values_and_gradients() {
+    let Some(dev) = gpu("on_a_gpu_one_launch_each_way_gives_the_cpus_values_and_gradients") else {
+        return;
+    };
+    for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 1e-5)] {
+        let xc = leaf(&XS, &[2, 3], dtype);
+        let yc = leaf(&YS, &[2, 3], dtype);
+        let on = |t: &Tensor| {
+            t.detach()
+                .to(dev)
+                .and_then(|t| t.requires_grad_(true))
+                .expect("to the GPU")
+        };
+        let (xg, yg) = (on(&xc), on(&yc));
+        let ((out, g), runs) = fused_runs(|| {
+            let out = every_op(&xg, &yg, 0.7).expect("every_op");
+            let g = grads(&[out.sum().expect("sum")], &[xg.clone(), yg.clone()]);
+            (out, g)
+        });
+        assert_eq!(runs, 2, "{dtype:?}: one launch each way");
+        let rec = every_op_recorded(&xc, &yc, 0.7).expect("recorded");
+        let gr = grads(&[rec.sum().expect("sum")], &[xc.clone(), yc.clone()]);
+        let host = |t: &Tensor| t.to(autograd::Device::Cpu).expect("to the host");
+        assert_close(&host(&out), &rec, tol);
+        for (a, b) in g.iter().zip(&gr) {
+            assert_close(&host(a.as_ref().expect("g")), b.as_ref().expect("g"), tol);
+        }
+        // Second derivatives through the rules, on the device.
+        let second = |x: &Tensor| {
+            let out = gelu(x).expect("gelu").sum().expect("sum");
+            let g = autograd::grad(&[out], &[x.clone()], GradOptions::new().create_graph(true))
+                .expect("grad")[0]
+                .clone()
+                .expect("g");
+            grads(&[g.sum().expect("sum")], &[x.clone()])[0]
+                .clone()
+                .expect("second")
+        };
+        let (gg, _) = fused_runs(|| second(&xg));
+        assert_close(&host(&gg), &second(&xc), tol);
+    }
+}
