@@ -96,7 +96,7 @@ pub mod __private {
     pub mod fused {
         pub use crate::ops::fused::{
             Elementwise, FusedProgram, FusedVar, fused_backward, fused_forward, fuses_on,
-            keep_value, run_on_host, runs, take_value,
+            keep_value, run_on_host, runs, set_enabled, take_value,
         };
     }
 

@@ -113,6 +113,8 @@ pub struct FusedProgram {
 /// Whether host tensors take the fused path too (see the module docs). Relaxed: a switch that
 /// publishes no memory.
 static ON_HOST: AtomicBool = AtomicBool::new(false);
+/// Whether the fused path is taken at all (on by default). Relaxed, as `ON_HOST`.
+static ENABLED: AtomicBool = AtomicBool::new(true);
 /// Fused kernels run so far (forward and backward). Relaxed: a statistic.
 static RUNS: AtomicU64 = AtomicU64::new(0);
 
@@ -121,6 +123,13 @@ static RUNS: AtomicU64 = AtomicU64::new(0);
 #[doc(hidden)]
 pub fn run_on_host(on: bool) {
     ON_HOST.store(on, Ordering::Relaxed);
+}
+
+/// Turns the fused path off (every derived body then runs op by op, on every device) or back
+/// on. Process-wide; for benchmarks that compare the two.
+#[doc(hidden)]
+pub fn set_enabled(on: bool) {
+    ENABLED.store(on, Ordering::Relaxed);
 }
 
 /// How many fused kernels have run in this process.
@@ -135,6 +144,9 @@ pub fn runs() -> u64 {
 #[doc(hidden)]
 #[inline]
 pub fn fuses_on(t: &Tensor) -> bool {
+    if !ENABLED.load(Ordering::Relaxed) {
+        return false;
+    }
     match t.device() {
         Device::Cpu | Device::Virtual(_) => ON_HOST.load(Ordering::Relaxed),
         _ => true,
