@@ -215,7 +215,10 @@ fn on_the_gpu() -> Result<()> {
     use autograd::__private::fused;
     // The fused kernels on the device give the CPU's values and gradients.
     let x = Tensor::randn(&[4, 5], DType::F64, 1)?.requires_grad_(true)?;
-    let xg = x.detach().to(autograd::Device::Cuda(0))?.requires_grad_(true)?;
+    let xg = x
+        .detach()
+        .to(autograd::Device::Cuda(0))?
+        .requires_grad_(true)?;
     let before = fused::runs();
     let yg = gelu_derived(&xg)?;
     let gg = autograd::grad(&[yg.sum()?], &[xg.clone()], autograd::GradOptions::new())?[0]

@@ -44,6 +44,13 @@ fn programs() -> Vec<(&'static str, Vec<Vec<usize>>, Program)> {
         ("pow 2", vec![vec![3, 4]], |x| x[0].pow(2.0)),
         ("pow 3", vec![vec![3, 4]], |x| x[0].pow(3.0)),
         ("pow 0.5", vec![vec![3, 4]], |x| positive(&x[0])?.pow(0.5)),
+        ("clamp", vec![vec![3, 4]], |x| {
+            x[0].clamp(Some(-0.5), Some(0.5))
+        }),
+        ("clamp min", vec![vec![3, 4]], |x| {
+            x[0].clamp(Some(0.1), None)
+        }),
+        ("erf", vec![vec![3, 4]], |x| x[0].erf()),
         ("add broadcast", vec![vec![3, 4], vec![4]], |x| {
             x[0].add(&x[1])
         }),

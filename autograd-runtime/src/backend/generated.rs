@@ -29,6 +29,12 @@ pub(crate) enum Inst {
     PowGrad(u16, u16, u16),
     /// `g` where `y > 0`, else 0 (`g`, `y`).
     ReluGrad(u16, u16),
+    /// `min(max(x, lo), hi)`, NaN kept (`x`, `lo`, `hi`).
+    Clamp(u16, u16, u16),
+    /// 1 where `lo <= x <= hi`, else 0 (`x`, `lo`, `hi`): clamp's gradient mask.
+    InRange(u16, u16, u16),
+    /// The error function, computed in double precision.
+    Erf(u16),
 }
 
 /// A generated kernel: `n_inputs` dense input buffers and `n_scalars` scalars in, one dense
@@ -104,6 +110,9 @@ fn cuda_expr(inst: Inst) -> String {
         Inst::Pow(x, e) => format!("pow_scalar<T>(r{x}, r{e})"),
         Inst::PowGrad(g, x, e) => format!("pow_grad<T>(r{g}, r{x}, r{e})"),
         Inst::ReluGrad(g, y) => format!("(r{y} > T(0) ? r{g} : T(0))"),
+        Inst::Clamp(x, lo, hi) => format!("clamp_op<T>(r{x}, r{lo}, r{hi})"),
+        Inst::InRange(x, lo, hi) => format!("(r{x} >= r{lo} && r{x} <= r{hi} ? T(1) : T(0))"),
+        Inst::Erf(x) => format!("m_erf(r{x})"),
     }
 }
 
@@ -172,6 +181,12 @@ template <typename T> __device__ __forceinline__ T pow_scalar(T x, T e) {
     if (e == T(0.5)) return m_sqrt(x);
     return m_pow(x, e);
 }
+template <typename T> __device__ __forceinline__ T clamp_op(T x, T lo, T hi) {
+    T y = x < lo ? lo : x;
+    return y > hi ? hi : y;
+}
+__device__ __forceinline__ float m_erf(float x) { return (float)erf((double)x); }
+__device__ __forceinline__ double m_erf(double x) { return erf(x); }
 template <typename T> __device__ __forceinline__ T pow_grad(T g, T x, T e) {
     return e == T(2) ? g * (x + x) : g * (e * m_pow(x, e - T(1)));
 }

@@ -1,23 +1,24 @@
 //! `clamp`: every element limited to `[min, max]` (PyTorch's `clamp`), differentiable (the
 //! gradient passes where `min <= x <= max`, as PyTorch's `clamp_backward`).
 //!
-//! The kernel is a per-element map on host memory; a CUDA tensor is clamped through a host copy
-//! (one transfer each way: no CUDA kernel is written for it yet).
+//! On the host the kernel is a per-element map; on a CUDA device, a generated kernel (one
+//! launch: `ops/fused.rs`'s `device_map`).
 
 use autograd_macros::{backward, differentiable};
 
+use super::fused::{DeviceMap, device_map};
 use crate::tensor::kernels::{ElementMap, host};
-use crate::{Element, Error, Result, Tensor};
+use crate::{Device, Element, Error, Result, Tensor};
 
 /// `min(max(x, lo), hi)`; a missing bound is infinite.
 #[differentiable(builtin, crate = "crate", name = "ClampBackward1")]
 fn clamp(x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
-    x.host_map(Clamp { lo, hi })
+    x.element_map(Clamp { lo, hi }, DeviceMap::Clamp, &[lo, hi])
 }
 
 #[backward(clamp)]
 fn clamp_backward(grad: &Tensor, x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
-    grad.mul(&x.host_map(InRange { lo, hi })?)
+    grad.mul(&x.element_map(InRange { lo, hi }, DeviceMap::InRange, &[lo, hi])?)
 }
 
 /// `min(max(x, lo), hi)` with the bounds rounded to the element type; NaN stays NaN.
@@ -54,9 +55,18 @@ impl ElementMap for InRange {
 }
 
 impl Tensor {
-    /// `m` applied to every element into a new tensor on this tensor's device (through a host
-    /// copy for a device tensor).
-    fn host_map<M: ElementMap>(&self, m: M) -> Result<Tensor> {
+    /// `m` applied to every element into a new tensor on this tensor's device: on the host as
+    /// `m`, on a CUDA device as the generated kernel `on_device` (with `scalars`), elsewhere
+    /// through a host copy.
+    pub(crate) fn element_map<M: ElementMap>(
+        &self,
+        m: M,
+        on_device: DeviceMap,
+        scalars: &[f64],
+    ) -> Result<Tensor> {
+        if matches!(self.device(), Device::Cuda(_)) && self.numel() > 0 {
+            return device_map(on_device, self, scalars);
+        }
         let out = host(self)?.map_elements(m);
         if self.device().is_host() {
             Ok(out)
@@ -67,8 +77,7 @@ impl Tensor {
 
     /// Every element limited to `[min, max]` (PyTorch's `clamp(min=, max=)`); a bound that is
     /// `None` does not apply, and where `min > max` every element becomes `max`, as in PyTorch.
-    /// NaN stays NaN. The gradient passes where `min <= x <= max`. On CUDA the values go
-    /// through a host copy.
+    /// NaN stays NaN. The gradient passes where `min <= x <= max`.
     ///
     /// # Errors
     ///

@@ -1,7 +1,8 @@
 //! `erf`, the error function element-wise (for the exact GELU), with its gradient
 //! `2/√π · e^(-x²)` written in ops, so it is differentiable again.
 //!
-//! The kernel runs on the host in f64 (a tensor on another device is copied there and back).
+//! The kernel computes in f64: on the host with the function below, on a CUDA device as a
+//! generated kernel with CUDA's `erf` (`ops/fused.rs`'s `device_map`).
 //! Below `|x| = 2`, a series with positive terms only (no cancellation),
 //! `erf x = 2/√π · e^(-x²) · Σ 2ⁿ x²ⁿ⁺¹ / (1·3·…·(2n+1))`; from 2 to 6, `1 - erfc x` with
 //! Laplace's continued fraction `erfc x = e^(-x²)/√π · 1/(x + ½/(x + 1/(x + 3/2/(x + …))))`;
@@ -12,40 +13,15 @@ use std::f64::consts::FRAC_2_SQRT_PI;
 
 use autograd_macros::{backward, differentiable};
 
-use crate::{DType, Result, Tensor};
+use crate::backend::erf_f64;
+use crate::{DType, Device, Result, Tensor};
 
-/// The error function of one f64, to a few ulps.
-pub(crate) fn erf_f64(x: f64) -> f64 {
-    if x.is_nan() {
-        return x;
-    }
-    let a = x.abs();
-    if a >= 6.0 {
-        return 1f64.copysign(x);
-    }
-    let x2 = a * a;
-    if a >= 2.0 {
-        // 120 levels: converged to an ulp from x = 1.5 up.
-        let mut f = a;
-        for n in (1..=120).rev() {
-            f = a + f64::from(n) / 2.0 / f;
-        }
-        let erfc = (-x2).exp() / std::f64::consts::PI.sqrt() / f;
-        return (1.0 - erfc).copysign(x);
-    }
-    let mut term = a;
-    let mut sum = a;
-    let mut n = 0.0;
-    while term > sum * 1e-17 {
-        n += 1.0;
-        term *= 2.0 * x2 / (2.0 * n + 1.0);
-        sum += term;
-    }
-    (FRAC_2_SQRT_PI * (-x2).exp() * sum).copysign(x)
-}
-
-/// `erf` of every element, computed on the host in f64 and returned in `x`'s dtype and device.
+/// `erf` of every element, computed in f64 and returned in `x`'s dtype: on a CUDA device by a
+/// generated kernel (CUDA's double-precision `erf`, one launch), elsewhere on the host.
 fn erf_kernel(x: &Tensor) -> Result<Tensor> {
+    if matches!(x.device(), Device::Cuda(_)) && x.numel() > 0 {
+        return super::fused::device_map(super::fused::DeviceMap::Erf, x, &[]);
+    }
     let out = match x.dtype() {
         DType::F64 => {
             let values: Vec<f64> = x.to_vec::<f64>()?.into_iter().map(erf_f64).collect();

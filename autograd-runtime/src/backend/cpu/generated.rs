@@ -92,6 +92,18 @@ fn step<T: Element + VMath>(
                 g * (e * powf(x, e - T::one()))
             }
         }
+        Inst::Clamp(x, lo, hi) => {
+            let y = if at(x) < at(lo) { at(lo) } else { at(x) };
+            if y > at(hi) { at(hi) } else { y }
+        }
+        Inst::InRange(x, lo, hi) => {
+            if at(x) >= at(lo) && at(x) <= at(hi) {
+                T::one()
+            } else {
+                T::zero()
+            }
+        }
+        Inst::Erf(x) => T::from_f64(super::formulas::erf_f64(at(x).to_f64())),
         Inst::ReluGrad(g, y) => {
             if at(y) > T::zero() {
                 at(g)
