@@ -70,6 +70,50 @@ fn two_results_recorded(x: &Tensor, w: &Tensor) -> Result<(Tensor, Tensor)> {
     Ok((h, sq))
 }
 
+/// Mean squared error: element-wise, then one mean (a fused loss).
+#[differentiable(derive)]
+fn mse(pred: &Tensor, target: &Tensor) -> Result<Tensor> {
+    let d = pred - target;
+    (&d * &d).mean()
+}
+
+fn mse_recorded(pred: &Tensor, target: &Tensor) -> Result<Tensor> {
+    let d = pred - target;
+    (&d * &d).mean()
+}
+
+/// Binary cross-entropy on logits, summed: `log(1 + e^z) - z t`.
+#[differentiable(derive)]
+fn bce_logits(z: &Tensor, t: &Tensor) -> Result<Tensor> {
+    let softplus = (z.exp()? + 1.0).log()?;
+    (softplus - z * t).sum()
+}
+
+fn bce_logits_recorded(z: &Tensor, t: &Tensor) -> Result<Tensor> {
+    let softplus = (z.exp()? + 1.0).log()?;
+    (softplus - z * t).sum()
+}
+
+/// An element-wise result and its total: one value both returned and reduced.
+#[differentiable(derive)]
+fn with_total(x: &Tensor) -> Result<(Tensor, Tensor)> {
+    let y = x.tanh()?;
+    let total = y.sum()?;
+    Ok((y, total))
+}
+
+fn with_total_recorded(x: &Tensor) -> Result<(Tensor, Tensor)> {
+    let y = x.tanh()?;
+    let total = y.sum()?;
+    Ok((y, total))
+}
+
+/// A reduced value used again: not fused (the kernels work at one shape).
+#[differentiable(derive)]
+fn half_total(x: &Tensor) -> Result<Tensor> {
+    x.exp()?.sum()?.mul_scalar(0.5)
+}
+
 // ----- helpers ------------------------------------------------------------------------------------
 
 /// The fused kernels `f` ran, with the switch on (one closure at a time: the count is the
@@ -334,6 +378,22 @@ fn on_a_gpu_one_launch_each_way_gives_the_cpus_values_and_gradients() {
         for (a, b) in g.iter().zip(&gr) {
             assert_close(&host(a.as_ref().expect("g")), b.as_ref().expect("g"), tol);
         }
+        // A loss ending in a mean: its gradient arrives as one value, repeated by the kernel.
+        let ((loss, g), runs) = fused_runs(|| {
+            let loss = mse(&xg, &yg).expect("mse");
+            let g = grads(&[loss.clone()], &[xg.clone(), yg.clone()]);
+            (loss, g)
+        });
+        assert_eq!(
+            runs, 2,
+            "{dtype:?}: the loss, one launch each way and the mean"
+        );
+        let rec = mse_recorded(&xc, &yc).expect("recorded");
+        let gr = grads(&[rec.clone()], &[xc.clone(), yc.clone()]);
+        assert_close(&host(&loss), &rec, tol);
+        for (a, b) in g.iter().zip(&gr) {
+            assert_close(&host(a.as_ref().expect("g")), b.as_ref().expect("g"), tol);
+        }
         // Second derivatives through the rules, on the device.
         let second = |x: &Tensor| {
             let out = gelu(x).expect("gelu").sum().expect("sum");
@@ -347,5 +407,91 @@ fn on_a_gpu_one_launch_each_way_gives_the_cpus_values_and_gradients() {
         };
         let (gg, _) = fused_runs(|| second(&xg));
         assert_close(&host(&gg), &second(&xc), tol);
+    }
+}
+
+#[test]
+fn a_loss_ending_in_a_sum_or_mean_is_one_kernel_each_way_and_the_reduction() {
+    type Loss = fn(&Tensor, &Tensor) -> Result<Tensor>;
+    let losses: [(&str, Loss, Loss); 2] = [
+        ("mse", mse, mse_recorded),
+        ("bce_logits", bce_logits, bce_logits_recorded),
+    ];
+    for (name, fused_loss, recorded) in losses {
+        for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 1e-5)] {
+            let z = leaf(&XS, &[2, 3], dtype);
+            let t = leaf(&YS, &[2, 3], dtype);
+            let inputs = [z.clone(), t.clone()];
+            let ((loss, g), runs) = fused_runs(|| {
+                let loss = fused_loss(&z, &t).expect("loss");
+                let g = grads(&[loss.clone()], &inputs);
+                (loss, g)
+            });
+            // The element-wise part forward, the whole backward; the reduction is the
+            // op-by-op `sum`/`mean` kernel.
+            assert_eq!(runs, 2, "{name} {dtype:?}");
+            assert_eq!(loss.shape(), &[] as &[usize]);
+            let rec = recorded(&z, &t).expect("recorded");
+            let gr = grads(&[rec.clone()], &inputs);
+            assert_close(&loss, &rec, tol);
+            for (a, b) in g.iter().zip(&gr) {
+                assert_close(
+                    a.as_ref().expect("fused"),
+                    b.as_ref().expect("recorded"),
+                    tol,
+                );
+            }
+        }
+    }
+    // Only the prediction needs a gradient; a scaled incoming gradient.
+    let z = leaf(&XS, &[6], DType::F64);
+    let t = Tensor::from_vec(YS.to_vec(), &[6]).expect("t");
+    let seed = Tensor::scalar(2.5f64);
+    let g = |f: Loss| {
+        let loss = f(&z, &t).expect("loss");
+        autograd::grad(
+            &[loss],
+            &[z.clone()],
+            GradOptions::new().grad_outputs(vec![Some(seed.clone())]),
+        )
+        .expect("grad")[0]
+            .clone()
+            .expect("g")
+    };
+    let (fused_g, runs) = fused_runs(|| g(mse));
+    assert_eq!(runs, 2);
+    assert_close(&fused_g, &g(mse_recorded), 1e-12);
+}
+
+#[test]
+fn a_result_that_is_also_reduced_gets_both_gradients() {
+    let x = leaf(&XS, &[3, 2], DType::F64);
+    let loss = |(y, total): (Tensor, Tensor)| {
+        y.mul_scalar(3.0).expect("mul").sum().expect("sum") + total.mul_scalar(-2.0).expect("mul")
+    };
+    let (g, runs) = fused_runs(|| grads(&[loss(with_total(&x).expect("f"))], &[x.clone()]));
+    assert_eq!(runs, 2);
+    let gr = grads(&[loss(with_total_recorded(&x).expect("f"))], &[x.clone()]);
+    assert_close(g[0].as_ref().expect("g"), gr[0].as_ref().expect("g"), 1e-12);
+    // Only the total has a gradient.
+    let (g, _) = fused_runs(|| grads(&[with_total(&x).expect("f").1], &[x.clone()]));
+    let gr = grads(&[with_total_recorded(&x).expect("f").1], &[x.clone()]);
+    assert_close(g[0].as_ref().expect("g"), gr[0].as_ref().expect("g"), 1e-12);
+}
+
+#[test]
+fn a_reduced_value_used_again_runs_op_by_op() {
+    let x = leaf(&XS, &[6], DType::F64);
+    let ((y, g), runs) = fused_runs(|| {
+        let y = half_total(&x).expect("f");
+        let g = grads(&[y.clone()], &[x.clone()]);
+        (y, g)
+    });
+    assert_eq!(runs, 0);
+    let want: f64 = XS.iter().map(|v| v.exp()).sum::<f64>() * 0.5;
+    assert!((y.item::<f64>().expect("y") - want).abs() < 1e-12);
+    let gx = g[0].as_ref().expect("g").to_vec::<f64>().expect("g");
+    for (gi, xi) in gx.iter().zip(XS) {
+        assert!((gi - 0.5 * xi.exp()).abs() < 1e-12);
     }
 }

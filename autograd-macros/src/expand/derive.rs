@@ -461,6 +461,13 @@ impl<'a> DerivedPlan<'a> {
             }
         });
         let scalars = &fusion.scalars;
+        let like = match fusion.reduced {
+            Some(v) => {
+                let ident = &body.vars[v].ident;
+                quote!(::core::option::Option::Some(#ident))
+            }
+            None => quote!(::core::option::Option::None),
+        };
         quote! {
             if true #(&& #kept_grads.is_none())*
                 && [#(#result_grads),*].iter().flatten().next().is_some_and(|g| #fused::fuses_on(g))
@@ -473,6 +480,7 @@ impl<'a> DerivedPlan<'a> {
                     &__values,
                     &[#(#result_grads),*],
                     &needs_input_grad,
+                    #like,
                 )? {
                     return ::core::result::Result::Ok(#bwd_ret_value);
                 }

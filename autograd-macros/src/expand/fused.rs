@@ -1,6 +1,7 @@
 //! Whether a derived body can run as one generated kernel each way, and its description for
 //! the runtime (`FusedProgram`, `ops/fused.rs`): every op element-wise (a tensor-tensor
-//! `+ - * /`, a scalar operator or method, `neg`, `pow` and the unary maths), every op live,
+//! `+ - * /`, a scalar operator or method, `neg`, `pow` and the unary maths) or a `sum()` /
+//! `mean()` of all elements whose value is only returned (a loss), every op live,
 //! no call of another differentiable function, and scalar `let`s that read no intermediate
 //! (so they can run before the kernel). The derived pair then asks the runtime for the fused
 //! kernels first and runs the ops one by one when it declines.
@@ -18,6 +19,8 @@ pub(crate) struct Fusion {
     pub(crate) vars: Vec<TokenStream>,
     /// The scalar arguments, one per op that takes one, in order (each an `f64` expression).
     pub(crate) scalars: Vec<TokenStream>,
+    /// The operand of the first `sum()`/`mean()` (a value of the elements' shape), if any.
+    pub(crate) reduced: Option<usize>,
 }
 
 /// `Elementwise`'s variant for rule `rule`, with the tensor operands and scalar arguments it
@@ -45,6 +48,8 @@ fn elementwise(rule: &str) -> Option<(&'static str, usize, usize)> {
         "relu" => ("Relu", 1, 0),
         "sqrt" => ("Sqrt", 1, 0),
         "abs" => ("Abs", 1, 0),
+        "sum" => ("Sum", 1, 0),
+        "mean" => ("Mean", 1, 0),
         _ => return None,
     })
 }
@@ -81,6 +86,7 @@ pub(crate) fn fusion(krate: &Path, body: &Body, live: &[bool]) -> Option<Fusion>
         })
         .collect();
     let mut scalars = Vec::new();
+    let mut reduced = None;
     for op in body.ops() {
         if !live[op.result] || op.callee.is_some() || op.rest.is_some() {
             return None;
@@ -88,6 +94,13 @@ pub(crate) fn fusion(krate: &Path, body: &Body, live: &[bool]) -> Option<Fusion>
         let (variant, n_tensors, n_scalars) = elementwise(&op.rule.to_string())?;
         if op.tensors.len() != n_tensors || op.scalars.len() != n_scalars {
             return None;
+        }
+        if matches!(variant, "Sum" | "Mean") {
+            // A reduced value has another shape: it may only be returned.
+            if body.ops().any(|other| other.tensors.contains(&op.result)) {
+                return None;
+            }
+            reduced.get_or_insert(op.tensors[0]);
         }
         let variant = syn::Ident::new(variant, proc_macro2::Span::call_site());
         let a = op.tensors[0] as u16;
@@ -101,6 +114,7 @@ pub(crate) fn fusion(krate: &Path, body: &Body, live: &[bool]) -> Option<Fusion>
     Some(Fusion {
         vars: vars.into_iter().collect::<Option<_>>()?,
         scalars,
+        reduced,
     })
 }
 

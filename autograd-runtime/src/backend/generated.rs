@@ -264,7 +264,7 @@ static Dim blockIdx, threadIdx, blockDim, gridDim;
         for (j, (sample, outs)) in samples.iter().zip(&cpu).enumerate() {
             let src = sample
                 .kernel
-                .cuda_source("double", &[])
+                .cuda_source("double", &sample.repeated)
                 .replace("extern \"C\" ", "");
             let _ = writeln!(cpp, "namespace k{j} {{\n{src}}}");
             if sample.name.ends_with("forward") {

@@ -53,9 +53,18 @@ pub enum Elementwise {
     Sqrt,
     Abs,
     Pow,
+    /// `x.sum()`, all elements: only as a result (its value is no other op's operand).
+    Sum,
+    /// `x.mean()`, all elements: only as a result.
+    Mean,
 }
 
 impl Elementwise {
+    /// Whether the op reduces every element to one (`sum`, `mean`).
+    fn is_reduction(self) -> bool {
+        matches!(self, Elementwise::Sum | Elementwise::Mean)
+    }
+
     /// Whether the op takes two tensor operands.
     fn is_binary(self) -> bool {
         matches!(
@@ -159,15 +168,19 @@ enum ScalarArg {
     Raw(u16),
     Neg(u16),
     Recip(u16),
+    /// `1 / n`, `n` the element count (`mean`'s gradient scale).
+    InvCount,
 }
 
 impl ScalarArg {
-    /// The value, computed in `f64` as the op-by-op path computes it before converting.
-    fn value(self, scalars: &[f64]) -> f64 {
+    /// The value, computed in `f64` as the op-by-op path computes it before converting, for a
+    /// kernel over `n` elements.
+    fn value(self, scalars: &[f64], n: usize) -> f64 {
         match self {
             ScalarArg::Raw(k) => scalars[usize::from(k)],
             ScalarArg::Neg(k) => -scalars[usize::from(k)],
             ScalarArg::Recip(k) => 1.0 / scalars[usize::from(k)],
+            ScalarArg::InvCount => 1.0 / n as f64,
         }
     }
 }
@@ -191,6 +204,9 @@ struct Plan {
     scalars: Vec<ScalarArg>,
     /// Per output of the kernel: the body value (forward) or tensor input (backward) it is.
     outputs: Vec<u16>,
+    /// Forward: the wanted reductions, `(value, operand)`; the operand is an output of the
+    /// kernel, reduced after it.
+    reductions: Vec<(u16, u16)>,
 }
 
 /// Builds straight-line code, one register per instruction.
@@ -279,6 +295,8 @@ impl Emitter {
                 let e = self.scalar(ScalarArg::Raw(s))?;
                 self.push(Inst::Pow(a, e))
             }
+            // A reduced value is not an element's: the kernels never compute one.
+            E::Sum | E::Mean => None,
             _ => self.un(op.unary()?, a),
         }
     }
@@ -315,26 +333,39 @@ fn bits(flags: &[bool]) -> impl Iterator<Item = u8> + '_ {
 }
 
 /// The device, dtype and shape every tensor of a fused call shares, if the kernels can take
-/// them: one device (CUDA, or the host when [`run_on_host`] says so), one dtype, one shape,
-/// with at least one element.
-fn common(tensors: &[&Tensor]) -> Option<(Device, DType, Vec<usize>)> {
-    let first = tensors.first()?;
+/// them: one device (CUDA, or the host when [`run_on_host`] says so), one dtype, and one shape
+/// with at least one element: `like`'s where given (then a one-element tensor is taken as one
+/// value repeated, the gradient of a reduced result), else the first tensor's.
+fn common(tensors: &[&Tensor], like: Option<&Tensor>) -> Option<(Device, DType, Vec<usize>)> {
+    let first = like.or_else(|| tensors.first().copied())?;
     let (device, dtype, shape) = (first.device(), first.dtype(), first.shape());
     if !fuses_on(first) || first.numel() == 0 {
         return None;
     }
-    let fits = |t: &&Tensor| t.device() == device && t.dtype() == dtype && t.shape() == shape;
+    let fits = |t: &&Tensor| {
+        t.device() == device
+            && t.dtype() == dtype
+            && (t.shape() == shape || (like.is_some() && t.numel() == 1))
+    };
     tensors
         .iter()
         .all(fits)
         .then(|| (device, dtype, shape.to_vec()))
 }
 
-/// `t` as a kernel reads it: dense from element 0, or one value broadcast (every stride 0, as
-/// the gradient `sum` hands back), else a contiguous copy.
-fn readable(t: &Tensor) -> Result<(Tensor, bool)> {
+/// `t` as a kernel over `n` elements reads it: one value repeated (a one-element tensor, or
+/// every stride 0, as the gradient `sum` hands back), dense from element 0, else a contiguous
+/// copy.
+fn readable(t: &Tensor, n: usize) -> Result<(Tensor, bool)> {
     let layout = t.layout();
-    if layout.offset == 0 && layout.is_contiguous() {
+    if t.numel() == 1 && n != 1 {
+        let t = if layout.offset == 0 {
+            t.clone()
+        } else {
+            t.contiguous()?
+        };
+        Ok((t, true))
+    } else if layout.offset == 0 && layout.is_contiguous() {
         Ok((t.clone(), false))
     } else if layout.offset == 0 && t.strides().iter().all(|&s| s == 0) {
         Ok((t.clone(), true))
@@ -345,7 +376,8 @@ fn readable(t: &Tensor) -> Result<(Tensor, bool)> {
 
 /// Runs `plan` on its sources, returning its outputs.
 fn run(plan: &Plan, sources: &[&Tensor], scalars: &[f64], shape: &[usize]) -> Result<Vec<Tensor>> {
-    let values: Vec<f64> = plan.scalars.iter().map(|s| s.value(scalars)).collect();
+    let n = shape.iter().product();
+    let values: Vec<f64> = plan.scalars.iter().map(|s| s.value(scalars, n)).collect();
     run_kernel(&plan.kernel, sources, &values, shape)
 }
 
@@ -356,9 +388,10 @@ fn run_kernel(
     values: &[f64],
     shape: &[usize],
 ) -> Result<Vec<Tensor>> {
+    let n = shape.iter().product();
     let (tensors, repeated): (Vec<Tensor>, Vec<bool>) = sources
         .iter()
-        .map(|t| readable(t))
+        .map(|t| readable(t, n))
         .collect::<Result<Vec<_>>>()?
         .into_iter()
         .unzip();
@@ -438,7 +471,7 @@ pub fn fused_forward(
     if want.len() != prog.vars.len() || inputs.is_empty() {
         return Ok(None);
     }
-    let Some((_, _, shape)) = common(inputs) else {
+    let Some((_, _, shape)) = common(inputs, None) else {
         return Ok(None);
     };
     let key = std::iter::once(0).chain(bits(want)).collect();
@@ -462,12 +495,60 @@ pub fn fused_forward(
     for (t, &v) in outs.into_iter().zip(&plan.outputs) {
         values[usize::from(v)] = Some(t);
     }
+    // Reduced results: the op-by-op kernels, on the kernel's output (unrecorded, as the
+    // forward runs); an operand only the reduction wanted is dropped.
+    let _no_grad = crate::no_grad();
+    for &(r, a) in &plan.reductions {
+        let (r, a) = (usize::from(r), usize::from(a));
+        let Some(operand) = values[a].as_ref() else {
+            return Ok(None);
+        };
+        values[r] = Some(match prog.vars[r] {
+            FusedVar::Op {
+                op: Elementwise::Mean,
+                ..
+            } => operand.mean()?,
+            _ => operand.sum()?,
+        });
+    }
+    for &(_, a) in &plan.reductions {
+        if !want[usize::from(a)] {
+            values[usize::from(a)] = None;
+        }
+    }
     Ok(Some(values))
+}
+
+/// Whether a reduction's value is an operand of another op (the kernels compute every other
+/// value at the inputs' shape, so a reduced value may only be a result).
+fn reduction_used(prog: &FusedProgram) -> bool {
+    let reduced = |v: u16| matches!(prog.vars.get(usize::from(v)), Some(FusedVar::Op { op, .. }) if op.is_reduction());
+    prog.vars.iter().any(|var| match *var {
+        FusedVar::Op { op, a, b, .. } => reduced(a) || (op.is_binary() && reduced(b)),
+        _ => false,
+    })
 }
 
 fn build_forward(prog: &FusedProgram, want: &[bool]) -> Option<Plan> {
     let n = prog.vars.len();
-    // What the wanted values are computed from.
+    if reduction_used(prog) {
+        return None;
+    }
+    // The kernel writes the wanted values, and the operand of each wanted reduction.
+    let mut written = want.to_vec();
+    let mut reductions = Vec::new();
+    for (v, var) in prog.vars.iter().enumerate() {
+        if let FusedVar::Op { op, a, .. } = *var
+            && op.is_reduction()
+            && want[v]
+        {
+            written[v] = false;
+            written[usize::from(a)] = true;
+            reductions.push((u16::try_from(v).ok()?, a));
+        }
+    }
+    let want = &written[..];
+    // What the written values are computed from.
     let mut needed = want.to_vec();
     for v in (0..n).rev() {
         match prog.vars[v] {
@@ -524,6 +605,7 @@ fn build_forward(prog: &FusedProgram, want: &[bool]) -> Option<Plan> {
         sources: e.sources,
         scalars: e.scalars,
         outputs,
+        reductions,
     })
 }
 
@@ -531,8 +613,10 @@ fn build_forward(prog: &FusedProgram, want: &[bool]) -> Option<Plan> {
 /// from the incoming gradients of the results (`grads`, one per result) and the values the
 /// forward kept as themselves (`values`, one per body value; `None` where it kept a stand-in
 /// or nothing). Values the kernel needs and the forward did not keep are recomputed from ones
-/// it did. Runs only when the backward is not recorded (no `create_graph`). `Ok(None)`: not
-/// fusable here, apply the rules one by one.
+/// it did. `like`, for a body with a reduced result, is a tensor of the shape before the
+/// reduction (what the forward kept of the reduction's operand). Runs only when the backward
+/// is not recorded (no `create_graph`). `Ok(None)`: not fusable here, apply the rules one by
+/// one.
 #[doc(hidden)]
 pub fn fused_backward(
     prog: &'static FusedProgram,
@@ -540,6 +624,7 @@ pub fn fused_backward(
     values: &[Option<&Tensor>],
     grads: &[Option<&Tensor>],
     needs: &[bool],
+    like: Option<&Tensor>,
 ) -> Result<Option<Vec<Option<Tensor>>>> {
     if crate::grad_mode::is_grad_enabled()
         || values.len() != prog.vars.len()
@@ -576,7 +661,7 @@ pub fn fused_backward(
     let Some(sources) = sources.filter(|s| !s.is_empty()) else {
         return Ok(None);
     };
-    let Some((_, _, shape)) = common(&sources) else {
+    let Some((_, _, shape)) = common(&sources, like) else {
         return Ok(None);
     };
     let outs = run(&plan, &sources, scalars, &shape)?;
@@ -597,6 +682,9 @@ fn build_backward(
 ) -> Option<Plan> {
     use Elementwise as E;
     let n = prog.vars.len();
+    if reduction_used(prog) {
+        return None;
+    }
     // Which values lead to an input whose gradient is needed.
     let mut bneeds = vec![false; n];
     for v in 0..n {
@@ -732,6 +820,13 @@ fn build_backward(
                     let e = b.e.scalar(ScalarArg::Raw(s))?;
                     b.e.push(Inst::PowGrad(g, x, e))?
                 }
+                // The reduced result's gradient, repeated over every element (scaled by 1/n
+                // first, as `mean`'s backward does).
+                (E::Sum, _) => g,
+                (E::Mean, _) => {
+                    let k = b.e.scalar(ScalarArg::InvCount)?;
+                    b.e.bin(BinaryOp::Mul, g, k)?
+                }
             };
             let t = usize::from(t);
             adj[t] = Some(match adj[t] {
@@ -762,6 +857,7 @@ fn build_backward(
         sources: e.sources,
         scalars: e.scalars,
         outputs,
+        reductions: Vec::new(),
     })
 }
 
@@ -838,6 +934,8 @@ pub(crate) struct Sample {
     /// Per kernel input: 0 and 1 the program's inputs `x` and `y`, 2 the incoming gradient,
     /// 3 and 4 the forward's values `op(x[, y])` and the result.
     pub(crate) inputs: Vec<usize>,
+    /// Per kernel input: whether it is one value repeated (element 0 read for every element).
+    pub(crate) repeated: Vec<bool>,
     pub(crate) scalars: Vec<f64>,
 }
 
@@ -904,7 +1002,8 @@ pub(crate) fn sample_kernels() -> Vec<Sample> {
                     Source::Value(v) => [0, 1, 3, 4][usize::from(v)],
                 })
                 .collect(),
-            scalars: plan.scalars.iter().map(|a| a.value(&[s])).collect(),
+            repeated: vec![false; plan.sources.len()],
+            scalars: plan.scalars.iter().map(|a| a.value(&[s], 6)).collect(),
             kernel: plan.kernel,
         };
         let fwd = build_forward(&prog, &[false, false, true, true]).expect("forward");
@@ -925,7 +1024,51 @@ pub(crate) fn sample_kernels() -> Vec<Sample> {
             name: format!("{map:?} map"),
             kernel,
             inputs: vec![0],
+            repeated: vec![false],
             scalars,
+        });
+    }
+    // The backward of a loss: `sum` or `mean` of `x * y`, its gradient one repeated value.
+    for op in [Elementwise::Sum, Elementwise::Mean] {
+        let vars: &'static [FusedVar] = Box::leak(Box::new([
+            FusedVar::Input(0),
+            FusedVar::Input(1),
+            FusedVar::Op {
+                op: Elementwise::Mul,
+                a: 0,
+                b: 1,
+                s: 0,
+            },
+            FusedVar::Op {
+                op,
+                a: 2,
+                b: 0,
+                s: 0,
+            },
+        ]));
+        let prog = FusedProgram {
+            vars,
+            outputs: &[3],
+        };
+        let plan = build_backward(&prog, &[true, true, false, false], &[true], &[true, true])
+            .expect("a loss's backward");
+        out.push(Sample {
+            name: format!("{op:?} map backward"),
+            inputs: plan
+                .sources
+                .iter()
+                .map(|src| match *src {
+                    Source::Value(v) => usize::from(v),
+                    _ => 2,
+                })
+                .collect(),
+            repeated: plan
+                .sources
+                .iter()
+                .map(|src| matches!(src, Source::Grad(_)))
+                .collect(),
+            scalars: plan.scalars.iter().map(|a| a.value(&[], 6)).collect(),
+            kernel: plan.kernel,
         });
     }
     out
@@ -955,8 +1098,13 @@ pub(crate) fn run_samples_on_the_cpu(samples: &[Sample]) -> Result<Vec<Vec<Vec<f
         }
         let all: Vec<&Tensor> = data.iter().chain(&values).collect();
         let inputs: Vec<&Tensor> = sample.inputs.iter().map(|&i| all[i]).collect();
-        let repeated = vec![false; inputs.len()];
-        let outs = cpu.generated(&sample.kernel, &inputs, &repeated, &sample.scalars, &[6])?;
+        let outs = cpu.generated(
+            &sample.kernel,
+            &inputs,
+            &sample.repeated,
+            &sample.scalars,
+            &[6],
+        )?;
         if sample.name.ends_with("forward") {
             values = outs.clone();
         }
@@ -1037,7 +1185,7 @@ mod tests {
     fn the_recomputing_backward_gives_the_bits_of_the_one_that_loads() -> Result<()> {
         let samples = sample_kernels();
         let results = run_samples_on_the_cpu(&samples)?;
-        let ops = samples.iter().filter(|s| !s.name.ends_with(" map")).count();
+        let ops = samples.iter().filter(|s| !s.name.contains(" map")).count();
         for (s, r) in samples[..ops].chunks(3).zip(results.chunks(3)) {
             assert_eq!(r[1].len(), 2, "{}: two gradients", s[1].name);
             for (a, b) in r[1].iter().zip(&r[2]) {
@@ -1053,7 +1201,7 @@ mod tests {
     fn the_kernels_compute_each_ops_value_and_gradients() -> Result<()> {
         let samples = sample_kernels();
         let results = run_samples_on_the_cpu(&samples)?;
-        let ops = samples.iter().filter(|s| !s.name.ends_with(" map")).count();
+        let ops = samples.iter().filter(|s| !s.name.contains(" map")).count();
         let samples = &samples[..ops];
         let [x, y, g] = SAMPLE_DATA;
         let close =
