@@ -305,10 +305,20 @@ fn main() -> Result<()> {
         "{:<13} {:>6} {:>15} {:>17} {:>17}",
         "version", "nodes", "saved elements", "backward n=16", "backward n=2^20"
     );
-    for (name, f) in VERSIONS {
+    // The derived body is element-wise: one generated kernel each way (`ops/fused.rs`), the
+    // op-by-op path's bits; "op by op" is the same node with those kernels turned off.
+    let rows = [
+        ("derived", gelu_derived as Gelu, true),
+        ("  op by op", gelu_derived, false),
+        ("hand-written", gelu_by_hand, true),
+        ("recorded", gelu_recorded, true),
+    ];
+    for (name, f, fuse) in rows {
+        autograd::__private::fused::set_enabled(fuse);
         let (nodes, saved) = graph_size(&f(&x)?)?;
         let small = backward_time(f, 16, 2001)?;
         let large = backward_time(f, 1 << 20, 21)?;
+        autograd::__private::fused::set_enabled(true);
         println!(
             "{name:<13} {nodes:>6} {saved:>15} {:>14.2} µs {:>14.2} ms",
             small.as_secs_f64() * 1e6,

@@ -1,13 +1,14 @@
 //! A `#[differentiable(derive)]` body of element-wise ops runs as one generated kernel each way
-//! on a CUDA device (`ops/fused.rs`). Here the same kernels run on the CPU, interpreted
-//! (`__private::fused::run_on_host`), so that what a GPU runs is checked everywhere: the values
-//! and gradients equal the body recorded op by op, for every pattern of inputs that need a
-//! gradient; the node keeps what the op-by-op derived node keeps (version checks included); and
-//! whatever the kernels do not cover (broadcasting, strided views, double backward) falls back
+//! (`ops/fused.rs`), on the CPU as on a CUDA device, so what a GPU runs is checked here on any
+//! machine: the values and gradients equal the body recorded op by op, for every pattern of
+//! inputs that need a gradient; on the CPU the bits equal the op-by-op derived path's; the node
+//! keeps what the op-by-op derived node keeps (version checks included); and whatever the
+//! kernels do not cover (broadcasting, a reduced value used again, double backward) falls back
 //! to the op-by-op path with the same results.
 //!
-//! The switch is process-wide, so these tests live in their own binary, and every test turns
-//! it on; [`fused_runs`] counts the kernels a closure ran.
+//! The switches (`__private::fused::set_enabled`, `run_on_host`) and the kernel count are
+//! process-wide, so these tests live in their own binary and take turns ([`fused_runs`],
+//! [`op_by_op`]).
 
 use autograd::__private::fused;
 use autograd::{
@@ -116,17 +117,50 @@ fn half_total(x: &Tensor) -> Result<Tensor> {
 
 // ----- helpers ------------------------------------------------------------------------------------
 
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// The fused kernels `f` ran, with the switch on (one closure at a time: the count is the
 /// process's).
 fn fused_runs<R>(f: impl FnOnce() -> R) -> (R, u64) {
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _guard = ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     fused::run_on_host(true);
+    fused::set_enabled(true);
     let before = fused::runs();
     let r = f();
     (r, fused::runs() - before)
+}
+
+/// `f` with the fused path off: every derived body op by op.
+fn op_by_op<R>(f: impl FnOnce() -> R) -> R {
+    let _guard = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    fused::set_enabled(false);
+    let before = fused::runs();
+    let r = f();
+    assert_eq!(fused::runs(), before, "nothing fused");
+    fused::set_enabled(true);
+    r
+}
+
+/// The bits of a tensor, in its own dtype.
+fn bits(t: &Tensor) -> Vec<u64> {
+    match t.dtype() {
+        DType::F32 => t
+            .to_vec::<f32>()
+            .expect("f32")
+            .iter()
+            .map(|v| u64::from(v.to_bits()))
+            .collect(),
+        DType::F64 => t
+            .to_vec::<f64>()
+            .expect("f64")
+            .iter()
+            .map(|v| v.to_bits())
+            .collect(),
+    }
 }
 
 fn leaf(values: &[f64], shape: &[usize], dtype: DType) -> Tensor {
@@ -493,5 +527,55 @@ fn a_reduced_value_used_again_runs_op_by_op() {
     let gx = g[0].as_ref().expect("g").to_vec::<f64>().expect("g");
     for (gi, xi) in gx.iter().zip(XS) {
         assert!((gi - 0.5 * xi.exp()).abs() < 1e-12);
+    }
+}
+
+/// On the CPU the fused kernels give the op-by-op derived path's bits: the same element
+/// functions in the same order, on lanes whose result does not depend on the position. Sizes
+/// around the block (256) and the parallel grain (32,768), both dtypes, values and gradients.
+#[test]
+fn on_the_cpu_fused_and_op_by_op_give_the_same_bits() {
+    type Two = fn(&Tensor, &Tensor) -> Result<Tensor>;
+    let bodies: [(&str, Two); 4] = [
+        ("every_op", |x, y| every_op(x, y, 0.7)),
+        ("gelu", |x, _| gelu(x)),
+        ("mse", mse),
+        ("bce_logits", bce_logits),
+    ];
+    for n in [1, 2, 7, 255, 256, 257, 1000, 40_000, 70_001] {
+        for dtype in [DType::F32, DType::F64] {
+            let x = Tensor::randn(&[n], DType::F64, 11)
+                .and_then(|t| t.to_dtype(dtype))
+                .and_then(|t| t.requires_grad_(true))
+                .expect("x");
+            let y = Tensor::randn(&[n], DType::F64, 12)
+                .and_then(|t| t.to_dtype(dtype))
+                .and_then(|t| t.requires_grad_(true))
+                .expect("y");
+            for (name, f) in bodies {
+                let run = || {
+                    let out = f(&x, &y).expect("body");
+                    let seed = out.ones_like().expect("ones");
+                    let g = autograd::grad(
+                        &[out.clone()],
+                        &[x.clone(), y.clone()],
+                        GradOptions::new()
+                            .grad_outputs(vec![Some(seed)])
+                            .allow_unused(true),
+                    )
+                    .expect("grad");
+                    let mut all = vec![bits(&out)];
+                    all.extend(g.iter().flatten().map(bits));
+                    all
+                };
+                let (fused, runs) = fused_runs(run);
+                assert_eq!(runs, 2, "{name} n={n} {dtype:?} ran fused");
+                let plain = op_by_op(run);
+                assert!(
+                    fused == plain,
+                    "{name} n={n} {dtype:?}: fused and op-by-op bits differ"
+                );
+            }
+        }
     }
 }

@@ -25,8 +25,9 @@ pub(crate) enum Inst {
     Binary(BinaryOp, u16, u16),
     /// `x^e` as `pow_scalar` computes it (`x`, then the exponent register).
     Pow(u16, u16),
-    /// `g * e * x^(e - 1)` as `fused_op`'s `Pow` computes it (`g`, `x`, `e`).
-    PowGrad(u16, u16, u16),
+    /// `pow`'s gradient: 0 for `e = 0` (PyTorch's `pow_backward`), `g (x + x)` for `e = 2`,
+    /// else `g e x^(e - 1)` (`g`, `x`, `e`, and `e - 1` rounded from `f64`).
+    PowGrad(u16, u16, u16, u16),
     /// `g` where `y > 0`, else 0 (`g`, `y`).
     ReluGrad(u16, u16),
     /// `min(max(x, lo), hi)`, NaN kept (`x`, `lo`, `hi`).
@@ -108,7 +109,7 @@ fn cuda_expr(inst: Inst) -> String {
             format!("r{a} {sym} r{b}")
         }
         Inst::Pow(x, e) => format!("pow_scalar<T>(r{x}, r{e})"),
-        Inst::PowGrad(g, x, e) => format!("pow_grad<T>(r{g}, r{x}, r{e})"),
+        Inst::PowGrad(g, x, e, e1) => format!("pow_grad<T>(r{g}, r{x}, r{e}, r{e1})"),
         Inst::ReluGrad(g, y) => format!("(r{y} > T(0) ? r{g} : T(0))"),
         Inst::Clamp(x, lo, hi) => format!("clamp_op<T>(r{x}, r{lo}, r{hi})"),
         Inst::InRange(x, lo, hi) => format!("(r{x} >= r{lo} && r{x} <= r{hi} ? T(1) : T(0))"),
@@ -187,8 +188,9 @@ template <typename T> __device__ __forceinline__ T clamp_op(T x, T lo, T hi) {
 }
 __device__ __forceinline__ float m_erf(float x) { return (float)erf((double)x); }
 __device__ __forceinline__ double m_erf(double x) { return erf(x); }
-template <typename T> __device__ __forceinline__ T pow_grad(T g, T x, T e) {
-    return e == T(2) ? g * (x + x) : g * (e * m_pow(x, e - T(1)));
+template <typename T> __device__ __forceinline__ T pow_grad(T g, T x, T e, T e1) {
+    if (e == T(0)) return T(0);
+    return e == T(2) ? g * (x + x) : g * (e * m_pow(x, e1));
 }
 #define GRID_STRIDE(i, n) \
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (u64)blockDim.x * gridDim.x)

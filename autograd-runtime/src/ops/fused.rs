@@ -3,9 +3,9 @@
 //! forward then asks [`fused_forward`] for its result and the values its backward keeps, and
 //! the derived backward asks [`fused_backward`] for the inputs' gradients, before running the
 //! body op by op. Each builds a straight-line [`GeneratedKernel`] (cached per program and per
-//! pattern of what is wanted) and runs it as one launch on a CUDA device. Anything the kernels
-//! do not cover returns `Ok(None)`, and the caller runs the ops one by one as before: tensors of
-//! different shapes (broadcasting), strided views, mixed dtypes or devices, a backward that
+//! pattern of what is wanted) and runs it in one pass (one launch on a CUDA device). Anything
+//! the kernels do not cover returns `Ok(None)`, and the caller runs the ops one by one as
+//! before: tensors of different shapes (broadcasting), mixed dtypes or devices, a backward that
 //! records a graph (`create_graph`), a gradient arriving at a kept value (double backward), or a
 //! value the backward would need that the forward did not keep.
 //!
@@ -13,9 +13,11 @@
 //! or empties, decided by the derivative rules' `reads`), so saving, version checks and double
 //! backward do not depend on which path ran.
 //!
-//! On the CPU the op-by-op path stays the default (its SIMD kernels are the fast path there);
-//! [`run_on_host`] turns the fused path on for host tensors too, interpreted per element, which
-//! is how the tests exercise it without a GPU.
+//! Both devices run the kernels by default: a CUDA device as CUDA C++ compiled by NVRTC (one
+//! launch each way), the CPU in cache-sized blocks with the element functions of its op-by-op
+//! kernels, which gives the op-by-op path's bits (`backend/cpu/generated.rs`).
+//! [`set_enabled`] and [`run_on_host`] turn the fused path off, everywhere or on the host, for
+//! benchmarks and tests that compare the two.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -119,16 +121,16 @@ pub struct FusedProgram {
     pub outputs: &'static [u16],
 }
 
-/// Whether host tensors take the fused path too (see the module docs). Relaxed: a switch that
-/// publishes no memory.
-static ON_HOST: AtomicBool = AtomicBool::new(false);
+/// Whether host tensors take the fused path (on by default; see the module docs). Relaxed: a
+/// switch that publishes no memory.
+static ON_HOST: AtomicBool = AtomicBool::new(true);
 /// Whether the fused path is taken at all (on by default). Relaxed, as `ON_HOST`.
 static ENABLED: AtomicBool = AtomicBool::new(true);
 /// Fused kernels run so far (forward and backward). Relaxed: a statistic.
 static RUNS: AtomicU64 = AtomicU64::new(0);
 
-/// Runs the fused kernels on CPU tensors too (interpreted per element), or stops doing so.
-/// For tests: it shows, without a GPU, what a CUDA device runs. Process-wide.
+/// Runs the fused kernels on CPU tensors (the default), or runs their derived bodies op by op.
+/// Process-wide; for benchmarks and tests.
 #[doc(hidden)]
 pub fn run_on_host(on: bool) {
     ON_HOST.store(on, Ordering::Relaxed);
@@ -147,9 +149,9 @@ pub fn runs() -> u64 {
     RUNS.load(Ordering::Relaxed)
 }
 
-/// Whether tensors on `t`'s device take the fused path at all: a CUDA device, or the host when
-/// [`run_on_host`] says so. What the derived pair checks first, so that the op-by-op path pays
-/// one branch for the fused one.
+/// Whether tensors on `t`'s device take the fused path at all (see [`set_enabled`] and
+/// [`run_on_host`]). What the derived pair checks first, so that where the fused path is off the
+/// op-by-op path pays one branch for it.
 #[doc(hidden)]
 #[inline]
 pub fn fuses_on(t: &Tensor) -> bool {
@@ -168,6 +170,8 @@ enum ScalarArg {
     Raw(u16),
     Neg(u16),
     Recip(u16),
+    /// `s - 1` (`pow`'s gradient exponent).
+    MinusOne(u16),
     /// `1 / n`, `n` the element count (`mean`'s gradient scale).
     InvCount,
 }
@@ -180,6 +184,7 @@ impl ScalarArg {
             ScalarArg::Raw(k) => scalars[usize::from(k)],
             ScalarArg::Neg(k) => -scalars[usize::from(k)],
             ScalarArg::Recip(k) => 1.0 / scalars[usize::from(k)],
+            ScalarArg::MinusOne(k) => scalars[usize::from(k)] - 1.0,
             ScalarArg::InvCount => 1.0 / n as f64,
         }
     }
@@ -333,7 +338,7 @@ fn bits(flags: &[bool]) -> impl Iterator<Item = u8> + '_ {
 }
 
 /// The device, dtype and shape every tensor of a fused call shares, if the kernels can take
-/// them: one device (CUDA, or the host when [`run_on_host`] says so), one dtype, and one shape
+/// them: one device where the fused path is on ([`fuses_on`]), one dtype, and one shape
 /// with at least one element: `like`'s where given (then a one-element tensor is taken as one
 /// value repeated, the gradient of a reduced result), else the first tensor's.
 fn common(tensors: &[&Tensor], like: Option<&Tensor>) -> Option<(Device, DType, Vec<usize>)> {
@@ -818,7 +823,8 @@ fn build_backward(
                 (E::Pow, _) => {
                     let x = b.val(a)?;
                     let e = b.e.scalar(ScalarArg::Raw(s))?;
-                    b.e.push(Inst::PowGrad(g, x, e))?
+                    let e1 = b.e.scalar(ScalarArg::MinusOne(s))?;
+                    b.e.push(Inst::PowGrad(g, x, e, e1))?
                 }
                 // The reduced result's gradient, repeated over every element (scaled by 1/n
                 // first, as `mean`'s backward does).

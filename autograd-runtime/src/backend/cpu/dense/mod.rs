@@ -86,7 +86,7 @@ macro_rules! with_fused_fn {
 /// SIMD registers. The loops are plain IEEE arithmetic (no fused multiply-add), so every
 /// instruction set gives the same bits.
 #[inline(always)]
-fn simd<R>(f: impl FnOnce() -> R) -> R {
+pub(crate) fn simd<R>(f: impl FnOnce() -> R) -> R {
     pulp::Arch::new().dispatch(f)
 }
 
