@@ -262,6 +262,52 @@ impl<'a> DerivedPlan<'a> {
         self.body.ops().filter(|op| self.live[op.result]).collect()
     }
 
+    /// The values returned, each once (a value may be returned twice).
+    fn returned(&self) -> Vec<usize> {
+        let mut returned = self.body.outputs.clone();
+        returned.sort_unstable();
+        returned.dedup();
+        returned
+    }
+
+    /// `let __autograd_keep{v} = keep_ref(input, read)?;` for each kept input.
+    fn keep_inputs(&self) -> Vec<TokenStream> {
+        let (body, private) = (self.body, &self.private);
+        self.kept
+            .iter()
+            .filter(|&&v| body.vars[v].input.is_some())
+            .map(|&v| {
+                let (ident, local, read) =
+                    (&body.vars[v].ident, Self::keep_local(v), &self.reads[v]);
+                quote!(let #local = #private::keep_ref(#ident, #read)?;)
+            })
+            .collect()
+    }
+
+    /// What is kept of each returned value, and the results themselves (a value returned twice
+    /// is returned as two handles: the node aliases the second).
+    fn keep_results(&self) -> (Vec<TokenStream>, Vec<TokenStream>) {
+        let (body, private) = (self.body, &self.private);
+        let keep = self
+            .returned()
+            .into_iter()
+            .map(|v| {
+                let (ident, local, read) =
+                    (&body.vars[v].ident, Self::keep_local(v), &self.reads[v]);
+                quote!(let #local = #private::keep_ref(&#ident, #read)?;)
+            })
+            .collect();
+        let results = body
+            .outputs
+            .iter()
+            .map(|&v| {
+                let ident = &body.vars[v].ident;
+                quote!(::core::clone::Clone::clone(&#ident))
+            })
+            .collect();
+        (keep, results)
+    }
+
     /// `__autograd_keep{v}`: what the forward keeps of value `v`.
     fn keep_local(v: usize) -> Ident {
         format_ident!("__autograd_keep{}", v)
@@ -271,7 +317,7 @@ impl<'a> DerivedPlan<'a> {
     /// and each intermediate kept (a dead one dropped) after its last use; then the inputs and
     /// the results are kept. Returns the results and the kept values.
     fn forward(&self) -> TokenStream {
-        let (krate, body, private) = (self.krate, self.body, &self.private);
+        let (krate, body) = (self.krate, self.body);
         let hidden = &self.hidden;
         let input_needs_fwd = (0..body.vars.len())
             .filter(|&v| body.vars[v].input.is_some())
@@ -279,15 +325,7 @@ impl<'a> DerivedPlan<'a> {
                 let (ident, n) = (&body.vars[v].ident, forward_needs(v));
                 quote!(let #n: bool = #ident.requires_grad();)
             });
-        let keep_inputs = self
-            .kept
-            .iter()
-            .filter(|&&v| body.vars[v].input.is_some())
-            .map(|&v| {
-                let (ident, local, read) =
-                    (&body.vars[v].ident, Self::keep_local(v), &self.reads[v]);
-                quote!(let #local = #private::keep_ref(#ident, #read)?;)
-            });
+        let keep_inputs = self.keep_inputs();
         // A fusable body's scalar `let`s run first (they read no intermediate), then the fused
         // kernel is asked for; the ops run one by one where it declines.
         let (hoisted, fused) = match &self.fusion {
@@ -307,18 +345,7 @@ impl<'a> DerivedPlan<'a> {
             .filter(|(_, s)| self.fusion.is_none() || matches!(s, Step::Op(_)))
             .map(|(i, s)| self.forward_step(i, s));
         // Each returned value is kept once (it may be returned twice).
-        let mut returned: Vec<usize> = body.outputs.clone();
-        returned.sort_unstable();
-        returned.dedup();
-        let keep_outputs = returned.iter().map(|&v| {
-            let (ident, local, read) = (&body.vars[v].ident, Self::keep_local(v), &self.reads[v]);
-            quote!(let #local = #private::keep_ref(&#ident, #read)?;)
-        });
-        let out_idents = body.outputs.iter().map(|&v| {
-            let ident = &body.vars[v].ident;
-            // A value returned twice is returned as two handles (the node aliases the second).
-            quote!(::core::clone::Clone::clone(&#ident))
-        });
+        let (keep_outputs, out_idents) = self.keep_results();
         let kept_locals: Vec<Ident> = self.kept.iter().map(|&v| Self::keep_local(v)).collect();
         let tensors_ty = (0..self.n_outputs).map(|_| &self.tensor);
         let tuple_ty = quote!((#(#tensors_ty,)*));
@@ -380,34 +407,16 @@ impl<'a> DerivedPlan<'a> {
         let input_idents: Vec<&Ident> = inputs.iter().map(|&(_, i)| i).collect();
         let like = input_idents[0];
         let scalars = &fusion.scalars;
-        let mut returned: Vec<usize> = body.outputs.clone();
-        returned.sort_unstable();
-        returned.dedup();
-        let take_outputs = returned.iter().map(|&v| {
+        let take_outputs = self.returned().into_iter().map(|v| {
             let ident = &body.vars[v].ident;
             quote!(let #ident: #krate::Tensor = #fused::take_value(&mut __fv, #v)?;)
         });
-        let keep_inputs = self
-            .kept
-            .iter()
-            .filter(|&&v| body.vars[v].input.is_some())
-            .map(|&v| {
-                let (ident, local, read) =
-                    (&body.vars[v].ident, Self::keep_local(v), &self.reads[v]);
-                quote!(let #local = #private::keep_ref(#ident, #read)?;)
-            });
+        let keep_inputs = self.keep_inputs();
         let keep_intermediates = self.kept.iter().filter(|v| is_intermediate(v)).map(|&v| {
             let (local, read) = (Self::keep_local(v), read_local(v));
             quote!(let #local = #fused::keep_value(&mut __fv, #v, #read, #like)?;)
         });
-        let keep_outputs = returned.iter().map(|&v| {
-            let (ident, local, read) = (&body.vars[v].ident, Self::keep_local(v), &self.reads[v]);
-            quote!(let #local = #private::keep_ref(&#ident, #read)?;)
-        });
-        let out_idents = body.outputs.iter().map(|&v| {
-            let ident = &body.vars[v].ident;
-            quote!(::core::clone::Clone::clone(&#ident))
-        });
+        let (keep_outputs, out_idents) = self.keep_results();
         let kept_locals = self.kept.iter().map(|&v| Self::keep_local(v));
         quote! {
             if #fused::fuses_on(#like) {

@@ -98,7 +98,7 @@ fn cuda_expr(inst: Inst) -> String {
         Inst::Load(k) => format!("in{k}[i]"),
         Inst::Scalar(k) => format!("s{k}"),
         Inst::Const(c) => format!("T({c})"),
-        Inst::Unary(op, x) => format!("unary_op<T>({}, r{x})", unary_code(op)),
+        Inst::Unary(op, x) => format!("unary_op<T>({}, r{x})", op.code()),
         Inst::Binary(op, a, b) => {
             let sym = match op {
                 BinaryOp::Add => "+",
@@ -114,25 +114,6 @@ fn cuda_expr(inst: Inst) -> String {
         Inst::Clamp(x, lo, hi) => format!("clamp_op<T>(r{x}, r{lo}, r{hi})"),
         Inst::InRange(x, lo, hi) => format!("(r{x} >= r{lo} && r{x} <= r{hi} ? T(1) : T(0))"),
         Inst::Erf(x) => format!("m_erf(r{x})"),
-    }
-}
-
-/// `UnaryOp`'s case in the prelude's `unary_op` (the same numbering as `kernels.cu`).
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-fn unary_code(op: UnaryOp) -> u8 {
-    match op {
-        UnaryOp::Neg => 0,
-        UnaryOp::Exp => 1,
-        UnaryOp::Log => 2,
-        UnaryOp::Sin => 3,
-        UnaryOp::Cos => 4,
-        UnaryOp::Tanh => 5,
-        UnaryOp::Sigmoid => 6,
-        UnaryOp::Relu => 7,
-        UnaryOp::Sqrt => 8,
-        UnaryOp::Abs => 9,
-        UnaryOp::Sign => 10,
-        UnaryOp::PositiveMask => 11,
     }
 }
 

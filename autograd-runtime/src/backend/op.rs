@@ -30,6 +30,26 @@ pub(crate) enum UnaryOp {
     PositiveMask,
 }
 
+impl UnaryOp {
+    /// The op's number in the CUDA kernels' `unary_op` switch (declaration order).
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            UnaryOp::Neg => 0,
+            UnaryOp::Exp => 1,
+            UnaryOp::Log => 2,
+            UnaryOp::Sin => 3,
+            UnaryOp::Cos => 4,
+            UnaryOp::Tanh => 5,
+            UnaryOp::Sigmoid => 6,
+            UnaryOp::Relu => 7,
+            UnaryOp::Sqrt => 8,
+            UnaryOp::Abs => 9,
+            UnaryOp::Sign => 10,
+            UnaryOp::PositiveMask => 11,
+        }
+    }
+}
+
 /// An element-wise function of two tensors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum BinaryOp {

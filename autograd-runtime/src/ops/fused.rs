@@ -214,6 +214,18 @@ struct Plan {
     reductions: Vec<(u16, u16)>,
 }
 
+/// `item`'s index in `list`, appended if it is not there yet.
+fn index_of<T: PartialEq>(list: &mut Vec<T>, item: T) -> Option<u16> {
+    let k = match list.iter().position(|x| *x == item) {
+        Some(k) => k,
+        None => {
+            list.push(item);
+            list.len() - 1
+        }
+    };
+    u16::try_from(k).ok()
+}
+
 /// Builds straight-line code, one register per instruction.
 #[derive(Default)]
 struct Emitter {
@@ -229,25 +241,13 @@ impl Emitter {
     }
 
     fn load(&mut self, source: Source) -> Option<u16> {
-        let k = match self.sources.iter().position(|&s| s == source) {
-            Some(k) => k,
-            None => {
-                self.sources.push(source);
-                self.sources.len() - 1
-            }
-        };
-        self.push(Inst::Load(u16::try_from(k).ok()?))
+        let k = index_of(&mut self.sources, source)?;
+        self.push(Inst::Load(k))
     }
 
     fn scalar(&mut self, arg: ScalarArg) -> Option<u16> {
-        let k = match self.scalars.iter().position(|&s| s == arg) {
-            Some(k) => k,
-            None => {
-                self.scalars.push(arg);
-                self.scalars.len() - 1
-            }
-        };
-        self.push(Inst::Scalar(u16::try_from(k).ok()?))
+        let k = index_of(&mut self.scalars, arg)?;
+        self.push(Inst::Scalar(k))
     }
 
     fn bin(&mut self, op: BinaryOp, a: u16, b: u16) -> Option<u16> {
@@ -268,26 +268,21 @@ impl Emitter {
             E::Mul => self.bin(BinaryOp::Mul, a, b),
             E::Div => self.bin(BinaryOp::Div, a, b),
             // `x - s` runs as `x + (-s)`, `x / s` as `x * (1 / s)` (`Tensor::sub_scalar`,
-            // `Tensor::div_scalar`).
-            E::AddScalar => {
-                let s = self.scalar(ScalarArg::Raw(s))?;
-                self.bin(BinaryOp::Add, a, s)
-            }
-            E::SubScalar => {
-                let s = self.scalar(ScalarArg::Neg(s))?;
-                self.bin(BinaryOp::Add, a, s)
-            }
-            E::MulScalar => {
-                let s = self.scalar(ScalarArg::Raw(s))?;
-                self.bin(BinaryOp::Mul, a, s)
-            }
-            E::DivScalar => {
-                let s = self.scalar(ScalarArg::Recip(s))?;
-                self.bin(BinaryOp::Mul, a, s)
-            }
-            E::RsubScalar => {
-                let s = self.scalar(ScalarArg::Raw(s))?;
-                self.bin(BinaryOp::Sub, s, a)
+            // `Tensor::div_scalar`); `s - x` with the scalar on the left.
+            E::AddScalar | E::SubScalar | E::MulScalar | E::DivScalar | E::RsubScalar => {
+                let (arg, bin) = match op {
+                    E::AddScalar => (ScalarArg::Raw(s), BinaryOp::Add),
+                    E::SubScalar => (ScalarArg::Neg(s), BinaryOp::Add),
+                    E::MulScalar => (ScalarArg::Raw(s), BinaryOp::Mul),
+                    E::DivScalar => (ScalarArg::Recip(s), BinaryOp::Mul),
+                    _ => (ScalarArg::Raw(s), BinaryOp::Sub),
+                };
+                let s = self.scalar(arg)?;
+                if op == E::RsubScalar {
+                    self.bin(bin, s, a)
+                } else {
+                    self.bin(bin, a, s)
+                }
             }
             // `s / x` runs as `reciprocal(x) * s`.
             E::RdivScalar => {

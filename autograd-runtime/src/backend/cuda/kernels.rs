@@ -219,22 +219,9 @@ pub(crate) fn vector_plan(
     if packs { (1, n.div_ceil(pack)) } else { (0, n) }
 }
 
-/// `op`'s code in `unary_op` of `kernels.cu`.
+/// `op`'s code in `unary_op` of `kernels.cu` (and of the generated kernels' prelude).
 pub(crate) fn unary_code(op: UnaryOp) -> i32 {
-    match op {
-        UnaryOp::Neg => 0,
-        UnaryOp::Exp => 1,
-        UnaryOp::Log => 2,
-        UnaryOp::Sin => 3,
-        UnaryOp::Cos => 4,
-        UnaryOp::Tanh => 5,
-        UnaryOp::Sigmoid => 6,
-        UnaryOp::Relu => 7,
-        UnaryOp::Sqrt => 8,
-        UnaryOp::Abs => 9,
-        UnaryOp::Sign => 10,
-        UnaryOp::PositiveMask => 11,
-    }
+    i32::from(op.code())
 }
 
 /// `op`'s code in `binary_op` of `kernels.cu`.
