@@ -17,6 +17,14 @@ pub(crate) struct Layout {
     pub(crate) offset: usize,
 }
 
+/// Whether two shapes are equal, compared element by element inline: `==` on slices calls
+/// `memcmp`, which costs more than the comparison itself for the few dimensions of a shape (none
+/// for a scalar).
+#[inline(always)]
+pub(crate) fn same_dims(a: &[usize], b: &[usize]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 /// The number of elements of `shape`, or PyTorch's error when the product overflows `usize`.
 pub(crate) fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> {
     shape

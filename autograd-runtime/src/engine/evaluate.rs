@@ -7,6 +7,7 @@ use super::graph_task::{GraphTask, TaskQueue};
 use super::input_buffer::InputBuffer;
 use super::node_task::{NodeTask, TaskKind};
 use crate::graph::{Edge, GradVec, Node, NodeMeta};
+use crate::layout::same_dims;
 use crate::sync::Arc;
 use crate::{Device, Error, Result, Tensor};
 
@@ -402,7 +403,9 @@ fn validate_outputs_of(node: &dyn Node, meta: &NodeMeta, outputs: &mut GradVec) 
             continue;
         };
         let md = edge.node.meta().input_metadata(edge.input_nr);
-        if grad.shape() != md.shape() || grad.device() != md.device() || grad.dtype() != md.dtype()
+        if !same_dims(grad.shape(), md.shape())
+            || grad.device() != md.device()
+            || grad.dtype() != md.dtype()
         {
             refit_gradient(slot, md, i, Some(node.name().to_string()))?;
         }
@@ -425,7 +428,10 @@ pub(crate) fn fit_gradient(
         return Ok(());
     };
     let md = edge.node.meta().input_metadata(edge.input_nr);
-    if grad.shape() == md.shape() && grad.dtype() == md.dtype() && grad.device() == md.device() {
+    if same_dims(grad.shape(), md.shape())
+        && grad.dtype() == md.dtype()
+        && grad.device() == md.device()
+    {
         return Ok(());
     }
     refit_gradient(slot, md, index, node())

@@ -370,10 +370,11 @@ fn map_typed<T: Element, M: ElementMap>(
     let v: ElemVec<T> = if layout.is_contiguous() {
         let src = &data[layout.offset..layout.offset + layout.numel()];
         if src.len() <= 2 {
-            // Scalars (every gradient of a scalar chain): fill the inline buffer directly.
+            // Scalars (every gradient of a scalar chain): the values go straight into the
+            // result's storage (a spare tensor's, usually), no `Buffer` built in between.
             let mut buf = [T::default(); 2];
             buf.iter_mut().zip(src).for_each(|(b, &x)| *b = m.apply(x));
-            ElemVec::from_buf_and_len(buf, src.len())
+            return Tensor::small(buf, src.len(), &layout.shape, device);
         } else {
             ElemVec::from_vec(src.iter().map(|&x| m.apply(x)).collect())
         }

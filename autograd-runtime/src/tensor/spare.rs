@@ -12,8 +12,9 @@ use std::mem::ManuallyDrop;
 
 use super::storage::{Buffer, Storage};
 use super::{AutogradMeta, Layout, Tensor, TensorImpl};
-use crate::Device;
+use crate::backend::ElemVec;
 use crate::sync::Arc;
+use crate::{Device, Element};
 
 /// Spare tensors kept per thread, at most this many.
 const MAX: usize = 32;
@@ -47,6 +48,37 @@ pub(super) fn retire(mut arc: Arc<TensorImpl>) {
             spare.extend(arc.take());
         }
     });
+}
+
+/// A contiguous tensor of `shape` on `device` (a host device) holding `values[..len]`, where
+/// `len` (at most two) is the element count of `shape`: [`reuse`], or a new tensor when this
+/// thread has no spare, without building a `Buffer` first. A spare whose buffer holds `len`
+/// elements of type `T` already gets the values written over its own, and one whose layout is
+/// `shape`'s contiguous layout keeps it (the result of a scalar op on a scalar, every op of a
+/// scalar graph, rebuilds neither).
+#[inline]
+pub(super) fn small<T: Element>(
+    values: [T; 2],
+    len: usize,
+    shape: &[usize],
+    device: Device,
+) -> Tensor {
+    debug_assert!(len <= 2, "invariant: at most two elements inline");
+    let Some(mut arc) = SPARE.try_with(|s| s.borrow_mut().pop()).ok().flatten() else {
+        let data = Buffer::host(ElemVec::from_buf_and_len(values, len));
+        return Tensor::new_owning(data, shape, device);
+    };
+    let imp = Arc::get_mut(&mut arc).expect("invariant: spare tensors are unique");
+    imp.dtype = T::DTYPE;
+    let layout = &imp.layout;
+    if !(crate::layout::same_dims(&layout.shape, shape)
+        && layout.offset == 0
+        && layout.is_contiguous())
+    {
+        imp.layout = Layout::contiguous(shape);
+    }
+    Storage::refill_with(&mut imp.storage, &values[..len], device);
+    Tensor(ManuallyDrop::new(arc))
 }
 
 /// A contiguous tensor of `shape` on `device` holding `data` (at most two elements, inline),

@@ -4,8 +4,8 @@
 use crate::sync::{Arc, Ordering};
 
 pub(crate) use super::kernels::Buffer;
-use crate::Device;
 use crate::sync::{RwLock, atomic::AtomicU64};
+use crate::{Device, Element};
 
 /// One allocation shared by a tensor, its views and its detached aliases.
 #[derive(Debug)]
@@ -32,6 +32,24 @@ impl Storage {
     pub(crate) fn refill(storage: &mut Arc<Storage>, data: Buffer, device: Device) {
         let s = Arc::get_mut(storage).expect("invariant: spare storages are unique");
         *s.data.get_mut() = data;
+        s.device = device;
+        *s.version.get_mut() = 0;
+    }
+
+    /// [`Storage::refill`] with host elements `values` (at most two): written over the buffer's
+    /// own when it holds as many elements of their type, with no `Buffer` built or dropped.
+    #[inline]
+    pub(crate) fn refill_with<T: Element>(
+        storage: &mut Arc<Storage>,
+        values: &[T],
+        device: Device,
+    ) {
+        let s = Arc::get_mut(storage).expect("invariant: spare storages are unique");
+        let data = s.data.get_mut();
+        match data.as_mut_slice::<T>() {
+            Some(own) if own.len() == values.len() => own.copy_from_slice(values),
+            _ => *data = Buffer::host(values.iter().copied().collect()),
+        }
         s.device = device;
         *s.version.get_mut() = 0;
     }
