@@ -56,7 +56,7 @@ pub(super) fn retire(mut arc: Arc<TensorImpl>) {
 /// elements of type `T` already gets the values written over its own, and one whose layout is
 /// `shape`'s contiguous layout keeps it (the result of a scalar op on a scalar, every op of a
 /// scalar graph, rebuilds neither).
-#[inline]
+#[inline(always)] // into the element map that computed `values`: one call less per scalar op
 pub(super) fn small<T: Element>(
     values: [T; 2],
     len: usize,
