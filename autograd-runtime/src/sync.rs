@@ -17,10 +17,12 @@ pub(crate) use std::sync::{Arc, Weak, atomic};
 
 #[cfg(loom)]
 use loom::sync as imp;
-#[cfg(not(loom))]
-use std::sync as imp;
 
+#[cfg(loom)]
 pub(crate) use imp::MutexGuard;
+/// The guard of a [`Mutex`] (parking_lot's: see [`Mutex`]).
+#[cfg(not(loom))]
+pub(crate) use parking_lot::MutexGuard;
 
 /// Memory orderings: one type for std's and loom's atomics.
 pub(crate) use std::sync::atomic::Ordering;
@@ -35,14 +37,29 @@ pub(crate) mod statics {
 }
 
 /// A mutex whose `lock` never fails (see the module docs for the poisoning policy).
+///
+/// Outside loom, parking_lot's: it has no poisoning to ignore, so an uncontended lock and unlock
+/// are one atomic instruction each, inline, where std's mutex also reads the global panic count
+/// on both (its poison bookkeeping) and unlocks through a call. The engine takes several per
+/// recorded op and per node run.
 #[derive(Debug, Default)]
-pub(crate) struct Mutex<T>(imp::Mutex<T>);
+pub(crate) struct Mutex<T>(
+    #[cfg(loom)] imp::Mutex<T>,
+    #[cfg(not(loom))] parking_lot::Mutex<T>,
+);
 
 impl<T> Mutex<T> {
+    #[cfg(loom)]
     pub(crate) fn new(value: T) -> Self {
         Mutex(imp::Mutex::new(value))
     }
 
+    #[cfg(not(loom))]
+    pub(crate) const fn new(value: T) -> Self {
+        Mutex(parking_lot::Mutex::new(value))
+    }
+
+    #[cfg(loom)]
     #[inline]
     pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
         self.0
@@ -50,42 +67,59 @@ impl<T> Mutex<T> {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    #[cfg(not(loom))]
+    #[inline]
+    pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+        self.0.lock()
+    }
+
     /// The value, through exclusive access (no locking).
     #[cfg(not(loom))]
     #[inline]
     pub(crate) fn get_mut(&mut self) -> &mut T {
-        self.0
-            .get_mut()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.0.get_mut()
     }
 }
 
 /// A condition variable paired with [`Mutex`], with the same poisoning policy.
 #[derive(Debug, Default)]
-pub(crate) struct Condvar(imp::Condvar);
+pub(crate) struct Condvar(
+    #[cfg(loom)] imp::Condvar,
+    #[cfg(not(loom))] parking_lot::Condvar,
+);
 
 impl Condvar {
+    #[cfg(loom)]
     pub(crate) fn new() -> Self {
         Condvar(imp::Condvar::new())
     }
 
+    #[cfg(not(loom))]
+    pub(crate) fn new() -> Self {
+        Condvar(parking_lot::Condvar::new())
+    }
+
+    #[cfg(loom)]
     pub(crate) fn wait<'a, T>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
         self.0
             .wait(guard)
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    #[cfg(not(loom))]
+    pub(crate) fn wait<'a, T>(&self, mut guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+        self.0.wait(&mut guard);
+        guard
+    }
+
     /// [`Condvar::wait`] that gives up at `timeout`; the flag says whether it timed out.
     #[cfg(not(loom))]
     pub(crate) fn wait_timeout<'a, T>(
         &self,
-        guard: MutexGuard<'a, T>,
+        mut guard: MutexGuard<'a, T>,
         timeout: std::time::Duration,
     ) -> (MutexGuard<'a, T>, bool) {
-        let (guard, result) = self
-            .0
-            .wait_timeout(guard, timeout)
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let result = self.0.wait_for(&mut guard, timeout);
         (guard, result.timed_out())
     }
 
@@ -98,36 +132,35 @@ impl Condvar {
     }
 }
 
-/// A reader-writer lock with the same poisoning policy; guards tensor storage.
+/// A reader-writer lock with the same poisoning policy; guards tensor storage. parking_lot's,
+/// as [`Mutex`] (every scalar op takes a read or a write lock on a storage).
 #[cfg(not(loom))]
 #[derive(Debug, Default)]
-pub(crate) struct RwLock<T>(std::sync::RwLock<T>);
+pub(crate) struct RwLock<T>(parking_lot::RwLock<T>);
+
+/// The guards of a [`RwLock`].
+#[cfg(not(loom))]
+pub(crate) use parking_lot::{RwLockReadGuard, RwLockWriteGuard};
 
 #[cfg(not(loom))]
 impl<T> RwLock<T> {
-    pub(crate) fn new(value: T) -> Self {
-        RwLock(std::sync::RwLock::new(value))
+    pub(crate) const fn new(value: T) -> Self {
+        RwLock(parking_lot::RwLock::new(value))
     }
 
     #[inline]
-    pub(crate) fn read(&self) -> std::sync::RwLockReadGuard<'_, T> {
-        self.0
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, T> {
+        self.0.read()
     }
 
     #[inline]
-    pub(crate) fn write(&self) -> std::sync::RwLockWriteGuard<'_, T> {
-        self.0
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, T> {
+        self.0.write()
     }
 
     /// The value, through exclusive access (no locking).
     #[inline]
     pub(crate) fn get_mut(&mut self) -> &mut T {
-        self.0
-            .get_mut()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.0.get_mut()
     }
 }

@@ -475,8 +475,8 @@ fn with_locked_buffers<R>(
     order.sort_by_key(|(s, _)| Arc::as_ptr(s));
     order.dedup_by(|a, b| Arc::ptr_eq(a.0, b.0));
     enum Guard<'g> {
-        Write(std::sync::RwLockWriteGuard<'g, Buffer>),
-        Read(std::sync::RwLockReadGuard<'g, Buffer>),
+        Write(crate::sync::RwLockWriteGuard<'g, Buffer>),
+        Read(crate::sync::RwLockReadGuard<'g, Buffer>),
     }
     let mut guards: Vec<(&Arc<Storage>, Guard<'_>)> = order
         .iter()
