@@ -93,6 +93,7 @@ impl Layout {
     }
 
     /// Whether the elements are dense, in C order.
+    #[inline]
     pub(crate) fn is_contiguous(&self) -> bool {
         let mut expected = 1;
         for (&size, &stride) in self.shape.iter().zip(&self.strides).rev() {

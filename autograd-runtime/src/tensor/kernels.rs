@@ -404,6 +404,9 @@ impl Tensor {
     /// Applies `m` to every element in place. The caller guarantees that nothing else can
     /// observe the write ([`Tensor::is_uniquely_owned`]) and that the tensor is on the host.
     pub(crate) fn map_elements_in_place<M: ElementMap>(&self, m: M) {
+        // Inlined, so that a map known to the caller (the scalar multiply of a chain's
+        // backward) is applied directly rather than dispatched on its operator.
+        #[inline(always)]
         fn map<T: Element, M: ElementMap>(data: &mut [T], layout: &Layout, m: M) {
             let n = layout.numel();
             match &mut data[layout.offset..layout.offset + n] {

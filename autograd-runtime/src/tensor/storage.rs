@@ -38,7 +38,7 @@ impl Storage {
 
     /// [`Storage::refill`] with host elements `values` (at most two): written over the buffer's
     /// own when it holds as many elements of their type, with no `Buffer` built or dropped.
-    #[inline]
+    #[inline(always)] // into `spare::small`, the one caller: a call per scalar op otherwise
     pub(crate) fn refill_with<T: Element>(
         storage: &mut Arc<Storage>,
         values: &[T],
