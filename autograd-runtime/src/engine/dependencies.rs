@@ -73,18 +73,23 @@ pub(crate) struct GraphPlan {
     _root: NodeRef,
     /// Nodes by index, borrowed from the graph `root` owns (no reference count traffic per node).
     nodes: Vec<NonNull<dyn Node>>,
+    /// Each node's `meta()`, read once by the walk: the engine reads a node's metadata and its
+    /// children's for every node it runs, and each `meta()` is a virtual call.
+    metas: Vec<NonNull<NodeMeta>>,
     /// `edge_start[i]..edge_start[i + 1]` indexes `edge_target` for node `i`'s next edges.
     pub(crate) edge_start: Vec<u32>,
     /// Dense index of each next edge's node, or [`NO_TARGET`] (no edge, or node not expanded).
     pub(crate) edge_target: Vec<u32>,
-    /// Number of edges pointing at each node.
+    /// Number of edges pointing at each node (the graph task counts down a copy; these stay as
+    /// the walk made them).
     pub(crate) dependencies: Vec<u32>,
 }
 
-// SAFETY: the pointers refer to `Node`s (which are `Send + Sync`) owned by the graph that `root`
-// keeps alive; the plan hands out only shared references.
+// SAFETY: the pointers refer to `Node`s (which are `Send + Sync`) and to their `NodeMeta`s (part
+// of those nodes) owned by the graph that `root` keeps alive; the plan hands out only shared
+// references.
 unsafe impl Send for GraphPlan {}
-// SAFETY: as above; `&GraphPlan` only yields `&dyn Node`.
+// SAFETY: as above; `&GraphPlan` only yields `&dyn Node` and `&NodeMeta`.
 unsafe impl Sync for GraphPlan {}
 
 impl GraphPlan {
@@ -94,6 +99,13 @@ impl GraphPlan {
         // SAFETY: every pointer was taken from a `NodeRef` reachable from `self._root` through
         // immutable `next_edges`, so the node lives at least as long as `self`.
         unsafe { self.nodes[i as usize].as_ref() }
+    }
+
+    /// The metadata of the node with dense index `i` (its `meta()`).
+    #[inline]
+    pub(crate) fn meta(&self, i: u32) -> &NodeMeta {
+        // SAFETY: as in `node`: the metadata lives in a node the plan keeps alive.
+        unsafe { self.metas[i as usize].as_ref() }
     }
 
     /// The dense index of `node`, by a linear scan (for rare queries after the walk).
@@ -184,20 +196,23 @@ fn walk(root: &NodeRef, min_topo_nr: u64, index: &mut Index) -> GraphPlan {
     let mut plan = GraphPlan {
         _root: root.clone(),
         nodes: Vec::with_capacity(lower_bound),
+        metas: Vec::with_capacity(lower_bound),
         edge_start: Vec::with_capacity(lower_bound + 1),
         // Every node but the root is the target of an edge of an expanded node.
         edge_target: Vec::with_capacity(lower_bound - 1),
         dependencies: Vec::with_capacity(lower_bound),
     };
+    let root_meta = root.meta();
     plan.nodes.push(NonNull::from(&**root.arc()));
+    plan.metas.push(NonNull::from(root_meta));
     plan.dependencies.push(0);
-    index.insert(root, root.meta(), 0);
+    index.insert(root, root_meta, 0);
     // Nodes are expanded in index order, so the "stack" is just a cursor over `plan.nodes`.
     let mut cursor = 0;
     while cursor < plan.nodes.len() {
         plan.edge_start.push(plan.edge_target.len() as u32);
         // SAFETY: as in `GraphPlan::node`: reachable from the root, which the plan holds.
-        let meta = unsafe { plan.nodes[cursor].as_ref() }.meta();
+        let meta = unsafe { plan.metas[cursor].as_ref() };
         let expand = meta.topological_nr() >= min_topo_nr;
         for edge in meta.next_edges() {
             let Some(edge) = edge.as_ref().filter(|_| expand) else {
@@ -211,6 +226,7 @@ fn walk(root: &NodeRef, min_topo_nr: u64, index: &mut Index) -> GraphPlan {
                     let i = plan.nodes.len() as u32;
                     index.insert(&edge.node, child, i);
                     plan.nodes.push(NonNull::from(&**edge.node.arc()));
+                    plan.metas.push(NonNull::from(child));
                     plan.dependencies.push(0);
                     i
                 }
