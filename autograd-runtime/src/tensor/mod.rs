@@ -49,6 +49,12 @@ impl Drop for Tensor {
     fn drop(&mut self) {
         // SAFETY: the `Arc` is taken exactly once, here, and `self.0` is never used again.
         let arc = unsafe { ManuallyDrop::take(&mut self.0) };
+        if Arc::strong_count(&arc) > 1 {
+            // Not the last handle (nearly every drop): only the count changes, inline. (A
+            // racing drop of the other handle makes that one the last: it frees the tensor as
+            // an ordinary drop.)
+            return drop(arc);
+        }
         spare::retire(arc);
     }
 }

@@ -24,15 +24,11 @@ thread_local! {
 }
 
 /// The end of a tensor's last handle: keeps the allocation as a spare if it qualifies (see the
-/// module docs); otherwise `arc` drops as usual.
-#[inline]
+/// module docs); otherwise `arc` drops as usual. Out of line: `Tensor::drop` calls it only for
+/// what looks like the last handle, after checking the count inline (as `get_mut` would, but
+/// without taking and giving back the weak count).
+#[inline(never)]
 pub(super) fn retire(mut arc: Arc<TensorImpl>) {
-    if Arc::strong_count(&arc) > 1 {
-        // Not the last handle (nearly every drop): only the count changes. Checked first, as
-        // `get_mut` takes and gives back the weak count to find the same. (A racing drop of the
-        // other handle makes that one the last: it frees the tensor as an ordinary drop.)
-        return;
-    }
     let Some(imp) = Arc::get_mut(&mut arc) else {
         return;
     };
