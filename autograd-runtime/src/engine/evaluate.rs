@@ -126,7 +126,7 @@ pub(crate) fn evaluate_function(
             continue;
         }
         let t = target as usize;
-        let inputs = if gt.plan.dependencies[t] == 1 {
+        let inputs = if gt.plan.dependencies(target) == 1 {
             // This is the only edge into the child (counted by the walk), so this is the only
             // gradient it will get in this pass, and it is ready now: nothing else ever reads or
             // writes its count or its slot in `state`, so they are left alone, unlocked (its

@@ -101,7 +101,7 @@ impl GraphTask {
         let n = plan.len();
         // The plan keeps the counts as the walk made them: a node with one incoming edge is
         // handed its gradient without the lock (see `evaluate_function`).
-        let dependencies = plan.dependencies.clone();
+        let dependencies = plan.dependency_counts();
         let mut not_ready = Vec::with_capacity(n);
         not_ready.resize_with(n, || None);
         static NEXT_ID: crate::sync::statics::AtomicU64 = crate::sync::statics::AtomicU64::new(0);
