@@ -35,7 +35,7 @@ pub(super) fn retire(mut arc: Arc<TensorImpl>) {
     if imp.view.is_some() || !Storage::is_spare(&mut imp.storage) {
         return;
     }
-    *imp.autograd.get_mut() = AutogradMeta::default();
+    reset(imp.autograd.get_mut());
     let mut arc = Some(arc);
     // During thread teardown the list may be gone: the tensor is then just dropped.
     let _ = SPARE.try_with(|spare| {
@@ -47,6 +47,39 @@ pub(super) fn retire(mut arc: Arc<TensorImpl>) {
             spare.push(arc);
         }
     });
+}
+
+/// `*meta = AutogradMeta::default()`, field by field (the destructuring names every field, so a
+/// new one cannot be forgotten): the hooks, which almost no tensor has, are dropped out of line,
+/// so the common case is a few tests and stores rather than a call into `AutogradMeta`'s drop
+/// glue and its set-up.
+#[inline]
+fn reset(meta: &mut AutogradMeta) {
+    let AutogradMeta {
+        requires_grad,
+        grad,
+        grad_fn,
+        output_nr,
+        grad_accumulator,
+        retains_grad,
+        leaf_hooks,
+        detached_in_place,
+    } = meta;
+    *requires_grad = false;
+    *grad = None;
+    *grad_fn = None;
+    *output_nr = 0;
+    *grad_accumulator = None;
+    *retains_grad = false;
+    if let Some(hooks) = leaf_hooks.take() {
+        drop_leaf_hooks(hooks);
+    }
+    *detached_in_place = false;
+}
+
+#[inline(never)]
+fn drop_leaf_hooks(hooks: Box<crate::graph::hooks::LeafHooks>) {
+    drop(hooks);
 }
 
 /// A contiguous tensor of `shape` on `device` (a host device) holding `values[..len]`, where
