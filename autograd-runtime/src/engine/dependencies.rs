@@ -118,10 +118,13 @@ impl GraphPlan {
         unsafe { self.nodes[i as usize].meta.as_ref() }
     }
 
-    /// Number of edges pointing at node `i` (as the walk counted them).
+    /// The metadata of node `i` and the number of edges pointing at it (as the walk counted
+    /// them), read together: what the engine needs of a child it hands a gradient to.
     #[inline]
-    pub(crate) fn dependencies(&self, i: u32) -> u32 {
-        self.nodes[i as usize].dependencies
+    pub(crate) fn child(&self, i: u32) -> (&NodeMeta, u32) {
+        let entry = &self.nodes[i as usize];
+        // SAFETY: as in `node`: the metadata lives in a node the plan keeps alive.
+        (unsafe { entry.meta.as_ref() }, entry.dependencies)
     }
 
     /// Every node's [`GraphPlan::dependencies`], by index.

@@ -126,7 +126,8 @@ pub(crate) fn evaluate_function(
             continue;
         }
         let t = target as usize;
-        let inputs = if gt.plan.dependencies(target) == 1 {
+        let (next, dependencies) = gt.plan.child(target);
+        let inputs = if dependencies == 1 {
             // This is the only edge into the child (counted by the walk), so this is the only
             // gradient it will get in this pass, and it is ready now: nothing else ever reads or
             // writes its count or its slot in `state`, so they are left alone, unlocked (its
@@ -136,7 +137,7 @@ pub(crate) fn evaluate_function(
                 continue;
             }
             let input_nr = edge_input_nr(edges, i);
-            InputBuffer::with_first(gt.plan.meta(target).num_inputs(), input_nr, grad)
+            InputBuffer::with_first(next.num_inputs(), input_nr, grad)
         } else {
             let state = state.get_or_insert_with(|| gt.state.lock());
             state.dependencies[t] -= 1;
@@ -144,7 +145,7 @@ pub(crate) fn evaluate_function(
             if !gt.exec_info.is_empty() && !gt.exec_info[t].should_execute() {
                 continue;
             }
-            let num_inputs = gt.plan.meta(target).num_inputs();
+            let num_inputs = next.num_inputs();
             let input_nr = edge_input_nr(edges, i);
             let slot = &mut state.not_ready[t];
             match slot {
@@ -161,7 +162,6 @@ pub(crate) fn evaluate_function(
                 }
             }
         };
-        let next = gt.plan.meta(target);
         let device = next.device();
         if serves_cpu_queue && device.is_cpu() && continuation.is_none() {
             continuation = Some(Continuation {
