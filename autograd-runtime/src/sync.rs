@@ -1,10 +1,12 @@
 //! The one place the runtime imports its synchronisation primitives from.
 //!
-//! Under `--cfg loom` these are loom's model-checked types; otherwise std's. The mutex poisoning
-//! policy is decided here once: a panic while a lock is held happens only inside user hooks or
-//! backward code, which the engine catches and reports as an [`Error`](crate::Error); the data the
-//! lock protects is left consistent by every engine critical section (none of them runs user code
-//! while holding a lock), so [`Mutex::lock`] simply ignores poisoning.
+//! Under `--cfg loom` these are loom's model-checked types; otherwise std's `Arc`, `Weak` and
+//! atomics, and parking_lot's `Mutex`, `Condvar` and `RwLock`. The mutex poisoning policy is
+//! decided here once: a panic while a lock is held happens only inside user hooks or backward
+//! code, which the engine catches and reports as an [`Error`](crate::Error); the data the lock
+//! protects is left consistent by every engine critical section (none of them runs user code
+//! while holding a lock), so [`Mutex::lock`] simply ignores poisoning (under loom), or has none
+//! to ignore (parking_lot's locks do not poison).
 
 // loom has no `Weak`; only the protocol files the loom models include are compiled under loom.
 #[cfg(loom)]
