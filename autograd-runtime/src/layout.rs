@@ -93,6 +93,25 @@ impl Layout {
     }
 
     /// Whether the elements are dense, in C order.
+    /// Whether this is exactly [`Layout::contiguous`]`(shape)`: the same shape, offset 0 and
+    /// the same strides (not merely contiguous: a size-1 dimension's stride counts too, since
+    /// `Tensor::strides` shows it), checked without building it.
+    #[inline]
+    pub(crate) fn is_contiguous_layout_of(&self, shape: &[usize]) -> bool {
+        if self.offset != 0 || !same_dims(&self.shape, shape) || self.strides.len() != shape.len() {
+            return false;
+        }
+        // `contiguous_strides`, compared as it is computed.
+        let mut expected = 1usize;
+        for (&stride, &size) in self.strides.iter().zip(shape).rev() {
+            if stride != expected {
+                return false;
+            }
+            expected *= size.max(1);
+        }
+        true
+    }
+
     #[inline]
     pub(crate) fn is_contiguous(&self) -> bool {
         let mut expected = 1;

@@ -102,11 +102,7 @@ pub(super) fn small<T: Element>(
     };
     let imp = Arc::get_mut(&mut arc).expect("invariant: spare tensors are unique");
     imp.dtype = T::DTYPE;
-    let layout = &imp.layout;
-    if !(crate::layout::same_dims(&layout.shape, shape)
-        && layout.offset == 0
-        && layout.is_contiguous())
-    {
+    if !imp.layout.is_contiguous_layout_of(shape) {
         imp.layout = Layout::contiguous(shape);
     }
     Storage::refill_with(&mut imp.storage, &values[..len], device);

@@ -128,6 +128,25 @@ mod tests {
     }
 
     #[test]
+    fn a_scalar_result_in_a_reused_allocation_has_contiguous_strides() -> crate::Result<()> {
+        let x = Tensor::from_vec(vec![1.0f64, 2.0], &[2, 1])?;
+        {
+            // A tensor of the same shape that is not a view but has other strides: the detached
+            // alias of a transposed [1, 2] tensor (shape [2, 1], strides [1, 2]), left as the only
+            // user of its storage, retires as a spare.
+            let base = Tensor::from_vec(vec![5.0f64, 6.0], &[1, 2])?;
+            let alias = base.transpose(0, 1)?.detach();
+            assert_eq!((alias.shape(), alias.strides()), (&[2, 1][..], &[1, 2][..]));
+            drop(base);
+            drop(alias);
+        }
+        let y = x.mul_scalar(2.0)?; // built in that spare
+        assert_eq!((y.shape(), y.strides()), (&[2, 1][..], &[1, 1][..]));
+        assert_eq!(y.to_vec::<f64>()?, vec![2.0, 4.0]);
+        Ok(())
+    }
+
+    #[test]
     fn a_storage_another_tensor_still_uses_is_not_recycled() -> crate::Result<()> {
         let a = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
         let alias = a.detach(); // shares the storage
