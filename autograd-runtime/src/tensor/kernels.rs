@@ -361,7 +361,32 @@ pub(crate) trait ElementMap: Copy {
     fn apply<T: Element>(self, x: T) -> T;
 }
 
+/// `m` applied to the elements `layout` selects from `data`, as a new contiguous tensor. One or
+/// two contiguous elements (scalars: every gradient of a scalar chain) are mapped inline and go
+/// straight into the result's storage (a spare tensor's, usually), no `Buffer` built in
+/// between; anything larger is out of line.
+#[inline(always)]
 fn map_typed<T: Element, M: ElementMap>(
+    data: &[T],
+    layout: &Layout,
+    m: M,
+    device: Device,
+) -> Tensor {
+    if layout.is_contiguous() {
+        let n = layout.numel();
+        if n <= 2 {
+            let src = &data[layout.offset..layout.offset + n];
+            let mut buf = [T::default(); 2];
+            buf.iter_mut().zip(src).for_each(|(b, &x)| *b = m.apply(x));
+            return Tensor::small(buf, src.len(), &layout.shape, device);
+        }
+    }
+    map_typed_large(data, layout, m, device)
+}
+
+/// [`map_typed`] of more than two elements, or of a non-contiguous layout.
+#[inline(never)]
+fn map_typed_large<T: Element, M: ElementMap>(
     data: &[T],
     layout: &Layout,
     m: M,
@@ -369,15 +394,7 @@ fn map_typed<T: Element, M: ElementMap>(
 ) -> Tensor {
     let v: ElemVec<T> = if layout.is_contiguous() {
         let src = &data[layout.offset..layout.offset + layout.numel()];
-        if src.len() <= 2 {
-            // Scalars (every gradient of a scalar chain): the values go straight into the
-            // result's storage (a spare tensor's, usually), no `Buffer` built in between.
-            let mut buf = [T::default(); 2];
-            buf.iter_mut().zip(src).for_each(|(b, &x)| *b = m.apply(x));
-            return Tensor::small(buf, src.len(), &layout.shape, device);
-        } else {
-            ElemVec::from_vec(src.iter().map(|&x| m.apply(x)).collect())
-        }
+        ElemVec::from_vec(src.iter().map(|&x| m.apply(x)).collect())
     } else {
         ElemVec::from_vec(
             crate::layout::view(data, layout)
