@@ -17,6 +17,14 @@ pub(crate) struct Layout {
     pub(crate) offset: usize,
 }
 
+/// Whether two shapes are equal, compared element by element inline: `==` on slices calls
+/// `memcmp`, which costs more than the comparison itself for the few dimensions of a shape (none
+/// for a scalar).
+#[inline(always)]
+pub(crate) fn same_dims(a: &[usize], b: &[usize]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 /// The number of elements of `shape`, or PyTorch's error when the product overflows `usize`.
 pub(crate) fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> {
     shape
@@ -85,6 +93,26 @@ impl Layout {
     }
 
     /// Whether the elements are dense, in C order.
+    /// Whether this is exactly [`Layout::contiguous`]`(shape)`: the same shape, offset 0 and
+    /// the same strides (not merely contiguous: a size-1 dimension's stride counts too, since
+    /// `Tensor::strides` shows it), checked without building it.
+    #[inline]
+    pub(crate) fn is_contiguous_layout_of(&self, shape: &[usize]) -> bool {
+        if self.offset != 0 || !same_dims(&self.shape, shape) || self.strides.len() != shape.len() {
+            return false;
+        }
+        // `contiguous_strides`, compared as it is computed.
+        let mut expected = 1usize;
+        for (&stride, &size) in self.strides.iter().zip(shape).rev() {
+            if stride != expected {
+                return false;
+            }
+            expected *= size.max(1);
+        }
+        true
+    }
+
+    #[inline]
     pub(crate) fn is_contiguous(&self) -> bool {
         let mut expected = 1;
         for (&size, &stride) in self.shape.iter().zip(&self.strides).rev() {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::{CommBuffer, ProcessGroup};
 use crate::sync::atomic::AtomicU64;
-use crate::sync::{Arc, Condvar, Mutex, Ordering};
+use crate::sync::{Arc, CondMutex, Condvar, Ordering};
 use crate::{Error, Result};
 
 /// How long a collective waits for the other ranks by default.
@@ -53,7 +53,7 @@ pub struct LocalGroup {
 /// State shared by the ranks of one [`LocalGroup`].
 #[derive(Debug)]
 struct Shared {
-    state: Mutex<State>,
+    state: CondMutex<State>,
     /// Notified when a collective completes or a rank leaves.
     changed: Condvar,
 }
@@ -129,7 +129,7 @@ impl LocalGroup {
     /// ```
     pub fn with_timeout(world_size: usize, timeout: Duration) -> Vec<LocalGroup> {
         let shared = Arc::new(Shared {
-            state: Mutex::new(State::default()),
+            state: CondMutex::new(State::default()),
             changed: Condvar::new(),
         });
         (0..world_size)

@@ -5,7 +5,7 @@
 use crate::sync::Ordering;
 
 use crate::sync::atomic::AtomicBool;
-use crate::sync::{Condvar, Mutex};
+use crate::sync::{CondMutex, Condvar};
 
 /// A flag set once, with a condition variable for threads that block until it is set.
 #[derive(Debug, Default)]
@@ -13,7 +13,7 @@ pub(crate) struct Completion {
     /// Set once by `complete`. Also read without the lock by `is_completed`.
     done: AtomicBool,
     /// Guards the transition and the condvar wait, so a waiter cannot miss the notification.
-    lock: Mutex<()>,
+    lock: CondMutex<()>,
     cv: Condvar,
 }
 

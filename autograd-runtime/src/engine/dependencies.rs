@@ -64,6 +64,23 @@ impl WalkSlot {
     }
 }
 
+/// One node of a [`GraphPlan`]: what the engine reads of it for every node it runs, in one
+/// entry (the walk pushes one entry per node, not one to each of several vectors).
+#[derive(Debug)]
+struct PlanNode {
+    /// The node, borrowed from the graph the plan's root owns (no reference count traffic).
+    node: NonNull<dyn Node>,
+    /// Its `meta()`, read once by the walk: the engine reads a node's metadata and its
+    /// children's for every node it runs, and each `meta()` is a virtual call.
+    meta: NonNull<NodeMeta>,
+    /// Where its next edges start in `GraphPlan::edge_target` (they end where the next node's
+    /// start, or at the end for the last node).
+    edge_start: u32,
+    /// Number of edges pointing at it (the graph task counts down a copy; this stays as the walk
+    /// made it).
+    dependencies: u32,
+}
+
 /// The reachable graph of one backward pass with dense node indices, so that the hot loop uses
 /// vectors instead of hash maps. Index 0 is the root.
 #[derive(Debug)]
@@ -71,20 +88,18 @@ pub(crate) struct GraphPlan {
     /// Keeps every node of the plan alive: all of them are reachable from the root through
     /// `next_edges`, which never change after a node is created.
     _root: NodeRef,
-    /// Nodes by index, borrowed from the graph `root` owns (no reference count traffic per node).
-    nodes: Vec<NonNull<dyn Node>>,
-    /// `edge_start[i]..edge_start[i + 1]` indexes `edge_target` for node `i`'s next edges.
-    pub(crate) edge_start: Vec<u32>,
-    /// Dense index of each next edge's node, or [`NO_TARGET`] (no edge, or node not expanded).
-    pub(crate) edge_target: Vec<u32>,
-    /// Number of edges pointing at each node.
-    pub(crate) dependencies: Vec<u32>,
+    /// The nodes by index.
+    nodes: Vec<PlanNode>,
+    /// Dense index of each next edge's node, or [`NO_TARGET`] (no edge, or node not expanded);
+    /// node `i`'s edges are [`GraphPlan::edges`]`(i)`.
+    edge_target: Vec<u32>,
 }
 
-// SAFETY: the pointers refer to `Node`s (which are `Send + Sync`) owned by the graph that `root`
-// keeps alive; the plan hands out only shared references.
+// SAFETY: the pointers refer to `Node`s (which are `Send + Sync`) and to their `NodeMeta`s (part
+// of those nodes) owned by the graph that `root` keeps alive; the plan hands out only shared
+// references.
 unsafe impl Send for GraphPlan {}
-// SAFETY: as above; `&GraphPlan` only yields `&dyn Node`.
+// SAFETY: as above; `&GraphPlan` only yields `&dyn Node` and `&NodeMeta`.
 unsafe impl Sync for GraphPlan {}
 
 impl GraphPlan {
@@ -93,7 +108,38 @@ impl GraphPlan {
     pub(crate) fn node(&self, i: u32) -> &dyn Node {
         // SAFETY: every pointer was taken from a `NodeRef` reachable from `self._root` through
         // immutable `next_edges`, so the node lives at least as long as `self`.
-        unsafe { self.nodes[i as usize].as_ref() }
+        unsafe { self.nodes[i as usize].node.as_ref() }
+    }
+
+    /// The metadata of the node with dense index `i` (its `meta()`).
+    #[inline]
+    pub(crate) fn meta(&self, i: u32) -> &NodeMeta {
+        // SAFETY: as in `node`: the metadata lives in a node the plan keeps alive.
+        unsafe { self.nodes[i as usize].meta.as_ref() }
+    }
+
+    /// The metadata of node `i` and the number of edges pointing at it (as the walk counted
+    /// them), read together: what the engine needs of a child it hands a gradient to.
+    #[inline]
+    pub(crate) fn child(&self, i: u32) -> (&NodeMeta, u32) {
+        let entry = &self.nodes[i as usize];
+        // SAFETY: as in `node`: the metadata lives in a node the plan keeps alive.
+        (unsafe { entry.meta.as_ref() }, entry.dependencies)
+    }
+
+    /// Every node's [`GraphPlan::dependencies`], by index.
+    pub(crate) fn dependency_counts(&self) -> Vec<u32> {
+        self.nodes.iter().map(|n| n.dependencies).collect()
+    }
+
+    /// The targets of node `i`'s next edges, in order (see `edge_target`).
+    pub(crate) fn edges(&self, i: u32) -> &[u32] {
+        let start = self.nodes[i as usize].edge_start as usize;
+        let end = self
+            .nodes
+            .get(i as usize + 1)
+            .map_or(self.edge_target.len(), |n| n.edge_start as usize);
+        &self.edge_target[start..end]
     }
 
     /// The dense index of `node`, by a linear scan (for rare queries after the walk).
@@ -101,13 +147,13 @@ impl GraphPlan {
         let addr = node.addr();
         self.nodes
             .iter()
-            .position(|p| p.as_ptr() as *const () as usize == addr)
+            .position(|p| p.node.as_ptr() as *const () as usize == addr)
             .map(|i| i as u32)
     }
 
     #[inline]
     pub(crate) fn target(&self, node: u32, output: usize) -> u32 {
-        self.edge_target[self.edge_start[node as usize] as usize + output]
+        self.edge_target[self.nodes[node as usize].edge_start as usize + output]
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -184,20 +230,24 @@ fn walk(root: &NodeRef, min_topo_nr: u64, index: &mut Index) -> GraphPlan {
     let mut plan = GraphPlan {
         _root: root.clone(),
         nodes: Vec::with_capacity(lower_bound),
-        edge_start: Vec::with_capacity(lower_bound + 1),
         // Every node but the root is the target of an edge of an expanded node.
         edge_target: Vec::with_capacity(lower_bound - 1),
-        dependencies: Vec::with_capacity(lower_bound),
     };
-    plan.nodes.push(NonNull::from(&**root.arc()));
-    plan.dependencies.push(0);
-    index.insert(root, root.meta(), 0);
+    let root_meta = root.meta();
+    plan.nodes.push(PlanNode {
+        node: NonNull::from(&**root.arc()),
+        meta: NonNull::from(root_meta),
+        edge_start: 0,
+        dependencies: 0,
+    });
+    index.insert(root, root_meta, 0);
     // Nodes are expanded in index order, so the "stack" is just a cursor over `plan.nodes`.
     let mut cursor = 0;
     while cursor < plan.nodes.len() {
-        plan.edge_start.push(plan.edge_target.len() as u32);
+        let entry = &mut plan.nodes[cursor];
+        entry.edge_start = plan.edge_target.len() as u32;
         // SAFETY: as in `GraphPlan::node`: reachable from the root, which the plan holds.
-        let meta = unsafe { plan.nodes[cursor].as_ref() }.meta();
+        let meta = unsafe { entry.meta.as_ref() };
         let expand = meta.topological_nr() >= min_topo_nr;
         for edge in meta.next_edges() {
             let Some(edge) = edge.as_ref().filter(|_| expand) else {
@@ -206,21 +256,27 @@ fn walk(root: &NodeRef, min_topo_nr: u64, index: &mut Index) -> GraphPlan {
             };
             let child = edge.node.meta();
             let idx = match index.get(&edge.node, child) {
-                Some(i) => i,
+                Some(i) => {
+                    plan.nodes[i as usize].dependencies += 1;
+                    i
+                }
                 None => {
                     let i = plan.nodes.len() as u32;
                     index.insert(&edge.node, child, i);
-                    plan.nodes.push(NonNull::from(&**edge.node.arc()));
-                    plan.dependencies.push(0);
+                    // Found through this edge: one dependency so far.
+                    plan.nodes.push(PlanNode {
+                        node: NonNull::from(&**edge.node.arc()),
+                        meta: NonNull::from(child),
+                        edge_start: 0,
+                        dependencies: 1,
+                    });
                     i
                 }
             };
-            plan.dependencies[idx as usize] += 1;
             plan.edge_target.push(idx);
         }
         cursor += 1;
     }
-    plan.edge_start.push(plan.edge_target.len() as u32);
     plan
 }
 

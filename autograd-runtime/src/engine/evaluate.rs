@@ -3,11 +3,12 @@
 //! anomaly NaN check, and handing each output gradient to the next node's input buffer (B06).
 
 use super::dependencies::NO_TARGET;
-use super::graph_task::{GraphTask, TaskQueue};
+use super::graph_task::{GraphTask, TaskQueue, TaskState};
 use super::input_buffer::InputBuffer;
 use super::node_task::{NodeTask, TaskKind};
 use crate::graph::{Edge, GradVec, Node, NodeMeta};
-use crate::sync::Arc;
+use crate::layout::same_dims;
+use crate::sync::{Arc, MutexGuard};
 use crate::{Device, Error, Result, Tensor};
 
 /// A child of the node just run that the same thread runs next, for the same graph task (see
@@ -64,8 +65,8 @@ pub(crate) fn evaluate_function(
     serving: &TaskQueue,
 ) -> Result<Option<Continuation>> {
     let node = gt.plan.node(index);
-    // Read once: every `meta()` is a virtual call.
-    let meta = node.meta();
+    // Read by the walk: every `meta()` is a virtual call.
+    let meta = gt.plan.meta(index);
     let mut grads = inputs.into_grads();
     if !gt.exec_info.is_empty() {
         let info = &gt.exec_info[index as usize];
@@ -111,7 +112,9 @@ pub(crate) fn evaluate_function(
     let serves_cpu_queue = std::ptr::eq(&*gt.cpu_ready_queue, serving);
     let mut continuation: Option<Continuation> = None;
     let mut outputs = outputs;
-    let mut state = gt.state.lock();
+    // Taken at the first child that has more than one incoming edge, then held to the end of
+    // the loop (a chain's nodes never take it).
+    let mut state: Option<MutexGuard<'_, TaskState>> = None;
     // Each gradient is moved out of `outputs` (not consumed through `into_iter`): once the loop
     // is done, an inline `outputs` holds nothing to free, and is forgotten below instead of
     // going through `SmallVec`'s out-of-line `Drop`.
@@ -123,28 +126,40 @@ pub(crate) fn evaluate_function(
             continue;
         }
         let t = target as usize;
-        state.dependencies[t] -= 1;
-        let ready = state.dependencies[t] == 0;
-        if !gt.exec_info.is_empty() && !gt.exec_info[t].should_execute() {
-            continue;
-        }
-        let next = gt.plan.node(target).meta();
-        let input_nr = edges[i]
-            .as_ref()
-            .expect("invariant: a target implies an edge")
-            .input_nr;
-        let slot = &mut state.not_ready[t];
-        let inputs = match slot {
-            // The node's only gradient so far, and it is ready: its buffer is built with the
-            // gradient in it, never stored (on a chain, every node).
-            None if ready => InputBuffer::with_first(next.num_inputs(), input_nr, grad),
-            _ => {
-                let buffer = slot.get_or_insert_with(|| InputBuffer::new(next.num_inputs()));
-                buffer.add(input_nr, grad, gt.options.create_graph)?;
-                if !ready {
-                    continue;
+        let (next, dependencies) = gt.plan.child(target);
+        let inputs = if dependencies == 1 {
+            // This is the only edge into the child (counted by the walk), so this is the only
+            // gradient it will get in this pass, and it is ready now: nothing else ever reads or
+            // writes its count or its slot in `state`, so they are left alone, unlocked (its
+            // slot stays empty, as a ready node's does). Its buffer is built with the gradient
+            // in it (on a chain, every node).
+            if !gt.exec_info.is_empty() && !gt.exec_info[t].should_execute() {
+                continue;
+            }
+            let input_nr = edge_input_nr(edges, i);
+            InputBuffer::with_first(next.num_inputs(), input_nr, grad)
+        } else {
+            let state = state.get_or_insert_with(|| gt.state.lock());
+            state.dependencies[t] -= 1;
+            let ready = state.dependencies[t] == 0;
+            if !gt.exec_info.is_empty() && !gt.exec_info[t].should_execute() {
+                continue;
+            }
+            let num_inputs = next.num_inputs();
+            let input_nr = edge_input_nr(edges, i);
+            let slot = &mut state.not_ready[t];
+            match slot {
+                // The node's only gradient so far, and it is ready: its buffer is built with the
+                // gradient in it, never stored.
+                None if ready => InputBuffer::with_first(num_inputs, input_nr, grad),
+                _ => {
+                    let buffer = slot.get_or_insert_with(|| InputBuffer::new(num_inputs));
+                    buffer.add(input_nr, grad, gt.options.create_graph)?;
+                    if !ready {
+                        continue;
+                    }
+                    slot.take().expect("invariant: filled above")
                 }
-                slot.take().expect("invariant: filled above")
             }
         };
         let device = next.device();
@@ -196,6 +211,15 @@ fn node_task(
         inputs,
     };
     child.into_task(Some(gt.clone()), gt.reentrant_depth)
+}
+
+/// The input slot of its node that edge `i` of `edges` leads to (an edge with a target exists).
+#[inline(always)]
+fn edge_input_nr(edges: &[Option<Edge>], i: usize) -> usize {
+    edges[i]
+        .as_ref()
+        .expect("invariant: a target implies an edge")
+        .input_nr
 }
 
 /// Queues node `index` of `gt` with `inputs` on the queue for `device` (B28).
@@ -253,7 +277,9 @@ fn check_hook_result(old: &Tensor, new: Tensor) -> Result<Tensor> {
 /// inline, the work out of line.
 #[inline]
 fn call_tensor_pre_hooks(node: &dyn Node, meta: &NodeMeta, grads: &mut GradVec) -> Result<()> {
-    if !meta.hooks.any() && node.accumulates_into().is_none() {
+    // An AccumulateGrad has no next edges, so its topological number is 0: any other node is
+    // told apart without the virtual call.
+    if !meta.hooks.any() && (meta.topological_nr() != 0 || node.accumulates_into().is_none()) {
         return Ok(());
     }
     run_tensor_pre_hooks(node, grads)
@@ -402,7 +428,9 @@ fn validate_outputs_of(node: &dyn Node, meta: &NodeMeta, outputs: &mut GradVec) 
             continue;
         };
         let md = edge.node.meta().input_metadata(edge.input_nr);
-        if grad.shape() != md.shape() || grad.device() != md.device() || grad.dtype() != md.dtype()
+        if !same_dims(grad.shape(), md.shape())
+            || grad.device() != md.device()
+            || grad.dtype() != md.dtype()
         {
             refit_gradient(slot, md, i, Some(node.name().to_string()))?;
         }
@@ -425,7 +453,10 @@ pub(crate) fn fit_gradient(
         return Ok(());
     };
     let md = edge.node.meta().input_metadata(edge.input_nr);
-    if grad.shape() == md.shape() && grad.dtype() == md.dtype() && grad.device() == md.device() {
+    if same_dims(grad.shape(), md.shape())
+        && grad.dtype() == md.dtype()
+        && grad.device() == md.device()
+    {
         return Ok(());
     }
     refit_gradient(slot, md, index, node())

@@ -59,10 +59,8 @@ pub(crate) fn init_to_execute(
     let mut stack: Vec<(u32, usize)> = vec![(0, 0)];
     visited[0] = true;
     while let Some(&mut (node, ref mut next_child)) = stack.last_mut() {
-        let start = plan.edge_start[node as usize] as usize;
-        let end = plan.edge_start[node as usize + 1] as usize;
-        if start + *next_child < end {
-            let child = plan.edge_target[start + *next_child];
+        let edges = plan.edges(node);
+        if let Some(&child) = edges.get(*next_child) {
             *next_child += 1;
             if child != NO_TARGET && !visited[child as usize] {
                 visited[child as usize] = true;
@@ -71,7 +69,7 @@ pub(crate) fn init_to_execute(
             continue;
         }
         stack.pop();
-        let any_child = plan.edge_target[start..end]
+        let any_child = edges
             .iter()
             .any(|&c| c != NO_TARGET && info[c as usize].should_execute());
         if any_child {

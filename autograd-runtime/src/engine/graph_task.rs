@@ -39,7 +39,9 @@ pub(crate) type Callback = Box<dyn FnOnce() -> Result<()> + Send>;
 
 /// Mutable state of a graph task, guarded by one mutex (PyTorch's `GraphTask::mutex_`).
 pub(crate) struct TaskState {
-    /// Remaining incoming edges per node; a node is ready at 0.
+    /// Remaining incoming edges per node; a node is ready at 0. A node with one incoming edge
+    /// is never counted down: its one gradient makes it ready without the lock (see
+    /// `evaluate_function`).
     pub(crate) dependencies: Vec<u32>,
     /// Gradient sums of nodes that received some but not all of their inputs (`None`: nothing
     /// received, or the node was queued; an empty slot drops without a call, so a pass over a
@@ -90,14 +92,16 @@ impl GraphTask {
         engine: Arc<super::EngineInner>,
         options: PassOptions,
         reentrant_depth: usize,
-        mut plan: GraphPlan,
+        plan: GraphPlan,
         exec_info: Vec<ExecInfo>,
         num_captures: usize,
         cpu_ready_queue: Arc<TaskQueue>,
         thread_locals: ThreadLocalState,
     ) -> GraphTask {
         let n = plan.len();
-        let dependencies = std::mem::take(&mut plan.dependencies);
+        // The plan keeps the counts as the walk made them: a node with one incoming edge is
+        // handed its gradient without the lock (see `evaluate_function`).
+        let dependencies = plan.dependency_counts();
         let mut not_ready = Vec::with_capacity(n);
         not_ready.resize_with(n, || None);
         static NEXT_ID: crate::sync::statics::AtomicU64 = crate::sync::statics::AtomicU64::new(0);

@@ -25,8 +25,9 @@ impl InputBuffer {
     }
 
     /// A buffer of `num_inputs` slots holding `grad` in slot `pos`: [`InputBuffer::new`] then
-    /// [`InputBuffer::add`], for the first gradient (which `add` moves in as it is).
-    #[inline]
+    /// [`InputBuffer::add`], for the first gradient (which `add` moves in as it is). Always
+    /// inlined: it is a few stores, and a call per node run when LLVM keeps it out of line.
+    #[inline(always)]
     pub(crate) fn with_first(num_inputs: usize, pos: usize, grad: Option<Tensor>) -> InputBuffer {
         if pos < num_inputs && num_inputs <= 2 {
             // Written straight into the inline buffer, as `new` does, with the gradient in it.

@@ -4,7 +4,7 @@
 use std::collections::BinaryHeap;
 
 use crate::sync::atomic::AtomicUsize;
-use crate::sync::{Condvar, Mutex, Ordering};
+use crate::sync::{CondMutex, Condvar, Ordering};
 
 #[derive(Debug)]
 struct Inner<T> {
@@ -19,7 +19,7 @@ struct Inner<T> {
 /// models can check the hand-off with plain integers.
 #[derive(Debug)]
 pub(crate) struct ReadyQueue<T> {
-    inner: Mutex<Inner<T>>,
+    inner: CondMutex<Inner<T>>,
     available: Condvar,
     /// The heap's length, written under the lock after every change, read without it by
     /// `looks_empty`: an empty queue hands a continuation straight back with no lock taken.
@@ -29,7 +29,7 @@ pub(crate) struct ReadyQueue<T> {
 impl<T: Ord> Default for ReadyQueue<T> {
     fn default() -> Self {
         ReadyQueue {
-            inner: Mutex::new(Inner {
+            inner: CondMutex::new(Inner {
                 heap: BinaryHeap::new(),
                 waiters: 0,
             }),

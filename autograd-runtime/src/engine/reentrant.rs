@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 
 use super::graph_task::GraphTask;
 use super::{per_thread, worker};
-use crate::sync::{Arc, Condvar, Mutex};
+use crate::sync::{Arc, CondMutex, Condvar};
 use crate::{Error, Result};
 
 /// Stack size of pool threads: each runs up to `max_recursion_depth` inline reentrant levels.
@@ -29,7 +29,7 @@ struct PoolState {
 /// task), threads are reused afterwards.
 #[derive(Default)]
 pub(crate) struct ReentrantPool {
-    state: Mutex<PoolState>,
+    state: CondMutex<PoolState>,
     available: Condvar,
 }
 

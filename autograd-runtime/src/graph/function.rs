@@ -64,13 +64,19 @@ impl<B: Backward> Node for FunctionNode<B> {
     }
 
     fn apply(&self, mut grads: GradVec) -> Result<GradVec> {
-        if B::SKIP_IF_NO_GRAD && grads.iter().all(Option::is_none) {
-            return Ok(smallvec::smallvec![None; self.meta.num_outputs()]);
-        }
-        if B::MATERIALIZE_GRADS {
-            for (i, g) in grads.iter_mut().enumerate() {
-                if g.is_none() {
-                    *g = Some(self.meta.input_metadata(i).zeros()?);
+        // One defined gradient (nearly every node): nothing to skip or to materialise.
+        if !matches!(grads.as_slice(), [Some(_)]) {
+            // One pass over the gradients answers both questions below.
+            let slots = grads.as_mut_slice();
+            let defined = slots.iter().filter(|g| g.is_some()).count();
+            if B::SKIP_IF_NO_GRAD && defined == 0 {
+                return Ok(smallvec::smallvec![None; self.meta.num_outputs()]);
+            }
+            if B::MATERIALIZE_GRADS && defined < slots.len() {
+                for (i, g) in slots.iter_mut().enumerate() {
+                    if g.is_none() {
+                        *g = Some(self.meta.input_metadata(i).zeros()?);
+                    }
                 }
             }
         }

@@ -47,6 +47,22 @@ pub(crate) struct NodeHooks {
     lists: Mutex<Option<Box<HookLists>>>,
 }
 
+impl Drop for NodeHooks {
+    /// Nearly every node never had a hook: that case is a test of one pointer, inline in the
+    /// node's drop (the lists' own drop glue, with its set-up, is out of line).
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(lists) = self.lists.get_mut().take() {
+            drop_lists(lists);
+        }
+    }
+}
+
+#[inline(never)]
+fn drop_lists(lists: Box<HookLists>) {
+    drop(lists);
+}
+
 impl std::fmt::Debug for NodeHooks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NodeHooks")

@@ -222,11 +222,16 @@ impl NodeMeta {
     /// The device whose queue runs this node: that of its first non-CPU input, else the CPU
     /// (PyTorch's `Node::device()`).
     pub fn device(&self) -> Device {
-        self.input_metadata
-            .iter()
-            .map(|m| m.device)
-            .find(|d| !d.is_cpu())
-            .unwrap_or(Device::Cpu)
+        match self.input_metadata.as_slice() {
+            // One input (nearly every node; the engine asks for every node it hands a gradient
+            // to): its device, whichever it is.
+            [m] => m.device,
+            all => all
+                .iter()
+                .map(|m| m.device)
+                .find(|d| !d.is_cpu())
+                .unwrap_or(Device::Cpu),
+        }
     }
 
     /// The backtrace of the forward call that created this node, if anomaly mode was on.

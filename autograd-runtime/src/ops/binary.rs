@@ -242,7 +242,9 @@ impl Tensor {
     }
 
     /// `self (op) s` (or `s (op) self`), not recorded. Scalars (every gradient of a scalar
-    /// graph) are computed inline, without a trip through the backend.
+    /// graph) are computed inline, without a trip through the backend; the backend's path is
+    /// out of line.
+    #[inline]
     pub(crate) fn scalar_kernel(
         &self,
         op: BinaryOp,
@@ -262,6 +264,12 @@ impl Tensor {
                 scalar_on_left,
             }));
         }
+        self.scalar_kernel_backend(op, s, scalar_on_left)
+    }
+
+    /// [`Tensor::scalar_kernel`] through the backend (more than two elements, or device memory).
+    #[inline(never)]
+    fn scalar_kernel_backend(&self, op: BinaryOp, s: f64, scalar_on_left: bool) -> Result<Tensor> {
         kernels::of_tensor(self)?.binary_scalar(op, self, s, scalar_on_left)
     }
 

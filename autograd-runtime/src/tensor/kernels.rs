@@ -399,7 +399,32 @@ pub(crate) trait ElementMap: Copy {
     fn apply<T: Element>(self, x: T) -> T;
 }
 
+/// `m` applied to the elements `layout` selects from `data`, as a new contiguous tensor. One or
+/// two contiguous elements (scalars: every gradient of a scalar chain) are mapped inline and go
+/// straight into the result's storage (a spare tensor's, usually), no `Buffer` built in
+/// between; anything larger is out of line.
+#[inline(always)]
 fn map_typed<T: Element, M: ElementMap>(
+    data: &[T],
+    layout: &Layout,
+    m: M,
+    device: Device,
+) -> Tensor {
+    if layout.is_contiguous() {
+        let n = layout.numel();
+        if n <= 2 {
+            let src = &data[layout.offset..layout.offset + n];
+            let mut buf = [T::default(); 2];
+            buf.iter_mut().zip(src).for_each(|(b, &x)| *b = m.apply(x));
+            return Tensor::small(buf, src.len(), &layout.shape, device);
+        }
+    }
+    map_typed_large(data, layout, m, device)
+}
+
+/// [`map_typed`] of more than two elements, or of a non-contiguous layout.
+#[inline(never)]
+fn map_typed_large<T: Element, M: ElementMap>(
     data: &[T],
     layout: &Layout,
     m: M,
@@ -407,14 +432,7 @@ fn map_typed<T: Element, M: ElementMap>(
 ) -> Tensor {
     let v: ElemVec<T> = if layout.is_contiguous() {
         let src = &data[layout.offset..layout.offset + layout.numel()];
-        if src.len() <= 2 {
-            // Scalars (every gradient of a scalar chain): fill the inline buffer directly.
-            let mut buf = [T::default(); 2];
-            buf.iter_mut().zip(src).for_each(|(b, &x)| *b = m.apply(x));
-            ElemVec::from_buf_and_len(buf, src.len())
-        } else {
-            ElemVec::from_vec(src.iter().map(|&x| m.apply(x)).collect())
-        }
+        ElemVec::from_vec(src.iter().map(|&x| m.apply(x)).collect())
     } else {
         ElemVec::from_vec(
             crate::layout::view(data, layout)
@@ -441,6 +459,9 @@ impl Tensor {
     /// Applies `m` to every element in place. The caller guarantees that nothing else can
     /// observe the write ([`Tensor::is_uniquely_owned`]) and that the tensor is on the host.
     pub(crate) fn map_elements_in_place<M: ElementMap>(&self, m: M) {
+        // Inlined, so that a map known to the caller (the scalar multiply of a chain's
+        // backward) is applied directly rather than dispatched on its operator.
+        #[inline(always)]
         fn map<T: Element, M: ElementMap>(data: &mut [T], layout: &Layout, m: M) {
             let n = layout.numel();
             match &mut data[layout.offset..layout.offset + n] {
@@ -512,8 +533,8 @@ fn with_locked_buffers<R>(
     order.sort_by_key(|(s, _)| Arc::as_ptr(s));
     order.dedup_by(|a, b| Arc::ptr_eq(a.0, b.0));
     enum Guard<'g> {
-        Write(std::sync::RwLockWriteGuard<'g, Buffer>),
-        Read(std::sync::RwLockReadGuard<'g, Buffer>),
+        Write(crate::sync::RwLockWriteGuard<'g, Buffer>),
+        Read(crate::sync::RwLockReadGuard<'g, Buffer>),
     }
     let mut guards: Vec<(&Arc<Storage>, Guard<'_>)> = order
         .iter()

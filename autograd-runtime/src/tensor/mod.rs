@@ -49,6 +49,12 @@ impl Drop for Tensor {
     fn drop(&mut self) {
         // SAFETY: the `Arc` is taken exactly once, here, and `self.0` is never used again.
         let arc = unsafe { ManuallyDrop::take(&mut self.0) };
+        if Arc::strong_count(&arc) > 1 {
+            // Not the last handle (nearly every drop): only the count changes, inline. (A
+            // racing drop of the other handle makes that one the last: it frees the tensor as
+            // an ordinary drop.)
+            return drop(arc);
+        }
         spare::retire(arc);
     }
 }
@@ -91,11 +97,29 @@ impl Tensor {
             shape.iter().product::<usize>(),
             "invariant: buffer matches shape"
         );
-        let dtype = data.dtype();
         let data = match spare::reuse(data, shape, device) {
             Ok(t) => return t,
             Err(data) => data,
         };
+        Tensor::new_owning(data, shape, device)
+    }
+
+    /// A new contiguous tensor of `shape` on host device `device` holding `values[..len]`
+    /// (`len`, at most two, is the element count of `shape`): what [`Tensor::from_buffer`]
+    /// builds for an inline buffer, without the buffer (see `spare::small`).
+    #[inline]
+    pub(crate) fn small<T: Element>(
+        values: [T; 2],
+        len: usize,
+        shape: &[usize],
+        device: Device,
+    ) -> Tensor {
+        spare::small(values, len, shape, device)
+    }
+
+    /// A new contiguous tensor owning `data`, in a new allocation (no spare reused).
+    pub(crate) fn new_owning(data: Buffer, shape: &[usize], device: Device) -> Tensor {
+        let dtype = data.dtype();
         Tensor(ManuallyDrop::new(Arc::new(TensorImpl {
             storage: Arc::new(Storage::new(data, device)),
             layout: Layout::contiguous(shape),
@@ -490,7 +514,12 @@ impl Tensor {
 
     pub(crate) fn shape_dims(&self) -> Dims {
         // `from_slice` copies; `clone` would go through `Extend` (~50 instructions per call).
-        Dims::from_slice(&self.0.layout.shape)
+        // A scalar's (no dimension) is built without the call to `memcpy` that copies none.
+        let shape = &self.0.layout.shape;
+        if shape.is_empty() {
+            return Dims::new();
+        }
+        Dims::from_slice(shape)
     }
 
     /// A new tensor aliasing this one's storage with `layout` (no autograd metadata).

@@ -4,8 +4,8 @@
 use crate::sync::{Arc, Ordering};
 
 pub(crate) use super::kernels::Buffer;
-use crate::Device;
 use crate::sync::{RwLock, atomic::AtomicU64};
+use crate::{Device, Element};
 
 /// One allocation shared by a tensor, its views and its detached aliases.
 #[derive(Debug)]
@@ -32,6 +32,26 @@ impl Storage {
     pub(crate) fn refill(storage: &mut Arc<Storage>, data: Buffer, device: Device) {
         let s = Arc::get_mut(storage).expect("invariant: spare storages are unique");
         *s.data.get_mut() = data;
+        s.device = device;
+        *s.version.get_mut() = 0;
+    }
+
+    /// [`Storage::refill`] with host elements `values` (at most two): written over the buffer's
+    /// own when it holds as many elements of their type, with no `Buffer` built or dropped.
+    #[inline(always)] // into `spare::small`, the one caller: a call per scalar op otherwise
+    pub(crate) fn refill_with<T: Element>(
+        storage: &mut Arc<Storage>,
+        values: &[T],
+        device: Device,
+    ) {
+        let s = Arc::get_mut(storage).expect("invariant: spare storages are unique");
+        let data = s.data.get_mut();
+        match (data.as_mut_slice::<T>(), values) {
+            // Element by element: `copy_from_slice` calls `memcpy` for its unknown length.
+            (Some([a]), [x]) => *a = *x,
+            (Some([a, b]), [x, y]) => (*a, *b) = (*x, *y),
+            _ => *data = Buffer::host(values.iter().copied().collect()),
+        }
         s.device = device;
         *s.version.get_mut() = 0;
     }
@@ -104,6 +124,25 @@ mod tests {
                 assert_eq!(b.version(), 0);
             }
         }
+        Ok(())
+    }
+
+    #[test]
+    fn a_scalar_result_in_a_reused_allocation_has_contiguous_strides() -> crate::Result<()> {
+        let x = Tensor::from_vec(vec![1.0f64, 2.0], &[2, 1])?;
+        {
+            // A tensor of the same shape that is not a view but has other strides: the detached
+            // alias of a transposed [1, 2] tensor (shape [2, 1], strides [1, 2]), left as the only
+            // user of its storage, retires as a spare.
+            let base = Tensor::from_vec(vec![5.0f64, 6.0], &[1, 2])?;
+            let alias = base.transpose(0, 1)?.detach();
+            assert_eq!((alias.shape(), alias.strides()), (&[2, 1][..], &[1, 2][..]));
+            drop(base);
+            drop(alias);
+        }
+        let y = x.mul_scalar(2.0)?; // built in that spare
+        assert_eq!((y.shape(), y.strides()), (&[2, 1][..], &[1, 1][..]));
+        assert_eq!(y.to_vec::<f64>()?, vec![2.0, 4.0]);
         Ok(())
     }
 
