@@ -117,52 +117,14 @@ fn cuda_expr(inst: Inst) -> String {
     }
 }
 
-/// What every generated kernel starts with: the math of `kernels.cu` that the instructions use,
-/// written the same way (so a fused kernel and the op-by-op kernels give the same bits).
+/// What every generated kernel starts with: the op-by-op kernels' math (`cuda/math.cuh`, the
+/// same functions, so a fused kernel rounds as they do), then the helpers only the generated
+/// instructions use.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub(crate) const CUDA_PRELUDE: &str = r#"typedef unsigned long long u64;
-__device__ __forceinline__ float m_exp(float x) { return expf(x); }
-__device__ __forceinline__ double m_exp(double x) { return exp(x); }
-__device__ __forceinline__ float m_log(float x) { return logf(x); }
-__device__ __forceinline__ double m_log(double x) { return log(x); }
-__device__ __forceinline__ float m_sin(float x) { return sinf(x); }
-__device__ __forceinline__ double m_sin(double x) { return sin(x); }
-__device__ __forceinline__ float m_cos(float x) { return cosf(x); }
-__device__ __forceinline__ double m_cos(double x) { return cos(x); }
-__device__ __forceinline__ float m_tanh(float x) { return tanhf(x); }
-__device__ __forceinline__ double m_tanh(double x) { return tanh(x); }
-__device__ __forceinline__ float m_sqrt(float x) { return sqrtf(x); }
-__device__ __forceinline__ double m_sqrt(double x) { return sqrt(x); }
-__device__ __forceinline__ float m_abs(float x) { return fabsf(x); }
-__device__ __forceinline__ double m_abs(double x) { return fabs(x); }
-__device__ __forceinline__ float m_pow(float x, float y) { return powf(x, y); }
-__device__ __forceinline__ double m_pow(double x, double y) { return pow(x, y); }
-template <typename T> __device__ __forceinline__ bool is_nan(T x) { return x != x; }
-template <typename T> __device__ __forceinline__ T sign_of(T x) {
-    return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x);
-}
-template <typename T> __device__ __forceinline__ T unary_op(int op, T x) {
-    switch (op) {
-    case 0: return -x;
-    case 1: return m_exp(x);
-    case 2: return m_log(x);
-    case 3: return m_sin(x);
-    case 4: return m_cos(x);
-    case 5: return m_tanh(x);
-    case 6: return T(1) / (T(1) + m_exp(-x));
-    case 7: return (x > T(0) || is_nan(x)) ? x : T(0);
-    case 8: return m_sqrt(x);
-    case 9: return m_abs(x);
-    case 10: return sign_of(x);
-    default: return x > T(0) ? T(1) : T(0);
-    }
-}
-template <typename T> __device__ __forceinline__ T pow_scalar(T x, T e) {
-    if (e == T(1)) return x;
-    if (e == T(2)) return x * x;
-    if (e == T(0.5)) return m_sqrt(x);
-    return m_pow(x, e);
-}
+pub(crate) const CUDA_PRELUDE: &str = concat!(
+    "typedef unsigned long long u64;\n",
+    include_str!("cuda/math.cuh"),
+    r#"
 template <typename T> __device__ __forceinline__ T clamp_op(T x, T lo, T hi) {
     T y = x < lo ? lo : x;
     return y > hi ? hi : y;
@@ -173,9 +135,8 @@ template <typename T> __device__ __forceinline__ T pow_grad(T g, T x, T e, T e1)
     if (e == T(0)) return T(0);
     return e == T(2) ? g * (x + x) : g * (e * m_pow(x, e1));
 }
-#define GRID_STRIDE(i, n) \
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (u64)blockDim.x * gridDim.x)
-"#;
+"#
+);
 
 #[cfg(test)]
 mod tests {

@@ -10,8 +10,9 @@ use crate::DType;
 use crate::backend::{BinaryOp, FusedOp, UnaryOp};
 use crate::layout::Layout;
 
-/// The CUDA C++ source of every kernel.
-pub(crate) const SOURCE: &str = include_str!("kernels.cu");
+/// The CUDA C++ source of every kernel: the math they share with the generated kernels
+/// (`math.cuh`), then `kernels.cu`.
+pub(crate) const SOURCE: &str = concat!(include_str!("math.cuh"), include_str!("kernels.cu"));
 
 /// The most dimensions a tensor handed to a kernel may have (`MAX_DIMS` in `kernels.cu`).
 pub(crate) const MAX_DIMS: usize = 8;
