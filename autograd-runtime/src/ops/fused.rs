@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::backend::generated::{GeneratedKernel, Inst};
 use crate::backend::{BinaryOp, UnaryOp};
-use crate::sync::{Arc, Mutex};
+use crate::sync::{Arc, RwLock};
 use crate::tensor::kernels;
 use crate::{DType, Device, Result, Tensor};
 
@@ -302,34 +302,50 @@ impl Emitter {
     }
 }
 
-/// The kernels built so far, by program, kind and pattern (`None`: the pattern cannot be
-/// fused, so the caller runs the ops one by one).
-type Plans = HashMap<(usize, Vec<u8>), Option<Arc<Plan>>>;
+/// Which plan of a program a call needs: its kind (forward or backward) and its flags (what is
+/// wanted, kept, seeded, needed), one bit each. Inline up to 127 flags, so looking a plan up
+/// allocates nothing; the flags' groups have fixed lengths per program, so the bits are
+/// unambiguous.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Pattern(smallvec::SmallVec<[u64; 2]>);
 
-fn plans() -> &'static Mutex<Plans> {
-    static PLANS: OnceLock<Mutex<Plans>> = OnceLock::new();
-    PLANS.get_or_init(Mutex::default)
+impl Pattern {
+    fn new(backward: bool, flags: impl IntoIterator<Item = bool>) -> Pattern {
+        let mut words = smallvec::SmallVec::new();
+        for (n, f) in std::iter::once(backward).chain(flags).enumerate() {
+            if n % 64 == 0 {
+                words.push(0);
+            }
+            words[n / 64] |= u64::from(f) << (n % 64);
+        }
+        Pattern(words)
+    }
 }
 
-/// The plan for `key`, built by `build` on first use.
+/// The kernels built so far, by program and pattern (`None`: the pattern cannot be fused, so
+/// the caller runs the ops one by one). Read-locked per call; written once per new pattern.
+type Plans = HashMap<(usize, Pattern), Option<Arc<Plan>>>;
+
+fn plans() -> &'static RwLock<Plans> {
+    static PLANS: OnceLock<RwLock<Plans>> = OnceLock::new();
+    PLANS.get_or_init(|| RwLock::new(HashMap::new()))
+}
+
+/// The plan of `prog` for `pattern`, built by `build` on first use.
 fn plan(
     prog: &'static FusedProgram,
-    key: Vec<u8>,
+    pattern: Pattern,
     build: impl FnOnce() -> Option<Plan>,
 ) -> Option<Arc<Plan>> {
-    let key = (std::ptr::from_ref(prog) as usize, key);
-    if let Some(p) = plans().lock().get(&key) {
+    let key = (std::ptr::from_ref(prog) as usize, pattern);
+    if let Some(p) = plans().read().get(&key) {
         return p.clone();
     }
     let built = build().map(|mut p| {
         p.kernel.id = next_id();
         Arc::new(p)
     });
-    plans().lock().entry(key).or_insert(built).clone()
-}
-
-fn bits(flags: &[bool]) -> impl Iterator<Item = u8> + '_ {
-    flags.iter().map(|&f| u8::from(f))
+    plans().write().entry(key).or_insert(built).clone()
 }
 
 /// The device, dtype and shape every tensor of a fused call shares, if the kernels can take
@@ -474,8 +490,8 @@ pub fn fused_forward(
     let Some((_, _, shape)) = common(inputs, None) else {
         return Ok(None);
     };
-    let key = std::iter::once(0).chain(bits(want)).collect();
-    let Some(plan) = plan(prog, key, || build_forward(prog, want)) else {
+    let pattern = Pattern::new(false, want.iter().copied());
+    let Some(plan) = plan(prog, pattern, || build_forward(prog, want)) else {
         return Ok(None);
     };
     let sources: Vec<&Tensor> = plan
@@ -632,16 +648,18 @@ pub fn fused_backward(
     {
         return Ok(None);
     }
-    let avail: Vec<bool> = values.iter().map(Option::is_some).collect();
-    let seeded: Vec<bool> = grads.iter().map(Option::is_some).collect();
-    let key = std::iter::once(1)
-        .chain(bits(&avail))
-        .chain(std::iter::once(2))
-        .chain(bits(&seeded))
-        .chain(std::iter::once(2))
-        .chain(bits(needs))
-        .collect();
-    let Some(plan) = plan(prog, key, || build_backward(prog, &avail, &seeded, needs)) else {
+    let pattern = Pattern::new(
+        true,
+        (values.iter().map(Option::is_some))
+            .chain(grads.iter().map(Option::is_some))
+            .chain(needs.iter().copied()),
+    );
+    let build = || {
+        let avail: Vec<bool> = values.iter().map(Option::is_some).collect();
+        let seeded: Vec<bool> = grads.iter().map(Option::is_some).collect();
+        build_backward(prog, &avail, &seeded, needs)
+    };
+    let Some(plan) = plan(prog, pattern, build) else {
         return Ok(None);
     };
     let mut out: Vec<Option<Tensor>> = vec![None; needs.len()];
