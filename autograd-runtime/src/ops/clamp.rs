@@ -2,11 +2,11 @@
 //! gradient passes where `min <= x <= max`, as PyTorch's `clamp_backward`).
 //!
 //! On the host the kernel is a per-element map; on a CUDA device, a generated kernel (one
-//! launch: `ops/fused.rs`'s `device_map`).
+//! launch: `ops/device_map.rs`).
 
 use autograd_macros::{backward, differentiable};
 
-use super::fused::{DeviceMap, device_map};
+use super::device_map::{DeviceMap, device_map};
 use crate::tensor::kernels::{ElementMap, host};
 use crate::{Device, Element, Error, Result, Tensor};
 

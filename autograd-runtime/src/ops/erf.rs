@@ -2,7 +2,7 @@
 //! `2/√π · e^(-x²)` written in ops, so it is differentiable again.
 //!
 //! The kernel computes in f64: on the host with the function below, on a CUDA device as a
-//! generated kernel with CUDA's `erf` (`ops/fused.rs`'s `device_map`).
+//! generated kernel with CUDA's `erf` (`ops/device_map.rs`).
 //! Below `|x| = 2`, a series with positive terms only (no cancellation),
 //! `erf x = 2/√π · e^(-x²) · Σ 2ⁿ x²ⁿ⁺¹ / (1·3·…·(2n+1))`; from 2 to 6, `1 - erfc x` with
 //! Laplace's continued fraction `erfc x = e^(-x²)/√π · 1/(x + ½/(x + 1/(x + 3/2/(x + …))))`;
@@ -20,7 +20,7 @@ use crate::{DType, Device, Result, Tensor};
 /// generated kernel (CUDA's double-precision `erf`, one launch), elsewhere on the host.
 fn erf_kernel(x: &Tensor) -> Result<Tensor> {
     if matches!(x.device(), Device::Cuda(_)) && x.numel() > 0 {
-        return super::fused::device_map(super::fused::DeviceMap::Erf, x, &[]);
+        return super::device_map::device_map(super::device_map::DeviceMap::Erf, x, &[]);
     }
     let out = match x.dtype() {
         DType::F64 => {

@@ -398,7 +398,7 @@ fn run(plan: &Plan, sources: &[&Tensor], scalars: &[f64], shape: &[usize]) -> Re
 }
 
 /// Runs `kernel` on `sources` (of `shape`, one device and dtype) with its scalars' values.
-fn run_kernel(
+pub(crate) fn run_kernel(
     kernel: &GeneratedKernel,
     sources: &[&Tensor],
     values: &[f64],
@@ -418,60 +418,10 @@ fn run_kernel(
 }
 
 /// A unique id for a new generated kernel (what a backend caches its compiled form by).
-fn next_id() -> u64 {
+pub(crate) fn next_id() -> u64 {
     static IDS: AtomicU64 = AtomicU64::new(0);
     // Relaxed: only uniqueness matters.
     IDS.fetch_add(1, Ordering::Relaxed)
-}
-
-/// Element maps of other ops that a CUDA device runs as a generated kernel (one launch, no
-/// round trip through the host); the host runs its own element maps.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum DeviceMap {
-    /// `clamp(x, lo, hi)`; scalars `lo`, `hi`.
-    Clamp,
-    /// 1 where `lo <= x <= hi`, else 0; scalars `lo`, `hi`.
-    InRange,
-    /// `erf x`, in double precision.
-    Erf,
-}
-
-/// `map` of every element of `x`, a tensor of a CUDA device, into a new tensor there.
-pub(crate) fn device_map(map: DeviceMap, x: &Tensor, scalars: &[f64]) -> Result<Tensor> {
-    let kernel = device_map_kernel(map);
-    let mut outs = run_kernel(kernel, &[x], &scalars[..kernel.n_scalars], x.shape())?;
-    outs.pop().ok_or_else(|| {
-        crate::Error::shape(
-            "generated kernel",
-            "internal error: the kernel has no output",
-        )
-    })
-}
-
-/// The kernel of `map`, built once.
-fn device_map_kernel(map: DeviceMap) -> &'static GeneratedKernel {
-    static KERNELS: OnceLock<[GeneratedKernel; 3]> = OnceLock::new();
-    let kernels = KERNELS.get_or_init(|| {
-        let bounded = |inst: Inst| GeneratedKernel {
-            id: next_id(),
-            insts: vec![Inst::Load(0), Inst::Scalar(0), Inst::Scalar(1), inst],
-            outputs: vec![3],
-            n_inputs: 1,
-            n_scalars: 2,
-        };
-        [
-            bounded(Inst::Clamp(0, 1, 2)),
-            bounded(Inst::InRange(0, 1, 2)),
-            GeneratedKernel {
-                id: next_id(),
-                insts: vec![Inst::Load(0), Inst::Erf(0)],
-                outputs: vec![1],
-                n_inputs: 1,
-                n_scalars: 0,
-            },
-        ]
-    });
-    &kernels[map as usize]
 }
 
 /// The derived forward as one kernel: body values `want` (the results, and the values the
@@ -1033,12 +983,13 @@ pub(crate) fn sample_kernels() -> Vec<Sample> {
             .expect("backward from the inputs");
         out.push(sample("backward, recomputing", inputs));
     }
+    use super::device_map::DeviceMap;
     for (map, scalars) in [
         (DeviceMap::Clamp, vec![-0.5, 1.0]),
         (DeviceMap::InRange, vec![-0.5, 1.0]),
         (DeviceMap::Erf, vec![]),
     ] {
-        let kernel = device_map_kernel(map).clone();
+        let kernel = super::device_map::kernel(map).clone();
         out.push(Sample {
             name: format!("{map:?} map"),
             kernel,
@@ -1256,39 +1207,6 @@ mod tests {
             }
         }
         Ok(())
-    }
-
-    /// The kernels clamp and erf run on a CUDA device, interpreted on the CPU, give the bits
-    /// of the host's own element maps, in both dtypes, NaN and the infinite bounds included.
-    #[test]
-    fn the_device_maps_give_the_host_ops_bits() -> Result<()> {
-        let values = vec![-3.0, -0.5, -0.25, 0.0, 0.7, 1.0, 2.5, f64::NAN, 7.0, -7.0];
-        for dtype in [DType::F64, DType::F32] {
-            let x = Tensor::from_vec(values.clone(), &[10])?.to_dtype(dtype)?;
-            for (lo, hi) in [(-0.5, 1.0), (f64::NEG_INFINITY, 0.5), (0.0, f64::INFINITY)] {
-                let via = device_map(DeviceMap::Clamp, &x, &[lo, hi])?;
-                let host = x.clamp(lo.is_finite().then_some(lo), hi.is_finite().then_some(hi))?;
-                assert_eq!(bits(&via)?, bits(&host)?, "clamp({lo}, {hi}) {dtype:?}");
-                let mask = device_map(DeviceMap::InRange, &x, &[lo, hi])?
-                    .to_dtype(DType::F64)?
-                    .to_vec::<f64>()?;
-                let want: Vec<f64> = x
-                    .to_dtype(DType::F64)?
-                    .to_vec::<f64>()?
-                    .iter()
-                    .map(|&v| f64::from(u8::from(v >= lo && v <= hi)))
-                    .collect();
-                assert_eq!(mask, want, "in range ({lo}, {hi}) {dtype:?}");
-            }
-            let via = device_map(DeviceMap::Erf, &x, &[])?;
-            assert_eq!(bits(&via)?, bits(&x.erf()?)?, "erf {dtype:?}");
-        }
-        Ok(())
-    }
-
-    fn bits(t: &Tensor) -> Result<Vec<u64>> {
-        let v = t.to_dtype(DType::F64)?.to_vec::<f64>()?;
-        Ok(v.iter().map(|v| v.to_bits()).collect())
     }
 
     /// An op's value and partial derivatives at `(x, y)`, from its sample's name.

@@ -30,6 +30,7 @@ mod binary;
 mod clamp;
 mod derivative_rules;
 mod device;
+mod device_map;
 mod erf;
 pub(crate) mod fused;
 mod index;
