@@ -23,7 +23,7 @@ impl Backend for Cuda {
     fn unary(&self, op: UnaryOp, x: &Buffer, lx: &Layout) -> Result<Out> {
         let (dev, xb) = dev_of(x)?;
         let n = lx.numel();
-        let name = kernels::name("unary", xb.dtype());
+        let name = kernels::kernel!("unary").of(xb.dtype());
         let out = map_into(
             dev,
             "unary op",
@@ -40,7 +40,7 @@ impl Backend for Cuda {
                     Arg::U64(n as u64),
                     Arg::I32(vec),
                 ];
-                launch(dev, "unary op", &name, work, &args)
+                launch(dev, "unary op", name, work, &args)
             },
         )?;
         Ok(wrap(out, &lx.shape))
@@ -49,7 +49,7 @@ impl Backend for Cuda {
     fn pow_scalar(&self, x: &Buffer, lx: &Layout, exponent: f64) -> Result<Out> {
         let (dev, xb) = dev_of(x)?;
         let (n, dtype) = (lx.numel(), xb.dtype());
-        let name = kernels::name("pow_scalar", dtype);
+        let name = kernels::kernel!("pow_scalar").of(dtype);
         let out = map_into(dev, "pow", (xb, lx), &lx.shape, dtype, |xp, lx, yp| {
             let (vec, work) = kernels::vector_plan(dtype, n, &[(&lx, xp)], yp);
             let args = [
@@ -60,7 +60,7 @@ impl Backend for Cuda {
                 Arg::U64(n as u64),
                 Arg::I32(vec),
             ];
-            launch(dev, "pow", &name, work, &args)
+            launch(dev, "pow", name, work, &args)
         })?;
         Ok(wrap(out, &lx.shape))
     }
@@ -99,7 +99,7 @@ impl Backend for Cuda {
         launch(
             dev,
             "binary op",
-            &kernels::name("binary", ab.dtype()),
+            kernels::kernel!("binary").of(ab.dtype()),
             work,
             &args,
         )?;
@@ -116,7 +116,7 @@ impl Backend for Cuda {
     ) -> Result<Out> {
         let (dev, xb) = dev_of(x)?;
         let (n, dtype) = (lx.numel(), xb.dtype());
-        let name = kernels::name("binary_scalar", dtype);
+        let name = kernels::kernel!("binary_scalar").of(dtype);
         let out = map_into(
             dev,
             "binary op",
@@ -135,7 +135,7 @@ impl Backend for Cuda {
                     Arg::U64(n as u64),
                     Arg::I32(vec),
                 ];
-                launch(dev, "binary op", &name, work, &args)
+                launch(dev, "binary op", name, work, &args)
             },
         )?;
         Ok(wrap(out, &lx.shape))
@@ -167,8 +167,8 @@ impl Backend for Cuda {
             Arg::U64(n as u64),
             Arg::I32(vec),
         ];
-        let name = kernels::name("fused", ab.dtype());
-        launch(dev, "backward formula", &name, work, &args)?;
+        let name = kernels::kernel!("fused").of(ab.dtype());
+        launch(dev, "backward formula", name, work, &args)?;
         Ok(wrap(out, shape))
     }
 
@@ -205,7 +205,7 @@ impl Backend for Cuda {
         launch(
             dev,
             "backward formula",
-            &kernels::name("fused", dtype),
+            kernels::kernel!("fused").of(dtype),
             work,
             &args,
         )
@@ -236,8 +236,8 @@ impl Backend for Cuda {
             Arg::U64(sp),
             Arg::U64(n as u64),
         ];
-        let name = kernels::name("binary_inplace", dtype);
-        launch(dev, "in-place op", &name, n, &args)
+        let name = kernels::kernel!("binary_inplace").of(dtype);
+        launch(dev, "in-place op", name, n, &args)
     }
 
     fn fill(&self, dst: &mut Buffer, ld: &Layout, value: f64) -> Result<()> {
@@ -252,7 +252,7 @@ impl Backend for Cuda {
             Arg::scalar(dtype, value),
             Arg::U64(n as u64),
         ];
-        launch(dev, "fill", &kernels::name("fill", dtype), n, &args)
+        launch(dev, "fill", kernels::kernel!("fill").of(dtype), n, &args)
     }
 
     fn copy_into(
@@ -274,7 +274,7 @@ impl Backend for Cuda {
             Arg::U64(sp),
             Arg::U64(n as u64),
         ];
-        launch(dev, "copy", &kernels::name("copy", dtype), n, &args)
+        launch(dev, "copy", kernels::kernel!("copy").of(dtype), n, &args)
     }
 
     fn contiguous(&self, x: &Buffer, lx: &Layout) -> Result<Out> {
@@ -352,7 +352,7 @@ impl Backend for Cuda {
                 Arg::U64(sp),
                 Arg::U64(m as u64),
             ];
-            launch(dev, "cat", &kernels::name("copy", dtype), m, &args)?;
+            launch(dev, "cat", kernels::kernel!("copy").of(dtype), m, &args)?;
             start += len;
         }
         Ok(wrap(out, &shape))
@@ -424,7 +424,7 @@ impl Backend for Cuda {
         launch_blocks(
             dev,
             "softmax",
-            &kernels::name("softmax", dtype),
+            kernels::kernel!("softmax").of(dtype),
             lanes,
             &args,
         )?;
@@ -457,7 +457,7 @@ impl Backend for Cuda {
             launch(
                 dev,
                 "argmax",
-                &kernels::name("argmax", xb.dtype()),
+                kernels::kernel!("argmax").of(xb.dtype()),
                 lanes,
                 &args,
             )?;
@@ -492,7 +492,7 @@ impl Backend for Cuda {
             launch(
                 dev,
                 "anomaly check",
-                &kernels::name("has_nan", xb.dtype()),
+                kernels::kernel!("has_nan").of(xb.dtype()),
                 n,
                 &args,
             )?;

@@ -27,7 +27,7 @@ fn upload_index(dev: &CudaDevice, op: &'static str, index: &[usize]) -> Result<C
 /// dim seen as `[outer, d, inner]`: parameters `(src, index, out, outer, d, inner[, len])`.
 struct IndexCall {
     op: &'static str,
-    kernel: &'static str,
+    kernel: kernels::Kernel,
     /// `(outer, d, inner)` around the indexed dim (of the source or of the output, per kernel).
     blocks: (usize, usize, usize),
     /// The index length, for the kernels that take it.
@@ -67,8 +67,8 @@ impl IndexCall {
                 Arg::U64(inner as u64),
             ];
             args.extend(self.len.map(|l| Arg::U64(l as u64)));
-            let name = kernels::name(self.kernel, src.dtype());
-            launch(dev, self.op, &name, self.work, &args)?;
+            let name = self.kernel.of(src.dtype());
+            launch(dev, self.op, name, self.work, &args)?;
         }
         Ok(wrap(out, out_shape))
     }
@@ -85,7 +85,7 @@ pub(super) fn index_select(
     shape[dim] = index.len();
     let call = IndexCall {
         op: "index_select",
-        kernel: "index_select",
+        kernel: kernels::kernel!("index_select"),
         blocks: split_at_dim(&x.1.shape, dim),
         len: Some(index.len()),
         work: shape.iter().product(),
@@ -104,7 +104,7 @@ pub(super) fn index_add(
 ) -> Result<Out> {
     let call = IndexCall {
         op: "index_select backward",
-        kernel: "index_add",
+        kernel: kernels::kernel!("index_add"),
         blocks: split_at_dim(shape, dim),
         len: Some(index.len()),
         work: shape.iter().product(),
@@ -127,7 +127,7 @@ pub(super) fn gather(
     let (outer, d, inner) = split_at_dim(&x.1.shape, dim);
     let call = IndexCall {
         op: "gather",
-        kernel: "gather",
+        kernel: kernels::kernel!("gather"),
         blocks: (outer, d, inner),
         len: None,
         work: outer * inner,
@@ -147,7 +147,7 @@ pub(super) fn scatter(
     let (outer, d, inner) = split_at_dim(shape, dim);
     let call = IndexCall {
         op: "gather backward",
-        kernel: "scatter",
+        kernel: kernels::kernel!("scatter"),
         blocks: (outer, d, inner),
         len: None,
         work: outer * inner,
@@ -184,7 +184,7 @@ pub(super) fn narrow_scatter(
         launch(
             dev,
             "narrow backward",
-            &kernels::name("copy", gb.dtype()),
+            kernels::kernel!("copy").of(gb.dtype()),
             n,
             &args,
         )?;

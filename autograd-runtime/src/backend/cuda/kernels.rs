@@ -59,10 +59,37 @@ pub(crate) const NAMES: &[&str] = kernel_names!(
     ["cast_f32_f64", "cast_f64_f32"]
 );
 
-/// `name` with the dtype's suffix (`"unary"` → `"unary_f32"`), as listed in [`NAMES`].
-pub(crate) fn name(base: &'static str, dtype: DType) -> String {
-    format!("{base}_{dtype}")
+/// A kernel of `kernels.cu` by its base name: the names of its two instantiations, as listed
+/// in [`NAMES`]. Made by [`kernel!`]; a launch picks one with [`Kernel::of`], with no formatting
+/// or allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Kernel {
+    f32: &'static str,
+    f64: &'static str,
 }
+
+impl Kernel {
+    #[doc(hidden)] // through `kernel!`, which spells both names from one base
+    pub(crate) const fn new(f32: &'static str, f64: &'static str) -> Kernel {
+        Kernel { f32, f64 }
+    }
+
+    /// The instantiation for `dtype` (`kernel!("unary").of(DType::F32)` is `"unary_f32"`).
+    pub(crate) fn of(self, dtype: DType) -> &'static str {
+        match dtype {
+            DType::F32 => self.f32,
+            DType::F64 => self.f64,
+        }
+    }
+}
+
+/// The [`Kernel`] of base name `$base` (`kernel!("unary")`: `unary_f32` and `unary_f64`).
+macro_rules! kernel {
+    ($base:literal) => {
+        $crate::backend::cuda::kernels::Kernel::new(concat!($base, "_f32"), concat!($base, "_f64"))
+    };
+}
+pub(crate) use kernel;
 
 /// The compiled PTX, or NVRTC's error log. Compiled once per process: PTX is portable across
 /// the devices' architectures (the driver finishes it for each when a context loads it).

@@ -203,7 +203,7 @@ pub(super) fn contiguous(
     let (n, dtype) = (lx.numel(), xb.dtype());
     let ld = KernelLayout::contiguous(&lx.shape)
         .ok_or_else(|| too_many_dims(dev, "contiguous", lx.shape.len()))?;
-    let name = kernels::name("copy", dtype);
+    let name = kernels::kernel!("copy").of(dtype);
     map_into(
         dev,
         "contiguous",
@@ -218,7 +218,7 @@ pub(super) fn contiguous(
                 Arg::U64(xp),
                 Arg::U64(n as u64),
             ];
-            launch(dev, "contiguous", &name, n, &args)
+            launch(dev, "contiguous", name, n, &args)
         },
     )
 }

@@ -112,8 +112,8 @@ pub(crate) fn step(sets: Vec<Set<'_>>) -> Result<()> {
     // Every address in the table points into a buffer the caller holds locked (written ones
     // write-locked, each storage distinct) until this function returns, which is after the
     // launch is issued; every set's `n` elements lie inside its buffers (checked above).
-    let name = kernels::name(table.kernel, dtype);
-    launch_blocks(dev, OP, &name, table.nchunks, &args)
+    let name = table.kernel.of(dtype);
+    launch_blocks(dev, OP, name, table.nchunks, &args)
 }
 
 /// One set as the table describes it: its length, the addresses of its parameter, gradient and
@@ -131,7 +131,7 @@ struct SetAddrs {
 #[derive(Debug)]
 struct Table {
     words: Vec<u64>,
-    kernel: &'static str,
+    kernel: kernels::Kernel,
     nsets: u64,
     nchunks: usize,
 }
@@ -191,12 +191,12 @@ fn refuse<R>(why: &str) -> Result<R> {
 }
 
 /// The base name of the kernel that runs `update`.
-fn kernel_base(update: &Update) -> &'static str {
+fn kernel_base(update: &Update) -> kernels::Kernel {
     match update {
-        Update::Adam(_) => "adam_step",
-        Update::Sgd(_) => "sgd_step",
-        Update::RmsProp(_) => "rmsprop_step",
-        Update::Adagrad(_) => "adagrad_step",
+        Update::Adam(_) => kernels::kernel!("adam_step"),
+        Update::Sgd(_) => kernels::kernel!("sgd_step"),
+        Update::RmsProp(_) => kernels::kernel!("rmsprop_step"),
+        Update::Adagrad(_) => kernels::kernel!("adagrad_step"),
     }
 }
 
@@ -380,13 +380,16 @@ mod tests {
         let src = kernels::SOURCE;
         assert!(src.contains(&format!("#define OPT_CHUNK {CHUNK}\n")));
         assert!(src.contains(&format!("#define OPT_SET_WORDS {SET_WORDS}\n")));
-        for base in ["adam_step", "sgd_step", "rmsprop_step", "adagrad_step"] {
+        for updates in cases() {
             for dtype in [DType::F32, DType::F64] {
-                let name = kernels::name(base, dtype);
-                assert!(kernels::NAMES.contains(&name.as_str()), "{name}");
+                let name = kernel_base(&updates[0]).of(dtype);
+                assert!(kernels::NAMES.contains(&name), "{name}");
             }
         }
-        assert_eq!(kernel_base(&adam(0.9, 0.0, false, false)), "adam_step");
+        assert_eq!(
+            kernel_base(&adam(0.9, 0.0, false, false)).of(DType::F64),
+            "adam_step_f64"
+        );
     }
 
     /// With NVRTC on the loader path (see `backend::cuda::tests`), each step kernel's PTX
@@ -678,7 +681,7 @@ int main(int argc, char** argv) {
         std::fs::write(dir.join("table.bin"), words).unwrap();
         std::fs::write(dir.join("blob.bin"), &blob).unwrap();
         let status = std::process::Command::new(exe)
-            .arg(kernels::name(table.kernel, T::DTYPE))
+            .arg(table.kernel.of(T::DTYPE))
             .arg(dir.join("table.bin"))
             .arg(dir.join("blob.bin"))
             .arg(table.nsets.to_string())
@@ -738,7 +741,7 @@ int main(int argc, char** argv) {
             return;
         };
         for updates in cases() {
-            let name = kernel_base(&updates[0]);
+            let name = kernel_base(&updates[0]).of(DType::F32);
             let (emulated, cpu) = both::<f32>(&exe, &dir, &updates);
             assert_eq!(emulated.len(), cpu.len());
             let bad = emulated.iter().zip(&cpu).position(|(a, b)| a != b);

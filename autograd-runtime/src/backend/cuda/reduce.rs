@@ -48,7 +48,7 @@ pub(super) fn sum_columns(
 ) -> Result<DeviceBuffer> {
     let tiles = cols.div_ceil(COLS_TILE);
     let (segs, per) = segments(rows, tiles, MIN_SEGMENT_ROWS);
-    let name = kernels::name("sum_cols", dtype);
+    let name = kernels::kernel!("sum_cols").of(dtype);
     let mut out = DeviceBuffer::alloc(dev, dtype, cols)?;
     if cols == 0 {
         return Ok(out);
@@ -62,7 +62,7 @@ pub(super) fn sum_columns(
             Arg::U64(cols as u64),
             Arg::U64(per as u64),
         ];
-        launch_grid(dev, "sum", &name, (tiles as u32, segs as u32), &args)
+        launch_grid(dev, "sum", name, (tiles as u32, segs as u32), &args)
     };
     if segs == 1 {
         pass(x, ld, rows, per, 1, out.ptr_mut(&dev.stream))?;
@@ -87,7 +87,7 @@ pub(super) fn sum_runs(
     k: usize,
 ) -> Result<DeviceBuffer> {
     let dtype = xb.dtype();
-    let name = kernels::name("sum", dtype);
+    let name = kernels::kernel!("sum").of(dtype);
     let mut out = DeviceBuffer::alloc(dev, dtype, m)?;
     if m == 0 {
         return Ok(out);
@@ -104,7 +104,7 @@ pub(super) fn sum_runs(
             Arg::U64(per as u64),
         ];
         let blocks = (m * segs).min(1 << 20) as u32;
-        launch_grid(dev, "sum", &name, (blocks, 1), &args)
+        launch_grid(dev, "sum", name, (blocks, 1), &args)
     };
     let x = xb.ptr(&dev.stream);
     if segs == 1 {

@@ -393,3 +393,34 @@ int main() {
     println!("ran: {stdout}");
     assert!(stdout.starts_with("ok: "), "{stdout}");
 }
+
+/// Every kernel the backend launches by base name (`kernel!("...")` in this folder's files) is
+/// loaded into each device's module under both of its names: a misspelt base would otherwise
+/// show only on a GPU, as "no kernel named ...".
+#[test]
+fn every_kernel_launched_by_name_is_one_the_module_loads() {
+    let files = [
+        include_str!("dispatch.rs"),
+        include_str!("index.rs"),
+        include_str!("launch.rs"),
+        include_str!("optim.rs"),
+        include_str!("reduce.rs"),
+        include_str!("transfer.rs"),
+    ];
+    let mut seen = 0;
+    for file in files {
+        for rest in file.split("kernel!(\"").skip(1) {
+            let base = &rest[..rest.find('"').expect("a closing quote")];
+            for suffix in ["_f32", "_f64"] {
+                let name = format!("{base}{suffix}");
+                assert!(
+                    NAMES.contains(&name.as_str()),
+                    "kernel!(\"{base}\"): no {name}"
+                );
+            }
+            seen += 1;
+        }
+    }
+    assert!(seen >= 20, "found only {seen} uses of kernel!");
+    assert_eq!(kernels::kernel!("unary").of(crate::DType::F64), "unary_f64");
+}

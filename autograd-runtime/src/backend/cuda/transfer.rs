@@ -65,7 +65,7 @@ pub(crate) fn full(shape: &[usize], value: f64, dtype: DType, ordinal: usize) ->
         Arg::scalar(dtype, value),
         Arg::U64(n as u64),
     ];
-    launch(dev, "full", &kernels::name("fill", dtype), n, &args)?;
+    launch(dev, "full", kernels::kernel!("fill").of(dtype), n, &args)?;
     Ok(wrap(out, shape))
 }
 
