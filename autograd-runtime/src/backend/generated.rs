@@ -32,8 +32,8 @@ pub(crate) enum Inst {
     ReluGrad(u16, u16),
     /// `min(max(x, lo), hi)`, NaN kept (`x`, `lo`, `hi`).
     Clamp(u16, u16, u16),
-    /// 1 where `lo <= x <= hi`, else 0 (`x`, `lo`, `hi`): clamp's gradient mask.
-    InRange(u16, u16, u16),
+    /// 1 where `lo < x < hi`, else 0 (`x`, `lo`, `hi`; NaN included): clamp's gradient mask.
+    Interior(u16, u16, u16),
     /// The error function, computed in double precision.
     Erf(u16),
 }
@@ -112,7 +112,7 @@ fn cuda_expr(inst: Inst) -> String {
         Inst::PowGrad(g, x, e, e1) => format!("pow_grad<T>(r{g}, r{x}, r{e}, r{e1})"),
         Inst::ReluGrad(g, y) => format!("(r{y} > T(0) ? r{g} : T(0))"),
         Inst::Clamp(x, lo, hi) => format!("clamp_op<T>(r{x}, r{lo}, r{hi})"),
-        Inst::InRange(x, lo, hi) => format!("(r{x} >= r{lo} && r{x} <= r{hi} ? T(1) : T(0))"),
+        Inst::Interior(x, lo, hi) => format!("(r{x} > r{lo} && r{x} < r{hi} ? T(1) : T(0))"),
         Inst::Erf(x) => format!("m_erf(r{x})"),
     }
 }

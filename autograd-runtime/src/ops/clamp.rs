@@ -1,5 +1,6 @@
-//! `clamp`: every element limited to `[min, max]` (PyTorch's `clamp`), differentiable (the
-//! gradient passes where `min <= x <= max`, as PyTorch's `clamp_backward`).
+//! `clamp`: every element limited to `[min, max]` (PyTorch's `clamp`), differentiable: the
+//! gradient passes where `min < x < max`, and an element at a bound gets none, as PyTorch's
+//! (2.15, recorded in `tests/corpus/ops.jsonl.gz`) does for scalar bounds.
 //!
 //! On the host the kernel is a per-element map; on a CUDA device, a generated kernel (one
 //! launch: `ops/device_map.rs`).
@@ -18,7 +19,7 @@ fn clamp(x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
 
 #[backward(clamp)]
 fn clamp_backward(grad: &Tensor, x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
-    grad.mul(&x.element_map(InRange { lo, hi }, DeviceMap::InRange, &[lo, hi])?)
+    grad.mul(&x.element_map(Interior { lo, hi }, DeviceMap::Interior, &[lo, hi])?)
 }
 
 /// `min(max(x, lo), hi)` with the bounds rounded to the element type; NaN stays NaN.
@@ -36,17 +37,17 @@ impl ElementMap for Clamp {
     }
 }
 
-/// 1 where `lo <= x <= hi`, else 0 (NaN included): the gradient's mask.
+/// 1 where `lo < x < hi`, else 0 (a bound itself and NaN included): the gradient's mask.
 #[derive(Clone, Copy, Debug)]
-struct InRange {
+struct Interior {
     lo: f64,
     hi: f64,
 }
 
-impl ElementMap for InRange {
+impl ElementMap for Interior {
     fn apply<T: Element>(self, x: T) -> T {
         let (lo, hi) = (T::from_f64(self.lo), T::from_f64(self.hi));
-        if x >= lo && x <= hi {
+        if x > lo && x < hi {
             T::one()
         } else {
             T::zero()
@@ -77,7 +78,7 @@ impl Tensor {
 
     /// Every element limited to `[min, max]` (PyTorch's `clamp(min=, max=)`); a bound that is
     /// `None` does not apply, and where `min > max` every element becomes `max`, as in PyTorch.
-    /// NaN stays NaN. The gradient passes where `min <= x <= max`.
+    /// NaN stays NaN. The gradient passes where `min < x < max` (none at a bound, as in PyTorch).
     ///
     /// # Errors
     ///
@@ -130,7 +131,9 @@ mod tests {
             .to_vec::<f64>()
             .unwrap();
         assert_eq!(&crossed[..5], &[-1.0; 5]);
-        // The bounds themselves pass the gradient (`x >= min && x <= max`).
+        // Only the interior passes the gradient (`min < x < max`): an element at a bound gets
+        // none, as in PyTorch (recorded: `clamp(-1, 1)` of `[-3, -1, 0.25, 1, 2]` gives
+        // `[0, 0, 1, 0, 0]`).
         let x = Tensor::from_vec(vec![-3.0f64, -1.0, 0.25, 1.0, 2.0], &[5])
             .unwrap()
             .requires_grad_(true)
@@ -142,7 +145,7 @@ mod tests {
             .backward()
             .unwrap();
         let g = x.grad().unwrap().to_vec::<f64>().unwrap();
-        assert_eq!(g, vec![0.0, 1.0, 1.0, 1.0, 0.0]);
+        assert_eq!(g, vec![0.0, 0.0, 1.0, 0.0, 0.0]);
         match Tensor::scalar(1.0f32).clamp(None, None) {
             Err(Error::InvalidArgument(m)) => {
                 assert_eq!(

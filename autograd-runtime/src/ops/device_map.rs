@@ -16,7 +16,7 @@ pub(crate) enum DeviceMap {
     /// `clamp(x, lo, hi)`; scalars `lo`, `hi`.
     Clamp,
     /// 1 where `lo <= x <= hi`, else 0; scalars `lo`, `hi`.
-    InRange,
+    Interior,
     /// `erf x`, in double precision.
     Erf,
 }
@@ -46,7 +46,7 @@ pub(crate) fn kernel(map: DeviceMap) -> &'static GeneratedKernel {
         };
         [
             bounded(Inst::Clamp(0, 1, 2)),
-            bounded(Inst::InRange(0, 1, 2)),
+            bounded(Inst::Interior(0, 1, 2)),
             GeneratedKernel {
                 id: next_id(),
                 insts: vec![Inst::Load(0), Inst::Erf(0)],
@@ -75,14 +75,14 @@ mod tests {
                 let via = device_map(DeviceMap::Clamp, &x, &[lo, hi])?;
                 let host = x.clamp(lo.is_finite().then_some(lo), hi.is_finite().then_some(hi))?;
                 assert_eq!(bits(&via)?, bits(&host)?, "clamp({lo}, {hi}) {dtype:?}");
-                let mask = device_map(DeviceMap::InRange, &x, &[lo, hi])?
+                let mask = device_map(DeviceMap::Interior, &x, &[lo, hi])?
                     .to_dtype(DType::F64)?
                     .to_vec::<f64>()?;
                 let want: Vec<f64> = x
                     .to_dtype(DType::F64)?
                     .to_vec::<f64>()?
                     .iter()
-                    .map(|&v| f64::from(u8::from(v >= lo && v <= hi)))
+                    .map(|&v| f64::from(u8::from(v > lo && v < hi)))
                     .collect();
                 assert_eq!(mask, want, "in range ({lo}, {hi}) {dtype:?}");
             }

@@ -986,7 +986,7 @@ pub(crate) fn sample_kernels() -> Vec<Sample> {
     use super::device_map::DeviceMap;
     for (map, scalars) in [
         (DeviceMap::Clamp, vec![-0.5, 1.0]),
-        (DeviceMap::InRange, vec![-0.5, 1.0]),
+        (DeviceMap::Interior, vec![-0.5, 1.0]),
         (DeviceMap::Erf, vec![]),
     ] {
         let kernel = super::device_map::kernel(map).clone();

@@ -268,10 +268,10 @@ unsafe fn block<T: Element + VMath>(
                     *d = if y > hi { hi } else { y };
                 }
             }
-            Inst::InRange(x, lo, hi) => {
+            Inst::Interior(x, lo, hi) => {
                 let (lo, hi) = (reg(lo)[0], reg(hi)[0]);
                 for (d, &x) in dst.iter_mut().zip(reg(x)) {
-                    *d = if x >= lo && x <= hi {
+                    *d = if x > lo && x < hi {
                         T::one()
                     } else {
                         T::zero()
