@@ -47,6 +47,32 @@ pub enum Error {
         /// What was wrong with the shape.
         message: String,
     },
+    /// Operands whose sizes do not fit together, in PyTorch's words for the same mistake (which
+    /// name the underlying kernel where PyTorch's do: `mm: mat1 and mat2 shapes cannot be
+    /// multiplied (2x3 and 4x2)`); `op` is this crate's op.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{Error, Tensor};
+    /// let a = Tensor::from_vec(vec![1.0f64, 2.0, 3.0], &[3])?;
+    /// let b = Tensor::from_vec(vec![1.0f64; 4], &[4])?;
+    /// let err = a.matmul(&b).unwrap_err();
+    /// assert!(matches!(err, Error::SizeMismatch { op: "matmul", .. }));
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "inconsistent tensor size, expected tensor [3] and src [4] to have the same number \
+    ///      of elements, but got 3 and 4 elements respectively"
+    /// );
+    /// # Ok::<(), Error>(())
+    /// ```
+    #[error("{message}")]
+    SizeMismatch {
+        /// The op that failed.
+        op: &'static str,
+        /// PyTorch's message.
+        message: String,
+    },
     /// A dimension index out of range.
     #[error("Dimension out of range (expected to be in range of [{min}, {max}], but got {dim})")]
     DimOutOfRange {
@@ -402,6 +428,13 @@ impl Error {
     pub(crate) fn checkpoint(path: impl Into<String>, message: impl Into<String>) -> Error {
         Error::Checkpoint {
             path: path.into(),
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn size_mismatch(op: &'static str, message: impl Into<String>) -> Error {
+        Error::SizeMismatch {
+            op,
             message: message.into(),
         }
     }

@@ -537,22 +537,34 @@ impl Tensor {
         let first = tensors
             .first()
             .ok_or_else(|| Error::shape("cat", "expected a non-empty list of Tensors"))?;
+        if let Some(k) = tensors.iter().position(|t| t.ndim() == 0) {
+            return Err(Error::size_mismatch(
+                "cat",
+                format!("zero-dimensional tensor (at position {k}) cannot be concatenated"),
+            ));
+        }
         let d = wrap_dim(dim as isize, first.ndim())?;
-        for t in &tensors[1..] {
+        for (k, t) in tensors.iter().enumerate().skip(1) {
             first.check_same_dtype_device("cat", t)?;
-            let same = t.ndim() == first.ndim()
-                && t.shape()
-                    .iter()
-                    .zip(first.shape())
-                    .enumerate()
-                    .all(|(i, (a, b))| i == d || a == b);
-            if !same {
-                return Err(Error::shape(
+            if t.ndim() != first.ndim() {
+                return Err(Error::size_mismatch(
                     "cat",
                     format!(
-                        "Sizes of tensors must match except in dimension {d}: got {:?} and {:?}",
-                        first.shape(),
-                        t.shape()
+                        "Tensors must have same number of dimensions: got {} and {}",
+                        first.ndim(),
+                        t.ndim()
+                    ),
+                ));
+            }
+            let differs = (0..t.ndim()).find(|&i| i != d && t.shape()[i] != first.shape()[i]);
+            if let Some(i) = differs {
+                return Err(Error::size_mismatch(
+                    "cat",
+                    format!(
+                        "Sizes of tensors must match except in dimension {d}. Expected size {} \
+                         but got size {} for tensor number {k} in the list.",
+                        first.shape()[i],
+                        t.shape()[i]
                     ),
                 ));
             }
@@ -584,6 +596,17 @@ impl Tensor {
                 min: -(first.ndim() as isize) - 1,
                 max: first.ndim() as isize,
             });
+        }
+        if let Some(k) = tensors.iter().position(|t| t.shape() != first.shape()) {
+            return Err(Error::size_mismatch(
+                "stack",
+                format!(
+                    "stack expects each tensor to be equal size, but got {:?} at entry 0 and \
+                     {:?} at entry {k}",
+                    first.shape(),
+                    tensors[k].shape()
+                ),
+            ));
         }
         let parts = tensors
             .iter()

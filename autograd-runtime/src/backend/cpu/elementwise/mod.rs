@@ -77,25 +77,28 @@ pub(crate) struct BroadcastError {
 ///
 /// # Errors
 ///
-/// [`BroadcastError`] naming the first dimension where both sizes differ and neither is 1.
+/// [`BroadcastError`] naming the last dimension where both sizes differ and neither is 1: PyTorch
+/// compares trailing dimensions first and reports the first mismatch it meets.
 pub(crate) fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>, BroadcastError> {
     let n = a.len().max(b.len());
     let (pad_a, pad_b) = (n - a.len(), n - b.len());
-    (0..n)
-        .map(|dim| {
-            let size_a = if dim < pad_a { 1 } else { a[dim - pad_a] };
-            let size_b = if dim < pad_b { 1 } else { b[dim - pad_b] };
-            match (size_a, size_b) {
-                _ if size_a == size_b || size_b == 1 => Ok(size_a),
-                (1, _) => Ok(size_b),
-                _ => Err(BroadcastError {
+    let mut out = vec![0; n];
+    for dim in (0..n).rev() {
+        let size_a = if dim < pad_a { 1 } else { a[dim - pad_a] };
+        let size_b = if dim < pad_b { 1 } else { b[dim - pad_b] };
+        out[dim] = match (size_a, size_b) {
+            _ if size_a == size_b || size_b == 1 => size_a,
+            (1, _) => size_b,
+            _ => {
+                return Err(BroadcastError {
                     size_a,
                     size_b,
                     dim,
-                }),
+                });
             }
-        })
-        .collect()
+        };
+    }
+    Ok(out)
 }
 
 /// `v` broadcast to `shape`, which must be a broadcast of its shape.

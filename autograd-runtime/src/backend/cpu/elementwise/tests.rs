@@ -14,6 +14,16 @@ fn broadcast_shapes_follow_pytorch() {
     assert_eq!(broadcast_shapes(&[], &[2, 1]), Ok(vec![2, 1]));
     assert_eq!(broadcast_shapes(&[0], &[1]), Ok(vec![0]));
     assert_eq!(broadcast_shapes(&[], &[]), Ok(vec![]));
+    // Several mismatches: PyTorch compares trailing dims first and names the first it meets
+    // (recorded: `zeros(2, 3) + zeros(3, 2)` names dim 1, sizes 3 and 2).
+    assert_eq!(
+        broadcast_shapes(&[2, 3], &[3, 2]),
+        Err(BroadcastError {
+            size_a: 3,
+            size_b: 2,
+            dim: 1
+        })
+    );
     let err = broadcast_shapes(&[2, 3], &[4]).expect_err("3 vs 4");
     assert_eq!(
         err,
