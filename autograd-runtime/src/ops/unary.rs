@@ -36,9 +36,8 @@ impl Tensor {
     /// or the kernel does not cover the call; then `formula`, the backward's body written in
     /// differentiable ops.
     ///
-    /// The inputs of the formula are the gradient and `saved`, except for the masks (`relu`,
-    /// `abs`), whose formula multiplies by a function of `saved` that is not differentiable.
-    /// `x^0`'s gradient is zeros (PyTorch's `pow_backward`), which the kernel does not give at
+    /// The inputs of the formula are the gradient and `saved`, the masks' (`relu`, `abs`) too:
+    /// their mask of `saved` is recorded with a zero derivative, as PyTorch records it. `x^0`'s gradient is zeros (PyTorch's `pow_backward`), which the kernel does not give at
     /// `x = 0`.
     #[inline]
     pub(crate) fn fused_or(
@@ -48,12 +47,10 @@ impl Tensor {
         formula: impl FnOnce() -> Result<Tensor>,
     ) -> Result<Tensor> {
         let covers = !matches!(op, FusedOp::Pow { exponent } if exponent == 0.0);
-        let recorded = if matches!(op, FusedOp::Relu | FusedOp::Abs) {
-            records(&[self])
-        } else {
-            records(&[self, saved])
-        };
-        if covers && !recorded {
+        // Relu's and abs's formulas read `saved` only through a mask, but record it too (with a
+        // zero derivative), as PyTorch does: a gradient made with `create_graph` then requires
+        // grad when `saved` does.
+        if covers && !records(&[self, saved]) {
             self.fused_kernel(op, saved)
         } else {
             formula()
@@ -142,7 +139,21 @@ fn relu(x: &Tensor) -> Result<Tensor> {
 
 #[backward(relu, fused = FusedOp::Relu)]
 fn relu_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
-    grad.mul(&result.unary_kernel(UnaryOp::PositiveMask)?)
+    grad.mul(&positive_mask(result)?)
+}
+
+/// 1 where `x > 0`, else 0: relu's gradient mask. Recorded with a zero derivative, so that a
+/// gradient taken with `create_graph` through relu requires grad as PyTorch's does (its
+/// `threshold_backward` is recorded with `result` as an input), and a second derivative through
+/// it is zero rather than an error.
+#[differentiable(builtin, crate = "crate", name = "ThresholdBackwardBackward0")]
+fn positive_mask(x: &Tensor) -> Result<Tensor> {
+    x.unary_kernel(UnaryOp::PositiveMask)
+}
+
+#[backward(positive_mask)]
+fn positive_mask_backward(grad: &Tensor) -> Result<Tensor> {
+    grad.zeros_like()
 }
 
 /// d √x = 1 / (2√x): saves the result.
@@ -164,7 +175,20 @@ fn abs(x: &Tensor) -> Result<Tensor> {
 
 #[backward(abs, fused = FusedOp::Abs)]
 fn abs_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
-    grad.mul(&x.unary_kernel(UnaryOp::Sign)?)
+    grad.mul(&sgn(x)?)
+}
+
+/// The sign of `x` (0 at 0): abs's gradient. Recorded with a zero derivative, as PyTorch's
+/// `sgn`, so that a gradient taken with `create_graph` through abs requires grad as PyTorch's
+/// does.
+#[differentiable(builtin, crate = "crate", name = "SgnBackward0")]
+fn sgn(x: &Tensor) -> Result<Tensor> {
+    x.unary_kernel(UnaryOp::Sign)
+}
+
+#[backward(sgn)]
+fn sgn_backward(grad: &Tensor) -> Result<Tensor> {
+    grad.zeros_like()
 }
 
 #[differentiable(builtin, crate = "crate", rule)]
