@@ -1,6 +1,8 @@
-//! Replays the view + in-place corpus recorded from PyTorch (`tests/corpus/views_inplace.jsonl.gz`,
-//! written by `tests/corpus/gen_views_inplace.py`; `tests/corpus/README.md` describes the op
-//! language) through the public API, on `Device::Cpu`, on `Device::Virtual(1)` and, where there
+//! Replays the corpora recorded from PyTorch through the public API: the view + in-place corpus
+//! (`tests/corpus/views_inplace.jsonl.gz`, written by `tests/corpus/gen_views_inplace.py`) and
+//! the ops corpus (`tests/corpus/ops.jsonl.gz`, written by `tests/corpus/gen_ops.py`: kinks,
+//! reductions, matmul ranks, indexing, broadcasting and shape errors), in the op language
+//! `tests/corpus/README.md` describes. Each runs on `Device::Cpu`, on `Device::Virtual(1)` and, where there
 //! is a GPU, on `Device::Cuda(0)`, and requires every program to agree with PyTorch: each step's
 //! values (rtol 1e-9, atol 1e-12) and
 //! `requires_grad`, the gradients (`None` exactly where PyTorch has `None`), and errors at the same
@@ -21,10 +23,12 @@ use std::panic::{self, AssertUnwindSafe};
 use autograd::{Device, GradOptions, Tensor, grad, no_grad};
 use serde_json::Value;
 
-const CORPUS: &str = concat!(
+const VIEWS_CORPUS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/corpus/views_inplace.jsonl.gz"
 );
+
+const OPS_CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/corpus/ops.jsonl.gz");
 
 const RTOL: f64 = 1e-9;
 const ATOL: f64 = 1e-12;
@@ -116,8 +120,8 @@ fn ids(v: &Value) -> Vec<usize> {
     usizes(v)
 }
 
-fn load_corpus() -> Vec<Program> {
-    let file = std::fs::File::open(CORPUS).unwrap_or_else(|e| panic!("{CORPUS}: {e}"));
+fn load_corpus(path: &str) -> Vec<Program> {
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let mut text = String::new();
     flate2::read::GzDecoder::new(file)
         .read_to_string(&mut text)
@@ -252,6 +256,8 @@ struct Replay<'a> {
     vars: Vec<Option<Tensor>>,
     /// Per-step lines of what we computed, for `CORPUS_ID`.
     trace: Option<Vec<String>>,
+    /// The indices the last `max_dim` step chose (compared with PyTorch's `ix`).
+    indices: Vec<usize>,
 }
 
 type StepResult = autograd::Result<Vec<Option<Tensor>>>;
@@ -263,6 +269,7 @@ impl<'a> Replay<'a> {
             device,
             vars: Vec::new(),
             trace: trace.then(Vec::new),
+            indices: Vec::new(),
         }
     }
 
@@ -386,6 +393,17 @@ impl<'a> Replay<'a> {
     ) -> Result<(), Failure> {
         if op == "backward" {
             return self.compare_backward(k, step);
+        }
+        if op == "max_dim" {
+            let expected = usizes(&step["ix"]);
+            if self.indices != expected {
+                return Err(fail(
+                    Category::WrongValue,
+                    k,
+                    format!("indices {expected:?}"),
+                    format!("indices {:?}", self.indices),
+                ));
+            }
         }
         let recorded = match step.get("r").and_then(Value::as_array) {
             Some(r) => r,
@@ -559,6 +577,21 @@ impl<'a> Replay<'a> {
             "tanh" => one(self.var(a[0]).tanh()?),
             "sigmoid" => one(self.var(a[0]).sigmoid()?),
             "sin" => one(self.var(a[0]).sin()?),
+            "relu" => one(self.var(a[0]).relu()?),
+            "abs" => one(self.var(a[0]).abs()?),
+            "erf" => one(self.var(a[0]).erf()?),
+            "reciprocal" => one(self.var(a[0]).reciprocal()?),
+            "clamp" => one(self.var(a[0]).clamp(s["min"].as_f64(), s["max"].as_f64())?),
+            "sub_scalar" => one(self.var(a[0]).sub_scalar(float(s, "s"))?),
+            "index_select" => one(self
+                .var(a[0])
+                .index_select(uint(s, "dim"), &usizes(&s["index"]))?),
+            "max_dim" => {
+                let keepdim = s["keepdim"].as_bool().expect("keepdim");
+                let (values, indices) = self.var(a[0]).max_dim(uint(s, "dim"), keepdim)?;
+                self.indices = indices;
+                one(values)
+            }
             "cos" => one(self.var(a[0]).cos()?),
             "pow" => one(self.var(a[0]).pow(float(s, "p"))?),
             "mul_scalar" => one(self.var(a[0]).mul_scalar(float(s, "s"))?),
@@ -758,6 +791,18 @@ fn describe(s: &Value) -> String {
             s["keepdim"].as_bool().unwrap_or(false)
         ),
         "softmax" | "log_softmax" => format!("{x}.{op}({})", uint(s, "dim")),
+        "sub_scalar" => format!("{x}.{op}({})", float(s, "s")),
+        "clamp" => format!("{x}.clamp({}, {})", s["min"], s["max"]),
+        "index_select" => format!(
+            "{x}.index_select({}, {:?})",
+            uint(s, "dim"),
+            usizes(&s["index"])
+        ),
+        "max_dim" => format!(
+            "{x}.max_dim({}, {})",
+            uint(s, "dim"),
+            s["keepdim"].as_bool().unwrap_or(false)
+        ),
         "add" | "sub" | "mul" | "div" | "matmul" => format!("{x}.{op}(v{})", a[1]),
         "cat" | "stack" => format!("Tensor::{op}([{}], {})", vlist(&a), uint(s, "dim")),
         "check" => format!("check values of {}", vlist(&a)),
@@ -907,10 +952,21 @@ fn replay(p: &Program, device: Device, trace: bool) -> (Result<(), Failure>, Vec
 
 #[test]
 fn views_inplace_corpus_matches_pytorch() {
-    let programs = load_corpus();
+    run_corpus("views + in-place corpus", VIEWS_CORPUS, 6000);
+}
+
+#[test]
+fn ops_corpus_matches_pytorch() {
+    run_corpus("ops corpus", OPS_CORPUS, 3000);
+}
+
+/// Replays the corpus at `path` (at least `min_programs` programs) on every device and fails
+/// with a report unless every program agrees with PyTorch.
+fn run_corpus(label: &str, path: &str, min_programs: usize) {
+    let programs = load_corpus(path);
     assert!(
-        programs.len() >= 5000,
-        "the corpus has {} programs",
+        programs.len() >= min_programs,
+        "{path} has {} programs",
         programs.len()
     );
     let only_id: Option<usize> = std::env::var("CORPUS_ID").ok().map(|v| {
@@ -927,7 +983,11 @@ fn views_inplace_corpus_matches_pytorch() {
         .filter(|p| only_id.is_none_or(|id| p.id == id))
         .filter(|p| only_family.as_deref().is_none_or(|f| p.family == f))
         .collect();
-    assert!(!selected.is_empty(), "no program selected");
+    if selected.is_empty() {
+        // `CORPUS_ID` / `CORPUS_FAMILY` chose programs of the other corpus.
+        println!("{label}: no program selected by CORPUS_ID / CORPUS_FAMILY");
+        return;
+    }
 
     // PyTorch's generator ignored its warnings too: reading `.grad` of non-leaves is on purpose.
     autograd::set_warning_handler(Some(Box::new(|w: &str| {
@@ -1004,7 +1064,7 @@ fn views_inplace_corpus_matches_pytorch() {
     let mut summary = String::new();
     let _ = writeln!(
         summary,
-        "views + in-place corpus: {} programs x {} devices; {} programs fail ({} of {} runs)",
+        "{label}: {} programs x {} devices; {} programs fail ({} of {} runs)",
         selected.len(),
         devices.len(),
         failing_programs,

@@ -1,0 +1,378 @@
+#!/usr/bin/env python3
+"""Records random programs of out-of-place ops from PyTorch, for `tests/views/views_corpus.rs`
+(its `ops_corpus_matches_pytorch` test): the ops' own semantics, where the views + in-place
+corpus (`gen_views_inplace.py`, whose program builder and op language this reuses) looks at
+aliasing. Families:
+
+* `kinks`: relu, abs, clamp (one or both bounds), pow, sqrt, erf, reciprocal, sigmoid on inputs
+  that hold exact zeros and exact clamp bounds, where a gradient is a convention (PyTorch's:
+  relu'(0) = 0, abs'(0) = 0, clamp passes the gradient at a bound);
+* `reduce`: max over a dim (with ties, which PyTorch breaks by the first maximum), mean, sum
+  over dims with and without keepdim, softmax and log_softmax over every dim;
+* `matmul`: every rank pairing of `matmul` up to 3-D, batch dims broadcast;
+* `index`: index_select with repeated indices (gradients accumulate), select, narrow, cat and
+  stack over every dim;
+* `broadcast`: chains of binary ops whose operands broadcast both ways, 0-d included;
+* `errors`: a shape mistake at the last step (operands that do not broadcast, matmul sizes at
+  every rank, cat and stack sizes, a dim out of range), with PyTorch's error text.
+
+Programs end with `backward()` of a weighted sum, or `grad(create_graph=True)` followed by a
+second-order `grad`, as in the views corpus.
+
+    /tmp/torchenv/bin/python tests/corpus/gen_ops.py \
+        --seed 20261127 --count 3000 --out tests/corpus/ops.jsonl.gz
+"""
+
+import argparse
+import collections
+import gzip
+import json
+import os
+import random
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen_views_inplace as gv  # noqa: E402
+from gen_views_inplace import Prog, Reject, Stop, prod  # noqa: E402
+
+import torch  # noqa: E402
+
+# The shape errors the `errors` family provokes (substrings of PyTorch's messages).
+SHAPE_ERRORS = (
+    "must match the size of tensor b",
+    "shapes cannot be multiplied",
+    "inconsistent tensor size",
+    "Sizes of tensors must match except in dimension",
+    "stack expects each tensor to be equal size",
+    "Dimension out of range",
+    "size mismatch",
+    "Expected size for first two dimensions of batch2 tensor",
+)
+gv.WANTED_ERRORS = gv.WANTED_ERRORS + SHAPE_ERRORS
+
+_enc = gv.enc
+
+
+def enc_any(t):
+    """`enc` of a tensor PyTorch may give without storage of its own (a second-order gradient
+    that is an expanded zero): its values through a copy."""
+    rec = _enc(t.detach().clone())
+    rec["rg"] = bool(t.requires_grad)
+    return rec
+
+
+gv.enc = enc_any
+enc = enc_any
+
+FAMILY_WEIGHTS = [
+    ("kinks", 20),
+    ("reduce", 18),
+    ("matmul", 16),
+    ("index", 16),
+    ("broadcast", 15),
+    ("errors", 15),
+]
+
+
+class OpsProg(Prog):
+    UNARY = dict(Prog.UNARY)
+    UNARY.update({
+        "relu": lambda t, a: t.relu(),
+        "abs": lambda t, a: t.abs(),
+        "erf": lambda t, a: t.erf(),
+        "reciprocal": lambda t, a: t.reciprocal(),
+        "sub_scalar": lambda t, a: t - a["s"],
+        "clamp": lambda t, a: t.clamp(a["min"], a["max"]),
+        "index_select": lambda t, a: t.index_select(a["dim"], torch.tensor(a["index"])),
+        "select": lambda t, a: t.select(a["dim"], a["index"]),
+        "narrow": lambda t, a: t.narrow(a["dim"], a["start"], a["len"]),
+    })
+
+    def run(self, rec, fn, ng=None):
+        """`Prog.run`, where PyTorch's `IndexError`s (dims, indices out of range) count as the
+        errors they are."""
+        def checked():
+            try:
+                return fn()
+            except IndexError as e:
+                raise RuntimeError(str(e)) from e
+        return super().run(rec, checked, ng)
+
+    def inputs_with(self, shapes, kinks=False, rg_prob=0.85):
+        """Leaves of `shapes`; with `kinks`, some values are exact zeros, halves and ones."""
+        rgs = [self.r.random() < rg_prob for _ in shapes]
+        if not any(rgs):
+            rgs[0] = True
+        ids = []
+        for shape, rg in zip(shapes, rgs):
+            data = []
+            for _ in range(prod(shape)):
+                if kinks and self.r.random() < 0.35:
+                    data.append(self.r.choice([0.0, 0.0, 0.5, -0.5, 1.0, -1.0]))
+                else:
+                    data.append(self.val())
+            t = torch.tensor(data).reshape(shape).clone().requires_grad_(rg)
+            ids.append(self.add_var(t, "input"))
+            self.inputs.append({"s": list(shape), "d": data, "rg": rg})
+        return ids
+
+    def max_dim(self, src, dim, keepdim):
+        t = self.T[src]
+        rec = {"op": "max_dim", "a": [src], "dim": dim, "keepdim": keepdim}
+        out = self.run(rec, lambda: t.max(dim=dim, keepdim=keepdim))
+        i = self.add_var(out.values, "read")
+        rec["o"] = [i]
+        rec["r"] = [enc(out.values)]
+        rec["ix"] = out.indices.reshape(-1).tolist()
+        return i
+
+    def pointwise(self, src):
+        t = self.T[src]
+        op = self.r.choice(["relu", "abs", "clamp", "clamp", "pow", "erf", "sigmoid", "tanh",
+                            "reciprocal", "sqrt", "sub_scalar", "mul_scalar"])
+        lo = t.detach().abs().min().item() if t.numel() else 1.0
+        if op == "reciprocal" and lo < 0.3:
+            op = "abs"
+        if op == "sqrt":
+            if t.detach().min().item() < 0.25:
+                op = "relu"
+        if op == "clamp":
+            bounds = self.r.choice([(-0.5, 0.5), (0.0, None), (None, 0.5), (-1.0, 1.0),
+                                    (None, 0.0), (0.5, None)])
+            return self.unary("clamp", src, {"min": bounds[0], "max": bounds[1]})
+        if op == "pow":
+            ps = [2.0, 3.0]
+            if lo > 0.3:
+                ps += [-1.0, -2.0]
+            if t.detach().min().item() > 0.25:
+                ps += [0.5, 1.5]
+            return self.unary("pow", src, {"p": self.r.choice(ps)})
+        if op in ("sub_scalar", "mul_scalar"):
+            return self.unary(op, src, {"s": self.r.choice([0.5, -1.0, 1.0, self.val()])})
+        return self.unary(op, src, {})
+
+
+def fam_kinks(p):
+    ids = p.inputs_with([p.pick_shape() for _ in range(p.r.randint(1, 2))], kinks=True)
+    cur = p.r.choice(ids)
+    for _ in range(p.r.randint(2, 5)):
+        cur = p.pointwise(cur)
+        if p.r.random() < 0.3:
+            others = [i for i in p.live() if gv.broadcast_shape(p.T[i].shape, p.T[cur].shape)
+                      and prod(gv.broadcast_shape(p.T[i].shape, p.T[cur].shape)) <= 24]
+            if others:
+                cur = p.binary(p.r.choice(["add", "mul", "sub"]), cur, p.r.choice(others))
+    p.end()
+
+
+def fam_reduce(p):
+    shape = p.r.choice([(3,), (2, 3), (3, 4), (2, 3, 4), (4, 1, 3), (1, 4)])
+    (x,) = p.inputs_with([shape])
+    if p.r.random() < 0.5:
+        # ties: equal values along some dim
+        x = p.unary("pow", x, {"p": 2.0}) if p.r.random() < 0.5 else x
+        x = p.unary("clamp", x, {"min": None, "max": 0.7})
+    for _ in range(p.r.randint(1, 3)):
+        t = p.T[x]
+        nd = t.dim()
+        c = p.r.random()
+        if nd == 0:
+            x = p.pointwise(x)
+        elif c < 0.35:
+            x = p.max_dim(x, p.r.randrange(nd), p.r.random() < 0.4)
+        elif c < 0.55:
+            k = p.r.randint(1, nd)
+            x = p.unary("sum_dims", x, {"dims": sorted(p.r.sample(range(nd), k)),
+                                        "keepdim": p.r.random() < 0.5})
+        elif c < 0.8:
+            x = p.unary(p.r.choice(["softmax", "log_softmax"]), x, {"dim": p.r.randrange(nd)})
+        elif c < 0.9:
+            x = p.unary("mean", x, {})
+        else:
+            x = p.pointwise(x)
+    p.end()
+
+
+def fam_matmul(p):
+    pairs = [((3,), (3,)), ((3,), (3, 2)), ((2, 3), (3,)), ((2, 3), (3, 4)), ((2, 2, 3), (3, 2)),
+             ((3,), (2, 3, 2)), ((2, 2, 3), (3,)), ((2, 2, 3), (2, 3, 2)), ((1, 2, 3), (2, 3, 2)),
+             ((2, 2, 3), (1, 3, 2)), ((2, 3), (2, 3, 1))]
+    sa, sb = p.r.choice(pairs)
+    a, b = p.inputs_with([sa, sb])
+    out = p.binary("matmul", a, b)
+    if p.r.random() < 0.5 and p.T[out].dim() >= 1:
+        out = p.pointwise(out)
+    if p.r.random() < 0.3 and p.T[out].dim() == 2:
+        k = p.T[out].shape[1]
+        c = p.const([k, p.r.choice([1, 2])])
+        out = p.binary("matmul", out, c)
+    p.end()
+
+
+def fam_index(p):
+    shape = p.r.choice([(3,), (2, 3), (3, 4), (2, 3, 2), (4, 2)])
+    ids = p.inputs_with([shape, shape] if p.r.random() < 0.4 else [shape])
+    cur = ids[0]
+    for _ in range(p.r.randint(1, 3)):
+        t = p.T[cur]
+        nd = t.dim()
+        if nd == 0:
+            cur = p.pointwise(cur)
+            continue
+        c = p.r.random()
+        d = p.r.randrange(nd)
+        n = t.shape[d]
+        if c < 0.4:
+            index = [p.r.randrange(n) for _ in range(p.r.randint(1, 5))]
+            cur = p.unary("index_select", cur, {"dim": d, "index": index})
+        elif c < 0.55:
+            cur = p.unary("select", cur, {"dim": d, "index": p.r.randrange(n)})
+        elif c < 0.7 and n >= 2:
+            ln = p.r.randint(1, n - 1)
+            cur = p.unary("narrow", cur, {"dim": d, "start": p.r.randint(0, n - ln), "len": ln})
+        else:
+            same = [i for i in p.live() if tuple(p.T[i].shape) == tuple(t.shape)]
+            parts = [cur] + [p.r.choice(same) for _ in range(p.r.randint(1, 2))]
+            if p.r.random() < 0.5:
+                cur = p.listop("cat", parts, d)
+            else:
+                cur = p.listop("stack", parts, p.r.randint(0, nd))
+    p.end()
+
+
+def fam_broadcast(p):
+    big = p.r.choice([(2, 3), (3, 4), (2, 3, 4), (2, 1, 3), (4, 1)])
+    partners = [(), (1,), big[-1:], big, tuple(1 for _ in big)]
+    if len(big) >= 2:
+        partners += [big[1:], (big[0],) + (1,) * (len(big) - 1)]
+    if big == (4, 1):
+        partners += [(3,), (1, 3)]
+    shapes = [big, p.r.choice(partners)]
+    if p.r.random() < 0.4:
+        shapes.append(p.r.choice(partners))
+    p.r.shuffle(shapes)
+    ids = p.inputs_with(shapes)
+    cur = ids[0]
+    for _ in range(p.r.randint(2, 5)):
+        op = p.r.choice(["add", "sub", "mul", "mul", "div"])
+        cands = [i for i in p.live() if gv.broadcast_shape(p.T[i].shape, p.T[cur].shape)
+                 and prod(gv.broadcast_shape(p.T[i].shape, p.T[cur].shape)) <= 24]
+        other = p.r.choice(cands)
+        if op == "div" and p.T[other].detach().abs().min().item() < 0.3:
+            op = "mul"
+        cur = p.binary(op, cur, other) if p.r.random() < 0.5 else p.binary(op, other, cur)
+        if p.r.random() < 0.3:
+            cur = p.pointwise(cur)
+    p.end()
+
+
+def fam_errors(p):
+    # Not an index out of range: PyTorch's text for it depends on the kernel it runs ("index out
+    # of range in self", "INDICES element is out of DATA bounds, id=5 axis_dim=3"), and ours
+    # names the index, the dim and its size instead.
+    kind = p.r.choice(["broadcast", "matmul", "dot", "cat", "stack", "dim"])
+    if kind == "broadcast":
+        sa, sb = p.r.choice([((2, 3), (4,)), ((3,), (4,)), ((2, 3), (3, 2)), ((2, 3, 4), (2, 1, 3)),
+                             ((4, 1), (2, 3))])
+        a, b = p.inputs_with([sa, sb])
+        p.binary(p.r.choice(["add", "sub", "mul", "div"]), a, b)
+    elif kind == "matmul":
+        sa, sb = p.r.choice([((2, 3), (4, 2)), ((3,), (4, 2)), ((2, 3), (4,)), ((2, 2, 3), (4, 2)),
+                             ((2, 2, 3), (3, 2, 2))])
+        a, b = p.inputs_with([sa, sb])
+        p.binary("matmul", a, b)
+    elif kind == "dot":
+        a, b = p.inputs_with([(3,), (4,)])
+        p.binary("matmul", a, b)
+    elif kind in ("cat", "stack"):
+        sa, sb = p.r.choice([((2, 3), (3, 3)), ((2, 3), (2, 4)), ((3,), (4,))])
+        a, b = p.inputs_with([sa, sb])
+        d = 1 if kind == "cat" and sa[0] != sb[0] and len(sa) > 1 else 0
+        p.listop(kind, [a, b], d)
+    elif kind == "dim":
+        shape = p.r.choice([(3,), (2, 3), (2, 3, 4)])
+        (a,) = p.inputs_with([shape])
+        d = len(shape) + p.r.randrange(2)
+        op = p.r.choice(["softmax", "log_softmax", "sum_dims", "select", "narrow",
+                         "index_select"])
+        attrs = {"dim": d}
+        if op == "sum_dims":
+            attrs = {"dims": [d], "keepdim": False}
+        elif op == "select":
+            attrs["index"] = 0
+        elif op == "narrow":
+            attrs.update(start=0, len=1)
+        elif op == "index_select":
+            attrs["index"] = [0]
+        p.unary(op, a, attrs)
+    raise Reject("the shape mistake did not raise")
+
+
+FAMILIES = {
+    "kinks": fam_kinks,
+    "reduce": fam_reduce,
+    "matmul": fam_matmul,
+    "index": fam_index,
+    "broadcast": fam_broadcast,
+    "errors": fam_errors,
+}
+
+
+def generate(seed, count):
+    rng = random.Random(seed)
+    total = sum(w for _, w in FAMILY_WEIGHTS)
+    plan = []
+    for n, w in FAMILY_WEIGHTS:
+        plan += [n] * round(count * w / total)
+    while len(plan) < count:
+        plan.append(rng.choices([n for n, _ in FAMILY_WEIGHTS], [w for _, w in FAMILY_WEIGHTS])[0])
+    plan = plan[:count]
+    rng.shuffle(plan)
+    rejects = collections.Counter()
+    for pid, fam in enumerate(plan):
+        while True:
+            p = OpsProg(random.Random(rng.getrandbits(64)), fam, True)
+            try:
+                FAMILIES[fam](p)
+            except Stop:
+                pass
+            except Reject as e:
+                rejects[str(e)[:90]] += 1
+                continue
+            break
+        prog = {"id": pid, "family": fam, "inputs": p.inputs, "steps": p.steps}
+        if p.error:
+            prog["error"] = p.error
+        yield prog
+    sys.stderr.write("rejected programs: %d\n" % sum(rejects.values()))
+    for k, v in rejects.most_common(8):
+        sys.stderr.write("  %5d  %s\n" % (v, k))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seed", type=int, default=20261127)
+    ap.add_argument("--count", type=int, default=3000)
+    ap.add_argument("--out", default="tests/corpus/ops.jsonl.gz")
+    args = ap.parse_args()
+    fams = collections.Counter()
+    errs = collections.Counter()
+    with open(args.out, "wb") as f, gzip.GzipFile(filename="", mode="wb", fileobj=f,
+                                                  mtime=0) as raw:
+        header = {"header": {"generator": "tests/corpus/gen_ops.py", "seed": args.seed,
+                             "count": args.count, "torch": torch.__version__,
+                             "families": dict(FAMILY_WEIGHTS)}}
+        raw.write((json.dumps(header) + "\n").encode())
+        for prog in generate(args.seed, args.count):
+            raw.write((json.dumps(prog, separators=(",", ":")) + "\n").encode())
+            fams[prog["family"]] += 1
+            if "error" in prog:
+                errs[prog["error"]["msg"][:60]] += 1
+    for f, _ in FAMILY_WEIGHTS:
+        sys.stderr.write("  %-10s %5d programs\n" % (f, fams[f]))
+    for k, v in errs.most_common():
+        sys.stderr.write("  %5d  %s\n" % (v, k))
+
+
+if __name__ == "__main__":
+    main()
