@@ -13,6 +13,11 @@ aliasing. Families:
 * `index`: index_select with repeated indices (gradients accumulate), select, narrow, cat and
   stack over every dim;
 * `broadcast`: chains of binary ops whose operands broadcast both ways, 0-d included;
+* `nn`: `torch.nn.functional`'s gelu (both forms), leaky_relu, mse_loss, cross_entropy (class
+  weights, ignore_index, label smoothing), nll_loss, binary_cross_entropy_with_logits (weights,
+  pos_weight), layer_norm, max_pool2d over windows with ties, avg_pool2d (padding, ceil_mode,
+  count_include_pad, divisor_override) and conv2d (stride, padding, dilation, groups), with
+  every reduction;
 * `errors`: a shape mistake at the last step (operands that do not broadcast, matmul sizes at
   every rank, cat and stack sizes, a dim out of range), with PyTorch's error text.
 
@@ -20,7 +25,7 @@ Programs end with `backward()` of a weighted sum, or `grad(create_graph=True)` f
 second-order `grad`, as in the views corpus.
 
     /tmp/torchenv/bin/python tests/corpus/gen_ops.py \
-        --seed 20261127 --count 3000 --out tests/corpus/ops.jsonl.gz
+        --seed 20261127 --count 3600 --out tests/corpus/ops.jsonl.gz
 """
 
 import argparse
@@ -36,6 +41,7 @@ import gen_views_inplace as gv  # noqa: E402
 from gen_views_inplace import Prog, Reject, Stop, prod  # noqa: E402
 
 import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 # The shape errors the `errors` family provokes (substrings of PyTorch's messages).
 SHAPE_ERRORS = (
@@ -71,6 +77,7 @@ FAMILY_WEIGHTS = [
     ("index", 16),
     ("broadcast", 15),
     ("errors", 15),
+    ("nn", 25),
 ]
 
 
@@ -115,6 +122,16 @@ class OpsProg(Prog):
             ids.append(self.add_var(t, "input"))
             self.inputs.append({"s": list(shape), "d": data, "rg": rg})
         return ids
+
+    def nn_step(self, op, args, attrs, fn):
+        """A `torch.nn.functional` step over the variables `args`, attributes recorded as given."""
+        rec = {"op": op, "a": list(args)}
+        rec.update(attrs)
+        out = self.run(rec, fn)
+        i = self.add_var(out, "read")
+        rec["o"] = [i]
+        rec["r"] = [enc(out)]
+        return i
 
     def max_dim(self, src, dim, keepdim):
         t = self.T[src]
@@ -308,6 +325,135 @@ def fam_errors(p):
     raise Reject("the shape mistake did not raise")
 
 
+REDUCTIONS = ["mean", "sum", "none"]
+
+
+def fam_nn(p):
+    r = p.r
+    kind = r.choice(["gelu", "leaky_relu", "mse", "cross_entropy", "nll", "bce", "layer_norm",
+                     "max_pool", "avg_pool", "conv", "conv"])
+    red = r.choice(REDUCTIONS)
+    if kind in ("gelu", "leaky_relu"):
+        (x,) = p.inputs_with([p.pick_shape()], kinks=True)
+        if kind == "gelu":
+            ap = r.choice(["none", "tanh"])
+            p.nn_step("gelu", [x], {"approximate": ap}, lambda: F.gelu(p.T[x], approximate=ap))
+        else:
+            slope = r.choice([0.01, 0.2, 0.0, 1.5])
+            p.nn_step("leaky_relu", [x], {"slope": slope},
+                      lambda: F.leaky_relu(p.T[x], slope))
+    elif kind == "mse":
+        shape = p.pick_shape()
+        ids = p.inputs_with([shape, shape], kinks=True)
+        p.nn_step("mse_loss", ids, {"reduction": red},
+                  lambda: F.mse_loss(p.T[ids[0]], p.T[ids[1]], reduction=red))
+    elif kind in ("cross_entropy", "nll"):
+        n, c = r.choice([(1, 3), (3, 4), (4, 2), (2, 5)])
+        (x,) = p.inputs_with([(n, c)], rg_prob=1.0)
+        targets = [r.randrange(c) for _ in range(n)]
+        attrs = {"targets": targets, "reduction": red}
+        kw = {"reduction": red}
+        if r.random() < 0.4:
+            w = [round(r.uniform(0.2, 2.0), 3) for _ in range(c)]
+            attrs["weight"] = w
+            kw["weight"] = torch.tensor(w)
+        if r.random() < 0.3:
+            ig = r.choice(targets)
+            attrs["ignore_index"] = ig
+            kw["ignore_index"] = ig
+        if kind == "cross_entropy":
+            if r.random() < 0.4:
+                ls = r.choice([0.1, 0.25, 1.0])
+                attrs["label_smoothing"] = ls
+                kw["label_smoothing"] = ls
+            p.nn_step("cross_entropy", [x], attrs,
+                      lambda: F.cross_entropy(p.T[x], torch.tensor(targets), **kw))
+        else:
+            x = p.unary("log_softmax", x, {"dim": 1}) if r.random() < 0.5 else x
+            p.nn_step("nll_loss", [x], attrs,
+                      lambda: F.nll_loss(p.T[x], torch.tensor(targets), **kw))
+    elif kind == "bce":
+        shape = r.choice([(3,), (2, 3), (4, 1)])
+        (x,) = p.inputs_with([shape], kinks=True, rg_prob=1.0)
+        t = [r.choice([0.0, 1.0, 0.5, round(r.random(), 3)]) for _ in range(prod(shape))]
+        attrs = {"target": t, "reduction": red}
+        kw = {"reduction": red}
+        if r.random() < 0.3:
+            w = [round(r.uniform(0.2, 2.0), 3) for _ in range(prod(shape))]
+            attrs["weight"] = w
+            kw["weight"] = torch.tensor(w).reshape(shape)
+        if r.random() < 0.4:
+            pw = [round(r.uniform(0.2, 3.0), 3) for _ in range(shape[-1])]
+            attrs["pos_weight"] = pw
+            kw["pos_weight"] = torch.tensor(pw)
+        p.nn_step("bce_with_logits", [x], attrs, lambda: F.binary_cross_entropy_with_logits(
+            p.T[x], torch.tensor(t).reshape(shape), **kw))
+    elif kind == "layer_norm":
+        shape = r.choice([(2, 3), (3, 4), (2, 2, 3)])
+        k = r.randint(1, len(shape) - 1)
+        ns = list(shape[-k:])
+        affine = r.random() < 0.6
+        ids = p.inputs_with([shape] + ([tuple(ns), tuple(ns)] if affine else []))
+        eps = r.choice([1e-5, 0.1])
+        def f():
+            w = p.T[ids[1]] if affine else None
+            b = p.T[ids[2]] if affine else None
+            return F.layer_norm(p.T[ids[0]], ns, w, b, eps)
+        p.nn_step("layer_norm", ids, {"shape": ns, "eps": eps}, f)
+    elif kind in ("max_pool", "avg_pool"):
+        shape = (r.randint(1, 2), r.randint(1, 2), r.randint(3, 5), r.randint(3, 5))
+        (x,) = p.inputs_with([shape], rg_prob=1.0)
+        if kind == "max_pool" and r.random() < 0.6:
+            # ties inside windows
+            x = p.unary("clamp", x, {"min": -0.5, "max": 0.5})
+        k = [r.randint(1, 3), r.randint(1, 3)]
+        st = [r.randint(1, 2), r.randint(1, 2)]
+        pad = [r.randint(0, k[0] // 2), r.randint(0, k[1] // 2)]
+        ceil = r.random() < 0.3
+        if kind == "max_pool":
+            dil = [r.randint(1, 2), r.randint(1, 2)]
+            attrs = {"k": k, "stride": st, "padding": pad, "dilation": dil, "ceil": ceil}
+            p.nn_step("max_pool2d", [x], attrs,
+                      lambda: F.max_pool2d(p.T[x], k, st, pad, dil, ceil_mode=ceil))
+        else:
+            cip = r.random() < 0.5
+            div = r.choice([None, None, 2, 5])
+            attrs = {"k": k, "stride": st, "padding": pad, "ceil": ceil,
+                     "count_include_pad": cip, "divisor": div}
+            p.nn_step("avg_pool2d", [x], attrs, lambda: F.avg_pool2d(
+                p.T[x], k, st, pad, ceil_mode=ceil, count_include_pad=cip, divisor_override=div))
+    else:
+        groups = r.choice([1, 1, 2])
+        cin = groups * r.randint(1, 2)
+        cout = groups * r.randint(1, 2)
+        n = r.randint(1, 2)
+        hw = (r.randint(3, 5), r.randint(3, 5))
+        k = (r.randint(1, 3), r.randint(1, 3))
+        bias = r.random() < 0.6
+        # Every operand requires grad: see `first_order_only` for why.
+        ids = p.inputs_with([(n, cin) + hw, (cout, cin // groups) + k] + ([(cout,)] if bias else []),
+                            rg_prob=1.0)
+        st = [r.randint(1, 2), r.randint(1, 2)]
+        pad = [r.randint(0, 1), r.randint(0, 1)]
+        dil = [r.randint(1, 2), r.randint(1, 2)]
+        attrs = {"stride": st, "padding": pad, "dilation": dil, "groups": groups}
+        p.nn_step("conv2d", ids, attrs, lambda: F.conv2d(
+            p.T[ids[0]], p.T[ids[1]], p.T[ids[2]] if bias else None, st, pad, dil, groups))
+    if p.r.random() < 0.3:
+        last = len(p.T) - 1
+        if p.T[last].dim() >= 1:
+            p.pointwise(last)
+    # First order only for the ops PyTorch runs as one kernel with a backward kernel that takes
+    # the input (pools, nll_loss, layer_norm): PyTorch records that backward with the input as an
+    # operand, so a gradient made with `create_graph` requires grad even where it does not
+    # depend on the input, while ours, composed of differentiable ops, requires grad only where
+    # it does (values and second derivatives agree; the flag differs). Likewise conv2d's bias
+    # gradient, and conv2d's gradients when an operand does not require grad (so all do).
+    first_order_only = kind in ("nll", "layer_norm", "max_pool", "avg_pool") or \
+        (kind == "conv" and len(p.inputs) == 3)
+    p.end("backward" if first_order_only else None)
+
+
 FAMILIES = {
     "kinks": fam_kinks,
     "reduce": fam_reduce,
@@ -315,6 +461,7 @@ FAMILIES = {
     "index": fam_index,
     "broadcast": fam_broadcast,
     "errors": fam_errors,
+    "nn": fam_nn,
 }
 
 
@@ -352,7 +499,7 @@ def generate(seed, count):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=20261127)
-    ap.add_argument("--count", type=int, default=3000)
+    ap.add_argument("--count", type=int, default=3600)
     ap.add_argument("--out", default="tests/corpus/ops.jsonl.gz")
     args = ap.parse_args()
     fams = collections.Counter()

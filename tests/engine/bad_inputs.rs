@@ -379,15 +379,21 @@ fn shapes_and_dims(s: &mut Sweep) {
     });
     s.err("cat nothing", "non-empty list", || Tensor::cat(&[], 0));
     s.err("stack nothing", "non-empty list", || Tensor::stack(&[], 0));
-    s.err("cat a scalar", "zero-dimensional tensor (at position 1) cannot be", || {
-        Tensor::cat(&[m.clone(), scalar.clone()], 0)
-    });
-    s.err("cat ranks", "Tensors must have same number of dimensions: got 2 and 1", || {
-        Tensor::cat(&[m.clone(), f64s(&[3], &[1.0])], 0)
-    });
-    s.err("cat sizes", "Expected size 3 but got size 2 for tensor number 1", || {
-        Tensor::cat(&[m.clone(), f64s(&[2, 2], &[1.0])], 0)
-    });
+    s.err(
+        "cat a scalar",
+        "zero-dimensional tensor (at position 1) cannot be",
+        || Tensor::cat(&[m.clone(), scalar.clone()], 0),
+    );
+    s.err(
+        "cat ranks",
+        "Tensors must have same number of dimensions: got 2 and 1",
+        || Tensor::cat(&[m.clone(), f64s(&[3], &[1.0])], 0),
+    );
+    s.err(
+        "cat sizes",
+        "Expected size 3 but got size 2 for tensor number 1",
+        || Tensor::cat(&[m.clone(), f64s(&[2, 2], &[1.0])], 0),
+    );
     s.err("chunk 0", "greater than 0", || m.chunk(0, 0));
     s.err("max over an empty dim", "size 0", || {
         Ok(empty.max_dim(0, false)?.0)
@@ -395,16 +401,20 @@ fn shapes_and_dims(s: &mut Sweep) {
     s.err("matmul 0-D", "at least 1D, but they are 2D and 0D", || {
         m.matmul(&scalar)
     });
-    s.err("matmul vector", "size mismatch, got input (2), mat (2x3), vec (2)", || {
-        m.matmul(&f64s(&[2], &[1.0]))
-    });
+    s.err(
+        "matmul vector",
+        "size mismatch, got input (2), mat (2x3), vec (2)",
+        || m.matmul(&f64s(&[2], &[1.0])),
+    );
     s.err("matmul dot", "expected tensor [3] and src [2]", || {
         f64s(&[3], &[1.0]).matmul(&f64s(&[2], &[1.0]))
     });
     s.err("matmul inner", "cannot be multiplied", || m.matmul(&m));
-    s.err("matmul batch", "The size of tensor a (2) must match the size of tensor b (3)", || {
-        f64s(&[2, 2, 3], &[1.0]).matmul(&f64s(&[3, 3, 4], &[1.0]))
-    });
+    s.err(
+        "matmul batch",
+        "The size of tensor a (2) must match the size of tensor b (3)",
+        || f64s(&[2, 2, 3], &[1.0]).matmul(&f64s(&[3, 3, 4], &[1.0])),
+    );
     s.err("item of many", "cannot be converted to Scalar", || {
         m.item::<f64>()
     });

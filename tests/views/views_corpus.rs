@@ -20,6 +20,10 @@ use std::fmt::Write as _;
 use std::io::Read;
 use std::panic::{self, AssertUnwindSafe};
 
+use autograd::nn::GeluApproximate;
+use autograd::nn::functional::{
+    self as F, BceWithLogitsOptions, CrossEntropyOptions, NllLossOptions, Reduction,
+};
 use autograd::{Device, GradOptions, Tensor, grad, no_grad};
 use serde_json::Value;
 
@@ -623,6 +627,95 @@ impl<'a> Replay<'a> {
                     Tensor::stack(&ts, dim)?
                 })
             }
+            // ---- torch.nn.functional
+            "gelu" => {
+                let approximate = match s["approximate"].as_str() {
+                    Some("tanh") => GeluApproximate::Tanh,
+                    _ => GeluApproximate::None,
+                };
+                one(F::gelu(&self.var(a[0]), approximate)?)
+            }
+            "leaky_relu" => one(F::leaky_relu(&self.var(a[0]), float(s, "slope"))?),
+            "mse_loss" => one(F::mse_loss(&self.var(a[0]), &self.var(a[1]), reduction(s))?),
+            "cross_entropy" => {
+                let options = CrossEntropyOptions {
+                    weight: self.optional_const(s, "weight", None),
+                    ignore_index: s["ignore_index"].as_u64().map(|i| i as usize),
+                    reduction: reduction(s),
+                    label_smoothing: s["label_smoothing"].as_f64().unwrap_or(0.0),
+                };
+                one(F::cross_entropy(
+                    &self.var(a[0]),
+                    &usizes(&s["targets"]),
+                    &options,
+                )?)
+            }
+            "nll_loss" => {
+                let options = NllLossOptions {
+                    weight: self.optional_const(s, "weight", None),
+                    ignore_index: s["ignore_index"].as_u64().map(|i| i as usize),
+                    reduction: reduction(s),
+                };
+                one(F::nll_loss(
+                    &self.var(a[0]),
+                    &usizes(&s["targets"]),
+                    &options,
+                )?)
+            }
+            "bce_with_logits" => {
+                let x = self.var(a[0]);
+                let shape = x.shape().to_vec();
+                let last = shape.last().copied().unwrap_or(1);
+                let options = BceWithLogitsOptions {
+                    weight: self.optional_const(s, "weight", Some(&shape)),
+                    pos_weight: self.optional_const(s, "pos_weight", Some(&[last])),
+                    reduction: reduction(s),
+                };
+                let target = self.tensor(&shape, &floats(&s["target"]), false);
+                one(F::binary_cross_entropy_with_logits(&x, &target, &options)?)
+            }
+            "layer_norm" => {
+                let (w, b) = match a[..] {
+                    [_, w, b] => (Some(self.var(w)), Some(self.var(b))),
+                    _ => (None, None),
+                };
+                one(F::layer_norm(
+                    &self.var(a[0]),
+                    &usizes(&s["shape"]),
+                    w.as_ref(),
+                    b.as_ref(),
+                    float(s, "eps"),
+                )?)
+            }
+            "max_pool2d" => one(F::max_pool2d(
+                &self.var(a[0]),
+                pair(s, "k"),
+                pair(s, "stride"),
+                pair(s, "padding"),
+                pair(s, "dilation"),
+                s["ceil"].as_bool().expect("ceil"),
+            )?),
+            "avg_pool2d" => one(F::avg_pool2d(
+                &self.var(a[0]),
+                pair(s, "k"),
+                pair(s, "stride"),
+                pair(s, "padding"),
+                s["ceil"].as_bool().expect("ceil"),
+                s["count_include_pad"].as_bool().expect("count_include_pad"),
+                s["divisor"].as_u64().map(|d| d as usize),
+            )?),
+            "conv2d" => {
+                let bias = a.get(2).map(|&b| self.var(b));
+                one(F::conv2d(
+                    &self.var(a[0]),
+                    &self.var(a[1]),
+                    bias.as_ref(),
+                    pair(s, "stride"),
+                    pair(s, "padding"),
+                    pair(s, "dilation"),
+                    uint(s, "groups"),
+                )?)
+            }
             // ---- reading every variable
             "check" => return Ok(a.iter().map(|&i| Some(self.var(i))).collect()),
             // ---- the end
@@ -667,6 +760,30 @@ impl<'a> Replay<'a> {
         }
         Ok(outs)
     }
+}
+
+impl Replay<'_> {
+    /// The constant `s[key]` (flat values, of `shape` or 1-D) on this replay's device, if given.
+    fn optional_const(&self, s: &Value, key: &str, shape: Option<&[usize]>) -> Option<Tensor> {
+        let values = s.get(key).filter(|v| !v.is_null()).map(floats)?;
+        let flat = [values.len()];
+        Some(self.tensor(shape.unwrap_or(&flat), &values, false))
+    }
+}
+
+/// A reduction attribute (`"mean"`, `"sum"`, `"none"`).
+fn reduction(s: &Value) -> Reduction {
+    match s["reduction"].as_str() {
+        Some("sum") => Reduction::Sum,
+        Some("none") => Reduction::None,
+        _ => Reduction::Mean,
+    }
+}
+
+/// A two-element attribute (`[h, w]`).
+fn pair(s: &Value, key: &str) -> [usize; 2] {
+    let v = usizes(&s[key]);
+    [v[0], v[1]]
 }
 
 fn one(t: Tensor) -> Vec<Option<Tensor>> {
@@ -957,7 +1074,7 @@ fn views_inplace_corpus_matches_pytorch() {
 
 #[test]
 fn ops_corpus_matches_pytorch() {
-    run_corpus("ops corpus", OPS_CORPUS, 3000);
+    run_corpus("ops corpus", OPS_CORPUS, 3600);
 }
 
 /// Replays the corpus at `path` (at least `min_programs` programs) on every device and fails
