@@ -18,6 +18,8 @@ aliasing. Families:
   pos_weight), layer_norm, max_pool2d over windows with ties, avg_pool2d (padding, ceil_mode,
   count_include_pad, divisor_override) and conv2d (stride, padding, dilation, groups), with
   every reduction;
+* `nn_errors`: a mistake in a `torch.nn.functional` call (targets, class weights, layer_norm
+  and conv2d shapes, pool sizes), with PyTorch's error text;
 * `errors`: a shape mistake at the last step (operands that do not broadcast, matmul sizes at
   every rank, cat and stack sizes, a dim out of range), with PyTorch's error text.
 
@@ -25,7 +27,7 @@ Programs end with `backward()` of a weighted sum, or `grad(create_graph=True)` f
 second-order `grad`, as in the views corpus.
 
     /tmp/torchenv/bin/python tests/corpus/gen_ops.py \
-        --seed 20261127 --count 3600 --out tests/corpus/ops.jsonl.gz
+        --seed 20261127 --count 4000 --out tests/corpus/ops.jsonl.gz
 """
 
 import argparse
@@ -53,6 +55,17 @@ SHAPE_ERRORS = (
     "Dimension out of range",
     "size mismatch",
     "Expected size for first two dimensions of batch2 tensor",
+    "Target ",
+    "Expected input batch_size",
+    "weight tensor should be defined either for all",
+    "Given normalized_shape=",
+    "Expected weight to be of same shape as normalized_shape",
+    "Given groups=",
+    "Given weight of size",
+    "Kernel size can't be greater than actual input size",
+    "Output size is too small",
+    "pad should be at most half of effective kernel size",
+    "Target size (",
 )
 gv.WANTED_ERRORS = gv.WANTED_ERRORS + SHAPE_ERRORS
 
@@ -78,6 +91,7 @@ FAMILY_WEIGHTS = [
     ("broadcast", 15),
     ("errors", 15),
     ("nn", 25),
+    ("nn_errors", 10),
 ]
 
 
@@ -96,12 +110,12 @@ class OpsProg(Prog):
     })
 
     def run(self, rec, fn, ng=None):
-        """`Prog.run`, where PyTorch's `IndexError`s (dims, indices out of range) count as the
-        errors they are."""
+        """`Prog.run`, where PyTorch's `IndexError`s (dims, indices out of range) and
+        `ValueError`s (loss sizes) count as the errors they are."""
         def checked():
             try:
                 return fn()
-            except IndexError as e:
+            except (IndexError, ValueError) as e:
                 raise RuntimeError(str(e)) from e
         return super().run(rec, checked, ng)
 
@@ -275,9 +289,10 @@ def fam_broadcast(p):
         cands = [i for i in p.live() if gv.broadcast_shape(p.T[i].shape, p.T[cur].shape)
                  and prod(gv.broadcast_shape(p.T[i].shape, p.T[cur].shape)) <= 24]
         other = p.r.choice(cands)
-        if op == "div" and p.T[other].detach().abs().min().item() < 0.3:
-            op = "mul"
-        cur = p.binary(op, cur, other) if p.r.random() < 0.5 else p.binary(op, other, cur)
+        a, b = (cur, other) if p.r.random() < 0.5 else (other, cur)
+        if op == "div" and p.T[b].detach().abs().min().item() < 0.3:
+            op = "mul"  # a denominator near 0: second derivatives would cancel badly
+        cur = p.binary(op, a, b)
         if p.r.random() < 0.3:
             cur = p.pointwise(cur)
     p.end()
@@ -454,6 +469,65 @@ def fam_nn(p):
     p.end("backward" if first_order_only else None)
 
 
+def fam_nn_errors(p):
+    r = p.r
+    kind = r.choice(["target", "batch", "weight", "ln_shape", "ln_weight", "conv_channels",
+                     "conv_kernel", "conv_groups", "conv_bias", "pool_small", "pool_pad", "bce"])
+    if kind in ("target", "batch", "weight"):
+        n, c = r.choice([(3, 4), (2, 3)])
+        (x,) = p.inputs_with([(n, c)], rg_prob=1.0)
+        targets = [r.randrange(c) for _ in range(n)]
+        attrs = {"reduction": "mean"}
+        kw = {}
+        if kind == "target":
+            targets[r.randrange(n)] = c + r.randrange(3)
+        elif kind == "batch":
+            targets = targets[:-1]
+        else:
+            w = [1.0] * (c + r.choice([-1, 1]))
+            attrs["weight"] = w
+            kw["weight"] = torch.tensor(w)
+        attrs["targets"] = targets
+        op = r.choice(["cross_entropy", "nll_loss"])
+        f = F.cross_entropy if op == "cross_entropy" else F.nll_loss
+        p.nn_step(op, [x], attrs, lambda: f(p.T[x], torch.tensor(targets), **kw))
+    elif kind in ("ln_shape", "ln_weight"):
+        (x,) = p.inputs_with([(2, 3)])
+        if kind == "ln_shape":
+            p.nn_step("layer_norm", [x], {"shape": [4], "eps": 1e-5},
+                      lambda: F.layer_norm(p.T[x], [4]))
+        else:
+            w, b = p.inputs_with([(4,), (4,)])
+            p.nn_step("layer_norm", [x, w, b], {"shape": [3], "eps": 1e-5},
+                      lambda: F.layer_norm(p.T[x], [3], p.T[w], p.T[b]))
+    elif kind.startswith("conv"):
+        shapes = {"conv_channels": ((1, 2, 5, 5), (2, 3, 3, 3), None, 1),
+                  "conv_kernel": ((1, 2, 4, 4), (2, 2, 5, 3), None, 1),
+                  "conv_groups": ((1, 4, 5, 5), (3, 2, 3, 3), None, 2),
+                  "conv_bias": ((1, 2, 5, 5), (2, 2, 3, 3), (3,), 1)}[kind]
+        xs, ws, bs, g = shapes
+        ids = p.inputs_with([xs, ws] + ([bs] if bs else []))
+        attrs = {"stride": [1, 1], "padding": [0, 0], "dilation": [1, 1], "groups": g}
+        p.nn_step("conv2d", ids, attrs, lambda: F.conv2d(
+            p.T[ids[0]], p.T[ids[1]], p.T[ids[2]] if bs else None, 1, 0, 1, g))
+    elif kind in ("pool_small", "pool_pad"):
+        (x,) = p.inputs_with([(1, 1, 3, 3)])
+        k, pad = ([4, 4], [0, 0]) if kind == "pool_small" else ([2, 2], [2, 1])
+        if r.random() < 0.5:
+            attrs = {"k": k, "stride": k, "padding": pad, "dilation": [1, 1], "ceil": False}
+            p.nn_step("max_pool2d", [x], attrs, lambda: F.max_pool2d(p.T[x], k, k, pad))
+        else:
+            attrs = {"k": k, "stride": k, "padding": pad, "ceil": False,
+                     "count_include_pad": True, "divisor": None}
+            p.nn_step("avg_pool2d", [x], attrs, lambda: F.avg_pool2d(p.T[x], k, k, pad))
+    else:
+        (x,) = p.inputs_with([(3,)], rg_prob=1.0)
+        t = [0.0, 1.0, 0.5, 1.0]
+        p.nn_step("bce_with_logits", [x], {"target": t, "ts": [4], "reduction": "mean"},
+                  lambda: F.binary_cross_entropy_with_logits(p.T[x], torch.tensor(t)))
+    raise Reject("the nn mistake did not raise")
+
+
 FAMILIES = {
     "kinks": fam_kinks,
     "reduce": fam_reduce,
@@ -462,6 +536,7 @@ FAMILIES = {
     "broadcast": fam_broadcast,
     "errors": fam_errors,
     "nn": fam_nn,
+    "nn_errors": fam_nn_errors,
 }
 
 
@@ -499,7 +574,7 @@ def generate(seed, count):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=20261127)
-    ap.add_argument("--count", type=int, default=3600)
+    ap.add_argument("--count", type=int, default=4000)
     ap.add_argument("--out", default="tests/corpus/ops.jsonl.gz")
     args = ap.parse_args()
     fams = collections.Counter()

@@ -159,7 +159,8 @@ pub fn layer_norm(
             && p.shape() != normalized_shape
         {
             return Err(Error::InvalidArgument(format!(
-                "layer_norm: expected {name} of shape {normalized_shape:?}, got {:?}",
+                "Expected {name} to be of same shape as normalized_shape, but got {name} of shape \
+                 {:?} and normalized_shape = {normalized_shape:?}",
                 p.shape()
             )));
         }
