@@ -576,13 +576,17 @@ def main():
     ap.add_argument("--seed", type=int, default=20261127)
     ap.add_argument("--count", type=int, default=4000)
     ap.add_argument("--out", default="tests/corpus/ops.jsonl.gz")
+    ap.add_argument("--dtype", choices=["float64", "float32"], default="float64",
+                    help="the programs' element type (float32: tests/corpus/ops_f32.jsonl.gz)")
     args = ap.parse_args()
+    torch.set_default_dtype(getattr(torch, args.dtype))
     fams = collections.Counter()
     errs = collections.Counter()
     with open(args.out, "wb") as f, gzip.GzipFile(filename="", mode="wb", fileobj=f,
                                                   mtime=0) as raw:
         header = {"header": {"generator": "tests/corpus/gen_ops.py", "seed": args.seed,
                              "count": args.count, "torch": torch.__version__,
+                             "dtype": args.dtype,
                              "families": dict(FAMILY_WEIGHTS)}}
         raw.write((json.dumps(header) + "\n").encode())
         for prog in generate(args.seed, args.count):
