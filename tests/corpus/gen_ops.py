@@ -20,6 +20,8 @@ aliasing. Families:
   every reduction;
 * `nn_errors`: a mistake in a `torch.nn.functional` call (targets, class weights, layer_norm
   and conv2d shapes, pool sizes), with PyTorch's error text;
+* `empty`: tensors with a dim of size 0 through broadcasting, reductions, softmax, matmul
+  (an empty inner dim gives zeros), cat with empty parts, index_select with no index, stack;
 * `errors`: a shape mistake at the last step (operands that do not broadcast, matmul sizes at
   every rank, cat and stack sizes, a dim out of range), with PyTorch's error text.
 
@@ -27,7 +29,7 @@ Programs end with `backward()` of a weighted sum, or `grad(create_graph=True)` f
 second-order `grad`, as in the views corpus.
 
     /tmp/torchenv/bin/python tests/corpus/gen_ops.py \
-        --seed 20261127 --count 4000 --out tests/corpus/ops.jsonl.gz
+        --seed 20261127 --count 4400 --out tests/corpus/ops.jsonl.gz
 """
 
 import argparse
@@ -92,6 +94,7 @@ FAMILY_WEIGHTS = [
     ("errors", 15),
     ("nn", 25),
     ("nn_errors", 10),
+    ("empty", 8),
 ]
 
 
@@ -162,11 +165,11 @@ class OpsProg(Prog):
         op = self.r.choice(["relu", "abs", "clamp", "clamp", "pow", "erf", "sigmoid", "tanh",
                             "reciprocal", "sqrt", "sub_scalar", "mul_scalar"])
         lo = t.detach().abs().min().item() if t.numel() else 1.0
+        tmin = t.detach().min().item() if t.numel() else 1.0
         if op == "reciprocal" and lo < 0.3:
             op = "abs"
-        if op == "sqrt":
-            if t.detach().min().item() < 0.25:
-                op = "relu"
+        if op == "sqrt" and tmin < 0.25:
+            op = "relu"
         if op == "clamp":
             bounds = self.r.choice([(-0.5, 0.5), (0.0, None), (None, 0.5), (-1.0, 1.0),
                                     (None, 0.0), (0.5, None)])
@@ -175,7 +178,7 @@ class OpsProg(Prog):
             ps = [2.0, 3.0]
             if lo > 0.3:
                 ps += [-1.0, -2.0]
-            if t.detach().min().item() > 0.25:
+            if tmin > 0.25:
                 ps += [0.5, 1.5]
             return self.unary("pow", src, {"p": self.r.choice(ps)})
         if op in ("sub_scalar", "mul_scalar"):
@@ -528,6 +531,52 @@ def fam_nn_errors(p):
     raise Reject("the nn mistake did not raise")
 
 
+def fam_empty(p):
+    r = p.r
+    shape = r.choice([(0,), (2, 0), (0, 3), (2, 0, 3), (3, 0)])
+    ids = p.inputs_with([shape])
+    x = ids[0]
+    for _ in range(r.randint(1, 3)):
+        t = p.T[x]
+        nd = t.dim()
+        c = r.random()
+        if nd == 0 or t.numel() > 0:
+            x = p.pointwise(x)
+        elif c < 0.2:
+            x = p.pointwise(x)
+        elif c < 0.35:
+            partner = r.choice([(), (1,), tuple(1 for _ in t.shape), tuple(t.shape)])
+            other = p.const(list(partner))
+            x = p.binary(r.choice(["add", "mul", "sub"]), x, other)
+        elif c < 0.5:
+            k = r.randint(1, nd)
+            x = p.unary("sum_dims", x, {"dims": sorted(r.sample(range(nd), k)),
+                                        "keepdim": r.random() < 0.5})
+        elif c < 0.6:
+            x = p.unary("sum", x, {})
+        elif c < 0.7:
+            x = p.unary(r.choice(["softmax", "log_softmax"]), x, {"dim": r.randrange(nd)})
+        elif c < 0.8 and nd == 2:
+            m, k = t.shape
+            # (constants: the inputs are the program's first variables)
+            w = p.const([k, r.randint(1, 3)])
+            x = p.binary("matmul", x, w)
+        elif c < 0.9:
+            d = r.randrange(nd)
+            other_shape = list(t.shape)
+            other_shape[d] = r.randint(0, 2)
+            # a 1-D size-0 part is skipped whatever the other's rank (PyTorch's legacy rule)
+            o = p.const([0] if r.random() < 0.3 else other_shape)
+            x = p.listop("cat", [x, o] if r.random() < 0.5 else [o, x], d)
+        else:
+            d = r.randrange(nd)
+            if t.shape[d] == 0:
+                x = p.unary("index_select", x, {"dim": d, "index": []})
+            else:
+                x = p.unary("index_select", x, {"dim": d, "index": [0]})
+    p.end()
+
+
 FAMILIES = {
     "kinks": fam_kinks,
     "reduce": fam_reduce,
@@ -537,6 +586,7 @@ FAMILIES = {
     "errors": fam_errors,
     "nn": fam_nn,
     "nn_errors": fam_nn_errors,
+    "empty": fam_empty,
 }
 
 
@@ -574,7 +624,7 @@ def generate(seed, count):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=20261127)
-    ap.add_argument("--count", type=int, default=4000)
+    ap.add_argument("--count", type=int, default=4400)
     ap.add_argument("--out", default="tests/corpus/ops.jsonl.gz")
     ap.add_argument("--dtype", choices=["float64", "float32"], default="float64",
                     help="the programs' element type (float32: tests/corpus/ops_f32.jsonl.gz)")

@@ -153,6 +153,14 @@ fn cat(tensors: &[Tensor], dim: usize) -> Result<Tensor> {
     let first = tensors
         .first()
         .ok_or_else(|| Error::shape("cat", "expected a non-empty list of tensors"))?;
+    if tensors.iter().any(is_legacy_empty) && !tensors.iter().all(is_legacy_empty) {
+        let kept: Vec<Tensor> = tensors
+            .iter()
+            .filter(|t| !is_legacy_empty(t))
+            .cloned()
+            .collect();
+        return kernels::of_tensor(first)?.cat(&kept, dim);
+    }
     let numel = tensors
         .iter()
         .try_fold(0usize, |n, t| n.checked_add(t.numel()))
@@ -171,6 +179,12 @@ fn cat_backward(
     let mut start = 0;
     let mut grads = Vec::with_capacity(tensors.len());
     for (t, &needed) in tensors.iter().zip(needs_input_grad) {
+        if t.shape() == [0] {
+            // A skipped 1-D empty input (or one of only such inputs): an empty gradient, made
+            // afresh as PyTorch's `cat_tensors_backward` makes it.
+            grads.push(needed.then(|| t.zeros()).transpose()?);
+            continue;
+        }
         let len = t.shape()[dim];
         grads.push(if needed {
             Some(grad.narrow(dim, start, len)?)
@@ -180,6 +194,11 @@ fn cat_backward(
         start += len;
     }
     Ok(grads)
+}
+
+/// A 1-D tensor of size 0, which `cat` skips (PyTorch's legacy rule).
+fn is_legacy_empty(t: &Tensor) -> bool {
+    t.shape() == [0]
 }
 
 /// PyTorch's `clone()`, `CloneBackward0`.
@@ -518,11 +537,14 @@ impl Tensor {
         Ok(parts)
     }
 
-    /// Concatenates tensors of equal shape except along `dim`.
+    /// Concatenates tensors of equal shape except along `dim`. As in PyTorch, a 1-D tensor of
+    /// size 0 is skipped whatever the others' shapes (its gradient is an empty tensor), so an
+    /// empty accumulator can start a loop of `cat`s.
     ///
     /// # Errors
     ///
-    /// [`Error::Shape`] for an empty list or mismatched shapes; dtype and device mismatches.
+    /// [`Error::Shape`] for an empty list, [`Error::SizeMismatch`] with PyTorch's text for
+    /// mismatched ranks or sizes or a 0-dim tensor; dtype and device mismatches.
     ///
     /// # Examples
     ///
@@ -530,7 +552,9 @@ impl Tensor {
     /// use autograd_runtime::Tensor;
     /// let a = Tensor::from_vec(vec![1.0f32, 2.0], &[1, 2])?;
     /// let b = Tensor::from_vec(vec![3.0f32, 4.0], &[1, 2])?;
-    /// assert_eq!(Tensor::cat(&[a, b], 0)?.shape(), &[2, 2]);
+    /// assert_eq!(Tensor::cat(&[a.clone(), b], 0)?.shape(), &[2, 2]);
+    /// let empty = Tensor::from_vec(Vec::<f32>::new(), &[0])?;
+    /// assert_eq!(Tensor::cat(&[empty, a], 1)?.shape(), &[1, 2]);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn cat(tensors: &[Tensor], dim: usize) -> Result<Tensor> {
@@ -543,9 +567,18 @@ impl Tensor {
                 format!("zero-dimensional tensor (at position {k}) cannot be concatenated"),
             ));
         }
+        // PyTorch's legacy rule: a 1-D tensor of size 0 is skipped (its shape is not checked and
+        // it adds nothing; its gradient is an empty tensor), unless every tensor is one.
+        let first = tensors
+            .iter()
+            .find(|t| !is_legacy_empty(t))
+            .unwrap_or(first);
         let d = wrap_dim(dim as isize, first.ndim())?;
-        for (k, t) in tensors.iter().enumerate().skip(1) {
+        for (k, t) in tensors.iter().enumerate() {
             first.check_same_dtype_device("cat", t)?;
+            if is_legacy_empty(t) {
+                continue;
+            }
             if t.ndim() != first.ndim() {
                 return Err(Error::size_mismatch(
                     "cat",
