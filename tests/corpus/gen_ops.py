@@ -22,6 +22,12 @@ aliasing. Families:
   and conv2d shapes, pool sizes), with PyTorch's error text;
 * `empty`: tensors with a dim of size 0 through broadcasting, reductions, softmax, matmul
   (an empty inner dim gives zeros), cat with empty parts, index_select with no index, stack;
+* `numerics`: softmax, log_softmax, cross_entropy, nll_loss, BCE with logits, sigmoid and tanh
+  on logits up to ±750, where a naive formula overflows;
+* `casts`: float64 to float32 and back inside a program (the float32 part compared at float32's
+  tolerance), gradients cast back;
+* `accumulate`: `backward(retain_graph=True)` twice (gradients add up), `backward(inputs=...)`
+  on a subset, and a `grad` after them;
 * `errors`: a shape mistake at the last step (operands that do not broadcast, matmul sizes at
   every rank, cat and stack sizes, a dim out of range), with PyTorch's error text.
 
@@ -29,7 +35,7 @@ Programs end with `backward()` of a weighted sum, or `grad(create_graph=True)` f
 second-order `grad`, as in the views corpus.
 
     /tmp/torchenv/bin/python tests/corpus/gen_ops.py \
-        --seed 20261127 --count 4400 --out tests/corpus/ops.jsonl.gz
+        --seed 20261127 --count 5500 --out tests/corpus/ops.jsonl.gz
 """
 
 import argparse
@@ -95,6 +101,9 @@ FAMILY_WEIGHTS = [
     ("nn", 25),
     ("nn_errors", 10),
     ("empty", 8),
+    ("numerics", 10),
+    ("casts", 8),
+    ("accumulate", 8),
 ]
 
 
@@ -107,7 +116,8 @@ class OpsProg(Prog):
         "reciprocal": lambda t, a: t.reciprocal(),
         "sub_scalar": lambda t, a: t - a["s"],
         "clamp": lambda t, a: t.clamp(a["min"], a["max"]),
-        "index_select": lambda t, a: t.index_select(a["dim"], torch.tensor(a["index"])),
+        "index_select": lambda t, a: t.index_select(a["dim"], torch.tensor(a["index"], dtype=torch.long)),
+        "to_dtype": lambda t, a: t.to(getattr(torch, a["dtype"])),
         "select": lambda t, a: t.select(a["dim"], a["index"]),
         "narrow": lambda t, a: t.narrow(a["dim"], a["start"], a["len"]),
     })
@@ -577,6 +587,80 @@ def fam_empty(p):
     p.end()
 
 
+def fam_numerics(p):
+    r = p.r
+    n, c = r.choice([(2, 3), (3, 4), (1, 5)])
+    (x,) = p.inputs_with([(n, c)], rg_prob=1.0)
+    scale = r.choice([10.0, 50.0, 100.0, 500.0])
+    x = p.unary("mul_scalar", x, {"s": scale})
+    kind = r.choice(["softmax", "log_softmax", "cross_entropy", "nll", "bce", "sigmoid", "tanh"])
+    if kind in ("softmax", "log_softmax"):
+        p.unary(kind, x, {"dim": r.randrange(2)})
+    elif kind == "cross_entropy":
+        targets = [r.randrange(c) for _ in range(n)]
+        red = r.choice(REDUCTIONS)
+        p.nn_step("cross_entropy", [x], {"targets": targets, "reduction": red},
+                  lambda: F.cross_entropy(p.T[x], torch.tensor(targets), reduction=red))
+    elif kind == "nll":
+        targets = [r.randrange(c) for _ in range(n)]
+        y = p.unary("log_softmax", x, {"dim": 1})
+        p.nn_step("nll_loss", [y], {"targets": targets, "reduction": "sum"},
+                  lambda: F.nll_loss(p.T[y], torch.tensor(targets), reduction="sum"))
+    elif kind == "bce":
+        t = [r.choice([0.0, 1.0, 0.5]) for _ in range(n * c)]
+        red = r.choice(REDUCTIONS)
+        p.nn_step("bce_with_logits", [x], {"target": t, "reduction": red},
+                  lambda: F.binary_cross_entropy_with_logits(
+                      p.T[x], torch.tensor(t).reshape(n, c), reduction=red))
+    else:
+        p.unary(kind, x, {})
+    # First order only: a second derivative through logits scaled by 500 carries rounding of
+    # 500² times the float64 epsilon, past the corpus's tolerance on both sides.
+    p.end("backward")
+
+
+def fam_casts(p):
+    r = p.r
+    shape = p.pick_shape()
+    ids = p.inputs_with([shape, shape] if r.random() < 0.4 else [shape])
+    x = p.unary("to_dtype", ids[0], {"dtype": "float32"})
+    for _ in range(r.randint(1, 3)):
+        x = p.pointwise(x)
+    if len(ids) > 1:
+        y = p.unary("to_dtype", ids[1], {"dtype": "float32"})
+        x = p.binary(r.choice(["add", "mul"]), x, y)
+    x = p.unary("to_dtype", x, {"dtype": "float64"})
+    if r.random() < 0.5:
+        x = p.pointwise(x)
+    p.end()
+
+
+def fam_accumulate(p):
+    r = p.r
+    ids = p.inputs_with([p.pick_shape() for _ in range(r.randint(2, 3))], rg_prob=1.0)
+    cur = ids[0]
+    for _ in range(r.randint(1, 3)):
+        cur = p.pointwise(cur)
+    others = [i for i in ids[1:] if gv.broadcast_shape(p.T[i].shape, p.T[cur].shape)
+              and prod(gv.broadcast_shape(p.T[i].shape, p.T[cur].shape)) <= 24]
+    if others:
+        cur = p.binary("mul", cur, r.choice(others))
+    p.check()
+    L = p.loss(p.pick_loss_vars())
+    for k in range(r.randint(1, 2)):
+        rec = {"op": "backward", "a": [L], "retain": True}
+        if r.random() < 0.4:
+            subset = sorted(r.sample(ids, r.randint(1, len(ids))))
+            rec["inputs"] = subset
+            p.run(rec, lambda: p.T[L].backward(retain_graph=True,
+                                               inputs=[p.T[i] for i in subset]))
+        else:
+            p.run(rec, lambda: p.T[L].backward(retain_graph=True))
+        rec["gr"] = {str(i): enc(t.grad) for i, t in enumerate(p.T)
+                     if t is not None and t.grad is not None}
+    p.grad_step(L, ids, False)
+
+
 FAMILIES = {
     "kinks": fam_kinks,
     "reduce": fam_reduce,
@@ -587,6 +671,9 @@ FAMILIES = {
     "nn": fam_nn,
     "nn_errors": fam_nn_errors,
     "empty": fam_empty,
+    "numerics": fam_numerics,
+    "casts": fam_casts,
+    "accumulate": fam_accumulate,
 }
 
 
@@ -624,7 +711,7 @@ def generate(seed, count):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=20261127)
-    ap.add_argument("--count", type=int, default=4400)
+    ap.add_argument("--count", type=int, default=5500)
     ap.add_argument("--out", default="tests/corpus/ops.jsonl.gz")
     ap.add_argument("--dtype", choices=["float64", "float32"], default="float64",
                     help="the programs' element type (float32: tests/corpus/ops_f32.jsonl.gz)")
