@@ -153,7 +153,13 @@ fn cat(tensors: &[Tensor], dim: usize) -> Result<Tensor> {
     let first = tensors
         .first()
         .ok_or_else(|| Error::shape("cat", "expected a non-empty list of tensors"))?;
+    let numel = tensors
+        .iter()
+        .try_fold(0usize, |n, t| n.checked_add(t.numel()))
+        .ok_or_else(|| Error::shape("cat", "the result has more than usize::MAX elements"))?;
+    crate::tensor::layout::check_alloc("cat", numel, first.dtype().size_of())?;
     if tensors.iter().any(is_legacy_empty) && !tensors.iter().all(is_legacy_empty) {
+        // The skipped parts (see `Tensor::cat`) are left out of the kernel's list.
         let kept: Vec<Tensor> = tensors
             .iter()
             .filter(|t| !is_legacy_empty(t))
@@ -161,11 +167,6 @@ fn cat(tensors: &[Tensor], dim: usize) -> Result<Tensor> {
             .collect();
         return kernels::of_tensor(first)?.cat(&kept, dim);
     }
-    let numel = tensors
-        .iter()
-        .try_fold(0usize, |n, t| n.checked_add(t.numel()))
-        .ok_or_else(|| Error::shape("cat", "the result has more than usize::MAX elements"))?;
-    crate::tensor::layout::check_alloc("cat", numel, first.dtype().size_of())?;
     kernels::of_tensor(first)?.cat(tensors, dim)
 }
 
