@@ -28,6 +28,8 @@ aliasing. Families:
   tolerance), gradients cast back;
 * `accumulate`: `backward(retain_graph=True)` twice (gradients add up), `backward(inputs=...)`
   on a subset, and a `grad` after them;
+* `modules`: `nn.Linear` (1-D, 2-D and 3-D inputs, with and without bias) and `nn.Embedding`
+  (repeated indices, index shapes, a padding index whose row gets no gradient);
 * `errors`: a shape mistake at the last step (operands that do not broadcast, matmul sizes at
   every rank, cat and stack sizes, a dim out of range), with PyTorch's error text.
 
@@ -35,7 +37,7 @@ Programs end with `backward()` of a weighted sum, or `grad(create_graph=True)` f
 second-order `grad`, as in the views corpus.
 
     /tmp/torchenv/bin/python tests/corpus/gen_ops.py \
-        --seed 20261127 --count 5500 --out tests/corpus/ops.jsonl.gz
+        --seed 20261127 --count 6000 --out tests/corpus/ops.jsonl.gz
 """
 
 import argparse
@@ -104,6 +106,7 @@ FAMILY_WEIGHTS = [
     ("numerics", 10),
     ("casts", 8),
     ("accumulate", 8),
+    ("modules", 8),
 ]
 
 
@@ -661,6 +664,38 @@ def fam_accumulate(p):
     p.grad_step(L, ids, False)
 
 
+def fam_modules(p):
+    r = p.r
+    if r.random() < 0.5:
+        fin, fout = r.randint(1, 4), r.randint(1, 4)
+        lead = r.choice([(), (3,), (2, 3)])
+        bias = r.random() < 0.7
+        ids = p.inputs_with([lead + (fin,), (fout, fin)] + ([(fout,)] if bias else []))
+        p.nn_step("linear", ids, {}, lambda: F.linear(
+            p.T[ids[0]], p.T[ids[1]], p.T[ids[2]] if bias else None))
+    else:
+        num, dim = r.randint(2, 5), r.randint(1, 3)
+        pad = r.randrange(num) if r.random() < 0.5 else None
+        # The padding row starts at zero, as nn.Embedding(padding_idx=) makes it.
+        rgs = True
+        data = []
+        for row in range(num):
+            data += [0.0 if row == pad else p.val() for _ in range(dim)]
+        t = torch.tensor(data).reshape(num, dim).clone().requires_grad_(rgs)
+        w = p.add_var(t, "input")
+        p.inputs.append({"s": [num, dim], "d": data, "rg": rgs})
+        shape = r.choice([[3], [2, 2], [4], [1]])
+        idx = [r.randrange(num) for _ in range(prod(shape))]
+        if pad is not None and r.random() < 0.7:
+            idx[r.randrange(len(idx))] = pad
+        attrs = {"indices": idx, "shape": shape, "padding": pad}
+        p.nn_step("embedding", [w], attrs, lambda: F.embedding(
+            torch.tensor(idx, dtype=torch.long).reshape(shape), p.T[w], padding_idx=pad))
+    if r.random() < 0.4:
+        p.pointwise(len(p.T) - 1)
+    p.end()
+
+
 FAMILIES = {
     "kinks": fam_kinks,
     "reduce": fam_reduce,
@@ -674,6 +709,7 @@ FAMILIES = {
     "numerics": fam_numerics,
     "casts": fam_casts,
     "accumulate": fam_accumulate,
+    "modules": fam_modules,
 }
 
 
@@ -711,7 +747,7 @@ def generate(seed, count):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=20261127)
-    ap.add_argument("--count", type=int, default=5500)
+    ap.add_argument("--count", type=int, default=6000)
     ap.add_argument("--out", default="tests/corpus/ops.jsonl.gz")
     ap.add_argument("--dtype", choices=["float64", "float32"], default="float64",
                     help="the programs' element type (float32: tests/corpus/ops_f32.jsonl.gz)")

@@ -20,10 +20,10 @@ use std::fmt::Write as _;
 use std::io::Read;
 use std::panic::{self, AssertUnwindSafe};
 
-use autograd::nn::GeluApproximate;
 use autograd::nn::functional::{
     self as F, BceWithLogitsOptions, CrossEntropyOptions, NllLossOptions, Reduction,
 };
+use autograd::nn::{Embedding, GeluApproximate, Linear, Module};
 use autograd::{DType, Device, GradOptions, Tensor, grad, no_grad};
 use serde_json::Value;
 
@@ -736,6 +736,18 @@ impl<'a> Replay<'a> {
                 s["count_include_pad"].as_bool().expect("count_include_pad"),
                 s["divisor"].as_u64().map(|d| d as usize),
             )?),
+            "linear" => {
+                let bias = a.get(2).map(|&b| self.var(b));
+                let layer = Linear::from_parts(self.var(a[1]), bias)?;
+                one(layer.forward(&self.var(a[0]))?)
+            }
+            "embedding" => {
+                let mut layer = Embedding::from_weight(self.var(a[0]))?;
+                if let Some(pad) = s["padding"].as_u64() {
+                    layer = layer.with_padding_idx(pad as usize)?;
+                }
+                one(layer.forward_indices(&usizes(&s["indices"]), &usizes(&s["shape"]))?)
+            }
             "conv2d" => {
                 let bias = a.get(2).map(|&b| self.var(b));
                 one(F::conv2d(
@@ -1136,7 +1148,7 @@ fn ops_f32_corpus_matches_pytorch() {
 
 #[test]
 fn ops_corpus_matches_pytorch() {
-    run_corpus("ops corpus", OPS_CORPUS, 5500);
+    run_corpus("ops corpus", OPS_CORPUS, 6000);
 }
 
 /// Replays the corpus at `path` (at least `min_programs` programs) on every device and fails
