@@ -15,7 +15,7 @@ use crate::{Result, Tensor};
 pub(crate) enum DeviceMap {
     /// `clamp(x, lo, hi)`; scalars `lo`, `hi`.
     Clamp,
-    /// 1 where `lo <= x <= hi`, else 0; scalars `lo`, `hi`.
+    /// 1 where `lo < x < hi` (clamp's gradient mask: none at a bound), else 0; scalars `lo`, `hi`.
     Interior,
     /// `erf x`, in double precision.
     Erf,
