@@ -45,12 +45,11 @@ import collections
 import gzip
 import json
 import os
-import random
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_views_inplace as gv  # noqa: E402
-from gen_views_inplace import Prog, Reject, Stop, prod  # noqa: E402
+from gen_views_inplace import Prog, Reject, enc, prod  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -77,22 +76,6 @@ SHAPE_ERRORS = (
     "pad should be at most half of effective kernel size",
     "Target size (",
 )
-gv.WANTED_ERRORS = gv.WANTED_ERRORS + SHAPE_ERRORS
-
-_enc = gv.enc
-
-
-def enc_any(t):
-    """`enc` of a tensor PyTorch may give without storage of its own (a second-order gradient
-    that is an expanded zero): its values through a copy."""
-    rec = _enc(t.detach().clone())
-    rec["rg"] = bool(t.requires_grad)
-    return rec
-
-
-gv.enc = enc_any
-enc = enc_any
-
 FAMILY_WEIGHTS = [
     ("kinks", 20),
     ("reduce", 18),
@@ -111,6 +94,7 @@ FAMILY_WEIGHTS = [
 
 
 class OpsProg(Prog):
+    WANTED_ERRORS = Prog.WANTED_ERRORS + SHAPE_ERRORS
     UNARY = dict(Prog.UNARY)
     UNARY.update({
         "relu": lambda t, a: t.relu(),
@@ -124,16 +108,6 @@ class OpsProg(Prog):
         "select": lambda t, a: t.select(a["dim"], a["index"]),
         "narrow": lambda t, a: t.narrow(a["dim"], a["start"], a["len"]),
     })
-
-    def run(self, rec, fn, ng=None):
-        """`Prog.run`, where PyTorch's `IndexError`s (dims, indices out of range) and
-        `ValueError`s (loss sizes) count as the errors they are."""
-        def checked():
-            try:
-                return fn()
-            except (IndexError, ValueError) as e:
-                raise RuntimeError(str(e)) from e
-        return super().run(rec, checked, ng)
 
     def inputs_with(self, shapes, kinks=False, rg_prob=0.85):
         """Leaves of `shapes`; with `kinks`, some values are exact zeros, halves and ones."""
@@ -713,37 +687,6 @@ FAMILIES = {
 }
 
 
-def generate(seed, count):
-    rng = random.Random(seed)
-    total = sum(w for _, w in FAMILY_WEIGHTS)
-    plan = []
-    for n, w in FAMILY_WEIGHTS:
-        plan += [n] * round(count * w / total)
-    while len(plan) < count:
-        plan.append(rng.choices([n for n, _ in FAMILY_WEIGHTS], [w for _, w in FAMILY_WEIGHTS])[0])
-    plan = plan[:count]
-    rng.shuffle(plan)
-    rejects = collections.Counter()
-    for pid, fam in enumerate(plan):
-        while True:
-            p = OpsProg(random.Random(rng.getrandbits(64)), fam, True)
-            try:
-                FAMILIES[fam](p)
-            except Stop:
-                pass
-            except Reject as e:
-                rejects[str(e)[:90]] += 1
-                continue
-            break
-        prog = {"id": pid, "family": fam, "inputs": p.inputs, "steps": p.steps}
-        if p.error:
-            prog["error"] = p.error
-        yield prog
-    sys.stderr.write("rejected programs: %d\n" % sum(rejects.values()))
-    for k, v in rejects.most_common(8):
-        sys.stderr.write("  %5d  %s\n" % (v, k))
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=20261127)
@@ -762,7 +705,7 @@ def main():
                              "dtype": args.dtype,
                              "families": dict(FAMILY_WEIGHTS)}}
         raw.write((json.dumps(header) + "\n").encode())
-        for prog in generate(args.seed, args.count):
+        for prog in gv.generate(args.seed, args.count, True, FAMILY_WEIGHTS, FAMILIES, OpsProg):
             raw.write((json.dumps(prog, separators=(",", ":")) + "\n").encode())
             fams[prog["family"]] += 1
             if "error" in prog:

@@ -89,8 +89,10 @@ def rnd(v):
 
 
 def enc(t):
-    """A tensor's value: shape, flat C-order values, requires_grad."""
-    flat = t.detach().reshape(-1).tolist()
+    """A tensor's value: shape, flat C-order values, requires_grad. Read through a copy: PyTorch
+    may give a tensor without storage of its own (a second-order gradient that is an expanded
+    zero), whose `tolist()` fails."""
+    flat = t.detach().clone().reshape(-1).tolist()
     for v in flat:
         if not math.isfinite(v) or abs(v) > 1e4:
             raise Reject("value out of range")
@@ -119,6 +121,9 @@ def same_storage(a, b):
 
 
 class Prog:
+    # The errors a step may end the program with (a subclass widens them).
+    WANTED_ERRORS = WANTED_ERRORS
+
     def __init__(self, rng, family, use_select):
         self.r = rng
         self.family = family
@@ -161,9 +166,11 @@ class Prog:
         try:
             with torch.no_grad() if ng else contextlib.nullcontext():
                 return fn()
-        except RuntimeError as e:
+        except (RuntimeError, IndexError, ValueError) as e:
+            # PyTorch raises IndexError for dims and indices out of range, ValueError for some
+            # loss sizes: errors of the program all the same.
             msg = str(e)
-            if not any(w in msg for w in WANTED_ERRORS):
+            if not any(w in msg for w in self.WANTED_ERRORS):
                 raise Reject(msg)
             self.error = {"step": idx, "msg": msg}
             if msg.startswith("a leaf Variable") and rec.get("a") and \
@@ -1076,14 +1083,17 @@ FAMILIES = {
 }
 
 
-def generate(seed, count, use_select):
+def generate(seed, count, use_select, family_weights=FAMILY_WEIGHTS, families=FAMILIES,
+             prog_class=Prog):
+    """The programs of `families` (name -> builder) in the mix `family_weights`, built on
+    `prog_class` (`Prog` or a subclass): the views corpus by default, the ops corpus from `gen_ops.py`."""
     rng = random.Random(seed)
-    names = [n for n, _ in FAMILY_WEIGHTS]
-    weights = [w for _, w in FAMILY_WEIGHTS]
+    names = [n for n, _ in family_weights]
+    weights = [w for _, w in family_weights]
     # an exact mix: each family gets its share of `count`, in a shuffled order
     total = sum(weights)
     plan = []
-    for n, w in FAMILY_WEIGHTS:
+    for n, w in family_weights:
         plan += [n] * round(count * w / total)
     while len(plan) < count:
         plan.append(rng.choices(names, weights)[0])
@@ -1092,9 +1102,9 @@ def generate(seed, count, use_select):
     rejects = collections.Counter()
     for pid, fam in enumerate(plan):
         while True:
-            p = Prog(random.Random(rng.getrandbits(64)), fam, use_select)
+            p = prog_class(random.Random(rng.getrandbits(64)), fam, use_select)
             try:
-                FAMILIES[fam](p)
+                families[fam](p)
             except Stop:
                 pass
             except Reject as e:

@@ -667,30 +667,28 @@ impl<'a> Replay<'a> {
             }
             "leaky_relu" => one(F::leaky_relu(&self.var(a[0]), float(s, "slope"))?),
             "mse_loss" => one(F::mse_loss(&self.var(a[0]), &self.var(a[1]), reduction(s))?),
-            "cross_entropy" => {
-                let options = CrossEntropyOptions {
-                    weight: self.optional_const(s, "weight", None),
-                    ignore_index: s["ignore_index"].as_u64().map(|i| i as usize),
-                    reduction: reduction(s),
-                    label_smoothing: s["label_smoothing"].as_f64().unwrap_or(0.0),
-                };
-                one(F::cross_entropy(
-                    &self.var(a[0]),
-                    &usizes(&s["targets"]),
-                    &options,
-                )?)
-            }
-            "nll_loss" => {
-                let options = NllLossOptions {
-                    weight: self.optional_const(s, "weight", None),
-                    ignore_index: s["ignore_index"].as_u64().map(|i| i as usize),
-                    reduction: reduction(s),
-                };
-                one(F::nll_loss(
-                    &self.var(a[0]),
-                    &usizes(&s["targets"]),
-                    &options,
-                )?)
+            "cross_entropy" | "nll_loss" => {
+                let (x, targets) = (self.var(a[0]), usizes(&s["targets"]));
+                let weight = self.optional_const(s, "weight", None);
+                let ignore_index = s["ignore_index"].as_u64().map(|i| i as usize);
+                let reduction = reduction(s);
+                one(if op == "cross_entropy" {
+                    let label_smoothing = s["label_smoothing"].as_f64().unwrap_or(0.0);
+                    let options = CrossEntropyOptions {
+                        weight,
+                        ignore_index,
+                        reduction,
+                        label_smoothing,
+                    };
+                    F::cross_entropy(&x, &targets, &options)?
+                } else {
+                    let options = NllLossOptions {
+                        weight,
+                        ignore_index,
+                        reduction,
+                    };
+                    F::nll_loss(&x, &targets, &options)?
+                })
             }
             "bce_with_logits" => {
                 let x = self.var(a[0]);
@@ -821,9 +819,7 @@ impl<'a> Replay<'a> {
         }
         Ok(outs)
     }
-}
 
-impl Replay<'_> {
     /// The constant `s[key]` (flat values, of `shape` or 1-D) on this replay's device, if given.
     fn optional_const(&self, s: &Value, key: &str, shape: Option<&[usize]>) -> Option<Tensor> {
         let values = s.get(key).filter(|v| !v.is_null()).map(floats)?;

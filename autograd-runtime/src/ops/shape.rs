@@ -158,11 +158,13 @@ fn cat(tensors: &[Tensor], dim: usize) -> Result<Tensor> {
         .try_fold(0usize, |n, t| n.checked_add(t.numel()))
         .ok_or_else(|| Error::shape("cat", "the result has more than usize::MAX elements"))?;
     crate::tensor::layout::check_alloc("cat", numel, first.dtype().size_of())?;
-    if tensors.iter().any(is_legacy_empty) && !tensors.iter().all(is_legacy_empty) {
+    if tensors.iter().any(|t| is_legacy_empty(t.shape()))
+        && !tensors.iter().all(|t| is_legacy_empty(t.shape()))
+    {
         // The skipped parts (see `Tensor::cat`) are left out of the kernel's list.
         let kept: Vec<Tensor> = tensors
             .iter()
-            .filter(|t| !is_legacy_empty(t))
+            .filter(|t| !is_legacy_empty(t.shape()))
             .cloned()
             .collect();
         return kernels::of_tensor(first)?.cat(&kept, dim);
@@ -180,7 +182,7 @@ fn cat_backward(
     let mut start = 0;
     let mut grads = Vec::with_capacity(tensors.len());
     for (t, &needed) in tensors.iter().zip(needs_input_grad) {
-        if t.shape() == [0] {
+        if is_legacy_empty(t.shape()) {
             // A skipped 1-D empty input (or one of only such inputs): an empty gradient, made
             // afresh as PyTorch's `cat_tensors_backward` makes it.
             grads.push(needed.then(|| t.zeros()).transpose()?);
@@ -197,9 +199,9 @@ fn cat_backward(
     Ok(grads)
 }
 
-/// A 1-D tensor of size 0, which `cat` skips (PyTorch's legacy rule).
-fn is_legacy_empty(t: &Tensor) -> bool {
-    t.shape() == [0]
+/// The shape of a 1-D tensor of size 0, which `cat` skips (PyTorch's legacy rule).
+fn is_legacy_empty(shape: &[usize]) -> bool {
+    shape == [0]
 }
 
 /// PyTorch's `clone()`, `CloneBackward0`.
@@ -572,12 +574,12 @@ impl Tensor {
         // it adds nothing; its gradient is an empty tensor), unless every tensor is one.
         let first = tensors
             .iter()
-            .find(|t| !is_legacy_empty(t))
+            .find(|t| !is_legacy_empty(t.shape()))
             .unwrap_or(first);
         let d = wrap_dim(dim as isize, first.ndim())?;
         for (k, t) in tensors.iter().enumerate() {
             first.check_same_dtype_device("cat", t)?;
-            if is_legacy_empty(t) {
+            if is_legacy_empty(t.shape()) {
                 continue;
             }
             if t.ndim() != first.ndim() {

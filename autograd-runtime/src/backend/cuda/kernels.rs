@@ -69,7 +69,8 @@ pub(crate) struct Kernel {
 }
 
 impl Kernel {
-    #[doc(hidden)] // through `kernel!`, which spells both names from one base
+    /// The two instantiations' names; call it through [`kernel!`], which spells both from one
+    /// base name.
     pub(crate) const fn new(f32: &'static str, f64: &'static str) -> Kernel {
         Kernel { f32, f64 }
     }
