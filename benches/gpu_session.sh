@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The integration-test targets with CUDA cases (each skips them, saying so, without a GPU).
-TESTS=(ops nn views leaks soak fused)
+TESTS=(ops nn views corpus leaks soak fused)
 # Examples run on the GPU: their figures are the issue's tables.
 EXAMPLES=(cuda_overhead derive_side_by_side train_mlp engine_overhead)
 
@@ -65,7 +65,7 @@ run() {
         # CUDA cases only where a binary has many others: their names say cuda or gpu.
         local filter=()
         case "$name" in
-            ops | nn | views | leaks | soak | fused) filter=() ;;
+            ops | nn | views | corpus | leaks | soak | fused) filter=() ;;
             *_lib) filter=(cuda) ;;
         esac
         local rc=0

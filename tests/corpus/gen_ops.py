@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Records random programs of out-of-place ops from PyTorch, for `tests/views/views_corpus.rs`
+"""Records random programs of out-of-place ops from PyTorch, for `tests/corpus/main.rs`
 (its `ops_corpus_matches_pytorch` test): the ops' own semantics, where the views + in-place
 corpus (`gen_views_inplace.py`, whose program builder and op language this reuses) looks at
 aliasing. Families:

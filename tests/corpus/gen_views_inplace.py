@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Records random view + in-place programs from PyTorch, for `tests/views/views_corpus.rs`.
+"""Records random view + in-place programs from PyTorch, for `tests/corpus/main.rs`.
 
 Each program is run eagerly in PyTorch (float64, CPU, one thread) while it is generated: the
 generator looks at the live tensors to pick ops that are valid by construction (shapes that

@@ -1,12 +1,11 @@
 //! Replays the corpora recorded from PyTorch through the public API: the view + in-place corpus
-//! (`tests/corpus/views_inplace.jsonl.gz`, written by `tests/corpus/gen_views_inplace.py`) and
-//! the ops corpus (`tests/corpus/ops.jsonl.gz`, written by `tests/corpus/gen_ops.py`: kinks,
-//! reductions, matmul ranks, indexing, broadcasting and shape errors), in the op language
-//! `tests/corpus/README.md` describes. Each runs on `Device::Cpu`, on `Device::Virtual(1)` and, where there
-//! is a GPU, on `Device::Cuda(0)`, and requires every program to agree with PyTorch: each step's
-//! values (rtol 1e-9, atol 1e-12) and
-//! `requires_grad`, the gradients (`None` exactly where PyTorch has `None`), and errors at the same
-//! step with PyTorch's text.
+//! (`views_inplace.jsonl.gz`, written by `gen_views_inplace.py`) and the ops corpus
+//! (`ops.jsonl.gz` and its float32 twin `ops_f32.jsonl.gz`, written by `gen_ops.py`), in the op
+//! language this folder's `README.md` describes. Each program runs on `Device::Cpu`, on
+//! `Device::Virtual(1)` and, where there is a GPU, on `Device::Cuda(0)`, and must agree with
+//! PyTorch: each step's values (float64: rtol 1e-9, atol 1e-12; float32: see `RTOL_F32`) and
+//! `requires_grad`, the gradients (`None` exactly where PyTorch has `None`), and errors at the
+//! same step with PyTorch's text.
 //!
 //! On failure it prints counts per category and, for the first failing programs, the program as
 //! pseudo-code with what PyTorch got and what we got. Environment variables:
@@ -808,7 +807,7 @@ impl<'a> Replay<'a> {
                 )?
             }
             other => panic!(
-                "program {}: op {other:?} is not replayed by tests/views/views_corpus.rs",
+                "program {}: op {other:?} is not replayed by tests/corpus/main.rs",
                 self.program.id
             ),
         };
