@@ -417,3 +417,108 @@ fn b39_grad_wrt_leaf_and_nonleaf_together() {
     assert_close(&some(&g[1]), &[e + 2.0 * e]); // total derivative: eˣ + x·eˣ
     assert!(x.grad().is_none() && h.grad().is_none());
 }
+
+// ----- task_should_compute_output ------------------------------------------------------------
+
+/// Records, each time it runs, which of its outputs the running pass wants
+/// (`NodeMeta::should_compute_output`), and passes the gradient on to every input.
+struct Wants(Arc<std::sync::Mutex<Vec<Vec<bool>>>>);
+
+impl autograd::graph::Backward for Wants {
+    const NAME: &'static str = "WantsBackward";
+    fn backward(
+        &self,
+        meta: &autograd::graph::NodeMeta,
+        grads: autograd::graph::GradVec,
+    ) -> Result<autograd::graph::GradVec> {
+        let wanted = (0..meta.num_outputs())
+            .map(|i| meta.should_compute_output(i))
+            .collect();
+        self.0.lock().unwrap().push(wanted);
+        let g = grads[0].clone();
+        Ok((0..meta.num_outputs()).map(|_| g.clone()).collect())
+    }
+}
+
+/// `a + b + c` as one `WantsBackward` node over the three.
+fn wants_node(inputs: &[&Tensor], seen: &Arc<std::sync::Mutex<Vec<Vec<bool>>>>) -> Tensor {
+    let out = {
+        let _g = no_grad();
+        inputs[0].add(inputs[1]).unwrap().add(inputs[2]).unwrap()
+    };
+    let edges = autograd::__private::next_edges(inputs).unwrap();
+    autograd::__private::record_node(edges, &[&out], |_| Wants(seen.clone()));
+    out
+}
+
+#[test]
+fn a_selective_pass_tells_nodes_which_outputs_it_wants() -> Result<()> {
+    // PyTorch's generated nodes skip the gradients `exec_info` trims
+    // (`task_should_compute_output`): in `grad(y, [b])` only b's slot is wanted; in
+    // `backward()` (not selective) every input's that requires grad.
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (a, b) = (leaf(&[1.0], &[1]), leaf(&[2.0], &[1]));
+    let c = tensor(&[3.0], &[1]); // requires no grad: no edge
+    let y = wants_node(&[&a, &b, &c], &seen).sum()?;
+    let g = grad(
+        &[y.clone()],
+        std::slice::from_ref(&b),
+        GradOptions::new().retain_graph(true),
+    )?;
+    assert_eq!(g[0].as_ref().unwrap().to_vec::<f64>()?, [1.0]);
+    y.backward_with(
+        BackwardOptions::new()
+            .inputs(std::slice::from_ref(&a))
+            .retain_graph(true),
+    )?;
+    y.backward()?;
+    assert_eq!(
+        seen.lock().unwrap().as_slice(),
+        [
+            vec![false, true, false],
+            vec![true, false, false],
+            vec![true, true, false]
+        ]
+    );
+    assert_eq!(a.grad().unwrap().to_vec::<f64>()?, [2.0]);
+
+    // Built-in nodes read it: `grad` of a product w.r.t. one factor is that factor's only.
+    let (p, q) = (leaf(&[2.0, 3.0], &[2]), leaf(&[5.0, 7.0], &[2]));
+    let g = grad(&[p.mul(&q)?.sum()?], &[q.clone()], GradOptions::new())?;
+    assert_eq!(g[0].as_ref().unwrap().to_vec::<f64>()?, [2.0, 3.0]);
+    Ok(())
+}
+
+#[test]
+fn a_reentrant_pass_inside_a_selective_one_is_not_bound_by_it() -> Result<()> {
+    // The node of the outer `grad()` runs a plain backward inside its own backward: the inner
+    // pass's nodes want every output, whatever the outer pass wants of its own node's.
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let inner_seen = seen.clone();
+    let (a, b) = (leaf(&[1.0], &[1]), leaf(&[2.0], &[1]));
+    let c = tensor(&[3.0], &[1]);
+    let x = leaf(&[4.0], &[1]);
+    let outer = {
+        let _g = no_grad();
+        x.mul_scalar(2.0)?
+    };
+    let (a2, b2, c2) = (a.clone(), b.clone(), c.clone());
+    crate::common::custom(&[&x], outer.clone(), move |grads| {
+        let _g = enable_grad();
+        let inner = wants_node(&[&a2, &b2, &c2], &inner_seen).sum()?;
+        inner.backward()?;
+        Ok(grads
+            .into_iter()
+            .map(|g| g.map(|g| g.mul_scalar(2.0).unwrap()))
+            .collect())
+    });
+    let g = grad(
+        &[outer.sum()?],
+        std::slice::from_ref(&x),
+        GradOptions::new(),
+    )?;
+    assert_eq!(g[0].as_ref().unwrap().to_vec::<f64>()?, [2.0]);
+    assert_eq!(seen.lock().unwrap().as_slice(), [vec![true, true, false]]);
+    assert_eq!(b.grad().unwrap().to_vec::<f64>()?, [1.0]);
+    Ok(())
+}

@@ -236,16 +236,29 @@ impl<'a> NodePlan<'a> {
             .collect()
     }
 
+    /// What a backward's `needs_input_grad` reads: for built-in ops and derived functions, the
+    /// gradients the running pass wants (PyTorch's generated nodes' `task_should_compute_output`:
+    /// a `grad()` w.r.t. some inputs skips the others); for a hand-written custom backward, the
+    /// inputs that required grad at the forward (`ctx.needs_input_grad`).
+    fn needs_method(&self) -> Ident {
+        if self.args.builtin() || self.args.derive.is_some() {
+            format_ident!("should_compute_output", span = self.loc)
+        } else {
+            format_ident!("needs_input_grad", span = self.loc)
+        }
+    }
+
     /// `needs_input_grad` as a `Vec<bool>`, for a backward that takes `&[bool]`.
     fn needs_list(&self) -> Option<TokenStream> {
         let loc = self.loc;
+        let needs = self.needs_method();
         self.slots
             .iter()
             .any(|s| matches!(s.kind, SlotKind::NeedsInputGrad { array: None }))
             .then(|| {
                 quote_spanned! {loc=>
                     let __needs_input_grad: ::std::vec::Vec<bool> =
-                        (0.._meta.num_outputs()).map(|__i| _meta.needs_input_grad(__i)).collect();
+                        (0.._meta.num_outputs()).map(|__i| _meta.#needs(__i)).collect();
                 }
             })
     }
@@ -332,7 +345,8 @@ impl<'a> NodePlan<'a> {
                     SlotKind::Metadata { .. } => quote_spanned!(loc=> &self.#field),
                     SlotKind::NeedsInputGrad { array: Some(n) } => {
                         let i = 0..*n;
-                        quote_spanned!(loc=> [#(_meta.needs_input_grad(#i)),*])
+                        let needs = self.needs_method();
+                        quote_spanned!(loc=> [#(_meta.#needs(#i)),*])
                     }
                     SlotKind::NeedsInputGrad { array: None } => {
                         quote_spanned!(loc=> &__needs_input_grad)

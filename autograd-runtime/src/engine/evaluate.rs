@@ -6,6 +6,7 @@ use super::dependencies::NO_TARGET;
 use super::graph_task::{GraphTask, TaskQueue, TaskState};
 use super::input_buffer::InputBuffer;
 use super::node_task::{NodeTask, TaskKind};
+use super::per_thread;
 use crate::graph::{Edge, GradVec, Node, NodeMeta};
 use crate::layout::same_dims;
 use crate::sync::{Arc, MutexGuard};
@@ -68,6 +69,7 @@ pub(crate) fn evaluate_function(
     // Read by the walk: every `meta()` is a virtual call.
     let meta = gt.plan.meta(index);
     let mut grads = inputs.into_grads();
+    let mut _output_mask = None;
     if !gt.exec_info.is_empty() {
         let info = &gt.exec_info[index as usize];
         if !info.needed {
@@ -83,6 +85,10 @@ pub(crate) fn evaluate_function(
         if !info.needed {
             return Ok(None);
         }
+        _output_mask = Some(per_thread::OutputMask::set(
+            gt,
+            output_mask(gt, index, meta),
+        ));
     }
 
     let _span = super::trace::node_span(&gt.span, node);
@@ -390,6 +396,23 @@ fn call_function_with_hooks(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> 
         }
     }
     Ok(outputs)
+}
+
+/// Which outputs of node `index` lead to a node this selective pass runs (bit `i`: output `i`;
+/// outputs past the 64th always count as wanted).
+#[inline(never)]
+fn output_mask(gt: &GraphTask, index: u32, meta: &NodeMeta) -> u64 {
+    let mut mask = 0u64;
+    for i in 0..meta.num_outputs() {
+        if i >= 64 {
+            return mask;
+        }
+        let target = gt.plan.target(index, i);
+        if target != NO_TARGET && gt.exec_info[target as usize].should_execute() {
+            mask |= 1 << i;
+        }
+    }
+    mask
 }
 
 /// `node.apply(grads)`, through the profiler when the pass records. Not profiling (`None`) costs

@@ -13,7 +13,7 @@ mod exec_info;
 mod graph_task;
 mod input_buffer;
 mod node_task;
-mod per_thread;
+pub(crate) mod per_thread;
 mod ready_queue;
 mod reentrant;
 mod thread_local_state;

@@ -26,6 +26,10 @@ thread_local! {
     static TOTAL_DEPTH: Cell<usize> = const { Cell::new(0) };
     /// The graph task whose node, hook or callback is executing on this thread.
     static CURRENT_GRAPH_TASK: Cell<Option<NonNull<GraphTask>>> = const { Cell::new(None) };
+    /// In a selective pass (`grad()`, `backward(inputs=..)`), the outputs the node running on
+    /// this thread must compute (bit `i`: output `i`), and the graph task it runs for: nodes of
+    /// a reentrant pass nested in it are not bound by it (see [`should_compute_output`]).
+    static OUTPUT_MASK: Cell<Option<(NonNull<GraphTask>, u64)>> = const { Cell::new(None) };
 }
 
 pub(crate) fn local_ready_queue() -> Arc<TaskQueue> {
@@ -113,4 +117,36 @@ pub(crate) fn with_current_graph_task<R>(f: impl FnOnce(Option<&GraphTask>) -> R
     // one thread, so a published pointer always refers to a live `GraphTask`.
     let task = ptr.map(|p| unsafe { p.as_ref() });
     f(task)
+}
+
+/// Publishes the outputs the node about to run for `task` must compute until dropped
+/// (restored on unwinding too, so a panicking node leaves no mask behind).
+pub(crate) struct OutputMask {
+    previous: Option<(NonNull<GraphTask>, u64)>,
+}
+
+impl OutputMask {
+    pub(crate) fn set(task: &GraphTask, mask: u64) -> OutputMask {
+        let previous = OUTPUT_MASK.with(|m| m.replace(Some((NonNull::from(task), mask))));
+        OutputMask { previous }
+    }
+}
+
+impl Drop for OutputMask {
+    fn drop(&mut self) {
+        OUTPUT_MASK.with(|m| m.set(self.previous));
+    }
+}
+
+/// Whether the node running on this thread must compute its output `i` (PyTorch's
+/// `task_should_compute_output`): false only in a selective pass whose `exec_info` does not
+/// run the node output `i` leads to. The pointers are compared, never dereferenced.
+pub(crate) fn should_compute_output(i: usize) -> bool {
+    let Some((task, mask)) = OUTPUT_MASK.with(Cell::get) else {
+        return true;
+    };
+    if i >= 64 || CURRENT_GRAPH_TASK.with(Cell::get) != Some(task) {
+        return true;
+    }
+    mask & (1 << i) != 0
 }

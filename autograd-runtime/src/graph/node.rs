@@ -244,4 +244,29 @@ impl NodeMeta {
     pub fn needs_input_grad(&self, i: usize) -> bool {
         self.next_edges.get(i).is_some_and(Option::is_some)
     }
+
+    /// Whether output `i` is wanted by the pass running this node (PyTorch's
+    /// `task_should_compute_output`): it goes somewhere ([`NodeMeta::needs_input_grad`]) and,
+    /// in a selective pass (`grad()`, `backward(inputs=..)`), to a node that pass runs. The
+    /// backwards the macros generate for built-in ops and derived functions skip the others;
+    /// a hand-written custom backward sees [`NodeMeta::needs_input_grad`], as PyTorch's
+    /// `ctx.needs_input_grad` does not depend on the pass either.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{grad, GradOptions, Tensor};
+    /// let a = Tensor::scalar(2.0f64).requires_grad_(true)?;
+    /// let b = Tensor::scalar(3.0f64).requires_grad_(true)?;
+    /// let y = a.mul(&b)?;
+    /// // Outside a pass, every output with an edge is wanted.
+    /// assert!(y.grad_fn().unwrap().meta().should_compute_output(1));
+    /// // `grad` w.r.t. `a` alone: MulBackward0 computes a's gradient only.
+    /// let g = grad(&[y], &[a], GradOptions::new())?;
+    /// assert_eq!(g[0].as_ref().unwrap().item::<f64>()?, 3.0);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn should_compute_output(&self, i: usize) -> bool {
+        self.needs_input_grad(i) && crate::engine::per_thread::should_compute_output(i)
+    }
 }
