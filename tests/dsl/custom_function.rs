@@ -460,7 +460,7 @@ fn dirty_inputs() -> Result<()> {
     let err = forgets_to_return(&x).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "Some elements marked as dirty during the forward method were not returned as output."
+        "Some elements marked as dirty during the forward method were not returned as output. The inputs that are modified inplace must all be outputs of the Function."
     );
 
     // Without recording, nothing is checked.
@@ -887,5 +887,35 @@ fn saved_tensor_hooks_see_residuals_and_outputs_with_their_grad_fn() -> Result<(
     y.sum()?.add(&e.sum()?)?.backward()?;
     let expected: Vec<f64> = [1.0f64, 2.0].iter().map(|v| v + v.exp()).collect();
     assert_eq!(grad_of(&a), expected);
+    Ok(())
+}
+
+#[differentiable(dirty(x))]
+fn add_one_and_double(x: &Tensor) -> Result<(Tensor, Tensor)> {
+    x.add_(&Tensor::scalar(1.0f64))?;
+    Ok((x.clone(), x.mul_scalar(2.0)?))
+}
+
+#[backward(add_one_and_double)]
+fn add_one_and_double_backward(grad_0: &Tensor, grad_1: &Tensor) -> Result<Tensor> {
+    grad_0.add(&grad_1.mul_scalar(2.0)?)
+}
+
+#[test]
+fn a_dirty_view_with_two_outputs_is_refused_in_pytorchs_words() -> Result<()> {
+    // DirtyTwo.forward: x.add_(1); ctx.mark_dirty(x); return x, x * 2 — given v = (a * 1)[0:1].
+    let a = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
+    let v = a.mul_scalar(1.0)?.narrow(0, 0, 1)?;
+    let err = add_one_and_double(&v).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "If your Function modifies inplace an input that is a view of another Tensor, your Function cannot return more than one Tensor. This is not supported by the current autograd engine. You should either make sure the input is not a view (using .clone() for example) or make your Function only return one Tensor (potentially splitting it into two Functions: one doing the inplace that returns a single Tensor and a second one that does the other operations). You can ask on the forum https://discuss.pytorch.org/ if you need help to do this change."
+    );
+    // Not a view: both outputs, the first the input itself.
+    let b = a.mul_scalar(1.0)?;
+    let (p, q) = add_one_and_double(&b)?;
+    assert!(p.is_same(&b));
+    p.add(&q)?.sum()?.backward()?;
+    assert_eq!(grad_of(&a), [3.0, 3.0]);
     Ok(())
 }

@@ -556,7 +556,7 @@ impl<'a> LinkPlan<'a> {
             .map(|(input, pos)| {
                 let input = input.ident;
                 let not_returned = self.err(quote_spanned!(loc=> #krate::Error::msg(
-                    "Some elements marked as dirty during the forward method were not returned as output."
+                    "Some elements marked as dirty during the forward method were not returned as output. The inputs that are modified inplace must all be outputs of the Function."
                 )));
                 let find = quote_spanned! {loc=>
                     let #pos: usize = match [#(&#outs),*].iter().position(|__o| __o.is_same(#input)) {

@@ -156,7 +156,7 @@ const _: () = {
                     return ::core::result::Result::Err(
                         ::core::convert::Into::into(
                             crate::Error::msg(
-                                "Some elements marked as dirty during the forward method were not returned as output.",
+                                "Some elements marked as dirty during the forward method were not returned as output. The inputs that are modified inplace must all be outputs of the Function.",
                             ),
                         ),
                     );

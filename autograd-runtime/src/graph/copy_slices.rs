@@ -300,8 +300,8 @@ pub(crate) fn rebase_view_history(
 ///
 /// # Errors
 ///
-/// PyTorch's "Functions which modify views in-place must return a single Variable" when the node
-/// has several outputs.
+/// PyTorch's "If your Function modifies inplace an input that is a view of another Tensor, your
+/// Function cannot return more than one Tensor. ..." when the node has several outputs.
 #[doc(hidden)]
 pub fn rebase_dirty_view(t: &Tensor, node: &NodeRef) -> Result<()> {
     let Some(base) = t.view_base().cloned() else {
@@ -309,7 +309,7 @@ pub fn rebase_dirty_view(t: &Tensor, node: &NodeRef) -> Result<()> {
     };
     if node.meta().num_inputs() != 1 {
         return Err(Error::msg(
-            "Functions which modify views in-place must return a single Variable",
+            "If your Function modifies inplace an input that is a view of another Tensor, your Function cannot return more than one Tensor. This is not supported by the current autograd engine. You should either make sure the input is not a view (using .clone() for example) or make your Function only return one Tensor (potentially splitting it into two Functions: one doing the inplace that returns a single Tensor and a second one that does the other operations). You can ask on the forum https://discuss.pytorch.org/ if you need help to do this change.",
         ));
     }
     let geometry = StridedGeometry::of(&base, t)?;
