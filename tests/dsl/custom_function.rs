@@ -6,6 +6,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use autograd::graph::InputMetadata;
 use autograd::{
     BackwardOptions, DType, Error, GradOptions, NodeRef, Result, Tensor, backward, differentiable,
     gradcheck, gradgradcheck, is_grad_enabled, saved_tensors_hooks,
@@ -281,11 +282,14 @@ fn pass_second_backward(grad: &Tensor) -> (Option<Tensor>, Tensor) {
 }
 
 #[test]
-fn undefined_gradients_stay_undefined_and_inputs_returned_as_is_are_aliased() -> Result<()> {
+fn undefined_gradients_stay_undefined_and_inputs_returned_as_is_are_views() -> Result<()> {
     let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
     let y = Tensor::scalar(5.0f64).requires_grad_(true)?;
     let out = pass_second(&x, &y);
-    assert!(!out.is_same(&y), "an input returned as is becomes an alias");
+    assert!(
+        !out.is_same(&y) && out.is_view(),
+        "an input returned as is becomes a view of itself"
+    );
     assert!(
         y.is_leaf() && y.grad_fn().is_none(),
         "the input itself is untouched"
@@ -629,7 +633,7 @@ fn double_duplicate_backward(
     grad_0.mul_scalar(2.0)?.add(&grad_1.mul_scalar(2.0)?)
 }
 
-/// Returns its input twice (each occurrence becomes an alias of its own, as PyTorch's views).
+/// Returns its input twice (each occurrence becomes a view of its own, as in PyTorch).
 #[differentiable]
 fn input_twice(x: &Tensor) -> (Tensor, Tensor) {
     (x.clone(), x.clone())
@@ -672,12 +676,216 @@ fn a_tensor_returned_twice_is_one_tensor_and_two_outputs() -> Result<()> {
     );
     assert_eq!(grad_of(&x), [8.0, 8.0]);
 
-    // An input returned twice: two aliases, outputs 0 and 1, neither the input itself.
+    // An input returned twice: two views, outputs 0 and 1, neither the input itself.
     let x = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
     let (a, b) = input_twice(&x);
     assert!(!a.is_same(&b) && !a.is_same(&x) && !b.is_same(&x));
     assert_eq!((a.output_nr(), b.output_nr()), (0, 1));
     a.mul_scalar(3.0)?.add(&b)?.sum()?.backward()?;
     assert_eq!(grad_of(&x), [4.0, 4.0]);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Outputs that alias an input: views made in a custom function (PyTorch's IN_CUSTOM_FUNCTION).
+// Each expectation is PyTorch 2.15's, from `torch.autograd.Function`s of the same shape
+// (`Ident.forward(ctx, x): return x`, `ViewOf.forward(ctx, x): return x.view(-1)`, ...).
+
+/// PyTorch's suffix for a view made in a custom function.
+const IN_CUSTOM_FUNCTION: &str = " This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.";
+
+#[differentiable]
+fn ident(x: &Tensor) -> Tensor {
+    x.clone()
+}
+
+#[backward(ident)]
+fn ident_backward(grad: &Tensor) -> Tensor {
+    grad.clone()
+}
+
+#[differentiable]
+fn flat_view(x: &Tensor) -> Result<Tensor> {
+    x.reshape(&[x.numel()])
+}
+
+#[backward(flat_view)]
+fn flat_view_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
+    grad.reshape(x.shape())
+}
+
+#[test]
+fn an_input_returned_as_is_is_a_view_refused_in_place() -> Result<()> {
+    // a = tensor([1., 2.], requires_grad=True); out = Ident.apply(a): a view of `a` with the
+    // custom node as grad_fn; `out.mul_(3)` raises (it would write into the leaf and leave the
+    // gradient of later uses computed through changed values).
+    let a = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
+    let out = ident(&a);
+    assert!(out.is_view() && !out.is_same(&a) && out.shares_storage(&a));
+    assert_eq!(out.grad_fn().expect("node").name(), "IdentBackward0");
+    let err = out.mul_(&Tensor::scalar(3.0f64)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("Output 0 of Ident is a view and is being modified inplace.{IN_CUSTOM_FUNCTION}")
+    );
+    assert_eq!(a.to_vec::<f64>()?, [1.0, 2.0], "the leaf is unchanged");
+    out.mul_scalar(3.0)?.sum()?.backward()?;
+    assert_eq!(grad_of(&a), [3.0, 3.0]);
+
+    // b = a * 1; out = Ident.apply(b); b.mul_(3): using `out` afterwards raises.
+    let b = a.mul_scalar(1.0)?;
+    let out = ident(&b);
+    b.mul_(&Tensor::scalar(3.0f64))?;
+    let err = out.sum().and_then(|s| s.backward()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "Output 0 of Ident is a view and its base or another view of its base has been modified inplace.{IN_CUSTOM_FUNCTION}"
+        )
+    );
+    Ok(())
+}
+
+#[test]
+fn a_view_made_in_the_forward_is_refused_in_place() -> Result<()> {
+    let a = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], &[2, 2])?.requires_grad_(true)?;
+    let b = a.mul_scalar(1.0)?;
+    let out = flat_view(&b)?;
+    assert!(out.is_view() && out.shares_storage(&b));
+    assert_eq!(out.grad_fn().expect("node").name(), "FlatViewBackward0");
+    let err = out.add_(&Tensor::scalar(1.0f64)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "Output 0 of FlatView is a view and is being modified inplace.{IN_CUSTOM_FUNCTION}"
+        )
+    );
+    out.mul_scalar(2.0)?.sum()?.backward()?;
+    assert_eq!(grad_of(&a), [2.0; 4]);
+    Ok(())
+}
+
+#[test]
+fn without_a_node_an_input_returned_as_is_does_not_carry_its_gradient() -> Result<()> {
+    // with torch.no_grad(): o = Ident.apply(a)  ->  o.requires_grad False, not `a`, not a view;
+    // o.sum().backward() raises "element 0 of tensors does not require grad ...".
+    let a = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
+    let o = {
+        let _g = autograd::no_grad();
+        ident(&a)
+    };
+    assert!(!o.requires_grad() && o.grad_fn().is_none() && !o.is_same(&a) && !o.is_view());
+    let err = o.sum()?.backward().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "element 0 of tensors does not require grad and does not have a grad_fn"
+    );
+    assert!(a.grad().is_none());
+
+    // A constant input: a view of it (made with recording off) that does not require grad; an
+    // in-place op recorded on it raises.
+    let c = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?;
+    let o = ident(&c);
+    assert!(!o.requires_grad() && o.is_view() && !o.is_same(&c));
+    let w = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
+    let err = o.mul_(&w).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "A view was created in no_grad mode and is being modified inplace with grad mode enabled.{IN_CUSTOM_FUNCTION}"
+        )
+    );
+    Ok(())
+}
+
+#[test]
+fn an_input_returned_twice_is_two_views_of_a_multi_output_node() -> Result<()> {
+    let a = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
+    let (p, _q) = input_twice(&a);
+    let err = p.mul_(&Tensor::scalar(2.0f64)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Output 0 of InputTwice is a view and is being modified inplace. This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one."
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// `save(..)` residuals are saved tensors (PyTorch's `save_for_backward` of an intermediate).
+
+/// Doubles `x`, keeping `x.reshape(..)` (a view of the input) as a residual.
+#[differentiable(save(flat))]
+fn double_keeping_flat(x: &Tensor) -> Result<(Tensor, Tensor)> {
+    Ok((x.mul_scalar(2.0)?, x.reshape(&[x.numel()])?))
+}
+
+#[backward(double_keeping_flat)]
+fn double_keeping_flat_backward(grad: &Tensor, flat: &Tensor) -> Result<Tensor> {
+    grad.mul(&flat.reshape(grad.shape())?)
+}
+
+#[test]
+fn a_residual_is_version_checked_and_freed_after_backward() -> Result<()> {
+    // Residual.forward: r = x.reshape(2); ctx.save_for_backward(r); return x * 2. With
+    // b = a * 1 changed in place before backward, PyTorch raises (on the residual, a view made
+    // with recording off whose base changed): "A view was created in no_grad mode and its base
+    // ..."; a second backward raises "Trying to backward through the graph a second time".
+    let a = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
+    let b = a.mul_scalar(1.0)?;
+    let y = double_keeping_flat(&b)?;
+    b.add_(&Tensor::scalar(1.0f64))?;
+    let err = y.sum()?.backward().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "A view was created in no_grad mode and its base or another view of its base has been modified inplace with grad mode enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked)."
+    );
+    assert!(a.grad().is_none());
+
+    let y = double_keeping_flat(&a.mul_scalar(1.0)?)?;
+    y.sum()?.backward()?;
+    assert_eq!(grad_of(&a), [1.0, 2.0]);
+    let err = y.sum()?.backward().unwrap_err();
+    assert!(matches!(err, Error::BackwardTwice), "{err}");
+    let names = {
+        let mut names = Vec::new();
+        y.grad_fn()
+            .expect("node")
+            .visit_saved_tensors(&mut |name, _| names.push(name.to_string()));
+        names
+    };
+    assert_eq!(names, ["flat"]);
+    Ok(())
+}
+
+#[test]
+fn saved_tensor_hooks_see_residuals_and_outputs_with_their_grad_fn() -> Result<()> {
+    // PyTorch: a pack hook sees each tensor `save_for_backward` keeps; a saved output with its
+    // grad_fn (the custom node) already set, requiring grad.
+    // What the pack hook saw: each tensor's grad_fn name and requires_grad.
+    type Seen = Vec<(Option<String>, bool)>;
+    let packed: Arc<Mutex<Seen>> = Arc::default();
+    let seen = packed.clone();
+    let a = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
+    let (y, e) = {
+        let _hooks = saved_tensors_hooks(
+            move |t: &Tensor| {
+                let name = t.grad_fn().map(|f| f.name().to_string());
+                seen.lock().unwrap().push((name, t.requires_grad()));
+                t.mul_scalar(1.0).expect("mul")
+            },
+            |t: &Tensor| t.clone(),
+        );
+        (double_keeping_flat(&a)?, my_exp(&a)?)
+    };
+    assert_eq!(
+        packed.lock().unwrap().as_slice(),
+        [
+            (None, true), // the residual: a view of `a`, made with recording off
+            (Some("MyExpBackward0".to_string()), true),
+        ]
+    );
+    y.sum()?.add(&e.sum()?)?.backward()?;
+    let expected: Vec<f64> = [1.0f64, 2.0].iter().map(|v| v + v.exp()).collect();
+    assert_eq!(grad_of(&a), expected);
     Ok(())
 }

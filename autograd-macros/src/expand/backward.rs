@@ -470,12 +470,36 @@ impl<'a> LinkPlan<'a> {
         }
     }
 
-    /// Without a node, the forward's value less its residuals.
+    /// Without a node, the forward's value less its residuals. A custom function's outputs are
+    /// made what PyTorch makes of them without a node (see [`Self::fresh`]): an input returned as
+    /// is comes back as a view of itself, or a detached alias when it requires grad.
     fn unrecorded(&self) -> TokenStream {
         let loc = self.linked.loc;
         let (forward_fn, idents) = (&self.linked.forward_fn, &self.idents);
         let (elems, outs) = (&self.elems, &self.outs);
         let forward_call = quote_spanned!(loc=> #forward_fn(#(#idents),*));
+        if !self.builtin {
+            let unwrap = self.unwrap();
+            let skip = self.fwd.residuals.iter().map(|_| quote_spanned!(loc=> _));
+            let destructure = if self.fwd.output.tuple || !self.fwd.residuals.is_empty() {
+                quote_spanned!(loc=> let (#(#elems,)* #(#skip,)*) = __output;)
+            } else {
+                quote_spanned!(loc=> let #(#outs)* = __output;)
+            };
+            let fresh = self.fresh(false);
+            let mark = self.mark_views(false);
+            let value = self.value(self.fwd.output.fallible);
+            return quote_spanned! {loc=>
+                {
+                    let __output = #forward_call;
+                    #unwrap
+                    #destructure
+                    #fresh
+                    #mark
+                    #value
+                }
+            };
+        }
         if self.fwd.residuals.is_empty() {
             return forward_call;
         }
@@ -602,12 +626,14 @@ impl<'a> LinkPlan<'a> {
             .collect()
     }
 
-    /// An output that already takes part in autograd (an input returned as is, a captured
-    /// tensor that requires grad, or an earlier output returned twice) is replaced by a
-    /// detached alias, which shares storage and version counter; only dirty inputs keep their
-    /// handle. A built-in forward returns new tensors by contract: that is only asserted, in
-    /// debug builds.
-    fn fresh(&self) -> TokenStream {
+    /// The outputs made what PyTorch's `_process_backward_mode_ad` makes of them
+    /// (`custom_output` in the runtime): an input returned as is becomes a view of itself (or,
+    /// unrecorded and requiring grad, a detached alias, so that no gradient escapes), a captured
+    /// tensor with history a detached alias; only dirty inputs keep their handle. `recorded`:
+    /// whether a node is being recorded (the outputs are then differentiable, unless marked
+    /// `non_differentiable`). A built-in forward returns new tensors by contract: that is only
+    /// asserted, in debug builds.
+    fn fresh(&self, recorded: bool) -> TokenStream {
         let (loc, krate, outs, fwd) = (self.linked.loc, &self.krate, &self.outs, self.fwd);
         let builtin = self.builtin;
         let inputs: Vec<&Ident> = fwd
@@ -634,7 +660,7 @@ impl<'a> LinkPlan<'a> {
         };
         // The same tensor returned twice stays one tensor, the node's output at both positions
         // (PyTorch's `test_return_duplicate`), unless it is an input returned as is: each
-        // occurrence of an input is an alias of its own, as PyTorch makes one view per
+        // occurrence of an input is a view of its own, as PyTorch makes one view per
         // occurrence. A dirty input is the input itself at every position.
         let is_plain_input = |t: TokenStream| {
             let plain = |ps: &[&Ident]| -> Vec<Ident> {
@@ -650,10 +676,10 @@ impl<'a> LinkPlan<'a> {
                     #(|| #slice_inputs.iter().any(|__i| __i.is_same(#t)))*
             }
         };
+        let custom_output = quote_spanned!(loc=> #krate::__private::custom_output);
         if fwd.output.vec {
             let out = &outs[0];
             let taken = is_input(quote_spanned!(loc=> __o));
-            let taken_owned = is_input(quote_spanned!(loc=> &__o));
             return if builtin {
                 quote_spanned! {loc=>
                     ::core::debug_assert!(
@@ -664,24 +690,22 @@ impl<'a> LinkPlan<'a> {
             } else {
                 quote_spanned! {loc=>
                     let #out: ::std::vec::Vec<#krate::Tensor> = {
-                        // For each output, the first earlier output that is the same tensor.
-                        let __dups: ::std::vec::Vec<::core::option::Option<usize>> = #out
+                        // For each output, whether it is an input, and the first earlier output
+                        // that is the same tensor.
+                        let __kinds: ::std::vec::Vec<(bool, ::core::option::Option<usize>)> = #out
                             .iter()
                             .enumerate()
                             .map(|(__j, __o)| {
-                                if #taken { return ::core::option::Option::None; }
-                                #out[..__j].iter().position(|__e| __e.is_same(__o))
+                                if #taken { return (true, ::core::option::Option::None); }
+                                (false, #out[..__j].iter().position(|__e| __e.is_same(__o)))
                             })
                             .collect();
                         let mut __fresh: ::std::vec::Vec<#krate::Tensor> =
                             ::std::vec::Vec::with_capacity(#out.len());
-                        for (__o, __dup) in ::core::iter::Iterator::zip(#out.into_iter(), __dups) {
+                        for (__o, (__input, __dup)) in ::core::iter::Iterator::zip(#out.into_iter(), __kinds) {
                             let __o = match __dup {
                                 ::core::option::Option::Some(__i) => ::core::clone::Clone::clone(&__fresh[__i]),
-                                ::core::option::Option::None if __o.requires_grad() || #taken_owned => {
-                                    __o.detach()
-                                }
-                                ::core::option::Option::None => __o,
+                                ::core::option::Option::None => #custom_output(__o, __input, false, #recorded),
                             };
                             __fresh.push(__o);
                         }
@@ -690,7 +714,7 @@ impl<'a> LinkPlan<'a> {
                 }
             };
         }
-        let dirty_positions: Vec<&Ident> = self.dirty.iter().map(|(_, pos)| pos).collect();
+        let dirty_flags = self.dirty_flags(recorded);
         let dups = (1..outs.len()).filter(|_| !builtin).map(|j| {
             let (earlier, out) = (&outs[..j], &outs[j]);
             let dup = format_ident!("__dup{}", j, span = loc);
@@ -705,9 +729,10 @@ impl<'a> LinkPlan<'a> {
         });
         let processed = outs.iter().enumerate().map(|(j, out)| {
             let taken = is_input(quote_spanned!(loc=> &#out));
-            let keep = (!dirty_positions.is_empty())
-                .then(|| quote_spanned!(loc=> [#(#dirty_positions),*].contains(&#j) ||));
             if builtin {
+                let dirty_positions: Vec<&Ident> = self.dirty.iter().map(|(_, pos)| pos).collect();
+                let keep = (!dirty_positions.is_empty())
+                    .then(|| quote_spanned!(loc=> [#(#dirty_positions),*].contains(&#j) ||));
                 let earlier = &outs[..j];
                 let earlier_check = (j > 0).then(
                     || quote_spanned!(loc=> || [#(&#earlier),*].iter().any(|__e| __e.is_same(&#out))),
@@ -721,8 +746,13 @@ impl<'a> LinkPlan<'a> {
                     );
                 };
             }
+            let is_dirty = format_ident!("__is_dirty{}", j, span = loc);
+            let differentiable = recorded && !self.non_diff[j];
             let fresh = quote_spanned! {loc=>
-                if #keep !(#out.requires_grad() || #taken) { #out } else { #out.detach() }
+                {
+                    let __input: bool = #taken;
+                    #custom_output(#out, __input, #is_dirty, #differentiable)
+                }
             };
             if j == 0 {
                 return quote_spanned!(loc=> let #out = #fresh;);
@@ -738,7 +768,64 @@ impl<'a> LinkPlan<'a> {
                 };
             }
         });
-        dups.chain(processed).collect()
+        dirty_flags
+            .into_iter()
+            .chain(dups)
+            .chain(processed)
+            .collect()
+    }
+
+    /// `let __is_dirty{j}: bool = ..;`: whether output `j` is a dirty input (custom functions;
+    /// nothing for built-in ops and `Vec<Tensor>` forwards). Recorded, from the positions the
+    /// dirty checks found; unrecorded (nothing was checked), by comparing handles.
+    fn dirty_flags(&self, recorded: bool) -> Option<TokenStream> {
+        let (loc, outs) = (self.linked.loc, &self.outs);
+        if self.builtin || self.fwd.output.vec {
+            return None;
+        }
+        let flags = outs.iter().enumerate().map(|(j, out)| {
+            let is_dirty = format_ident!("__is_dirty{}", j, span = loc);
+            let value = if recorded {
+                let positions = self.dirty.iter().map(|(_, pos)| pos);
+                quote_spanned!(loc=> false #(|| #positions == #j)*)
+            } else {
+                let inputs = self.dirty.iter().map(|(input, _)| input.ident);
+                quote_spanned!(loc=> false #(|| #inputs.is_same(&#out))*)
+            };
+            quote_spanned!(loc=> let #is_dirty: bool = #value;)
+        });
+        Some(flags.collect())
+    }
+
+    /// After the node is attached (or none was recorded): the outputs that are views are marked
+    /// as made in a custom function (`mark_custom_outputs`), so that PyTorch refuses an in-place
+    /// op on them, and a use after their base changed.
+    fn mark_views(&self, recorded: bool) -> Option<TokenStream> {
+        let (loc, krate, outs) = (self.linked.loc, &self.krate, &self.outs);
+        if self.builtin {
+            return None;
+        }
+        let mark = quote_spanned!(loc=> #krate::__private::mark_custom_outputs);
+        if self.fwd.output.vec {
+            let out = &outs[0];
+            let differentiable = if recorded {
+                quote_spanned!(loc=> #out.len())
+            } else {
+                quote_spanned!(loc=> 0)
+            };
+            return Some(quote_spanned! {loc=>
+                #mark(&#out.iter().collect::<::std::vec::Vec<&#krate::Tensor>>(), &[], #differentiable);
+            });
+        }
+        let flags = (0..outs.len()).map(|j| format_ident!("__is_dirty{}", j, span = loc));
+        let differentiable = if recorded {
+            self.non_diff.iter().filter(|nd| !**nd).count()
+        } else {
+            0
+        };
+        Some(quote_spanned! {loc=>
+            #mark(&[#(&#outs),*], &[#(#flags),*], #differentiable);
+        })
     }
 
     /// Which output of the node a saved output is: the last position of that tensor among the
@@ -834,6 +921,16 @@ impl<'a> LinkPlan<'a> {
                 SlotKind::Attr { .. } => {
                     let local = format_ident!("{}_attr", s.field);
                     quote_spanned!(loc=> #local)
+                }
+                SlotKind::Residual { index, tensor: true, .. } => {
+                    let r = format_ident!("__res{}", index, span = loc);
+                    let outputs = if self.fwd.output.vec {
+                        let out = &outs[0];
+                        quote_spanned!(loc=> &#out.iter().collect::<::std::vec::Vec<&#krate::Tensor>>())
+                    } else {
+                        quote_spanned!(loc=> &[#(&#outs),*])
+                    };
+                    quote_spanned!(loc=> #save.residual(&#r, #outputs))
                 }
                 SlotKind::Residual { index, .. } => {
                     let r = format_ident!("__res{}", index, span = loc);
@@ -968,7 +1065,8 @@ impl<'a> LinkPlan<'a> {
         let unwrap = self.unwrap();
         let destructure = self.destructure();
         let dirty_checks = self.dirty_checks();
-        let fresh = self.fresh();
+        let fresh = self.fresh(true);
+        let mark = self.mark_views(true);
         let non_diff_aliases = self.non_diff_aliases();
         let (record_refs, build_refs) = self.record_refs();
         let record = self.record(&record_refs);
@@ -1003,6 +1101,7 @@ impl<'a> LinkPlan<'a> {
                         #build_refs
                         #record
                         #rebases
+                        #mark
                         #value
                     }
         }
@@ -1030,6 +1129,7 @@ impl<'a> LinkPlan<'a> {
                         }
                     })
                 }
+                SlotKind::Residual { tensor: true, .. } => None,
                 SlotKind::Residual { index, .. } => {
                     let ty = fwd.residuals[index].ty;
                     let at = Span::mixed_site().located_at(syn::spanned::Spanned::span(ty));

@@ -485,18 +485,26 @@ enum SlotKind<'a> {
     /// `needs_input_grad`: `[bool; N]` (`array`) or `&[bool]`, from the node's next edges.
     NeedsInputGrad { array: Option<usize> },
     /// Residual `index` of `save(..)`: moved into the node after the forward; the backward
-    /// receives it as its parameter type says (`bw_ty`, by reference if `by_ref`).
+    /// receives it as its parameter type says (`bw_ty`, by reference if `by_ref`). A `Tensor`
+    /// residual (`tensor`) is kept as a saved tensor, as PyTorch's `save_for_backward` of an
+    /// intermediate: version-checked, seen by saved-tensor hooks, freed after backward.
     Residual {
         index: usize,
         bw_ty: &'a syn::Type,
         by_ref: bool,
+        tensor: bool,
     },
 }
 
 impl Slot<'_> {
     /// The saved value is a `SavedTensor` (or a list or option of them).
     fn is_tensor(&self) -> bool {
-        matches!(self.kind, SlotKind::Input { .. } | SlotKind::Output { .. })
+        matches!(
+            self.kind,
+            SlotKind::Input { .. }
+                | SlotKind::Output { .. }
+                | SlotKind::Residual { tensor: true, .. }
+        )
     }
 
     /// It is a list: a `&[Tensor]` input or a `Vec<Tensor>` output.
@@ -588,6 +596,7 @@ fn slots<'a>(
                     index,
                     bw_ty: param.ty,
                     by_ref: attr_by_ref(fwd.residuals[index].ty, param.ty),
+                    tensor: ir::is_tensor(fwd.residuals[index].ty),
                 },
                 Source::NeedsInputGrad => SlotKind::NeedsInputGrad {
                     array: ir::bool_array_len(param.ty),

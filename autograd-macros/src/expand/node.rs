@@ -53,6 +53,7 @@ impl<'a> NodePlan<'a> {
                         }
                         None => param_type(fwd_path, fwd, *index, false),
                     },
+                    SlotKind::Residual { tensor: true, .. } => saved.clone(),
                     SlotKind::Residual { index, .. } => residual_type(fwd_path, fwd, *index),
                     SlotKind::Metadata { .. } => {
                         quote_spanned!(loc=> #krate::__private::InputMetadata)
@@ -259,7 +260,33 @@ impl<'a> NodePlan<'a> {
                     SlotKind::Attr {
                         ty, bw_ty, by_ref, ..
                     } => (Some(ty), bw_ty, by_ref),
-                    SlotKind::Residual { bw_ty, by_ref, .. } => (None, bw_ty, by_ref),
+                    SlotKind::Residual {
+                        bw_ty,
+                        by_ref,
+                        tensor: false,
+                        ..
+                    } => (None, bw_ty, by_ref),
+                    SlotKind::Residual {
+                        bw_ty,
+                        by_ref,
+                        tensor: true,
+                        ..
+                    } => {
+                        // A saved tensor, unpacked above: lent or moved as the backward asks.
+                        let local = format_ident!("{}_arg", s.field);
+                        let unpacked = format_ident!("{}_unpacked", s.field);
+                        let at = Span::mixed_site().located_at(bw_ty.span());
+                        let value = format_ident!("{}_value", s.field, span = at);
+                        let value_init = if by_ref {
+                            quote_spanned!(at=> &#unpacked)
+                        } else {
+                            quote_spanned!(at=> ::core::clone::Clone::clone(&#unpacked))
+                        };
+                        return Some(quote_spanned! {at=>
+                            let #value = #value_init;
+                            let #local: #bw_ty = #value;
+                        });
+                    }
                     _ => return None,
                 };
                 let field = &s.field;

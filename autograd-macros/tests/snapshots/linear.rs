@@ -196,13 +196,67 @@ const _: () = {
             bias: __autograd_linear_param2<'_>,
         ) -> __autograd_linear_output {
             if !::autograd::is_grad_enabled() {
-                return __autograd_linear_forward(x, w, bias);
+                return {
+                    let __output = __autograd_linear_forward(x, w, bias);
+                    let __output = match __output {
+                        ::core::result::Result::Ok(__v) => __v,
+                        ::core::result::Result::Err(__e) => {
+                            return ::core::result::Result::Err(__e);
+                        }
+                    };
+                    let __out0 = __output;
+                    let __is_dirty0: bool = false;
+                    let __out0 = {
+                        let __input: bool = false || x.is_same(&__out0)
+                            || w.is_same(&__out0)
+                            || bias.is_some_and(|__i| __i.is_same(&__out0));
+                        ::autograd::__private::custom_output(
+                            __out0,
+                            __input,
+                            __is_dirty0,
+                            false,
+                        )
+                    };
+                    ::autograd::__private::mark_custom_outputs(
+                        &[&__out0],
+                        &[__is_dirty0],
+                        0usize,
+                    );
+                    ::core::result::Result::Ok(__out0)
+                };
             }
             let ::core::option::Option::Some(__edges) = ::autograd::__private::next_edges_opt(
                 &[::core::option::Option::Some(x), ::core::option::Option::Some(w), bias],
             ) else {
                 let _no_grad = ::autograd::no_grad();
-                return __autograd_linear_forward(x, w, bias);
+                return {
+                    let __output = __autograd_linear_forward(x, w, bias);
+                    let __output = match __output {
+                        ::core::result::Result::Ok(__v) => __v,
+                        ::core::result::Result::Err(__e) => {
+                            return ::core::result::Result::Err(__e);
+                        }
+                    };
+                    let __out0 = __output;
+                    let __is_dirty0: bool = false;
+                    let __out0 = {
+                        let __input: bool = false || x.is_same(&__out0)
+                            || w.is_same(&__out0)
+                            || bias.is_some_and(|__i| __i.is_same(&__out0));
+                        ::autograd::__private::custom_output(
+                            __out0,
+                            __input,
+                            __is_dirty0,
+                            false,
+                        )
+                    };
+                    ::autograd::__private::mark_custom_outputs(
+                        &[&__out0],
+                        &[__is_dirty0],
+                        0usize,
+                    );
+                    ::core::result::Result::Ok(__out0)
+                };
             };
             let __saved_x_needed: bool = __edges[(1usize)].is_some();
             let __saved_w_needed: bool = __edges[(0usize)].is_some();
@@ -217,12 +271,11 @@ const _: () = {
                 }
             };
             let __out0 = __output;
-            let __out0 = if !(__out0.requires_grad() || false || x.is_same(&__out0)
-                || w.is_same(&__out0) || bias.is_some_and(|__i| __i.is_same(&__out0)))
-            {
-                __out0
-            } else {
-                __out0.detach()
+            let __is_dirty0: bool = false;
+            let __out0 = {
+                let __input: bool = false || x.is_same(&__out0) || w.is_same(&__out0)
+                    || bias.is_some_and(|__i| __i.is_same(&__out0));
+                ::autograd::__private::custom_output(__out0, __input, __is_dirty0, true)
             };
             let __node = match ::autograd::__private::try_record_node(
                 __edges,
@@ -249,6 +302,11 @@ const _: () = {
                     return ::core::result::Result::Err(::core::convert::Into::into(__e));
                 }
             };
+            ::autograd::__private::mark_custom_outputs(
+                &[&__out0],
+                &[__is_dirty0],
+                1usize,
+            );
             ::core::result::Result::Ok(__out0)
         }
     }

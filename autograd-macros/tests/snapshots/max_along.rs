@@ -165,19 +165,63 @@ const _: () = {
             dims: __autograd_max_along_param1<'_>,
         ) -> __autograd_max_along_output {
             if !::autograd::is_grad_enabled() {
-                return ::core::result::Result::map(
-                    __autograd_max_along_forward(x, dims),
-                    |(__out0, _)| __out0,
-                );
+                return {
+                    let __output = __autograd_max_along_forward(x, dims);
+                    let __output = match __output {
+                        ::core::result::Result::Ok(__v) => __v,
+                        ::core::result::Result::Err(__e) => {
+                            return ::core::result::Result::Err(__e);
+                        }
+                    };
+                    let (__out0, _) = __output;
+                    let __is_dirty0: bool = false;
+                    let __out0 = {
+                        let __input: bool = false || x.is_same(&__out0);
+                        ::autograd::__private::custom_output(
+                            __out0,
+                            __input,
+                            __is_dirty0,
+                            false,
+                        )
+                    };
+                    ::autograd::__private::mark_custom_outputs(
+                        &[&__out0],
+                        &[__is_dirty0],
+                        0usize,
+                    );
+                    ::core::result::Result::Ok(__out0)
+                };
             }
             let ::core::option::Option::Some(__edges) = ::autograd::__private::next_edges(
                 &[x],
             ) else {
                 let _no_grad = ::autograd::no_grad();
-                return ::core::result::Result::map(
-                    __autograd_max_along_forward(x, dims),
-                    |(__out0, _)| __out0,
-                );
+                return {
+                    let __output = __autograd_max_along_forward(x, dims);
+                    let __output = match __output {
+                        ::core::result::Result::Ok(__v) => __v,
+                        ::core::result::Result::Err(__e) => {
+                            return ::core::result::Result::Err(__e);
+                        }
+                    };
+                    let (__out0, _) = __output;
+                    let __is_dirty0: bool = false;
+                    let __out0 = {
+                        let __input: bool = false || x.is_same(&__out0);
+                        ::autograd::__private::custom_output(
+                            __out0,
+                            __input,
+                            __is_dirty0,
+                            false,
+                        )
+                    };
+                    ::autograd::__private::mark_custom_outputs(
+                        &[&__out0],
+                        &[__is_dirty0],
+                        0usize,
+                    );
+                    ::core::result::Result::Ok(__out0)
+                };
             };
             let __saved_dims_attr = ::std::borrow::ToOwned::to_owned(dims);
             let __output = {
@@ -191,10 +235,10 @@ const _: () = {
                 }
             };
             let (__out0, __res0) = __output;
-            let __out0 = if !(__out0.requires_grad() || false || x.is_same(&__out0)) {
-                __out0
-            } else {
-                __out0.detach()
+            let __is_dirty0: bool = false;
+            let __out0 = {
+                let __input: bool = false || x.is_same(&__out0);
+                ::autograd::__private::custom_output(__out0, __input, __is_dirty0, true)
             };
             let __node = ::autograd::__private::record_node(
                 __edges,
@@ -204,6 +248,11 @@ const _: () = {
                     __saved_dims: __saved_dims_attr,
                     __saved_argmax: __res0,
                 },
+            );
+            ::autograd::__private::mark_custom_outputs(
+                &[&__out0],
+                &[__is_dirty0],
+                1usize,
             );
             ::core::result::Result::Ok(__out0)
         }

@@ -161,13 +161,51 @@ const _: () = {
             scale: __autograd_scaled_square_param1,
         ) -> __autograd_scaled_square_output {
             if !::autograd::is_grad_enabled() {
-                return __autograd_scaled_square_forward(x, scale);
+                return {
+                    let __output = __autograd_scaled_square_forward(x, scale);
+                    let __out0 = __output;
+                    let __is_dirty0: bool = false;
+                    let __out0 = {
+                        let __input: bool = false || x.is_same(&__out0);
+                        ::autograd::__private::custom_output(
+                            __out0,
+                            __input,
+                            __is_dirty0,
+                            false,
+                        )
+                    };
+                    ::autograd::__private::mark_custom_outputs(
+                        &[&__out0],
+                        &[__is_dirty0],
+                        0usize,
+                    );
+                    __out0
+                };
             }
             let ::core::option::Option::Some(__edges) = ::autograd::__private::next_edges(
                 &[x],
             ) else {
                 let _no_grad = ::autograd::no_grad();
-                return __autograd_scaled_square_forward(x, scale);
+                return {
+                    let __output = __autograd_scaled_square_forward(x, scale);
+                    let __out0 = __output;
+                    let __is_dirty0: bool = false;
+                    let __out0 = {
+                        let __input: bool = false || x.is_same(&__out0);
+                        ::autograd::__private::custom_output(
+                            __out0,
+                            __input,
+                            __is_dirty0,
+                            false,
+                        )
+                    };
+                    ::autograd::__private::mark_custom_outputs(
+                        &[&__out0],
+                        &[__is_dirty0],
+                        0usize,
+                    );
+                    __out0
+                };
             };
             let __saved_scale_attr = ::core::clone::Clone::clone(&scale);
             let __output = {
@@ -175,10 +213,10 @@ const _: () = {
                 __autograd_scaled_square_forward(x, scale)
             };
             let __out0 = __output;
-            let __out0 = if !(__out0.requires_grad() || false || x.is_same(&__out0)) {
-                __out0
-            } else {
-                __out0.detach()
+            let __is_dirty0: bool = false;
+            let __out0 = {
+                let __input: bool = false || x.is_same(&__out0);
+                ::autograd::__private::custom_output(__out0, __input, __is_dirty0, true)
             };
             let __node = ::autograd::__private::record_node(
                 __edges,
@@ -187,6 +225,11 @@ const _: () = {
                     __saved_x: __save.input(x),
                     __saved_scale: __saved_scale_attr,
                 },
+            );
+            ::autograd::__private::mark_custom_outputs(
+                &[&__out0],
+                &[__is_dirty0],
+                1usize,
             );
             __out0
         }

@@ -137,13 +137,107 @@ const _: () = {
     impl __autograd_sin_cos_backward for __autograd_sin_cos_marker {
         fn call(x: __autograd_sin_cos_param0<'_>) -> __autograd_sin_cos_output {
             if !::autograd::is_grad_enabled() {
-                return __autograd_sin_cos_forward(x);
+                return {
+                    let __output = __autograd_sin_cos_forward(x);
+                    let __output = match __output {
+                        ::core::result::Result::Ok(__v) => __v,
+                        ::core::result::Result::Err(__e) => {
+                            return ::core::result::Result::Err(__e);
+                        }
+                    };
+                    let (__out0, __out1) = __output;
+                    let __is_dirty0: bool = false;
+                    let __is_dirty1: bool = false;
+                    let __dup1: ::core::option::Option<usize> = if false
+                        || x.is_same(&__out1)
+                    {
+                        ::core::option::Option::None
+                    } else {
+                        [&__out0].iter().position(|__e| __e.is_same(&__out1))
+                    };
+                    let __out0 = {
+                        let __input: bool = false || x.is_same(&__out0);
+                        ::autograd::__private::custom_output(
+                            __out0,
+                            __input,
+                            __is_dirty0,
+                            false,
+                        )
+                    };
+                    let __out1 = match __dup1 {
+                        ::core::option::Option::Some(0usize) => {
+                            ::core::clone::Clone::clone(&__out0)
+                        }
+                        _ => {
+                            let __input: bool = false || x.is_same(&__out1);
+                            ::autograd::__private::custom_output(
+                                __out1,
+                                __input,
+                                __is_dirty1,
+                                false,
+                            )
+                        }
+                    };
+                    ::autograd::__private::mark_custom_outputs(
+                        &[&__out0, &__out1],
+                        &[__is_dirty0, __is_dirty1],
+                        0usize,
+                    );
+                    ::core::result::Result::Ok((__out0, __out1))
+                };
             }
             let ::core::option::Option::Some(__edges) = ::autograd::__private::next_edges(
                 &[x],
             ) else {
                 let _no_grad = ::autograd::no_grad();
-                return __autograd_sin_cos_forward(x);
+                return {
+                    let __output = __autograd_sin_cos_forward(x);
+                    let __output = match __output {
+                        ::core::result::Result::Ok(__v) => __v,
+                        ::core::result::Result::Err(__e) => {
+                            return ::core::result::Result::Err(__e);
+                        }
+                    };
+                    let (__out0, __out1) = __output;
+                    let __is_dirty0: bool = false;
+                    let __is_dirty1: bool = false;
+                    let __dup1: ::core::option::Option<usize> = if false
+                        || x.is_same(&__out1)
+                    {
+                        ::core::option::Option::None
+                    } else {
+                        [&__out0].iter().position(|__e| __e.is_same(&__out1))
+                    };
+                    let __out0 = {
+                        let __input: bool = false || x.is_same(&__out0);
+                        ::autograd::__private::custom_output(
+                            __out0,
+                            __input,
+                            __is_dirty0,
+                            false,
+                        )
+                    };
+                    let __out1 = match __dup1 {
+                        ::core::option::Option::Some(0usize) => {
+                            ::core::clone::Clone::clone(&__out0)
+                        }
+                        _ => {
+                            let __input: bool = false || x.is_same(&__out1);
+                            ::autograd::__private::custom_output(
+                                __out1,
+                                __input,
+                                __is_dirty1,
+                                false,
+                            )
+                        }
+                    };
+                    ::autograd::__private::mark_custom_outputs(
+                        &[&__out0, &__out1],
+                        &[__is_dirty0, __is_dirty1],
+                        0usize,
+                    );
+                    ::core::result::Result::Ok((__out0, __out1))
+                };
             };
             let __output = {
                 let _no_grad = ::autograd::no_grad();
@@ -156,26 +250,29 @@ const _: () = {
                 }
             };
             let (__out0, __out1) = __output;
+            let __is_dirty0: bool = false;
+            let __is_dirty1: bool = false;
             let __dup1: ::core::option::Option<usize> = if false || x.is_same(&__out1) {
                 ::core::option::Option::None
             } else {
                 [&__out0].iter().position(|__e| __e.is_same(&__out1))
             };
-            let __out0 = if !(__out0.requires_grad() || false || x.is_same(&__out0)) {
-                __out0
-            } else {
-                __out0.detach()
+            let __out0 = {
+                let __input: bool = false || x.is_same(&__out0);
+                ::autograd::__private::custom_output(__out0, __input, __is_dirty0, true)
             };
             let __out1 = match __dup1 {
                 ::core::option::Option::Some(0usize) => {
                     ::core::clone::Clone::clone(&__out0)
                 }
                 _ => {
-                    if !(__out1.requires_grad() || false || x.is_same(&__out1)) {
-                        __out1
-                    } else {
-                        __out1.detach()
-                    }
+                    let __input: bool = false || x.is_same(&__out1);
+                    ::autograd::__private::custom_output(
+                        __out1,
+                        __input,
+                        __is_dirty1,
+                        true,
+                    )
                 }
             };
             let __node = match ::autograd::__private::try_record_node(
@@ -205,6 +302,11 @@ const _: () = {
                     return ::core::result::Result::Err(::core::convert::Into::into(__e));
                 }
             };
+            ::autograd::__private::mark_custom_outputs(
+                &[&__out0, &__out1],
+                &[__is_dirty0, __is_dirty1],
+                2usize,
+            );
             ::core::result::Result::Ok((__out0, __out1))
         }
     }

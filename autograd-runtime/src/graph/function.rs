@@ -250,13 +250,19 @@ pub fn record_node<B: Backward>(
     outputs: &[&Tensor],
     make: impl FnOnce(&SaveContext<'_>) -> B,
 ) -> NodeRef {
-    let (node, _failure) = build_node(edges, outputs, make);
-    attach(node, outputs)
+    let (node, _failure, deferred) = build_node(edges, outputs, make);
+    let node = attach(node, outputs);
+    if deferred {
+        // A failure stays in its slot, reported when the tensor is used.
+        let _ = finish_packs(&node);
+    }
+    node
 }
 
 /// [`record_node`] that fails, as PyTorch does in the forward, when a saved-tensor pack hook
 /// modified its input in place or failed (a [`try_saved_tensors_hooks`](crate::try_saved_tensors_hooks)
-/// hook's error); the outputs are then left as they are.
+/// hook's error); the outputs are then left as they are (but for a failure packing a saved output, which
+/// happens once the node is their grad_fn, as in PyTorch).
 ///
 /// # Errors
 ///
@@ -268,31 +274,55 @@ pub fn try_record_node<B: Backward>(
     outputs: &[&Tensor],
     make: impl FnOnce(&SaveContext<'_>) -> B,
 ) -> Result<NodeRef> {
-    let (node, failure) = build_node(edges, outputs, make);
+    let (node, failure, deferred) = build_node(edges, outputs, make);
     if let Some(e) = failure {
         return Err(e);
     }
-    Ok(attach(node, outputs))
+    let node = attach(node, outputs);
+    if deferred {
+        finish_packs(&node)?;
+    }
+    Ok(node)
 }
 
-/// The node over `outputs`, and whether a pack hook modified its input while `make` saved.
+/// Packs the outputs `node` saved under saved-tensor hooks, now that it is their grad_fn (see
+/// [`SaveContext::output`]). Out of line: only forwards run under hooks get here.
+///
+/// # Errors
+///
+/// The first pack hook's error.
+#[inline(never)]
+fn finish_packs(node: &NodeRef) -> Result<()> {
+    let mut first = None;
+    node.visit_saved_tensors(&mut |_, saved| {
+        if let Err(e) = saved.finish_pack() {
+            first.get_or_insert(e);
+        }
+    });
+    first.map_or(Ok(()), Err)
+}
+
+/// The node over `outputs`, whether a pack hook failed (or modified its input) while `make`
+/// saved, and whether outputs wait for their pack hook (`finish_packs`).
 #[inline]
 fn build_node<B: Backward>(
     edges: SmallVec<[Option<Edge>; 2]>,
     outputs: &[&Tensor],
     make: impl FnOnce(&SaveContext<'_>) -> B,
-) -> (Arc<FunctionNode<B>>, Option<crate::Error>) {
+) -> (Arc<FunctionNode<B>>, Option<crate::Error>, bool) {
     // One output (nearly every op): written straight into the inline buffer, as the edges are.
     let input_metadata = match outputs {
         [t] => SmallVec::from_buf([InputMetadata::of(t)]),
         _ => outputs.iter().map(|t| InputMetadata::of(t)).collect(),
     };
     let mut failure = None;
+    let mut deferred = false;
     let node: Arc<FunctionNode<B>> = Arc::new_cyclic(|weak: &Weak<FunctionNode<B>>| {
         let weak_self = || -> Weak<dyn Node> { weak.clone() };
         let save = SaveContext::new(&weak_self);
         let backward = make(&save);
         failure = save.take_failure();
+        deferred = save.has_deferred_packs();
         FunctionNode {
             // Built here rather than moved in: LLVM then writes it in place instead of copying
             // it (a `memcpy` per recorded op, depending on its inlining choices).
@@ -300,7 +330,7 @@ fn build_node<B: Backward>(
             backward,
         }
     });
-    (node, failure)
+    (node, failure, deferred)
 }
 
 /// Makes `node` the grad_fn of each output, output `i` of it.
@@ -311,4 +341,57 @@ fn attach<B: Backward>(node: Arc<FunctionNode<B>>, outputs: &[&Tensor]) -> NodeR
         t.set_grad_fn(node.clone(), i);
     }
     node
+}
+
+/// One output of a custom function's forward, made what PyTorch's `_process_backward_mode_ad`
+/// makes of it before the node is attached: `input` (the output is one of the forward's inputs,
+/// returned as is), `dirty` (an input the forward modified in place, returned itself) and
+/// `differentiable` (a node is recorded and the output is not marked non-differentiable).
+///
+/// - An input returned as is becomes a view of itself, made with recording off, so that the node
+///   can be attached to it (or, unrecorded, so that it is not the caller's handle); one that
+///   requires grad and is not differentiable here (`no_grad`, or no input requires grad)
+///   becomes a detached alias, so that no gradient escapes.
+/// - A tensor that requires grad and is not a view (a captured tensor with history) becomes a
+///   detached alias: its own history stays as it is.
+/// - Everything else (fresh results, views made in the forward, dirty inputs) is kept.
+///
+/// [`mark_custom_outputs`] finishes the job once the node is attached.
+#[doc(hidden)]
+pub fn custom_output(out: Tensor, input: bool, dirty: bool, differentiable: bool) -> Tensor {
+    if dirty {
+        return if !differentiable && out.requires_grad() {
+            out.detach()
+        } else {
+            out
+        };
+    }
+    let requires_grad = out.requires_grad();
+    if input {
+        if !differentiable && requires_grad {
+            return out.detach();
+        }
+        let _no_grad = crate::no_grad();
+        return out.view_as_self();
+    }
+    if requires_grad && !out.is_view() {
+        return out.detach();
+    }
+    out
+}
+
+/// After a custom function's node is attached (or none was recorded): each output that is a
+/// view, other than a dirty input, is marked as created in a custom function, so that an
+/// in-place op on it, or a use after its base changed, raises PyTorch's error instead of
+/// rewriting the custom backward; with several differentiable outputs every view is marked as
+/// one of a multi-output node. `dirty[i]`: output `i` is a dirty input.
+#[doc(hidden)]
+pub fn mark_custom_outputs(outputs: &[&Tensor], dirty: &[bool], differentiable: usize) {
+    let multi = differentiable > 1;
+    for (i, t) in outputs.iter().enumerate() {
+        if dirty.get(i).copied().unwrap_or(false) && !multi {
+            continue;
+        }
+        t.mark_custom_function_view(multi);
+    }
 }

@@ -143,6 +143,46 @@ impl SavedTensor {
         Ok(SavedTensor::new(state))
     }
 
+    /// Runs the pack hook of an output saved under saved-tensor hooks, now that the node it was
+    /// saved by is attached: the hook sees the output with that grad_fn (see
+    /// [`SaveContext::output`]). A no-op for any other slot.
+    ///
+    /// # Errors
+    ///
+    /// The pack hook's error, or [`Error::PackHookModifiedInput`]; the slot then reports it when
+    /// used.
+    pub(crate) fn finish_pack(&self) -> Result<()> {
+        let state = self.state.lock();
+        let State::Output {
+            data,
+            grad_fn,
+            output_nr,
+            ..
+        } = &*state
+        else {
+            return Ok(());
+        };
+        let (data, node, nr) = (data.clone(), grad_fn.clone(), *output_nr);
+        // The hook is user code: it runs without this slot's lock.
+        drop(state);
+        let seen = data.detach();
+        if let Some(n) = node.upgrade() {
+            seen.set_grad_fn(NodeRef::new(n), nr);
+        }
+        let packed = pack(&seen, Some((&node, nr)));
+        drop(seen);
+        match packed {
+            Ok(Some(hooked)) => *self.state.lock() = hooked,
+            // The hooks were gone already: the slot stays an unpacked output.
+            Ok(None) => {}
+            Err(e) => {
+                *self.state.lock() = failed(&e);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
     fn new(state: State) -> SavedTensor {
         SavedTensor {
             state: Mutex::new(state),
@@ -264,6 +304,12 @@ impl SavedTensor {
                 if tensor.was_detached_in_place() {
                     return Err(Error::SavedTensorDetachedInPlace);
                 }
+                if tensor.is_view() {
+                    // PyTorch reads a saved view's grad_fn first (for the version error's
+                    // text), which raises for a view that may not be rebased whose base
+                    // changed (one made with recording off, kept by a custom function).
+                    tensor.try_gradient_edge()?;
+                }
                 check_version(tensor, *version, None)?;
                 Ok(Some(tensor.clone()))
             }
@@ -381,6 +427,9 @@ pub struct SaveContext<'a> {
     /// The first error a pack hook raised (or its modifying its input); taken by
     /// `try_record_node` once `make` returned.
     failure: RefCell<Option<Error>>,
+    /// An output was saved while saved-tensor hooks were active: its pack waits until the node
+    /// is attached to the outputs (see [`SaveContext::output`]).
+    deferred: std::cell::Cell<bool>,
 }
 
 impl<'a> SaveContext<'a> {
@@ -388,7 +437,13 @@ impl<'a> SaveContext<'a> {
         SaveContext {
             node,
             failure: RefCell::new(None),
+            deferred: std::cell::Cell::new(false),
         }
+    }
+
+    /// Whether an output's pack waits for [`SavedTensor::finish_pack`].
+    pub(crate) fn has_deferred_packs(&self) -> bool {
+        self.deferred.get()
     }
 
     /// The first error of a pack hook while this context saved tensors, if any.
@@ -412,20 +467,44 @@ impl<'a> SaveContext<'a> {
     }
 
     /// [`SavedTensor::output`] of the node being built, its output `output_nr`.
+    ///
+    /// Under saved-tensor hooks the pack hook is called once the node is the output's grad_fn
+    /// (as PyTorch saves outputs after setting their history), so that it sees the output with
+    /// its `grad_fn`: the slot keeps the output as an unpacked one would be until then.
     pub fn output(&self, t: &Tensor, output_nr: usize) -> SavedTensor {
+        if self.failure.borrow().is_none() && saved_hooks::current().is_some() {
+            self.deferred.set(true);
+            return SavedTensor::new(State::Output {
+                data: t.detach(),
+                version: t.version(),
+                grad_fn: self.node(),
+                output_nr,
+            });
+        }
         self.save(|| SavedTensor::output(t, self.node(), output_nr))
+    }
+
+    /// A tensor the forward computed and kept with `save(..)` (PyTorch's `save_for_backward` of
+    /// an intermediate): saved as an input (version-checked, packed by saved-tensor hooks, freed
+    /// after backward), or as the output it is, among the node's `outputs`. A view of an output
+    /// is kept as a detached alias of the same data and version counter: the view holds its
+    /// base, whose grad_fn is this node, and the node holding it would be a reference cycle.
+    pub fn residual(&self, t: &Tensor, outputs: &[&Tensor]) -> SavedTensor {
+        if let Some(nr) = outputs.iter().rposition(|o| o.is_same(t)) {
+            return self.output(t, nr);
+        }
+        if let Some(base) = t.view_base()
+            && outputs.iter().any(|o| o.is_same(base))
+        {
+            return self.input(&t.detach());
+        }
+        self.input(t)
     }
 
     /// The slot `save` makes, or (a pack hook modified its input) one that reports it when
     /// used, noted here. After a failure nothing more is packed: PyTorch stops at the first
     /// `SavedVariable` that raises.
     fn save(&self, save: impl FnOnce() -> Result<SavedTensor>) -> SavedTensor {
-        let failed = |e: &Error| match e {
-            Error::PackHookModifiedInput => State::PackModifiedInput,
-            other => State::PackFailed(Box::new(PackFailure {
-                message: other.to_string(),
-            })),
-        };
         if let Some(e) = &*self.failure.borrow() {
             return SavedTensor::new(failed(e));
         }
@@ -442,6 +521,16 @@ impl std::fmt::Debug for SaveContext<'_> {
         f.debug_struct("SaveContext")
             .field("failed", &self.failure.borrow().is_some())
             .finish_non_exhaustive()
+    }
+}
+
+/// The state of a slot whose pack hook failed with `e`: reported when the tensor is used.
+fn failed(e: &Error) -> State {
+    match e {
+        Error::PackHookModifiedInput => State::PackModifiedInput,
+        other => State::PackFailed(Box::new(PackFailure {
+            message: other.to_string(),
+        })),
     }
 }
 

@@ -25,6 +25,10 @@ pub(crate) enum CreationMeta {
     MultiOutput,
     /// Made with grad mode off: refused in place when the op is recorded.
     NoGradMode,
+    /// Returned by a custom function's forward (a view made there, or an input returned as
+    /// is): refused in place, and refused once its base changed, since the view+inplace logic
+    /// would replace the custom backward (PyTorch's `IN_CUSTOM_FUNCTION`).
+    InCustomFunction,
 }
 
 impl CreationMeta {
@@ -106,6 +110,35 @@ impl Tensor {
         let kind = CreationMeta::propagate(parent_kind, CreationMeta::for_new_view(multi));
         let _meta = self.0.autograd.lock();
         view.update(|s| s.creation = kind);
+    }
+
+    /// A view of this tensor with its own geometry (PyTorch's `view_as(self)`), made under the
+    /// current grad mode: what a custom function returns for an input it returns as is, so that
+    /// the node can be attached to the result without touching the input's history.
+    pub(crate) fn view_as_self(&self) -> Tensor {
+        let view = self.alias_with_layout(self.0.layout.clone());
+        view.set_view_creation(self, false);
+        view
+    }
+
+    /// Marks this output of a custom function, if it is a view, as created there (`multi`: one of
+    /// several differentiable outputs, PyTorch's `MULTI_OUTPUT_NODE` then), with its grad_fn
+    /// current at today's version: PyTorch's `set_gradient_edge` and the creation meta
+    /// `_process_backward_mode_ad` sets.
+    pub(crate) fn mark_custom_function_view(&self, multi: bool) {
+        let Some(view) = &self.0.view else {
+            return;
+        };
+        let _meta = self.0.autograd.lock();
+        let version = self.version();
+        view.update(|s| {
+            s.attr_version = version;
+            s.creation = if multi {
+                CreationMeta::MultiOutput
+            } else {
+                CreationMeta::InCustomFunction
+            };
+        });
     }
 
     /// Marks this view's grad_fn as out of date, so that the next read regenerates it.
@@ -217,6 +250,9 @@ fn view_rebase_error(meta: &AutogradMeta, creation: CreationMeta, indirect: bool
         ),
         CreationMeta::NoGradMode => msg.push_str(
             " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).",
+        ),
+        CreationMeta::InCustomFunction => msg.push_str(
+            " This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.",
         ),
         CreationMeta::Default => {}
     }
