@@ -397,103 +397,64 @@ pub(super) fn describe(s: &Value) -> String {
 
 // ----- the test ----------------------------------------------------------------------------------
 
-// ----- TEMPORARY allow-lists: remove them as the fixes land ------------------------------------
+// ----- TEMPORARY allow-lists: remove each as its cause is fixed ---------------------------------
 //
-// Programs that disagree with PyTorch today, by the cause of their first disagreement (the
-// classification is in the report of the session that recorded the corpus). They are replayed
-// and counted apart, so that `custom_corpus_matches_pytorch` passes meanwhile; the test prints
-// how many it skipped and which listed programs now pass (`CORPUS_NO_ALLOW=1` replays them as
-// any other). Every program not listed must agree.
+// Programs that disagree with PyTorch, by the cause of their first disagreement. They are
+// replayed and counted apart, so that `custom_corpus_matches_pytorch` passes meanwhile; the test
+// prints how many it skipped and which listed programs now pass (`CORPUS_NO_ALLOW=1` replays
+// them as any other). Every program not listed must agree. (When the corpus was recorded, 551
+// programs failed: 263 for custom-function views, 150 for `no_grad` returning the input handle,
+// 97 for `save(..)` residuals, all fixed by a9a5710; these are what remained.)
 
-/// (a) A custom function returning an input as it is, or a view of one, returns a plain
-/// alias/view here; PyTorch returns a view whose CreationMeta is `IN_CUSTOM_FUNCTION`
-/// (`MULTIPLE_OUTPUTS` for a function with two outputs, `IdentAndDouble`), which refuses in-place
-/// ops ("Output 0 of Ident is a view and is being modified inplace. This view was created inside
-/// a custom Function ..."), and refuses use after its base changed; views of it inherit that.
-/// Under `no_grad` too: PyTorch's no_grad-view texts then carry the custom-function sentence.
-const UNTIL_FIX_A_CUSTOM_FUNCTION_VIEWS: &[usize] = &[
-    6, 8, 14, 22, 25, 26, 28, 39, 46, 52, 96, 118, 125, 134, 137, 142, 179, 181, 203, 217, 227,
-    228, 231, 239, 240, 241, 244, 255, 256, 258, 276, 289, 292, 302, 309, 336, 354, 373, 405, 412,
-    419, 433, 437, 438, 443, 445, 459, 463, 471, 477, 487, 506, 522, 541, 544, 546, 556, 565, 567,
-    595, 597, 612, 621, 630, 634, 645, 651, 665, 668, 681, 693, 707, 725, 743, 755, 756, 768, 769,
-    777, 786, 804, 806, 833, 837, 853, 856, 857, 858, 864, 867, 876, 877, 890, 894, 906, 948, 951,
-    956, 963, 968, 980, 992, 997, 1019, 1037, 1042, 1052, 1112, 1113, 1145, 1147, 1153, 1180, 1187,
-    1188, 1191, 1200, 1209, 1236, 1239, 1270, 1276, 1285, 1298, 1302, 1311, 1313, 1316, 1328, 1340,
-    1357, 1360, 1363, 1369, 1375, 1382, 1388, 1434, 1443, 1479, 1480, 1483, 1489, 1493, 1504, 1511,
-    1522, 1576, 1580, 1589, 1591, 1593, 1601, 1612, 1635, 1639, 1648, 1679, 1680, 1687, 1714, 1717,
-    1718, 1751, 1761, 1766, 1768, 1789, 1802, 1814, 1842, 1866, 1873, 1895, 1897, 1913, 1914, 1915,
-    1925, 1929, 1934, 1949, 1954, 1962, 1966, 1975, 1982, 1993, 2024, 2025, 2028, 2031, 2033, 2041,
-    2077, 2079, 2085, 2121, 2177, 2189, 2191, 2204, 2207, 2230, 2240, 2265, 2290, 2296, 2302, 2313,
-    2330, 2335, 2344, 2347, 2368, 2381, 2403, 2412, 2414, 2436, 2457, 2461, 2474, 2491, 2494, 2497,
-    2500, 2510, 2556, 2557, 2566, 2567, 2585, 2601, 2603, 2626, 2645, 2654, 2665, 2679, 2686, 2703,
-    2730, 2741, 2747, 2761, 2763, 2769, 2779, 2780, 2795, 2817, 2858, 2899, 2920, 2932, 2940, 2945,
-    2956, 2958, 2972, 2990, 2992,
+/// F1: PyTorch's `mark_dirty` bumps the version counter of each dirty input once more after the
+/// forward (`_mark_dirty` calls `bump_version`), so after `mul_two_` (one `mul_` inside) a saved
+/// tensor's version is 2 in PyTorch and 1 here, as the version-counter error's text shows ("is
+/// at version 4; expected version 0" against our "version 2").
+const F1_MARK_DIRTY_BUMPS_THE_VERSION: &[usize] = &[
+    51, 59, 94, 97, 282, 294, 308, 372, 432, 537, 582, 785, 812, 874, 888, 929, 1138, 1208, 1272,
+    1320, 1399, 1484, 1485, 1505, 1548, 1571, 1669, 1830, 1923, 1979, 2091, 2151, 2211, 2237, 2383,
+    2396, 2409, 2415, 2460, 2622, 2672, 2737, 2846, 2882, 2883, 2918, 2926,
 ];
 
-/// (b) Under `no_grad`, a function returning an input as it is (`ident`, `pass_second`,
-/// `ident_and_double`) or a `dirty` one (`mul_two_`, `add_into_`) returns the input handle itself
-/// here (it requires grad, it is the leaf); PyTorch returns a detached alias
-/// (`requires_grad=False`).
-const UNTIL_FIX_B_NO_GRAD_RETURNS_INPUT: &[usize] = &[
-    10, 17, 66, 70, 75, 77, 91, 97, 127, 140, 168, 198, 215, 229, 236, 283, 313, 372, 397, 453,
-    476, 492, 494, 500, 514, 519, 523, 580, 605, 619, 631, 637, 655, 666, 767, 798, 844, 872, 889,
-    897, 898, 913, 926, 931, 936, 946, 966, 990, 994, 995, 1009, 1017, 1080, 1128, 1130, 1183,
-    1201, 1221, 1224, 1247, 1248, 1322, 1335, 1362, 1365, 1370, 1371, 1376, 1377, 1406, 1413, 1459,
-    1498, 1502, 1505, 1542, 1571, 1574, 1585, 1627, 1649, 1652, 1702, 1724, 1737, 1743, 1764, 1776,
-    1798, 1810, 1812, 1813, 1830, 1834, 1840, 1907, 1908, 1923, 1944, 2009, 2012, 2078, 2086, 2116,
-    2137, 2179, 2184, 2236, 2247, 2255, 2262, 2289, 2291, 2323, 2328, 2379, 2383, 2396, 2399, 2415,
-    2417, 2425, 2452, 2477, 2523, 2526, 2599, 2623, 2633, 2634, 2652, 2657, 2662, 2671, 2693, 2710,
-    2722, 2737, 2774, 2791, 2819, 2837, 2860, 2883, 2888, 2908, 2938, 2947, 2981, 2982,
-];
+/// F2: `Tensor::reshape` copies every non-contiguous input; PyTorch's returns a view whenever
+/// the strides allow (`computeStride`: a narrow of size 1 flattened, a strided 1-D `select`
+/// reshaped to its own shape), so `flatten`'s result is a view made in the custom function there
+/// (in-place on it refused: 1388, 2240), an in-place op on it writes the base there (2773), and
+/// `square_view`'s residual is a view whose base changed (1476).
+const F2_RESHAPE_OF_STRIDED_INPUT_COPIES: &[usize] = &[1388, 1476, 2240, 2773];
 
-/// (c) `save(..)` residuals (`sin_mid`, `square_view`) are raw values: not packed by
-/// saved-tensor hooks (PyTorch packs every tensor given to `save_for_backward`: one pack more),
-/// and `square_view`'s residual, a view of the input, is not checked when unpacked (PyTorch:
-/// "A view was created in no_grad mode and its base ... has been modified inplace" or the
-/// version-counter error, at backward).
-const UNTIL_FIX_C_RESIDUALS: &[usize] = &[
-    3, 88, 154, 191, 234, 243, 304, 326, 329, 368, 399, 434, 444, 458, 461, 529, 586, 596, 607,
-    640, 646, 674, 682, 701, 702, 728, 788, 793, 795, 797, 811, 835, 843, 860, 871, 886, 922, 991,
-    1039, 1065, 1118, 1121, 1137, 1184, 1202, 1244, 1308, 1351, 1393, 1404, 1476, 1621, 1656, 1699,
-    1746, 1801, 1828, 1846, 1854, 1861, 1906, 1910, 1989, 2004, 2027, 2035, 2066, 2097, 2143, 2172,
-    2226, 2277, 2299, 2318, 2332, 2365, 2430, 2446, 2467, 2485, 2529, 2538, 2559, 2577, 2608, 2627,
-    2748, 2765, 2799, 2828, 2829, 2840, 2845, 2863, 2929, 2970, 2984,
-];
+/// F3: an element-wise op on a transposed input gives a contiguous result here and a
+/// transposed-strided one in PyTorch, so a later `reshape` is a view here and a copy there (here
+/// `square_view`'s residual then requires grad, and the second-order gradient with it).
+const F3_ELEMENTWISE_RESULT_LAYOUT: &[usize] = &[526];
 
-/// Disagreements outside (a)-(c), reported as findings and listed here until they are fixed or
-/// judged; each is a separate cause:
-///
-/// * F1 (36 programs): PyTorch's `mark_dirty` bumps the version counter of each dirty input once
-///   more after the forward (`_mark_dirty` calls `bump_version`), so after `mul_two_` (one
-///   `mul_` inside) a saved tensor's version is 2 in PyTorch and 1 here; seen in the text of the
-///   version-counter error ("is at version 4; expected version 0" against our "version 2").
-/// * F2 (program 2773): `Tensor::reshape` copies every non-contiguous input; PyTorch's returns a
-///   view whenever the strides allow (a strided 1-D `select` reshaped to its own shape), so an
-///   in-place op on the result writes the base there and not here.
-/// * F3 (program 526): an element-wise op on a transposed input gives a contiguous result here
-///   and a transposed-strided one in PyTorch, so a later `reshape` is a view here and a copy
-///   there (here `square_view`'s residual then requires grad, and the second-order gradient
-///   with it).
-/// * F4 (program 847): a custom function called in grad mode on a view made in no_grad mode whose
-///   base was modified in place is accepted here; PyTorch refuses it as a built-in op does ("A
-///   view was created in no_grad mode and its base or another view of its base has been modified
-///   inplace with grad mode enabled. ...", from collecting the input's edge).
-/// * F5 (programs 1280, 2193): a `dirty` function on a view made in no_grad mode of a leaf that
-///   requires grad: PyTorch's `mark_dirty` check sees a leaf ("a leaf Variable that requires grad
-///   has been used in an in-place operation."), ours the no_grad-view rebase text.
-const OPEN_FINDINGS: &[usize] = &[
-    51, 59, 94, 282, 294, 308, 432, 526, 537, 582, 785, 812, 847, 874, 888, 929, 1138, 1208, 1272,
-    1280, 1320, 1399, 1484, 1485, 1548, 1669, 1979, 2091, 2151, 2193, 2211, 2237, 2409, 2460, 2622,
-    2672, 2773, 2846, 2882, 2918, 2926,
-];
+/// F4: a custom function called in grad mode on a view whose base was modified in place after
+/// the view was made in no_grad mode, or made by a custom function, is accepted here; PyTorch
+/// refuses it as a built-in op does ("A view was created in no_grad mode and its base or another
+/// view of its base has been modified inplace with grad mode enabled. ...", "Output 0 of Ident is
+/// a view and its base ..."), when it collects the input's edge.
+const F4_CUSTOM_CALL_ON_A_STALE_VIEW: &[usize] = &[137, 847, 2077, 2665];
+
+/// F5: a `dirty` function on a view made in no_grad mode of a leaf that requires grad: PyTorch's
+/// `mark_dirty` check, which comes first, sees a leaf ("a leaf Variable that requires grad has
+/// been used in an in-place operation."); ours gives the no_grad-view rebase text.
+const F5_DIRTY_NO_GRAD_VIEW_OF_A_LEAF: &[usize] = &[1280, 2193];
+
+/// F6: a `save(..)` residual packed by saved-tensor hooks comes back from the unpack hook without
+/// `requires_grad` (`square_view`'s `x.reshape(-1)` of an input that requires grad); PyTorch's
+/// unpacked tensor requires grad as the saved one did, so a gradient taken with `create_graph`
+/// through it requires grad there, not here.
+const F6_HOOKED_RESIDUAL_LOSES_REQUIRES_GRAD: &[usize] = &[843, 2485, 2577];
 
 #[test]
 fn custom_corpus_matches_pytorch() {
     let allowed = [
-        UNTIL_FIX_A_CUSTOM_FUNCTION_VIEWS,
-        UNTIL_FIX_B_NO_GRAD_RETURNS_INPUT,
-        UNTIL_FIX_C_RESIDUALS,
-        OPEN_FINDINGS,
+        F1_MARK_DIRTY_BUMPS_THE_VERSION,
+        F2_RESHAPE_OF_STRIDED_INPUT_COPIES,
+        F3_ELEMENTWISE_RESULT_LAYOUT,
+        F4_CUSTOM_CALL_ON_A_STALE_VIEW,
+        F5_DIRTY_NO_GRAD_VIEW_OF_A_LEAF,
+        F6_HOOKED_RESIDUAL_LOSES_REQUIRES_GRAD,
     ]
     .concat();
     run_corpus("custom-function corpus", CUSTOM_CORPUS, 3000, &allowed);
