@@ -1,6 +1,7 @@
 //! Replays the corpora recorded from PyTorch through the public API: the view + in-place corpus
-//! (`views_inplace.jsonl.gz`, written by `gen_views_inplace.py`) and the ops corpus
-//! (`ops.jsonl.gz` and its float32 twin `ops_f32.jsonl.gz`, written by `gen_ops.py`), in the op
+//! (`views_inplace.jsonl.gz`, written by `gen_views_inplace.py`), the ops corpus
+//! (`ops.jsonl.gz` and its float32 twin `ops_f32.jsonl.gz`, written by `gen_ops.py`) and the
+//! custom-function corpus (`custom.jsonl.gz`, written by `gen_custom.py`; see `custom.rs`), in the op
 //! language this folder's `README.md` describes. Each program runs on `Device::Cpu`, on
 //! `Device::Virtual(1)` and, where there is a GPU, on `Device::Cuda(0)`, and must agree with
 //! PyTorch: each step's values (float64: rtol 1e-9, atol 1e-12; float32: see `RTOL_F32`) and
@@ -13,6 +14,8 @@
 //! * `CORPUS_ID=<n>`: run program `n` only and print it in full (every value, both sides).
 //! * `CORPUS_FAMILY=<name>`: run one scenario family only (`base_inplace`, `overlap`, ...).
 //! * `CORPUS_SHOW=<k>`: print the first `k` failing programs (default 15).
+//! * `CORPUS_NO_ALLOW=1`: replay the programs of a corpus's temporary allow-list of known
+//!   failures (see `custom.rs`) as any other.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -25,6 +28,8 @@ use autograd::nn::functional::{
 use autograd::nn::{Embedding, GeluApproximate, Linear, Module};
 use autograd::{DType, Device, GradOptions, Tensor, grad, no_grad};
 use serde_json::Value;
+
+mod custom;
 
 const VIEWS_CORPUS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -198,17 +203,20 @@ enum Category {
     ErrorWherePyTorchWorks,
     AcceptedWherePyTorchRefuses,
     DifferentErrorText,
+    /// A custom function's output's `is_leaf` or `grad_fn` name, or a saved-tensor hook count.
+    WrongMetadata,
     Panic,
 }
 
 impl Category {
-    const ALL: [Category; 7] = [
+    const ALL: [Category; 8] = [
         Category::WrongValue,
         Category::WrongRequiresGrad,
         Category::WrongGradient,
         Category::ErrorWherePyTorchWorks,
         Category::AcceptedWherePyTorchRefuses,
         Category::DifferentErrorText,
+        Category::WrongMetadata,
         Category::Panic,
     ];
 
@@ -220,6 +228,7 @@ impl Category {
             Category::ErrorWherePyTorchWorks => "error where PyTorch works",
             Category::AcceptedWherePyTorchRefuses => "accepted where PyTorch refuses",
             Category::DifferentErrorText => "different error text",
+            Category::WrongMetadata => "wrong is_leaf / grad_fn / hook count",
             Category::Panic => "panic",
         }
     }
@@ -287,6 +296,8 @@ struct Replay<'a> {
     trace: Option<Vec<String>>,
     /// The indices the last `max_dim` step chose (compared with PyTorch's `ix`).
     indices: Vec<usize>,
+    /// Saved-tensor hook counts (the custom corpus).
+    hooks: custom::HookCounts,
 }
 
 type StepResult = autograd::Result<Vec<Option<Tensor>>>;
@@ -299,6 +310,7 @@ impl<'a> Replay<'a> {
             vars: Vec::new(),
             trace: trace.then(Vec::new),
             indices: Vec::new(),
+            hooks: Default::default(),
         }
     }
 
@@ -425,6 +437,7 @@ impl<'a> Replay<'a> {
         outs: &[Option<Tensor>],
     ) -> Result<(), Failure> {
         if op == "backward" {
+            self.compare_custom(k, op, step, outs)?;
             return self.compare_backward(k, step);
         }
         if op == "max_dim" {
@@ -505,7 +518,7 @@ impl<'a> Replay<'a> {
                 }
             }
         }
-        Ok(())
+        self.compare_custom(k, op, step, outs)
     }
 
     fn compare_backward(&mut self, k: usize, step: &Value) -> Result<(), Failure> {
@@ -757,6 +770,8 @@ impl<'a> Replay<'a> {
                     uint(s, "groups"),
                 )?)
             }
+            // ---- custom functions (the custom corpus)
+            "custom" => self.custom(s)?,
             // ---- reading every variable
             "check" => return Ok(a.iter().map(|&i| Some(self.var(i))).collect()),
             // ---- the end
@@ -987,6 +1002,7 @@ fn describe(s: &Value) -> String {
         "add" | "sub" | "mul" | "div" | "matmul" => format!("{x}.{op}(v{})", a[1]),
         "cat" | "stack" => format!("Tensor::{op}([{}], {})", vlist(&a), uint(s, "dim")),
         "check" => format!("check values of {}", vlist(&a)),
+        "custom" => custom::describe(s),
         "loss" => a
             .iter()
             .map(|i| format!("(v{i} * c).sum()"))
@@ -1133,22 +1149,23 @@ fn replay(p: &Program, device: Device, trace: bool) -> (Result<(), Failure>, Vec
 
 #[test]
 fn views_inplace_corpus_matches_pytorch() {
-    run_corpus("views + in-place corpus", VIEWS_CORPUS, 6000);
+    run_corpus("views + in-place corpus", VIEWS_CORPUS, 6000, &[]);
 }
 
 #[test]
 fn ops_f32_corpus_matches_pytorch() {
-    run_corpus("ops corpus, float32", OPS_F32_CORPUS, 2000);
+    run_corpus("ops corpus, float32", OPS_F32_CORPUS, 2000, &[]);
 }
 
 #[test]
 fn ops_corpus_matches_pytorch() {
-    run_corpus("ops corpus", OPS_CORPUS, 6000);
+    run_corpus("ops corpus", OPS_CORPUS, 6000, &[]);
 }
 
 /// Replays the corpus at `path` (at least `min_programs` programs) on every device and fails
-/// with a report unless every program agrees with PyTorch.
-fn run_corpus(label: &str, path: &str, min_programs: usize) {
+/// with a report unless every program agrees with PyTorch, except those listed in
+/// `known_failing` (a temporary allow-list: they are replayed, and reported, but not counted).
+fn run_corpus(label: &str, path: &str, min_programs: usize, known_failing: &[usize]) {
     let programs = load_corpus(path);
     assert!(
         programs.len() >= min_programs,
@@ -1197,9 +1214,25 @@ fn run_corpus(label: &str, path: &str, min_programs: usize) {
     let mut shown = 0;
     let mut failing_programs = 0;
     let mut failing_quirks = 0;
+    let mut failing_ids = Vec::new();
+    // The temporary allow-list: `CORPUS_NO_ALLOW=1` (or `CORPUS_ID`) replays its programs as
+    // any other.
+    let use_allow_list = only_id.is_none() && std::env::var_os("CORPUS_NO_ALLOW").is_none();
+    let (mut allowed_failing, mut listed_passing) = (0, Vec::new());
     for p in &selected {
         let mut failed_here = false;
         let mut details = String::new();
+        if use_allow_list && known_failing.contains(&p.id) {
+            let fails = devices
+                .iter()
+                .any(|&device| replay(p, device, false).0.is_err());
+            if fails {
+                allowed_failing += 1;
+            } else {
+                listed_passing.push(p.id);
+            }
+            continue;
+        }
         for &device in &devices {
             let (result, trace) = replay(p, device, only_id.is_some());
             if only_id.is_some() {
@@ -1232,6 +1265,7 @@ fn run_corpus(label: &str, path: &str, min_programs: usize) {
         }
         if failed_here {
             failing_programs += 1;
+            failing_ids.push(p.id);
             failing_quirks += usize::from(p.quirk.is_some());
         }
         if only_id.is_some() {
@@ -1292,6 +1326,17 @@ fn run_corpus(label: &str, path: &str, min_programs: usize) {
                 .collect::<Vec<_>>()
                 .join("; ")
         );
+    }
+    if !known_failing.is_empty() {
+        let _ = writeln!(
+            summary,
+            "  TEMPORARY allow-list: skipped {allowed_failing} known-failing programs of {} \
+             listed; listed programs that now pass: {listed_passing:?}",
+            known_failing.len()
+        );
+    }
+    if failed_runs > 0 {
+        let _ = writeln!(summary, "  failing program ids: {failing_ids:?}");
     }
     if only_id.is_some() || failed_runs > 0 {
         println!("{report}");

@@ -2,8 +2,10 @@
 //! broadcast against each other, 3–40 ops drawn from every differentiable op: unary, binary with
 //! broadcasting, scalar, reductions, softmax, matmul, views, cat/stack, split/chunk, in-place ops
 //! on non-leaf tensors and on views of them (with up to two other views of the written tensor
-//! taken before the op and read after it), detach, constants and two custom
-//! `#[differentiable]` ops; later ops pick any earlier value, so values are shared). Each
+//! taken before the op and read after it), detach, constants and custom `#[differentiable]` ops
+//! (two out-of-place ones; in-place ops also write a custom function's result, or write through
+//! a custom `dirty` function, the earlier views read after); later ops pick any earlier value,
+//! so values are shared). Each
 //! program's gradients of `Σ sum(root · weights)` are checked against central finite differences
 //! of the library's forward and against a reference reverse-mode evaluator on plain `Vec<f64>`
 //! (`fuzz/reference.rs`); the same programs run through `grad()` with random subsets of the

@@ -1,10 +1,11 @@
-//! Runs a [`Plan`] with the library: each op is the public `Tensor` method it names, plus two
-//! custom ops declared with `#[differentiable]` and a hand-written `#[backward]` (written in
-//! tensor ops, so they differentiate again).
+//! Runs a [`Plan`] with the library: each op is the public `Tensor` method it names, plus custom
+//! ops declared with `#[differentiable]` and a hand-written `#[backward]` (written in tensor ops,
+//! so they differentiate again): two out-of-place ones, and four `dirty` ones that write their
+//! first input in place.
 
 use autograd::{Result, Tensor, backward, differentiable};
 
-use super::op::{Binary, Op, Plan, ScalarOp, Unary, View, ravel, unravel};
+use super::op::{Binary, Fresh, Op, Plan, ScalarOp, Unary, View, ravel, unravel};
 
 /// `x · tanh(x) · a`.
 #[differentiable]
@@ -37,6 +38,64 @@ fn mix_backward(
         grad_0.mul(y)?.add(grad_1)?,
         grad_0.mul(x)?.add(&grad_1.mul(&y.cos()?)?)?,
     ))
+}
+
+/// `x += y`, in place (`y` broadcasts to `x`; the engine reduces its gradient to `y`'s shape).
+#[differentiable(dirty(x))]
+fn add_into_(x: &Tensor, y: &Tensor) -> Result<Tensor> {
+    x.add_(y)?;
+    Ok(x.clone())
+}
+
+#[backward(add_into_)]
+fn add_into_backward(grad: &Tensor) -> (Tensor, Tensor) {
+    (grad.clone(), grad.clone())
+}
+
+/// `x -= y`, in place.
+#[differentiable(dirty(x))]
+fn sub_into_(x: &Tensor, y: &Tensor) -> Result<Tensor> {
+    x.sub_(y)?;
+    Ok(x.clone())
+}
+
+#[backward(sub_into_)]
+fn sub_into_backward(grad: &Tensor) -> Result<(Tensor, Tensor)> {
+    Ok((grad.clone(), grad.neg()?))
+}
+
+/// `x *= y`, in place; the backward reads `x` as it was before.
+#[differentiable(dirty(x))]
+fn mul_into_(x: &Tensor, y: &Tensor) -> Result<Tensor> {
+    x.mul_(y)?;
+    Ok(x.clone())
+}
+
+#[backward(mul_into_)]
+fn mul_into_backward(
+    grad: &Tensor,
+    #[original] x: &Tensor,
+    y: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    Ok((grad.mul(y)?, grad.mul(x)?))
+}
+
+/// `x /= y`, in place; the backward reads `x` as it was before.
+#[differentiable(dirty(x))]
+fn div_into_(x: &Tensor, y: &Tensor) -> Result<Tensor> {
+    x.div_(y)?;
+    Ok(x.clone())
+}
+
+#[backward(div_into_)]
+fn div_into_backward(
+    grad: &Tensor,
+    #[original] x: &Tensor,
+    y: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    // d(x / y) = dx / y - x dy / y²
+    let gx = grad.div(y)?;
+    Ok((gx.clone(), gx.mul(x)?.div(y)?.neg()?))
 }
 
 /// The leaves of `plan` at the given values, requiring grad (a transposed leaf is built from
@@ -131,8 +190,13 @@ fn run_op(op: &Op, ins: &[Tensor]) -> Result<Vec<Tensor>> {
             op,
             view: v,
             earlier,
+            fresh,
+            dirty,
         } => {
-            let t = ins[0].copy()?;
+            let t = match fresh {
+                Fresh::Copy => ins[0].copy()?,
+                Fresh::XTanh(a) => xtanh(&ins[0], *a)?,
+            };
             // Views taken before the op and read after it: they alias `t`, so they see the new
             // values, and their grad_fn is regenerated over `t`'s new history.
             let earlier = earlier
@@ -143,12 +207,25 @@ fn run_op(op: &Op, ins: &[Tensor]) -> Result<Vec<Tensor>> {
                 Some(v) => view(&t, v)?,
                 None => t.clone(),
             };
-            match op {
-                Binary::Add => target.add_(&ins[1])?,
-                Binary::Sub => target.sub_(&ins[1])?,
-                Binary::Mul => target.mul_(&ins[1])?,
-                Binary::Div => target.div_(&ins[1])?,
-            };
+            if *dirty {
+                let written = match op {
+                    Binary::Add => add_into_(&target, &ins[1])?,
+                    Binary::Sub => sub_into_(&target, &ins[1])?,
+                    Binary::Mul => mul_into_(&target, &ins[1])?,
+                    Binary::Div => div_into_(&target, &ins[1])?,
+                };
+                assert!(
+                    written.is_same(&target),
+                    "a dirty input comes back as itself"
+                );
+            } else {
+                match op {
+                    Binary::Add => target.add_(&ins[1])?,
+                    Binary::Sub => target.sub_(&ins[1])?,
+                    Binary::Mul => target.mul_(&ins[1])?,
+                    Binary::Div => target.div_(&ins[1])?,
+                };
+            }
             let mut outs = if v.is_some() {
                 vec![t, target]
             } else {

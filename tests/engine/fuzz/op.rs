@@ -105,18 +105,31 @@ pub(crate) enum Op {
     },
     Copy,
     Detach,
-    /// Inputs `[src, other]`: `t = src.copy()`, then the views `earlier` of `t`, then `op_` on
-    /// `t` or on a view of it with `other`; outputs `[t]`, or `[t, view]`, then the `earlier`
-    /// views, read after the op (so they see it, through their regenerated history).
+    /// Inputs `[src, other]`: `t` made from `src` as `fresh` says (a copy, or the result of a
+    /// custom function), then the views `earlier` of `t`, then `op_` on `t` or on a view of it
+    /// with `other` (with `dirty`, by a custom function that modifies its input in place and
+    /// marks it dirty); outputs `[t]`, or `[t, view]`, then the `earlier` views, read after the
+    /// op (so they see it, through their regenerated history).
     InPlace {
         op: Binary,
         view: Option<View>,
         earlier: Vec<View>,
+        fresh: Fresh,
+        dirty: bool,
     },
     /// The test's custom `x · tanh(x) · a`.
     XTanh(f64),
     /// The test's custom two-output `(x·y, x + sin y)` (same shapes).
     Mix,
+}
+
+/// How an in-place step makes the tensor it writes from its input.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Fresh {
+    /// `src.copy()`.
+    Copy,
+    /// The test's custom `x · tanh(x) · a` of `src`: a custom function's result, written after.
+    XTanh(f64),
 }
 
 /// One op applied to earlier values.
@@ -242,11 +255,25 @@ impl Op {
             Op::Chunk { .. } => "chunk".into(),
             Op::Copy => "copy".into(),
             Op::Detach => "detach".into(),
-            Op::InPlace { op, view, earlier } => {
-                let mut s = match view {
-                    None => format!("{}_", lower(op)),
-                    Some(v) => format!("{}_ on {} view", lower(op), lower(v)),
+            Op::InPlace {
+                op,
+                view,
+                earlier,
+                fresh,
+                dirty,
+            } => {
+                let op = if *dirty {
+                    format!("custom dirty {}_", lower(op))
+                } else {
+                    format!("{}_", lower(op))
                 };
+                let mut s = match view {
+                    None => op,
+                    Some(v) => format!("{op} on {} view", lower(v)),
+                };
+                if let Fresh::XTanh(_) = fresh {
+                    s.push_str(" of a custom xtanh result");
+                }
                 if !earlier.is_empty() {
                     s.push_str(&format!(" (+{} earlier views)", earlier.len()));
                 }

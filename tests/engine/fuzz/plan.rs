@@ -5,7 +5,7 @@
 //! runs the reference forward as it goes, so these choices see the actual values; the resulting
 //! plan is then fixed, whatever the leaves are perturbed to.
 
-use super::op::{Binary, Op, Plan, ScalarOp, Step, Unary, View, broadcast, numel, unravel};
+use super::op::{Binary, Fresh, Op, Plan, ScalarOp, Step, Unary, View, broadcast, numel, unravel};
 use super::program::{OpKind, Program};
 use super::reference::{Val, apply, view_map};
 
@@ -553,7 +553,23 @@ impl Planner {
                 .into_iter()
                 .filter_map(|b| self.view(x, b))
                 .collect();
-                self.emit(Op::InPlace { op, view, earlier }, vec![x, y])
+                // A quarter write a custom function's result instead of a copy; a quarter write
+                // through a custom function that marks its input dirty.
+                let c = a.wrapping_mul(0x2545_f491);
+                let fresh = if c >> 30 == 0 {
+                    Fresh::XTanh([1.0, -0.5][(c >> 29) as usize & 1])
+                } else {
+                    Fresh::Copy
+                };
+                let dirty = (c >> 27) & 3 == 0;
+                let op = Op::InPlace {
+                    op,
+                    view,
+                    earlier,
+                    fresh,
+                    dirty,
+                };
+                self.emit(op, vec![x, y])
             }
             OpKind::CustomXTanh => {
                 let c = [1.0, -0.5, 2.0][a as usize % 3];

@@ -5,7 +5,7 @@
 //! and the gradient flows back along the same map.
 
 use super::op::{Binary, Op, Plan, ScalarOp, Step, broadcast, chunk_sizes, numel, ravel, unravel};
-use super::op::{Unary, View};
+use super::op::{Fresh, Unary, View};
 
 /// A value: shape and row-major data.
 #[derive(Clone, Debug, PartialEq)]
@@ -383,13 +383,21 @@ pub(crate) fn apply(op: &Op, ins: &[&Val]) -> Vec<Val> {
             }
             one(s.out, data)
         }
-        Op::InPlace { op, view, earlier } => {
+        Op::InPlace {
+            op,
+            view,
+            earlier,
+            fresh,
+            ..
+        } => {
             let (src, other) = (ins[0], ins[1]);
             let (vshape, vm) = match view {
                 Some(v) => view_map(&src.shape, v),
                 None => (src.shape.clone(), (0..src.data.len()).collect()),
             };
             let om = expand_map(&other.shape, &vshape);
+            let written = fresh_values(*fresh, &src.data);
+            let src = &Val::new(src.shape.clone(), written);
             let mut base = src.data.clone();
             for (k, &p) in vm.iter().enumerate() {
                 base[p] = binary(*op, src.data[p], other.data[om[k]]).0;
@@ -424,6 +432,14 @@ pub(crate) fn apply(op: &Op, ins: &[&Val]) -> Vec<Val> {
             vec![Val::new(a.shape.clone(), p), Val::new(a.shape.clone(), s)]
         }
         _ => unreachable!("gather ops are handled above: {op:?}"),
+    }
+}
+
+/// The values an in-place step writes into, made from its input's.
+fn fresh_values(fresh: Fresh, src: &[f64]) -> Vec<f64> {
+    match fresh {
+        Fresh::Copy => src.to_vec(),
+        Fresh::XTanh(a) => src.iter().map(|&v| a * v * v.tanh()).collect(),
     }
 }
 
@@ -515,8 +531,15 @@ fn vjp(op: &Op, ins: &[&Val], outs: &[Val], g: &[Vec<f64>]) -> Vec<Vec<f64>> {
                 }
             }
         }
-        Op::InPlace { op, view, earlier } => {
-            let (src, other) = (ins[0], ins[1]);
+        Op::InPlace {
+            op,
+            view,
+            earlier,
+            fresh,
+            ..
+        } => {
+            let (input, other) = (ins[0], ins[1]);
+            let src = &Val::new(input.shape.clone(), fresh_values(*fresh, &input.data));
             let (vshape, vm) = match view {
                 Some(v) => view_map(&src.shape, v),
                 None => (src.shape.clone(), (0..src.data.len()).collect()),
@@ -541,6 +564,13 @@ fn vjp(op: &Op, ins: &[&Val], outs: &[Val], g: &[Vec<f64>]) -> Vec<Vec<f64>> {
                 let (_, da, db) = binary(*op, src.data[p], other.data[om[k]]);
                 gin[0][p] = gb[p] * da;
                 gin[1][om[k]] += gb[p] * db;
+            }
+            // Back through what made the written tensor from the input.
+            if let Fresh::XTanh(a) = fresh {
+                for (g, &x) in gin[0].iter_mut().zip(&input.data) {
+                    let t = x.tanh();
+                    *g *= a * (t + x * (1.0 - t * t));
+                }
             }
         }
         Op::XTanh(a) => {
