@@ -80,10 +80,11 @@ pub use autograd_macros::__check_backward;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::backend::{Buffer, ElemVec};
-    pub use crate::graph::copy_slices::{check_dirty_view, rebase_dirty_view};
+    pub use crate::graph::copy_slices::{check_dirty, mark_dirty, rebase_dirty_view};
     pub use crate::graph::function::{
-        custom_output, mark_custom_outputs, next_edges, next_edges_opt, record_node, take_grads,
-        try_next_edges, try_next_edges_opt, try_record_node,
+        ConvertsError, ErrorProbe, ForwardResult, KeepsError, custom_output, mark_custom_outputs,
+        next_edges, next_edges_opt, record_node, take_grads, try_next_edges, try_next_edges_opt,
+        try_record_node,
     };
     pub use crate::graph::{Backward, FunctionNode, GradVec, InputMetadata, ReleaseAttribute};
     pub use crate::ops::{

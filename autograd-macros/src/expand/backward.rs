@@ -488,11 +488,13 @@ impl<'a> LinkPlan<'a> {
             };
             let fresh = self.fresh(false);
             let mark = self.mark_views(false);
+            let mark_dirty = self.mark_dirty();
             let value = self.value(self.fwd.output.fallible);
             return quote_spanned! {loc=>
                 {
                     let __output = #forward_call;
                     #unwrap
+                    #mark_dirty
                     #destructure
                     #fresh
                     #mark
@@ -567,16 +569,25 @@ impl<'a> LinkPlan<'a> {
                 if self.builtin {
                     return find;
                 }
-                let leaf = self.err(quote_spanned!(loc=> #krate::Error::msg(
-                    "a leaf Variable that requires grad has been used in an in-place operation."
-                )));
-                let view =
-                    self.try_(quote_spanned!(loc=> #krate::__private::check_dirty_view(#input)));
+                let check = self.try_(quote_spanned!(loc=> #krate::__private::check_dirty(#input)));
                 quote_spanned! {loc=>
                     #find
-                    if #input.is_leaf() && #input.requires_grad() { #leaf }
-                    #view;
+                    #check;
                 }
+            })
+            .collect()
+    }
+
+    /// PyTorch's `mark_dirty` bumps each dirty input's version once more after a custom
+    /// function's forward, recorded or not.
+    fn mark_dirty(&self) -> TokenStream {
+        let (loc, krate) = (self.linked.loc, &self.krate);
+        self.dirty
+            .iter()
+            .filter(|_| !self.builtin)
+            .map(|(input, _)| {
+                let input = input.ident;
+                quote_spanned!(loc=> #krate::__private::mark_dirty(#input);)
             })
             .collect()
     }
@@ -1011,13 +1022,36 @@ impl<'a> LinkPlan<'a> {
         } else {
             format_ident!("next_edges", span = loc)
         };
+        let try_next_edges = format_ident!("try_{}", next_edges);
         if self.builtin {
-            let try_next_edges = format_ident!("try_{}", next_edges);
             let t =
                 self.try_(quote_spanned!(loc=> #krate::__private::#try_next_edges(#input_refs)));
-            quote_spanned!(loc=> (#t))
-        } else {
-            quote_spanned!(loc=> #krate::__private::#next_edges(#input_refs))
+            return quote_spanned!(loc=> (#t));
+        }
+        let ret = match super::output_path(self.fwd_path, self.fwd) {
+            Some(ret) if self.fwd.output.fallible => ret,
+            _ => return quote_spanned!(loc=> #krate::__private::#next_edges(#input_refs)),
+        };
+        // A fallible forward whose error type converts from ours fails at once on an input view
+        // PyTorch refuses to rebase, as PyTorch's `collect_next_edges` does; any other leaves it
+        // to the backward (an edge to a node that fails with that error).
+        quote_spanned! {loc=>
+            (match #krate::__private::#try_next_edges(#input_refs) {
+                ::core::result::Result::Ok(__e) => __e,
+                ::core::result::Result::Err(__e) => {
+                    #[allow(unused_imports)]
+                    use #krate::__private::{ConvertsError as _, KeepsError as _};
+                    let __probe = #krate::__private::ErrorProbe::<
+                        <#ret as #krate::__private::ForwardResult>::Error,
+                    >::new();
+                    #[allow(clippy::needless_borrow)]
+                    let __converted = (&&__probe).convert_error(__e);
+                    match __converted {
+                        ::core::result::Result::Ok(__e) => return ::core::result::Result::Err(__e),
+                        ::core::result::Result::Err(_) => #krate::__private::#next_edges(#input_refs),
+                    }
+                }
+            })
         }
     }
 
@@ -1064,6 +1098,7 @@ impl<'a> LinkPlan<'a> {
         let attr_clones = self.attr_clones();
         let unwrap = self.unwrap();
         let destructure = self.destructure();
+        let mark_dirty = self.mark_dirty();
         let dirty_checks = self.dirty_checks();
         let fresh = self.fresh(true);
         let mark = self.mark_views(true);
@@ -1094,6 +1129,7 @@ impl<'a> LinkPlan<'a> {
                             #forward_fn(#(#idents),*)
                         };
                         #unwrap
+                        #mark_dirty
                         #destructure
                         #dirty_checks
                         #fresh

@@ -128,14 +128,21 @@ pub(crate) fn param_type(fwd_path: &Path, fwd: &DiffFn<'_>, i: usize, target: bo
 
 /// The forward's return type as the backward's expansion names it.
 pub(crate) fn output_type(fwd_path: &Path, fwd: &DiffFn<'_>) -> TokenStream {
+    match (fwd.output.original, output_path(fwd_path, fwd)) {
+        (syn::ReturnType::Type(arrow, _), Some(path)) => quote!(#arrow #path),
+        _ => TokenStream::new(),
+    }
+}
+
+/// The forward's return type, through the alias beside it (`None`: it returns `()`).
+pub(crate) fn output_path(fwd_path: &Path, fwd: &DiffFn<'_>) -> Option<Path> {
     match fwd.output.original {
-        syn::ReturnType::Type(arrow, ty) => {
+        syn::ReturnType::Type(_, ty) => {
             let span = syn::spanned::Spanned::span(ty);
             let ident = output_alias(fwd.ident);
-            let path = sibling(fwd_path, &Ident::new(&ident.to_string(), span));
-            quote!(#arrow #path)
+            Some(sibling(fwd_path, &Ident::new(&ident.to_string(), span)))
         }
-        syn::ReturnType::Default => TokenStream::new(),
+        syn::ReturnType::Default => None,
     }
 }
 

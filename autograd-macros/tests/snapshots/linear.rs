@@ -225,9 +225,34 @@ const _: () = {
                     ::core::result::Result::Ok(__out0)
                 };
             }
-            let ::core::option::Option::Some(__edges) = ::autograd::__private::next_edges_opt(
+            let ::core::option::Option::Some(__edges) = (match ::autograd::__private::try_next_edges_opt(
                 &[::core::option::Option::Some(x), ::core::option::Option::Some(w), bias],
-            ) else {
+            ) {
+                ::core::result::Result::Ok(__e) => __e,
+                ::core::result::Result::Err(__e) => {
+                    #[allow(unused_imports)]
+                    use ::autograd::__private::{ConvertsError as _, KeepsError as _};
+                    let __probe = ::autograd::__private::ErrorProbe::<
+                        <__autograd_linear_output as ::autograd::__private::ForwardResult>::Error,
+                    >::new();
+                    #[allow(clippy::needless_borrow)]
+                    let __converted = (&&__probe).convert_error(__e);
+                    match __converted {
+                        ::core::result::Result::Ok(__e) => {
+                            return ::core::result::Result::Err(__e);
+                        }
+                        ::core::result::Result::Err(_) => {
+                            ::autograd::__private::next_edges_opt(
+                                &[
+                                    ::core::option::Option::Some(x),
+                                    ::core::option::Option::Some(w),
+                                    bias,
+                                ],
+                            )
+                        }
+                    }
+                }
+            }) else {
                 let _no_grad = ::autograd::no_grad();
                 return {
                     let __output = __autograd_linear_forward(x, w, bias);

@@ -192,9 +192,28 @@ const _: () = {
                     ::core::result::Result::Ok(__out0)
                 };
             }
-            let ::core::option::Option::Some(__edges) = ::autograd::__private::next_edges(
+            let ::core::option::Option::Some(__edges) = (match ::autograd::__private::try_next_edges(
                 &[x],
-            ) else {
+            ) {
+                ::core::result::Result::Ok(__e) => __e,
+                ::core::result::Result::Err(__e) => {
+                    #[allow(unused_imports)]
+                    use ::autograd::__private::{ConvertsError as _, KeepsError as _};
+                    let __probe = ::autograd::__private::ErrorProbe::<
+                        <__autograd_max_along_output as ::autograd::__private::ForwardResult>::Error,
+                    >::new();
+                    #[allow(clippy::needless_borrow)]
+                    let __converted = (&&__probe).convert_error(__e);
+                    match __converted {
+                        ::core::result::Result::Ok(__e) => {
+                            return ::core::result::Result::Err(__e);
+                        }
+                        ::core::result::Result::Err(_) => {
+                            ::autograd::__private::next_edges(&[x])
+                        }
+                    }
+                }
+            }) else {
                 let _no_grad = ::autograd::no_grad();
                 return {
                     let __output = __autograd_max_along_forward(x, dims);

@@ -317,15 +317,28 @@ pub fn rebase_dirty_view(t: &Tensor, node: &NodeRef) -> Result<()> {
     rebase_view_history(t, &base, base_edge, geometry)
 }
 
-/// The checks a custom function's dirty input gets when it is a view (PyTorch's `check_inplace`
-/// from `mark_dirty`): PyTorch's errors for a view that may not be rebased and for a view of a
-/// leaf that requires grad.
+/// The checks a custom function's dirty input gets after the forward, in PyTorch's order: a leaf
+/// that requires grad (PyTorch's `is_leaf()` reads the grad_fn field as it is, so a view made
+/// with recording off counts as a leaf, whatever its base's history), then for a view
+/// `check_inplace`'s errors for a view that may not be rebased and for a view of a leaf that
+/// requires grad.
 ///
 /// # Errors
 ///
-/// [`Error::ViewRebase`], [`Error::ViewOfLeafInPlace`].
+/// [`Error::Message`] ("a leaf Variable that requires grad has been used in an in-place
+/// operation."), [`Error::ViewRebase`], [`Error::ViewOfLeafInPlace`].
 #[doc(hidden)]
-pub fn check_dirty_view(t: &Tensor) -> Result<()> {
+pub fn check_dirty(t: &Tensor) -> Result<()> {
+    if t.requires_grad() && t.meta_lock().grad_fn.is_none() {
+        return Err(Error::msg(
+            "a leaf Variable that requires grad has been used in an in-place operation.",
+        ));
+    }
+    check_dirty_view(t)
+}
+
+/// The view part of [`check_dirty`].
+fn check_dirty_view(t: &Tensor) -> Result<()> {
     let Some(base) = t.view_base() else {
         return Ok(());
     };
@@ -334,4 +347,11 @@ pub fn check_dirty_view(t: &Tensor) -> Result<()> {
         return Err(Error::ViewOfLeafInPlace);
     }
     Ok(())
+}
+
+/// What PyTorch's `mark_dirty` does to each dirty input once the forward returned: one more bump
+/// of its version counter (`_mark_dirty` calls `bump_version`), recorded or not.
+#[doc(hidden)]
+pub fn mark_dirty(t: &Tensor) {
+    t.0.storage.bump_version();
 }

@@ -395,3 +395,72 @@ pub fn mark_custom_outputs(outputs: &[&Tensor], dirty: &[bool], differentiable: 
         t.mark_custom_function_view(multi);
     }
 }
+
+/// The error type of a forward's `Result` (for the code `#[differentiable]` generates, which
+/// names the forward's return type through an alias).
+#[doc(hidden)]
+pub trait ForwardResult {
+    /// `E` of `Result<T, E>`.
+    type Error;
+}
+
+impl<T, E> ForwardResult for std::result::Result<T, E> {
+    type Error = E;
+}
+
+/// Converts an [`crate::Error`] into a forward's error type `E` when `E: From<Error>`, and
+/// gives it back otherwise, chosen at compile time by method resolution
+/// (`(&&ErrorProbe::<E>::new()).convert_error(e)`: the `&ErrorProbe` impl, whose method takes
+/// `&&ErrorProbe` and is bound by `From`, is found first; the `ErrorProbe` one after auto-deref). A custom function whose error type does
+/// not come from ours cannot return the engine's errors from its forward, which then reach the
+/// caller at backward instead.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct ErrorProbe<E>(std::marker::PhantomData<E>);
+
+impl<E> ErrorProbe<E> {
+    /// The probe for `E`.
+    pub fn new() -> ErrorProbe<E> {
+        ErrorProbe(std::marker::PhantomData)
+    }
+}
+
+impl<E> Default for ErrorProbe<E> {
+    fn default() -> ErrorProbe<E> {
+        ErrorProbe::new()
+    }
+}
+
+/// [`ErrorProbe`] for an error type that converts from ours.
+#[doc(hidden)]
+pub trait ConvertsError<E> {
+    /// `Ok(e.into())`.
+    ///
+    /// # Errors
+    ///
+    /// Never.
+    fn convert_error(&self, e: crate::Error) -> std::result::Result<E, crate::Error>;
+}
+
+impl<E: From<crate::Error>> ConvertsError<E> for &ErrorProbe<E> {
+    fn convert_error(&self, e: crate::Error) -> std::result::Result<E, crate::Error> {
+        Ok(E::from(e))
+    }
+}
+
+/// [`ErrorProbe`] for any other error type.
+#[doc(hidden)]
+pub trait KeepsError<E> {
+    /// `Err(e)`: the error cannot be returned as an `E`.
+    ///
+    /// # Errors
+    ///
+    /// Always: `e` itself.
+    fn convert_error(&self, e: crate::Error) -> std::result::Result<E, crate::Error>;
+}
+
+impl<E> KeepsError<E> for ErrorProbe<E> {
+    fn convert_error(&self, e: crate::Error) -> std::result::Result<E, crate::Error> {
+        Err(e)
+    }
+}

@@ -31,6 +31,10 @@ enum State {
         hooks: Arc<HookPair>,
         output: Option<(Weak<dyn Node>, usize)>,
         edge: Option<Edge>,
+        /// A saved input without an edge that required grad (a view made with recording off of
+        /// a tensor that does): it unpacks as a tensor that requires grad, as PyTorch's
+        /// `make_variable(data, requires_grad_)`.
+        requires_grad: bool,
     },
     /// The pack hook modified its input in place, in the forward of a node recorded with
     /// [`record_node`](super::function::record_node) (a forward that cannot return the error):
@@ -71,11 +75,13 @@ fn pack(t: &Tensor, output: Option<(&Weak<dyn Node>, usize)>) -> Result<Option<S
     } else {
         None
     };
+    let requires_grad = output.is_none() && edge.is_none() && t.requires_grad();
     Ok(Some(State::Hooked {
         packed: Arc::new(packed),
         hooks,
         output: output.map(|(w, nr)| (w.clone(), nr)),
         edge,
+        requires_grad,
     }))
 }
 
@@ -256,10 +262,11 @@ impl SavedTensor {
                 hooks,
                 output,
                 edge,
+                requires_grad,
             } => {
                 // The unpack hook is user code: run it without holding this slot's lock.
                 let (packed, hooks) = (packed.clone(), hooks.clone());
-                let (output, edge) = (output.clone(), edge.clone());
+                let (output, edge, requires_grad) = (output.clone(), edge.clone(), *requires_grad);
                 drop(state);
                 let t = hooks.unpack(&packed)?;
                 // The saved tensor's history goes on the hook's data; whatever history the
@@ -294,6 +301,11 @@ impl SavedTensor {
                             let alias = t.detach();
                             alias.set_grad_fn(e.node, e.input_nr);
                             Ok(Some(alias))
+                        }
+                        None if requires_grad => {
+                            let fresh = t.detach();
+                            fresh.set_requires_grad(true)?;
+                            Ok(Some(fresh))
                         }
                         None if t.requires_grad() => Ok(Some(t.detach())),
                         None => Ok(Some(t)),
