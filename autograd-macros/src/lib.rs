@@ -85,10 +85,18 @@ use proc_macro::TokenStream;
 ///   has a `#[backward]`, `f_backward`: ..." (the macro finds the first in the source file,
 ///   since attribute expansions cannot see each other); one in another module or file is
 ///   rustc's conflicting implementations (E0119) of the forward's hidden link trait.
-/// * An output that is one of the inputs (returned as is) or a tensor that already requires
-///   grad is replaced by a detached alias (same storage and version counter), so that the node
-///   never takes over a tensor it did not create; an input returned twice gives two aliases.
-///   Only `dirty` inputs keep their handle. Any other tensor returned twice stays one tensor,
+/// * Outputs are what PyTorch's `Function.apply` makes of them. An input returned as is
+///   becomes a view of itself (a view made in the forward stays one) with the node as its
+///   grad_fn, marked as created in a custom function: an in-place op on it, or a use after its
+///   base changed, is PyTorch's error ("... This view was created inside a custom Function ..."),
+///   since the view+inplace logic would override the custom backward; with several
+///   differentiable outputs such views are refused in place as a multi-output op's are. An
+///   input returned twice gives two views. Without a node (`no_grad`, or no input requires
+///   grad) an input returned as is that requires grad comes back as a detached alias, so no
+///   gradient escapes, and one that does not as a view of itself. A captured tensor that
+///   already has history is replaced by a detached alias (same storage and version counter).
+///   Only `dirty` inputs keep their handle (their version is bumped once more after the
+///   forward, as `mark_dirty` does). Any other tensor returned twice stays one tensor,
 ///   the node's output at both positions, as in PyTorch (`test_return_duplicate`): its
 ///   `output_nr` is the later position, which receives the gradients of all its uses (the
 ///   earlier one's is zeros, or `None` without `materialize_grads`).
@@ -170,7 +178,7 @@ use proc_macro::TokenStream;
 /// | `once_differentiable` | the backward runs under `no_grad`. With `create_graph`, if an incoming gradient requires grad, the results come out of an `Error` node, and differentiating them again fails with `Error::OnceDifferentiable` (PyTorch's `@once_differentiable`) |
 /// | `materialize_grads = false` | undefined incoming gradients reach the backward as `None` instead of zeros; its gradient parameters are then `Option<&Tensor>` |
 /// | `non_differentiable(result_1, ..)` | those outputs never require grad; their gradient slot is zeros (or `None`) |
-/// | `save(r, ..)` | state computed in the forward for the backward only (PyTorch's `ctx.save_for_backward(intermediate)`, `ctx.r = ..`): the body returns its outputs followed by these residuals, `(Tensor, R, ..)` (in a `Result` or not); the public function returns the outputs only; a backward names `r` like a saved parameter (by value or by reference, checked by rustc), and a residual it does not name is dropped. The residual is moved into the node, never cloned; its type must be `Clone + Send + Sync + 'static` |
+/// | `save(r, ..)` | state computed in the forward for the backward only (PyTorch's `ctx.save_for_backward(intermediate)`, `ctx.r = ..`): the body returns its outputs followed by these residuals, `(Tensor, R, ..)` (in a `Result` or not); the public function returns the outputs only; a backward names `r` like a saved parameter (by value or by reference, checked by rustc), and a residual it does not name is dropped. A `Tensor` residual is a saved tensor, as `save_for_backward` keeps one: version-checked, packed by saved-tensor hooks, freed after backward; any other residual is moved into the node, never cloned, and its type must be `Clone + Send + Sync + 'static` |
 /// | `dirty(x, ..)` | the forward modifies these `&Tensor` inputs in place and returns them (`x.clone()`, the same handle); they become outputs of the node. Requires a `Result` return type: a dirty leaf that requires grad is `a leaf Variable that requires grad has been used in an in-place operation.`, a dirty input not returned is `Some elements marked as dirty during the forward method were not returned as output. The inputs that are modified inplace must all be outputs of the Function.`, and a dirty view is rebased as a built-in in-place op on a view is (its base's grad_fn becomes `CopySlices`), or refused with PyTorch's error (`Error::ViewRebase`, `Error::ViewOfLeafInPlace`) |
 /// | `builtin` | PyTorch's generated-node semantics, for an op library (the runtime's ops use it): see below |
 /// | `derive` | derive the backward from the body (no `#[backward]`): see above |
