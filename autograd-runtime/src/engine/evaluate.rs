@@ -69,7 +69,6 @@ pub(crate) fn evaluate_function(
     // Read by the walk: every `meta()` is a virtual call.
     let meta = gt.plan.meta(index);
     let mut grads = inputs.into_grads();
-    let mut _output_mask = None;
     if !gt.exec_info.is_empty() {
         let info = &gt.exec_info[index as usize];
         if !info.needed {
@@ -85,14 +84,14 @@ pub(crate) fn evaluate_function(
         if !info.needed {
             return Ok(None);
         }
-        _output_mask = Some(per_thread::OutputMask::set(
-            gt,
-            output_mask(gt, index, meta),
-        ));
     }
 
     let _span = super::trace::node_span(&gt.span, node);
-    let outputs = call_function(gt, node, meta, grads)?;
+    let outputs = if gt.exec_info.is_empty() {
+        call_function(gt, node, meta, grads)?
+    } else {
+        call_function_selective(gt, index, node, meta, grads)?
+    };
     if !gt.options.keep_graph {
         node.release_saved();
     }
@@ -398,9 +397,24 @@ fn call_function_with_hooks(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> 
     Ok(outputs)
 }
 
+/// [`call_function`] in a selective pass (`grad()`, `backward(inputs=..)`): the node learns
+/// which of its outputs lead to a node the pass runs (`NodeMeta::should_compute_output`,
+/// PyTorch's `task_should_compute_output`). Out of line, so that the guard's cleanup is not on
+/// the path of every node of an ordinary pass.
+#[inline(never)]
+fn call_function_selective(
+    gt: &GraphTask,
+    index: u32,
+    node: &dyn Node,
+    meta: &NodeMeta,
+    grads: GradVec,
+) -> Result<GradVec> {
+    let _mask = per_thread::OutputMask::set(gt, output_mask(gt, index, meta));
+    call_function(gt, node, meta, grads)
+}
+
 /// Which outputs of node `index` lead to a node this selective pass runs (bit `i`: output `i`;
 /// outputs past the 64th always count as wanted).
-#[inline(never)]
 fn output_mask(gt: &GraphTask, index: u32, meta: &NodeMeta) -> u64 {
     let mut mask = 0u64;
     for i in 0..meta.num_outputs() {

@@ -484,16 +484,19 @@ impl<'a> SaveContext<'a> {
     /// (as PyTorch saves outputs after setting their history), so that it sees the output with
     /// its `grad_fn`: the slot keeps the output as an unpacked one would be until then.
     pub fn output(&self, t: &Tensor, output_nr: usize) -> SavedTensor {
-        if self.failure.borrow().is_none() && saved_hooks::current().is_some() {
-            self.deferred.set(true);
-            return SavedTensor::new(State::Output {
-                data: t.detach(),
-                version: t.version(),
-                grad_fn: self.node(),
-                output_nr,
-            });
+        if self.failure.borrow().is_some() {
+            return self.save(|| SavedTensor::output(t, self.node(), output_nr));
         }
-        self.save(|| SavedTensor::output(t, self.node(), output_nr))
+        // One look at the hooks: packed later under hooks, kept as it is without.
+        if saved_hooks::has_hooks() {
+            self.deferred.set(true);
+        }
+        SavedTensor::new(State::Output {
+            data: t.detach(),
+            version: t.version(),
+            grad_fn: self.node(),
+            output_nr,
+        })
     }
 
     /// A tensor the forward computed and kept with `save(..)` (PyTorch's `save_for_backward` of

@@ -83,6 +83,12 @@ pub(crate) fn current() -> Option<Arc<HookPair>> {
     STACK.with(|s| s.borrow().as_ref().map(|f| f.pair.clone()))
 }
 
+/// Whether saved-tensor hooks are active on this thread: a plain thread-local load, no handle
+/// on them taken.
+pub(crate) fn has_hooks() -> bool {
+    TOP.with(Cell::get) != 0
+}
+
 /// This thread's whole hooks stack (what a backward pass started here carries to its nodes).
 pub(crate) fn current_stack() -> HookStack {
     STACK.with(|s| s.borrow().clone())
