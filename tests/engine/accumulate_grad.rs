@@ -109,7 +109,7 @@ fn b16_create_graph_accumulation_is_differentiable() -> R {
 fn b16_accumulate_grad_tensor_reference() -> R {
     for create_graph in [false, true] {
         let params = leaf(vec![1.5, 1.5], &[2]);
-        params.set_grad(Some(Tensor::from_vec(vec![1.5f64, 1.5], &[2])?));
+        params.set_grad(Some(Tensor::from_vec(vec![1.5f64, 1.5], &[2])?))?;
         let grad_saved = params.grad().unwrap();
         params.backward_with(
             BackwardOptions::new()
@@ -151,7 +151,7 @@ fn b16_set_grad_none_resets_accumulation() -> R {
     let y = x.mul(&x)?.sum()?;
     y.backward_with(BackwardOptions::new().retain_graph(true))?;
     let first = x.grad().unwrap();
-    x.set_grad(None);
+    x.set_grad(None)?;
     assert!(x.grad().is_none());
     y.backward()?;
     assert_close(&grad_vals(&x), &[2.0, 4.0]);
@@ -190,7 +190,7 @@ fn b16_grad_is_never_a_callers_tensor_that_gets_mutated() -> R {
     // but a tensor the caller passed as a root gradient is not.
     let x = leaf(vec![1.0, 2.0], &[2]);
     let mine = Tensor::from_vec(vec![1.0f64, 1.0], &[2])?;
-    x.set_grad(Some(mine.clone()));
+    x.set_grad(Some(mine.clone()))?;
     x.mul_scalar(2.0)?.sum()?.backward()?;
     assert_close(&vals(&mine), &[3.0, 3.0]);
     assert!(mine.is_same(&x.grad().unwrap()));

@@ -291,8 +291,11 @@ impl Tensor {
         result
     }
 
-    /// `self += other` for the engine's gradient accumulation: not recorded, not checked.
+    /// `self += other` for the engine's gradient accumulation: not recorded. Refuses a target
+    /// with repeated elements, as PyTorch's `variable_grad += new_grad` does: a `.grad` the user
+    /// set to an `expand`ed tensor.
     pub(crate) fn accumulate_in_place(&self, other: &Tensor) -> Result<()> {
+        self.check_writable()?;
         self.apply_inplace(BinaryOp::Add, other)
     }
 

@@ -152,20 +152,77 @@ impl Tensor {
         meta.grad.clone()
     }
 
-    /// Replaces the accumulated gradient (`x.grad = g`; `None` resets it).
+    /// Replaces the accumulated gradient (`x.grad = g`; `None` resets it). The gradient is
+    /// checked as PyTorch's setter checks it, so that the next backward can accumulate into it:
+    /// same dtype, same device, same shape (its strides are free, and so is whether it requires
+    /// grad). Any tensor may be given a gradient, a leaf or not, requiring grad or not.
+    ///
+    /// # Errors
+    ///
+    /// In PyTorch's order: [`Error::GradAssignedToItself`] for the tensor itself,
+    /// [`Error::AssignedGradDType`], [`Error::AssignedGradDevice`], [`Error::AssignedGradSize`].
+    /// The `.grad` is left as it was.
     ///
     /// # Examples
     ///
     /// ```
-    /// use autograd_runtime::Tensor;
+    /// use autograd_runtime::{DType, Tensor};
     /// let x = Tensor::scalar(3.0f64).requires_grad_(true)?;
     /// x.mul(&x)?.backward()?;
-    /// x.set_grad(None);
+    /// x.set_grad(None)?;
     /// assert!(x.grad().is_none());
+    ///
+    /// let w = Tensor::zeros(&[3], DType::F32)?.requires_grad_(true)?;
+    /// w.set_grad(Some(Tensor::ones(&[3], DType::F32)?))?;
+    /// let err = w.set_grad(Some(Tensor::ones(&[2, 3], DType::F32)?)).unwrap_err();
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "attempting to assign a gradient of size '[2, 3]' to a tensor of size '[3]'. \
+    ///      Please ensure that the gradient and the tensor are the same size"
+    /// );
+    /// assert_eq!(w.grad().unwrap().to_vec::<f32>()?, [1.0, 1.0, 1.0]); // unchanged
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn set_grad(&self, grad: Option<Tensor>) {
-        self.0.autograd.lock().grad = grad;
+    pub fn set_grad(&self, grad: Option<Tensor>) -> Result<()> {
+        if let Some(g) = &grad {
+            self.check_assigned_grad(g)?;
+        }
+        let old = std::mem::replace(&mut self.0.autograd.lock().grad, grad);
+        // The old gradient is dropped unlocked: it may be the last handle of a large tree.
+        drop(old);
+        Ok(())
+    }
+
+    /// Drops the accumulated gradient (`set_grad(None)`, which cannot fail): for `zero_grad`.
+    pub(crate) fn clear_grad(&self) {
+        let old = self.0.autograd.lock().grad.take();
+        drop(old);
+    }
+
+    /// PyTorch's `THPVariable_set_grad` checks, in its order.
+    fn check_assigned_grad(&self, grad: &Tensor) -> Result<()> {
+        if Arc::ptr_eq(&*self.0, &*grad.0) {
+            return Err(Error::GradAssignedToItself);
+        }
+        if grad.dtype() != self.dtype() {
+            return Err(Error::AssignedGradDType {
+                grad: grad.dtype(),
+                tensor: self.dtype(),
+            });
+        }
+        if grad.device() != self.device() {
+            return Err(Error::AssignedGradDevice {
+                grad: grad.device(),
+                tensor: self.device(),
+            });
+        }
+        if grad.shape() != self.shape() {
+            return Err(Error::AssignedGradSize {
+                grad: grad.shape().to_vec(),
+                tensor: self.shape().to_vec(),
+            });
+        }
+        Ok(())
     }
 
     /// The node that computes this tensor's gradient contributions, or `None` for leaves.
