@@ -285,7 +285,10 @@ impl Tensor {
     ///
     /// # Errors
     ///
-    /// [`Error::RetainGradWithoutRequiresGrad`] if the tensor does not require grad.
+    /// [`Error::RetainGradWithoutRequiresGrad`] if the tensor does not require grad;
+    /// [`Error::ViewRebase`] for a view of `split`/`chunk` whose base was modified in place
+    /// since (PyTorch reads its `grad_fn`, which it refuses to regenerate; see
+    /// [`Tensor::grad_fn`]).
     ///
     /// # Examples
     ///
@@ -299,17 +302,25 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn retain_grad(&self) -> Result<()> {
-        let mut meta = self.0.autograd.lock();
-        let Some(grad_fn) = meta.grad_fn.clone() else {
-            return if meta.requires_grad {
-                Ok(())
-            } else {
-                Err(Error::RetainGradWithoutRequiresGrad)
-            };
-        };
-        if meta.retains_grad {
-            return Ok(());
+        if !self.requires_grad() {
+            return Err(Error::RetainGradWithoutRequiresGrad);
         }
+        {
+            // PyTorch's C++ `is_leaf()` reads the grad_fn field as it is: a no-op for leaves,
+            // and for a view made under `no_grad` (it has no grad_fn of its own); and for a
+            // tensor that retains its grad already.
+            let meta = self.0.autograd.lock();
+            if meta.grad_fn.is_none() || meta.retains_grad {
+                return Ok(());
+            }
+        }
+        // Then it reads the grad_fn through its accessor: a stale view's is regenerated, or
+        // refused if it may not be.
+        let grad_fn = self.try_grad_fn()?;
+        let mut meta = self.0.autograd.lock();
+        let Some(grad_fn) = grad_fn else {
+            return Ok(());
+        };
         meta.retains_grad = true;
         let output_nr = meta.output_nr;
         drop(meta);
@@ -393,7 +404,9 @@ impl Tensor {
     ///
     /// # Errors
     ///
-    /// [`Error::HookWithoutRequiresGrad`] if the tensor does not require grad.
+    /// [`Error::HookWithoutRequiresGrad`] if the tensor does not require grad;
+    /// [`Error::ViewRebase`] for a view of `split`/`chunk`, or one made under `no_grad`, whose
+    /// base was modified in place since (as [`Tensor::retain_grad`]).
     ///
     /// # Examples
     ///
@@ -419,7 +432,9 @@ impl Tensor {
     ///
     /// # Errors
     ///
-    /// [`Error::HookWithoutRequiresGrad`] if the tensor does not require grad.
+    /// [`Error::HookWithoutRequiresGrad`] if the tensor does not require grad;
+    /// [`Error::ViewRebase`] for a view of `split`/`chunk`, or one made under `no_grad`, whose
+    /// base was modified in place since (as [`Tensor::retain_grad`]).
     ///
     /// # Examples
     ///
@@ -451,8 +466,14 @@ impl Tensor {
     }
 
     fn add_tensor_hook(&self, hook: TensorHook) -> Result<HookHandle> {
-        // A view's hook goes to its current (possibly regenerated) grad_fn.
-        let current = self.is_view().then(|| self.grad_fn()).flatten();
+        // A view's hook goes to its current (possibly regenerated) grad_fn; a stale view that
+        // may not be regenerated is refused with PyTorch's error, as its `grad_fn` accessor
+        // refuses it (a hook on the old node would never run).
+        let current = if self.is_view() {
+            self.try_grad_fn()?
+        } else {
+            None
+        };
         let mut meta = self.0.autograd.lock();
         match current.or_else(|| meta.grad_fn.clone()) {
             Some(grad_fn) => {
@@ -479,7 +500,8 @@ impl Tensor {
     /// # Errors
     ///
     /// [`Error::PostAccumulateGradHookOnNonLeaf`] on a non-leaf;
-    /// [`Error::HookWithoutRequiresGrad`] if the leaf does not require grad.
+    /// [`Error::HookWithoutRequiresGrad`] if the leaf does not require grad;
+    /// [`Error::ViewRebase`] as [`Tensor::register_hook`].
     ///
     /// # Examples
     ///
@@ -510,7 +532,8 @@ impl Tensor {
     /// # Errors
     ///
     /// [`Error::PostAccumulateGradHookOnNonLeaf`] on a non-leaf;
-    /// [`Error::HookWithoutRequiresGrad`] if the leaf does not require grad.
+    /// [`Error::HookWithoutRequiresGrad`] if the leaf does not require grad;
+    /// [`Error::ViewRebase`] as [`Tensor::register_hook`].
     ///
     /// # Examples
     ///
@@ -538,6 +561,10 @@ impl Tensor {
     }
 
     fn add_post_accumulate_grad_hook(&self, hook: PostAccumulateHook) -> Result<HookHandle> {
+        // A stale view that may not be regenerated: PyTorch's error, from its grad_fn accessor.
+        if self.is_view() {
+            self.try_grad_fn()?;
+        }
         let mut meta = self.0.autograd.lock();
         if meta.grad_fn.is_some() {
             return Err(Error::PostAccumulateGradHookOnNonLeaf);
