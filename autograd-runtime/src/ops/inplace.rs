@@ -14,7 +14,8 @@ use crate::{Error, Result, Tensor, is_grad_enabled};
 // Each modifies `x` in place and returns it (`dirty(x)`): the node becomes `x`'s new grad_fn (its
 // history is rebased) and is named after the out-of-place op, as in PyTorch. The generated code
 // runs `check_inplace` first, whenever grad mode is on; the kernel bumps the version (also under
-// `no_grad`). The methods check dtype and device before that, as the hand-written ops did.
+// `no_grad`). The methods check dtype and device before that, as the hand-written ops did
+// (but `copy_`, which converts its source as PyTorch's does).
 
 #[differentiable(builtin, crate = "crate", dirty(x), name = "AddBackward0")]
 fn add_(x: &Tensor, other: &Tensor) -> Result<Tensor> {
