@@ -74,7 +74,7 @@ fn bench_cnn(c: &mut Criterion) {
     group.bench_function("forward_backward", |b| {
         b.iter(|| {
             net.zero_grad();
-            x.set_grad(None);
+            x.set_grad(None).expect("set_grad");
             let y = net
                 .conv2
                 .forward(&x)

@@ -40,7 +40,7 @@ fn bench_chain(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter(|| {
                 y.backward_with(retain()).expect("backward");
-                x.set_grad(None);
+                x.set_grad(None).expect("set_grad");
             })
         });
     }
@@ -89,7 +89,11 @@ fn bench_sum_tree(c: &mut Criterion) {
     group.bench_function(BenchmarkId::from_parameter(leaves), |b| {
         // Clearing 16k leaf gradients is setup, not engine time.
         b.iter_batched(
-            || xs.iter().for_each(|x| x.set_grad(None)),
+            || {
+                xs.iter()
+                    .try_for_each(|x| x.set_grad(None))
+                    .expect("set_grad")
+            },
             |()| root.backward_with(retain()).expect("backward"),
             BatchSize::PerIteration,
         )
@@ -118,7 +122,7 @@ fn bench_mlp(c: &mut Criterion) {
     let params = [&w1, &b1, &w2, &b2];
     let step = || -> Result<f32> {
         for p in params {
-            p.set_grad(None);
+            p.set_grad(None)?;
         }
         let h = x.matmul(&w1)?.add(&b1)?.relu()?;
         let loss = h.matmul(&w2)?.add(&b2)?.sub(&target)?.pow(2.0)?.mean()?;
@@ -146,7 +150,7 @@ fn backward_on_threads(graphs: &[(Tensor, Tensor)], iters: u64) -> Duration {
                 start.wait();
                 for _ in 0..iters {
                     y.backward_with(retain()).expect("backward");
-                    x.set_grad(None);
+                    x.set_grad(None).expect("set_grad");
                 }
             });
         }
@@ -191,7 +195,7 @@ fn bench_reentrant(c: &mut Criterion) {
         let (t, y) = tiny().expect("tiny graph");
         through_node(move || {
             engine.backward(std::slice::from_ref(&y), &[], retain())?;
-            t.set_grad(None);
+            t.set_grad(None)?;
             Ok(())
         })
         .expect("outer graph")
@@ -211,7 +215,7 @@ fn bench_reentrant(c: &mut Criterion) {
                 engine
                     .backward(std::slice::from_ref(y), &[], retain())
                     .expect("backward");
-                x.set_grad(None);
+                x.set_grad(None).expect("set_grad");
             })
         });
     }
@@ -219,7 +223,7 @@ fn bench_reentrant(c: &mut Criterion) {
     group.bench_function("top_level_tiny", |b| {
         b.iter(|| {
             y.backward_with(retain()).expect("backward");
-            t.set_grad(None);
+            t.set_grad(None).expect("set_grad");
         })
     });
     group.finish();
@@ -240,7 +244,7 @@ fn bench_device_alternating(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new(name, n), |b| {
             b.iter(|| {
                 y.backward_with(retain()).expect("backward");
-                x.set_grad(None);
+                x.set_grad(None).expect("set_grad");
             })
         });
     }

@@ -35,7 +35,10 @@ fn bench_wide_tanh(c: &mut Criterion) {
     group.bench_function("backward", |b| {
         b.iter_batched(
             || {
-                params.iter().for_each(|p| p.set_grad(None));
+                params
+                    .iter()
+                    .try_for_each(|p| p.set_grad(None))
+                    .expect("set_grad");
                 wide_tanh_loss(&x, &params).expect("forward")
             },
             |loss| loss.backward().expect("backward"),

@@ -37,7 +37,8 @@ fn params_with_grads(shapes: &[Vec<usize>]) -> Vec<Tensor> {
                 .expect("parameter");
             p.set_grad(Some(
                 Tensor::randn(s, DType::F32, 100 + i as u64).expect("gradient"),
-            ));
+            ))
+            .expect("set_grad");
             p
         })
         .collect()

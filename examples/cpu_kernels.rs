@@ -70,7 +70,7 @@ fn allocations<R>(f: impl FnOnce() -> R) -> (R, u64) {
 fn allocation_report() -> Result<()> {
     let (x, params) = wide_tanh(1 << 20, 10)?;
     wide_tanh_loss(&x, &params)?.backward()?; // warm-up: the pool's threads, lazy statics
-    params.iter().for_each(|p| p.set_grad(None));
+    params.iter().try_for_each(|p| p.set_grad(None))?;
     let (loss, fwd) = allocations(|| wide_tanh_loss(&x, &params));
     let (r, bwd) = allocations(|| loss?.backward());
     r?;
@@ -112,7 +112,7 @@ fn time_wide_tanh(runs: usize) -> Result<(Duration, Duration)> {
     let (mut fwd, mut bwd) = (Vec::new(), Vec::new());
     for _ in 0..runs + 1 {
         for p in &params {
-            p.set_grad(None);
+            p.set_grad(None)?;
         }
         let t = Instant::now();
         let loss = wide_tanh_loss(&x, &params)?;
@@ -155,7 +155,7 @@ impl Mlp {
     fn step(&self) -> Result<f32> {
         let [w1, b1, w2, b2] = &self.params;
         for p in &self.params {
-            p.set_grad(None);
+            p.set_grad(None)?;
         }
         let h = self.x.matmul(w1)?.add(b1)?.relu()?;
         let out = h.matmul(w2)?.add(b2)?;

@@ -63,7 +63,7 @@ fn mlp(batch: usize, sizes: [usize; 3], device: Device) -> Result<(f64, f64)> {
         let h = x.matmul(&w1)?.add(&b1)?.tanh()?;
         h.matmul(&w2)?.add(&b2)?.sum()?.backward()?;
         for p in [&w1, &b1, &w2, &b2] {
-            p.set_grad(None);
+            p.set_grad(None)?;
         }
         Ok(())
     })?;
@@ -101,8 +101,8 @@ fn wide_tanh(width: usize, layers: usize, device: Device) -> Result<(f64, f64)> 
         }
         y.sum()?.backward()?;
         for (w, b) in &params {
-            w.set_grad(None);
-            b.set_grad(None);
+            w.set_grad(None)?;
+            b.set_grad(None)?;
         }
         Ok(())
     })?;
@@ -146,7 +146,7 @@ fn scalar_chain(n: usize, device: Device) -> Result<(f64, f64)> {
         y.backward()?;
         cuda::synchronize(0)?;
         let end = Instant::now();
-        x.set_grad(None);
+        x.set_grad(None)?;
         if run > 0 {
             both.push((end - start).as_secs_f64() * 1e6 / n as f64);
             backward.push((end - recorded).as_secs_f64() * 1e6 / n as f64);

@@ -86,7 +86,7 @@ fn check_derived() -> Result<()> {
             let t = std::time::Instant::now();
             y.backward()?;
             times.push(t.elapsed());
-            x.set_grad(None);
+            x.set_grad(None)?;
         }
         times.sort();
         Ok(times[times.len() / 2])
@@ -186,7 +186,7 @@ fn train(device: Device) -> Result<()> {
                 .grad()
                 .ok_or_else(|| Error::msg("parameter without gradient"))?;
             p.sub_(&g.mul_scalar(lr)?)?;
-            p.set_grad(None);
+            p.set_grad(None)?;
         }
     }
     let first = first.unwrap_or(last);

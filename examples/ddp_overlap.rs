@@ -81,7 +81,7 @@ fn step(p: &[Tensor], x: &Tensor, t: &Tensor) -> Result<()> {
         if let Some(g) = q.grad() {
             q.sub_(&g.mul_scalar(1e-3)?)?;
         }
-        q.set_grad(None);
+        q.set_grad(None)?;
     }
     Ok(())
 }

@@ -203,7 +203,7 @@ fn gpu_step_time(f: Gelu, n: usize, runs: usize) -> Result<Duration> {
         || {
             let y = f(&x)?;
             y.backward_with(BackwardOptions::new().gradient(ones.clone()))?;
-            x.set_grad(None);
+            x.set_grad(None)?;
             autograd::cuda::synchronize(0)
         },
         runs,

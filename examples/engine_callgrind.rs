@@ -34,7 +34,7 @@ fn main() -> Result<()> {
         None => {
             let (x, y) = chain(NODES)?;
             for _ in 0..5 {
-                x.set_grad(None);
+                x.set_grad(None)?;
                 y.backward_with(retain())?;
             }
         }
@@ -47,7 +47,7 @@ fn main() -> Result<()> {
         Some("saved") => {
             let (x, y) = tanh_chain(NODES)?;
             for _ in 0..5 {
-                x.set_grad(None);
+                x.set_grad(None)?;
                 y.backward_with(retain())?;
             }
         }

@@ -62,7 +62,7 @@ fn chain_backward(n: usize, runs: usize) -> Result<Duration> {
     let mut times = Vec::with_capacity(runs);
     let warmups = usize::from(runs > 1);
     for _ in 0..warmups + runs {
-        x.set_grad(None);
+        x.set_grad(None)?;
         let t = Instant::now();
         y.backward_with(retain())?;
         times.push(t.elapsed());
@@ -99,7 +99,7 @@ fn sum_tree_backward(leaves: usize, runs: usize) -> Result<Duration> {
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs + 1 {
         for x in &xs {
-            x.set_grad(None);
+            x.set_grad(None)?;
         }
         let t = Instant::now();
         root.backward_with(retain())?;
@@ -172,7 +172,7 @@ impl Mlp {
         let (mut both, mut fwd) = (Vec::new(), Vec::new());
         for _ in 0..runs + 1 {
             for p in &self.params {
-                p.set_grad(None);
+                p.set_grad(None)?;
             }
             let t = Instant::now();
             let loss = self.loss()?;
@@ -228,7 +228,7 @@ fn backward_on_threads(
                     start.wait();
                     let cpu = thread_cpu_ns();
                     for _ in 0..passes {
-                        x.set_grad(None);
+                        x.set_grad(None)?;
                         y.backward_with(retain())?;
                     }
                     Ok(cpu.zip(thread_cpu_ns()).map(|(a, b)| b - a))
@@ -260,7 +260,7 @@ fn nested_call(engine: Engine) -> Result<(Tensor, Tensor)> {
     };
     through_node(move || {
         engine.backward(std::slice::from_ref(&inner), &[], retain())?;
-        t.set_grad(None);
+        t.set_grad(None)?;
         Ok(())
     })
 }
@@ -278,7 +278,7 @@ fn per_pass(
         let t = Instant::now();
         for _ in 0..calls {
             engine.backward(std::slice::from_ref(y), &[], retain())?;
-            x.set_grad(None);
+            x.set_grad(None)?;
         }
         times.push(t.elapsed() / calls as u32);
     }
@@ -376,7 +376,7 @@ fn threading_report(hw_threads: usize) -> Result<()> {
     let time = |(x, y): &(Tensor, Tensor)| -> Result<Duration> {
         let mut times = Vec::new();
         for _ in 0..6 {
-            x.set_grad(None);
+            x.set_grad(None)?;
             let t = Instant::now();
             y.backward_with(retain())?;
             times.push(t.elapsed());

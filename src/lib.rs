@@ -86,7 +86,7 @@
 //! e.add(&s)?.backward_with(BackwardOptions::new().create_graph(true))?;
 //! let gy = y.grad().unwrap();
 //! assert_eq!(gy.item::<f64>()?, 6.0);
-//! y.set_grad(None);
+//! y.set_grad(None)?;
 //! gy.backward()?; // d(2y)/dy
 //! assert_eq!(y.grad().unwrap().item::<f64>()?, 2.0);
 //! # Ok::<(), autograd::Error>(())

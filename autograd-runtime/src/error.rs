@@ -182,6 +182,41 @@ pub enum Error {
     #[error("cannot register a hook on a tensor that doesn't require gradient")]
     HookWithoutRequiresGrad,
 
+    // ----- set_grad: PyTorch's `x.grad = g` setter checks, in its order ----------------------
+    /// `set_grad` given the tensor itself (the same tensor, not a `detach()`ed alias of it).
+    #[error("can't assign Variable as its own grad")]
+    GradAssignedToItself,
+    /// `set_grad` with a gradient of another dtype (this crate's tensors have no `grad_dtype` of
+    /// their own: it is always the tensor's dtype).
+    #[error(
+        "attempting to assign a gradient with dtype '{grad}' to a tensor with grad_dtype '{tensor}'. The gradient must match the tensor's grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype attribute with a specific dtype, or None to allow any dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and its gradient may break downstream systems that assume they match."
+    )]
+    AssignedGradDType {
+        /// The gradient's dtype.
+        grad: DType,
+        /// The tensor's dtype.
+        tensor: DType,
+    },
+    /// `set_grad` with a gradient on another device: PyTorch's message for another device type
+    /// (`cpu`, `virtual`, `cuda`), or for another index of the same type (`-1` for the CPU).
+    #[error("{}", assigned_grad_device_message(*.grad, *.tensor))]
+    AssignedGradDevice {
+        /// The gradient's device.
+        grad: Device,
+        /// The tensor's device.
+        tensor: Device,
+    },
+    /// `set_grad` with a gradient of another shape.
+    #[error(
+        "attempting to assign a gradient of size '{grad:?}' to a tensor of size '{tensor:?}'. Please ensure that the gradient and the tensor are the same size"
+    )]
+    AssignedGradSize {
+        /// The gradient's shape.
+        grad: Vec<usize>,
+        /// The tensor's shape.
+        tensor: Vec<usize>,
+    },
+
     // ----- backward()/grad() front door --------------------------------------------------------
     /// A root passed to backward/grad neither requires grad nor has a grad_fn.
     #[error("element {index} of tensors does not require grad and does not have a grad_fn")]
@@ -511,4 +546,35 @@ fn saved_modified_message(
         s.push_str("Hint: enable anomaly detection to find the operation that failed to compute its gradient, with autograd::set_detect_anomaly(true, false).");
     }
     s
+}
+
+/// PyTorch's `x.grad = g` device messages: the device types first (`Device::type()`), then the
+/// indices (`get_device()`, `-1` for the CPU).
+fn assigned_grad_device_message(grad: Device, tensor: Device) -> String {
+    fn kind(d: Device) -> &'static str {
+        match d {
+            Device::Cpu => "cpu",
+            Device::Virtual(_) => "virtual",
+            Device::Cuda(_) => "cuda",
+        }
+    }
+    fn index(d: Device) -> String {
+        match d {
+            Device::Cpu => "-1".to_string(),
+            Device::Virtual(i) | Device::Cuda(i) => i.to_string(),
+        }
+    }
+    if kind(grad) != kind(tensor) {
+        format!(
+            "attempting to assign a gradient with device type '{}' to a tensor with device type '{}'. Please ensure that the gradient and the tensor are on the same device",
+            kind(grad),
+            kind(tensor)
+        )
+    } else {
+        format!(
+            "attempting to assign a gradient located on device with index '{}' to a tensor located on device with index '{}'. Please ensure that the gradient and the tensor are on the same device",
+            index(grad),
+            index(tensor)
+        )
+    }
 }

@@ -92,8 +92,8 @@ fn double_backward_through_a_tensor_op_backward() -> Result<()> {
     let gy = y.grad().expect("y.grad");
     assert_eq!((gx.item::<f64>()?, gy.item::<f64>()?), (3.0, 4.0)); // y + 1, x + 1
     assert!(gx.grad_fn().is_some());
-    x.set_grad(None);
-    y.set_grad(None);
+    x.set_grad(None)?;
+    y.set_grad(None)?;
     gx.backward()?; // d(y + 1)/dy = 1
     assert_eq!(y.grad().expect("y.grad").item::<f64>()?, 1.0);
     assert!(x.grad().is_none());
@@ -330,7 +330,7 @@ fn materialize_grads() -> Result<()> {
     let x = Tensor::from_vec(vec![3.0f64], &[1])?.requires_grad_(true)?;
     two_outputs(&x).0.sum()?.backward()?;
     assert_eq!(grad_of(&x), [1.0]);
-    x.set_grad(None);
+    x.set_grad(None)?;
     two_outputs_raw(&x).0.sum()?.backward()?;
     assert_eq!(grad_of(&x), [1.0]);
     Ok(())
@@ -567,7 +567,7 @@ fn a_saved_output_unpacks_with_its_node_as_grad_fn() -> Result<()> {
     let x = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
     let expected = [1.0f64.exp(), 2.0f64.exp()];
     for create_graph in [false, true] {
-        x.set_grad(None);
+        x.set_grad(None)?;
         let y = observed_exp(&x)?;
         let node = y.grad_fn().unwrap();
         let seen = seen_result(&y, BackwardOptions::new().create_graph(create_graph))?;

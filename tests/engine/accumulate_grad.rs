@@ -109,7 +109,7 @@ fn b16_create_graph_accumulation_is_differentiable() -> R {
 fn b16_accumulate_grad_tensor_reference() -> R {
     for create_graph in [false, true] {
         let params = leaf(vec![1.5, 1.5], &[2]);
-        params.set_grad(Some(Tensor::from_vec(vec![1.5f64, 1.5], &[2])?));
+        params.set_grad(Some(Tensor::from_vec(vec![1.5f64, 1.5], &[2])?))?;
         let grad_saved = params.grad().unwrap();
         params.backward_with(
             BackwardOptions::new()
@@ -151,7 +151,7 @@ fn b16_set_grad_none_resets_accumulation() -> R {
     let y = x.mul(&x)?.sum()?;
     y.backward_with(BackwardOptions::new().retain_graph(true))?;
     let first = x.grad().unwrap();
-    x.set_grad(None);
+    x.set_grad(None)?;
     assert!(x.grad().is_none());
     y.backward()?;
     assert_close(&grad_vals(&x), &[2.0, 4.0]);
@@ -190,7 +190,7 @@ fn b16_grad_is_never_a_callers_tensor_that_gets_mutated() -> R {
     // but a tensor the caller passed as a root gradient is not.
     let x = leaf(vec![1.0, 2.0], &[2]);
     let mine = Tensor::from_vec(vec![1.0f64, 1.0], &[2])?;
-    x.set_grad(Some(mine.clone()));
+    x.set_grad(Some(mine.clone()))?;
     x.mul_scalar(2.0)?.sum()?.backward()?;
     assert_close(&vals(&mine), &[3.0, 3.0]);
     assert!(mine.is_same(&x.grad().unwrap()));
@@ -294,5 +294,200 @@ fn post_accumulate_hook_can_run_backward_into_the_same_leaf() -> autograd::Resul
     })?;
     x.mul_scalar(3.0)?.backward()?;
     assert_eq!(x.grad().unwrap().item::<f64>()?, 13.0);
+    Ok(())
+}
+
+/// What `create_graph` stores as a first `.grad`: `(grad_fn name, next function names,
+/// requires_grad, is_view, strides, values)`.
+fn create_graph_grad(x: &Tensor) -> (String, Vec<Option<String>>, bool, bool, Vec<usize>) {
+    let g = x.grad().expect(".grad should be set");
+    let f = g.grad_fn().expect("a create_graph .grad has history");
+    let next = f
+        .next_functions()
+        .iter()
+        .map(|e| e.as_ref().map(|e| e.node.name().to_string()))
+        .collect();
+    (
+        f.name().to_string(),
+        next,
+        g.requires_grad(),
+        g.is_view(),
+        g.strides().to_vec(),
+    )
+}
+
+/// Under `create_graph`, the first `.grad` of a leaf whose elements are dense is PyTorch's
+/// `new_empty_strided(leaf sizes, leaf strides).copy_(grad)`: a fresh tensor (not a view, so
+/// `detach_()` works on it) with the leaf's strides, whose grad_fn is `CopyBackwards`; for a
+/// leaf whose elements are not dense, a contiguous `clone()`: `CloneBackward0`. PyTorch 2.15:
+///
+/// ```python
+/// def show(x):
+///     (x * x).sum().backward(create_graph=True); g = x.grad
+///     print(type(g.grad_fn).__name__, [(type(f).__name__ if f else None) for f, _ in
+///           g.grad_fn.next_functions], g.requires_grad, g._is_view(), g.stride(), g.tolist())
+///     g.detach_()
+/// m = torch.tensor([[1., 2., 3.], [4., 5., 6.]], dtype=torch.float64)
+/// show(m.clone().requires_grad_())
+/// # CopyBackwards [None, 'AddBackward0'] True False (3, 1) [[2, 4, 6], [8, 10, 12]]
+/// show(m.t().requires_grad_())
+/// # CopyBackwards [None, 'AddBackward0'] True False (1, 3) [[2, 8], [4, 10], [6, 12]]
+/// show(torch.tensor(3.0, dtype=torch.float64, requires_grad=True))
+/// # CopyBackwards [None, 'AddBackward0'] True False () 6.0
+/// show(torch.arange(12., dtype=torch.float64).reshape(3, 4)[:, :2].detach().requires_grad_())
+/// # CloneBackward0 ['AddBackward0'] True False (2, 1) [[0, 2], [8, 10], [16, 18]]
+/// show(torch.tensor([[1.], [2.], [3.]], dtype=torch.float64).expand(3, 2).requires_grad_())
+/// # CloneBackward0 ['AddBackward0'] True False (2, 1) [[2, 2], [4, 4], [6, 6]]
+/// ```
+#[test]
+fn b16_create_graph_first_grad_is_a_fresh_tensor_as_pytorch_stores_it() -> R {
+    let copy_backwards = |strides: Vec<usize>| {
+        (
+            "CopyBackwards".to_string(),
+            vec![None, Some("AddBackward0".to_string())],
+            true,
+            false,
+            strides,
+        )
+    };
+    let clone_backward = |strides: Vec<usize>| {
+        (
+            "CloneBackward0".to_string(),
+            vec![Some("AddBackward0".to_string())],
+            true,
+            false,
+            strides,
+        )
+    };
+    let m = || Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+    let cases: [(Tensor, _, Vec<f64>); 5] = [
+        (
+            m()?.requires_grad_(true)?,
+            copy_backwards(vec![3, 1]),
+            vec![2.0, 4.0, 6.0, 8.0, 10.0, 12.0],
+        ),
+        (
+            m()?.transpose(0, 1)?.requires_grad_(true)?,
+            copy_backwards(vec![1, 3]),
+            vec![2.0, 8.0, 4.0, 10.0, 6.0, 12.0],
+        ),
+        (
+            Tensor::scalar(3.0f64).requires_grad_(true)?,
+            copy_backwards(vec![]),
+            vec![6.0],
+        ),
+        (
+            Tensor::from_vec((0..12).map(f64::from).collect(), &[3, 4])?
+                .narrow(1, 0, 2)?
+                .requires_grad_(true)?,
+            clone_backward(vec![2, 1]),
+            vec![0.0, 2.0, 8.0, 10.0, 16.0, 18.0],
+        ),
+        (
+            Tensor::from_vec(vec![1.0f64, 2.0, 3.0], &[3, 1])?
+                .expand(&[3, 2])?
+                .requires_grad_(true)?,
+            clone_backward(vec![2, 1]),
+            vec![2.0, 2.0, 4.0, 4.0, 6.0, 6.0],
+        ),
+    ];
+    for (x, expected, values) in cases {
+        x.mul(&x)?
+            .sum()?
+            .backward_with(BackwardOptions::new().create_graph(true))?;
+        assert_eq!(
+            create_graph_grad(&x),
+            expected,
+            "leaf strides {:?}",
+            x.strides()
+        );
+        let g = x.grad().unwrap();
+        assert_close(&vals(&g), &values);
+        g.detach_()?;
+        assert!(g.grad_fn().is_none() && !g.requires_grad());
+    }
+    Ok(())
+}
+
+/// The second order through a `create_graph` `.grad` (`CopyBackwards` into the leaf's strides),
+/// and accumulation on top of it (`AddBackward0`, the leaf's strides kept). PyTorch 2.15:
+///
+/// ```python
+/// m = torch.tensor([[1., 2., 3.], [4., 5., 6.]], dtype=torch.float64)
+/// for x, w in [(m.t().requires_grad_(), torch.arange(6., dtype=torch.float64).reshape(3, 2)),
+///              (m.clone().requires_grad_(), torch.arange(6., dtype=torch.float64).reshape(2, 3))]:
+///     (x * x * x).sum().backward(create_graph=True)
+///     g = x.grad; x.grad = None
+///     (g * w).sum().backward(); print(x.grad)   # 6 * x * w
+/// # [[0, 24], [24, 90], [72, 180]] and [[0, 12, 36], [72, 120, 180]]
+/// x = m.t().requires_grad_()
+/// (x * x).sum().backward(create_graph=True); (x * x).sum().backward(create_graph=True)
+/// # x.grad: AddBackward0, next (CopyBackwards, AddBackward0), strides (1, 3), 4 * x
+/// x = m.t().requires_grad_(); (x * 2).sum().backward(create_graph=True)
+/// # x.grad: no grad_fn, requires_grad False, strides (1, 3), [[2, 2], [2, 2], [2, 2]]
+/// ```
+#[test]
+fn b16_second_order_through_a_create_graph_grad_of_a_transposed_leaf() -> R {
+    let m = || Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+    let w = |shape: &[usize]| Tensor::from_vec((0..6).map(f64::from).collect(), shape);
+    let cases = [
+        (
+            m()?.transpose(0, 1)?.requires_grad_(true)?,
+            w(&[3, 2])?,
+            [0.0, 24.0, 24.0, 90.0, 72.0, 180.0],
+        ),
+        (
+            m()?.requires_grad_(true)?,
+            w(&[2, 3])?,
+            [0.0, 12.0, 36.0, 72.0, 120.0, 180.0],
+        ),
+    ];
+    for (x, w, expected) in cases {
+        x.mul(&x)?
+            .mul(&x)?
+            .sum()?
+            .backward_with(BackwardOptions::new().create_graph(true))?;
+        let g = x.grad().unwrap();
+        x.set_grad(None)?;
+        g.mul(&w)?.sum()?.backward()?;
+        assert_close(&grad_vals(&x), &expected);
+    }
+
+    let x = m()?.transpose(0, 1)?.requires_grad_(true)?;
+    for _ in 0..2 {
+        x.mul(&x)?
+            .sum()?
+            .backward_with(BackwardOptions::new().create_graph(true))?;
+    }
+    let g = x.grad().unwrap();
+    let f = g.grad_fn().unwrap();
+    assert_eq!(f.name(), "AddBackward0");
+    let next: Vec<_> = f
+        .next_functions()
+        .iter()
+        .map(|e| e.as_ref().map(|e| e.node.name().to_string()))
+        .collect();
+    assert_eq!(
+        next,
+        [
+            Some("CopyBackwards".to_string()),
+            Some("AddBackward0".to_string())
+        ]
+    );
+    // PyTorch's sum keeps the leaf's strides (1, 3), as its element-wise kernels follow their
+    // inputs' memory order; this crate's element-wise ops return contiguous tensors, so the
+    // strides are not compared here.
+    assert!(!g.is_view());
+    assert_close(&vals(&g), &[4.0, 16.0, 8.0, 20.0, 12.0, 24.0]);
+
+    // A gradient without history is stored without history, still with the leaf's strides.
+    let x = m()?.transpose(0, 1)?.requires_grad_(true)?;
+    x.mul_scalar(2.0)?
+        .sum()?
+        .backward_with(BackwardOptions::new().create_graph(true))?;
+    let g = x.grad().unwrap();
+    assert!(g.grad_fn().is_none() && !g.requires_grad() && !g.is_view());
+    assert_eq!(g.strides(), [1, 3]);
+    assert_close(&vals(&g), &[2.0; 6]);
     Ok(())
 }

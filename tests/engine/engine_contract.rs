@@ -113,7 +113,7 @@ fn accumulate_grad_obeys_the_layout_contract() -> R {
     assert_eq!(g.strides(), &[1, 2]);
     assert_eq!(g.to_vec::<f64>()?, vec![2.0, 4.0, 6.0, 8.0, 10.0, 12.0]);
     // Under create_graph the first .grad is a recorded copy with the leaf's strides.
-    x.set_grad(None);
+    x.set_grad(None)?;
     x.mul(&w)?
         .sum()?
         .backward_with(BackwardOptions::new().create_graph(true))?;
@@ -201,7 +201,7 @@ fn backward_twice_through_index_ops() -> R {
             "{name}: {err}"
         );
         // With retain_graph the second pass runs.
-        x.set_grad(None);
+        x.set_grad(None)?;
         let y = f()?;
         y.backward_with(BackwardOptions::new().retain_graph(true))?;
         y.backward()?;
@@ -212,7 +212,7 @@ fn backward_twice_through_index_ops() -> R {
             vec![2.0, 0.0, 4.0]
         };
         assert_eq!(g, expected, "{name}");
-        x.set_grad(None);
+        x.set_grad(None)?;
     }
     Ok(())
 }

@@ -21,3 +21,4 @@ mod grad_selective;
 mod graph_structure;
 mod optional_inputs;
 mod reentrant;
+mod set_grad;

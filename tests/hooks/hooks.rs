@@ -534,7 +534,8 @@ fn b20_post_accumulate_grad_hook_ordering() -> R {
     let _ = acc_grad.register_hook(move |_grad_in, grad_out| {
         t.set_grad(Some(
             grad_out[0].as_ref().unwrap().mul_scalar(10.0).unwrap(),
-        ));
+        ))
+        .unwrap();
         None
     });
     tensor.sum()?.backward()?;

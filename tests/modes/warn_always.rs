@@ -36,9 +36,9 @@ fn backward_create_graph_warns_every_time_under_warn_always() -> Result<()> {
 
     set_warn_always(true);
     assert!(is_warn_always_enabled());
-    b.set_grad(None);
+    b.set_grad(None)?;
     b.mul(&b)?.sum()?.backward_with(create_graph())?;
-    b.set_grad(None);
+    b.set_grad(None)?;
     b.mul(&b)?.sum()?.backward_with(create_graph())?;
     assert_eq!(warned(&seen), 3, "every time under set_warn_always");
 

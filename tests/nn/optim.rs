@@ -56,7 +56,7 @@ fn set_grads(params: &[Tensor], noise: &Tensor, t: usize) {
             .unwrap()
             .add(&row.narrow(0, k, n).unwrap().reshape(p.shape()).unwrap())
             .unwrap();
-        p.set_grad(Some(g));
+        p.set_grad(Some(g)).unwrap();
         k += n;
     }
 }
@@ -171,7 +171,7 @@ fn run_big(make: &dyn Fn(Vec<Tensor>, bool) -> Box<dyn Optimizer>, fused: bool) 
     for t in 0..5u64 {
         for (i, p) in params.iter().enumerate() {
             let g = Tensor::randn(p.shape(), DType::F32, 100 + 7 * t + i as u64).unwrap();
-            p.set_grad(Some(g));
+            p.set_grad(Some(g)).unwrap();
         }
         let before: Vec<u64> = params.iter().map(Tensor::version).collect();
         opt.step().unwrap();
@@ -242,7 +242,8 @@ fn fused_and_op_by_op_steps_agree_on_large_parameters() {
 fn fused_true_refuses_what_it_cannot_fuse_and_the_default_falls_back() {
     let base = Tensor::randn(&[3, 4], DType::F32, 0).unwrap();
     let p = base.transpose(0, 1).unwrap().requires_grad_(true).unwrap();
-    p.set_grad(Some(Tensor::ones(&[4, 3], DType::F32).unwrap()));
+    p.set_grad(Some(Tensor::ones(&[4, 3], DType::F32).unwrap()))
+        .unwrap();
     let mut opt = Sgd::new(vec![p.clone()], SgdOptions::default().fused(Some(true))).unwrap();
     let err = opt.step().unwrap_err();
     assert!(err.to_string().contains("`fused=True` requires"), "{err}");
@@ -266,7 +267,8 @@ fn step_skips_parameters_without_gradients_and_zero_grad_drops_them() {
         .requires_grad_(true)
         .unwrap();
     let mut opt = Adam::new(vec![a.clone(), b.clone()], AdamOptions::default()).unwrap();
-    a.set_grad(Some(Tensor::ones(&[2], DType::F32).unwrap()));
+    a.set_grad(Some(Tensor::ones(&[2], DType::F32).unwrap()))
+        .unwrap();
     opt.step().unwrap();
     assert_eq!(b.to_vec::<f32>().unwrap(), vec![1.0, 1.0]);
     assert_eq!(b.version(), 0);
@@ -560,7 +562,8 @@ fn clip_params(rec: &Value) -> Vec<Tensor> {
                 .unwrap()
                 .requires_grad_(true)
                 .unwrap();
-            p.set_grad(Some(Tensor::from_vec(f32s(g), &shape).unwrap()));
+            p.set_grad(Some(Tensor::from_vec(f32s(g), &shape).unwrap()))
+                .unwrap();
             p
         })
         .collect()
@@ -627,8 +630,10 @@ fn clip_grad_norm_with_non_finite_gradients_follows_pytorch() {
             .unwrap();
         a.set_grad(Some(
             Tensor::from_vec(vec![1.0f32, bad, 2.0], &[3]).unwrap(),
-        ));
-        b.set_grad(Some(Tensor::from_vec(vec![3.0f32, 4.0], &[2]).unwrap()));
+        ))
+        .unwrap();
+        b.set_grad(Some(Tensor::from_vec(vec![3.0f32, 4.0], &[2]).unwrap()))
+            .unwrap();
         let total = clip_grad_norm_(&[a.clone(), b.clone()], 1.0, 2.0).unwrap();
         let grads = [a, b].map(|p| p.grad().unwrap().to_vec::<f32>().unwrap());
         (total.item::<f32>().unwrap(), grads)
@@ -878,7 +883,8 @@ fn optimizers_on_cuda_follow_pytorchs_trajectory() {
             .unwrap()
             .to(gpu)
             .unwrap(),
-    ));
+    ))
+    .unwrap();
     let mut opt = Adam::new(vec![p.clone()], AdamOptions::default().fused(Some(true))).unwrap();
     opt.step().unwrap();
     // Adam's first step moves each element with a nonzero gradient by lr (1e-3) against it.
@@ -1029,7 +1035,7 @@ fn fused_cuda_steps_match_the_fused_cpu_steps() {
             for t in 0..5u64 {
                 for (i, p) in params.iter().enumerate() {
                     let g = Tensor::randn(p.shape(), DType::F32, 100 + 7 * t + i as u64).unwrap();
-                    p.set_grad(Some(g.to(device).unwrap()));
+                    p.set_grad(Some(g.to(device).unwrap())).unwrap();
                 }
                 opt.step().unwrap();
             }

@@ -2,6 +2,7 @@
 //! size-1 inputs, device threads and transfers, and CUDA tensors against the CPU (skipped, saying
 //! why, without a GPU).
 
+mod copy_conversions;
 mod cuda;
 mod devices;
 mod ops_gradcheck;

@@ -354,7 +354,7 @@ fn inplace_on_view_rebases_the_base_history() -> R {
     b.sum()?
         .backward_with(BackwardOptions::new().retain_graph(true))?;
     assert_eq!(a.grad().unwrap().to_vec::<f64>()?, vec![2.0, 6.0, 6.0, 2.0]);
-    a.set_grad(None);
+    a.set_grad(None)?;
     v.sum()?.backward()?;
     assert_eq!(a.grad().unwrap().to_vec::<f64>()?, vec![0.0, 6.0, 6.0, 0.0]);
     Ok(())

@@ -3,4 +3,5 @@
 
 mod inplace_and_views;
 mod saved_tensor_version;
+mod stale_views;
 mod views_pytorch;

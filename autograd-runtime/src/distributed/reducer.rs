@@ -352,7 +352,7 @@ impl Reducer {
                 } else {
                     grad.to(param.device())?
                 };
-                param.set_grad(Some(grad));
+                param.set_grad(Some(grad))?;
             }
         }
         Ok(())

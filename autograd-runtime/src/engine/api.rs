@@ -186,7 +186,10 @@ fn root_edges(roots: &[Tensor], grads: &mut GradVec) -> Result<Vec<Edge>> {
     let edges = roots
         .iter()
         .enumerate()
-        .map(|(index, t)| t.gradient_edge().ok_or(Error::DoesNotRequireGrad { index }))
+        .map(|(index, t)| {
+            t.try_gradient_edge()?
+                .ok_or(Error::DoesNotRequireGrad { index })
+        })
         .collect::<Result<Vec<Edge>>>()?;
     for (index, (edge, slot)) in edges.iter().zip(grads.iter_mut()).enumerate() {
         super::evaluate::fit_gradient(slot, edge, index, || None)?;
@@ -201,8 +204,10 @@ fn root_edges(roots: &[Tensor], grads: &mut GradVec) -> Result<Vec<Edge>> {
 /// # Errors
 ///
 /// The argument errors of B12 ([`Error::DoesNotRequireGrad`], [`Error::ImplicitGradNonScalar`],
-/// [`Error::GradCountMismatch`], [`Error::GradShapeMismatch`], [`Error::EmptyInputs`], ...), and
-/// any error raised during the pass.
+/// [`Error::GradCountMismatch`], [`Error::GradShapeMismatch`], [`Error::EmptyInputs`], ...),
+/// [`Error::ViewRebase`] for a root or an input that is a view of `split`/`chunk` (or one made
+/// under `no_grad`) whose base was modified in place since (PyTorch reads its `grad_fn`, which it
+/// refuses to regenerate), and any error raised during the pass.
 ///
 /// # Examples
 ///
@@ -246,7 +251,7 @@ pub(crate) fn backward_on(
             if !t.is_leaf() {
                 t.retain_grad()?;
             }
-            outputs.push(t.gradient_edge());
+            outputs.push(t.try_gradient_edge()?);
         }
     }
     engine.execute(roots, grads, options.pass_options(), &outputs)?;
@@ -259,8 +264,9 @@ pub(crate) fn backward_on(
 /// # Errors
 ///
 /// [`Error::EmptyInputs`], [`Error::InputDoesNotRequireGrad`], [`Error::UnusedInput`],
-/// [`Error::MaterializeGradsWithoutAllowUnused`], the root errors of [`backward`], and any error
-/// raised during the pass.
+/// [`Error::MaterializeGradsWithoutAllowUnused`], the root errors of [`backward`] (an input
+/// that is a stale view of `split`/`chunk` is an [`Error::ViewRebase`], as a root is), and any
+/// error raised during the pass.
 ///
 /// # Examples
 ///
@@ -303,7 +309,7 @@ pub(crate) fn grad_on(
         if !t.requires_grad() {
             return Err(Error::InputDoesNotRequireGrad);
         }
-        edges.push(t.gradient_edge());
+        edges.push(t.try_gradient_edge()?);
     }
     let mut result = engine.execute(roots, grads, options.pass_options(), &edges)?;
     for (index, (slot, input)) in result.iter_mut().zip(inputs).enumerate() {

@@ -4,6 +4,7 @@
 use smallvec::smallvec;
 
 use super::{GradVec, InputMetadata, Node, NodeMeta};
+use crate::layout::Layout;
 use crate::sync::{Arc, Mutex};
 use crate::{Error, Result, Tensor, is_grad_enabled};
 
@@ -50,25 +51,40 @@ fn obeys_layout_contract(grad: &Tensor, variable: &Tensor) -> bool {
         return grad.is_contiguous();
     }
     let g = grad.layout();
-    // Strides of size-1 dims say nothing about the layout.
+    // Strides of size-1 dims say nothing about the layout, except that a 0 there marks an
+    // expanded view (PyTorch's `obeys_layout_contract` refuses those too).
     g.shape
         .iter()
         .zip(g.strides.iter().zip(&v.strides))
-        .all(|(&n, (gs, vs))| n == 1 || gs == vs)
+        .all(|(&n, (&gs, &vs))| if n == 1 { gs != 0 } else { gs == vs })
         && g.is_non_overlapping_and_dense()
 }
 
 /// A copy of `grad` that obeys the layout contract for `variable` (PyTorch's
 /// `clone_obey_contract`): with the leaf's strides when its elements are dense, else contiguous.
-/// Recorded when grad mode is on (a `create_graph` pass), so the new `.grad` has history.
+///
+/// Under grad mode (a `create_graph` pass) it is recorded as PyTorch records it, so the new
+/// `.grad` has history: for a dense leaf, a fresh tensor with the leaf's sizes and strides into
+/// which `grad` is copied (`new_empty_strided(..).copy_(grad)`: `CopyBackwards`), else
+/// `grad.clone(contiguous)` (`CloneBackward0`). Either way the `.grad` is not a view.
 fn clone_obey_contract(grad: &Tensor, variable: &Tensor) -> Result<Tensor> {
     let v = variable.layout();
-    if v.is_contiguous() || !v.is_non_overlapping_and_dense() {
-        return if is_grad_enabled() {
-            grad.copy()
-        } else {
-            grad.contiguous_data_owned()
-        };
+    let dense = v.is_non_overlapping_and_dense();
+    if is_grad_enabled() {
+        if !dense {
+            return grad.copy();
+        }
+        let fresh = Tensor::filled(&[v.numel()], 0.0, variable.dtype(), variable.device())?;
+        let fresh = fresh.reinterpret(Layout {
+            shape: v.shape.clone(),
+            strides: v.strides.clone(),
+            offset: 0,
+        });
+        fresh.copy_(grad)?;
+        return Ok(fresh);
+    }
+    if v.is_contiguous() || !dense {
+        return grad.contiguous_data_owned();
     }
     // The leaf's dims from the outermost in memory to the innermost: a contiguous copy of the
     // gradient permuted that way, permuted back, has the leaf's strides.
@@ -78,16 +94,10 @@ fn clone_obey_contract(grad: &Tensor, variable: &Tensor) -> Result<Tensor> {
     for (i, &d) in order.iter().enumerate() {
         inverse[d] = i;
     }
-    let dense = grad.permute(&order)?;
-    let dense = if is_grad_enabled() {
-        dense.copy()?
-    } else {
-        dense.contiguous_data_owned()?
-    };
-    let out = dense.permute(&inverse)?;
-    if is_grad_enabled() {
-        return Ok(out);
-    }
+    let out = grad
+        .permute(&order)?
+        .contiguous_data_owned()?
+        .permute(&inverse)?;
     // Not a view of a hidden buffer: the same storage under the permuted layout.
     Ok(out.reinterpret(out.layout().clone()))
 }

@@ -49,7 +49,8 @@ impl MultiGradHookHandle {
 /// # Errors
 ///
 /// [`Error::HookWithoutRequiresGrad`](crate::Error::HookWithoutRequiresGrad) if a tensor does
-/// not require grad.
+/// not require grad; [`Error::ViewRebase`](crate::Error::ViewRebase) as
+/// [`Tensor::register_hook`] for a stale view of `split`/`chunk`.
 ///
 /// # Examples
 ///
@@ -92,7 +93,8 @@ where
 /// # Errors
 ///
 /// [`Error::HookWithoutRequiresGrad`](crate::Error::HookWithoutRequiresGrad) if a tensor does
-/// not require grad.
+/// not require grad; [`Error::ViewRebase`](crate::Error::ViewRebase) as
+/// [`Tensor::register_hook`] for a stale view of `split`/`chunk`.
 ///
 /// # Examples
 ///
@@ -127,8 +129,13 @@ where
 fn add(tensors: &[Tensor], mode: MultiGradMode, hook: Callback) -> Result<MultiGradHookHandle> {
     let passes: Arc<Mutex<HashMap<u64, PassState>>> = Arc::default();
     // The node each tensor's gradient passes through: its grad_fn, or a leaf's AccumulateGrad.
-    let nodes: Arc<Vec<Option<crate::Edge>>> =
-        Arc::new(tensors.iter().map(Tensor::gradient_edge).collect());
+    // A stale view that may not be regenerated is refused before any hook is registered.
+    let nodes: Arc<Vec<Option<crate::Edge>>> = Arc::new(
+        tensors
+            .iter()
+            .map(Tensor::try_gradient_edge)
+            .collect::<Result<_>>()?,
+    );
     let n = tensors.len();
     let mut handles = Vec::with_capacity(n);
     for (idx, t) in tensors.iter().enumerate() {

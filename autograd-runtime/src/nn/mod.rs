@@ -194,7 +194,7 @@ pub trait Module: fmt::Debug + Send + Sync {
     /// Drops every parameter's gradient (PyTorch 2's `zero_grad()`, `set_to_none=True`).
     fn zero_grad(&self) {
         for p in self.parameters() {
-            p.set_grad(None);
+            p.clear_grad();
         }
     }
 

@@ -5,6 +5,7 @@
 use autograd_macros::{backward, differentiable};
 
 use crate::backend::BinaryOp;
+use crate::graph::InputMetadata;
 use crate::graph::copy_slices::{StridedGeometry, rebase_view_history};
 use crate::tensor::kernels;
 use crate::{Error, Result, Tensor, is_grad_enabled};
@@ -13,7 +14,8 @@ use crate::{Error, Result, Tensor, is_grad_enabled};
 // Each modifies `x` in place and returns it (`dirty(x)`): the node becomes `x`'s new grad_fn (its
 // history is rebased) and is named after the out-of-place op, as in PyTorch. The generated code
 // runs `check_inplace` first, whenever grad mode is on; the kernel bumps the version (also under
-// `no_grad`). The methods check dtype and device before that, as the hand-written ops did.
+// `no_grad`). The methods check dtype and device before that, as the hand-written ops did
+// (but `copy_`, which converts its source as PyTorch's does).
 
 #[differentiable(builtin, crate = "crate", dirty(x), name = "AddBackward0")]
 fn add_(x: &Tensor, other: &Tensor) -> Result<Tensor> {
@@ -119,11 +121,19 @@ fn zero_inplace_backward(grad: &Tensor) -> Result<Tensor> {
     grad.zeros_like()
 }
 
-/// `x`'s old values are overwritten, so its gradient is zero; `src`'s is the gradient itself
-/// (summed over the dimensions `src` was broadcast along).
+/// `x`'s old values are overwritten, so its gradient is zero; `src`'s is the gradient itself,
+/// converted back to `src`'s dtype and device (PyTorch's `CopyBackwards`: `grad.to(src_options)`,
+/// differentiable) and summed over the dimensions `src` was broadcast along. `src` of another
+/// dtype or device is converted first (the forward runs with recording off).
 #[differentiable(builtin, crate = "crate", dirty(x), name = "CopyBackwards")]
 fn copy_(x: &Tensor, src: &Tensor) -> Result<Tensor> {
-    x.copy_kernel(src)?;
+    if src.dtype() == x.dtype() && src.device() == x.device() {
+        x.copy_kernel(src)?;
+    } else {
+        // Cast where the data is, then move: a narrower dtype crosses devices in fewer bytes
+        // when it is `x`'s, the same number otherwise.
+        x.copy_kernel(&src.to_dtype(x.dtype())?.to(x.device())?)?;
+    }
     Ok(x.clone())
 }
 
@@ -131,13 +141,19 @@ fn copy_(x: &Tensor, src: &Tensor) -> Result<Tensor> {
 fn copy_inplace_backward(
     grad: &Tensor,
     needs_input_grad: [bool; 2],
+    src: &InputMetadata,
 ) -> Result<(Option<Tensor>, Option<Tensor>)> {
     let gx = if needs_input_grad[0] {
         Some(grad.zeros_like()?)
     } else {
         None
     };
-    Ok((gx, needs_input_grad[1].then(|| grad.clone())))
+    let gsrc = if needs_input_grad[1] {
+        Some(grad.to_dtype(src.dtype())?.to(src.device())?)
+    } else {
+        None
+    };
+    Ok((gx, gsrc))
 }
 
 /// Refuses in-place ops PyTorch refuses, before anything is modified (PyTorch's
@@ -291,8 +307,11 @@ impl Tensor {
         result
     }
 
-    /// `self += other` for the engine's gradient accumulation: not recorded, not checked.
+    /// `self += other` for the engine's gradient accumulation: not recorded. Refuses a target
+    /// with repeated elements, as PyTorch's `variable_grad += new_grad` does: a `.grad` the user
+    /// set to an `expand`ed tensor.
     pub(crate) fn accumulate_in_place(&self, other: &Tensor) -> Result<()> {
+        self.check_writable()?;
         self.apply_inplace(BinaryOp::Add, other)
     }
 
@@ -433,13 +452,15 @@ impl Tensor {
     }
 
     /// Copies `src`'s values into this tensor, in place (PyTorch's `copy_`): `src` broadcasts to
-    /// this tensor's shape and must have its dtype and device (convert with
-    /// [`to_dtype`](Tensor::to_dtype) and [`to`](Tensor::to) first). Recorded like the other
-    /// in-place ops: `src` receives the gradient, this tensor's old values none. Returns `self`.
+    /// this tensor's shape, and is converted to this tensor's dtype and device (`f64` to `f32`
+    /// rounds to nearest). Recorded like the other in-place ops: `src` receives the gradient,
+    /// converted back to its own dtype and device, and this tensor's old values none. Returns
+    /// `self`.
     ///
     /// # Errors
     ///
-    /// As [`Tensor::add_`].
+    /// As [`Tensor::add_`] (but no dtype or device mismatch);
+    /// [`Error::DeviceUnavailable`] for a device without kernels in this build.
     ///
     /// # Examples
     ///
@@ -454,8 +475,22 @@ impl Tensor {
     /// assert!(w.is_leaf() && w.requires_grad());
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
+    ///
+    /// Across dtypes and devices, the gradient goes back converted:
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Device, Tensor};
+    /// let src = Tensor::from_vec(vec![1.5f32, -2.0], &[2])?.requires_grad_(true)?;
+    /// let dst = Tensor::zeros(&[2], DType::F64)?.to(Device::Virtual(1))?;
+    /// dst.copy_(&src)?;
+    /// assert_eq!(dst.grad_fn().unwrap().name(), "CopyBackwards");
+    /// dst.mul_scalar(3.0)?.sum()?.backward()?;
+    /// let g = src.grad().unwrap();
+    /// assert_eq!((g.dtype(), g.device()), (DType::F32, Device::Cpu));
+    /// assert_eq!(g.to_vec::<f32>()?, [3.0, 3.0]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
     pub fn copy_(&self, src: &Tensor) -> Result<&Tensor> {
-        self.check_same_dtype_device("copy_", src)?;
         self.rebasing_views(src.requires_grad(), || copy_(self, src).map(drop))?;
         Ok(self)
     }

@@ -320,7 +320,7 @@ fn operands_are_saved_only_when_needed() -> Result<()> {
         assert_eq!(other_saved, op == "div_", "{op}");
     }
     // `w`'s gradient is `t` from before the op.
-    leaf.set_grad(None);
+    leaf.set_grad(None)?;
     let (t, w) = (plain()?, fresh()?);
     let before = t.to_vec::<f64>()?;
     t.mul_(&w)?;

@@ -22,7 +22,7 @@ use crate::{Error, Result, Tensor, no_grad};
 /// use autograd_runtime::Tensor;
 ///
 /// let w = Tensor::from_vec(vec![0.0f32, 0.0], &[2])?.requires_grad_(true)?;
-/// w.set_grad(Some(Tensor::from_vec(vec![3.0f32, 4.0], &[2])?));
+/// w.set_grad(Some(Tensor::from_vec(vec![3.0f32, 4.0], &[2])?))?;
 /// let total = clip_grad_norm_(&[w.clone()], 1.0, 2.0)?;
 /// assert_eq!(total.item::<f32>()?, 5.0);
 /// let g = w.grad().unwrap().to_vec::<f32>()?;
@@ -92,7 +92,7 @@ fn vector_norm(x: &Tensor, p: f64) -> Result<Tensor> {
 /// use autograd_runtime::Tensor;
 ///
 /// let w = Tensor::from_vec(vec![0.0f32; 3], &[3])?.requires_grad_(true)?;
-/// w.set_grad(Some(Tensor::from_vec(vec![-3.0f32, 0.5, 2.0], &[3])?));
+/// w.set_grad(Some(Tensor::from_vec(vec![-3.0f32, 0.5, 2.0], &[3])?))?;
 /// clip_grad_value_(&[w.clone()], 1.0)?;
 /// assert_eq!(w.grad().unwrap().to_vec::<f32>()?, vec![-1.0, 0.5, 1.0]);
 /// # Ok::<(), autograd_runtime::Error>(())

@@ -153,7 +153,7 @@ pub trait Optimizer: fmt::Debug + Send {
     fn zero_grad(&self) {
         for group in self.param_groups() {
             for p in group.params() {
-                p.set_grad(None);
+                p.clear_grad();
             }
         }
     }

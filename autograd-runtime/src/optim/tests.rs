@@ -25,7 +25,7 @@ fn params(dtype: DType, seed: u64) -> Vec<Tensor> {
 fn set_grads(params: &[Tensor], t: u64) {
     for (i, p) in params.iter().enumerate() {
         let g = Tensor::randn(p.shape(), p.dtype(), 1000 + 10 * t + i as u64).unwrap();
-        p.set_grad(Some(g));
+        p.set_grad(Some(g)).unwrap();
     }
 }
 
@@ -181,8 +181,10 @@ fn aliased_parameters_step_op_by_op() {
     let base = Tensor::zeros(&[4], DType::F32).unwrap();
     let a = base.detach().requires_grad_(true).unwrap();
     let b = base.detach().requires_grad_(true).unwrap();
-    a.set_grad(Some(Tensor::ones(&[4], DType::F32).unwrap()));
-    b.set_grad(Some(Tensor::ones(&[4], DType::F32).unwrap()));
+    a.set_grad(Some(Tensor::ones(&[4], DType::F32).unwrap()))
+        .unwrap();
+    b.set_grad(Some(Tensor::ones(&[4], DType::F32).unwrap()))
+        .unwrap();
     let mut opt = Sgd::new(vec![a.clone(), b], SgdOptions::default().lr(0.5)).unwrap();
     opt.step().unwrap();
     assert_eq!(a.to_vec::<f32>().unwrap(), vec![-1.0; 4]);

@@ -152,20 +152,77 @@ impl Tensor {
         meta.grad.clone()
     }
 
-    /// Replaces the accumulated gradient (`x.grad = g`; `None` resets it).
+    /// Replaces the accumulated gradient (`x.grad = g`; `None` resets it). The gradient is
+    /// checked as PyTorch's setter checks it, so that the next backward can accumulate into it:
+    /// same dtype, same device, same shape (its strides are free, and so is whether it requires
+    /// grad). Any tensor may be given a gradient, a leaf or not, requiring grad or not.
+    ///
+    /// # Errors
+    ///
+    /// In PyTorch's order: [`Error::GradAssignedToItself`] for the tensor itself,
+    /// [`Error::AssignedGradDType`], [`Error::AssignedGradDevice`], [`Error::AssignedGradSize`].
+    /// The `.grad` is left as it was.
     ///
     /// # Examples
     ///
     /// ```
-    /// use autograd_runtime::Tensor;
+    /// use autograd_runtime::{DType, Tensor};
     /// let x = Tensor::scalar(3.0f64).requires_grad_(true)?;
     /// x.mul(&x)?.backward()?;
-    /// x.set_grad(None);
+    /// x.set_grad(None)?;
     /// assert!(x.grad().is_none());
+    ///
+    /// let w = Tensor::zeros(&[3], DType::F32)?.requires_grad_(true)?;
+    /// w.set_grad(Some(Tensor::ones(&[3], DType::F32)?))?;
+    /// let err = w.set_grad(Some(Tensor::ones(&[2, 3], DType::F32)?)).unwrap_err();
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "attempting to assign a gradient of size '[2, 3]' to a tensor of size '[3]'. \
+    ///      Please ensure that the gradient and the tensor are the same size"
+    /// );
+    /// assert_eq!(w.grad().unwrap().to_vec::<f32>()?, [1.0, 1.0, 1.0]); // unchanged
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn set_grad(&self, grad: Option<Tensor>) {
-        self.0.autograd.lock().grad = grad;
+    pub fn set_grad(&self, grad: Option<Tensor>) -> Result<()> {
+        if let Some(g) = &grad {
+            self.check_assigned_grad(g)?;
+        }
+        let old = std::mem::replace(&mut self.0.autograd.lock().grad, grad);
+        // The old gradient is dropped unlocked: it may be the last handle of a large tree.
+        drop(old);
+        Ok(())
+    }
+
+    /// Drops the accumulated gradient (`set_grad(None)`, which cannot fail): for `zero_grad`.
+    pub(crate) fn clear_grad(&self) {
+        let old = self.0.autograd.lock().grad.take();
+        drop(old);
+    }
+
+    /// PyTorch's `THPVariable_set_grad` checks, in its order.
+    fn check_assigned_grad(&self, grad: &Tensor) -> Result<()> {
+        if Arc::ptr_eq(&*self.0, &*grad.0) {
+            return Err(Error::GradAssignedToItself);
+        }
+        if grad.dtype() != self.dtype() {
+            return Err(Error::AssignedGradDType {
+                grad: grad.dtype(),
+                tensor: self.dtype(),
+            });
+        }
+        if grad.device() != self.device() {
+            return Err(Error::AssignedGradDevice {
+                grad: grad.device(),
+                tensor: self.device(),
+            });
+        }
+        if grad.shape() != self.shape() {
+            return Err(Error::AssignedGradSize {
+                grad: grad.shape().to_vec(),
+                tensor: self.shape().to_vec(),
+            });
+        }
+        Ok(())
     }
 
     /// The node that computes this tensor's gradient contributions, or `None` for leaves.
@@ -228,7 +285,10 @@ impl Tensor {
     ///
     /// # Errors
     ///
-    /// [`Error::RetainGradWithoutRequiresGrad`] if the tensor does not require grad.
+    /// [`Error::RetainGradWithoutRequiresGrad`] if the tensor does not require grad;
+    /// [`Error::ViewRebase`] for a view of `split`/`chunk` whose base was modified in place
+    /// since (PyTorch reads its `grad_fn`, which it refuses to regenerate; see
+    /// [`Tensor::grad_fn`]).
     ///
     /// # Examples
     ///
@@ -242,17 +302,25 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn retain_grad(&self) -> Result<()> {
-        let mut meta = self.0.autograd.lock();
-        let Some(grad_fn) = meta.grad_fn.clone() else {
-            return if meta.requires_grad {
-                Ok(())
-            } else {
-                Err(Error::RetainGradWithoutRequiresGrad)
-            };
-        };
-        if meta.retains_grad {
-            return Ok(());
+        if !self.requires_grad() {
+            return Err(Error::RetainGradWithoutRequiresGrad);
         }
+        {
+            // PyTorch's C++ `is_leaf()` reads the grad_fn field as it is: a no-op for leaves,
+            // and for a view made under `no_grad` (it has no grad_fn of its own); and for a
+            // tensor that retains its grad already.
+            let meta = self.0.autograd.lock();
+            if meta.grad_fn.is_none() || meta.retains_grad {
+                return Ok(());
+            }
+        }
+        // Then it reads the grad_fn through its accessor: a stale view's is regenerated, or
+        // refused if it may not be.
+        let grad_fn = self.try_grad_fn()?;
+        let mut meta = self.0.autograd.lock();
+        let Some(grad_fn) = grad_fn else {
+            return Ok(());
+        };
         meta.retains_grad = true;
         let output_nr = meta.output_nr;
         drop(meta);
@@ -336,7 +404,9 @@ impl Tensor {
     ///
     /// # Errors
     ///
-    /// [`Error::HookWithoutRequiresGrad`] if the tensor does not require grad.
+    /// [`Error::HookWithoutRequiresGrad`] if the tensor does not require grad;
+    /// [`Error::ViewRebase`] for a view of `split`/`chunk`, or one made under `no_grad`, whose
+    /// base was modified in place since (as [`Tensor::retain_grad`]).
     ///
     /// # Examples
     ///
@@ -362,7 +432,9 @@ impl Tensor {
     ///
     /// # Errors
     ///
-    /// [`Error::HookWithoutRequiresGrad`] if the tensor does not require grad.
+    /// [`Error::HookWithoutRequiresGrad`] if the tensor does not require grad;
+    /// [`Error::ViewRebase`] for a view of `split`/`chunk`, or one made under `no_grad`, whose
+    /// base was modified in place since (as [`Tensor::retain_grad`]).
     ///
     /// # Examples
     ///
@@ -394,8 +466,14 @@ impl Tensor {
     }
 
     fn add_tensor_hook(&self, hook: TensorHook) -> Result<HookHandle> {
-        // A view's hook goes to its current (possibly regenerated) grad_fn.
-        let current = self.is_view().then(|| self.grad_fn()).flatten();
+        // A view's hook goes to its current (possibly regenerated) grad_fn; a stale view that
+        // may not be regenerated is refused with PyTorch's error, as its `grad_fn` accessor
+        // refuses it (a hook on the old node would never run).
+        let current = if self.is_view() {
+            self.try_grad_fn()?
+        } else {
+            None
+        };
         let mut meta = self.0.autograd.lock();
         match current.or_else(|| meta.grad_fn.clone()) {
             Some(grad_fn) => {
@@ -422,7 +500,8 @@ impl Tensor {
     /// # Errors
     ///
     /// [`Error::PostAccumulateGradHookOnNonLeaf`] on a non-leaf;
-    /// [`Error::HookWithoutRequiresGrad`] if the leaf does not require grad.
+    /// [`Error::HookWithoutRequiresGrad`] if the leaf does not require grad;
+    /// [`Error::ViewRebase`] as [`Tensor::register_hook`].
     ///
     /// # Examples
     ///
@@ -453,7 +532,8 @@ impl Tensor {
     /// # Errors
     ///
     /// [`Error::PostAccumulateGradHookOnNonLeaf`] on a non-leaf;
-    /// [`Error::HookWithoutRequiresGrad`] if the leaf does not require grad.
+    /// [`Error::HookWithoutRequiresGrad`] if the leaf does not require grad;
+    /// [`Error::ViewRebase`] as [`Tensor::register_hook`].
     ///
     /// # Examples
     ///
@@ -481,6 +561,10 @@ impl Tensor {
     }
 
     fn add_post_accumulate_grad_hook(&self, hook: PostAccumulateHook) -> Result<HookHandle> {
+        // A stale view that may not be regenerated: PyTorch's error, from its grad_fn accessor.
+        if self.is_view() {
+            self.try_grad_fn()?;
+        }
         let mut meta = self.0.autograd.lock();
         if meta.grad_fn.is_some() {
             return Err(Error::PostAccumulateGradHookOnNonLeaf);

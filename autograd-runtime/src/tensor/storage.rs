@@ -111,7 +111,7 @@ mod tests {
     fn a_reused_tensor_allocation_carries_no_autograd_state_over() -> crate::Result<()> {
         for round in 0..100 {
             let a = Tensor::scalar(1.0f64).requires_grad_(true)?;
-            a.set_grad(Some(Tensor::scalar(3.0f64)));
+            a.set_grad(Some(Tensor::scalar(3.0f64)))?;
             let y = a.mul_scalar(2.0)?; // has a grad_fn
             y.retain_grad()?;
             drop((a, y)); // their allocations become spares of this thread

@@ -205,6 +205,17 @@ impl Tensor {
         Err(view_rebase_error(&meta, creation, false))
     }
 
+    /// The grad_fn as PyTorch's `grad_fn` accessor reads it: a view's regenerated if stale, or
+    /// PyTorch's error for a stale view that may not be rebased (what `register_hook`,
+    /// `retain_grad` and the hooks' other front doors report, as PyTorch's do).
+    pub(crate) fn try_grad_fn(&self) -> Result<Option<NodeRef>> {
+        let mut meta = self.0.autograd.lock();
+        match &self.0.view {
+            None => Ok(meta.grad_fn.clone()),
+            Some(view) => self.view_grad_fn_locked(view, &mut meta),
+        }
+    }
+
     /// The gradient edge, or PyTorch's error for a stale view that may not be rebased.
     pub(crate) fn try_gradient_edge(&self) -> Result<Option<Edge>> {
         let mut meta = self.0.autograd.lock();
