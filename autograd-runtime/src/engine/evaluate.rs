@@ -87,11 +87,7 @@ pub(crate) fn evaluate_function(
     }
 
     let _span = super::trace::node_span(&gt.span, node);
-    let outputs = if gt.exec_info.is_empty() {
-        call_function(gt, node, meta, grads)?
-    } else {
-        call_function_selective(gt, index, node, meta, grads)?
-    };
+    let outputs = call_function(gt, index, node, meta, grads)?;
     if !gt.options.keep_graph {
         node.release_saved();
     }
@@ -355,6 +351,7 @@ fn apply_profiled(
 #[inline(always)]
 fn call_function(
     gt: &GraphTask,
+    index: u32,
     node: &dyn Node,
     meta: &NodeMeta,
     grads: GradVec,
@@ -362,16 +359,21 @@ fn call_function(
     let mut grads = grads;
     call_tensor_pre_hooks(node, meta, &mut grads)?;
     if meta.hooks.any() {
-        return call_function_with_hooks(gt, node, grads);
+        return call_function_with_hooks(gt, index, node, grads);
     }
-    let mut outputs = apply(gt, node, grads)?;
+    let mut outputs = apply(gt, index, node, grads)?;
     validate_outputs_of(node, meta, &mut outputs)?;
     Ok(outputs)
 }
 
 /// [`call_function`] for a node that has (or had) hooks: node pre-hooks, apply, node post-hooks.
 #[inline(never)]
-fn call_function_with_hooks(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> Result<GradVec> {
+fn call_function_with_hooks(
+    gt: &GraphTask,
+    index: u32,
+    node: &dyn Node,
+    grads: GradVec,
+) -> Result<GradVec> {
     let mut grads = grads;
     let hooks = node.meta().hooks.snapshot();
     if let Some(h) = &hooks {
@@ -385,7 +387,7 @@ fn call_function_with_hooks(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> 
         .as_ref()
         .filter(|h| !h.post.is_empty())
         .map(|_| grads.clone());
-    let mut outputs = apply(gt, node, grads)?;
+    let mut outputs = apply(gt, index, node, grads)?;
     validate_outputs(node, &mut outputs)?;
     if let (Some(h), Some(grad_outputs)) = (&hooks, grad_outputs) {
         for (_, post) in &h.post {
@@ -397,20 +399,17 @@ fn call_function_with_hooks(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> 
     Ok(outputs)
 }
 
-/// [`call_function`] in a selective pass (`grad()`, `backward(inputs=..)`): the node learns
-/// which of its outputs lead to a node the pass runs (`NodeMeta::should_compute_output`,
-/// PyTorch's `task_should_compute_output`). Out of line, so that the guard's cleanup is not on
-/// the path of every node of an ordinary pass.
+/// [`apply`] in a selective pass (`grad()`, `backward(inputs=..)`): the node learns which of its
+/// outputs lead to a node the pass runs (`NodeMeta::should_compute_output`, PyTorch's
+/// `task_should_compute_output`) while it runs. Out of line, so that the guard's cleanup is not
+/// on the path of every node of an ordinary pass.
 #[inline(never)]
-fn call_function_selective(
-    gt: &GraphTask,
-    index: u32,
-    node: &dyn Node,
-    meta: &NodeMeta,
-    grads: GradVec,
-) -> Result<GradVec> {
-    let _mask = per_thread::OutputMask::set(gt, output_mask(gt, index, meta));
-    call_function(gt, node, meta, grads)
+fn apply_selective(gt: &GraphTask, index: u32, node: &dyn Node, grads: GradVec) -> Result<GradVec> {
+    let _mask = per_thread::OutputMask::set(gt, output_mask(gt, index, node.meta()));
+    match &gt.thread_locals.profiler {
+        None => node.apply(grads),
+        Some(sessions) => apply_profiled(sessions, gt.id, node, grads),
+    }
 }
 
 /// Which outputs of node `index` lead to a node this selective pass runs (bit `i`: output `i`;
@@ -435,7 +434,10 @@ fn output_mask(gt: &GraphTask, index: u32, meta: &NodeMeta) -> u64 {
 /// mutex, which orders that write before this read. The profiled path is out of line, so this one
 /// compiles as it did without a profiler.
 #[inline(always)]
-fn apply(gt: &GraphTask, node: &dyn Node, grads: GradVec) -> Result<GradVec> {
+fn apply(gt: &GraphTask, index: u32, node: &dyn Node, grads: GradVec) -> Result<GradVec> {
+    if !gt.exec_info.is_empty() {
+        return apply_selective(gt, index, node, grads);
+    }
     match &gt.thread_locals.profiler {
         None => node.apply(grads),
         Some(sessions) => apply_profiled(sessions, gt.id, node, grads),

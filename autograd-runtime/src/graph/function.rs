@@ -7,6 +7,7 @@
 
 use smallvec::SmallVec;
 
+use super::saved_hooks;
 use super::{Edge, GradVec, InputMetadata, Node, NodeMeta, NodeRef, SaveContext, SavedTensor};
 use crate::sync::{Arc, Weak};
 use crate::{Result, Tensor, is_grad_enabled};
@@ -250,9 +251,9 @@ pub fn record_node<B: Backward>(
     outputs: &[&Tensor],
     make: impl FnOnce(&SaveContext<'_>) -> B,
 ) -> NodeRef {
-    let (node, _failure, deferred) = build_node(edges, outputs, make);
+    let (node, _failure) = build_node(edges, outputs, make);
     let node = attach(node, outputs);
-    if deferred {
+    if saved_hooks::has_hooks() {
         // A failure stays in its slot, reported when the tensor is used.
         let _ = finish_packs(&node);
     }
@@ -274,19 +275,20 @@ pub fn try_record_node<B: Backward>(
     outputs: &[&Tensor],
     make: impl FnOnce(&SaveContext<'_>) -> B,
 ) -> Result<NodeRef> {
-    let (node, failure, deferred) = build_node(edges, outputs, make);
+    let (node, failure) = build_node(edges, outputs, make);
     if let Some(e) = failure {
         return Err(e);
     }
     let node = attach(node, outputs);
-    if deferred {
+    if saved_hooks::has_hooks() {
         finish_packs(&node)?;
     }
     Ok(node)
 }
 
 /// Packs the outputs `node` saved under saved-tensor hooks, now that it is their grad_fn (see
-/// [`SaveContext::output`]). Out of line: only forwards run under hooks get here.
+/// [`SaveContext::output`]); slots of any other kind are left alone. Out of line: only forwards
+/// run under hooks get here.
 ///
 /// # Errors
 ///
@@ -302,27 +304,24 @@ fn finish_packs(node: &NodeRef) -> Result<()> {
     first.map_or(Ok(()), Err)
 }
 
-/// The node over `outputs`, whether a pack hook failed (or modified its input) while `make`
-/// saved, and whether outputs wait for their pack hook (`finish_packs`).
+/// The node over `outputs`, and whether a pack hook modified its input while `make` saved.
 #[inline]
 fn build_node<B: Backward>(
     edges: SmallVec<[Option<Edge>; 2]>,
     outputs: &[&Tensor],
     make: impl FnOnce(&SaveContext<'_>) -> B,
-) -> (Arc<FunctionNode<B>>, Option<crate::Error>, bool) {
+) -> (Arc<FunctionNode<B>>, Option<crate::Error>) {
     // One output (nearly every op): written straight into the inline buffer, as the edges are.
     let input_metadata = match outputs {
         [t] => SmallVec::from_buf([InputMetadata::of(t)]),
         _ => outputs.iter().map(|t| InputMetadata::of(t)).collect(),
     };
     let mut failure = None;
-    let mut deferred = false;
     let node: Arc<FunctionNode<B>> = Arc::new_cyclic(|weak: &Weak<FunctionNode<B>>| {
         let weak_self = || -> Weak<dyn Node> { weak.clone() };
         let save = SaveContext::new(&weak_self);
         let backward = make(&save);
         failure = save.take_failure();
-        deferred = save.has_deferred_packs();
         FunctionNode {
             // Built here rather than moved in: LLVM then writes it in place instead of copying
             // it (a `memcpy` per recorded op, depending on its inlining choices).
@@ -330,7 +329,7 @@ fn build_node<B: Backward>(
             backward,
         }
     });
-    (node, failure, deferred)
+    (node, failure)
 }
 
 /// Makes `node` the grad_fn of each output, output `i` of it.

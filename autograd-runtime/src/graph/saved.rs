@@ -439,9 +439,6 @@ pub struct SaveContext<'a> {
     /// The first error a pack hook raised (or its modifying its input); taken by
     /// `try_record_node` once `make` returned.
     failure: RefCell<Option<Error>>,
-    /// An output was saved while saved-tensor hooks were active: its pack waits until the node
-    /// is attached to the outputs (see [`SaveContext::output`]).
-    deferred: std::cell::Cell<bool>,
 }
 
 impl<'a> SaveContext<'a> {
@@ -449,13 +446,7 @@ impl<'a> SaveContext<'a> {
         SaveContext {
             node,
             failure: RefCell::new(None),
-            deferred: std::cell::Cell::new(false),
         }
-    }
-
-    /// Whether an output's pack waits for [`SavedTensor::finish_pack`].
-    pub(crate) fn has_deferred_packs(&self) -> bool {
-        self.deferred.get()
     }
 
     /// The first error of a pack hook while this context saved tensors, if any.
@@ -482,14 +473,11 @@ impl<'a> SaveContext<'a> {
     ///
     /// Under saved-tensor hooks the pack hook is called once the node is the output's grad_fn
     /// (as PyTorch saves outputs after setting their history), so that it sees the output with
-    /// its `grad_fn`: the slot keeps the output as an unpacked one would be until then.
+    /// its `grad_fn`: the slot keeps the output as an unpacked one would be until
+    /// `record_node` packs it ([`SavedTensor::finish_pack`]).
     pub fn output(&self, t: &Tensor, output_nr: usize) -> SavedTensor {
         if self.failure.borrow().is_some() {
             return self.save(|| SavedTensor::output(t, self.node(), output_nr));
-        }
-        // One look at the hooks: packed later under hooks, kept as it is without.
-        if saved_hooks::has_hooks() {
-            self.deferred.set(true);
         }
         SavedTensor::new(State::Output {
             data: t.detach(),
