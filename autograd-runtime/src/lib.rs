@@ -55,8 +55,8 @@ pub use device::Device;
 pub use dtype::{DType, Element};
 pub use engine::{
     BackwardOptions, DEFAULT_MAX_RECURSION_DEPTH, Engine, GradOptions, backward,
-    current_graph_task_id, current_graph_task_keep_graph, grad, queue_callback,
-    will_engine_execute_node,
+    current_graph_task_id, current_graph_task_keep_graph, grad, is_checkpoint_valid,
+    queue_callback, will_engine_execute_node,
 };
 pub use error::{Error, Result};
 pub use grad_mode::{GradModeGuard, enable_grad, is_grad_enabled, no_grad, set_grad_enabled};
