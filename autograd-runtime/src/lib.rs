@@ -29,6 +29,7 @@
 
 mod anomaly;
 mod backend;
+mod checkpoint;
 pub mod cuda;
 mod device;
 pub mod distributed;
@@ -51,6 +52,7 @@ mod warning;
 
 pub use anomaly::{AnomalyGuard, detect_anomaly, is_anomaly_enabled, set_detect_anomaly};
 pub use backend::cpu::{cached_bytes, empty_cache, num_threads, set_cache_limit, set_num_threads};
+pub use checkpoint::{CheckpointOptions, checkpoint};
 pub use device::Device;
 pub use dtype::{DType, Element};
 pub use engine::{

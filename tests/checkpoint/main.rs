@@ -2,3 +2,4 @@
 //! the reentrant variant out of `grad()` and `backward(inputs=..)` (`is_checkpoint_valid`).
 
 mod guard;
+mod variants;
