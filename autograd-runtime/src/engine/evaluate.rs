@@ -86,7 +86,11 @@ pub(crate) fn evaluate_function(
     }
 
     let _span = super::trace::node_span(&gt.span, node);
+    // In anomaly mode, nodes this one's backward records take it as their parent.
+    let evaluating =
+        crate::is_anomaly_enabled().then(|| crate::anomaly::EvaluatingGuard::enter(node));
     let outputs = call_function(gt, node, meta, grads)?;
+    drop(evaluating);
     if !gt.options.keep_graph {
         node.release_saved();
     }

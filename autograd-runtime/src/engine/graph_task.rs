@@ -163,11 +163,27 @@ impl GraphTask {
     /// Records `err` if it is the first, and completes the task so the owner returns it (B24).
     /// `serving` is the queue the calling thread drains (its local queue).
     pub(crate) fn set_error(&self, err: Error, serving: &TaskQueue) {
-        {
+        self.set_error_reporting(err, serving, || {});
+    }
+
+    /// [`GraphTask::set_error`] that calls `report` if `err` is the first error, before the task
+    /// completes (so the owner returns after the report: anomaly mode's warnings).
+    pub(crate) fn set_error_reporting(
+        &self,
+        err: Error,
+        serving: &TaskQueue,
+        report: impl FnOnce(),
+    ) {
+        let first = {
             let mut state = self.state.lock();
-            if state.error.is_none() {
+            let first = state.error.is_none();
+            if first {
                 state.error = Some(err);
             }
+            first
+        };
+        if first {
+            report();
         }
         self.has_error.store(true, Ordering::Relaxed);
         self.mark_completed(serving);
