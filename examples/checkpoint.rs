@@ -1,32 +1,32 @@
-//! Gradient checkpointing on top of reentrant backward, as PyTorch's reentrant
-//! `torch.utils.checkpoint`.
+//! Activation checkpointing with `autograd::checkpoint`, PyTorch's
+//! `torch.utils.checkpoint.checkpoint`, in both its variants.
 //!
 //! ```text
 //! cargo run --release --example checkpoint         # batch 64
 //! cargo run --release --example checkpoint -- 512  # another batch size
 //! ```
 //!
-//! [`checkpoint`] runs a segment of the network under `no_grad()`, so none of its activations are
-//! saved, and records one custom node that saves only the segment's input. When the backward pass
-//! reaches that node, the node recomputes the segment with grad mode on and runs a *reentrant*
-//! `backward()` through the recomputed graph: that nested pass accumulates into the segment's
-//! parameters, and the gradient it leaves in the (detached) input is what the node returns.
+//! A checkpointed segment of the network keeps none of its activations: the backward pass
+//! recomputes them from the segment's input. The *reentrant* variant runs the segment under
+//! `no_grad()` and records one node that saves the input; its backward recomputes the segment and
+//! runs a reentrant `backward()` through it. The *non-reentrant* variant records the segment as
+//! usual, but under saved-tensor hooks that keep a handle instead of each saved tensor; the first
+//! unpack recomputes the segment.
 //!
-//! The example runs forward+backward of a deep tanh MLP three ways — no checkpointing, one
-//! checkpoint per block of layers, one checkpoint per layer — checks that the parameter gradients
-//! agree, and prints the peak heap memory of each, measured by a counting global allocator
-//! defined below.
+//! The example runs forward+backward of a deep tanh MLP five ways — no checkpointing, one
+//! checkpoint per block of layers and one per layer, with each variant — checks that the
+//! parameter gradients agree, and prints the peak heap memory of each, measured by a counting
+//! global allocator defined below.
 //!
 //! As with PyTorch's reentrant variant, a segment's parameters only receive gradients if the
 //! segment's input requires grad (otherwise no node is recorded); the network input is therefore
 //! marked `requires_grad`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use autograd::{BackwardOptions, DType, Result, Tensor, backward, differentiable, enable_grad};
+use autograd::{CheckpointOptions, DType, Result, Tensor, checkpoint};
 
 // ---------------------------------------------------------------------------------------------
 // Peak-memory accounting
@@ -108,37 +108,6 @@ fn mib(bytes: usize) -> f64 {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Checkpointing
-
-/// A segment of the network: a differentiable function of one tensor that may close over
-/// parameters (leaves with `requires_grad`).
-type Segment = Arc<dyn Fn(&Tensor) -> Result<Tensor> + Send + Sync>;
-
-/// `segment(x)`, computed without saving any of the segment's activations: they are recomputed
-/// during backward, which costs one extra forward of the segment. The node keeps only what the
-/// backward names: the input `x` (version-checked) and the segment.
-#[differentiable(name = "CheckpointFunctionBackward")]
-fn checkpoint(x: &Tensor, segment: Segment) -> Result<Tensor> {
-    segment(x) // the forward runs with recording off: no activations are saved
-}
-
-#[backward(checkpoint)]
-fn checkpoint_backward(grad: &Tensor, x: &Tensor, segment: Segment) -> Result<Option<Tensor>> {
-    // A fresh leaf over the saved input's data: the recomputed graph ends here, so the nested pass
-    // neither walks nor accumulates into the part of the graph before this segment.
-    let x = x.detach().requires_grad_(true)?;
-    let out = {
-        // The outer pass runs with grad mode off (no `create_graph`): record the recompute.
-        let _g = enable_grad();
-        segment(&x)?
-    };
-    // Reentrant: runs to completion on this thread (or a pool thread past the depth limit) before
-    // this node returns. Parameter gradients accumulate into their `.grad`.
-    autograd::backward(&[out], &[Some(grad.clone())], BackwardOptions::new())?;
-    Ok(x.grad())
-}
-
-// ---------------------------------------------------------------------------------------------
 // The network
 
 const BLOCKS: usize = 16;
@@ -149,18 +118,36 @@ const WIDTH: usize = 512;
 #[derive(Clone, Copy, PartialEq)]
 enum Variant {
     Plain,
-    PerBlock,
-    PerLayer,
+    /// One checkpoint per block; `true`: the reentrant variant.
+    PerBlock(bool),
+    /// One checkpoint per layer; `true`: the reentrant variant.
+    PerLayer(bool),
 }
 
 impl Variant {
     fn label(self) -> &'static str {
         match self {
             Variant::Plain => "no checkpointing",
-            Variant::PerBlock => "checkpoint every block",
-            Variant::PerLayer => "checkpoint every layer",
+            Variant::PerBlock(true) => "every block, reentrant",
+            Variant::PerLayer(true) => "every layer, reentrant",
+            Variant::PerBlock(false) => "every block, non-reentr.",
+            Variant::PerLayer(false) => "every layer, non-reentr.",
         }
     }
+}
+
+/// `segment(x)` through `autograd::checkpoint`: its activations are recomputed in the backward.
+fn checkpointed(
+    x: &Tensor,
+    reentrant: bool,
+    segment: impl Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static,
+) -> Result<Tensor> {
+    let mut out = checkpoint(
+        move |xs: &[Tensor]| Ok(vec![segment(&xs[0])?]),
+        std::slice::from_ref(x),
+        CheckpointOptions::new().use_reentrant(reentrant),
+    )?;
+    Ok(out.remove(0))
 }
 
 /// `tanh(h @ w)` for each `w` in turn.
@@ -179,14 +166,14 @@ fn forward(blocks: &[Vec<Tensor>], x: &Tensor, variant: Variant) -> Result<Tenso
     for block in blocks {
         h = match variant {
             Variant::Plain => layers(block, &h)?,
-            Variant::PerBlock => {
+            Variant::PerBlock(reentrant) => {
                 let ws = block.clone();
-                checkpoint(&h, Arc::new(move |t: &Tensor| layers(&ws, t)))?
+                checkpointed(&h, reentrant, move |t: &Tensor| layers(&ws, t))?
             }
-            Variant::PerLayer => {
+            Variant::PerLayer(reentrant) => {
                 for w in block {
                     let w = w.clone();
-                    h = checkpoint(&h, Arc::new(move |t: &Tensor| t.matmul(&w)?.tanh()))?;
+                    h = checkpointed(&h, reentrant, move |t: &Tensor| t.matmul(&w)?.tanh())?;
                 }
                 h
             }
@@ -274,8 +261,8 @@ fn main() -> Result<()> {
     let act = batch * WIDTH * 4;
     let param_bytes = params.len() * WIDTH * WIDTH * 4;
     println!(
-        "gradient checkpointing via reentrant backward: {BLOCKS} blocks x {LAYERS_PER_BLOCK} layers \
-         tanh(h @ W), batch {batch}, width {WIDTH}, f32"
+        "activation checkpointing (autograd::checkpoint): {BLOCKS} blocks x {LAYERS_PER_BLOCK} \
+         layers tanh(h @ W), batch {batch}, width {WIDTH}, f32"
     );
     println!(
         "  parameters {:.1} MiB (+ as much again in .grad), one activation {:.3} MiB",
@@ -284,7 +271,13 @@ fn main() -> Result<()> {
     );
     println!();
 
-    let variants = [Variant::Plain, Variant::PerBlock, Variant::PerLayer];
+    let variants = [
+        Variant::Plain,
+        Variant::PerBlock(true),
+        Variant::PerLayer(true),
+        Variant::PerBlock(false),
+        Variant::PerLayer(false),
+    ];
     // Correctness first (this also warms up: allocates every .grad, which later runs accumulate
     // into in place as a training loop with zeroed gradients does, and starts the engine). The
     // copies of the gradients are dropped before any memory is measured.
@@ -340,12 +333,19 @@ fn main() -> Result<()> {
             .find(|r| r.variant == v)
             .map_or(0, |r| r.peak - r.baseline)
     };
-    println!(
-        "activation memory (peak above baseline): per-block checkpointing uses {:.0}% of the plain \
-         run, per-layer {:.0}%",
-        100.0 * above(Variant::PerBlock) as f64 / above(Variant::Plain) as f64,
-        100.0 * above(Variant::PerLayer) as f64 / above(Variant::Plain) as f64
-    );
+    for reentrant in [true, false] {
+        println!(
+            "activation memory (peak above baseline), {}: per-block checkpointing uses {:.0}% of \
+             the plain run, per-layer {:.0}%",
+            if reentrant {
+                "reentrant"
+            } else {
+                "non-reentrant"
+            },
+            100.0 * above(Variant::PerBlock(reentrant)) as f64 / above(Variant::Plain) as f64,
+            100.0 * above(Variant::PerLayer(reentrant)) as f64 / above(Variant::Plain) as f64
+        );
+    }
     println!(
         "  (a single tanh(h @ W) layer saves only its output, which is also the next checkpoint's \
          input: checkpointing single layers saves nothing and costs a recompute)"

@@ -137,3 +137,108 @@ pub fn set_detect_anomaly(enabled: bool, check_nan: bool) -> AnomalyGuard {
         _not_send: PhantomData,
     }
 }
+
+/// What anomaly mode keeps of a node created while it was on (PyTorch's `AnomalyMetadata`): the
+/// backtrace of the forward call that created it and, for a node created while the engine ran
+/// another node (a backward recorded with `create_graph`), that node: its *parent*.
+///
+/// Parents form chains from a node to the nodes of earlier passes, never back: a node's parent
+/// existed before it, so the chains hold no cycle.
+pub(crate) struct AnomalyMetadata {
+    trace: std::backtrace::Backtrace,
+    parent: Option<crate::sync::Arc<Parent>>,
+}
+
+/// The node whose backward created a node (PyTorch's `assign_parent`): its name and its own
+/// metadata, `None` when it was created with anomaly mode off.
+pub(crate) struct Parent {
+    name: String,
+    metadata: Option<crate::sync::Arc<AnomalyMetadata>>,
+}
+
+impl std::fmt::Debug for AnomalyMetadata {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnomalyMetadata")
+            .field("parent", &self.parent.as_ref().map(|p| &p.name))
+            .finish_non_exhaustive()
+    }
+}
+
+thread_local! {
+    /// The node the engine is running on this thread, while anomaly mode is on (PyTorch's
+    /// `current_evaluating_node`, read by `assign_parent`).
+    static EVALUATING: std::cell::RefCell<Option<crate::sync::Arc<Parent>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+impl AnomalyMetadata {
+    /// The metadata of a node created now: this call's backtrace and the node being run on this
+    /// thread, if any.
+    pub(crate) fn capture() -> AnomalyMetadata {
+        AnomalyMetadata {
+            trace: std::backtrace::Backtrace::force_capture(),
+            parent: EVALUATING.with(|e| e.borrow().clone()),
+        }
+    }
+
+    /// The forward call's backtrace.
+    pub(crate) fn trace(&self) -> &std::backtrace::Backtrace {
+        &self.trace
+    }
+}
+
+/// Marks `node` as the node being run on this thread until dropped, restoring the previous one
+/// (PyTorch's `NodeGuard`). Made by the engine only while anomaly mode is on.
+pub(crate) struct EvaluatingGuard {
+    previous: Option<crate::sync::Arc<Parent>>,
+}
+
+impl EvaluatingGuard {
+    pub(crate) fn enter(node: &dyn crate::Node) -> EvaluatingGuard {
+        let parent = crate::sync::Arc::new(Parent {
+            name: node.name().to_string(),
+            metadata: node.meta().anomaly_metadata().cloned(),
+        });
+        let previous = EVALUATING.with(|e| e.replace(Some(parent)));
+        EvaluatingGuard { previous }
+    }
+}
+
+impl Drop for EvaluatingGuard {
+    fn drop(&mut self) {
+        let previous = self.previous.take();
+        EVALUATING.with(|e| *e.borrow_mut() = previous);
+    }
+}
+
+/// PyTorch's `print_stack`, for a node `name` that failed: one warning with the backtrace of its
+/// forward call, then one per parent up the chain ("Previous calculation was induced by ..."),
+/// each saying so when the node was created with anomaly mode off.
+pub(crate) fn print_stack(name: &str, metadata: Option<&AnomalyMetadata>) {
+    print_one(name, metadata, false);
+    let mut parent = metadata.and_then(|m| m.parent.clone());
+    while let Some(p) = parent {
+        print_one(&p.name, p.metadata.as_deref(), true);
+        parent = p.metadata.as_ref().and_then(|m| m.parent.clone());
+    }
+}
+
+/// PyTorch's `_print_stack`.
+fn print_one(name: &str, metadata: Option<&AnomalyMetadata>, is_parent: bool) {
+    let message = match metadata {
+        None => format!(
+            "Error detected in {name}. No forward pass information available. Enable detect \
+             anomaly during forward pass for more information."
+        ),
+        Some(m) if is_parent => format!(
+            "\n\nPrevious calculation was induced by {name}. Traceback of forward call that \
+             induced the previous calculation:\n{}",
+            m.trace
+        ),
+        Some(m) => format!(
+            "Error detected in {name}. Traceback of forward call that caused the error:\n{}",
+            m.trace
+        ),
+    };
+    crate::warning::warn(&message);
+}

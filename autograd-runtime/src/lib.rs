@@ -29,6 +29,7 @@
 
 mod anomaly;
 mod backend;
+mod checkpoint;
 pub mod cuda;
 mod device;
 pub mod distributed;
@@ -51,12 +52,13 @@ mod warning;
 
 pub use anomaly::{AnomalyGuard, detect_anomaly, is_anomaly_enabled, set_detect_anomaly};
 pub use backend::cpu::{cached_bytes, empty_cache, num_threads, set_cache_limit, set_num_threads};
+pub use checkpoint::{CheckpointOptions, checkpoint};
 pub use device::Device;
 pub use dtype::{DType, Element};
 pub use engine::{
     BackwardOptions, DEFAULT_MAX_RECURSION_DEPTH, Engine, GradOptions, backward,
-    current_graph_task_id, current_graph_task_keep_graph, grad, queue_callback,
-    will_engine_execute_node,
+    current_graph_task_id, current_graph_task_keep_graph, grad, is_checkpoint_valid,
+    queue_callback, will_engine_execute_node,
 };
 pub use error::{Error, Result};
 pub use grad_mode::{GradModeGuard, enable_grad, is_grad_enabled, no_grad, set_grad_enabled};

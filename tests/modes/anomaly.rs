@@ -276,3 +276,223 @@ fn b23_error_on_a_device_thread_warns_with_the_forward_trace() -> R {
     ));
     Ok(())
 }
+
+// ----- Parent traces of nodes created by a create_graph backward ----------------------------------
+
+/// PyTorch's `MyFunc` of `test_nested_anomaly_detect_nan`: `inp.sum(0, keepdim=True)`, whose
+/// backward calls `MyFunc2` (recorded when the backward runs with `create_graph`).
+struct MyFunc {
+    inp: Tensor,
+    fail_0th: bool,
+    /// Dropped with the node: tells a test whether the node is still alive.
+    _alive: Arc<()>,
+}
+
+impl Backward for MyFunc {
+    const NAME: &'static str = "MyFuncBackward";
+    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
+        let g = grads[0].as_ref().unwrap().expand(self.inp.shape())?;
+        let gi = my_func2_apply(&g.mul(&self.inp)?, &g.add(&self.inp)?, self.fail_0th)?;
+        Ok(smallvec::smallvec![Some(gi)])
+    }
+}
+
+/// `MyFunc2`: `inp1 * 2 + inp2`, whose backward returns a NaN in its first (`fail_0th`) or second
+/// gradient.
+struct MyFunc2 {
+    fail_0th: bool,
+}
+
+impl Backward for MyFunc2 {
+    const NAME: &'static str = "MyFunc2Backward";
+    fn backward(&self, _meta: &NodeMeta, grads: GradVec) -> Result<GradVec> {
+        let go = grads[0].as_ref().unwrap().to_vec::<f64>()?;
+        let with_nan_first = |nan: bool| -> Result<Tensor> {
+            let mut v = go.clone();
+            v[0] = if nan { f64::NAN } else { 0.0 };
+            Tensor::from_vec(v, &[go.len()])
+        };
+        Ok(smallvec::smallvec![
+            Some(with_nan_first(self.fail_0th)?),
+            Some(with_nan_first(!self.fail_0th)?)
+        ])
+    }
+}
+
+fn my_func_apply(inp: &Tensor, fail_0th: bool) -> Result<Tensor> {
+    Ok(my_func_apply_tracked(inp, fail_0th)?.0)
+}
+
+/// [`my_func_apply`], and a weak handle that dies with the node.
+fn my_func_apply_tracked(inp: &Tensor, fail_0th: bool) -> Result<(Tensor, std::sync::Weak<()>)> {
+    let alive = Arc::new(());
+    let weak = Arc::downgrade(&alive);
+    let out = {
+        let _g = no_grad();
+        inp.sum_dims(&[0], true)?
+    };
+    if let Some(edges) = autograd::__private::next_edges(&[inp]) {
+        record_node(edges, &[&out], |_| MyFunc {
+            inp: inp.clone(),
+            fail_0th,
+            _alive: alive,
+        });
+    }
+    Ok((out, weak))
+}
+
+fn my_func2_apply(inp1: &Tensor, inp2: &Tensor, fail_0th: bool) -> Result<Tensor> {
+    let out = {
+        let _g = no_grad();
+        inp1.mul_scalar(2.0)?.add(inp2)?
+    };
+    if let Some(edges) = autograd::__private::next_edges(&[inp1, inp2]) {
+        record_node(edges, &[&out], |_| MyFunc2 { fail_0th });
+    }
+    Ok(out)
+}
+
+/// Runs `f` with a warning handler that collects the warnings.
+fn collecting_warnings(f: impl FnOnce() -> R) -> Result<Vec<String>> {
+    let warnings = Arc::new(Mutex::new(Vec::<String>::new()));
+    let w = warnings.clone();
+    set_warning_handler(Some(Box::new(move |m: &str| {
+        w.lock().unwrap().push(m.to_string())
+    })));
+    let result = f();
+    set_warning_handler(None);
+    result?;
+    Ok(warnings.lock().unwrap().clone())
+}
+
+/// PyTorch's `test_nested_anomaly_detect_nan`: the node that fails in the second pass was created
+/// by the first pass's `MyFuncBackward`; the warnings give the failing node's forward trace and
+/// then, as its parent's, the trace of `MyFunc`'s forward.
+#[test]
+fn b23_nested_anomaly_detect_nan() -> R {
+    let _serial = serial();
+    let size = 10;
+    let rand = |seed| {
+        Tensor::rand(&[size], DType::F64, seed)
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap()
+    };
+
+    // Without anomaly mode the NaN goes through.
+    let inp = rand(1);
+    let out = my_func_apply(&inp, true)?;
+    let ginp = grad(
+        &[out],
+        &[inp.clone()],
+        GradOptions::new().create_graph(true),
+    )?;
+    ginp[0].clone().unwrap().sum()?.backward()?;
+
+    // Anomaly mode only for the second pass: the nodes carry no forward trace.
+    let inp = rand(2);
+    let out = my_func_apply(&inp, true)?;
+    let ginp = grad(
+        &[out],
+        &[inp.clone()],
+        GradOptions::new().create_graph(true),
+    )?;
+    let gsum = ginp[0].clone().unwrap().sum()?;
+    let w = collecting_warnings(|| {
+        let _anomaly = detect_anomaly();
+        let err = gsum.backward().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "Function 'MyFunc2Backward' returned nan values in its 0th output."
+        );
+        Ok(())
+    })?;
+    // Created with anomaly mode off, the failing node has no trace and no parent link (PyTorch
+    // assigns parents in anomaly mode only): one warning besides the mode's own.
+    assert_eq!(w.len(), 2, "{w:#?}");
+    assert!(w[1].contains("No forward pass information"), "{}", w[1]);
+    assert_eq!(
+        w[1],
+        "Error detected in MyFunc2Backward. No forward pass information available. Enable detect \
+         anomaly during forward pass for more information."
+    );
+
+    // Anomaly mode throughout: both forward traces, one warning each.
+    let inp = rand(3);
+    let w = collecting_warnings(|| {
+        let _anomaly = detect_anomaly();
+        let out = my_func_apply(&inp, false)?;
+        let ginp = grad(
+            &[out],
+            &[inp.clone()],
+            GradOptions::new().create_graph(true),
+        )?;
+        let err = ginp[0].clone().unwrap().sum()?.backward().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "Function 'MyFunc2Backward' returned nan values in its 1th output."
+        );
+        Ok(())
+    })?;
+    assert_eq!(w.len(), 3, "{w:#?}");
+    assert!(w[1].starts_with(
+        "Error detected in MyFunc2Backward. Traceback of forward call that caused the error:\n"
+    ));
+    assert!(w[1].contains("my_func2_apply"), "{}", w[1]);
+    assert!(w[2].starts_with(
+        "\n\nPrevious calculation was induced by MyFuncBackward. Traceback of forward call that \
+         induced the previous calculation:\n"
+    ));
+    assert!(w[2].contains("my_func_apply"), "{}", w[2]);
+    assert!(!w[2].contains("my_func2_apply"), "{}", w[2]);
+
+    // Anomaly mode from the first backward on: the failing node has a trace, its parent (created
+    // by the forward, with the mode off) has none, which PyTorch's `_print_stack` reports so.
+    let inp = rand(4);
+    let out = my_func_apply(&inp, true)?;
+    let w = collecting_warnings(|| {
+        let _anomaly = detect_anomaly();
+        let ginp = grad(
+            &[out],
+            &[inp.clone()],
+            GradOptions::new().create_graph(true),
+        )?;
+        assert!(ginp[0].clone().unwrap().sum()?.backward().is_err());
+        Ok(())
+    })?;
+    assert_eq!(w.len(), 3, "{w:#?}");
+    assert!(w[1].contains("my_func2_apply"), "{}", w[1]);
+    assert_eq!(
+        w[2],
+        "Error detected in MyFuncBackward. No forward pass information available. Enable detect \
+         anomaly during forward pass for more information."
+    );
+    Ok(())
+}
+
+/// PyTorch's `test_nested_anomaly_printstack_cleanup`: the parent links keep no node alive once
+/// the graphs are gone (no cycle through the parents).
+#[test]
+fn b23_nested_anomaly_printstack_cleanup() -> R {
+    let _serial = serial();
+    let (w, node) = {
+        let mut node = None;
+        let w = collecting_warnings(|| {
+            let _anomaly = detect_anomaly();
+            let inp = Tensor::rand(&[4], DType::F64, 9)?.requires_grad_(true)?;
+            let (out, alive) = my_func_apply_tracked(&inp, true)?;
+            node = Some(alive);
+            let ginp = grad(&[out], &[inp], GradOptions::new().create_graph(true))?;
+            let err = ginp[0].clone().unwrap().sum()?.backward().unwrap_err();
+            assert!(err.to_string().contains("MyFunc2Backward"));
+            Ok(())
+        })?;
+        (w, node.unwrap())
+    };
+    assert!(w[1].contains("my_func2_apply") && w[2].contains("my_func_apply"));
+    assert!(
+        node.upgrade().is_none(),
+        "MyFuncBackward outlived its graphs"
+    );
+    Ok(())
+}

@@ -493,3 +493,34 @@ pub fn will_engine_execute_node(node: &crate::NodeRef) -> Result<bool> {
         )),
     })
 }
+
+/// Whether a reentrant checkpoint may recompute its region here
+/// (`torch.autograd._is_checkpoint_valid()`): `true` outside backward and inside a pass that runs
+/// every node it reaches; `false` inside a `grad()` call or a `backward()` given `inputs` — and
+/// inside any pass nested in one — since the reentrant `backward()` a checkpoint runs would
+/// accumulate into leaves that such a pass must leave alone.
+///
+/// [`checkpoint`](crate::checkpoint) with `use_reentrant(true)` checks it in its backward.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use autograd_runtime::{grad, is_checkpoint_valid, GradOptions, Tensor};
+/// assert!(is_checkpoint_valid());
+/// let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let s = seen.clone();
+/// let y = x.mul_scalar(2.0)?;
+/// y.register_hook(move |_| { s.lock().unwrap().push(is_checkpoint_valid()); None })?;
+/// y.exp()?.backward()?;
+/// let y = x.mul_scalar(2.0)?;
+/// let s = seen.clone();
+/// y.register_hook(move |_| { s.lock().unwrap().push(is_checkpoint_valid()); None })?;
+/// grad(&[y.exp()?], &[x], GradOptions::new())?;
+/// assert_eq!(*seen.lock().unwrap(), vec![true, false]);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn is_checkpoint_valid() -> bool {
+    per_thread::with_current_graph_task(|t| t.is_none_or(|t| t.checkpoint_valid))
+}

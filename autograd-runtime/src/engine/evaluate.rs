@@ -399,13 +399,18 @@ fn call_function_with_hooks(
     Ok(outputs)
 }
 
-/// [`apply`] in a selective pass (`grad()`, `backward(inputs=..)`): the node learns which of its
-/// outputs lead to a node the pass runs (`NodeMeta::should_compute_output`, PyTorch's
-/// `task_should_compute_output`) while it runs. Out of line, so that the guard's cleanup is not
-/// on the path of every node of an ordinary pass.
+/// [`apply`] in a selective pass (`grad()`, `backward(inputs=..)`) or in anomaly mode. In a
+/// selective pass the node learns which of its outputs lead to a node the pass runs
+/// (`NodeMeta::should_compute_output`, PyTorch's `task_should_compute_output`); in anomaly mode
+/// the nodes its backward records take it as their parent (for "Previous calculation was
+/// induced by .."). Out of line, so that the guards' cleanup is not on the path of every node of
+/// an ordinary pass.
 #[inline(never)]
-fn apply_selective(gt: &GraphTask, index: u32, node: &dyn Node, grads: GradVec) -> Result<GradVec> {
-    let _mask = per_thread::OutputMask::set(gt, output_mask(gt, index, node.meta()));
+fn apply_guarded(gt: &GraphTask, index: u32, node: &dyn Node, grads: GradVec) -> Result<GradVec> {
+    let _mask = (!gt.exec_info.is_empty())
+        .then(|| per_thread::OutputMask::set(gt, output_mask(gt, index, node.meta())));
+    let _evaluating =
+        crate::is_anomaly_enabled().then(|| crate::anomaly::EvaluatingGuard::enter(node));
     match &gt.thread_locals.profiler {
         None => node.apply(grads),
         Some(sessions) => apply_profiled(sessions, gt.id, node, grads),
@@ -435,8 +440,8 @@ fn output_mask(gt: &GraphTask, index: u32, meta: &NodeMeta) -> u64 {
 /// compiles as it did without a profiler.
 #[inline(always)]
 fn apply(gt: &GraphTask, index: u32, node: &dyn Node, grads: GradVec) -> Result<GradVec> {
-    if !gt.exec_info.is_empty() {
-        return apply_selective(gt, index, node, grads);
+    if !gt.exec_info.is_empty() || crate::is_anomaly_enabled() {
+        return apply_guarded(gt, index, node, grads);
     }
     match &gt.thread_locals.profiler {
         None => node.apply(grads),

@@ -74,6 +74,10 @@ pub(crate) struct GraphTask {
     pub(crate) exec_info: Vec<ExecInfo>,
     /// The calling thread's queue: CPU nodes of this task are pushed here.
     pub(crate) cpu_ready_queue: Arc<TaskQueue>,
+    /// Whether a reentrant checkpoint may run inside this pass (PyTorch's `checkpoint_valid`):
+    /// this pass runs every reachable node (no `exec_info`), and so does every pass it is nested
+    /// in. Fixed at creation.
+    pub(crate) checkpoint_valid: bool,
     pub(crate) state: Mutex<TaskState>,
     /// Tasks pushed but not yet finished. Incremented before each push, decremented by the worker
     /// after the task ran; reaching 0 completes the graph task.
@@ -97,6 +101,7 @@ impl GraphTask {
         num_captures: usize,
         cpu_ready_queue: Arc<TaskQueue>,
         thread_locals: ThreadLocalState,
+        parent_checkpoint_valid: bool,
     ) -> GraphTask {
         let n = plan.len();
         // The plan keeps the counts as the walk made them: a node with one incoming edge is
@@ -115,6 +120,7 @@ impl GraphTask {
             options,
             reentrant_depth,
             plan,
+            checkpoint_valid: parent_checkpoint_valid && exec_info.is_empty(),
             exec_info,
             cpu_ready_queue,
             state: Mutex::new(TaskState {
@@ -157,11 +163,27 @@ impl GraphTask {
     /// Records `err` if it is the first, and completes the task so the owner returns it (B24).
     /// `serving` is the queue the calling thread drains (its local queue).
     pub(crate) fn set_error(&self, err: Error, serving: &TaskQueue) {
-        {
+        self.set_error_reporting(err, serving, || {});
+    }
+
+    /// [`GraphTask::set_error`] that calls `report` if `err` is the first error, before the task
+    /// completes (so the owner returns after the report: anomaly mode's warnings).
+    pub(crate) fn set_error_reporting(
+        &self,
+        err: Error,
+        serving: &TaskQueue,
+        report: impl FnOnce(),
+    ) {
+        let first = {
             let mut state = self.state.lock();
-            if state.error.is_none() {
+            let first = state.error.is_none();
+            if first {
                 state.error = Some(err);
             }
+            first
+        };
+        if first {
+            report();
         }
         self.has_error.store(true, Ordering::Relaxed);
         self.mark_completed(serving);

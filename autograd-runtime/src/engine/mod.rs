@@ -26,7 +26,7 @@ mod tests;
 
 pub use api::{
     BackwardOptions, GradOptions, backward, current_graph_task_id, current_graph_task_keep_graph,
-    grad, queue_callback, will_engine_execute_node,
+    grad, is_checkpoint_valid, queue_callback, will_engine_execute_node,
 };
 
 pub(crate) use dependencies::WalkSlot;
@@ -271,10 +271,16 @@ impl EngineInner {
         let queue = per_thread::local_ready_queue();
         // A reentrant pass inherits the profiler sessions of the pass whose node starts it (the
         // rest of that pass's state is installed on this thread while its node runs).
-        let thread_locals = per_thread::with_current_graph_task(|parent| {
-            let parent_profiler = parent.and_then(|p| p.thread_locals.profiler.as_ref());
-            ThreadLocalState::capture(options.create_graph, parent_profiler)
-        });
+        // And it may run a reentrant checkpoint only if the pass it is nested in may
+        // (`api::is_checkpoint_valid`).
+        let (thread_locals, parent_checkpoint_valid) =
+            per_thread::with_current_graph_task(|parent| {
+                let parent_profiler = parent.and_then(|p| p.thread_locals.profiler.as_ref());
+                (
+                    ThreadLocalState::capture(options.create_graph, parent_profiler),
+                    parent.is_none_or(|p| p.checkpoint_valid),
+                )
+            });
         let sequence_nr = root.meta().sequence_nr();
         let root_device = root.meta().device();
         let gt = Arc::new(GraphTask::new(
@@ -286,6 +292,7 @@ impl EngineInner {
             outputs.len(),
             queue.clone(),
             thread_locals,
+            parent_checkpoint_valid,
         ));
         let _span = gt.span.enter();
         push_task(&gt, 0, sequence_nr, root_device, root_inputs)?;

@@ -104,17 +104,6 @@ enum HandedOn {
 
 fn report_node_error(gt: &GraphTask, node_index: u32, e: Error, queue: &TaskQueue) {
     let node = gt.plan.node(node_index);
-    if crate::is_anomaly_enabled() {
-        let trace = node
-            .meta()
-            .forward_trace()
-            .map(ToString::to_string)
-            .unwrap_or_default();
-        crate::warning::warn(&format!(
-            "Error detected in {}. Traceback of forward call that caused the error:\n{trace}",
-            node.name()
-        ));
-    }
     let e = match e {
         Error::Panic {
             node: None,
@@ -125,5 +114,11 @@ fn report_node_error(gt: &GraphTask, node_index: u32, e: Error, queue: &TaskQueu
         },
         e => e,
     };
-    gt.set_error(e, queue);
+    // Anomaly mode reports the pass's first error only (PyTorch's `set_exception_without_signal`):
+    // one warning per failing pass, with the failing node's forward trace and its parents'.
+    gt.set_error_reporting(e, queue, || {
+        if crate::is_anomaly_enabled() {
+            crate::anomaly::print_stack(node.name(), node.meta().anomaly_metadata().map(|m| &**m));
+        }
+    });
 }

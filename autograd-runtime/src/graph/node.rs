@@ -8,8 +8,8 @@ use smallvec::SmallVec;
 use super::hooks::NodeHooks;
 use super::{Edge, SavedTensor};
 use crate::engine::WalkSlot;
-use crate::sync::Ordering;
 use crate::sync::atomic::AtomicU64;
+use crate::sync::{Arc, Ordering};
 use crate::tensor::layout::Dims;
 use crate::{DType, Device, Result, Tensor};
 
@@ -138,8 +138,9 @@ pub struct NodeMeta {
     pub(crate) hooks: NodeHooks,
     /// The engine's scratch space for its graph walk (`engine::dependencies`).
     pub(crate) walk_slot: WalkSlot,
-    /// Where the forward op was called, recorded only in anomaly mode (B23).
-    forward_trace: Option<Box<std::backtrace::Backtrace>>,
+    /// Where the forward op was called and which node's backward called it, recorded only in
+    /// anomaly mode (B23).
+    anomaly: Option<Arc<crate::anomaly::AnomalyMetadata>>,
 }
 
 impl NodeMeta {
@@ -177,8 +178,8 @@ impl NodeMeta {
             input_metadata,
             hooks: NodeHooks::default(),
             walk_slot: WalkSlot::new(),
-            forward_trace: crate::is_anomaly_enabled()
-                .then(|| Box::new(std::backtrace::Backtrace::force_capture())),
+            anomaly: crate::is_anomaly_enabled()
+                .then(|| Arc::new(crate::anomaly::AnomalyMetadata::capture())),
         }
     }
 
@@ -236,7 +237,14 @@ impl NodeMeta {
 
     /// The backtrace of the forward call that created this node, if anomaly mode was on.
     pub fn forward_trace(&self) -> Option<&std::backtrace::Backtrace> {
-        self.forward_trace.as_deref()
+        self.anomaly
+            .as_deref()
+            .map(crate::anomaly::AnomalyMetadata::trace)
+    }
+
+    /// What anomaly mode recorded when this node was created (its forward trace and parent).
+    pub(crate) fn anomaly_metadata(&self) -> Option<&Arc<crate::anomaly::AnomalyMetadata>> {
+        self.anomaly.as_ref()
     }
 
     /// Whether output `i` goes anywhere (PyTorch's `should_compute_output` without exec_info):

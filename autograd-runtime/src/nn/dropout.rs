@@ -80,7 +80,9 @@ impl Module for Dropout {
         if !self.training || self.p == 0.0 {
             return Ok(input.clone());
         }
-        let call = self.calls.fetch_add(1, Ordering::Relaxed);
+        // Through the checkpoint's record of random draws: a recomputed region draws the masks
+        // its forward drew (`checkpoint/rng.rs`).
+        let call = crate::checkpoint::rng::next_draw(|| self.calls.fetch_add(1, Ordering::Relaxed));
         let seed = self
             .seed
             .wrapping_add(call.wrapping_mul(0x9e37_79b9_7f4a_7c15))

@@ -1,0 +1,5 @@
+//! Activation checkpointing (`autograd::checkpoint`, reentrant and not) and the guard that keeps
+//! the reentrant variant out of `grad()` and `backward(inputs=..)` (`is_checkpoint_valid`).
+
+mod guard;
+mod variants;
