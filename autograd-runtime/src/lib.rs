@@ -84,7 +84,8 @@ pub mod __private {
     pub use crate::backend::{Buffer, ElemVec};
     pub use crate::graph::copy_slices::{check_dirty, mark_dirty, rebase_dirty_view};
     pub use crate::graph::function::{
-        ConvertsError, ErrorProbe, ForwardResult, KeepsError, custom_output, mark_custom_outputs,
+        ConvertsError, ErrorProbe, ForwardResult, KeepsError, custom_output, finish_output_packs,
+        mark_custom_outputs,
         next_edges, next_edges_opt, record_node, take_grads, try_next_edges, try_next_edges_opt,
         try_record_node,
     };

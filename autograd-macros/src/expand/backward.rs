@@ -996,18 +996,42 @@ impl<'a> LinkPlan<'a> {
         let (loc, krate) = (self.linked.loc, &self.krate);
         let inits = self.inits();
         let make = quote_spanned!(loc=> |__save| __AutogradNode { #(#inits,)* });
+        // A node that may save an output packs it under saved-tensor hooks once it is the
+        // output's grad_fn (`finish_output_packs`).
+        let saves_output = self.slots.iter().any(|s| {
+            matches!(
+                s.kind,
+                SlotKind::Output {
+                    differentiable: true,
+                    ..
+                } | SlotKind::Input { dirty: true, .. }
+                    | SlotKind::Residual { tensor: true, .. }
+            )
+        });
+        let finish = quote_spanned!(loc=> #krate::__private::finish_output_packs(&__node));
         if self.fwd.output.fallible && self.slots.iter().any(Slot::is_tensor) {
             let at = Span::mixed_site().located_at(error_type_span(self.fwd, loc));
             let convert = quote_spanned!(at=> ::core::convert::Into::into(__e));
+            let finish = saves_output.then(|| {
+                quote_spanned! {loc=>
+                    if let ::core::result::Result::Err(__e) = #finish {
+                        return ::core::result::Result::Err(#convert);
+                    }
+                }
+            });
             quote_spanned! {loc=>
                 let __node = match #krate::__private::try_record_node(__edges, #record_refs, #make) {
                     ::core::result::Result::Ok(__n) => __n,
                     ::core::result::Result::Err(__e) => return ::core::result::Result::Err(#convert),
                 };
+                #finish
             }
         } else {
+            // A failure stays in its slot, reported when the tensor is used.
+            let finish = saves_output.then(|| quote_spanned!(loc=> let _ = #finish;));
             quote_spanned! {loc=>
                 let __node = #krate::__private::record_node(__edges, #record_refs, #make);
+                #finish
             }
         }
     }

@@ -252,18 +252,12 @@ pub fn record_node<B: Backward>(
     make: impl FnOnce(&SaveContext<'_>) -> B,
 ) -> NodeRef {
     let (node, _failure) = build_node(edges, outputs, make);
-    let node = attach(node, outputs);
-    if saved_hooks::has_hooks() {
-        // A failure stays in its slot, reported when the tensor is used.
-        let _ = finish_packs(&node);
-    }
-    node
+    attach(node, outputs)
 }
 
 /// [`record_node`] that fails, as PyTorch does in the forward, when a saved-tensor pack hook
 /// modified its input in place or failed (a [`try_saved_tensors_hooks`](crate::try_saved_tensors_hooks)
-/// hook's error); the outputs are then left as they are (but for a failure packing a saved output, which
-/// happens once the node is their grad_fn, as in PyTorch).
+/// hook's error); the outputs are then left as they are.
 ///
 /// # Errors
 ///
@@ -279,20 +273,28 @@ pub fn try_record_node<B: Backward>(
     if let Some(e) = failure {
         return Err(e);
     }
-    let node = attach(node, outputs);
-    if saved_hooks::has_hooks() {
-        finish_packs(&node)?;
-    }
-    Ok(node)
+    Ok(attach(node, outputs))
 }
 
-/// Packs the outputs `node` saved under saved-tensor hooks, now that it is their grad_fn (see
-/// [`SaveContext::output`]); slots of any other kind are left alone. Out of line: only forwards
-/// run under hooks get here.
+/// After [`record_node`] of a node that saves outputs: under saved-tensor hooks, packs them now
+/// that the node is their grad_fn, so that the pack hook sees each with its `grad_fn`, as
+/// PyTorch saves outputs after setting their history (see [`SaveContext::output`]). The code
+/// `#[differentiable]` generates calls it for nodes that save an output; without hooks it is one
+/// thread-local load.
 ///
 /// # Errors
 ///
-/// The first pack hook's error.
+/// The first pack hook's error (the slot reports it too, when used).
+#[doc(hidden)]
+#[inline]
+pub fn finish_output_packs(node: &NodeRef) -> Result<()> {
+    if !saved_hooks::has_hooks() {
+        return Ok(());
+    }
+    finish_packs(node)
+}
+
+/// [`finish_output_packs`] under hooks: every slot saved as an output is packed.
 #[inline(never)]
 fn finish_packs(node: &NodeRef) -> Result<()> {
     let mut first = None;
@@ -305,7 +307,8 @@ fn finish_packs(node: &NodeRef) -> Result<()> {
 }
 
 /// The node over `outputs`, and whether a pack hook modified its input while `make` saved.
-#[inline]
+/// Always inlined, for the reason given in the body.
+#[inline(always)]
 fn build_node<B: Backward>(
     edges: SmallVec<[Option<Edge>; 2]>,
     outputs: &[&Tensor],
