@@ -1,11 +1,75 @@
-//! Thread-local grad mode: whether ops record the graph (`no_grad`, `enable_grad`,
-//! `set_grad_enabled`), as `torch.no_grad()` and friends.
+//! Thread-local autograd modes, as PyTorch's `c10::AutogradState`: grad mode (whether ops record
+//! the graph: `no_grad`, `enable_grad`, `set_grad_enabled`) and whether backward may use device
+//! threads (`set_multithreading_enabled`). They are bits of one thread-local byte, so an op
+//! reads its mode with one load, and the engine installs a pass's whole state around each node
+//! with one store.
 
 use std::cell::Cell;
 use std::marker::PhantomData;
 
+/// The modes of one thread (PyTorch's `AutogradState`): a set of flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct AutogradState(u8);
+
+impl AutogradState {
+    const GRAD: u8 = 1;
+    const MULTITHREADING: u8 = 2;
+    /// A new thread's: grad mode on, multithreading on.
+    const DEFAULT: AutogradState = AutogradState(Self::GRAD | Self::MULTITHREADING);
+
+    #[inline]
+    pub(crate) fn grad(self) -> bool {
+        self.0 & Self::GRAD != 0
+    }
+
+    #[inline]
+    pub(crate) fn multithreading(self) -> bool {
+        self.0 & Self::MULTITHREADING != 0
+    }
+
+    #[inline]
+    fn with(self, flag: u8, on: bool) -> AutogradState {
+        AutogradState(if on { self.0 | flag } else { self.0 & !flag })
+    }
+
+    /// This state with grad mode `enabled`.
+    #[inline]
+    pub(crate) fn with_grad(self, enabled: bool) -> AutogradState {
+        self.with(Self::GRAD, enabled)
+    }
+}
+
 thread_local! {
-    static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
+    static STATE: Cell<AutogradState> = const { Cell::new(AutogradState::DEFAULT) };
+}
+
+/// This thread's modes.
+#[inline]
+pub(crate) fn state() -> AutogradState {
+    STATE.with(Cell::get)
+}
+
+/// Sets this thread's modes, returning the previous ones (for guards that restore them
+/// themselves, such as the engine's `ThreadLocalStateGuard`).
+#[inline]
+pub(crate) fn replace_state(state: AutogradState) -> AutogradState {
+    STATE.with(|s| s.replace(state))
+}
+
+/// Sets this thread's modes (for the engine's `ThreadLocalStateGuard`, which restores them).
+#[inline]
+pub(crate) fn set_state(state: AutogradState) {
+    STATE.with(|s| s.set(state));
+}
+
+/// Changes one flag of this thread's modes, returning its previous value.
+#[inline]
+fn replace_flag(flag: u8, on: bool) -> bool {
+    STATE.with(|s| {
+        let old = s.get();
+        s.set(old.with(flag, on));
+        old.0 & flag != 0
+    })
 }
 
 /// Whether ops on this thread record a backward graph (default `true`).
@@ -22,20 +86,7 @@ thread_local! {
 /// ```
 #[inline]
 pub fn is_grad_enabled() -> bool {
-    GRAD_ENABLED.with(Cell::get)
-}
-
-/// Sets this thread's grad mode, returning the previous one (for guards that restore it
-/// themselves, such as the engine's `ThreadLocalStateGuard`).
-#[inline]
-pub(crate) fn replace(enabled: bool) -> bool {
-    GRAD_ENABLED.with(|g| g.replace(enabled))
-}
-
-/// Sets this thread's grad mode (for the engine's `ThreadLocalStateGuard`, which restores it).
-#[inline]
-pub(crate) fn set(enabled: bool) {
-    GRAD_ENABLED.with(|g| g.set(enabled));
+    state().grad()
 }
 
 /// Restores the previous grad mode when dropped. Not `Send`: grad mode is per thread.
@@ -53,7 +104,7 @@ pub struct GradModeGuard {
 
 impl Drop for GradModeGuard {
     fn drop(&mut self) {
-        GRAD_ENABLED.with(|g| g.set(self.previous));
+        replace_flag(AutogradState::GRAD, self.previous);
     }
 }
 
@@ -73,7 +124,7 @@ impl Drop for GradModeGuard {
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
 pub fn set_grad_enabled(enabled: bool) -> GradModeGuard {
-    let previous = replace(enabled);
+    let previous = replace_flag(AutogradState::GRAD, enabled);
     GradModeGuard {
         previous,
         _not_send: PhantomData,
@@ -106,4 +157,70 @@ pub fn no_grad() -> GradModeGuard {
 /// ```
 pub fn enable_grad() -> GradModeGuard {
     set_grad_enabled(true)
+}
+
+/// Restores the previous multithreading setting when dropped (see
+/// [`set_multithreading_enabled`]). Not `Send`: the setting is per thread.
+#[must_use = "the setting is restored as soon as the guard is dropped; `std::mem::forget` it to keep the setting"]
+#[derive(Debug)]
+pub struct MultithreadingGuard {
+    previous: bool,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Drop for MultithreadingGuard {
+    fn drop(&mut self) {
+        replace_flag(AutogradState::MULTITHREADING, self.previous);
+    }
+}
+
+/// Whether backward passes started on this thread may run nodes on device threads (default
+/// `true`; `torch.autograd.is_multithreading_enabled`).
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::{is_multithreading_enabled, set_multithreading_enabled};
+/// assert!(is_multithreading_enabled());
+/// let guard = set_multithreading_enabled(false);
+/// assert!(!is_multithreading_enabled());
+/// drop(guard);
+/// assert!(is_multithreading_enabled());
+/// ```
+#[inline]
+pub fn is_multithreading_enabled() -> bool {
+    state().multithreading()
+}
+
+/// Sets whether backward passes started on this thread may use device threads, until the guard
+/// is dropped (`torch.autograd.set_multithreading_enabled`, B28). Disabled, a pass runs every
+/// node on the thread that called `backward()`/`grad()`, the nodes of `Device::Virtual(i)` and
+/// `Device::Cuda(i)` tensors included, instead of handing them to device `i`'s worker thread.
+///
+/// The setting is per thread, as PyTorch's. PyTorch's function form (a call that keeps the
+/// setting) is `std::mem::forget(set_multithreading_enabled(false))`.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use autograd_runtime::{set_multithreading_enabled, Device, Tensor};
+/// let x = Tensor::scalar(2.0f64).to(Device::Virtual(1))?.requires_grad_(true)?;
+/// let ran_on = Arc::new(Mutex::new(None));
+/// let r = ran_on.clone();
+/// x.register_hook(move |_| { *r.lock().unwrap() = Some(std::thread::current().id()); None })?;
+/// {
+///     let _single = set_multithreading_enabled(false);
+///     x.mul(&x)?.backward()?;
+/// }
+/// assert_eq!(*ran_on.lock().unwrap(), Some(std::thread::current().id()));
+/// assert_eq!(x.grad().unwrap().item::<f64>()?, 4.0);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn set_multithreading_enabled(enabled: bool) -> MultithreadingGuard {
+    let previous = replace_flag(AutogradState::MULTITHREADING, enabled);
+    MultithreadingGuard {
+        previous,
+        _not_send: PhantomData,
+    }
 }

@@ -59,7 +59,10 @@ pub use engine::{
     will_engine_execute_node,
 };
 pub use error::{Error, Result};
-pub use grad_mode::{GradModeGuard, enable_grad, is_grad_enabled, no_grad, set_grad_enabled};
+pub use grad_mode::{
+    GradModeGuard, MultithreadingGuard, enable_grad, is_grad_enabled, is_multithreading_enabled,
+    no_grad, set_grad_enabled, set_multithreading_enabled,
+};
 pub use gradcheck::{GradcheckOptions, gradcheck, gradcheck_with, gradgradcheck};
 pub use graph::{
     Edge, HookHandle, MultiGradHookHandle, MultiGradMode, Node, NodeMeta, NodeRef, SavedIndices,

@@ -189,7 +189,9 @@ impl EngineInner {
     }
 
     /// PyTorch's `ready_queue(cpu_ready_queue, device)`: CPU work goes to the graph task's own
-    /// queue (its caller's thread), device work to that device index's shared queue (B28).
+    /// queue (its caller's thread), device work to that device index's shared queue (B28). A pass
+    /// started with multithreading disabled never gets here: `push_task` queues all its work on
+    /// its own queue.
     ///
     /// # Errors
     ///
