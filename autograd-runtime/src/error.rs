@@ -162,6 +162,51 @@ pub enum Error {
     /// `handle_view_on_rebase`; the message says which).
     #[error("{0}")]
     ViewRebase(String),
+    /// An op recorded outside inference mode would save an inference tensor for its backward
+    /// (PyTorch's `SavedVariable` check; its text names `torch.no_grad()` and
+    /// `torch.inference_mode()`, adapted here).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{inference_mode, Error, Tensor};
+    /// let c = { let _g = inference_mode(); Tensor::from_vec(vec![1.0f64, 2.0], &[2])? };
+    /// let s = Tensor::from_vec(vec![3.0f64, 4.0], &[2])?.requires_grad_(true)?;
+    /// assert!(matches!(c.mul(&s), Err(Error::InferenceTensorSaved)));
+    /// assert!(c.add(&s)?.requires_grad()); // `add` saves nothing
+    /// # Ok::<(), Error>(())
+    /// ```
+    #[error(
+        "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it in autograd, or use `autograd::no_grad()` instead of `autograd::inference_mode()`."
+    )]
+    InferenceTensorSaved,
+    /// An in-place op on an inference tensor outside inference mode.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{inference_mode, Error, Tensor};
+    /// let c = { let _g = inference_mode(); Tensor::scalar(1.0f64) };
+    /// assert!(matches!(c.fill_(2.0), Err(Error::InferenceTensorInplace)));
+    /// assert_eq!(c.item::<f64>()?, 1.0);
+    /// # Ok::<(), Error>(())
+    /// ```
+    #[error(
+        "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details."
+    )]
+    InferenceTensorInplace,
+    /// `set_requires_grad(true)` on an inference tensor outside inference mode.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{inference_mode, Error, Tensor};
+    /// let c = { let _g = inference_mode(); Tensor::scalar(1.0f64) };
+    /// assert!(matches!(c.set_requires_grad(true), Err(Error::InferenceTensorRequiresGrad)));
+    /// # Ok::<(), Error>(())
+    /// ```
+    #[error("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")]
+    InferenceTensorRequiresGrad,
     /// An in-place op whose written-to tensor repeats an element (an `expand`ed view).
     #[error(
         "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation."

@@ -60,7 +60,8 @@ pub use engine::{
 };
 pub use error::{Error, Result};
 pub use grad_mode::{
-    GradModeGuard, MultithreadingGuard, enable_grad, is_grad_enabled, is_multithreading_enabled,
+    GradModeGuard, InferenceModeGuard, MultithreadingGuard, enable_grad, inference_mode,
+    inference_mode_with, is_grad_enabled, is_inference_mode_enabled, is_multithreading_enabled,
     no_grad, set_grad_enabled, set_multithreading_enabled,
 };
 pub use gradcheck::{GradcheckOptions, gradcheck, gradcheck_with, gradgradcheck};

@@ -16,6 +16,10 @@ pub(crate) struct Storage {
     pub(crate) device: Device,
     /// Bumped by every in-place op on any alias; compared by `SavedTensor::unpack`.
     version: AtomicU64,
+    /// Allocated in inference mode: every tensor over it is an inference tensor (PyTorch marks
+    /// the tensor; here the tensors over one storage are exactly it and its views and aliases,
+    /// which PyTorch makes inference tensors too). Its version counter is never bumped.
+    pub(crate) inference: bool,
 }
 
 impl Storage {
@@ -34,6 +38,7 @@ impl Storage {
         *s.data.get_mut() = data;
         s.device = device;
         *s.version.get_mut() = 0;
+        s.inference = crate::grad_mode::state().inference();
     }
 
     /// [`Storage::refill`] with host elements `values` (at most two): written over the buffer's
@@ -54,6 +59,7 @@ impl Storage {
         }
         s.device = device;
         *s.version.get_mut() = 0;
+        s.inference = crate::grad_mode::state().inference();
     }
 
     pub(crate) fn new(data: Buffer, device: Device) -> Storage {
@@ -61,6 +67,7 @@ impl Storage {
             data: RwLock::new(data),
             device,
             version: AtomicU64::new(0),
+            inference: crate::grad_mode::state().inference(),
         }
     }
 
@@ -75,10 +82,27 @@ impl Storage {
         self.version.load(Ordering::Relaxed)
     }
 
-    /// Records one in-place modification. Relaxed: see [`Storage::version`].
+    /// Records one in-place modification (none for an inference storage, which has no version
+    /// counter). Relaxed: see [`Storage::version`].
     #[inline]
     pub(crate) fn bump_version(&self) {
-        self.version.fetch_add(1, Ordering::Relaxed);
+        if !self.inference {
+            self.version.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Refuses to modify an inference storage outside inference mode (PyTorch's check where it
+    /// bumps the version counter; here before anything is written).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InferenceTensorInplace`](crate::Error::InferenceTensorInplace).
+    #[inline]
+    pub(crate) fn check_writable(&self) -> crate::Result<()> {
+        if self.inference && !crate::is_inference_mode_enabled() {
+            return Err(crate::Error::InferenceTensorInplace);
+        }
+        Ok(())
     }
 }
 

@@ -25,6 +25,8 @@ pub(crate) enum CreationMeta {
     MultiOutput,
     /// Made with grad mode off: refused in place when the op is recorded.
     NoGradMode,
+    /// Made in inference mode (of a normal tensor): refused in place when the op is recorded.
+    InferenceMode,
 }
 
 impl CreationMeta {
@@ -40,7 +42,10 @@ impl CreationMeta {
     /// The creation kind of a view made now by an op returning one view (`multi = false`) or
     /// several.
     pub(crate) fn for_new_view(multi: bool) -> CreationMeta {
-        if !crate::is_grad_enabled() {
+        let modes = crate::grad_mode::state();
+        if modes.inference() {
+            CreationMeta::InferenceMode
+        } else if !modes.grad() {
             CreationMeta::NoGradMode
         } else if multi {
             CreationMeta::MultiOutput
@@ -196,20 +201,23 @@ fn view_rebase_error(meta: &AutogradMeta, creation: CreationMeta, indirect: bool
     } else {
         "is being"
     };
+    let mode = if creation == CreationMeta::InferenceMode {
+        format!("inference mode and {modified} modified inplace in normal mode.")
+    } else {
+        format!("no_grad mode and {modified} modified inplace with grad mode enabled.")
+    };
     let mut msg = match &meta.grad_fn {
-        Some(f) if creation != CreationMeta::NoGradMode => format!(
+        Some(f) if creation == CreationMeta::MultiOutput => format!(
             "Output {} of {} is a view and {modified} modified inplace.",
             meta.output_nr,
             crate::error::short_node_name(f.name())
         ),
         Some(f) => format!(
-            "Output {} of {} is a view of a view which was created in no_grad mode and {modified} modified inplace with grad mode enabled.",
+            "Output {} of {} is a view of a view which was created in {mode}",
             meta.output_nr,
             crate::error::short_node_name(f.name())
         ),
-        None => format!(
-            "A view was created in no_grad mode and {modified} modified inplace with grad mode enabled."
-        ),
+        None => format!("A view was created in {mode}"),
     };
     match creation {
         CreationMeta::MultiOutput => msg.push_str(
@@ -217,6 +225,9 @@ fn view_rebase_error(meta: &AutogradMeta, creation: CreationMeta, indirect: bool
         ),
         CreationMeta::NoGradMode => msg.push_str(
             " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).",
+        ),
+        CreationMeta::InferenceMode => msg.push_str(
+            " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the inference_mode block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).",
         ),
         CreationMeta::Default => {}
     }
