@@ -263,6 +263,30 @@ pub enum Error {
         /// `"grad"` or `"backward"`.
         api: &'static str,
     },
+    /// `grad(.., is_grads_batched = true)` given a gradient whose shape after its first (batch)
+    /// dimension is not its output's. `grad_shape` is the shape torch 2.15 prints, which drops
+    /// two leading dimensions of the gradient rather than one.
+    #[error(
+        "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the batch dimension. The sizes of the remaining dimensions are expected to match the shape of corresponding output, but a mismatch was detected: grad_output[{index}] has a shape of {grad_shape:?} and output[{index}] has a shape of {output_shape:?}. If you only want some tensors in `grad_output` to be considered batched, consider using vmap."
+    )]
+    BatchedGradShapeMismatch {
+        /// Root position.
+        index: usize,
+        /// The gradient's shape as PyTorch prints it.
+        grad_shape: Vec<usize>,
+        /// Shape of the root.
+        output_shape: Vec<usize>,
+    },
+    /// `materialize_grads` would have to make zeros for a gradient edge the outputs do not
+    /// reach.
+    #[error("materialize_grads cannot be used when the given input is a GradientEdge")]
+    MaterializeGradsWithEdge,
+    /// [`graph::get_gradient_edge`](crate::graph::get_gradient_edge) of a tensor that does not
+    /// require grad.
+    #[error(
+        "It is not possible to get the gradient edge for a Tensor that does not require gradients"
+    )]
+    NoGradientEdge,
     /// An input of `grad()` that does not require grad.
     #[error("One of the differentiated Tensors does not require grad")]
     InputDoesNotRequireGrad,

@@ -54,9 +54,9 @@ pub use backend::cpu::{cached_bytes, empty_cache, num_threads, set_cache_limit, 
 pub use device::Device;
 pub use dtype::{DType, Element};
 pub use engine::{
-    BackwardOptions, DEFAULT_MAX_RECURSION_DEPTH, Engine, GradOptions, backward,
-    current_graph_task_id, current_graph_task_keep_graph, grad, queue_callback,
-    will_engine_execute_node,
+    BackwardOptions, DEFAULT_MAX_RECURSION_DEPTH, Engine, GradOptions, GradTarget, backward,
+    backward_edges, current_graph_task_id, current_graph_task_keep_graph, grad, grad_edges,
+    queue_callback, will_engine_execute_node,
 };
 pub use error::{Error, Result};
 pub use grad_mode::{

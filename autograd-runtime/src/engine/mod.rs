@@ -25,8 +25,8 @@ mod worker;
 mod tests;
 
 pub use api::{
-    BackwardOptions, GradOptions, backward, current_graph_task_id, current_graph_task_keep_graph,
-    grad, queue_callback, will_engine_execute_node,
+    BackwardOptions, GradOptions, GradTarget, backward, backward_edges, current_graph_task_id,
+    current_graph_task_keep_graph, grad, grad_edges, queue_callback, will_engine_execute_node,
 };
 
 pub(crate) use dependencies::WalkSlot;
