@@ -130,14 +130,26 @@ pub fn next_edges(inputs: &[&Tensor]) -> Option<SmallVec<[Option<Edge>; 2]>> {
     // `view_edge`).
     let record = edges.iter().any(Option::is_some)
         || inputs.iter().any(|t| t.is_view() && t.requires_grad());
-    (record && any_normal(inputs.iter().copied())).then_some(edges)
+    (record && first_normal_or_any(inputs)).then_some(edges)
 }
 
 /// Whether some input is not an inference tensor. An op over inference tensors alone is never
 /// recorded, even outside inference mode and when one of them requires grad (PyTorch gives
 /// inference tensors no autograd dispatch keys); one that mixes them with a normal tensor is.
-/// Asked only once an op would record: the first input is nearly always normal.
+/// Asked only once an op would record. The first input is nearly always normal: that one load is
+/// all the recorded op's own code holds (more code there costs more than the check, e.g. LLVM
+/// then copies the new node into its allocation instead of building it there).
 #[inline(always)]
+fn first_normal_or_any(inputs: &[&Tensor]) -> bool {
+    match inputs.first() {
+        Some(t) if !t.is_inference() => true,
+        _ => any_normal(inputs.iter().copied()),
+    }
+}
+
+/// [`first_normal_or_any`] past the first input (out of line: rare).
+#[cold]
+#[inline(never)]
 fn any_normal<'a>(mut inputs: impl Iterator<Item = &'a Tensor>) -> bool {
     inputs.any(|t| !t.is_inference())
 }
@@ -171,7 +183,7 @@ pub fn try_next_edges(inputs: &[&Tensor]) -> Result<Option<SmallVec<[Option<Edge
     }
     // No view: what `next_edges` does (no view state to read).
     let edges = gradient_edges(inputs);
-    let record = edges.iter().any(Option::is_some) && any_normal(inputs.iter().copied());
+    let record = edges.iter().any(Option::is_some) && first_normal_or_any(inputs);
     Ok(record.then_some(edges))
 }
 

@@ -498,7 +498,7 @@ impl Tensor {
     /// ```
     #[inline]
     pub fn is_inference(&self) -> bool {
-        self.0.storage.inference
+        self.0.storage.is_inference()
     }
 
     /// Whether `self` and `other` are handles to the same tensor.
