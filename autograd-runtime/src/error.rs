@@ -162,6 +162,51 @@ pub enum Error {
     /// `handle_view_on_rebase`; the message says which).
     #[error("{0}")]
     ViewRebase(String),
+    /// An op recorded outside inference mode would save an inference tensor for its backward
+    /// (PyTorch's `SavedVariable` check; its text names `torch.no_grad()` and
+    /// `torch.inference_mode()`, adapted here).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{inference_mode, Error, Tensor};
+    /// let c = { let _g = inference_mode(); Tensor::from_vec(vec![1.0f64, 2.0], &[2])? };
+    /// let s = Tensor::from_vec(vec![3.0f64, 4.0], &[2])?.requires_grad_(true)?;
+    /// assert!(matches!(c.mul(&s), Err(Error::InferenceTensorSaved)));
+    /// assert!(c.add(&s)?.requires_grad()); // `add` saves nothing
+    /// # Ok::<(), Error>(())
+    /// ```
+    #[error(
+        "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it in autograd, or use `autograd::no_grad()` instead of `autograd::inference_mode()`."
+    )]
+    InferenceTensorSaved,
+    /// An in-place op on an inference tensor outside inference mode.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{inference_mode, Error, Tensor};
+    /// let c = { let _g = inference_mode(); Tensor::scalar(1.0f64) };
+    /// assert!(matches!(c.fill_(2.0), Err(Error::InferenceTensorInplace)));
+    /// assert_eq!(c.item::<f64>()?, 1.0);
+    /// # Ok::<(), Error>(())
+    /// ```
+    #[error(
+        "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details."
+    )]
+    InferenceTensorInplace,
+    /// `set_requires_grad(true)` on an inference tensor outside inference mode.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{inference_mode, Error, Tensor};
+    /// let c = { let _g = inference_mode(); Tensor::scalar(1.0f64) };
+    /// assert!(matches!(c.set_requires_grad(true), Err(Error::InferenceTensorRequiresGrad)));
+    /// # Ok::<(), Error>(())
+    /// ```
+    #[error("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")]
+    InferenceTensorRequiresGrad,
     /// An in-place op whose written-to tensor repeats an element (an `expand`ed view).
     #[error(
         "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation."
@@ -253,6 +298,30 @@ pub enum Error {
         /// `"grad"` or `"backward"`.
         api: &'static str,
     },
+    /// `grad(.., is_grads_batched = true)` given a gradient whose shape after its first (batch)
+    /// dimension is not its output's. `grad_shape` is the shape torch 2.15 prints, which drops
+    /// two leading dimensions of the gradient rather than one.
+    #[error(
+        "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the batch dimension. The sizes of the remaining dimensions are expected to match the shape of corresponding output, but a mismatch was detected: grad_output[{index}] has a shape of {grad_shape:?} and output[{index}] has a shape of {output_shape:?}. If you only want some tensors in `grad_output` to be considered batched, consider using vmap."
+    )]
+    BatchedGradShapeMismatch {
+        /// Root position.
+        index: usize,
+        /// The gradient's shape as PyTorch prints it.
+        grad_shape: Vec<usize>,
+        /// Shape of the root.
+        output_shape: Vec<usize>,
+    },
+    /// `materialize_grads` would have to make zeros for a gradient edge the outputs do not
+    /// reach.
+    #[error("materialize_grads cannot be used when the given input is a GradientEdge")]
+    MaterializeGradsWithEdge,
+    /// [`graph::get_gradient_edge`](crate::graph::get_gradient_edge) of a tensor that does not
+    /// require grad.
+    #[error(
+        "It is not possible to get the gradient edge for a Tensor that does not require gradients"
+    )]
+    NoGradientEdge,
     /// An input of `grad()` that does not require grad.
     #[error("One of the differentiated Tensors does not require grad")]
     InputDoesNotRequireGrad,

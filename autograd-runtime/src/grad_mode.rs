@@ -1,11 +1,81 @@
-//! Thread-local grad mode: whether ops record the graph (`no_grad`, `enable_grad`,
-//! `set_grad_enabled`), as `torch.no_grad()` and friends.
+//! Thread-local autograd modes, as PyTorch's `c10::AutogradState`: grad mode (whether ops record
+//! the graph: `no_grad`, `enable_grad`, `set_grad_enabled`), inference mode (`inference_mode`)
+//! and whether backward may use device threads (`set_multithreading_enabled`). They are bits of one thread-local byte, so an op
+//! reads its mode with one load, and the engine installs a pass's whole state around each node
+//! with one store.
 
 use std::cell::Cell;
 use std::marker::PhantomData;
 
+/// The modes of one thread (PyTorch's `AutogradState`): a set of flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct AutogradState(u8);
+
+impl AutogradState {
+    const GRAD: u8 = 1;
+    const INFERENCE: u8 = 2;
+    const MULTITHREADING: u8 = 4;
+    /// A new thread's: grad mode on, inference mode off, multithreading on.
+    const DEFAULT: AutogradState = AutogradState(Self::GRAD | Self::MULTITHREADING);
+
+    #[inline]
+    pub(crate) fn grad(self) -> bool {
+        self.0 & Self::GRAD != 0
+    }
+
+    #[inline]
+    pub(crate) fn inference(self) -> bool {
+        self.0 & Self::INFERENCE != 0
+    }
+
+    #[inline]
+    pub(crate) fn multithreading(self) -> bool {
+        self.0 & Self::MULTITHREADING != 0
+    }
+
+    #[inline]
+    fn with(self, flag: u8, on: bool) -> AutogradState {
+        AutogradState(if on { self.0 | flag } else { self.0 & !flag })
+    }
+
+    /// This state with grad mode `enabled`.
+    #[inline]
+    pub(crate) fn with_grad(self, enabled: bool) -> AutogradState {
+        self.with(Self::GRAD, enabled)
+    }
+}
+
 thread_local! {
-    static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
+    static STATE: Cell<AutogradState> = const { Cell::new(AutogradState::DEFAULT) };
+}
+
+/// This thread's modes.
+#[inline]
+pub(crate) fn state() -> AutogradState {
+    STATE.with(Cell::get)
+}
+
+/// Sets this thread's modes, returning the previous ones (for guards that restore them
+/// themselves, such as the engine's `ThreadLocalStateGuard`).
+#[inline]
+pub(crate) fn replace_state(state: AutogradState) -> AutogradState {
+    STATE.with(|s| s.replace(state))
+}
+
+/// Sets this thread's modes (for the engine's `ThreadLocalStateGuard`, which restores them).
+#[inline]
+pub(crate) fn set_state(state: AutogradState) {
+    STATE.with(|s| s.set(state));
+}
+
+/// Changes one flag of this thread's modes, returning its previous value.
+#[inline]
+fn replace_flag(flag: u8, on: bool) -> bool {
+    STATE.with(|s| {
+        let old = s.get();
+        s.set(old.with(flag, on));
+        old.0 & flag != 0
+    })
 }
 
 /// Whether ops on this thread record a backward graph (default `true`).
@@ -22,20 +92,15 @@ thread_local! {
 /// ```
 #[inline]
 pub fn is_grad_enabled() -> bool {
-    GRAD_ENABLED.with(Cell::get)
+    state().grad()
 }
 
-/// Sets this thread's grad mode, returning the previous one (for guards that restore it
-/// themselves, such as the engine's `ThreadLocalStateGuard`).
+/// Whether ops on this thread record a graph: grad mode on and inference mode off (in inference
+/// mode nothing records, even under [`enable_grad`], as PyTorch's dispatcher skips autograd
+/// there). One load, as [`is_grad_enabled`].
 #[inline]
-pub(crate) fn replace(enabled: bool) -> bool {
-    GRAD_ENABLED.with(|g| g.replace(enabled))
-}
-
-/// Sets this thread's grad mode (for the engine's `ThreadLocalStateGuard`, which restores it).
-#[inline]
-pub(crate) fn set(enabled: bool) {
-    GRAD_ENABLED.with(|g| g.set(enabled));
+pub(crate) fn is_recording() -> bool {
+    state().0 & (AutogradState::GRAD | AutogradState::INFERENCE) == AutogradState::GRAD
 }
 
 /// Restores the previous grad mode when dropped. Not `Send`: grad mode is per thread.
@@ -53,7 +118,7 @@ pub struct GradModeGuard {
 
 impl Drop for GradModeGuard {
     fn drop(&mut self) {
-        GRAD_ENABLED.with(|g| g.set(self.previous));
+        replace_flag(AutogradState::GRAD, self.previous);
     }
 }
 
@@ -73,7 +138,7 @@ impl Drop for GradModeGuard {
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
 pub fn set_grad_enabled(enabled: bool) -> GradModeGuard {
-    let previous = replace(enabled);
+    let previous = replace_flag(AutogradState::GRAD, enabled);
     GradModeGuard {
         previous,
         _not_send: PhantomData,
@@ -106,4 +171,168 @@ pub fn no_grad() -> GradModeGuard {
 /// ```
 pub fn enable_grad() -> GradModeGuard {
     set_grad_enabled(true)
+}
+
+/// Restores the previous multithreading setting when dropped (see
+/// [`set_multithreading_enabled`]). Not `Send`: the setting is per thread.
+#[must_use = "the setting is restored as soon as the guard is dropped; `std::mem::forget` it to keep the setting"]
+#[derive(Debug)]
+pub struct MultithreadingGuard {
+    previous: bool,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Drop for MultithreadingGuard {
+    fn drop(&mut self) {
+        replace_flag(AutogradState::MULTITHREADING, self.previous);
+    }
+}
+
+/// Whether backward passes started on this thread may run nodes on device threads (default
+/// `true`; `torch.autograd.is_multithreading_enabled`). Off inside [`inference_mode`], as in
+/// PyTorch.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::{is_multithreading_enabled, set_multithreading_enabled};
+/// assert!(is_multithreading_enabled());
+/// let guard = set_multithreading_enabled(false);
+/// assert!(!is_multithreading_enabled());
+/// drop(guard);
+/// assert!(is_multithreading_enabled());
+/// ```
+#[inline]
+pub fn is_multithreading_enabled() -> bool {
+    state().multithreading()
+}
+
+/// Sets whether backward passes started on this thread may use device threads, until the guard
+/// is dropped (`torch.autograd.set_multithreading_enabled`, B28). Disabled, a pass runs every
+/// node on the thread that called `backward()`/`grad()`, the nodes of `Device::Virtual(i)` and
+/// `Device::Cuda(i)` tensors included, instead of handing them to device `i`'s worker thread.
+///
+/// The setting is per thread, as PyTorch's. PyTorch's function form (a call that keeps the
+/// setting) is `std::mem::forget(set_multithreading_enabled(false))`.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use autograd_runtime::{set_multithreading_enabled, Device, Tensor};
+/// let x = Tensor::scalar(2.0f64).to(Device::Virtual(1))?.requires_grad_(true)?;
+/// let ran_on = Arc::new(Mutex::new(None));
+/// let r = ran_on.clone();
+/// x.register_hook(move |_| { *r.lock().unwrap() = Some(std::thread::current().id()); None })?;
+/// {
+///     let _single = set_multithreading_enabled(false);
+///     x.mul(&x)?.backward()?;
+/// }
+/// assert_eq!(*ran_on.lock().unwrap(), Some(std::thread::current().id()));
+/// assert_eq!(x.grad().unwrap().item::<f64>()?, 4.0);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn set_multithreading_enabled(enabled: bool) -> MultithreadingGuard {
+    let previous = replace_flag(AutogradState::MULTITHREADING, enabled);
+    MultithreadingGuard {
+        previous,
+        _not_send: PhantomData,
+    }
+}
+
+/// Whether this thread is in inference mode (`torch.is_inference_mode_enabled`, default `false`).
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::{inference_mode, is_inference_mode_enabled};
+/// assert!(!is_inference_mode_enabled());
+/// let _g = inference_mode();
+/// assert!(is_inference_mode_enabled());
+/// ```
+#[inline]
+pub fn is_inference_mode_enabled() -> bool {
+    state().inference()
+}
+
+/// Restores the modes that were current before [`inference_mode`] or [`inference_mode_with`]
+/// when dropped (grad mode, inference mode and the multithreading setting, as PyTorch's
+/// `c10::InferenceMode` does). Not `Send`: the modes are per thread.
+#[must_use = "the modes are restored as soon as the guard is dropped"]
+#[derive(Debug)]
+pub struct InferenceModeGuard {
+    previous: AutogradState,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Drop for InferenceModeGuard {
+    fn drop(&mut self) {
+        set_state(self.previous);
+    }
+}
+
+/// Enters inference mode until the guard is dropped (`torch.inference_mode()`): no op records a
+/// graph, and every tensor created meanwhile is an *inference tensor*
+/// ([`Tensor::is_inference`](crate::Tensor::is_inference)), which has no version counter and can
+/// never be part of a recorded graph's saved state. Cheaper than [`no_grad`] for code that will
+/// never be differentiated: in-place ops on inference tensors are not counted.
+///
+/// Outside inference mode, inference tensors can be read by any op (an op that would have to save
+/// one for backward fails), but not modified in place, nor made to require grad. Views of normal
+/// tensors taken in inference mode stay normal views, which may not be modified in place
+/// outside it when the change would be recorded. Inference mode also turns grad mode and
+/// multithreaded backward off ([`is_multithreading_enabled`]), as PyTorch's does.
+///
+/// # Errors
+///
+/// None here; the errors come later, from what is done with inference tensors outside inference
+/// mode: [`Error::InferenceTensorSaved`](crate::Error::InferenceTensorSaved),
+/// [`Error::InferenceTensorInplace`](crate::Error::InferenceTensorInplace),
+/// [`Error::InferenceTensorRequiresGrad`](crate::Error::InferenceTensorRequiresGrad).
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::{inference_mode, Tensor};
+/// let w = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
+/// let y = {
+///     let _g = inference_mode();
+///     w.mul_scalar(3.0)?
+/// };
+/// assert!(y.is_inference() && !y.requires_grad());
+/// assert_eq!(y.to_vec::<f64>()?, vec![3.0, 6.0]);
+/// // Outside inference mode it can be read, not modified.
+/// assert_eq!(y.add(&w)?.to_vec::<f64>()?, vec![4.0, 8.0]);
+/// assert!(y.add_(&Tensor::scalar(1.0f64)).is_err());
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn inference_mode() -> InferenceModeGuard {
+    inference_mode_with(true)
+}
+
+/// [`inference_mode`] for `mode = true`; for `false` (`torch.inference_mode(False)`), leaves
+/// inference mode until the guard is dropped, turning grad mode and multithreaded backward on,
+/// as PyTorch's `c10::InferenceMode(false)` does.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::{inference_mode, inference_mode_with, is_grad_enabled, is_inference_mode_enabled};
+/// let _outer = inference_mode();
+/// {
+///     let _inner = inference_mode_with(false);
+///     assert!(!is_inference_mode_enabled() && is_grad_enabled());
+/// }
+/// assert!(is_inference_mode_enabled() && !is_grad_enabled());
+/// ```
+pub fn inference_mode_with(mode: bool) -> InferenceModeGuard {
+    let modes = if mode {
+        AutogradState(AutogradState::INFERENCE)
+    } else {
+        AutogradState(AutogradState::GRAD | AutogradState::MULTITHREADING)
+    };
+    InferenceModeGuard {
+        previous: replace_state(modes),
+        _not_send: PhantomData,
+    }
 }

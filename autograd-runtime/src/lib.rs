@@ -56,12 +56,16 @@ pub use checkpoint::{CheckpointOptions, checkpoint};
 pub use device::Device;
 pub use dtype::{DType, Element};
 pub use engine::{
-    BackwardOptions, DEFAULT_MAX_RECURSION_DEPTH, Engine, GradOptions, backward,
-    current_graph_task_id, current_graph_task_keep_graph, grad, is_checkpoint_valid,
-    queue_callback, will_engine_execute_node,
+    BackwardOptions, DEFAULT_MAX_RECURSION_DEPTH, Engine, GradOptions, GradTarget, backward,
+    backward_edges, current_graph_task_id, current_graph_task_keep_graph, grad, grad_edges,
+    is_checkpoint_valid, queue_callback, will_engine_execute_node,
 };
 pub use error::{Error, Result};
-pub use grad_mode::{GradModeGuard, enable_grad, is_grad_enabled, no_grad, set_grad_enabled};
+pub use grad_mode::{
+    GradModeGuard, InferenceModeGuard, MultithreadingGuard, enable_grad, inference_mode,
+    inference_mode_with, is_grad_enabled, is_inference_mode_enabled, is_multithreading_enabled,
+    no_grad, set_grad_enabled, set_multithreading_enabled,
+};
 pub use gradcheck::{GradcheckOptions, gradcheck, gradcheck_with, gradgradcheck};
 pub use graph::{
     Edge, HookHandle, MultiGradHookHandle, MultiGradMode, Node, NodeMeta, NodeRef, SavedIndices,
@@ -85,9 +89,8 @@ pub mod __private {
     pub use crate::graph::copy_slices::{check_dirty, mark_dirty, rebase_dirty_view};
     pub use crate::graph::function::{
         ConvertsError, ErrorProbe, ForwardResult, KeepsError, custom_output, finish_output_packs,
-        mark_custom_outputs,
-        next_edges, next_edges_opt, record_node, take_grads, try_next_edges, try_next_edges_opt,
-        try_record_node,
+        mark_custom_outputs, next_edges, next_edges_opt, record_node, take_grads, try_next_edges,
+        try_next_edges_opt, try_record_node,
     };
     pub use crate::graph::{Backward, FunctionNode, GradVec, InputMetadata, ReleaseAttribute};
     pub use crate::ops::{

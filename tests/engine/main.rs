@@ -18,6 +18,8 @@ mod errors;
 mod errors_and_callbacks;
 mod fuzz_graphs;
 mod grad_selective;
+mod gradient_edge;
+mod grads_batched;
 mod graph_structure;
 mod optional_inputs;
 mod reentrant;

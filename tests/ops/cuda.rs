@@ -3,8 +3,9 @@
 //!
 //! * every op's gradient on `cuda:0` equals the CPU's (f32 within 1e-4 relative, f64 within
 //!   1e-10), and gradcheck holds in f64 through the device;
-//! * double backward, a mixed CPU/CUDA graph (B26–B28 with a real device), concurrent backward
-//!   from several threads on one GPU, and an out-of-memory request that fails cleanly.
+//! * double backward, a mixed CPU/CUDA graph (B26–B28 with a real device), single-threaded
+//!   backward (B28), concurrent backward from several threads on one GPU, and an out-of-memory
+//!   request that fails cleanly.
 
 use std::thread;
 
@@ -383,6 +384,47 @@ fn a_mixed_cpu_and_cuda_graph_runs_each_node_on_its_device_thread() -> Result<()
     let got = w.grad().unwrap().to_vec::<f32>()?;
     for (a, b) in got.iter().zip(&expected) {
         assert!((a - b).abs() < 1e-6, "{got:?} vs {expected:?}");
+    }
+    Ok(())
+}
+
+/// PyTorch's `test_backward_single_threaded` (a CUDA test there too): with multithreading
+/// disabled the CUDA nodes run on the thread that called backward, with the same gradient;
+/// enabled, on the device-0 worker.
+#[test]
+fn backward_single_threaded_runs_cuda_nodes_on_the_caller() -> Result<()> {
+    let Some(gpu) = gpu("backward_single_threaded_runs_cuda_nodes_on_the_caller") else {
+        return Ok(());
+    };
+    let run = || -> Result<(Vec<thread::ThreadId>, Vec<f32>)> {
+        let w = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3])?.requires_grad_(true)?;
+        let h = w.to(gpu)?.tanh()?;
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let s = seen.clone();
+        h.register_hook(move |_| {
+            s.lock().unwrap().push(thread::current().id());
+            None
+        })?;
+        h.to(Device::Cpu)?.mul_scalar(2.0)?.sum()?.backward()?;
+        let threads = seen.lock().unwrap().clone();
+        Ok((threads, w.grad().unwrap().to_vec::<f32>()?))
+    };
+    let me = thread::current().id();
+    let (threads, single) = {
+        let _g = set_multithreading_enabled(false);
+        run()?
+    };
+    assert_eq!(threads, [me]);
+    let (threads, multi) = run()?;
+    assert_eq!(threads.len(), 1);
+    assert_ne!(threads[0], me);
+    assert_eq!(single, multi);
+    let expected: Vec<f32> = [1.0f32, 2.0, 3.0]
+        .iter()
+        .map(|v| 2.0 * (1.0 - v.tanh().powi(2)))
+        .collect();
+    for (a, b) in single.iter().zip(&expected) {
+        assert!((a - b).abs() < 1e-6, "{single:?} vs {expected:?}");
     }
     Ok(())
 }

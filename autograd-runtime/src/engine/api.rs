@@ -14,6 +14,9 @@ use crate::graph::{Edge, GradVec};
 use crate::sync::Arc;
 use crate::{Error, Result, Tensor};
 
+mod edges;
+pub use edges::{GradTarget, backward_edges, grad_edges};
+
 /// Options of [`Tensor::backward_with`] and [`backward`].
 ///
 /// # Examples
@@ -97,6 +100,7 @@ pub struct GradOptions {
     create_graph: bool,
     allow_unused: Option<bool>,
     materialize_grads: bool,
+    is_grads_batched: bool,
 }
 
 impl GradOptions {
@@ -132,6 +136,32 @@ impl GradOptions {
     /// Return zeros instead of `None` for unused inputs (implies `allow_unused`).
     pub fn materialize_grads(mut self, materialize: bool) -> Self {
         self.materialize_grads = materialize;
+        self
+    }
+
+    /// Treat the first dimension of each `grad_outputs` tensor as a batch: the result is the
+    /// batch of vector-Jacobian products, one per row, stacked along dimension 0
+    /// (`is_grads_batched`). PyTorch maps one backward pass over the batch with `vmap`; here one
+    /// pass runs per row (all but the last retaining the graph), which gives the same values.
+    /// Gradients for every output must be given, all with the same batch size.
+    ///
+    /// # Examples
+    ///
+    /// The Jacobian of `x ↦ x²` from the rows of the identity:
+    ///
+    /// ```
+    /// use autograd_runtime::{grad, DType, GradOptions, Tensor};
+    /// let x = Tensor::from_vec(vec![1.0f64, 2.0, 3.0], &[3])?.requires_grad_(true)?;
+    /// let eye = Tensor::from_vec(vec![1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0], &[3, 3])?;
+    /// let jac = grad(&[x.mul(&x)?], &[x],
+    ///     GradOptions::new().grad_outputs(vec![Some(eye)]).is_grads_batched(true))?;
+    /// let jac = jac[0].as_ref().unwrap();
+    /// assert_eq!(jac.shape(), &[3, 3]);
+    /// assert_eq!(jac.to_vec::<f64>()?, vec![2.0, 0.0, 0.0, 0.0, 4.0, 0.0, 0.0, 0.0, 6.0]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn is_grads_batched(mut self, batched: bool) -> Self {
+        self.is_grads_batched = batched;
         self
     }
 
@@ -295,6 +325,11 @@ pub(crate) fn grad_on(
     inputs: &[Tensor],
     options: GradOptions,
 ) -> Result<Vec<Option<Tensor>>> {
+    if options.is_grads_batched {
+        let outputs: Vec<GradTarget> = outputs.iter().map(GradTarget::from).collect();
+        let inputs: Vec<GradTarget> = inputs.iter().map(GradTarget::from).collect();
+        return edges::grad_targets_on(engine, &outputs, &inputs, options);
+    }
     if inputs.is_empty() {
         return Err(Error::EmptyInputs { api: "grad" });
     }

@@ -223,7 +223,9 @@ fn edge_input_nr(edges: &[Option<Edge>], i: usize) -> usize {
         .input_nr
 }
 
-/// Queues node `index` of `gt` with `inputs` on the queue for `device` (B28).
+/// Queues node `index` of `gt` with `inputs` on the queue for `device` (B28): the graph task's
+/// own CPU queue for CPU nodes, and for every node when the pass was started with multithreading
+/// disabled ([`set_multithreading_enabled`](crate::set_multithreading_enabled)).
 ///
 /// # Errors
 ///
@@ -235,7 +237,7 @@ pub(crate) fn push_task(
     device: Device,
     inputs: InputBuffer,
 ) -> Result<()> {
-    if device.is_cpu() {
+    if device.is_cpu() || !gt.thread_locals.modes.multithreading() {
         // The hot path: no queue lookup, no reference count.
         gt.add_outstanding();
         gt.cpu_ready_queue

@@ -25,8 +25,9 @@ mod worker;
 mod tests;
 
 pub use api::{
-    BackwardOptions, GradOptions, backward, current_graph_task_id, current_graph_task_keep_graph,
-    grad, is_checkpoint_valid, queue_callback, will_engine_execute_node,
+    BackwardOptions, GradOptions, GradTarget, backward, backward_edges, current_graph_task_id,
+    current_graph_task_keep_graph, grad, grad_edges, is_checkpoint_valid, queue_callback,
+    will_engine_execute_node,
 };
 
 pub(crate) use dependencies::WalkSlot;
@@ -189,7 +190,9 @@ impl EngineInner {
     }
 
     /// PyTorch's `ready_queue(cpu_ready_queue, device)`: CPU work goes to the graph task's own
-    /// queue (its caller's thread), device work to that device index's shared queue (B28).
+    /// queue (its caller's thread), device work to that device index's shared queue (B28). A pass
+    /// started with multithreading disabled never gets here: `push_task` queues all its work on
+    /// its own queue.
     ///
     /// # Errors
     ///

@@ -9,8 +9,9 @@ use smallvec::SmallVec;
 
 use super::saved_hooks;
 use super::{Edge, GradVec, InputMetadata, Node, NodeMeta, NodeRef, SaveContext, SavedTensor};
+use crate::grad_mode::is_recording;
 use crate::sync::{Arc, Weak};
-use crate::{Result, Tensor, is_grad_enabled};
+use crate::{Result, Tensor};
 
 /// The gradient formula and saved state of one differentiable op.
 ///
@@ -118,11 +119,11 @@ pub fn take_grads<const N: usize>(mut grads: GradVec) -> [Option<Tensor>; N] {
 }
 
 /// The next edges for a node over `inputs`, or `None` when nothing must be recorded (grad mode
-/// off, or no input requires grad).
+/// off or inference mode on, or no input requires grad).
 #[doc(hidden)]
 #[inline]
 pub fn next_edges(inputs: &[&Tensor]) -> Option<SmallVec<[Option<Edge>; 2]>> {
-    if !is_grad_enabled() {
+    if !is_recording() {
         return None;
     }
     let edges = gradient_edges(inputs);
@@ -130,7 +131,28 @@ pub fn next_edges(inputs: &[&Tensor]) -> Option<SmallVec<[Option<Edge>; 2]>> {
     // `view_edge`).
     let record = edges.iter().any(Option::is_some)
         || inputs.iter().any(|t| t.is_view() && t.requires_grad());
-    record.then_some(edges)
+    (record && first_normal_or_any(inputs)).then_some(edges)
+}
+
+/// Whether some input is not an inference tensor. An op over inference tensors alone is never
+/// recorded, even outside inference mode and when one of them requires grad (PyTorch gives
+/// inference tensors no autograd dispatch keys); one that mixes them with a normal tensor is.
+/// Asked only once an op would record. The first input is nearly always normal: that one load is
+/// all the recorded op's own code holds (more code there costs more than the check, e.g. LLVM
+/// then copies the new node into its allocation instead of building it there).
+#[inline(always)]
+fn first_normal_or_any(inputs: &[&Tensor]) -> bool {
+    match inputs.first() {
+        Some(t) if !t.is_inference() => true,
+        _ => any_normal(inputs.iter().copied()),
+    }
+}
+
+/// [`first_normal_or_any`] past the first input (out of line: rare).
+#[cold]
+#[inline(never)]
+fn any_normal<'a>(mut inputs: impl Iterator<Item = &'a Tensor>) -> bool {
+    inputs.any(|t| !t.is_inference())
 }
 
 /// The gradient edges of `inputs`, one per input. One or two inputs (nearly every op) are written
@@ -154,7 +176,7 @@ fn gradient_edges(inputs: &[&Tensor]) -> SmallVec<[Option<Edge>; 2]> {
 #[doc(hidden)]
 #[inline(always)] // on every recorded op's path: keep it in the op's own code as `next_edges` was
 pub fn try_next_edges(inputs: &[&Tensor]) -> Result<Option<SmallVec<[Option<Edge>; 2]>>> {
-    if !is_grad_enabled() {
+    if !is_recording() {
         return Ok(None);
     }
     if inputs.iter().any(|t| t.is_view()) {
@@ -162,7 +184,8 @@ pub fn try_next_edges(inputs: &[&Tensor]) -> Result<Option<SmallVec<[Option<Edge
     }
     // No view: what `next_edges` does (no view state to read).
     let edges = gradient_edges(inputs);
-    Ok(edges.iter().any(Option::is_some).then_some(edges))
+    let record = edges.iter().any(Option::is_some) && first_normal_or_any(inputs);
+    Ok(record.then_some(edges))
 }
 
 /// [`try_next_edges`] when an input is a view (out of line: graphs without views never call it).
@@ -178,16 +201,18 @@ fn edges_checked<'a>(
 ) -> Result<Option<SmallVec<[Option<Edge>; 2]>>> {
     let mut edges: SmallVec<[Option<Edge>; 2]> = SmallVec::with_capacity(inputs.len());
     let mut record = false;
+    let mut normal = false;
     for t in inputs {
         let edge = match t {
             Some(t) if t.is_view() => view_edge(t, &mut record)?,
             Some(t) => t.gradient_edge(),
             None => None,
         };
+        normal |= t.is_some_and(|t| !t.is_inference());
         record |= edge.is_some();
         edges.push(edge);
     }
-    Ok(record.then_some(edges))
+    Ok((record && normal).then_some(edges))
 }
 
 /// A view's gradient edge; sets `record` when the view requires grad without having an edge
@@ -211,7 +236,7 @@ fn view_edge(t: &Tensor, record: &mut bool) -> Result<Option<Edge>> {
 pub fn try_next_edges_opt(
     inputs: &[Option<&Tensor>],
 ) -> Result<Option<SmallVec<[Option<Edge>; 2]>>> {
-    if !is_grad_enabled() {
+    if !is_recording() {
         return Ok(None);
     }
     edges_checked(inputs.iter().copied())
@@ -222,17 +247,18 @@ pub fn try_next_edges_opt(
 #[doc(hidden)]
 #[inline]
 pub fn next_edges_opt(inputs: &[Option<&Tensor>]) -> Option<SmallVec<[Option<Edge>; 2]>> {
-    if !is_grad_enabled() {
+    if !is_recording() {
         return None;
     }
     let edges: SmallVec<[Option<Edge>; 2]> = inputs
         .iter()
         .map(|t| t.and_then(Tensor::gradient_edge))
         .collect();
-    let record = edges.iter().any(Option::is_some)
+    let record = (edges.iter().any(Option::is_some)
         || inputs
             .iter()
-            .any(|t| t.is_some_and(|t| t.is_view() && t.requires_grad()));
+            .any(|t| t.is_some_and(|t| t.is_view() && t.requires_grad())))
+        && any_normal(inputs.iter().flatten().copied());
     record.then_some(edges)
 }
 

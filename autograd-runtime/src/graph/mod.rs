@@ -42,7 +42,7 @@ mod saved;
 pub(crate) mod saved_hooks;
 
 pub(crate) use accumulate_grad::AccumulateGrad;
-pub use edge::Edge;
+pub use edge::{Edge, get_gradient_edge};
 pub use function::{Backward, FunctionNode};
 pub(crate) use graph_root::GraphRoot;
 pub use hooks::HookHandle;

@@ -54,6 +54,16 @@ struct PackFailure {
     message: String,
 }
 
+/// PyTorch's `SavedVariable` check: an inference tensor has no version counter, so a later
+/// in-place change (in inference mode) could not be detected.
+#[inline]
+fn check_not_inference(t: &Tensor) -> Result<()> {
+    if t.is_inference() {
+        return Err(Error::InferenceTensorSaved);
+    }
+    Ok(())
+}
+
 /// Packs `t` with the active hooks, if any (`Ok(None)`: there are none).
 ///
 /// # Errors
@@ -110,8 +120,10 @@ impl SavedTensor {
     ///
     /// # Errors
     ///
-    /// [`Error::PackHookModifiedInput`] if a saved-tensor pack hook modified `t` in place.
+    /// [`Error::PackHookModifiedInput`] if a saved-tensor pack hook modified `t` in place;
+    /// [`Error::InferenceTensorSaved`] for an inference tensor.
     pub fn input(t: &Tensor) -> Result<SavedTensor> {
+        check_not_inference(t)?;
         let state = pack(t, None)?.unwrap_or_else(|| State::Input {
             tensor: t.clone(),
             version: t.version(),
@@ -124,8 +136,10 @@ impl SavedTensor {
     ///
     /// # Errors
     ///
-    /// [`Error::PackHookModifiedInput`] if a saved-tensor pack hook modified `t` in place.
+    /// [`Error::PackHookModifiedInput`] if a saved-tensor pack hook modified `t` in place;
+    /// [`Error::InferenceTensorSaved`] for an inference tensor.
     pub fn input_at(t: &Tensor, version: u64) -> Result<SavedTensor> {
+        check_not_inference(t)?;
         let state = pack(t, None)?.unwrap_or_else(|| State::Input {
             tensor: t.clone(),
             version,
@@ -138,8 +152,10 @@ impl SavedTensor {
     ///
     /// # Errors
     ///
-    /// [`Error::PackHookModifiedInput`] if a saved-tensor pack hook modified `t` in place.
+    /// [`Error::PackHookModifiedInput`] if a saved-tensor pack hook modified `t` in place;
+    /// [`Error::InferenceTensorSaved`] for an inference tensor.
     pub fn output(t: &Tensor, node: Weak<dyn Node>, output_nr: usize) -> Result<SavedTensor> {
+        check_not_inference(t)?;
         let state = pack(t, Some((&node, output_nr)))?.unwrap_or_else(|| State::Output {
             data: t.detach(),
             version: t.version(),

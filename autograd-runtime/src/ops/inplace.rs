@@ -5,10 +5,11 @@
 use autograd_macros::{backward, differentiable};
 
 use crate::backend::BinaryOp;
+use crate::grad_mode::is_recording;
 use crate::graph::InputMetadata;
 use crate::graph::copy_slices::{StridedGeometry, rebase_view_history};
 use crate::tensor::kernels;
-use crate::{Error, Result, Tensor, is_grad_enabled};
+use crate::{Error, Result, Tensor};
 
 // ----- the ops --------------------------------------------------------------------------------
 // Each modifies `x` in place and returns it (`dirty(x)`): the node becomes `x`'s new grad_fn (its
@@ -170,11 +171,11 @@ pub fn check_inplace(t: &Tensor, others_require_grad: bool) -> Result<()> {
 }
 
 impl Tensor {
-    /// Refuses in-place ops PyTorch refuses when the op is recorded (grad mode on, an input
-    /// requires grad): on a view that may not be rebased (multi-output, made under `no_grad`),
+    /// Refuses in-place ops PyTorch refuses when the op is recorded (grad mode on outside
+    /// inference mode, an input requires grad): on a view that may not be rebased (multi-output, made under `no_grad`),
     /// on a view of a leaf that requires grad, on such a leaf itself (B35).
     fn check_inplace(&self, other_requires_grad: bool) -> Result<()> {
-        if !is_grad_enabled() {
+        if !is_recording() {
             return Ok(());
         }
         let self_rg = self.requires_grad();
@@ -206,7 +207,7 @@ impl Tensor {
         op: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
         let rebase = match self.view_base() {
-            Some(base) if is_grad_enabled() && (other_requires_grad || self.requires_grad()) => {
+            Some(base) if is_recording() && (other_requires_grad || self.requires_grad()) => {
                 Some((base.clone(), StridedGeometry::of(base, self)))
             }
             _ => None,
@@ -273,6 +274,7 @@ impl Tensor {
     /// Copies `src` (broadcast to this shape) into this tensor and bumps the version: the kernel
     /// of `copy_`.
     fn copy_kernel(&self, src: &Tensor) -> Result<()> {
+        self.0.storage.check_writable()?;
         self.check_writable()?;
         self.check_no_partial_overlap(src)?;
         let expanded = src.reinterpret(src.layout().expand(self.shape())?);
@@ -285,6 +287,7 @@ impl Tensor {
     /// Repeated elements (an `expand`ed view) are allowed, as in PyTorch: filling is idempotent,
     /// so each is written once.
     fn fill_kernel(&self, value: f64) -> Result<()> {
+        self.0.storage.check_writable()?;
         let l = self.layout();
         let mut unique = l.clone();
         for (n, &s) in unique.shape.iter_mut().zip(&l.strides) {
@@ -301,6 +304,7 @@ impl Tensor {
     /// Runs the kernel and bumps the version; no checks, no recording. Dtypes are equal. The
     /// backend copies `other` first when it shares this tensor's storage.
     fn apply_inplace(&self, op: BinaryOp, other: &Tensor) -> Result<()> {
+        self.0.storage.check_writable()?;
         let result = kernels::of_pair("in-place op", self, other)
             .and_then(|b| b.binary_inplace(op, self, other));
         self.0.storage.bump_version();

@@ -69,7 +69,7 @@ impl From<BroadcastError> for Error {
 /// own; otherwise it runs as one fused kernel: one pass, one output, no temporaries.
 #[inline]
 pub(crate) fn records(inputs: &[&Tensor]) -> bool {
-    crate::is_grad_enabled() && inputs.iter().any(|t| t.requires_grad())
+    crate::grad_mode::is_recording() && inputs.iter().any(|t| t.requires_grad())
 }
 
 /// Whether `shape` can be broadcast (expanded) to `target`.

@@ -70,7 +70,8 @@ impl Tensor {
     /// # Errors
     ///
     /// [`Error::RequiresGradOnNonLeaf`] for `false` on a tensor that has a `grad_fn` (`true` is a
-    /// no-op there: it requires grad already).
+    /// no-op there: it requires grad already); [`Error::InferenceTensorRequiresGrad`] for `true`
+    /// on an inference tensor outside inference mode.
     ///
     /// # Examples
     ///
@@ -83,6 +84,9 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn set_requires_grad(&self, requires_grad: bool) -> Result<()> {
+        if requires_grad && self.is_inference() && !crate::is_inference_mode_enabled() {
+            return Err(Error::InferenceTensorRequiresGrad);
+        }
         let mut meta = self.0.autograd.lock();
         if meta.grad_fn.is_some() {
             // A non-leaf requires grad already: asking for it again is a no-op, as in PyTorch.

@@ -515,6 +515,9 @@ fn with_locked_buffers<R>(
     {
         return refuse(requirement);
     }
+    for w in writes {
+        w.0.storage.check_writable()?;
+    }
     for (i, w) in writes.iter().enumerate() {
         if writes[i + 1..]
             .iter()

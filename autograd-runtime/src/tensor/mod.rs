@@ -477,6 +477,30 @@ impl Tensor {
         self.0.storage.version()
     }
 
+    /// Whether this is an inference tensor (`torch.is_inference`): created in
+    /// [`inference_mode`](crate::inference_mode), or a view or alias of one. It has no version
+    /// counter ([`Tensor::version`] stays 0; PyTorch raises there), its views are plain tensors
+    /// over its storage, not views that record, and outside inference mode it may be read but
+    /// not modified in place, saved for backward, or made to require grad.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{inference_mode, Tensor};
+    /// let a = Tensor::scalar(1.0f32);
+    /// let (b, v) = {
+    ///     let _g = inference_mode();
+    ///     (a.exp()?, a.reshape(&[1])?)
+    /// };
+    /// assert!(!a.is_inference() && b.is_inference());
+    /// assert!(!v.is_inference()); // a view of a normal tensor stays normal
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    #[inline]
+    pub fn is_inference(&self) -> bool {
+        self.0.storage.is_inference()
+    }
+
     /// Whether `self` and `other` are handles to the same tensor.
     ///
     /// # Examples
@@ -527,6 +551,17 @@ impl Tensor {
     /// The view starts as an ordinary view (`CreationMeta::Default`) whose grad_fn is current at
     /// the storage's version now; the public view methods set how it was created.
     pub(crate) fn alias_with_layout(&self, layout: Layout) -> Tensor {
+        if self.is_inference() {
+            // A view of an inference tensor is a plain inference tensor over the same storage
+            // (PyTorch gives it no view metadata: `_is_view()` is false, nothing records it).
+            return Tensor(ManuallyDrop::new(Arc::new(TensorImpl {
+                storage: Arc::clone(&self.0.storage),
+                layout,
+                dtype: self.0.dtype,
+                view: None,
+                autograd: Mutex::new(AutogradMeta::default()),
+            })));
+        }
         let base = self.view_base().cloned().unwrap_or_else(|| self.clone());
         let info = view::ViewInfo::new(base, self.version());
         Tensor(ManuallyDrop::new(Arc::new(TensorImpl {

@@ -29,6 +29,8 @@ pub(crate) enum CreationMeta {
     /// is): refused in place, and refused once its base changed, since the view+inplace logic
     /// would replace the custom backward (PyTorch's `IN_CUSTOM_FUNCTION`).
     InCustomFunction,
+    /// Made in inference mode (of a normal tensor): refused in place when the op is recorded.
+    InferenceMode,
 }
 
 impl CreationMeta {
@@ -44,7 +46,10 @@ impl CreationMeta {
     /// The creation kind of a view made now by an op returning one view (`multi = false`) or
     /// several.
     pub(crate) fn for_new_view(multi: bool) -> CreationMeta {
-        if !crate::is_grad_enabled() {
+        let modes = crate::grad_mode::state();
+        if modes.inference() {
+            CreationMeta::InferenceMode
+        } else if !modes.grad() {
             CreationMeta::NoGradMode
         } else if multi {
             CreationMeta::MultiOutput
@@ -240,20 +245,29 @@ fn view_rebase_error(meta: &AutogradMeta, creation: CreationMeta, indirect: bool
     } else {
         "is being"
     };
+    let mode = if creation == CreationMeta::InferenceMode {
+        format!("inference mode and {modified} modified inplace in normal mode.")
+    } else {
+        format!("no_grad mode and {modified} modified inplace with grad mode enabled.")
+    };
+    // PyTorch words a view with a grad_fn as "a view of a view which was created in .. mode"
+    // only for the no_grad and inference kinds.
+    let of_a_view = matches!(
+        creation,
+        CreationMeta::NoGradMode | CreationMeta::InferenceMode
+    );
     let mut msg = match &meta.grad_fn {
-        Some(f) if creation != CreationMeta::NoGradMode => format!(
+        Some(f) if !of_a_view => format!(
             "Output {} of {} is a view and {modified} modified inplace.",
             meta.output_nr,
             crate::error::short_node_name(f.name())
         ),
         Some(f) => format!(
-            "Output {} of {} is a view of a view which was created in no_grad mode and {modified} modified inplace with grad mode enabled.",
+            "Output {} of {} is a view of a view which was created in {mode}",
             meta.output_nr,
             crate::error::short_node_name(f.name())
         ),
-        None => format!(
-            "A view was created in no_grad mode and {modified} modified inplace with grad mode enabled."
-        ),
+        None => format!("A view was created in {mode}"),
     };
     match creation {
         CreationMeta::MultiOutput => msg.push_str(
@@ -264,6 +278,9 @@ fn view_rebase_error(meta: &AutogradMeta, creation: CreationMeta, indirect: bool
         ),
         CreationMeta::InCustomFunction => msg.push_str(
             " This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.",
+        ),
+        CreationMeta::InferenceMode => msg.push_str(
+            " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the inference_mode block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).",
         ),
         CreationMeta::Default => {}
     }
