@@ -55,7 +55,7 @@ fn ident_and_double_backward(grad_0: &Tensor, grad_1: &Tensor) -> Result<Tensor>
     grad_0.add(&grad_1.mul_scalar(2.0)?)
 }
 
-/// PyTorch `Flatten`: `x.reshape(-1)`, a view of a contiguous input, a copy of another.
+/// PyTorch `Flatten`: `x.reshape(-1)`, a view where the input's strides allow one, else a copy.
 #[differentiable(name = "FlattenBackward")]
 fn flatten(x: &Tensor) -> Result<Tensor> {
     x.reshape(&[x.numel()])
@@ -142,7 +142,7 @@ fn sin_mid_backward(grad: &Tensor, c: &Tensor) -> Result<Tensor> {
 }
 
 /// PyTorch `SquareView`: `x * x`, saving `x.reshape(-1)`, a view of the input made in the
-/// forward (a copy for a non-contiguous input).
+/// forward (a copy where the input's strides allow no view).
 #[differentiable(name = "SquareViewBackward", save(r))]
 fn square_view(x: &Tensor) -> Result<(Tensor, Tensor)> {
     let r = x.reshape(&[x.numel()])?;
@@ -404,7 +404,8 @@ pub(super) fn describe(s: &Value) -> String {
 // prints how many it skipped and which listed programs now pass (`CORPUS_NO_ALLOW=1` replays
 // them as any other). Every program not listed must agree. (When the corpus was recorded, 551
 // programs failed: 263 for custom-function views, 150 for `no_grad` returning the input handle,
-// 97 for `save(..)` residuals, all fixed by a9a5710; these are what remained.)
+// 97 for `save(..)` residuals, all fixed by a9a5710; 4 for `reshape` copying strided inputs
+// PyTorch views (F2), fixed since; these are what remain.)
 
 /// F1: PyTorch's `mark_dirty` bumps the version counter of each dirty input once more after the
 /// forward (`_mark_dirty` calls `bump_version`), so after `mul_two_` (one `mul_` inside) a saved
@@ -415,13 +416,6 @@ const F1_MARK_DIRTY_BUMPS_THE_VERSION: &[usize] = &[
     1320, 1399, 1484, 1485, 1505, 1548, 1571, 1669, 1830, 1923, 1979, 2091, 2151, 2211, 2237, 2383,
     2396, 2409, 2415, 2460, 2622, 2672, 2737, 2846, 2882, 2883, 2918, 2926,
 ];
-
-/// F2: `Tensor::reshape` copies every non-contiguous input; PyTorch's returns a view whenever
-/// the strides allow (`computeStride`: a narrow of size 1 flattened, a strided 1-D `select`
-/// reshaped to its own shape), so `flatten`'s result is a view made in the custom function there
-/// (in-place on it refused: 1388, 2240), an in-place op on it writes the base there (2773), and
-/// `square_view`'s residual is a view whose base changed (1476).
-const F2_RESHAPE_OF_STRIDED_INPUT_COPIES: &[usize] = &[1388, 1476, 2240, 2773];
 
 /// F3: an element-wise op on a transposed input gives a contiguous result here and a
 /// transposed-strided one in PyTorch, so a later `reshape` is a view here and a copy there (here
@@ -450,7 +444,6 @@ const F6_HOOKED_RESIDUAL_LOSES_REQUIRES_GRAD: &[usize] = &[843, 2485, 2577];
 fn custom_corpus_matches_pytorch() {
     let allowed = [
         F1_MARK_DIRTY_BUMPS_THE_VERSION,
-        F2_RESHAPE_OF_STRIDED_INPUT_COPIES,
         F3_ELEMENTWISE_RESULT_LAYOUT,
         F4_CUSTOM_CALL_ON_A_STALE_VIEW,
         F5_DIRTY_NO_GRAD_VIEW_OF_A_LEAF,

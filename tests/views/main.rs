@@ -2,5 +2,6 @@
 //! versions. The corpora of programs recorded from PyTorch are replayed by `tests/corpus/`.
 
 mod inplace_and_views;
+mod reshape_pytorch;
 mod saved_tensor_version;
 mod views_pytorch;
