@@ -112,6 +112,21 @@ impl Layout {
         true
     }
 
+    /// Whether the strides are [`contiguous_strides`] of the shape (the offset aside): the
+    /// contiguous layout whose size-1 dims have their usual strides too, whose view strides
+    /// ([`Layout::view_strides`]) for any shape are contiguous ones.
+    #[inline]
+    pub(crate) fn has_contiguous_strides(&self) -> bool {
+        let mut expected = 1usize;
+        for (&stride, &size) in self.strides.iter().zip(&self.shape).rev() {
+            if stride != expected {
+                return false;
+            }
+            expected *= size.max(1);
+        }
+        true
+    }
+
     #[inline]
     pub(crate) fn is_contiguous(&self) -> bool {
         let mut expected = 1;
@@ -139,6 +154,57 @@ impl Layout {
             expected *= self.shape[d];
         }
         true
+    }
+
+    /// The strides of a view of these elements with `shape` (the same number of elements), or
+    /// `None` when no strides describe it because a new dim would span two of the runs of
+    /// evenly strided memory the old dims form: PyTorch's `computeStride`, which decides
+    /// whether `view` may alias and `reshape` returns a view.
+    pub(crate) fn view_strides(&self, shape: &[usize]) -> Option<Dims> {
+        let (old_shape, old_strides) = (&self.shape[..], &self.strides[..]);
+        let Some(&last_stride) = old_strides.last() else {
+            // A 0-dim tensor: every new dim has size 1.
+            return Some(shape.iter().map(|_| 1).collect());
+        };
+        let mut new_strides: Dims = smallvec::smallvec![0; shape.len()];
+        if old_shape.contains(&0) {
+            // No element: the strides are arbitrary. PyTorch (as NumPy) keeps them for the same
+            // shape and takes contiguous ones otherwise.
+            if same_dims(old_shape, shape) {
+                return Some(self.strides.clone());
+            }
+            return Some(contiguous_strides(shape));
+        }
+        // Walk the old dims from the last, in chunks of dims that are evenly strided together
+        // (a dim's stride is the product of the later dims of its chunk times the chunk's last
+        // stride); the new dims must split each chunk exactly, in order.
+        let mut view_d = shape.len();
+        let mut chunk_base_stride = last_stride;
+        let mut tensor_numel = 1usize;
+        let mut view_numel = 1usize;
+        for tensor_d in (0..old_shape.len()).rev() {
+            tensor_numel *= old_shape[tensor_d];
+            let chunk_ends = tensor_d == 0
+                || (old_shape[tensor_d - 1] != 1
+                    && old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride);
+            if !chunk_ends {
+                continue;
+            }
+            while view_d > 0 && (view_numel < tensor_numel || shape[view_d - 1] == 1) {
+                view_d -= 1;
+                new_strides[view_d] = view_numel * chunk_base_stride;
+                view_numel *= shape[view_d];
+            }
+            if view_numel != tensor_numel {
+                return None;
+            }
+            if tensor_d > 0 {
+                chunk_base_stride = old_strides[tensor_d - 1];
+                tensor_numel = 1;
+                view_numel = 1;
+            }
+        }
+        (view_d == 0).then_some(new_strides)
     }
 
     pub(crate) fn transpose(&self, d0: usize, d1: usize) -> Layout {
@@ -280,6 +346,67 @@ mod tests {
         assert_eq!(e.strides.as_slice(), &[0, 1, 0]);
         assert!(Layout::contiguous(&[3]).expand(&[4]).is_err());
         assert_eq!(wrap_dim(-1, 3).expect("valid"), 2);
+    }
+
+    /// `view_strides` against PyTorch 2.15's `view(..).stride()` (`None`: its "view size is not
+    /// compatible with input tensor's size and stride" error).
+    #[test]
+    fn view_strides_are_pytorchs() {
+        let layout = |shape: &[usize], strides: &[usize]| Layout {
+            shape: shape.into(),
+            strides: strides.into(),
+            offset: 0,
+        };
+        /// Old shape, old strides, new shape, PyTorch's new strides.
+        type Case = (
+            &'static [usize],
+            &'static [usize],
+            &'static [usize],
+            Option<&'static [usize]>,
+        );
+        let cases: &[Case] = &[
+            // `zeros(1, 3).t()`: a size-1 dim keeps its stride.
+            (&[3, 1], &[1, 3], &[3, 1], Some(&[1, 3])),
+            (&[3, 1], &[1, 3], &[1, 3, 1], Some(&[3, 1, 3])),
+            (&[3, 1], &[1, 3], &[3], Some(&[1])),
+            // `zeros(2, 3, 4).transpose(1, 2)`: split, but not merged across the transpose.
+            (&[2, 4, 3], &[12, 1, 4], &[2, 2, 2, 3], Some(&[12, 2, 1, 4])),
+            (&[2, 4, 3], &[12, 1, 4], &[8, 3], None),
+            (&[2, 4, 3], &[12, 1, 4], &[2, 12], None),
+            // `zeros(3).expand(4, 3)`.
+            (&[4, 3], &[0, 1], &[4, 1, 3], Some(&[0, 3, 1])),
+            (&[4, 3], &[0, 1], &[2, 2, 3], Some(&[0, 0, 1])),
+            (&[4, 3], &[0, 1], &[12], None),
+            // `zeros(3, 4)[:, 1:2]`, flattened.
+            (&[3, 1], &[4, 1], &[3], Some(&[4])),
+            // No elements: the same shape keeps its strides, another gets contiguous ones.
+            (&[3, 0], &[4, 1], &[3, 0], Some(&[4, 1])),
+            (&[3, 0], &[4, 1], &[0, 5], Some(&[5, 1])),
+            (&[0, 3], &[1, 4], &[0, 3], Some(&[1, 4])),
+            // 0-dim.
+            (&[], &[], &[1, 1], Some(&[1, 1])),
+        ];
+        for &(shape, strides, new, expected) in cases {
+            let got = layout(shape, strides).view_strides(new);
+            assert_eq!(got.as_deref(), expected, "{shape:?} {strides:?} -> {new:?}");
+        }
+        // Contiguous strides give contiguous view strides (`reshape`'s shortcut).
+        let shapes: &[&[usize]] = &[&[6], &[2, 3], &[1, 6], &[2, 1, 3], &[6, 1, 1], &[0, 3]];
+        for old in shapes {
+            let layout = Layout::contiguous(old);
+            assert!(layout.has_contiguous_strides());
+            for new in shapes
+                .iter()
+                .filter(|new| new.iter().product::<usize>() == layout.numel())
+            {
+                assert_eq!(
+                    layout.view_strides(new),
+                    Some(contiguous_strides(new)),
+                    "{old:?} -> {new:?}"
+                );
+            }
+        }
+        assert!(!layout(&[3, 1], &[1, 3]).has_contiguous_strides());
         assert!(matches!(
             wrap_dim(3, 3),
             Err(Error::DimOutOfRange {

@@ -2,6 +2,7 @@
 //! versions. The corpora of programs recorded from PyTorch are replayed by `tests/corpus/`.
 
 mod inplace_and_views;
+mod reshape_pytorch;
 mod saved_tensor_version;
 mod stale_views;
 mod views_pytorch;

@@ -1,4 +1,4 @@
-//! Shape and data-movement ops: views (`reshape` of contiguous data, `transpose`, `permute`,
+//! Shape and data-movement ops: views (`reshape` where strides allow, `transpose`, `permute`,
 //! `expand`, `narrow`, `chunk`/`split`), and copies (`copy`, `cat`, `stack`, `to_dtype`).
 
 use autograd_macros::{backward, differentiable};
@@ -14,26 +14,54 @@ use crate::{DType, Error, Result, Tensor};
 // A view's forward returns a new handle aliasing its input's storage (`alias_with_layout`), so
 // the recorded output stays a view of the input.
 
-/// `reshape`: a view of contiguous data, else a copy; PyTorch's `ViewBackward0` either way.
-#[differentiable(builtin, crate = "crate", name = "ViewBackward0", rule)]
-fn reshape(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
-    if x.is_contiguous() {
-        Ok(x.alias_with_layout(Layout {
-            shape: shape.into(),
-            strides: contiguous_strides(shape),
-            offset: x.layout().offset,
-        }))
-    } else {
-        let c = x.contiguous_data()?;
-        Ok(Tensor::from_parts(
-            crate::sync::Arc::clone(&c.0.storage),
-            Layout::contiguous(shape),
-        ))
-    }
+/// `reshape` of contiguous data with its view `strides`: PyTorch's `view`, `ViewBackward0`.
+#[differentiable(builtin, crate = "crate", name = "ViewBackward0", rule = reshape_view)]
+fn reshape(x: &Tensor, shape: &[usize], strides: Dims) -> Result<Tensor> {
+    Ok(x.alias_with_layout(Layout {
+        shape: shape.into(),
+        strides,
+        offset: x.layout().offset,
+    }))
 }
 
 #[backward(reshape)]
 fn reshape_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
+    grad.reshape(x.shape())
+}
+
+/// `reshape` of strided data that a view with `strides` describes: PyTorch's `_reshape_alias`,
+/// `ReshapeAliasBackward0`.
+#[differentiable(builtin, crate = "crate", name = "ReshapeAliasBackward0")]
+fn reshape_alias(x: &Tensor, shape: &[usize], strides: Dims) -> Result<Tensor> {
+    Ok(x.alias_with_layout(Layout {
+        shape: shape.into(),
+        strides,
+        offset: x.layout().offset,
+    }))
+}
+
+#[backward(reshape_alias)]
+fn reshape_alias_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
+    grad.reshape(x.shape())
+}
+
+/// The new shape of the contiguous `x` as a tensor that is not a view of it: PyTorch's
+/// `_unsafe_view`, `UnsafeViewBackward0`, which `reshape` applies to its copy of data no view
+/// describes.
+#[differentiable(builtin, crate = "crate", name = "UnsafeViewBackward0")]
+fn unsafe_view(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    Ok(Tensor::from_parts(
+        crate::sync::Arc::clone(&x.0.storage),
+        Layout {
+            shape: shape.into(),
+            strides: contiguous_strides(shape),
+            offset: x.layout().offset,
+        },
+    ))
+}
+
+#[backward(unsafe_view)]
+fn unsafe_view_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
     grad.reshape(x.shape())
 }
 
@@ -227,7 +255,11 @@ fn to_dtype_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
 }
 
 impl Tensor {
-    /// A view (contiguous input) or copy with a new shape of the same number of elements.
+    /// The elements with a new shape of the same number of elements, as PyTorch's `reshape`: a
+    /// view whenever strides can describe the new shape over the same memory (always for
+    /// contiguous data, `ViewBackward0`; for strided data where each new dim stays within a run
+    /// of evenly strided old dims, `ReshapeAliasBackward0`), else a contiguous copy that is not a
+    /// view (`UnsafeViewBackward0` over `CloneBackward0`).
     ///
     /// # Errors
     ///
@@ -241,6 +273,14 @@ impl Tensor {
     /// let r = t.reshape(&[3, 2])?;
     /// assert!(r.is_view());
     /// assert_eq!(r.shape(), &[3, 2]);
+    /// // A column is strided: reshaping it keeps the stride.
+    /// let col = t.narrow(1, 1, 1)?.reshape(&[2])?;
+    /// assert!(col.is_view());
+    /// assert_eq!(col.strides(), &[3]);
+    /// // The transpose read in order is no evenly strided run: a copy.
+    /// let flat = t.transpose(0, 1)?.reshape(&[6])?;
+    /// assert!(!flat.is_view());
+    /// assert_eq!(flat.to_vec::<f32>()?, vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
@@ -253,7 +293,21 @@ impl Tensor {
                 ),
             ));
         }
-        let out = reshape(self, shape)?;
+        // PyTorch's `reshape`: `view` of contiguous data (every tensor without elements is),
+        // `_reshape_alias` of strided data a view describes, else `_unsafe_view` of a `clone`.
+        let layout = self.layout();
+        let out = if layout.has_contiguous_strides() {
+            // The common case, without the general walk: contiguous view strides.
+            reshape(self, shape, contiguous_strides(shape))?
+        } else {
+            match layout.view_strides(shape) {
+                Some(strides) if self.is_contiguous() || self.numel() == 0 => {
+                    reshape(self, shape, strides)?
+                }
+                Some(strides) => reshape_alias(self, shape, strides)?,
+                None => return unsafe_view(&self.copy()?, shape),
+            }
+        };
         out.set_view_creation(self, false);
         Ok(out)
     }
@@ -727,12 +781,19 @@ impl Tensor {
 
 // ----- derivative rules for `#[differentiable(derive)]` (see `derivative_rules.rs`) -------------
 
-/// The rules of the view methods that are not an op's declaration: `permute` takes its dims as
-/// written (the op's rule, `permute_dims`, takes them validated), `broadcast_to` is `expand`,
-/// and `contiguous` is a copy.
+/// The rules of the view methods that are not an op's declaration: `reshape` is one of three
+/// ops, whose gradients are all the gradient reshaped back (the view op's rule, `reshape_view`,
+/// takes the view's strides too), `permute` takes its dims as written (the op's rule,
+/// `permute_dims`, takes them validated), `broadcast_to` is `expand`, and `contiguous` is a copy.
 #[doc(hidden)]
 #[allow(non_upper_case_globals, clippy::type_complexity)]
 impl super::DerivativeRules {
+    pub const reshape: Rule<fn(&Tensor, &Tensor, &Tensor, &[usize]) -> Result<Tensor>> = Rule {
+        reads: Self::reshape_view.reads,
+        apply: |grad, x, result, shape| {
+            (Self::reshape_view.apply)(grad, x, result, shape, Dims::new())
+        },
+    };
     pub const permute: Rule<fn(&Tensor, &Tensor, &Tensor, &[usize]) -> Result<Tensor>> = Rule {
         reads: Self::permute_dims.reads,
         apply: |grad, x, result, dims| (Self::permute_dims.apply)(grad, x, result, dims.into()),

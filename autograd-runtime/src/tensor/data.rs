@@ -128,13 +128,4 @@ impl Tensor {
     pub(crate) fn copy_from(&self, src: &Tensor) -> Result<()> {
         kernels::copy_into(self, src)
     }
-
-    /// A contiguous tensor with the same values: `self` if already contiguous, else a copy.
-    /// Not recorded in the graph (used by kernels and the engine).
-    pub(crate) fn contiguous_data(&self) -> Result<Tensor> {
-        if self.is_contiguous() && self.layout().offset == 0 && !self.is_view() {
-            return Ok(self.detach());
-        }
-        self.contiguous_data_owned()
-    }
 }
