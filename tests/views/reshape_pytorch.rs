@@ -103,7 +103,7 @@ fn check_case(c: &Case, device: Device) -> R {
     r.mul(&w)?.sum()?.backward()?;
     assert_eq!(ints(&x.grad().expect("x.grad")), c.grad, "grad");
 
-    x.set_grad(None);
+    x.set_grad(None)?;
     let (y, t) = replay(&x, c.ops)?;
     let r = t.reshape(c.shape)?;
     match r.mul_(&Tensor::scalar(2.0f64).to(device)?) {
