@@ -490,7 +490,7 @@ impl<'a> SaveContext<'a> {
     /// Under saved-tensor hooks the pack hook is called once the node is the output's grad_fn
     /// (as PyTorch saves outputs after setting their history), so that it sees the output with
     /// its `grad_fn`: the slot keeps the output as an unpacked one would be until
-    /// `finish_output_packs` packs it ([`SavedTensor::finish_pack`]), after `record_node`.
+    /// `finish_output_packs` packs it, after `record_node`.
     pub fn output(&self, t: &Tensor, output_nr: usize) -> SavedTensor {
         if self.failure.borrow().is_some() {
             return self.save(|| SavedTensor::output(t, self.node(), output_nr));
