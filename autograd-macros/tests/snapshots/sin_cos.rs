@@ -321,6 +321,11 @@ const _: () = {
                     return ::core::result::Result::Err(::core::convert::Into::into(__e));
                 }
             };
+            if let ::core::result::Result::Err(__e) = ::autograd::__private::finish_output_packs(
+                &__node,
+            ) {
+                return ::core::result::Result::Err(::core::convert::Into::into(__e));
+            }
             ::autograd::__private::mark_custom_outputs(
                 &[&__out0, &__out1],
                 &[__is_dirty0, __is_dirty1],
