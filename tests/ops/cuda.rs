@@ -595,3 +595,49 @@ fn a_derived_op_runs_on_a_device_with_the_cpu_gradients() -> Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn generated_kernels_read_a_view_at_its_offset() -> Result<()> {
+    // Found by the ops corpus on an H200 (programs 1388, 4134, 5680): clamp and erf of
+    // `x.select(0, 2)` read element 0 on CUDA, since the generated kernels read their inputs'
+    // buffers from the start and a view whose strides are contiguous was passed at its offset.
+    let Some(gpu) = gpu("generated_kernels_read_a_view_at_its_offset") else {
+        return Ok(());
+    };
+    let host = Tensor::from_vec(vec![0.958f64, -1.187, 0.25, 2.0, -0.5, 0.75], &[3, 2])?;
+    for x in [host.clone(), host.to_dtype(DType::F32)?] {
+        let x = x.requires_grad_(true)?;
+        let on_gpu = x.to(gpu)?;
+        let views = |t: &Tensor| -> Result<Vec<Tensor>> {
+            Ok(vec![
+                t.select(0, 2)?.select(0, 0)?,
+                t.select(0, 1)?,
+                t.narrow(0, 1, 2)?,
+                t.transpose(0, 1)?.narrow(0, 1, 1)?,
+            ])
+        };
+        for (v_cpu, v_gpu) in views(&x)?.iter().zip(views(&on_gpu)?.iter()) {
+            for (name, cpu, dev) in [
+                (
+                    "clamp",
+                    v_cpu.clamp(Some(0.5), None)?,
+                    v_gpu.clamp(Some(0.5), None)?,
+                ),
+                (
+                    "clamp max",
+                    v_cpu.clamp(None, Some(0.0))?,
+                    v_gpu.clamp(None, Some(0.0))?,
+                ),
+                ("erf", v_cpu.erf()?, v_gpu.erf()?),
+            ] {
+                assert_eq!(
+                    cpu.to_dtype(DType::F64)?.to_vec::<f64>()?,
+                    dev.to(Device::Cpu)?.to_dtype(DType::F64)?.to_vec::<f64>()?,
+                    "{name} of a view of shape {:?}",
+                    v_cpu.shape()
+                );
+            }
+        }
+    }
+    Ok(())
+}

@@ -378,7 +378,7 @@ fn readable(t: &Tensor, n: usize) -> Result<(Tensor, bool)> {
         let t = if layout.offset == 0 {
             t.clone()
         } else {
-            t.contiguous()?
+            compact(t)?
         };
         Ok((t, true))
     } else if layout.offset == 0 && layout.is_contiguous() {
@@ -386,8 +386,16 @@ fn readable(t: &Tensor, n: usize) -> Result<(Tensor, bool)> {
     } else if layout.offset == 0 && t.strides().iter().all(|&s| s == 0) {
         Ok((t.clone(), true))
     } else {
-        Ok((t.contiguous()?, false))
+        Ok((compact(t)?, false))
     }
+}
+
+/// A copy of `t`'s elements in a buffer of their own, in order from its start. Not
+/// `Tensor::contiguous`, which keeps a view whose strides are contiguous as it is, at its offset
+/// into its base's buffer: a generated kernel reads its inputs' buffers from their first
+/// element (`x.select(0, 2)` on a CUDA device read element 0).
+fn compact(t: &Tensor) -> Result<Tensor> {
+    kernels::of_tensor(t)?.contiguous(t)
 }
 
 /// Runs `plan` on its sources, returning its outputs.
