@@ -630,10 +630,15 @@ fn generated_kernels_read_a_view_at_its_offset() -> Result<()> {
                 ),
                 ("erf", v_cpu.erf()?, v_gpu.erf()?),
             ] {
-                assert_eq!(
+                // The wrong element is off by far more than CUDA's erf from the host's (1 ulp).
+                let (cpu, dev) = (
                     cpu.to_dtype(DType::F64)?.to_vec::<f64>()?,
                     dev.to(Device::Cpu)?.to_dtype(DType::F64)?.to_vec::<f64>()?,
-                    "{name} of a view of shape {:?}",
+                );
+                let close = cpu.iter().zip(&dev).all(|(a, b)| (a - b).abs() <= 1e-6);
+                assert!(
+                    close && cpu.len() == dev.len(),
+                    "{name} of a view of shape {:?}: {cpu:?} on the host, {dev:?} on cuda:0",
                     v_cpu.shape()
                 );
             }
