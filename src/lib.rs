@@ -115,7 +115,7 @@
 //! let leaf = Tensor::scalar(1.0f64).requires_grad_(true)?;
 //! let h = leaf.mul_scalar(2.0)?;
 //! let out = add_one_(&h)?;
-//! assert!(out.is_same(&h) && h.version() == 1);
+//! assert!(out.is_same(&h) && h.version() == 2); // the `add_`, then `mark_dirty`'s bump
 //! assert_eq!(h.grad_fn().unwrap().name(), "AddOneInPlace");
 //! out.backward()?;
 //! assert_eq!(leaf.grad().unwrap().item::<f64>()?, 2.0);
