@@ -9,7 +9,7 @@ use autograd::Device;
 use clap::Parser;
 
 use crate::data::DataSource;
-use crate::model::{Activation, ModelKind};
+use crate::model::{Activation, ActivationCheckpoint, ModelKind};
 
 /// `--optimizer`: `autograd::optim`'s optimizers the job offers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -86,6 +86,13 @@ pub(crate) struct Args {
     /// Non-linearity after each hidden layer.
     #[arg(long, value_enum, default_value_t = Activation::Relu)]
     pub(crate) activation: Activation,
+
+    /// Activation checkpointing of the MLP's hidden blocks (each linear layer and its
+    /// activation): `none`, `reentrant` or `non-reentrant` (`autograd::checkpoint` with
+    /// `use_reentrant` true or false). The backward recomputes each block's activations instead
+    /// of keeping them: less memory, one more forward per step, the same weights bit for bit.
+    #[arg(long, value_enum, default_value_t = ActivationCheckpoint::None, value_name = "MODE")]
+    pub(crate) activation_checkpoint: ActivationCheckpoint,
 
     /// Seed of the weight initialisation and of the per-epoch shuffles (the digits test split
     /// is fixed whatever the seed).
