@@ -352,6 +352,7 @@ mod tests {
         assert_eq!(a.optimizer, OptimizerKind::Adam);
         assert_eq!(a.hidden, HiddenSizes(vec![128, 64]));
         assert_eq!(a.activation, Activation::Relu);
+        assert_eq!(a.activation_checkpoint, ActivationCheckpoint::None);
         assert_eq!(a.device, DeviceArg(Device::Cpu));
         assert_eq!(a.plot.path, PathBuf::from("target/train_mlp/loss.png"));
         assert_eq!(a.plot.format, PlotFormat::Png);
@@ -407,8 +408,17 @@ mod tests {
             "a.safetensors",
             "--resume",
             "b.safetensors",
+            "--activation-checkpoint",
+            "non-reentrant",
         ])
         .unwrap();
+        assert_eq!(a.activation_checkpoint, ActivationCheckpoint::NonReentrant);
+        assert_eq!(
+            parse(&["--activation-checkpoint", "reentrant"])
+                .unwrap()
+                .activation_checkpoint,
+            ActivationCheckpoint::Reentrant
+        );
         assert_eq!(a.model, ModelKind::Cnn);
         assert_eq!(
             (a.schedule(), a.label_smoothing()),
@@ -460,6 +470,13 @@ mod tests {
         );
         rejects(&["--data", "mnist"], "needs its directory");
         rejects(&["--plot", "loss.jpg"], "must end in .png or .svg");
+        let err = parse(&["--activation-checkpoint", "yes"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidValue);
+        assert!(
+            err.to_string()
+                .contains("[possible values: none, reentrant, non-reentrant]"),
+            "{err}"
+        );
         let err = parse(&["--optimizer", "rmsprop"]).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidValue);
         assert!(
@@ -496,6 +513,7 @@ mod tests {
             "--label-smoothing",
             "--save",
             "--resume",
+            "--activation-checkpoint",
         ] {
             assert!(help.contains(flag), "{flag} missing from --help");
         }
