@@ -89,8 +89,8 @@ pub(crate) struct Args {
 
     /// Activation checkpointing of the MLP's hidden blocks (each linear layer and its
     /// activation): `none`, `reentrant` or `non-reentrant` (`autograd::checkpoint` with
-    /// `use_reentrant` true or false). The backward recomputes each block's activations instead
-    /// of keeping them: less memory, one more forward per step, the same weights bit for bit.
+    /// `use_reentrant` true or false). The backward recomputes each block's activations (one
+    /// more forward per step); the weights are the same bit for bit.
     #[arg(long, value_enum, default_value_t = ActivationCheckpoint::None, value_name = "MODE")]
     pub(crate) activation_checkpoint: ActivationCheckpoint,
 
