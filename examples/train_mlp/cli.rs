@@ -9,7 +9,7 @@ use autograd::Device;
 use clap::Parser;
 
 use crate::data::DataSource;
-use crate::model::{Activation, ModelKind};
+use crate::model::{Activation, ActivationCheckpoint, ModelKind};
 
 /// `--optimizer`: `autograd::optim`'s optimizers the job offers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -86,6 +86,13 @@ pub(crate) struct Args {
     /// Non-linearity after each hidden layer.
     #[arg(long, value_enum, default_value_t = Activation::Relu)]
     pub(crate) activation: Activation,
+
+    /// Activation checkpointing of the MLP's hidden blocks (each linear layer and its
+    /// activation): `none`, `reentrant` or `non-reentrant` (`autograd::checkpoint` with
+    /// `use_reentrant` true or false). The backward recomputes each block's activations (one
+    /// more forward per step); the weights are the same bit for bit.
+    #[arg(long, value_enum, default_value_t = ActivationCheckpoint::None, value_name = "MODE")]
+    pub(crate) activation_checkpoint: ActivationCheckpoint,
 
     /// Seed of the weight initialisation and of the per-epoch shuffles (the digits test split
     /// is fixed whatever the seed).
@@ -345,6 +352,7 @@ mod tests {
         assert_eq!(a.optimizer, OptimizerKind::Adam);
         assert_eq!(a.hidden, HiddenSizes(vec![128, 64]));
         assert_eq!(a.activation, Activation::Relu);
+        assert_eq!(a.activation_checkpoint, ActivationCheckpoint::None);
         assert_eq!(a.device, DeviceArg(Device::Cpu));
         assert_eq!(a.plot.path, PathBuf::from("target/train_mlp/loss.png"));
         assert_eq!(a.plot.format, PlotFormat::Png);
@@ -400,8 +408,17 @@ mod tests {
             "a.safetensors",
             "--resume",
             "b.safetensors",
+            "--activation-checkpoint",
+            "non-reentrant",
         ])
         .unwrap();
+        assert_eq!(a.activation_checkpoint, ActivationCheckpoint::NonReentrant);
+        assert_eq!(
+            parse(&["--activation-checkpoint", "reentrant"])
+                .unwrap()
+                .activation_checkpoint,
+            ActivationCheckpoint::Reentrant
+        );
         assert_eq!(a.model, ModelKind::Cnn);
         assert_eq!(
             (a.schedule(), a.label_smoothing()),
@@ -453,6 +470,13 @@ mod tests {
         );
         rejects(&["--data", "mnist"], "needs its directory");
         rejects(&["--plot", "loss.jpg"], "must end in .png or .svg");
+        let err = parse(&["--activation-checkpoint", "yes"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidValue);
+        assert!(
+            err.to_string()
+                .contains("[possible values: none, reentrant, non-reentrant]"),
+            "{err}"
+        );
         let err = parse(&["--optimizer", "rmsprop"]).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidValue);
         assert!(
@@ -489,6 +513,7 @@ mod tests {
             "--label-smoothing",
             "--save",
             "--resume",
+            "--activation-checkpoint",
         ] {
             assert!(help.contains(flag), "{flag} missing from --help");
         }

@@ -19,7 +19,9 @@
 //!   `--data mnist:DIR` MNIST from its IDX files.
 //! * Model (`model.rs`): an `nn::Sequential` of `nn::Linear` layers of `--hidden` widths with
 //!   `--activation` between them, or (`--model cnn`) `nn::Conv2d`, `nn::MaxPool2d`, `nn::Flatten`
-//!   and `nn::Linear`; f32, on `--device` (`cpu`, `virtual:N`, `cuda:N`).
+//!   and `nn::Linear`; f32, on `--device` (`cpu`, `virtual:N`, `cuda:N`). With
+//!   `--activation-checkpoint reentrant|non-reentrant`, each hidden block of the MLP runs inside
+//!   `autograd::checkpoint` (its activations recomputed in the backward, the same weights).
 //! * Loss (`loss.rs`): softmax cross-entropy as one `#[differentiable(derive)]` op, against
 //!   one-hot targets, label-smoothed with `--label-smoothing`.
 //! * Optimizers: `autograd::optim`'s `Sgd` (momentum) and `Adam`, and `CosineAnnealingLR` for
@@ -124,10 +126,11 @@ fn run(args: &Args) -> Result<(), RunError> {
         .chain(args.hidden.0.iter().copied())
         .chain(std::iter::once(data.classes))
         .collect();
-    let model = match args.model {
+    let mut model = match args.model {
         ModelKind::Mlp => Model::mlp(&sizes, args.activation, args.seed, device)?,
         ModelKind::Cnn => Model::cnn(data.features, data.classes, args.seed, device)?,
     };
+    model.set_activation_checkpoint(args.activation_checkpoint)?;
     let (lr, batch_size, epochs) = (args.lr(), args.batch_size(), args.epochs());
     let mut optimizer: Box<dyn Optimizer> = match args.optimizer {
         OptimizerKind::Sgd => Box::new(Sgd::new(

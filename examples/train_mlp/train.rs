@@ -384,6 +384,43 @@ mod tests {
         );
     }
 
+    /// `--activation-checkpoint`: two epochs of a three-block MLP train the same weights, bit
+    /// for bit, with each hidden block checkpointed (either variant) as without.
+    #[test]
+    fn activation_checkpointing_trains_the_same_weights() {
+        use crate::model::{Activation, ActivationCheckpoint};
+        let data = crate::data::load(&crate::data::DataSource::Digits).unwrap();
+        let train = |mode| {
+            let mut model =
+                Model::mlp(&[64, 32, 24, 16, 10], Activation::Relu, 3, Device::Cpu).unwrap();
+            model.set_activation_checkpoint(mode).unwrap();
+            let opt = Adam::new(model.parameters(), AdamOptions::default().lr(1e-2)).unwrap();
+            let mut trainer =
+                Trainer::new(model, Box::new(opt), &data, Device::Cpu, 64, 5, None).unwrap();
+            let mut progress = Progress::new(crate::progress::Mode::Quiet, 2);
+            for epoch in 1..=2 {
+                trainer.epoch(epoch, &mut progress).unwrap();
+            }
+            trainer
+                .model
+                .parameters()
+                .iter()
+                .map(|p| p.to_vec::<f32>().unwrap())
+                .collect::<Vec<_>>()
+        };
+        let plain = train(ActivationCheckpoint::None);
+        let initial: Vec<Vec<f32>> =
+            Model::mlp(&[64, 32, 24, 16, 10], Activation::Relu, 3, Device::Cpu)
+                .unwrap()
+                .parameters()
+                .iter()
+                .map(|p| p.to_vec::<f32>().unwrap())
+                .collect();
+        assert_ne!(plain, initial, "the weights did not train");
+        assert_eq!(train(ActivationCheckpoint::Reentrant), plain);
+        assert_eq!(train(ActivationCheckpoint::NonReentrant), plain);
+    }
+
     #[test]
     fn a_virtual_device_trains_like_the_cpu() {
         let cpu = train_digits(Device::Cpu, 1);
