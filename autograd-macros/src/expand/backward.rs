@@ -1132,18 +1132,39 @@ impl<'a> LinkPlan<'a> {
         let rebases = self.rebases();
         let value = self.value(self.fwd.output.fallible);
         let no_grad = quote_spanned!(loc=> let _no_grad = #krate::no_grad(););
+        // A built-in op's path without a node is the forward call alone: it returns at once when
+        // recording is off, with no guard. A custom function's processes its outputs, so it is
+        // written once, behind both ways of not recording.
+        let edges_or_return = if self.builtin {
+            quote_spanned! {loc=>
+                if !#krate::is_grad_enabled() {
+                    // Recording is off already (a backward pass without `create_graph`).
+                    return #unrecorded;
+                }
+                #build_inputs
+                let ::core::option::Option::Some(__edges) = #edges else {
+                    #no_grad
+                    return #unrecorded;
+                };
+            }
+        } else {
+            quote_spanned! {loc=>
+                let __edges = if #krate::is_grad_enabled() {
+                    #build_inputs
+                    #edges
+                } else {
+                    ::core::option::Option::None
+                };
+                let ::core::option::Option::Some(__edges) = __edges else {
+                    #no_grad
+                    return #unrecorded;
+                };
+            }
+        };
         quote_spanned! {loc=>
                     fn call(#params) #ret {
                         #dirty_prechecks
-                        if !#krate::is_grad_enabled() {
-                            // Recording is off already (a backward pass without `create_graph`).
-                            return #unrecorded;
-                        }
-                        #build_inputs
-                        let ::core::option::Option::Some(__edges) = #edges else {
-                            #no_grad
-                            return #unrecorded;
-                        };
+                        #edges_or_return
                         #needed
                         #originals
                         #saved_versions

@@ -164,56 +164,31 @@ const _: () = {
             x: __autograd_max_along_param0<'_>,
             dims: __autograd_max_along_param1<'_>,
         ) -> __autograd_max_along_output {
-            if !::autograd::is_grad_enabled() {
-                return {
-                    let __output = __autograd_max_along_forward(x, dims);
-                    let __output = match __output {
-                        ::core::result::Result::Ok(__v) => __v,
-                        ::core::result::Result::Err(__e) => {
-                            return ::core::result::Result::Err(__e);
-                        }
-                    };
-                    let (__out0, _) = __output;
-                    let __is_dirty0: bool = false;
-                    let __out0 = {
-                        let __input: bool = false || x.is_same(&__out0);
-                        ::autograd::__private::custom_output(
-                            __out0,
-                            __input,
-                            __is_dirty0,
-                            false,
-                        )
-                    };
-                    ::autograd::__private::mark_custom_outputs(
-                        &[&__out0],
-                        &[__is_dirty0],
-                        0usize,
-                    );
-                    ::core::result::Result::Ok(__out0)
-                };
-            }
-            let ::core::option::Option::Some(__edges) = (match ::autograd::__private::try_next_edges(
-                &[x],
-            ) {
-                ::core::result::Result::Ok(__e) => __e,
-                ::core::result::Result::Err(__e) => {
-                    #[allow(unused_imports)]
-                    use ::autograd::__private::{ConvertsError as _, KeepsError as _};
-                    let __probe = ::autograd::__private::ErrorProbe::<
-                        <__autograd_max_along_output as ::autograd::__private::ForwardResult>::Error,
-                    >::new();
-                    #[allow(clippy::needless_borrow)]
-                    let __converted = (&&__probe).convert_error(__e);
-                    match __converted {
-                        ::core::result::Result::Ok(__e) => {
-                            return ::core::result::Result::Err(__e);
-                        }
-                        ::core::result::Result::Err(_) => {
-                            ::autograd::__private::next_edges(&[x])
+            let __edges = if ::autograd::is_grad_enabled() {
+                (match ::autograd::__private::try_next_edges(&[x]) {
+                    ::core::result::Result::Ok(__e) => __e,
+                    ::core::result::Result::Err(__e) => {
+                        #[allow(unused_imports)]
+                        use ::autograd::__private::{ConvertsError as _, KeepsError as _};
+                        let __probe = ::autograd::__private::ErrorProbe::<
+                            <__autograd_max_along_output as ::autograd::__private::ForwardResult>::Error,
+                        >::new();
+                        #[allow(clippy::needless_borrow)]
+                        let __converted = (&&__probe).convert_error(__e);
+                        match __converted {
+                            ::core::result::Result::Ok(__e) => {
+                                return ::core::result::Result::Err(__e);
+                            }
+                            ::core::result::Result::Err(_) => {
+                                ::autograd::__private::next_edges(&[x])
+                            }
                         }
                     }
-                }
-            }) else {
+                })
+            } else {
+                ::core::option::Option::None
+            };
+            let ::core::option::Option::Some(__edges) = __edges else {
                 let _no_grad = ::autograd::no_grad();
                 return {
                     let __output = __autograd_max_along_forward(x, dims);

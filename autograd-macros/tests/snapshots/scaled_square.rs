@@ -160,31 +160,12 @@ const _: () = {
             x: __autograd_scaled_square_param0<'_>,
             scale: __autograd_scaled_square_param1,
         ) -> __autograd_scaled_square_output {
-            if !::autograd::is_grad_enabled() {
-                return {
-                    let __output = __autograd_scaled_square_forward(x, scale);
-                    let __out0 = __output;
-                    let __is_dirty0: bool = false;
-                    let __out0 = {
-                        let __input: bool = false || x.is_same(&__out0);
-                        ::autograd::__private::custom_output(
-                            __out0,
-                            __input,
-                            __is_dirty0,
-                            false,
-                        )
-                    };
-                    ::autograd::__private::mark_custom_outputs(
-                        &[&__out0],
-                        &[__is_dirty0],
-                        0usize,
-                    );
-                    __out0
-                };
-            }
-            let ::core::option::Option::Some(__edges) = ::autograd::__private::next_edges(
-                &[x],
-            ) else {
+            let __edges = if ::autograd::is_grad_enabled() {
+                ::autograd::__private::next_edges(&[x])
+            } else {
+                ::core::option::Option::None
+            };
+            let ::core::option::Option::Some(__edges) = __edges else {
                 let _no_grad = ::autograd::no_grad();
                 return {
                     let __output = __autograd_scaled_square_forward(x, scale);

@@ -136,78 +136,31 @@ const _: () = {
     }
     impl __autograd_sin_cos_backward for __autograd_sin_cos_marker {
         fn call(x: __autograd_sin_cos_param0<'_>) -> __autograd_sin_cos_output {
-            if !::autograd::is_grad_enabled() {
-                return {
-                    let __output = __autograd_sin_cos_forward(x);
-                    let __output = match __output {
-                        ::core::result::Result::Ok(__v) => __v,
-                        ::core::result::Result::Err(__e) => {
-                            return ::core::result::Result::Err(__e);
-                        }
-                    };
-                    let (__out0, __out1) = __output;
-                    let __is_dirty0: bool = false;
-                    let __is_dirty1: bool = false;
-                    let __dup1: ::core::option::Option<usize> = if false
-                        || x.is_same(&__out1)
-                    {
-                        ::core::option::Option::None
-                    } else {
-                        [&__out0].iter().position(|__e| __e.is_same(&__out1))
-                    };
-                    let __out0 = {
-                        let __input: bool = false || x.is_same(&__out0);
-                        ::autograd::__private::custom_output(
-                            __out0,
-                            __input,
-                            __is_dirty0,
-                            false,
-                        )
-                    };
-                    let __out1 = match __dup1 {
-                        ::core::option::Option::Some(0usize) => {
-                            ::core::clone::Clone::clone(&__out0)
-                        }
-                        _ => {
-                            let __input: bool = false || x.is_same(&__out1);
-                            ::autograd::__private::custom_output(
-                                __out1,
-                                __input,
-                                __is_dirty1,
-                                false,
-                            )
-                        }
-                    };
-                    ::autograd::__private::mark_custom_outputs(
-                        &[&__out0, &__out1],
-                        &[__is_dirty0, __is_dirty1],
-                        0usize,
-                    );
-                    ::core::result::Result::Ok((__out0, __out1))
-                };
-            }
-            let ::core::option::Option::Some(__edges) = (match ::autograd::__private::try_next_edges(
-                &[x],
-            ) {
-                ::core::result::Result::Ok(__e) => __e,
-                ::core::result::Result::Err(__e) => {
-                    #[allow(unused_imports)]
-                    use ::autograd::__private::{ConvertsError as _, KeepsError as _};
-                    let __probe = ::autograd::__private::ErrorProbe::<
-                        <__autograd_sin_cos_output as ::autograd::__private::ForwardResult>::Error,
-                    >::new();
-                    #[allow(clippy::needless_borrow)]
-                    let __converted = (&&__probe).convert_error(__e);
-                    match __converted {
-                        ::core::result::Result::Ok(__e) => {
-                            return ::core::result::Result::Err(__e);
-                        }
-                        ::core::result::Result::Err(_) => {
-                            ::autograd::__private::next_edges(&[x])
+            let __edges = if ::autograd::is_grad_enabled() {
+                (match ::autograd::__private::try_next_edges(&[x]) {
+                    ::core::result::Result::Ok(__e) => __e,
+                    ::core::result::Result::Err(__e) => {
+                        #[allow(unused_imports)]
+                        use ::autograd::__private::{ConvertsError as _, KeepsError as _};
+                        let __probe = ::autograd::__private::ErrorProbe::<
+                            <__autograd_sin_cos_output as ::autograd::__private::ForwardResult>::Error,
+                        >::new();
+                        #[allow(clippy::needless_borrow)]
+                        let __converted = (&&__probe).convert_error(__e);
+                        match __converted {
+                            ::core::result::Result::Ok(__e) => {
+                                return ::core::result::Result::Err(__e);
+                            }
+                            ::core::result::Result::Err(_) => {
+                                ::autograd::__private::next_edges(&[x])
+                            }
                         }
                     }
-                }
-            }) else {
+                })
+            } else {
+                ::core::option::Option::None
+            };
+            let ::core::option::Option::Some(__edges) = __edges else {
                 let _no_grad = ::autograd::no_grad();
                 return {
                     let __output = __autograd_sin_cos_forward(x);
