@@ -1,7 +1,8 @@
 //! Code generation: `quote!` only, infallible, run on validated IR. This file emits what
 //! `#[differentiable]` adds next to the user's function (the public wrapper, the renamed body, the
 //! marker type, the link trait and the signature macro); `node.rs` emits the graph node and
-//! `backward.rs` what `#[backward]` adds.
+//! `backward/` what `#[backward]` adds (the link trait's `call`; in `backward/outputs.rs` what a
+//! custom function's outputs become, in `backward/saving.rs` what the node keeps).
 
 mod backward;
 pub(crate) mod derive;
