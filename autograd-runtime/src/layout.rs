@@ -287,6 +287,126 @@ pub(crate) fn contiguous_strides(shape: &[usize]) -> Dims {
     strides
 }
 
+/// Where an element-wise op's result puts its elements when they are not in C order: `perm`
+/// lists the result's dims from the outermost in memory to the innermost, and `strides` are its
+/// strides (dense in that order).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ElementwiseOrder {
+    pub(crate) perm: Dims,
+    pub(crate) strides: Dims,
+}
+
+impl ElementwiseOrder {
+    /// `operand` (broadcastable to the result's shape) as the backend sees it: given the result's
+    /// number of dims (new leading dims of size 1, stride 0) and permuted by `perm`, so that a
+    /// kernel writing its result densely in C order writes it in this order.
+    pub(crate) fn present(&self, operand: &Layout) -> Layout {
+        let pad = self.perm.len() - operand.shape.len();
+        let dim = |d: usize| {
+            d.checked_sub(pad)
+                .map_or((1, 0), |k| (operand.shape[k], operand.strides[k]))
+        };
+        Layout {
+            shape: self.perm.iter().map(|&d| dim(d).0).collect(),
+            strides: self.perm.iter().map(|&d| dim(d).1).collect(),
+            offset: operand.offset,
+        }
+    }
+
+    /// The result's layout, over a buffer the kernel wrote densely in `perm`'s order.
+    pub(crate) fn result(self, shape: &[usize]) -> Layout {
+        Layout {
+            shape: shape.into(),
+            strides: self.strides,
+            offset: 0,
+        }
+    }
+}
+
+/// The layout PyTorch's `TensorIterator` gives the new result of an element-wise op over
+/// `operands` (broadcast to `shape`), or `None` when it is plain C order (always so when every
+/// operand is contiguous: the fast path).
+///
+/// PyTorch's rules, in its order: operands of the result's shape that are all dense with the
+/// same strides give the result those strides (`FastSetupType::NON_OVERLAPPING_DENSE`);
+/// otherwise the dims are sorted from the innermost by the operands' strides, the first operand
+/// whose strides differ deciding, broadcast dims skipped, equal strides putting the smaller dim
+/// inside (`reorder_dimensions`), and the result is dense in that order. So `x.t().exp()` is
+/// transposed like `x.t()`, and `x.t() + y` follows `x.t()`.
+pub(crate) fn elementwise_order(operands: &[&Layout], shape: &[usize]) -> Option<ElementwiseOrder> {
+    if operands.iter().all(|l| l.is_contiguous()) || shape.contains(&0) {
+        return None;
+    }
+    let n = shape.len();
+    let same_dense = operands.iter().all(|l| {
+        same_dims(&l.shape, shape)
+            && l.is_non_overlapping_and_dense()
+            && l.strides == operands[0].strides
+    });
+    if same_dense {
+        let strides = operands[0].strides.clone();
+        let mut perm: Dims = (0..n).collect();
+        perm.sort_by(|&a, &b| strides[b].cmp(&strides[a]).then(a.cmp(&b)));
+        return Some(ElementwiseOrder { perm, strides });
+    }
+    // Each operand's stride along each dim of the result: 0 where it is broadcast.
+    let stride = |l: &Layout, d: usize| {
+        let pad = n - l.shape.len();
+        d.checked_sub(pad).map_or(0, |k| {
+            if l.shape[k] == 1 && shape[d] != 1 {
+                0
+            } else {
+                l.strides[k]
+            }
+        })
+    };
+    // 1: `d0` goes outside `d1`; -1: inside; 0: no operand decides (PyTorch's `should_swap`).
+    let should_swap = |d0: usize, d1: usize| -> i8 {
+        for l in operands {
+            let (s0, s1) = (stride(l, d0), stride(l, d1));
+            if s0 == 0 || s1 == 0 {
+                continue;
+            }
+            if s0 != s1 {
+                return if s0 < s1 { -1 } else { 1 };
+            }
+            if shape[d0] > shape[d1] {
+                return 1;
+            }
+        }
+        0
+    };
+    // From the innermost dim out; an insertion sort that leaves undecided pairs as they are.
+    let mut inner_first: Dims = (0..n).rev().collect();
+    for i in 1..n {
+        let mut d1 = i;
+        for d0 in (0..i).rev() {
+            match should_swap(inner_first[d0], inner_first[d1]) {
+                1 => {
+                    inner_first.swap(d0, d1);
+                    d1 = d0;
+                }
+                -1 => break,
+                _ => {}
+            }
+        }
+    }
+    if inner_first.iter().rev().copied().eq(0..n) {
+        return None;
+    }
+    let mut strides: Dims = smallvec::smallvec![0; n];
+    let mut acc = 1;
+    for &d in &inner_first {
+        strides[d] = acc;
+        acc *= shape[d];
+    }
+    inner_first.reverse();
+    Some(ElementwiseOrder {
+        perm: inner_first,
+        strides,
+    })
+}
+
 /// Resolves a possibly negative dimension index against `ndim` dims.
 pub(crate) fn wrap_dim(dim: isize, ndim: usize) -> Result<usize> {
     let n = ndim.max(1) as isize;
@@ -346,6 +466,59 @@ mod tests {
         assert_eq!(e.strides.as_slice(), &[0, 1, 0]);
         assert!(Layout::contiguous(&[3]).expand(&[4]).is_err());
         assert_eq!(wrap_dim(-1, 3).expect("valid"), 2);
+    }
+
+    /// `elementwise_order` against the strides PyTorch 2.15 gives the results (`.stride()` of
+    /// `x.t().exp()`, `x.t() + y`, ...).
+    #[test]
+    fn elementwise_results_take_pytorchs_strides() {
+        let l = |shape: &[usize], strides: &[usize]| Layout {
+            shape: shape.into(),
+            strides: strides.into(),
+            offset: 0,
+        };
+        let strides = |ops: &[&Layout], shape: &[usize]| -> Vec<usize> {
+            elementwise_order(ops, shape).map_or_else(
+                || contiguous_strides(shape).to_vec(),
+                |o| o.strides.to_vec(),
+            )
+        };
+        let xt = l(&[3, 2], &[1, 3]); // randn(2, 3).t()
+        let y = Layout::contiguous(&[3, 2]);
+        assert_eq!(strides(&[&xt], &[3, 2]), [1, 3]);
+        assert_eq!(strides(&[&xt, &y], &[3, 2]), [1, 3]);
+        assert_eq!(strides(&[&y, &xt], &[3, 2]), [2, 1]);
+        assert_eq!(strides(&[&xt, &Layout::contiguous(&[2])], &[3, 2]), [1, 3]);
+        assert_eq!(
+            strides(&[&xt, &Layout::contiguous(&[1, 2])], &[3, 2]),
+            [1, 3]
+        );
+        // randn(2, 3, 4).permute(2, 0, 1), alone and beside a contiguous operand.
+        let p = l(&[4, 2, 3], &[1, 12, 4]);
+        assert_eq!(strides(&[&p], &[4, 2, 3]), [1, 12, 4]);
+        let p = l(&[3, 4, 2], &[4, 1, 12]); // randn(2, 3, 4).permute(1, 2, 0)
+        let q = Layout::contiguous(&[3, 4, 2]);
+        assert_eq!(strides(&[&q, &p], &[3, 4, 2]), [8, 2, 1]);
+        assert_eq!(strides(&[&p, &q], &[3, 4, 2]), [4, 1, 12]);
+        // Not dense (randn(3, 8)[:, ::2]) or broadcast (randn(3, 1).expand(3, 4), and that
+        // permuted): C order.
+        assert_eq!(strides(&[&l(&[3, 4], &[8, 2])], &[3, 4]), [4, 1]);
+        assert_eq!(strides(&[&l(&[3, 4], &[1, 0])], &[3, 4]), [4, 1]);
+        assert_eq!(
+            strides(&[&l(&[5, 3, 4], &[0, 4, 1])], &[5, 3, 4]),
+            [12, 4, 1]
+        );
+        // randn(4, 1, 3).permute(2, 1, 0): a size-1 dim's stride is kept as it is.
+        let w = l(&[3, 1, 4], &[1, 3, 3]);
+        assert_eq!(strides(&[&w], &[3, 1, 4]), [1, 3, 3]);
+        assert_eq!(
+            strides(&[&w, &Layout::contiguous(&[3, 1, 4])], &[3, 1, 4]),
+            [1, 3, 3]
+        );
+        // A permuted operand as the backend sees it is contiguous.
+        let o = elementwise_order(&[&xt], &[3, 2]).expect("transposed");
+        assert!(o.present(&xt).is_contiguous());
+        assert!(elementwise_order(&[&y, &y], &[3, 2]).is_none());
     }
 
     /// `view_strides` against PyTorch 2.15's `view(..).stride()` (`None`: its "view size is not

@@ -397,29 +397,14 @@ pub(super) fn describe(s: &Value) -> String {
 
 // ----- the test ----------------------------------------------------------------------------------
 
-// ----- TEMPORARY allow-lists: remove each as its cause is fixed ---------------------------------
-//
-// Programs that disagree with PyTorch, by the cause of their first disagreement. They are
-// replayed and counted apart, so that `custom_corpus_matches_pytorch` passes meanwhile; the test
-// prints how many it skipped and which listed programs now pass (`CORPUS_NO_ALLOW=1` replays
-// them as any other). Every program not listed must agree. (When the corpus was recorded, 551
-// programs failed: 263 for custom-function views, 150 for `no_grad` returning the input handle,
-// 97 for `save(..)` residuals, all fixed by a9a5710; then 57 for `mark_dirty`'s version bump
-// (F1), a custom call on a stale view (F4), a dirty no_grad view of a leaf (F5), hooked
-// residuals' requires_grad (F6) and 4 for `reshape` copying strided inputs PyTorch views (F2),
-// all fixed since; this is what remains.)
-
-/// F3: an element-wise op on a transposed input gives a contiguous result here and a
-/// transposed-strided one in PyTorch, so a later `reshape` is a view here and a copy there (here
-/// `square_view`'s residual then requires grad, and the second-order gradient with it).
-const F3_ELEMENTWISE_RESULT_LAYOUT: &[usize] = &[526];
+// When the corpus was recorded, 551 programs disagreed with PyTorch: 263 for custom-function
+// views, 150 for `no_grad` returning the input handle, 97 for `save(..)` residuals, then
+// `mark_dirty`'s version bump (F1), `reshape` copying strided inputs PyTorch views (F2), an
+// element-wise result's layout (F3: `x.t().exp()` is transposed in PyTorch, so a later `reshape`
+// copies), a custom call on a stale view (F4), a dirty no_grad view of a leaf (F5) and hooked
+// residuals' requires_grad (F6). All are fixed: every program must agree.
 
 #[test]
 fn custom_corpus_matches_pytorch() {
-    run_corpus(
-        "custom-function corpus",
-        CUSTOM_CORPUS,
-        3000,
-        F3_ELEMENTWISE_RESULT_LAYOUT,
-    );
+    run_corpus("custom-function corpus", CUSTOM_CORPUS, 3000, &[]);
 }

@@ -351,3 +351,43 @@ fn custom_inplace_function_on_a_view() -> R {
     assert!(matches!(err, Error::ViewOfLeafInPlace), "{err}");
     Ok(())
 }
+
+/// An element-wise result takes its operand's layout as PyTorch's `TensorIterator` gives it:
+/// `x.t().exp()` is transposed (strides `(1, 3)`), so `reshape(6)` of it copies
+/// (`UnsafeViewBackward0`) where that of a contiguous result would be a view; and the values
+/// and gradients are those of the transposed elements.
+#[test]
+fn elementwise_results_keep_a_transposed_operands_layout() -> R {
+    let x = leaf(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], &[2, 3]);
+    let y = x.transpose(0, 1)?.exp()?;
+    assert_eq!((y.strides(), y.is_contiguous()), (&[1, 3][..], false));
+    let e = |v: f64| v.exp();
+    assert_close(&vals(&y), &[e(0.0), e(3.0), e(1.0), e(4.0), e(2.0), e(5.0)]);
+    let flat = y.reshape(&[6])?;
+    assert!(!flat.is_view());
+    assert_eq!(
+        flat.grad_fn().expect("recorded").name(),
+        "UnsafeViewBackward0"
+    );
+    assert_eq!(
+        x.transpose(0, 1)?
+            .mul_scalar(2.0)?
+            .add_scalar(1.0)?
+            .strides(),
+        &[1, 3]
+    );
+    assert_eq!(
+        x.transpose(0, 1)?.add(&t(&[1.0; 6], &[3, 2]))?.strides(),
+        &[1, 3]
+    );
+    assert_eq!(
+        t(&[1.0; 6], &[3, 2]).add(&x.transpose(0, 1)?)?.strides(),
+        &[2, 1]
+    );
+    x.transpose(0, 1)?
+        .mul(&x.transpose(0, 1)?)?
+        .sum()?
+        .backward()?;
+    assert_close(&grad_of(&x), &[0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+    Ok(())
+}

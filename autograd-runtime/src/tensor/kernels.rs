@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use super::Tensor;
 use super::storage::Storage;
 use crate::backend::{self, Backend, BinaryOp, FusedOp, Out, UnaryOp};
-use crate::layout::Layout;
+use crate::layout::{Layout, elementwise_order};
 use crate::sync::Arc;
 use crate::{DType, Device, Element, Error, Result};
 
@@ -24,6 +24,33 @@ pub(crate) use crate::backend::{Buffer, ElemVec};
 #[inline]
 fn wrap((buffer, shape): Out, device: Device) -> Tensor {
     Tensor::from_buffer(buffer, &shape, device)
+}
+
+/// An element-wise kernel's result in the layout PyTorch gives it ([`elementwise_order`]):
+/// `run` gets the operands' layouts as the backend must see them (permuted, when the result is
+/// not in C order, so that the dense buffer the kernel writes is the result in that order).
+#[inline]
+fn elementwise<const N: usize>(
+    operands: [&Layout; N],
+    shape: &[usize],
+    device: Device,
+    run: impl FnOnce([&Layout; N]) -> Result<Out>,
+) -> Result<Tensor> {
+    match elementwise_order(&operands, shape) {
+        None => Ok(wrap(run(operands)?, device)),
+        Some(order) => {
+            let presented = operands.map(|l| order.present(l));
+            let (buffer, _) = run(std::array::from_fn(|i| &presented[i]))?;
+            let storage = Arc::new(Storage::new(buffer, device));
+            Ok(Tensor::from_parts(storage, order.result(shape)))
+        }
+    }
+}
+
+/// The shape `a (op) b` broadcasts to, or `a`'s when they do not broadcast (the kernel then
+/// reports it).
+fn broadcast_or_first(a: &Layout, b: &Layout) -> Vec<usize> {
+    crate::backend::broadcast_shapes(&a.shape, &b.shape).unwrap_or_else(|_| a.shape.to_vec())
 }
 
 /// Runs `f` on `x`'s buffer (read-locked) and layout.
@@ -110,20 +137,34 @@ impl Kernels {
 
     /// See [`Backend::unary`].
     pub(crate) fn unary(self, op: UnaryOp, x: &Tensor) -> Result<Tensor> {
-        Ok(wrap(read(x, |b, l| self.0.unary(op, b, l))?, x.device()))
+        read(x, |b, l| {
+            elementwise([l], &l.shape, x.device(), |[l]| self.0.unary(op, b, l))
+        })
     }
 
     /// See [`Backend::pow_scalar`].
     pub(crate) fn pow_scalar(self, x: &Tensor, exponent: f64) -> Result<Tensor> {
-        let out = read(x, |b, l| self.0.pow_scalar(b, l, exponent))?;
-        Ok(wrap(out, x.device()))
+        read(x, |b, l| {
+            elementwise([l], &l.shape, x.device(), |[l]| {
+                self.0.pow_scalar(b, l, exponent)
+            })
+        })
     }
 
     /// See [`Backend::binary`].
     pub(crate) fn binary(self, op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         a.check_same_dtype_device("binary op", b)?;
-        let out = read2(a, b, |x, y| self.0.binary(op, x, a.layout(), y, b.layout()))?;
-        Ok(wrap(out, a.device()))
+        let (la, lb) = (a.layout(), b.layout());
+        let shape = if la.is_contiguous() && lb.is_contiguous() {
+            Vec::new() // not looked at: contiguous operands give a contiguous result
+        } else {
+            broadcast_or_first(la, lb)
+        };
+        read2(a, b, |x, y| {
+            elementwise([la, lb], &shape, a.device(), |[la, lb]| {
+                self.0.binary(op, x, la, y, lb)
+            })
+        })
     }
 
     /// See [`Backend::binary_scalar`].
@@ -134,15 +175,22 @@ impl Kernels {
         s: f64,
         scalar_on_left: bool,
     ) -> Result<Tensor> {
-        let out = read(x, |b, l| self.0.binary_scalar(op, b, l, s, scalar_on_left))?;
-        Ok(wrap(out, x.device()))
+        read(x, |b, l| {
+            elementwise([l], &l.shape, x.device(), |[l]| {
+                self.0.binary_scalar(op, b, l, s, scalar_on_left)
+            })
+        })
     }
 
     /// See [`Backend::fused`].
     pub(crate) fn fused(self, op: FusedOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         a.check_same_dtype_device("fused op", b)?;
-        let out = read2(a, b, |x, y| self.0.fused(op, x, a.layout(), y, b.layout()))?;
-        Ok(wrap(out, a.device()))
+        let (la, lb) = (a.layout(), b.layout());
+        read2(a, b, |x, y| {
+            elementwise([la, lb], &la.shape, a.device(), |[la, lb]| {
+                self.0.fused(op, x, la, y, lb)
+            })
+        })
     }
 
     /// See [`Backend::fused_inplace`]: the caller proves `a` is referenced by nothing else.
