@@ -44,10 +44,7 @@ pub fn is_available() -> bool {
 /// assert_eq!(n > 0, autograd_runtime::cuda::is_available());
 /// ```
 pub fn device_count() -> usize {
-    #[cfg(feature = "cuda")]
-    return crate::backend::cuda::driver().unwrap_or(0);
-    #[cfg(not(feature = "cuda"))]
-    0
+    crate::backend::cuda_device_count()
 }
 
 /// Why `cuda:<ordinal>` cannot be used (no driver, no such device, a library missing, a set-up
@@ -88,16 +85,7 @@ pub fn unavailable_reason(ordinal: usize) -> Option<String> {
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
 pub fn synchronize(ordinal: usize) -> crate::Result<()> {
-    #[cfg(feature = "cuda")]
-    {
-        let dev = crate::backend::cuda::device(ordinal)?;
-        dev.bind()?;
-        dev.stream
-            .synchronize()
-            .map_err(|e| dev.error("synchronize", e))
-    }
-    #[cfg(not(feature = "cuda"))]
-    Err(crate::backend::no_cuda(crate::Device::Cuda(ordinal)))
+    crate::backend::cuda_synchronize(ordinal)
 }
 
 /// Bytes of device memory held by the live tensors of `cuda:<ordinal>` (PyTorch's
@@ -126,13 +114,7 @@ pub fn synchronize(ordinal: usize) -> crate::Result<()> {
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
 pub fn memory_allocated(ordinal: usize) -> crate::Result<usize> {
-    #[cfg(feature = "cuda")]
-    {
-        let dev = crate::backend::cuda::device(ordinal)?;
-        Ok(dev.allocated.load(std::sync::atomic::Ordering::Relaxed))
-    }
-    #[cfg(not(feature = "cuda"))]
-    Err(crate::backend::no_cuda(crate::Device::Cuda(ordinal)))
+    Ok(crate::backend::cuda_memory(ordinal)?.0)
 }
 
 /// Bytes of device memory of `cuda:<ordinal>` held by live tensors plus the freed blocks kept for
@@ -163,13 +145,8 @@ pub fn memory_allocated(ordinal: usize) -> crate::Result<usize> {
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
 pub fn memory_reserved(ordinal: usize) -> crate::Result<usize> {
-    #[cfg(feature = "cuda")]
-    {
-        let dev = crate::backend::cuda::device(ordinal)?;
-        Ok(dev.allocated.load(std::sync::atomic::Ordering::Relaxed) + dev.cache.bytes())
-    }
-    #[cfg(not(feature = "cuda"))]
-    Err(crate::backend::no_cuda(crate::Device::Cuda(ordinal)))
+    let (allocated, cached) = crate::backend::cuda_memory(ordinal)?;
+    Ok(allocated + cached)
 }
 
 /// Gives the device memory kept for reuse on every CUDA device back to the driver (PyTorch's
@@ -181,6 +158,5 @@ pub fn memory_reserved(ordinal: usize) -> crate::Result<usize> {
 /// autograd_runtime::cuda::empty_cache();
 /// ```
 pub fn empty_cache() {
-    #[cfg(feature = "cuda")]
-    crate::backend::cuda::empty_caches();
+    crate::backend::cuda_empty_caches();
 }

@@ -51,7 +51,7 @@ pub mod viz;
 mod warning;
 
 pub use anomaly::{AnomalyGuard, detect_anomaly, is_anomaly_enabled, set_detect_anomaly};
-pub use backend::cpu::{cached_bytes, empty_cache, num_threads, set_cache_limit, set_num_threads};
+pub use backend::{cached_bytes, empty_cache, num_threads, set_cache_limit, set_num_threads};
 pub use checkpoint::{CheckpointOptions, checkpoint};
 pub use device::Device;
 pub use dtype::{DType, Element};

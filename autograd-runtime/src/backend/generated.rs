@@ -10,7 +10,9 @@
 
 use std::fmt::Write as _;
 
-use super::{BinaryOp, UnaryOp};
+use super::{BinaryOp, MapOp, UnaryOp};
+use crate::sync::Ordering;
+use crate::sync::statics::{AtomicU64, OnceLock};
 
 /// One instruction: the value of one register.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -49,6 +51,47 @@ pub(crate) struct GeneratedKernel {
     pub(crate) outputs: Vec<u16>,
     pub(crate) n_inputs: usize,
     pub(crate) n_scalars: usize,
+}
+
+/// A unique id for a new generated kernel (what a backend caches its compiled form by).
+pub(crate) fn next_id() -> u64 {
+    static IDS: AtomicU64 = AtomicU64::new(0);
+    // Relaxed: only uniqueness matters.
+    IDS.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A [`MapOp`] as a generated kernel of one input, and its scalar arguments: how a backend that
+/// compiles generated kernels (CUDA) runs one in one launch without a kernel of its own. Built
+/// once; run on the CPU, it gives the bits of the CPU's own map (tested below).
+// Run by the CUDA backend; without it, only the test below runs it.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn map_kernel(op: MapOp) -> (&'static GeneratedKernel, [f64; 2]) {
+    static KERNELS: OnceLock<[GeneratedKernel; 3]> = OnceLock::new();
+    let kernels = KERNELS.get_or_init(|| {
+        let bounded = |inst: Inst| GeneratedKernel {
+            id: next_id(),
+            insts: vec![Inst::Load(0), Inst::Scalar(0), Inst::Scalar(1), inst],
+            outputs: vec![3],
+            n_inputs: 1,
+            n_scalars: 2,
+        };
+        [
+            bounded(Inst::Clamp(0, 1, 2)),
+            bounded(Inst::Interior(0, 1, 2)),
+            GeneratedKernel {
+                id: next_id(),
+                insts: vec![Inst::Load(0), Inst::Erf(0)],
+                outputs: vec![1],
+                n_inputs: 1,
+                n_scalars: 0,
+            },
+        ]
+    });
+    match op {
+        MapOp::Clamp { lo, hi } => (&kernels[0], [lo, hi]),
+        MapOp::ClampInterior { lo, hi } => (&kernels[1], [lo, hi]),
+        MapOp::Erf => (&kernels[2], [0.0; 2]),
+    }
 }
 
 // Printed by the CUDA backend; without it, only the host test below reads the source.

@@ -10,12 +10,17 @@ pub(crate) mod cpu;
 pub(crate) mod cuda;
 pub(crate) mod generated;
 mod op;
+pub(crate) mod step;
 
 use std::fmt;
 
 pub use buffer::{Buffer, ElemVec};
-pub(crate) use cpu::{BroadcastError, broadcast_shapes, erf_f64};
-pub(crate) use op::{BinaryOp, FusedOp, UnaryOp};
+#[cfg(test)]
+pub(crate) use cpu::erf_f64;
+pub(crate) use cpu::{BroadcastError, broadcast_shapes};
+pub use cpu::{cached_bytes, empty_cache, num_threads, set_cache_limit, set_num_threads};
+pub(crate) use op::{BinaryOp, FusedOp, MapOp, UnaryOp};
+pub(crate) use step::{AdagradCoeffs, AdamCoeffs, RmsPropCoeffs, SgdCoeffs, StepSet, Update};
 
 use crate::layout::{Dims, Layout};
 use crate::{DType, Device, Result};
@@ -35,6 +40,9 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
     // ----- element-wise ---------------------------------------------------------------------
     /// `op(x)` element-wise.
     fn unary(&self, op: UnaryOp, x: &Buffer, lx: &Layout) -> Result<Out>;
+    /// `op(x)` element-wise for an op with parameters ([`MapOp`]: clamp, its gradient mask,
+    /// erf), one pass.
+    fn map(&self, op: MapOp, x: &Buffer, lx: &Layout) -> Result<Out>;
     /// `x^exponent` element-wise (PyTorch's `pow(Tensor, Scalar)`).
     fn pow_scalar(&self, x: &Buffer, lx: &Layout, exponent: f64) -> Result<Out>;
     /// `a (op) b` with PyTorch broadcasting. Same dtype (checked by the caller); `a` and `b` may
@@ -160,6 +168,20 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
     // ----- linear algebra ---------------------------------------------------------------------
     /// PyTorch's `matmul` (shapes checked by the caller except the batch broadcast).
     fn matmul(&self, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Out>;
+
+    // ----- optimizers ---------------------------------------------------------------------------
+    /// One fused optimizer step (PyTorch's `fused=True`) over `sets`, one parameter group of one
+    /// algorithm and dtype: each parameter and its state updated in place from its gradient
+    /// ([`Update`]), every element read and written once (one pass on the host, one launch on a
+    /// device). The caller holds the locks, has checked that written buffers are distinct and
+    /// bumps the versions.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when a buffer is not this
+    /// backend's, the dtypes differ or a tensor's elements run past its buffer (nothing is
+    /// updated then); a device error.
+    fn fused_step(&self, sets: Vec<StepSet<'_>>) -> Result<()>;
 }
 
 /// Device indices are below this (PyTorch's `c10::Device` index is 8-bit; its engine starts a
@@ -233,4 +255,59 @@ pub(crate) fn on_device_thread_start(index: usize) {
     cuda::bind_worker(index);
     #[cfg(not(feature = "cuda"))]
     let _ = index;
+}
+
+/// Standard normal samples of `shape` from `seed`, in host memory (PyTorch's CPU generator
+/// draws every tensor's numbers on the host, whatever its device).
+pub(crate) fn host_randn<T: crate::Element>(shape: &[usize], seed: u64) -> Out {
+    cpu::dispatch::out_of(cpu::randn::<T>(shape, seed))
+}
+
+/// Samples uniform in `[0, 1)` of `shape` from `seed`, in host memory.
+pub(crate) fn host_rand<T: crate::Element>(shape: &[usize], seed: u64) -> Out {
+    cpu::dispatch::out_of(cpu::rand::<T>(shape, seed))
+}
+
+// ----- CUDA devices, for the public `cuda` module ------------------------------------------------
+
+/// The number of CUDA devices the driver reports (0 without the driver or the `cuda` feature).
+pub(crate) fn cuda_device_count() -> usize {
+    #[cfg(feature = "cuda")]
+    return cuda::driver().unwrap_or(0);
+    #[cfg(not(feature = "cuda"))]
+    0
+}
+
+/// Waits for every kernel queued on CUDA device `ordinal`.
+pub(crate) fn cuda_synchronize(ordinal: usize) -> Result<()> {
+    #[cfg(feature = "cuda")]
+    {
+        let dev = cuda::device(ordinal)?;
+        dev.bind()?;
+        dev.stream
+            .synchronize()
+            .map_err(|e| dev.error("synchronize", e))
+    }
+    #[cfg(not(feature = "cuda"))]
+    Err(no_cuda(Device::Cuda(ordinal)))
+}
+
+/// CUDA device `ordinal`'s memory: bytes held by tensors, and bytes kept in its cache of freed
+/// blocks.
+pub(crate) fn cuda_memory(ordinal: usize) -> Result<(usize, usize)> {
+    #[cfg(feature = "cuda")]
+    {
+        let dev = cuda::device(ordinal)?;
+        // Relaxed: a statistic read on its own, ordering nothing else.
+        let allocated = dev.allocated.load(crate::sync::Ordering::Relaxed);
+        Ok((allocated, dev.cache.bytes()))
+    }
+    #[cfg(not(feature = "cuda"))]
+    Err(no_cuda(Device::Cuda(ordinal)))
+}
+
+/// Frees every CUDA device's cache of freed blocks.
+pub(crate) fn cuda_empty_caches() {
+    #[cfg(feature = "cuda")]
+    cuda::empty_caches();
 }

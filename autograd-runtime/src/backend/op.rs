@@ -99,3 +99,25 @@ impl FusedOp {
         }
     }
 }
+
+/// An element-wise function with parameters that is not arithmetic on the vectorised paths:
+/// each backend runs it as one pass (one launch on a device).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum MapOp {
+    /// `min(max(x, lo), hi)` with the bounds rounded to the element type; NaN stays NaN.
+    Clamp {
+        /// The lower bound (`-inf`: none).
+        lo: f64,
+        /// The upper bound (`inf`: none).
+        hi: f64,
+    },
+    /// 1 where `lo < x < hi`, else 0 (a bound itself and NaN included): clamp's gradient mask.
+    ClampInterior {
+        /// The lower bound.
+        lo: f64,
+        /// The upper bound.
+        hi: f64,
+    },
+    /// The error function, computed in `f64` and rounded to the element type.
+    Erf,
+}

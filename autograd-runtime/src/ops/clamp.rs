@@ -2,80 +2,27 @@
 //! gradient passes where `min < x < max`, and an element at a bound gets none, as PyTorch's
 //! (2.15, recorded in `tests/corpus/ops.jsonl.gz`) does for scalar bounds.
 //!
-//! On the host the kernel is a per-element map; on a CUDA device, a generated kernel (one
-//! launch: `ops/device_map.rs`).
+//! The kernels are the backend's element maps (`MapOp::Clamp` and its gradient mask
+//! `MapOp::ClampInterior`): one pass on the host, one launch on a device.
 
 use autograd_macros::{backward, differentiable};
 
-use super::device_map::{DeviceMap, device_map};
-use crate::tensor::kernels::{ElementMap, host};
-use crate::{Device, Element, Error, Result, Tensor};
+use crate::backend::MapOp;
+use crate::tensor::kernels;
+use crate::{Error, Result, Tensor};
 
 /// `min(max(x, lo), hi)`; a missing bound is infinite.
 #[differentiable(builtin, crate = "crate", name = "ClampBackward1")]
 fn clamp(x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
-    x.element_map(Clamp { lo, hi }, DeviceMap::Clamp, &[lo, hi])
+    kernels::of_tensor(x)?.map(MapOp::Clamp { lo, hi }, x)
 }
 
 #[backward(clamp)]
 fn clamp_backward(grad: &Tensor, x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
-    grad.mul(&x.element_map(Interior { lo, hi }, DeviceMap::Interior, &[lo, hi])?)
-}
-
-/// `min(max(x, lo), hi)` with the bounds rounded to the element type; NaN stays NaN.
-#[derive(Clone, Copy, Debug)]
-struct Clamp {
-    lo: f64,
-    hi: f64,
-}
-
-impl ElementMap for Clamp {
-    fn apply<T: Element>(self, x: T) -> T {
-        let (lo, hi) = (T::from_f64(self.lo), T::from_f64(self.hi));
-        let y = if x < lo { lo } else { x };
-        if y > hi { hi } else { y }
-    }
-}
-
-/// 1 where `lo < x < hi`, else 0 (a bound itself and NaN included): the gradient's mask.
-#[derive(Clone, Copy, Debug)]
-struct Interior {
-    lo: f64,
-    hi: f64,
-}
-
-impl ElementMap for Interior {
-    fn apply<T: Element>(self, x: T) -> T {
-        let (lo, hi) = (T::from_f64(self.lo), T::from_f64(self.hi));
-        if x > lo && x < hi {
-            T::one()
-        } else {
-            T::zero()
-        }
-    }
+    grad.mul(&kernels::of_tensor(x)?.map(MapOp::ClampInterior { lo, hi }, x)?)
 }
 
 impl Tensor {
-    /// `m` applied to every element into a new tensor on this tensor's device: on the host as
-    /// `m`, on a CUDA device as the generated kernel `on_device` (with `scalars`), elsewhere
-    /// through a host copy.
-    pub(crate) fn element_map<M: ElementMap>(
-        &self,
-        m: M,
-        on_device: DeviceMap,
-        scalars: &[f64],
-    ) -> Result<Tensor> {
-        if matches!(self.device(), Device::Cuda(_)) && self.numel() > 0 {
-            return device_map(on_device, self, scalars);
-        }
-        let out = host(self)?.map_elements(m);
-        if self.device().is_host() {
-            Ok(out)
-        } else {
-            out.to(self.device())
-        }
-    }
-
     /// Every element limited to `[min, max]` (PyTorch's `clamp(min=, max=)`); a bound that is
     /// `None` does not apply, and where `min > max` every element becomes `max`, as in PyTorch.
     /// NaN stays NaN. The gradient passes where `min < x < max` (none at a bound, as in PyTorch).

@@ -1,9 +1,9 @@
 //! `erf`, the error function element-wise (for the exact GELU), with its gradient
 //! `2/√π · e^(-x²)` written in ops, so it is differentiable again.
 //!
-//! The kernel computes in f64: on the host with the function below, on a CUDA device as a
-//! generated kernel with CUDA's `erf` (`ops/device_map.rs`).
-//! Below `|x| = 2`, a series with positive terms only (no cancellation),
+//! The kernel is the backend's element map `MapOp::Erf`, computed in f64: on the host with the
+//! function `backend::erf_f64`, on a CUDA device with CUDA's `erf` in one launch. That function:
+//! below `|x| = 2`, a series with positive terms only (no cancellation),
 //! `erf x = 2/√π · e^(-x²) · Σ 2ⁿ x²ⁿ⁺¹ / (1·3·…·(2n+1))`; from 2 to 6, `1 - erfc x` with
 //! Laplace's continued fraction `erfc x = e^(-x²)/√π · 1/(x + ½/(x + 1/(x + 3/2/(x + …))))`;
 //! `±1` past 6, where `1 - erf x < 2⁻⁵⁶`. Within 8 ulps of the correctly rounded value
@@ -13,36 +13,14 @@ use std::f64::consts::FRAC_2_SQRT_PI;
 
 use autograd_macros::{backward, differentiable};
 
-use crate::backend::erf_f64;
-use crate::{DType, Device, Result, Tensor};
-
-/// `erf` of every element, computed in f64 and returned in `x`'s dtype: on a CUDA device by a
-/// generated kernel (CUDA's double-precision `erf`, one launch), elsewhere on the host.
-fn erf_kernel(x: &Tensor) -> Result<Tensor> {
-    if matches!(x.device(), Device::Cuda(_)) && x.numel() > 0 {
-        return super::device_map::device_map(super::device_map::DeviceMap::Erf, x, &[]);
-    }
-    let out = match x.dtype() {
-        DType::F64 => {
-            let values: Vec<f64> = x.to_vec::<f64>()?.into_iter().map(erf_f64).collect();
-            Tensor::from_vec(values, x.shape())?
-        }
-        DType::F32 => {
-            let values: Vec<f32> = x
-                .to_vec::<f32>()?
-                .into_iter()
-                .map(|v| erf_f64(f64::from(v)) as f32)
-                .collect();
-            Tensor::from_vec(values, x.shape())?
-        }
-    };
-    out.to(x.device())
-}
+use crate::backend::MapOp;
+use crate::tensor::kernels;
+use crate::{Result, Tensor};
 
 /// d erf x = 2/√π · e^(-x²): saves the input.
 #[differentiable(builtin, crate = "crate", name = "ErfBackward0", rule)]
 fn erf(x: &Tensor) -> Result<Tensor> {
-    erf_kernel(x)
+    kernels::of_tensor(x)?.map(MapOp::Erf, x)
 }
 
 #[backward(erf)]
@@ -74,8 +52,8 @@ impl Tensor {
 
 #[cfg(test)]
 mod tests {
-    use super::erf_f64;
     use crate::Tensor;
+    use crate::backend::erf_f64;
 
     /// Values of `math.erf` (CPython, correctly rounded libm) at points across the range.
     #[test]

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::backend::generated::{GeneratedKernel, Inst};
+use crate::backend::generated::{GeneratedKernel, Inst, next_id};
 use crate::backend::{BinaryOp, UnaryOp};
 use crate::sync::{Arc, RwLock};
 use crate::tensor::kernels;
@@ -423,13 +423,6 @@ pub(crate) fn run_kernel(
     let outs = kernels::of_tensor(refs[0])?.generated(kernel, &refs, &repeated, values, shape)?;
     RUNS.fetch_add(1, Ordering::Relaxed);
     Ok(outs)
-}
-
-/// A unique id for a new generated kernel (what a backend caches its compiled form by).
-pub(crate) fn next_id() -> u64 {
-    static IDS: AtomicU64 = AtomicU64::new(0);
-    // Relaxed: only uniqueness matters.
-    IDS.fetch_add(1, Ordering::Relaxed)
 }
 
 /// The derived forward as one kernel: body values `want` (the results, and the values the
@@ -991,19 +984,19 @@ pub(crate) fn sample_kernels() -> Vec<Sample> {
             .expect("backward from the inputs");
         out.push(sample("backward, recomputing", inputs));
     }
-    use super::device_map::DeviceMap;
-    for (map, scalars) in [
-        (DeviceMap::Clamp, vec![-0.5, 1.0]),
-        (DeviceMap::Interior, vec![-0.5, 1.0]),
-        (DeviceMap::Erf, vec![]),
+    use crate::backend::MapOp;
+    for map in [
+        MapOp::Clamp { lo: -0.5, hi: 1.0 },
+        MapOp::ClampInterior { lo: -0.5, hi: 1.0 },
+        MapOp::Erf,
     ] {
-        let kernel = super::device_map::kernel(map).clone();
+        let (kernel, scalars) = crate::backend::generated::map_kernel(map);
         out.push(Sample {
             name: format!("{map:?} map"),
-            kernel,
+            kernel: kernel.clone(),
             inputs: vec![0],
             repeated: vec![false],
-            scalars,
+            scalars: scalars[..kernel.n_scalars].to_vec(),
         });
     }
     // The backward of a loss: `sum` or `mean` of `x * y`, its gradient one repeated value.

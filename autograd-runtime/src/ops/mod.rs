@@ -30,7 +30,6 @@ mod binary;
 mod clamp;
 mod derivative_rules;
 mod device;
-mod device_map;
 mod erf;
 pub(crate) mod fused;
 mod index;

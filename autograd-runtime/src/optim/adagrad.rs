@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 use super::GroupOptions;
 use super::base::{Algorithm, Core, impl_optimizer};
 use super::checkpoint::{read_like, read_step, step_tensor};
-use super::fused::{AdagradCoeffs, Update};
+use super::fused_step::{AdagradCoeffs, Update};
 use super::ops::add_scaled;
 use super::options::{
     fixed_keys, json_f64, json_opt_bool, non_negative, read_bool, read_f64, read_opt_bool,

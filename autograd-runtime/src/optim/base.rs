@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::fused::{self, FusedSet, Update};
+use super::fused_step::{self, StepTensors, Update};
 use super::{GroupOptions, ParamGroup};
 use crate::{Error, Result, Tensor, no_grad};
 
@@ -120,8 +120,8 @@ impl<A: Algorithm> Core<A> {
             let (dtype, device) = (work[0].0.dtype(), work[0].0.device());
             let fusable = work
                 .iter()
-                .all(|(p, g, _)| fused::can_fuse(p, g, dtype, device))
-                && fused::distinct_storages(work.iter().map(|(p, _, _)| *p));
+                .all(|(p, g, _)| fused_step::can_fuse(p, g, dtype, device))
+                && fused_step::distinct_storages(work.iter().map(|(p, _, _)| *p));
             match choose(A::fused(o), fusable) {
                 Path::Refuse => {
                     return Err(Error::InvalidArgument(
@@ -180,14 +180,14 @@ fn run_fused<A: Algorithm>(
     let mut sets = Vec::with_capacity(work.len());
     for (p, g, s) in work {
         let (update, state) = A::fused_update(p, s, o)?;
-        sets.push(FusedSet {
+        sets.push(StepTensors {
             param: p,
             grad: g,
             state,
             update,
         });
     }
-    fused::run(&sets)
+    fused_step::run(&sets)
 }
 
 /// Refuses a gradient that does not match its parameter.

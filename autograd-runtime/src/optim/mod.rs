@@ -77,7 +77,7 @@ mod base;
 mod checkpoint;
 mod clip;
 
-mod fused;
+mod fused_step;
 pub mod lr_scheduler;
 mod ops;
 mod options;

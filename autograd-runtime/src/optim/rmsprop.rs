@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 use super::GroupOptions;
 use super::base::{Algorithm, Core, impl_optimizer};
 use super::checkpoint::{read_like, read_step, step_tensor};
-use super::fused::{RmsPropCoeffs, Update};
+use super::fused_step::{RmsPropCoeffs, Update};
 use super::ops::{add_scaled, add_scaled_, lerp_, scalar_like};
 use super::options::{fixed_keys, json_f64, non_negative, read_bool, read_f64};
 use crate::{Result, Tensor};

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use super::GroupOptions;
 use super::base::{Algorithm, Core, impl_optimizer};
 use super::checkpoint::read_like;
-use super::fused::{SgdCoeffs, Update};
+use super::fused_step::{SgdCoeffs, Update};
 use super::ops::{add_scaled, add_scaled_, scalar_like};
 use super::options::{
     fixed_keys, json_f64, json_opt_bool, non_negative, read_bool, read_f64, read_opt_bool,

@@ -6,7 +6,8 @@ use super::{
     Adagrad, AdagradOptions, Adam, AdamOptions, AdamW, Optimizer, RmsProp, RmsPropOptions, Sgd,
     SgdOptions,
 };
-use crate::tensor::kernels::with_host_slices;
+use crate::backend::{SgdCoeffs, Update};
+use crate::tensor::kernels::{self, StepTensors};
 use crate::{DType, StateDict, Tensor};
 
 fn params(dtype: DType, seed: u64) -> Vec<Tensor> {
@@ -140,24 +141,50 @@ fn a_fused_step_bumps_each_parameter_and_state_version_once() {
     );
 }
 
+/// The door's checks before a fused step runs: written tensors in storages of their own,
+/// contiguous, one dtype; reads may share a storage, and only the writes' versions move.
 #[test]
-fn the_adapter_refuses_shared_or_strided_tensors() {
+fn the_fused_step_door_refuses_shared_or_strided_tensors() {
+    let sgd = Update::Sgd(SgdCoeffs {
+        lr: 0.5,
+        momentum: 0.0,
+        dampening: 0.0,
+        weight_decay: 0.0,
+        nesterov: false,
+        maximize: false,
+        first: true,
+    });
+    let set = |param, grad: &Tensor, state| StepTensors {
+        param,
+        grad: grad.clone(),
+        state,
+        update: sgd,
+    };
+    let step = |sets: &[StepTensors<'_>]| kernels::of_tensor(sets[0].param)?.fused_step(sets);
     let a = Tensor::zeros(&[4], DType::F32).unwrap();
+    let ones = Tensor::ones(&[4], DType::F32).unwrap();
     let view = a.narrow(0, 0, 2).unwrap();
-    assert!(with_host_slices(&[&a, &view], &[], |_| ()).is_err());
-    assert!(with_host_slices(&[&a], &[&a], |_| ()).is_err());
+    let err = step(&[set(&a, &ones, vec![&view])]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "fused optimizer step: a written tensor shares its storage"
+    );
+    assert!(step(&[set(&a, &a, vec![])]).is_err());
     let t = Tensor::zeros(&[2, 3], DType::F32)
         .unwrap()
         .transpose(0, 1)
         .unwrap();
-    assert!(with_host_slices(&[&t], &[], |_| ()).is_err());
-    let b = Tensor::zeros(&[2], DType::F64).unwrap();
-    assert!(with_host_slices(&[&a], &[&b], |_| ()).is_err());
+    let t_grad = Tensor::ones(&[3, 2], DType::F32).unwrap();
+    assert!(step(&[set(&t, &t_grad, vec![])]).is_err());
+    let b = Tensor::ones(&[4], DType::F64).unwrap();
+    assert!(step(&[set(&a, &b, vec![])]).is_err());
+    assert_eq!(a.version(), 0, "a refused step changes nothing");
     // Reads may share a storage; only the writes' versions move.
-    let r = Tensor::ones(&[4], DType::F32).unwrap();
-    let r2 = r.detach();
-    with_host_slices(&[&a], &[&r, &r2], |_| ()).unwrap();
-    assert_eq!((a.version(), r.version()), (1, 0));
+    let c = Tensor::zeros(&[4], DType::F32).unwrap();
+    let ones_alias = ones.detach();
+    step(&[set(&a, &ones, vec![]), set(&c, &ones_alias, vec![])]).unwrap();
+    assert_eq!((a.version(), c.version(), ones.version()), (1, 1, 0));
+    assert_eq!(a.to_vec::<f32>().unwrap(), vec![-0.5; 4]);
 }
 
 #[test]

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 
 use super::Tensor;
 use super::storage::Storage;
-use crate::backend::{self, Backend, BinaryOp, FusedOp, Out, UnaryOp};
+use crate::backend::{self, Backend, BinaryOp, FusedOp, MapOp, Out, StepSet, UnaryOp, Update};
 use crate::layout::{Layout, elementwise_order};
 use crate::sync::Arc;
 use crate::{DType, Device, Element, Error, Result};
@@ -139,6 +139,13 @@ impl Kernels {
     pub(crate) fn unary(self, op: UnaryOp, x: &Tensor) -> Result<Tensor> {
         read(x, |b, l| {
             elementwise([l], &l.shape, x.device(), |[l]| self.0.unary(op, b, l))
+        })
+    }
+
+    /// See [`Backend::map`].
+    pub(crate) fn map(self, op: MapOp, x: &Tensor) -> Result<Tensor> {
+        read(x, |b, l| {
+            elementwise([l], &l.shape, x.device(), |[l]| self.0.map(op, b, l))
         })
     }
 
@@ -417,13 +424,13 @@ pub(crate) fn full(shape: &[usize], value: f64, dtype: DType, device: Device) ->
 
 /// Standard normal samples of `shape` from `seed`, as a CPU tensor.
 pub(crate) fn randn<T: Element>(shape: &[usize], seed: u64) -> Tensor {
-    let out = backend::cpu::dispatch::out_of(backend::cpu::randn::<T>(shape, seed));
+    let out = backend::host_randn::<T>(shape, seed);
     wrap(out, Device::Cpu)
 }
 
 /// Samples uniform in `[0, 1)` of `shape` from `seed`, as a CPU tensor.
 pub(crate) fn rand<T: Element>(shape: &[usize], seed: u64) -> Tensor {
-    let out = backend::cpu::dispatch::out_of(backend::cpu::rand::<T>(shape, seed));
+    let out = backend::host_rand::<T>(shape, seed);
     wrap(out, Device::Cpu)
 }
 
@@ -535,9 +542,8 @@ type WriteBuf<'a> = (&'a mut Buffer, usize);
 /// A read tensor's buffer (read-locked) and its tensor's element offset in it.
 type ReadBuf<'a> = (&'a Buffer, usize);
 
-/// The lock core of [`with_host_slices`] and [`with_device_buffers`]: checks that every tensor
-/// is contiguous, of one dtype and `placed` (the caller's device rule, `requirement` naming it
-/// in the error), and that the storages of `writes` are distinct from each other and from those
+/// The lock core of [`Kernels::fused_step`]: checks that every tensor is contiguous, of one
+/// dtype and `placed` (the caller's device rule, `requirement` naming it in the error), and that the storages of `writes` are distinct from each other and from those
 /// of `reads` (reads may share theirs); locks each storage once, in storage-address order as
 /// everywhere in this module; runs `f` on the buffers in the order given; and bumps the version
 /// of every tensor in `writes` if `f` succeeded, as an in-place op does.
@@ -552,7 +558,11 @@ fn with_locked_buffers<R>(
     requirement: &str,
     f: impl FnOnce(Vec<WriteBuf<'_>>, Vec<ReadBuf<'_>>) -> Result<R>,
 ) -> Result<R> {
-    let refuse = |why: &str| Err(Error::InvalidArgument(format!("fused update: {why}")));
+    let refuse = |why: &str| {
+        Err(Error::InvalidArgument(format!(
+            "fused optimizer step: {why}"
+        )))
+    };
     let Some(dtype) = writes.first().or(reads.first()).map(|t| t.dtype()) else {
         return refuse("no tensors");
     };
@@ -636,113 +646,68 @@ fn with_locked_buffers<R>(
     Ok(out)
 }
 
-/// The elements of the tensors [`with_host_slices`] locked, by dtype: the written ones mutably,
-/// then the read ones, each in the order given.
+/// One parameter's tensors for a fused optimizer step ([`Kernels::fused_step`]).
 #[derive(Debug)]
-pub(crate) enum HostSlices<'a> {
-    /// `f32` elements.
-    F32(Vec<&'a mut [f32]>, Vec<&'a [f32]>),
-    /// `f64` elements.
-    F64(Vec<&'a mut [f64]>, Vec<&'a [f64]>),
+pub(crate) struct StepTensors<'a> {
+    /// The parameter, updated in place.
+    pub(crate) param: &'a Tensor,
+    /// Its gradient.
+    pub(crate) grad: Tensor,
+    /// Its state tensors, in the order `update` names.
+    pub(crate) state: Vec<&'a Tensor>,
+    /// This step's coefficients.
+    pub(crate) update: Update,
 }
 
-/// Runs `f` on the elements of `writes` (write-locked) and `reads` (read-locked), then bumps
-/// the version of every tensor in `writes`, as an in-place op does: the adapter of the fused
-/// optimizer steps (`backend::cpu::optim`), which update many tensors in one pass.
-///
-/// Every tensor is a contiguous host tensor of one dtype; the storages of `writes` are distinct
-/// from each other and from those of `reads` (reads may share theirs). Locks are taken in
-/// storage-address order, each storage once, as everywhere in this module.
-///
-/// # Errors
-///
-/// [`Error::InvalidArgument`] when a tensor is not contiguous or not on the host, the dtypes
-/// differ, or storages are shared as described above; nothing is run then.
-pub(crate) fn with_host_slices<R>(
-    writes: &[&Tensor],
-    reads: &[&Tensor],
-    f: impl FnOnce(HostSlices<'_>) -> R,
-) -> Result<R> {
-    let dtype = writes.first().or(reads.first()).map(|t| t.dtype());
-    let lens: Vec<usize> = writes.iter().chain(reads).map(|t| t.numel()).collect();
-    let (write_lens, read_lens) = lens.split_at(writes.len());
-    with_locked_buffers(
-        writes,
-        reads,
-        |t| t.device().is_host(),
-        "every tensor must be a contiguous host tensor of one dtype",
-        |w, r| {
-            fn typed<'a, T: Element>(
-                w: Vec<WriteBuf<'a>>,
-                r: Vec<ReadBuf<'a>>,
-                write_lens: &[usize],
-                read_lens: &[usize],
-            ) -> (Vec<&'a mut [T]>, Vec<&'a [T]>) {
-                let w = w
-                    .into_iter()
-                    .zip(write_lens)
-                    .map(|((b, offset), &n)| {
-                        let v = b
-                            .as_mut_slice::<T>()
-                            .expect("invariant: checked host dtype");
-                        &mut v[offset..offset + n]
-                    })
-                    .collect();
-                let r = r
-                    .into_iter()
-                    .zip(read_lens)
-                    .map(|((b, offset), &n)| {
-                        let v = b.as_slice::<T>().expect("invariant: checked host dtype");
-                        &v[offset..offset + n]
-                    })
-                    .collect();
-                (w, r)
-            }
-            Ok(f(match dtype {
-                Some(DType::F64) => {
-                    let (w, r) = typed::<f64>(w, r, write_lens, read_lens);
-                    HostSlices::F64(w, r)
+impl Kernels {
+    /// See [`Backend::fused_step`]: one step over `sets` (one group, all on this backend's
+    /// device), every parameter and state tensor locked for writing and every gradient for
+    /// reading, each storage once and in address order, and each written tensor's version
+    /// bumped, as an in-place op does.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when a tensor is not contiguous, the dtypes or devices differ,
+    /// or a written tensor shares a storage (nothing is run then); the backend's error.
+    pub(crate) fn fused_step(self, sets: &[StepTensors<'_>]) -> Result<()> {
+        let Some(device) = sets.first().map(|s| s.param.device()) else {
+            return Ok(());
+        };
+        let mut writes: Vec<&Tensor> = Vec::new();
+        let mut reads: Vec<&Tensor> = Vec::with_capacity(sets.len());
+        for s in sets {
+            writes.push(s.param);
+            writes.extend(s.state.iter().copied());
+            reads.push(&s.grad);
+        }
+        with_locked_buffers(
+            &writes,
+            &reads,
+            |t| {
+                if device.is_host() {
+                    t.device().is_host()
+                } else {
+                    t.device() == device
                 }
-                _ => {
-                    let (w, r) = typed::<f32>(w, r, write_lens, read_lens);
-                    HostSlices::F32(w, r)
+            },
+            "every tensor must be a contiguous tensor of one dtype on the host or on one device",
+            |w, r| {
+                let mut w = w.into_iter();
+                let mut steps = Vec::with_capacity(sets.len());
+                for (s, grad) in sets.iter().zip(r) {
+                    let mut next = || w.next().expect("invariant: one buffer per written tensor");
+                    let param = next();
+                    let state = (0..s.state.len()).map(|_| next()).collect();
+                    steps.push(StepSet {
+                        param,
+                        grad,
+                        state,
+                        numel: s.param.numel(),
+                        update: s.update,
+                    });
                 }
-            }))
-        },
-    )
-}
-
-/// Runs `f` on the buffers of `writes` (write-locked) and `reads` (read-locked), each with the
-/// element offset of its tensor in it, then bumps the version of every tensor in `writes` if `f`
-/// succeeded: the adapter of the fused optimizer steps on CUDA (`backend::cuda::optim`), which
-/// update many tensors in one launch. [`with_host_slices`]'s checks and lock order, for tensors
-/// in device memory.
-///
-/// Every tensor is a contiguous tensor of one dtype on one CUDA device; the storages of `writes`
-/// are distinct from each other and from those of `reads` (reads may share theirs).
-///
-/// # Errors
-///
-/// [`Error::InvalidArgument`] when a tensor is not contiguous, the dtypes or devices differ, the
-/// device is not a CUDA device, or storages are shared as described above (nothing is run
-/// then); `f`'s error.
-#[cfg(feature = "cuda")]
-pub(crate) fn with_device_buffers<R>(
-    writes: &[&Tensor],
-    reads: &[&Tensor],
-    f: impl FnOnce(Vec<(&mut Buffer, usize)>, Vec<(&Buffer, usize)>) -> Result<R>,
-) -> Result<R> {
-    let device = writes.first().or(reads.first()).map(|t| t.device());
-    if device.is_some_and(|d| !matches!(d, Device::Cuda(_))) {
-        return Err(Error::InvalidArgument(
-            "fused update: the tensors are not on a CUDA device".into(),
-        ));
+                self.0.fused_step(steps)
+            },
+        )
     }
-    with_locked_buffers(
-        writes,
-        reads,
-        |t| Some(t.device()) == device,
-        "every tensor must be a contiguous tensor of one dtype on one device",
-        f,
-    )
 }

@@ -14,7 +14,8 @@ use super::dense::{self, Operand};
 use super::{
     BinaryOp, UnaryOp, elementwise, gather, movement, reduce, standard, std_slice, to_contiguous,
 };
-use crate::backend::{Backend, Buffer, ElemVec, FusedOp, Out, broadcast_shapes};
+use crate::backend::step::StepSet;
+use crate::backend::{Backend, Buffer, ElemVec, FusedOp, MapOp, Out, broadcast_shapes};
 use crate::layout::{Dims, Layout, contiguous_strides, view, view_mut};
 use crate::{DType, Device, Element, Error, Result};
 
@@ -224,6 +225,37 @@ pub(crate) fn unary(op: UnaryOp, x: &Buffer, lx: &Layout) -> Out {
             tensor_of(dense::unary(op, std_slice(&a)), &shape)
         }
     })
+}
+
+/// `op` of every element ([`MapOp`]): one pass over the elements in the order the layout
+/// lists them.
+pub(crate) fn map(op: MapOp, x: &Buffer, lx: &Layout) -> Out {
+    with_view!(x, lx, |a| {
+        let shape = a.shape().to_vec();
+        let a = standard(a);
+        let v: Vec<_> = std_slice(&a).iter().map(|&v| map_one(op, v)).collect();
+        tensor_of(v, &shape)
+    })
+}
+
+/// `op` of one element.
+#[inline]
+fn map_one<T: Element>(op: MapOp, x: T) -> T {
+    match op {
+        MapOp::Clamp { lo, hi } => {
+            let (lo, hi) = (T::from_f64(lo), T::from_f64(hi));
+            let y = if x < lo { lo } else { x };
+            if y > hi { hi } else { y }
+        }
+        MapOp::ClampInterior { lo, hi } => {
+            if x > T::from_f64(lo) && x < T::from_f64(hi) {
+                T::one()
+            } else {
+                T::zero()
+            }
+        }
+        MapOp::Erf => T::from_f64(super::erf_f64(x.to_f64())),
+    }
 }
 
 /// `x^exponent` element-wise.
@@ -521,6 +553,14 @@ pub(crate) fn matmul(a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result
 impl Backend for Cpu {
     fn unary(&self, op: UnaryOp, x: &Buffer, lx: &Layout) -> Result<Out> {
         Ok(unary(op, x, lx))
+    }
+
+    fn map(&self, op: MapOp, x: &Buffer, lx: &Layout) -> Result<Out> {
+        Ok(map(op, x, lx))
+    }
+
+    fn fused_step(&self, sets: Vec<StepSet<'_>>) -> Result<()> {
+        super::optim::fused_step(sets)
     }
 
     fn pow_scalar(&self, x: &Buffer, lx: &Layout, exponent: f64) -> Result<Out> {

@@ -11,7 +11,9 @@ use super::launch::{
 };
 use super::transfer::{download, upload};
 use super::{index, matmul, reduce};
-use crate::backend::{Backend, BinaryOp, Buffer, FusedOp, Out, UnaryOp, broadcast_shapes};
+use crate::backend::{
+    Backend, BinaryOp, Buffer, FusedOp, MapOp, Out, StepSet, UnaryOp, broadcast_shapes,
+};
 use crate::layout::Layout;
 use crate::{DType, Device, Result};
 
@@ -315,6 +317,36 @@ impl Backend for Cuda {
                 upload(&host, &Layout::contiguous(&shape), i)
             }
         }
+    }
+
+    /// A generated kernel of one input ([`generated::map_kernel`](crate::backend::generated::map_kernel)),
+    /// one launch, on a dense copy when `x` is not dense from its buffer's start.
+    fn map(&self, op: MapOp, x: &Buffer, lx: &Layout) -> Result<Out> {
+        let n = lx.numel();
+        let dense;
+        let input = if lx.offset == 0 && lx.is_contiguous() {
+            x
+        } else {
+            dense = self.contiguous(x, lx)?.0;
+            &dense
+        };
+        if n == 0 {
+            return self.contiguous(input, &Layout::contiguous(&lx.shape));
+        }
+        let (kernel, scalars) = crate::backend::generated::map_kernel(op);
+        let mut outs =
+            self.generated(kernel, &[input], &[false], &scalars[..kernel.n_scalars], n)?;
+        let out = outs.pop().ok_or_else(|| {
+            crate::Error::shape(
+                "generated kernel",
+                "internal error: the kernel has no output",
+            )
+        })?;
+        Ok((out, lx.shape.clone()))
+    }
+
+    fn fused_step(&self, sets: Vec<StepSet<'_>>) -> Result<()> {
+        super::optim::step(sets)
     }
 
     fn generated(

@@ -2,19 +2,7 @@
 
 use super::s;
 use crate::Element;
-
-/// The coefficients of one Adagrad step.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct AdagradCoeffs {
-    /// `lr / (1 + (step - 1) lr_decay)`.
-    pub(crate) clr: f64,
-    /// Added to the denominator.
-    pub(crate) eps: f64,
-    /// L2 penalty.
-    pub(crate) weight_decay: f64,
-    /// Maximize instead of minimize.
-    pub(crate) maximize: bool,
-}
+use crate::backend::step::AdagradCoeffs;
 
 /// One Adagrad step over one chunk.
 #[inline(always)]

@@ -2,31 +2,7 @@
 
 use super::{lerp, s};
 use crate::Element;
-
-/// The coefficients of one Adam step.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct AdamCoeffs {
-    /// Learning rate.
-    pub(crate) lr: f64,
-    /// `betas.0`.
-    pub(crate) beta1: f64,
-    /// `betas.1`.
-    pub(crate) beta2: f64,
-    /// Added to the denominator.
-    pub(crate) eps: f64,
-    /// Weight decay: an L2 term in the gradient (Adam) or a decay of the parameter (AdamW).
-    pub(crate) weight_decay: f64,
-    /// AdamW's decoupled weight decay.
-    pub(crate) decoupled: bool,
-    /// Keep the maximum of `exp_avg_sq` (state 2).
-    pub(crate) amsgrad: bool,
-    /// Maximize instead of minimize.
-    pub(crate) maximize: bool,
-    /// `lr / (1 - beta1^step)`.
-    pub(crate) step_size: f64,
-    /// `sqrt(1 - beta2^step)`.
-    pub(crate) bias_correction2_sqrt: f64,
-}
+use crate::backend::step::AdamCoeffs;
 
 /// The coefficients of [`AdamCoeffs`] rounded to `T`, as the loop uses them.
 #[derive(Clone, Copy)]

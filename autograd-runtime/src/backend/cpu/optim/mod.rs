@@ -20,25 +20,8 @@ use super::parallel::{GRAIN, run_chunks};
 use crate::Element;
 use crate::sync::Mutex;
 
-pub(crate) use adagrad::AdagradCoeffs;
-pub(crate) use adam::AdamCoeffs;
-pub(crate) use rmsprop::RmsPropCoeffs;
-pub(crate) use sgd::SgdCoeffs;
-
-/// One step's coefficients for one parameter (they differ between parameters only through
-/// the step count).
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Update {
-    /// SGD; state: `[momentum_buffer]` when momentum is not 0.
-    Sgd(SgdCoeffs),
-    /// Adam and AdamW; state: `[exp_avg, exp_avg_sq]`, then `max_exp_avg_sq` with amsgrad.
-    Adam(AdamCoeffs),
-    /// RMSprop; state: `[square_avg]`, then `momentum_buffer` if momentum > 0, then `grad_avg`
-    /// if centered.
-    RmsProp(RmsPropCoeffs),
-    /// Adagrad; state: `[sum]`.
-    Adagrad(AdagradCoeffs),
-}
+use crate::backend::step::{StepSet, Update};
+use crate::{DType, Error, Result};
 
 /// One parameter's slices: written in place (`param`, `state`) or read (`grad`), all of one
 /// length.
@@ -52,6 +35,50 @@ pub(crate) struct Set<'a, T> {
     pub(crate) state: Vec<&'a mut [T]>,
     /// The coefficients.
     pub(crate) update: Update,
+}
+
+/// Runs one fused step over `sets` (host buffers of one dtype): [`step`] on their elements.
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] when the buffers are not host buffers of one dtype, or a tensor's
+/// elements run past its buffer (nothing is updated then).
+pub(crate) fn fused_step(sets: Vec<StepSet<'_>>) -> Result<()> {
+    match sets.first().map(|s| s.param.0.dtype()) {
+        None => {}
+        Some(DType::F32) => step(typed::<f32>(sets)?),
+        Some(DType::F64) => step(typed::<f64>(sets)?),
+    }
+    Ok(())
+}
+
+/// The elements of `sets`' buffers as slices of `T`.
+fn typed<'a, T: Element>(sets: Vec<StepSet<'a>>) -> Result<Vec<Set<'a, T>>> {
+    let refuse = |why: &str| Error::InvalidArgument(format!("fused optimizer step: {why}"));
+    let wrong = || refuse("every tensor must be a host tensor of one dtype");
+    let past = || refuse("a tensor's elements run past its buffer");
+    sets.into_iter()
+        .map(|set| {
+            let n = set.numel;
+            let mut_part = |(b, offset): (&'a mut crate::backend::Buffer, usize)| {
+                b.as_mut_slice::<T>()
+                    .ok_or_else(wrong)?
+                    .get_mut(offset..offset + n)
+                    .ok_or_else(past)
+            };
+            let (gb, go) = set.grad;
+            Ok(Set {
+                param: mut_part(set.param)?,
+                grad: gb
+                    .as_slice::<T>()
+                    .ok_or_else(wrong)?
+                    .get(go..go + n)
+                    .ok_or_else(past)?,
+                state: set.state.into_iter().map(mut_part).collect::<Result<_>>()?,
+                update: set.update,
+            })
+        })
+        .collect()
 }
 
 /// Runs every set's update, all chunks of all sets on the intra-op threads together.

@@ -2,25 +2,7 @@
 
 use super::{lerp, s};
 use crate::Element;
-
-/// The coefficients of one RMSprop step.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct RmsPropCoeffs {
-    /// Learning rate.
-    pub(crate) lr: f64,
-    /// Smoothing constant.
-    pub(crate) alpha: f64,
-    /// Added to the denominator.
-    pub(crate) eps: f64,
-    /// L2 penalty.
-    pub(crate) weight_decay: f64,
-    /// Momentum factor (0: no buffer).
-    pub(crate) momentum: f64,
-    /// Normalise by the variance estimate (keeps `grad_avg`).
-    pub(crate) centered: bool,
-    /// Maximize instead of minimize.
-    pub(crate) maximize: bool,
-}
+use crate::backend::step::RmsPropCoeffs;
 
 /// One RMSprop step over one chunk.
 #[inline(always)]

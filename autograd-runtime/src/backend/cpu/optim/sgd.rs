@@ -2,25 +2,7 @@
 
 use super::s;
 use crate::Element;
-
-/// The coefficients of one SGD step.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct SgdCoeffs {
-    /// Learning rate.
-    pub(crate) lr: f64,
-    /// Momentum factor (0: no momentum buffer).
-    pub(crate) momentum: f64,
-    /// Dampening of the gradient added to the buffer.
-    pub(crate) dampening: f64,
-    /// L2 penalty.
-    pub(crate) weight_decay: f64,
-    /// Nesterov momentum.
-    pub(crate) nesterov: bool,
-    /// Maximize instead of minimize.
-    pub(crate) maximize: bool,
-    /// The buffer's first step: it becomes the gradient.
-    pub(crate) first: bool,
-}
+use crate::backend::step::SgdCoeffs;
 
 /// One SGD step over one chunk.
 #[inline(always)]
