@@ -8,9 +8,9 @@ use smallvec::SmallVec;
 use super::hooks::NodeHooks;
 use super::{Edge, SavedTensor};
 use crate::engine::WalkSlot;
+use crate::layout::Dims;
 use crate::sync::atomic::AtomicU64;
 use crate::sync::{Arc, Ordering};
-use crate::tensor::layout::Dims;
 use crate::{DType, Device, Result, Tensor};
 
 /// The gradients flowing into or out of one node: one slot per input/output, `None` where the

@@ -235,7 +235,7 @@ impl Tensor {
             if let Some(n) =
                 broadcast_numel(name, self.shape(), other.shape())?.filter(|&n| n > larger)
             {
-                crate::tensor::layout::check_alloc(name, n, self.dtype().size_of())?;
+                crate::layout::check_alloc(name, n, self.dtype().size_of())?;
             }
         }
         kernels::of_pair(name, self, other)?.binary(op, self, other)

@@ -10,7 +10,7 @@
 use std::sync::{Arc, OnceLock};
 
 use crate::backend::BinaryOp;
-use crate::tensor::layout::Layout;
+use crate::layout::Layout;
 use crate::tensor::storage::Storage;
 use crate::{DType, Device, Result, Tensor};
 

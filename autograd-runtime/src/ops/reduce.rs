@@ -6,8 +6,8 @@ use autograd_macros::{backward, differentiable};
 use super::derivative_rules::Rule;
 use crate::backend::BinaryOp;
 use crate::graph::InputMetadata;
+use crate::layout::{Dims, wrap_dim};
 use crate::tensor::kernels;
-use crate::tensor::layout::{Dims, wrap_dim};
 use crate::{Error, Result, Tensor};
 
 // ----- the ops ----------------------------------------------------------------------------------

@@ -14,10 +14,8 @@ use std::mem::ManuallyDrop;
 use crate::sync::{Arc, Mutex};
 use crate::{DType, Device, Element, Error, Result};
 
-/// The leaf module `crate::layout`, under its former path.
-pub(crate) use crate::layout;
+use crate::layout::{self, Dims, Layout};
 pub(crate) use autograd_meta::AutogradMeta;
-use layout::{Dims, Layout};
 use storage::{Buffer, Storage};
 
 /// An n-dimensional array of `f32` or `f64` that records the operations applied to it, so that
