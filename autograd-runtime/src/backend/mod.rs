@@ -13,7 +13,7 @@ mod op;
 
 use std::fmt;
 
-pub use buffer::{Buffer, ElemVec};
+pub(crate) use buffer::{Buffer, ElemVec};
 pub(crate) use cpu::{BroadcastError, broadcast_shapes, erf_f64};
 pub(crate) use op::{BinaryOp, FusedOp, UnaryOp};
 

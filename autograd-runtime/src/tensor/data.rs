@@ -4,7 +4,8 @@
 use ndarray::ArrayD;
 
 use super::Tensor;
-use super::kernels::{self, Buffer};
+use super::kernels;
+use crate::backend::Buffer;
 use crate::layout::view;
 use crate::{Device, Element, Error, Result};
 

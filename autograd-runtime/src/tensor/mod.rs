@@ -14,9 +14,10 @@ use std::mem::ManuallyDrop;
 use crate::sync::{Arc, Mutex};
 use crate::{DType, Device, Element, Error, Result};
 
+use crate::backend::Buffer;
 use crate::layout::{self, Dims, Layout};
 pub(crate) use autograd_meta::AutogradMeta;
-use storage::{Buffer, Storage};
+use storage::Storage;
 
 /// An n-dimensional array of `f32` or `f64` that records the operations applied to it, so that
 /// gradients can be computed with [`Tensor::backward`] or [`grad`](crate::grad).

@@ -21,7 +21,7 @@ use crate::{DType, Element, Result};
 
 /// The elements of one storage in device memory.
 #[derive(Debug)]
-pub struct DeviceBuffer {
+pub(crate) struct DeviceBuffer {
     /// Taken out only by `Drop`, which hands it to the device's [`BlockCache`].
     pub(super) data: ManuallyDrop<DeviceData>,
     /// The device holding the memory (`cuda:<ordinal>`).
