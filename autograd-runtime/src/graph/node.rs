@@ -7,9 +7,8 @@ use smallvec::SmallVec;
 
 use super::hooks::NodeHooks;
 use super::{Edge, SavedTensor};
-use crate::engine::WalkSlot;
 use crate::layout::Dims;
-use crate::sync::atomic::AtomicU64;
+use crate::sync::atomic::{AtomicU32, AtomicU64};
 use crate::sync::{Arc, Ordering};
 use crate::{DType, Device, Result, Tensor};
 
@@ -120,6 +119,43 @@ thread_local! {
     /// PyTorch's per-thread sequence counter: later forward ops get larger numbers and so run
     /// earlier in backward.
     static NEXT_SEQUENCE_NR: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A node's scratch space for the engine's graph walk (`engine/dependencies.rs`): the node's
+/// dense index in the one walk that holds the engine's slot lock (`WALK_SLOTS` there), valid when
+/// the epoch is that walk's. Every `NodeMeta` has one. Defined here, beside the node that owns
+/// it, so that the graph does not import the engine; only that walk reads or writes it.
+#[derive(Debug)]
+pub(crate) struct WalkSlot {
+    index: AtomicU32,
+    /// The epoch of the walk that wrote `index` (0: none yet; no walk has epoch 0).
+    epoch: AtomicU64,
+}
+
+impl WalkSlot {
+    /// A slot no walk has written.
+    pub(crate) fn new() -> WalkSlot {
+        WalkSlot {
+            index: AtomicU32::new(0),
+            epoch: AtomicU64::new(0),
+        }
+    }
+
+    /// The index written by the walk of `epoch`, if that walk wrote one.
+    #[inline]
+    pub(crate) fn get(&self, epoch: u64) -> Option<u32> {
+        // Relaxed: only the walk holding the engine's WALK_SLOTS touches the slots; its Acquire
+        // on that lock orders these accesses after the previous holder's.
+        (self.epoch.load(Ordering::Relaxed) == epoch).then(|| self.index.load(Ordering::Relaxed))
+    }
+
+    /// Records `index` as this node's index in the walk of `epoch`.
+    #[inline]
+    pub(crate) fn set(&self, index: u32, epoch: u64) {
+        // Relaxed: see `get`.
+        self.index.store(index, Ordering::Relaxed);
+        self.epoch.store(epoch, Ordering::Relaxed);
+    }
 }
 
 /// The engine's bookkeeping for one node.
