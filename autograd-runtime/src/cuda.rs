@@ -129,7 +129,7 @@ pub fn memory_allocated(ordinal: usize) -> crate::Result<usize> {
     #[cfg(feature = "cuda")]
     {
         let dev = crate::backend::cuda::device(ordinal)?;
-        Ok(dev.allocated.load(std::sync::atomic::Ordering::Relaxed))
+        Ok(dev.allocated.load(crate::sync::Ordering::Relaxed))
     }
     #[cfg(not(feature = "cuda"))]
     Err(crate::backend::no_cuda(crate::Device::Cuda(ordinal)))
@@ -166,7 +166,7 @@ pub fn memory_reserved(ordinal: usize) -> crate::Result<usize> {
     #[cfg(feature = "cuda")]
     {
         let dev = crate::backend::cuda::device(ordinal)?;
-        Ok(dev.allocated.load(std::sync::atomic::Ordering::Relaxed) + dev.cache.bytes())
+        Ok(dev.allocated.load(crate::sync::Ordering::Relaxed) + dev.cache.bytes())
     }
     #[cfg(not(feature = "cuda"))]
     Err(crate::backend::no_cuda(crate::Device::Cuda(ordinal)))

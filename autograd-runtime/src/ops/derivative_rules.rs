@@ -7,7 +7,8 @@
 //! file holds the types, the calling convention and the helpers the derived forward and
 //! backward use.
 
-use std::sync::{Arc, OnceLock};
+use crate::sync::Arc;
+use crate::sync::statics::OnceLock;
 
 use crate::backend::BinaryOp;
 use crate::layout::Layout;

@@ -8,7 +8,6 @@ use cudarc::cublas::sys::{cublasHandle_t, cublasOperation_t};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
 
 use std::mem::ManuallyDrop;
-use std::sync::atomic::Ordering;
 
 use cudarc::driver::DriverError;
 use cudarc::driver::sys::CUresult;
@@ -16,6 +15,7 @@ use cudarc::driver::sys::CUresult;
 use super::cache::rounded_len;
 use super::data::DeviceData;
 use super::device::CudaDevice;
+use crate::sync::Ordering;
 use crate::{DType, Element, Result};
 
 /// The elements of one storage in device memory.

@@ -4,12 +4,10 @@
 //!
 //! [`DeviceBuffer`]: super::DeviceBuffer
 
-// cudarc's own `Arc` (its streams' type), not the crate's loom-swappable one.
-use std::sync::Arc;
-
 use cudarc::driver::{CudaSlice, CudaStream, DriverError};
 
 use crate::DType;
+use crate::sync::StdArc;
 
 /// A device allocation, tagged by element type.
 #[derive(Debug)]
@@ -42,7 +40,7 @@ impl DeviceData {
     /// Queues zeroing the whole allocation on `stream`.
     pub(super) fn memset_zeros(
         &mut self,
-        stream: &Arc<CudaStream>,
+        stream: &StdArc<CudaStream>,
     ) -> std::result::Result<(), DriverError> {
         match self {
             DeviceData::F32(s) => stream.memset_zeros(s),
