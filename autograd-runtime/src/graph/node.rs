@@ -9,7 +9,8 @@ use super::hooks::NodeHooks;
 use super::{Edge, SavedTensor};
 use crate::layout::Dims;
 use crate::sync::atomic::{AtomicU32, AtomicU64};
-use crate::sync::{Arc, Ordering};
+use crate::sync::{Arc, Ordering, Weak};
+use crate::tensor::TensorImpl;
 use crate::{DType, Device, Result, Tensor};
 
 /// The gradients flowing into or out of one node: one slot per input/output, `None` where the
@@ -217,6 +218,18 @@ impl NodeMeta {
             anomaly: crate::is_anomaly_enabled()
                 .then(|| Arc::new(crate::anomaly::AnomalyMetadata::capture())),
         }
+    }
+
+    /// Makes `tensor`, this node's output `output_nr`, retain its gradient (its retains_grad
+    /// hook). For the tensor's autograd state when it gives the tensor this node as grad_fn, so
+    /// that `tensor/` need not name the hooks (see `graph/hooks.rs`).
+    pub(crate) fn set_retains_grad(&self, output_nr: usize, tensor: Weak<TensorImpl>) {
+        self.hooks.set_retains_grad(output_nr, tensor);
+    }
+
+    /// Drops the retains_grad hook of output `output_nr` (its tensor got another grad_fn).
+    pub(crate) fn clear_retains_grad(&self, output_nr: usize) {
+        self.hooks.clear_retains_grad(output_nr);
     }
 
     /// The node's sequence number (creation order on its thread; `u64::MAX` for AccumulateGrad).

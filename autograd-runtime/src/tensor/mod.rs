@@ -16,7 +16,7 @@ use crate::{DType, Device, Element, Error, Result};
 
 use crate::backend::Buffer;
 use crate::layout::{self, Dims, Layout};
-pub(crate) use autograd_meta::AutogradMeta;
+pub(crate) use autograd_meta::{AutogradMeta, HookId, LeafHooks, PostAccumulateHook, TensorHook};
 use storage::Storage;
 
 /// An n-dimensional array of `f32` or `f64` that records the operations applied to it, so that

@@ -79,7 +79,7 @@ fn reset(meta: &mut AutogradMeta) {
 }
 
 #[inline(never)]
-fn drop_leaf_hooks(hooks: Box<crate::graph::hooks::LeafHooks>) {
+fn drop_leaf_hooks(hooks: Box<super::LeafHooks>) {
     drop(hooks);
 }
 
