@@ -362,11 +362,16 @@ impl Tensor {
             return Err(Error::DetachViewInPlace);
         }
         let mut meta = self.0.autograd.lock();
-        if meta.grad_fn.take().is_some() {
+        let old = meta.grad_fn.take();
+        if old.is_some() {
             meta.detached_in_place = true;
         }
         meta.output_nr = 0;
         meta.requires_grad = false;
+        drop(meta);
+        // The old grad_fn is dropped unlocked, as in `set_grad_fn`: it may be the last handle
+        // of a graph whose saved values run user `Drop` code.
+        drop(old);
         Ok(self)
     }
 
