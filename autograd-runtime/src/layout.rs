@@ -407,6 +407,18 @@ pub(crate) fn elementwise_order(operands: &[&Layout], shape: &[usize]) -> Option
     })
 }
 
+/// Whether `shape` can be broadcast (expanded) to `target`.
+pub(crate) fn is_expandable_to(shape: &[usize], target: &[usize]) -> bool {
+    if shape.len() > target.len() {
+        return false;
+    }
+    shape
+        .iter()
+        .rev()
+        .zip(target.iter().rev())
+        .all(|(&s, &t)| s == t || s == 1)
+}
+
 /// Resolves a possibly negative dimension index against `ndim` dims.
 pub(crate) fn wrap_dim(dim: isize, ndim: usize) -> Result<usize> {
     let n = ndim.max(1) as isize;

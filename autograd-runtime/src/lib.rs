@@ -85,7 +85,6 @@ pub use autograd_macros::__check_backward;
 /// Items used by code that `#[differentiable]` and `#[backward]` generate. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::backend::{Buffer, ElemVec};
     pub use crate::graph::copy_slices::{check_dirty, mark_dirty, rebase_dirty_view};
     pub use crate::graph::function::{
         ConvertsError, ErrorProbe, ForwardResult, KeepsError, custom_output, finish_output_packs,

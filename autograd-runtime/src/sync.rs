@@ -7,6 +7,10 @@
 //! the data the lock protects is left consistent by every engine critical section (none of them
 //! runs user code while holding a lock), so [`CondMutex::lock`] (and [`Mutex::lock`] under loom)
 //! simply ignores poisoning, and parking_lot's locks have none to ignore.
+//!
+//! The other runtime files take their locks, `Arc`s and atomics from here, not from `std::sync`
+//! (rustdoc examples aside: they show the user's side). The std types kept whatever the cfg are
+//! re-exported here too, each saying why: `statics` and `StdArc`.
 
 // loom has no `Weak`; only the protocol files the loom models include are compiled under loom.
 #[cfg(loom)]
@@ -30,12 +34,22 @@ pub(crate) use imp::MutexGuard;
 #[cfg(not(loom))]
 pub(crate) use parking_lot::MutexGuard;
 
+/// std's `Arc` by name (whichever `Arc` above is the crate's), for the values a dependency's API types as `std::sync::Arc`
+/// (cudarc's contexts and streams): loom cannot stand in for them, and they take part in no
+/// engine protocol (the CUDA backend is not compiled under loom). Two attributes, not one
+/// `all(..)`: under loom the first drops the item before the second names a feature that the
+/// loom-models crate does not declare.
+#[cfg(not(loom))]
+#[cfg(feature = "cuda")]
+pub(crate) use std::sync::Arc as StdArc;
+
 /// Memory orderings: one type for std's and loom's atomics.
 pub(crate) use std::sync::atomic::Ordering;
 
 /// Process-wide statics (id counters, warn-once flags, the default engine, the warning handler,
-/// the anomaly mode): always std's types, since loom models no statics and they take part in no
-/// engine protocol.
+/// the anomaly mode, the shared zero storages, the CUDA driver probe, device table, compiled PTX
+/// and kernel caches, and the byte counters of those devices): always std's types, since loom
+/// models no statics and they take part in no engine protocol.
 #[cfg(not(loom))]
 pub(crate) mod statics {
     pub(crate) use std::sync::OnceLock;

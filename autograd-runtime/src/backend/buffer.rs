@@ -8,19 +8,24 @@ use crate::{DType, Element};
 
 /// The elements of one storage. Tensors of up to two elements (scalars: every gradient of a
 /// scalar loss) keep them inline, saving an allocation per tensor on the engine's hot path.
-#[doc(hidden)]
-pub type ElemVec<T> = smallvec::SmallVec<[T; 2]>;
+pub(crate) type ElemVec<T> = smallvec::SmallVec<[T; 2]>;
 
 /// The element buffer of one storage, tagged by dtype.
-#[doc(hidden)]
 #[derive(Debug)]
-pub enum Buffer {
+pub(crate) enum Buffer {
     /// `f32` elements.
     F32(ElemVec<f32>),
     /// `f64` elements.
     F64(ElemVec<f64>),
     /// Elements in a CUDA device's memory (either dtype). Boxed so that host buffers, on every
     /// hot path, keep the enum (and every storage) as small as before CUDA support.
+    #[cfg_attr(
+        not(feature = "cuda"),
+        expect(
+            dead_code,
+            reason = "DeviceBuffer is uninhabited without the cuda feature"
+        )
+    )]
     Cuda(Box<DeviceBuffer>),
 }
 
@@ -30,9 +35,8 @@ pub(crate) use super::cuda::DeviceBuffer;
 
 /// Device memory of the CUDA backend: none in a build without the `cuda` feature.
 #[cfg(not(feature = "cuda"))]
-#[doc(hidden)]
 #[derive(Debug)]
-pub enum DeviceBuffer {}
+pub(crate) enum DeviceBuffer {}
 
 /// `a` as a `B` when `A` and `B` are the same type (decided at compile time).
 #[inline(always)]

@@ -14,7 +14,7 @@ pub(crate) mod step;
 
 use std::fmt;
 
-pub use buffer::{Buffer, ElemVec};
+pub(crate) use buffer::{Buffer, ElemVec};
 #[cfg(test)]
 pub(crate) use cpu::erf_f64;
 pub(crate) use cpu::{BroadcastError, broadcast_shapes};

@@ -6,16 +6,16 @@
 //!
 //! The walk must recognise nodes it has already seen. A hash map from node address to index
 //! costs a cache miss per edge on large graphs, so the walk that holds [`WALK_SLOTS`] stores the
-//! index in the node itself (a [`WalkSlot`] in every `NodeMeta`, tagged with the walk's epoch). Only one walk
-//! at a time may use the slots; a walk that finds them taken (another thread is walking
-//! concurrently) falls back to a hash map. The slots are only read during the walk: afterwards the
+//! index in the node itself (a `WalkSlot` in every `NodeMeta`, tagged with the walk's epoch;
+//! defined in `graph/node.rs` beside the node). Only one walk at a time may use the slots; a walk
+//! that finds them taken (another thread is walking concurrently) falls back to a hash map. The slots are only read during the walk: afterwards the
 //! plan's dense arrays are used, so a later walk may overwrite them freely.
 
 use crate::sync::Ordering;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
+use crate::sync::atomic::{AtomicBool, AtomicU64};
 use std::ptr::NonNull;
 
 use crate::graph::NodeMeta;
@@ -28,41 +28,6 @@ pub(crate) const NO_TARGET: u32 = u32::MAX;
 static WALK_SLOTS: AtomicBool = AtomicBool::new(false);
 /// Epoch of the latest slot-using walk (0 is never used, so fresh nodes never match).
 static WALK_EPOCH: AtomicU64 = AtomicU64::new(0);
-
-/// A node's scratch space for the graph walk that holds [`WALK_SLOTS`]: the node's dense index in
-/// that walk, valid when the epoch is the walk's. Every `NodeMeta` has one; only this file reads or
-/// writes it.
-#[derive(Debug)]
-pub(crate) struct WalkSlot {
-    index: AtomicU32,
-    /// The epoch of the walk that wrote `index` (0: none yet; no walk has epoch 0).
-    epoch: AtomicU64,
-}
-
-impl WalkSlot {
-    /// A slot no walk has written.
-    pub(crate) fn new() -> WalkSlot {
-        WalkSlot {
-            index: AtomicU32::new(0),
-            epoch: AtomicU64::new(0),
-        }
-    }
-
-    /// The index written by the walk of `epoch`, if that walk wrote one.
-    #[inline]
-    fn get(&self, epoch: u64) -> Option<u32> {
-        // Relaxed: only the walk holding WALK_SLOTS touches the slots; its Acquire on the lock
-        // orders these accesses after the previous holder's.
-        (self.epoch.load(Ordering::Relaxed) == epoch).then(|| self.index.load(Ordering::Relaxed))
-    }
-
-    #[inline]
-    fn set(&self, index: u32, epoch: u64) {
-        // Relaxed: see `get`.
-        self.index.store(index, Ordering::Relaxed);
-        self.epoch.store(epoch, Ordering::Relaxed);
-    }
-}
 
 /// One node of a [`GraphPlan`]: what the engine reads of it for every node it runs, in one
 /// entry (the walk pushes one entry per node, not one to each of several vectors).

@@ -8,7 +8,7 @@ use super::input_buffer::InputBuffer;
 use super::node_task::{NodeTask, TaskKind};
 use super::per_thread;
 use crate::graph::{Edge, GradVec, Node, NodeMeta};
-use crate::layout::same_dims;
+use crate::layout::{is_expandable_to, same_dims};
 use crate::sync::{Arc, MutexGuard};
 use crate::{Device, Error, Result, Tensor};
 
@@ -521,7 +521,7 @@ pub(crate) fn refit_gradient(
         return Ok(());
     };
     if grad.shape() != md.shape() {
-        if !crate::ops::is_expandable_to(md.shape(), grad.shape()) {
+        if !is_expandable_to(md.shape(), grad.shape()) {
             return Err(Error::InvalidGradientShape {
                 node,
                 index,

@@ -30,8 +30,6 @@ pub use api::{
     will_engine_execute_node,
 };
 
-pub(crate) use dependencies::WalkSlot;
-
 use crate::sync::statics::OnceLock;
 
 use dependencies::compute_dependencies;

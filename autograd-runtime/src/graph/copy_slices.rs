@@ -20,7 +20,7 @@
 use smallvec::smallvec;
 
 use super::{Edge, GradVec, InputMetadata, Node, NodeMeta, NodeRef};
-use crate::tensor::layout::{Dims, Layout};
+use crate::layout::{Dims, Layout};
 use crate::{Error, Result, Tensor};
 
 /// Where a view's elements sit in its base's storage: the base's layout and the view's, both

@@ -7,10 +7,10 @@ use smallvec::SmallVec;
 
 use super::hooks::NodeHooks;
 use super::{Edge, SavedTensor};
-use crate::engine::WalkSlot;
-use crate::sync::atomic::AtomicU64;
-use crate::sync::{Arc, Ordering};
-use crate::tensor::layout::Dims;
+use crate::layout::Dims;
+use crate::sync::atomic::{AtomicU32, AtomicU64};
+use crate::sync::{Arc, Ordering, Weak};
+use crate::tensor::TensorImpl;
 use crate::{DType, Device, Result, Tensor};
 
 /// The gradients flowing into or out of one node: one slot per input/output, `None` where the
@@ -122,6 +122,43 @@ thread_local! {
     static NEXT_SEQUENCE_NR: Cell<u64> = const { Cell::new(0) };
 }
 
+/// A node's scratch space for the engine's graph walk (`engine/dependencies.rs`): the node's
+/// dense index in the one walk that holds the engine's slot lock (`WALK_SLOTS` there), valid when
+/// the epoch is that walk's. Every `NodeMeta` has one. Defined here, beside the node that owns
+/// it, so that the graph does not import the engine; only that walk reads or writes it.
+#[derive(Debug)]
+pub(crate) struct WalkSlot {
+    index: AtomicU32,
+    /// The epoch of the walk that wrote `index` (0: none yet; no walk has epoch 0).
+    epoch: AtomicU64,
+}
+
+impl WalkSlot {
+    /// A slot no walk has written.
+    pub(crate) fn new() -> WalkSlot {
+        WalkSlot {
+            index: AtomicU32::new(0),
+            epoch: AtomicU64::new(0),
+        }
+    }
+
+    /// The index written by the walk of `epoch`, if that walk wrote one.
+    #[inline]
+    pub(crate) fn get(&self, epoch: u64) -> Option<u32> {
+        // Relaxed: only the walk holding the engine's WALK_SLOTS touches the slots; its Acquire
+        // on that lock orders these accesses after the previous holder's.
+        (self.epoch.load(Ordering::Relaxed) == epoch).then(|| self.index.load(Ordering::Relaxed))
+    }
+
+    /// Records `index` as this node's index in the walk of `epoch`.
+    #[inline]
+    pub(crate) fn set(&self, index: u32, epoch: u64) {
+        // Relaxed: see `get`.
+        self.index.store(index, Ordering::Relaxed);
+        self.epoch.store(epoch, Ordering::Relaxed);
+    }
+}
+
 /// The engine's bookkeeping for one node.
 #[derive(Debug)]
 pub struct NodeMeta {
@@ -181,6 +218,18 @@ impl NodeMeta {
             anomaly: crate::is_anomaly_enabled()
                 .then(|| Arc::new(crate::anomaly::AnomalyMetadata::capture())),
         }
+    }
+
+    /// Makes `tensor`, this node's output `output_nr`, retain its gradient (its retains_grad
+    /// hook). For the tensor's autograd state when it gives the tensor this node as grad_fn, so
+    /// that `tensor/` need not name the hooks (see `graph/hooks.rs`).
+    pub(crate) fn set_retains_grad(&self, output_nr: usize, tensor: Weak<TensorImpl>) {
+        self.hooks.set_retains_grad(output_nr, tensor);
+    }
+
+    /// Drops the retains_grad hook of output `output_nr` (its tensor got another grad_fn).
+    pub(crate) fn clear_retains_grad(&self, output_nr: usize) {
+        self.hooks.clear_retains_grad(output_nr);
     }
 
     /// The node's sequence number (creation order on its thread; `u64::MAX` for AccumulateGrad).

@@ -1,7 +1,7 @@
 //! `Flatten`: dims `start_dim..=end_dim` merged into one, PyTorch's `nn.Flatten`.
 
+use crate::layout::wrap_dim;
 use crate::nn::{Module, parameterless};
-use crate::tensor::layout::wrap_dim;
 use crate::{Error, Result, Tensor};
 
 /// Merges dims `start_dim..=end_dim` into one (PyTorch's `nn.Flatten`; negative dims count from

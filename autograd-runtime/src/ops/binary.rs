@@ -5,6 +5,7 @@ use autograd_macros::{backward, differentiable};
 
 use super::derivative_rules::{Read, Reads, Rule, UnaryWith};
 use crate::backend::BinaryOp;
+use crate::layout::is_expandable_to;
 use crate::tensor::data::ElementMap;
 use crate::tensor::kernels;
 use crate::{Element, Result, Tensor};
@@ -184,7 +185,7 @@ impl Tensor {
     pub(crate) fn last_use(&self, op: BinaryOp, other: &Tensor) -> Result<Tensor> {
         if !super::records(&[self, other])
             && self.is_uniquely_owned()
-            && super::is_expandable_to(other.shape(), self.shape())
+            && is_expandable_to(other.shape(), self.shape())
             && self.dtype() == other.dtype()
             && self.device() == other.device()
         {
@@ -235,7 +236,7 @@ impl Tensor {
             if let Some(n) =
                 broadcast_numel(name, self.shape(), other.shape())?.filter(|&n| n > larger)
             {
-                crate::tensor::layout::check_alloc(name, n, self.dtype().size_of())?;
+                crate::layout::check_alloc(name, n, self.dtype().size_of())?;
             }
         }
         kernels::of_pair(name, self, other)?.binary(op, self, other)

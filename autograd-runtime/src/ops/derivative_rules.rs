@@ -7,10 +7,11 @@
 //! file holds the types, the calling convention and the helpers the derived forward and
 //! backward use.
 
-use std::sync::{Arc, OnceLock};
+use crate::sync::Arc;
+use crate::sync::statics::OnceLock;
 
 use crate::backend::BinaryOp;
-use crate::tensor::layout::Layout;
+use crate::layout::Layout;
 use crate::tensor::storage::Storage;
 use crate::{DType, Device, Result, Tensor};
 

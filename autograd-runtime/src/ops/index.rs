@@ -5,9 +5,9 @@ use autograd_macros::{backward, differentiable};
 
 use super::derivative_rules::{Read, Reads, Rule};
 use crate::graph::{InputMetadata, SavedIndices};
+use crate::layout::{Dims, Layout, wrap_dim};
 use crate::sync::Arc;
 use crate::tensor::kernels;
-use crate::tensor::layout::{Dims, Layout, wrap_dim};
 use crate::{Error, Result, Tensor};
 
 /// Positions of the maxima along `dim`, in keepdim layout.
@@ -35,8 +35,8 @@ fn index_select(x: &Tensor, dim: usize, index: &SavedIndices) -> Result<Tensor> 
     let index = index.get()?;
     let mut shape = x.shape().to_vec();
     shape[dim] = index.len();
-    let numel = crate::tensor::layout::checked_numel("index_select", &shape)?;
-    crate::tensor::layout::check_alloc("index_select", numel, x.dtype().size_of())?;
+    let numel = crate::layout::checked_numel("index_select", &shape)?;
+    crate::layout::check_alloc("index_select", numel, x.dtype().size_of())?;
     kernels::of_tensor(x)?.index_select(x, dim, &index)
 }
 

@@ -153,8 +153,8 @@ impl Tensor {
             batch
         };
         out.extend([a[ra - 2], b[rb - 1]]);
-        let numel = crate::tensor::layout::checked_numel("matmul", &out)?;
-        crate::tensor::layout::check_alloc("matmul", numel, self.dtype().size_of())?;
+        let numel = crate::layout::checked_numel("matmul", &out)?;
+        crate::layout::check_alloc("matmul", numel, self.dtype().size_of())?;
         matmul(self, other)
     }
 }

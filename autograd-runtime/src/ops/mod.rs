@@ -70,15 +70,3 @@ impl From<BroadcastError> for Error {
 pub(crate) fn records(inputs: &[&Tensor]) -> bool {
     crate::grad_mode::is_recording() && inputs.iter().any(|t| t.requires_grad())
 }
-
-/// Whether `shape` can be broadcast (expanded) to `target`.
-pub(crate) fn is_expandable_to(shape: &[usize], target: &[usize]) -> bool {
-    if shape.len() > target.len() {
-        return false;
-    }
-    shape
-        .iter()
-        .rev()
-        .zip(target.iter().rev())
-        .all(|(&s, &t)| s == t || s == 1)
-}

@@ -6,8 +6,8 @@ use autograd_macros::{backward, differentiable};
 use super::derivative_rules::Rule;
 use crate::backend::BinaryOp;
 use crate::graph::InputMetadata;
+use crate::layout::{Dims, is_expandable_to, wrap_dim};
 use crate::tensor::kernels;
-use crate::tensor::layout::{Dims, wrap_dim};
 use crate::{Error, Result, Tensor};
 
 // ----- the ops ----------------------------------------------------------------------------------
@@ -164,7 +164,7 @@ impl Tensor {
         if self.shape() == shape {
             return Ok(self.clone());
         }
-        if !super::is_expandable_to(shape, self.shape()) {
+        if !is_expandable_to(shape, self.shape()) {
             return Err(Error::shape(
                 "sum_to_shape",
                 format!(

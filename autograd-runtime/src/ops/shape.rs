@@ -6,8 +6,8 @@ use smallvec::smallvec;
 
 use super::derivative_rules::{Rule, Unary};
 use crate::graph::InputMetadata;
+use crate::layout::{Dims, Layout, contiguous_strides, wrap_dim};
 use crate::tensor::kernels;
-use crate::tensor::layout::{Dims, Layout, contiguous_strides, wrap_dim};
 use crate::{DType, Error, Result, Tensor};
 
 // ----- the ops: views first, then copies ---------------------------------------------------------
@@ -185,7 +185,7 @@ fn cat(tensors: &[Tensor], dim: usize) -> Result<Tensor> {
         .iter()
         .try_fold(0usize, |n, t| n.checked_add(t.numel()))
         .ok_or_else(|| Error::shape("cat", "the result has more than usize::MAX elements"))?;
-    crate::tensor::layout::check_alloc("cat", numel, first.dtype().size_of())?;
+    crate::layout::check_alloc("cat", numel, first.dtype().size_of())?;
     if tensors.iter().any(|t| is_legacy_empty(t.shape()))
         && !tensors.iter().all(|t| is_legacy_empty(t.shape()))
     {
@@ -284,7 +284,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
-        if crate::tensor::layout::checked_numel("reshape", shape)? != self.numel() {
+        if crate::layout::checked_numel("reshape", shape)? != self.numel() {
             return Err(Error::shape(
                 "reshape",
                 format!(
@@ -774,7 +774,7 @@ impl Tensor {
     /// A contiguous copy of the data with no autograd history.
     pub(crate) fn contiguous_data_owned(&self) -> Result<Tensor> {
         // An expanded view may stand for far more elements than its storage holds.
-        crate::tensor::layout::check_alloc("contiguous", self.numel(), self.dtype().size_of())?;
+        crate::layout::check_alloc("contiguous", self.numel(), self.dtype().size_of())?;
         kernels::of_tensor(self)?.contiguous(self)
     }
 }

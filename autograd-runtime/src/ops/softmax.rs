@@ -3,8 +3,8 @@
 
 use autograd_macros::{backward, differentiable};
 
+use crate::layout::wrap_dim;
 use crate::tensor::kernels;
-use crate::tensor::layout::wrap_dim;
 use crate::{Result, Tensor};
 
 /// `dim` is wrapped.

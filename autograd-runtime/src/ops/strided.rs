@@ -77,7 +77,7 @@ impl Tensor {
 
     /// A non-view alias of this tensor's storage with `layout`, outside autograd: for buffers
     /// the engine owns.
-    pub(crate) fn reinterpret(&self, layout: crate::tensor::layout::Layout) -> Tensor {
+    pub(crate) fn reinterpret(&self, layout: crate::layout::Layout) -> Tensor {
         Tensor::from_parts(crate::sync::Arc::clone(&self.0.storage), layout)
     }
 }

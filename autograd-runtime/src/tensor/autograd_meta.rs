@@ -1,13 +1,35 @@
 //! A tensor's autograd state (requires_grad, grad, grad_fn + output_nr, retains_grad, hooks, the
 //! weak link to a leaf's AccumulateGrad) and the public methods that read and change it.
+//!
+//! Hooks: a leaf's hooks are *stored* here ([`LeafHooks`], with the hook types), but registering,
+//! removing and running hooks is the graph's (`graph/hooks.rs`, which also holds the hook front
+//! doors of `Tensor`: `register_hook`, `retain_grad`, ...; `graph/accumulate_grad.rs`). The
+//! dependency goes one way, as the floors of `DESIGN.md` put the graph above the tensor: those
+//! modules build on this state, and `tensor/` names nothing of `graph::hooks` (moving a
+//! retains_grad hook to a new grad_fn goes through [`NodeMeta`](crate::graph::NodeMeta)).
 
 use crate::sync::statics::AtomicBool;
 
 use super::Tensor;
-use crate::graph::hooks::{LeafHooks, PostAccumulateHook, TensorHook};
-use crate::graph::{AccumulateGrad, Edge, HookHandle, NodeRef};
+use crate::graph::{AccumulateGrad, Edge, NodeRef};
 use crate::sync::{Arc, Weak};
 use crate::{Error, Result};
+
+/// A tensor hook: called with the gradient of its tensor; `Some(g)` replaces it.
+pub(crate) type TensorHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
+/// A post-accumulate-grad hook: called with its leaf after the leaf's `.grad` was updated.
+pub(crate) type PostAccumulateHook = Arc<dyn Fn(&Tensor) -> Result<()> + Send + Sync>;
+
+/// Identifies one registered hook (unique per process; `graph/hooks.rs` hands them out).
+pub(crate) type HookId = u64;
+
+/// Leaf-tensor hooks, kept in the leaf's autograd metadata: registered and removed by
+/// `graph/hooks.rs`, run by the leaf's `AccumulateGrad`.
+#[derive(Default, Clone)]
+pub(crate) struct LeafHooks {
+    pub(crate) tensor: Vec<(HookId, TensorHook)>,
+    pub(crate) post_accumulate: Vec<(HookId, PostAccumulateHook)>,
+}
 
 /// The autograd half of a tensor. Locked briefly by the tensor's methods and by AccumulateGrad.
 #[derive(Default)]
@@ -285,56 +307,6 @@ impl Tensor {
         self.0.autograd.lock().output_nr
     }
 
-    /// Makes this non-leaf keep its gradient in [`Tensor::grad`] after backward (a no-op on leaves).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::RetainGradWithoutRequiresGrad`] if the tensor does not require grad;
-    /// [`Error::ViewRebase`] for a view of `split`/`chunk` whose base was modified in place
-    /// since (PyTorch reads its `grad_fn`, which it refuses to regenerate; see
-    /// [`Tensor::grad_fn`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use autograd_runtime::Tensor;
-    /// let x = Tensor::scalar(2.0f64).requires_grad_(true)?;
-    /// let h = x.mul_scalar(3.0)?;
-    /// h.retain_grad()?;
-    /// h.mul(&h)?.backward()?;
-    /// assert_eq!(h.grad().unwrap().item::<f64>()?, 12.0);
-    /// # Ok::<(), autograd_runtime::Error>(())
-    /// ```
-    pub fn retain_grad(&self) -> Result<()> {
-        if !self.requires_grad() {
-            return Err(Error::RetainGradWithoutRequiresGrad);
-        }
-        {
-            // PyTorch's C++ `is_leaf()` reads the grad_fn field as it is: a no-op for leaves,
-            // and for a view made under `no_grad` (it has no grad_fn of its own); and for a
-            // tensor that retains its grad already.
-            let meta = self.0.autograd.lock();
-            if meta.grad_fn.is_none() || meta.retains_grad {
-                return Ok(());
-            }
-        }
-        // Then it reads the grad_fn through its accessor: a stale view's is regenerated, or
-        // refused if it may not be.
-        let grad_fn = self.try_grad_fn()?;
-        let mut meta = self.0.autograd.lock();
-        let Some(grad_fn) = grad_fn else {
-            return Ok(());
-        };
-        meta.retains_grad = true;
-        let output_nr = meta.output_nr;
-        drop(meta);
-        grad_fn
-            .meta()
-            .hooks
-            .set_retains_grad(output_nr, Arc::downgrade(&self.0));
-        Ok(())
-    }
-
     /// Whether [`Tensor::retain_grad`] was called on this non-leaf.
     ///
     /// # Examples
@@ -390,198 +362,21 @@ impl Tensor {
             return Err(Error::DetachViewInPlace);
         }
         let mut meta = self.0.autograd.lock();
-        if meta.grad_fn.take().is_some() {
+        let old = meta.grad_fn.take();
+        if old.is_some() {
             meta.detached_in_place = true;
         }
         meta.output_nr = 0;
         meta.requires_grad = false;
+        drop(meta);
+        // The old grad_fn is dropped unlocked, as in `set_grad_fn`: it may be the last handle
+        // of a graph whose saved values run user `Drop` code.
+        drop(old);
         Ok(self)
     }
 
     pub(crate) fn was_detached_in_place(&self) -> bool {
         self.0.autograd.lock().detached_in_place
-    }
-
-    /// Registers a hook called with this tensor's gradient each time it is computed during
-    /// backward; returning `Some(g)` replaces the gradient. Hooks run in registration order.
-    /// [`Tensor::try_register_hook`] is the form whose hook can fail.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::HookWithoutRequiresGrad`] if the tensor does not require grad;
-    /// [`Error::ViewRebase`] for a view of `split`/`chunk`, or one made under `no_grad`, whose
-    /// base was modified in place since (as [`Tensor::retain_grad`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use autograd_runtime::Tensor;
-    /// let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
-    /// let y = x.mul_scalar(2.0)?;
-    /// y.register_hook(|g| Some(g.mul_scalar(3.0).unwrap()))?;
-    /// y.backward()?;
-    /// assert_eq!(x.grad().unwrap().item::<f64>()?, 6.0);
-    /// # Ok::<(), autograd_runtime::Error>(())
-    /// ```
-    pub fn register_hook<F>(&self, hook: F) -> Result<HookHandle>
-    where
-        F: Fn(&Tensor) -> Option<Tensor> + Send + Sync + 'static,
-    {
-        self.add_tensor_hook(Arc::new(move |g: &Tensor| Ok(hook(g))))
-    }
-
-    /// [`Tensor::register_hook`] for a hook that can fail: an `Err` it returns stops the backward
-    /// pass and is what `backward()`/`grad()` returns (see
-    /// [fallible hooks](crate::graph#fallible-hooks)).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::HookWithoutRequiresGrad`] if the tensor does not require grad;
-    /// [`Error::ViewRebase`] for a view of `split`/`chunk`, or one made under `no_grad`, whose
-    /// base was modified in place since (as [`Tensor::retain_grad`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use autograd_runtime::{Error, Tensor};
-    /// let x = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
-    /// let y = x.mul_scalar(2.0)?;
-    /// // Refuse non-finite gradients; scale the others (`?` works inside the hook).
-    /// y.try_register_hook(|g| {
-    ///     if g.to_vec::<f64>()?.iter().any(|v| !v.is_finite()) {
-    ///         return Err(Error::msg("non-finite gradient"));
-    ///     }
-    ///     Ok(Some(g.mul_scalar(10.0)?))
-    /// })?;
-    /// y.sum()?.backward_with(autograd_runtime::BackwardOptions::new().retain_graph(true))?;
-    /// assert_eq!(x.grad().unwrap().to_vec::<f64>()?, [20.0, 20.0]);
-    ///
-    /// let bad = Tensor::from_vec(vec![f64::NAN, 1.0], &[2])?;
-    /// let err = y.backward_with(autograd_runtime::BackwardOptions::new().gradient(bad)).unwrap_err();
-    /// assert_eq!(err.to_string(), "non-finite gradient");
-    /// assert_eq!(x.grad().unwrap().to_vec::<f64>()?, [20.0, 20.0]); // the pass stopped
-    /// # Ok::<(), autograd_runtime::Error>(())
-    /// ```
-    pub fn try_register_hook<F>(&self, hook: F) -> Result<HookHandle>
-    where
-        F: Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync + 'static,
-    {
-        self.add_tensor_hook(Arc::new(hook))
-    }
-
-    fn add_tensor_hook(&self, hook: TensorHook) -> Result<HookHandle> {
-        // A view's hook goes to its current (possibly regenerated) grad_fn; a stale view that
-        // may not be regenerated is refused with PyTorch's error, as its `grad_fn` accessor
-        // refuses it (a hook on the old node would never run).
-        let current = if self.is_view() {
-            self.try_grad_fn()?
-        } else {
-            None
-        };
-        let mut meta = self.0.autograd.lock();
-        match current.or_else(|| meta.grad_fn.clone()) {
-            Some(grad_fn) => {
-                let output_nr = meta.output_nr;
-                drop(meta);
-                let id = grad_fn.meta().hooks.add_tensor_pre(output_nr, hook);
-                Ok(HookHandle::on_node(&grad_fn, id))
-            }
-            None if meta.requires_grad => {
-                let id = meta
-                    .leaf_hooks
-                    .get_or_insert_with(Box::default)
-                    .add_tensor(hook);
-                drop(meta);
-                Ok(HookHandle::on_tensor(self, id))
-            }
-            None => Err(Error::HookWithoutRequiresGrad),
-        }
-    }
-
-    /// Registers a hook called with this leaf after its `.grad` was updated by backward (B20).
-    /// [`Tensor::try_register_post_accumulate_grad_hook`] is the form whose hook can fail.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::PostAccumulateGradHookOnNonLeaf`] on a non-leaf;
-    /// [`Error::HookWithoutRequiresGrad`] if the leaf does not require grad;
-    /// [`Error::ViewRebase`] as [`Tensor::register_hook`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use autograd_runtime::Tensor;
-    /// let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
-    /// x.register_post_accumulate_grad_hook(|t| {
-    ///     // e.g. an optimizer step fused into backward
-    ///     assert_eq!(t.grad().unwrap().item::<f64>().unwrap(), 2.0);
-    /// })?;
-    /// x.mul_scalar(2.0)?.backward()?;
-    /// # Ok::<(), autograd_runtime::Error>(())
-    /// ```
-    pub fn register_post_accumulate_grad_hook<F>(&self, hook: F) -> Result<HookHandle>
-    where
-        F: Fn(&Tensor) + Send + Sync + 'static,
-    {
-        self.add_post_accumulate_grad_hook(Arc::new(move |t: &Tensor| {
-            hook(t);
-            Ok(())
-        }))
-    }
-
-    /// [`Tensor::register_post_accumulate_grad_hook`] for a hook that can fail: an `Err` it
-    /// returns stops the backward pass (after this leaf's `.grad` was updated) and is what
-    /// `backward()` returns (see [fallible hooks](crate::graph#fallible-hooks)).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::PostAccumulateGradHookOnNonLeaf`] on a non-leaf;
-    /// [`Error::HookWithoutRequiresGrad`] if the leaf does not require grad;
-    /// [`Error::ViewRebase`] as [`Tensor::register_hook`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use autograd_runtime::{Error, Tensor};
-    /// let x = Tensor::scalar(1.0f64).requires_grad_(true)?;
-    /// x.try_register_post_accumulate_grad_hook(|t| {
-    ///     let g = t.grad().unwrap().item::<f64>()?;
-    ///     if g > 5.0 {
-    ///         return Err(Error::msg(format!("gradient {g} exceeds the clip threshold")));
-    ///     }
-    ///     Ok(())
-    /// })?;
-    /// x.mul_scalar(2.0)?.backward()?;
-    /// let err = x.mul_scalar(4.0)?.backward().unwrap_err();
-    /// assert_eq!(err.to_string(), "gradient 6 exceeds the clip threshold");
-    /// assert_eq!(x.grad().unwrap().item::<f64>()?, 6.0); // accumulated before the hook ran
-    /// # Ok::<(), autograd_runtime::Error>(())
-    /// ```
-    pub fn try_register_post_accumulate_grad_hook<F>(&self, hook: F) -> Result<HookHandle>
-    where
-        F: Fn(&Tensor) -> Result<()> + Send + Sync + 'static,
-    {
-        self.add_post_accumulate_grad_hook(Arc::new(hook))
-    }
-
-    fn add_post_accumulate_grad_hook(&self, hook: PostAccumulateHook) -> Result<HookHandle> {
-        // A stale view that may not be regenerated: PyTorch's error, from its grad_fn accessor.
-        if self.is_view() {
-            self.try_grad_fn()?;
-        }
-        let mut meta = self.0.autograd.lock();
-        if meta.grad_fn.is_some() {
-            return Err(Error::PostAccumulateGradHookOnNonLeaf);
-        }
-        if !meta.requires_grad {
-            return Err(Error::HookWithoutRequiresGrad);
-        }
-        let id = meta
-            .leaf_hooks
-            .get_or_insert_with(Box::default)
-            .add_post_accumulate(hook);
-        drop(meta);
-        Ok(HookHandle::on_tensor(self, id))
     }
 
     // ----- crate-internal graph plumbing ----------------------------------------------------------
@@ -662,11 +457,10 @@ impl Tensor {
         let old_nr = std::mem::replace(&mut meta.output_nr, output_nr);
         drop(meta);
         if let Some(old) = old {
-            old.meta().hooks.clear_retains_grad(old_nr);
+            old.meta().clear_retains_grad(old_nr);
         }
         moved
             .meta()
-            .hooks
             .set_retains_grad(output_nr, Arc::downgrade(&self.0));
     }
 

@@ -4,7 +4,8 @@
 use ndarray::ArrayD;
 
 use super::Tensor;
-use super::kernels::{self, Buffer};
+use super::kernels;
+use crate::backend::Buffer;
 use crate::layout::view;
 use crate::{Device, Element, Error, Result};
 
@@ -23,7 +24,7 @@ impl Tensor {
         } else {
             a.as_standard_layout().into_owned()
         };
-        let shape: super::layout::Dims = a.shape().into();
+        let shape: crate::layout::Dims = a.shape().into();
         let (mut v, offset) = a.into_raw_vec_and_offset();
         if let Some(off) = offset.filter(|&o| o != 0) {
             v.drain(..off);

@@ -18,7 +18,7 @@ use crate::layout::{Layout, elementwise_order};
 use crate::sync::Arc;
 use crate::{DType, Device, Element, Error, Result};
 
-pub(crate) use crate::backend::{Buffer, ElemVec};
+use crate::backend::{Buffer, ElemVec};
 
 /// A kernel result as a new contiguous tensor on `device`.
 #[inline]

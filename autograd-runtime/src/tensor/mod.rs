@@ -10,15 +10,15 @@ pub(crate) mod view;
 
 use std::fmt;
 use std::mem::ManuallyDrop;
+use std::panic::{RefUnwindSafe, UnwindSafe};
 
 use crate::sync::{Arc, Mutex};
 use crate::{DType, Device, Element, Error, Result};
 
-/// The leaf module `crate::layout`, under its former path.
-pub(crate) use crate::layout;
-pub(crate) use autograd_meta::AutogradMeta;
-use layout::{Dims, Layout};
-use storage::{Buffer, Storage};
+use crate::backend::Buffer;
+use crate::layout::{self, Dims, Layout};
+pub(crate) use autograd_meta::{AutogradMeta, HookId, LeafHooks, PostAccumulateHook, TensorHook};
+use storage::Storage;
 
 /// An n-dimensional array of `f32` or `f64` that records the operations applied to it, so that
 /// gradients can be computed with [`Tensor::backward`] or [`grad`](crate::grad).
@@ -39,8 +39,45 @@ use storage::{Buffer, Storage};
 /// assert_eq!(x.grad().unwrap().to_vec::<f64>()?, vec![2.0, 4.0, 6.0]);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
+///
+/// # Threads and panics
+///
+/// `Tensor` is `Send + Sync + UnwindSafe + RefUnwindSafe`: handles move and are shared between
+/// threads, and code that uses a tensor can run under [`std::panic::catch_unwind`], with the
+/// tensor used again afterwards.
+///
+/// It is unwind-safe although its state is mutable through `&Tensor` (the autograd metadata,
+/// the element buffer, a view's version record), because all of that state is behind locks
+/// (`sync.rs`) that do not poison and that no panic leaves half-updated: no critical section
+/// over them runs user code (hooks, custom backwards, saved-tensor hooks and the drop of an old
+/// gradient or grad_fn all run after the lock is released), so a panic raised in user code
+/// never interrupts one, and what a panicking closure had done to a tensor before it panicked
+/// (an in-place op, a gradient) is complete. The engine relies on the same property when it
+/// turns a panic in a backward into [`Error::Panic`].
+///
+/// ```
+/// use std::panic::catch_unwind;
+/// use autograd_runtime::Tensor;
+/// let x = Tensor::from_vec(vec![0.0f64, 1.0], &[2])?;
+/// let y = catch_unwind(|| x.clone().exp()).expect("no panic")?;
+/// assert_eq!(y.to_vec::<f64>()?, [1.0, 1.0f64.exp()]);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct Tensor(pub(crate) ManuallyDrop<Arc<TensorImpl>>);
+
+// The interior state (`TensorImpl`'s autograd mutex, its storage's `RwLock<Buffer>`, a view's
+// state mutex) is `UnsafeCell`-based, which makes the auto traits say no. It is unwind-safe for
+// the reasons in the docs above: every such cell is behind a lock whose critical sections run no
+// user code and complete or do not start, so a caught panic leaves no tensor half-updated.
+impl UnwindSafe for Tensor {}
+impl RefUnwindSafe for Tensor {}
+
+// Pinned: a change that loses one of these fails to compile here rather than in a user's crate.
+const _: () = {
+    fn assert<T: Send + Sync + UnwindSafe + RefUnwindSafe>() {}
+    let _ = assert::<Tensor>;
+};
 
 impl Drop for Tensor {
     /// The last handle of a small tensor nothing else can reach hands its allocation to the
@@ -604,5 +641,52 @@ impl fmt::Debug for TensorImpl {
             .field("layout", &self.layout)
             .field("dtype", &self.dtype)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::panic::catch_unwind;
+
+    use crate::{Device, Error, Tensor};
+
+    /// `Tensor` is unwind-safe: a closure over `&Tensor` goes to `catch_unwind` as it is (no
+    /// `AssertUnwindSafe`), and a tensor whose graph a caught panic interrupted is still usable.
+    #[test]
+    fn tensors_are_used_under_catch_unwind_and_after_a_caught_panic() {
+        let x = Tensor::from_vec(vec![0.0f64, 1.0], &[2])
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap();
+        let y = catch_unwind(|| x.clone().exp()).expect("no panic").unwrap();
+        assert_eq!(y.to_vec::<f64>().unwrap(), [1.0, 1f64.exp()]);
+
+        // A panic after a backward into `x`: what it did stays done, and `x` takes more.
+        let caught = catch_unwind(|| {
+            x.mul_scalar(3.0)
+                .unwrap()
+                .sum()
+                .unwrap()
+                .backward()
+                .unwrap();
+            panic!("a user panic after backward");
+        });
+        assert!(caught.is_err());
+        assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), [3.0, 3.0]);
+        y.sum().unwrap().backward().unwrap();
+        assert_eq!(
+            x.grad().unwrap().to_vec::<f64>().unwrap(),
+            [3.0 + 1.0, 3.0 + 1f64.exp()]
+        );
+
+        // The issue's form: a device move under `catch_unwind` compiles, and does not panic
+        // whether or not this machine has a CUDA device.
+        match catch_unwind(|| x.to(Device::Cuda(0))).expect("no panic") {
+            Ok(on_gpu) => {
+                assert_eq!(on_gpu.device(), Device::Cuda(0));
+                assert_eq!(on_gpu.to_vec::<f64>().unwrap(), [0.0, 1.0]);
+            }
+            Err(e) => assert!(matches!(e, Error::DeviceUnavailable { .. }), "{e}"),
+        }
     }
 }

@@ -10,8 +10,9 @@
 use std::cell::RefCell;
 use std::mem::ManuallyDrop;
 
-use super::storage::{Buffer, Storage};
+use super::storage::Storage;
 use super::{AutogradMeta, Layout, Tensor, TensorImpl};
+use crate::backend::Buffer;
 use crate::backend::ElemVec;
 use crate::sync::Arc;
 use crate::{Device, Element};
@@ -78,7 +79,7 @@ fn reset(meta: &mut AutogradMeta) {
 }
 
 #[inline(never)]
-fn drop_leaf_hooks(hooks: Box<crate::graph::hooks::LeafHooks>) {
+fn drop_leaf_hooks(hooks: Box<super::LeafHooks>) {
     drop(hooks);
 }
 

@@ -3,7 +3,7 @@
 
 use crate::sync::{Arc, Ordering};
 
-pub(crate) use super::kernels::Buffer;
+use crate::backend::Buffer;
 use crate::sync::{RwLock, atomic::AtomicU64};
 use crate::{Device, Element};
 

@@ -187,10 +187,9 @@ impl Tensor {
             // The retains_grad hook moves to the new grad_fn (PyTorch's
             // `update_tensor_hooks_on_new_gradfn`); other hooks stay with the old node.
             if let Some(old) = old {
-                old.meta().hooks.clear_retains_grad(old_nr);
+                old.meta().clear_retains_grad(old_nr);
             }
             node.meta()
-                .hooks
                 .set_retains_grad(0, crate::sync::Arc::downgrade(&self.0));
         }
         Ok(Some(node))

@@ -302,7 +302,8 @@ pub fn num_threads() -> usize {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    use crate::sync::Ordering::Relaxed;
+    use crate::sync::atomic::AtomicUsize;
 
     use super::*;
 

@@ -8,20 +8,19 @@ use cudarc::cublas::sys::{cublasHandle_t, cublasOperation_t};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
 
 use std::mem::ManuallyDrop;
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use cudarc::driver::DriverError;
 use cudarc::driver::sys::CUresult;
 
 use super::cache::rounded_len;
+use super::data::DeviceData;
 use super::device::CudaDevice;
-use super::launch::Arg;
+use crate::sync::Ordering;
 use crate::{DType, Element, Result};
 
 /// The elements of one storage in device memory.
 #[derive(Debug)]
-pub struct DeviceBuffer {
+pub(crate) struct DeviceBuffer {
     /// Taken out only by `Drop`, which hands it to the device's [`BlockCache`].
     pub(super) data: ManuallyDrop<DeviceData>,
     /// The device holding the memory (`cuda:<ordinal>`).
@@ -29,43 +28,6 @@ pub struct DeviceBuffer {
     /// The number of elements (the allocation has at least one, as CUDA allocates no zero-size
     /// buffers, and is rounded up: see [`rounded_len`]).
     pub(super) len: usize,
-}
-
-/// A device allocation, tagged by element type.
-#[derive(Debug)]
-pub(super) enum DeviceData {
-    F32(CudaSlice<f32>),
-    F64(CudaSlice<f64>),
-}
-
-impl DeviceData {
-    pub(super) fn dtype(&self) -> DType {
-        match self {
-            DeviceData::F32(_) => DType::F32,
-            DeviceData::F64(_) => DType::F64,
-        }
-    }
-
-    /// The capacity of the allocation, in elements.
-    pub(super) fn len(&self) -> usize {
-        match self {
-            DeviceData::F32(s) => s.len(),
-            DeviceData::F64(s) => s.len(),
-        }
-    }
-
-    /// The size of the allocation in bytes.
-    pub(super) fn bytes(&self) -> usize {
-        self.len() * self.dtype().size_of()
-    }
-
-    /// Queues zeroing the whole allocation on `stream`.
-    fn memset_zeros(&mut self, stream: &Arc<CudaStream>) -> std::result::Result<(), DriverError> {
-        match self {
-            DeviceData::F32(s) => stream.memset_zeros(s),
-            DeviceData::F64(s) => stream.memset_zeros(s),
-        }
-    }
 }
 
 /// An element type the kernels are compiled for, tied to the [`DeviceData`] variant that holds
@@ -76,9 +38,6 @@ pub(super) trait DeviceElement: Element + DeviceRepr + ValidAsZeroBits {
 
     /// The slice inside `d` if it holds this type.
     fn slice_mut(d: &mut DeviceData) -> Option<&mut CudaSlice<Self>>;
-
-    /// `v` as a kernel argument of this type.
-    fn scalar_arg(v: f64) -> Arg;
 
     /// cuBLAS's strided batched `C = op(A)·op(B)` (alpha 1, beta 0) for this type, on device
     /// addresses.
@@ -114,7 +73,7 @@ pub(super) struct GemmCall {
 /// Implements [`DeviceElement`] for `$t`, held by `DeviceData::$variant`, with cuBLAS routine
 /// `$gemm`.
 macro_rules! device_element {
-    ($t:ty, $variant:ident, $arg:ident, $gemm:ident) => {
+    ($t:ty, $variant:ident, $gemm:ident) => {
         impl DeviceElement for $t {
             fn into_data(s: CudaSlice<Self>) -> DeviceData {
                 DeviceData::$variant(s)
@@ -126,10 +85,6 @@ macro_rules! device_element {
                     #[allow(unreachable_patterns, reason = "the other element types")]
                     _ => None,
                 }
-            }
-
-            fn scalar_arg(v: f64) -> Arg {
-                Arg::$arg(<$t as Element>::from_f64(v))
             }
 
             unsafe fn gemm(g: &GemmCall) -> std::result::Result<(), CublasError> {
@@ -161,8 +116,8 @@ macro_rules! device_element {
     };
 }
 
-device_element!(f32, F32, F32, sgemm_strided_batched);
-device_element!(f64, F64, F64, dgemm_strided_batched);
+device_element!(f32, F32, sgemm_strided_batched);
+device_element!(f64, F64, dgemm_strided_batched);
 
 /// Code generic over the element type, run at a [`DType`] known only at run time (candle's
 /// `Map1`): [`map_dtype`] matches on the dtype once and calls the monomorphised [`DTypeMap::f`].

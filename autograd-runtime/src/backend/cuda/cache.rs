@@ -20,7 +20,7 @@
 
 use std::collections::HashMap;
 
-use super::buffer::DeviceData;
+use super::data::DeviceData;
 use crate::DType;
 use crate::sync::Mutex;
 

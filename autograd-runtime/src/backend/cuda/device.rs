@@ -7,24 +7,23 @@
 
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::AtomicUsize;
-use std::sync::{Arc, OnceLock};
 
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DriverError};
 
 use super::cache::BlockCache;
 use super::{kernels, libraries};
-use crate::sync::Mutex;
+use crate::sync::statics::{AtomicUsize, OnceLock};
+use crate::sync::{Mutex, StdArc};
 use crate::{Device, Error, Result};
 
 /// One CUDA device, set up on first use and kept for the life of the process.
 pub(crate) struct CudaDevice {
     pub(crate) ordinal: usize,
-    pub(crate) ctx: Arc<CudaContext>,
+    pub(crate) ctx: StdArc<CudaContext>,
     /// Every op of this device is issued on this one stream, from whichever thread runs it, so
     /// work on one device runs in issue order (PyTorch's default-stream case).
-    pub(crate) stream: Arc<CudaStream>,
+    pub(crate) stream: StdArc<CudaStream>,
     /// Locked per call: a cuBLAS handle is not to be used by two threads at once.
     pub(crate) blas: Mutex<CudaBlas>,
     functions: HashMap<&'static str, CudaFunction>,

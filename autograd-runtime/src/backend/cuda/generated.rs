@@ -3,7 +3,6 @@
 //! element type; every later call is one launch.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
 
 use cudarc::driver::CudaFunction;
 
@@ -14,6 +13,7 @@ use super::launch::{Arg, dev_of, device_buffer, launch_function};
 use crate::backend::Buffer;
 use crate::backend::generated::GeneratedKernel;
 use crate::sync::Mutex;
+use crate::sync::statics::OnceLock;
 use crate::{DType, Error, Result};
 
 /// What the cache keeps per kernel: its loaded function, or why it could not be built.

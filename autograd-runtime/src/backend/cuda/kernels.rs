@@ -1,14 +1,13 @@
 //! The kernel source (`kernels.cu`), its compilation by NVRTC (once per process: the PTX is then
 //! loaded into each device's context), and the argument types the kernels take.
 
-use std::sync::OnceLock;
-
 use cudarc::driver::DeviceRepr;
 use cudarc::nvrtc::{CompileOptions, Ptx, compile_ptx_with_opts};
 
 use crate::DType;
 use crate::backend::{BinaryOp, FusedOp, UnaryOp};
 use crate::layout::Layout;
+use crate::sync::statics::OnceLock;
 
 /// The CUDA C++ source of every kernel: the math they share with the generated kernels
 /// (`math.cuh`), then `kernels.cu`.

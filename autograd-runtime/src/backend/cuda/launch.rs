@@ -3,12 +3,12 @@
 
 use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 
-use super::buffer::{DTypeMap, DeviceBuffer, DeviceElement, map_dtype};
+use super::buffer::DeviceBuffer;
 use super::device::{CudaDevice, device};
 use super::kernels::{self, BLOCK, KernelLayout};
 use crate::backend::{Buffer, Out};
 use crate::layout::Layout;
-use crate::{DType, Device, Error, Result};
+use crate::{DType, Device, Element, Error, Result};
 
 /// A kernel argument.
 pub(super) enum Arg {
@@ -19,21 +19,15 @@ pub(super) enum Arg {
     Layout(KernelLayout),
 }
 
-/// [`Arg::scalar`] for one element type.
-struct Scalar(f64);
-
-impl DTypeMap for Scalar {
-    type Output = Arg;
-
-    fn f<T: DeviceElement>(self) -> Arg {
-        T::scalar_arg(self.0)
-    }
-}
-
 impl Arg {
-    /// `v` as an element of `dtype`.
+    /// `v` as an element of `dtype` (rounded for `f32`). A match on the dtype rather than a
+    /// method of `DeviceElement`, so that `buffer.rs` need not know the launch arguments: a new
+    /// dtype fails to compile here, beside the variant it needs.
     pub(super) fn scalar(dtype: DType, v: f64) -> Arg {
-        map_dtype(dtype, Scalar(v))
+        match dtype {
+            DType::F32 => Arg::F32(f32::from_f64(v)),
+            DType::F64 => Arg::F64(v),
+        }
     }
 }
 

@@ -8,12 +8,17 @@
 //!   by NVRTC. Kernels read tensors through their layouts, so views and broadcasts need no copy.
 //! * `buffer.rs`: device memory ([`DeviceBuffer`]) and the dtype map that runs code written once
 //!   over the element type at a buffer's run-time dtype (candle's `Map1`); `cache.rs`: freed
-//!   blocks kept for reuse (PyTorch's caching allocator).
+//!   blocks kept for reuse (PyTorch's caching allocator); `data.rs`: the raw allocation, tagged
+//!   by element type, that both hold.
 //! * `launch.rs`: kernel arguments and launches; `transfer.rs`: copies to and from the host;
 //!   `index.rs`: the indexing kernels; `reduce.rs`: how sums are cut into blocks;
 //!   `dispatch.rs`: the `Backend` impl.
 //! * matmul runs on cuBLAS (`gemm_strided_batched`), with transposed operands passed as
 //!   transpose flags and broadcast batches as batch stride 0.
+//!
+//! The modules form no circle: `data.rs`, `kernels.rs` and `libraries.rs` name no other module
+//! here; the cache builds on the data, the device state on the cache, buffers on the device, and
+//! launches on buffers; the op modules build on those and `dispatch.rs` on the op modules.
 //!
 //! Every op of a device is issued on that device's one stream: work on one device runs in issue
 //! order whichever thread issues it, and a copy to the host waits for it. That is PyTorch's
@@ -23,6 +28,7 @@
 
 mod buffer;
 mod cache;
+mod data;
 mod device;
 mod dispatch;
 mod generated;
