@@ -110,7 +110,7 @@ fn rule_path(krate: &Path, op: &Op) -> TokenStream {
     let rule = &op.rule;
     match &op.callee {
         Some(path) => {
-            let path = crate::expand::sibling(path, &crate::expand::rule::rule_name(rule));
+            let path = super::names::sibling(path, &crate::expand::rule::rule_name(rule));
             quote_spanned!(rule.span()=> #path)
         }
         None => quote_spanned!(rule.span()=> #krate::__private::DerivativeRules::#rule),
@@ -792,9 +792,9 @@ pub(crate) fn derived(
     }
 }
 
-/// The section a derived function's rustdoc gains (as `expand::doc_section` for a hand-written
-/// pair): its node, the ops its backward is derived from, its inputs, which values the node may
-/// keep and which the forward alone uses, and double differentiability.
+/// The section a derived function's rustdoc gains (as `expand::forward::doc_section` for a
+/// hand-written pair): its node, the ops its backward is derived from, its inputs, which values
+/// the node may keep and which the forward alone uses, and double differentiability.
 pub(crate) fn doc_section(node: &str, fwd: &DiffFn<'_>, body: &Body) -> Vec<String> {
     let live = body.live();
     // Named values by their name; the others counted (or "the result").

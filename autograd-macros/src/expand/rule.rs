@@ -21,7 +21,8 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{Ident, Path, Visibility};
 
-use super::{Names, Slot, SlotKind};
+use super::names::Names;
+use super::slots::{Slot, SlotKind};
 use crate::attr::DiffArgs;
 use crate::ir::{BackwardFn, DiffFn, GradType, ParamKind};
 
@@ -120,7 +121,7 @@ fn apply_params(
         .map(|(i, p)| {
             let ident = p.ident;
             let ty = match fwd_path {
-                Some(path) => super::param_type(path, fwd, i, false),
+                Some(path) => super::aliases::param_type(path, fwd, i, false),
                 None => {
                     let ty = p.ty;
                     quote_spanned!(loc=> #ty)
@@ -298,7 +299,7 @@ pub(super) fn impl_items(
             let at = Span::mixed_site().located_at(bw_ty.span());
             let value = format_ident!("__value", span = at);
             let local = format_ident!("__arg", span = at);
-            let copy = if super::borrowed_target(ty).is_some() {
+            let copy = if super::slots::borrowed_target(ty).is_some() {
                 if matches!(bw_ty, syn::Type::Reference(_)) {
                     quote_spanned!(at=> #ident)
                 } else {

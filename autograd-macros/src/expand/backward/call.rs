@@ -6,7 +6,8 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::{Ident, Path};
 
-use super::super::{Slot, SlotKind, output_type, param_type};
+use super::super::aliases::{output_type, param_type};
+use super::super::slots::{Slot, SlotKind};
 use super::{LinkPlan, Linked};
 use crate::ir::{DiffFn, Param, ParamKind};
 
@@ -168,7 +169,7 @@ impl LinkPlan<'_> {
                 self.try_(quote_spanned!(loc=> #krate::__private::#try_next_edges(#input_refs)));
             return quote_spanned!(loc=> (#t));
         }
-        let ret = match super::super::output_path(self.fwd_path, self.fwd) {
+        let ret = match super::super::aliases::output_path(self.fwd_path, self.fwd) {
             Some(ret) if self.fwd.output.fallible => ret,
             _ => return quote_spanned!(loc=> #krate::__private::#next_edges(#input_refs)),
         };

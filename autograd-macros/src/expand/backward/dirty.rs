@@ -5,7 +5,7 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote_spanned};
 
-use super::super::SlotKind;
+use super::super::slots::SlotKind;
 use super::LinkPlan;
 use crate::ir::ParamKind;
 

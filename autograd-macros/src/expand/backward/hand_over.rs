@@ -7,7 +7,8 @@ use quote::quote;
 use syn::ext::IdentExt;
 use syn::{FnArg, Ident, ItemFn, Path};
 
-use super::super::{Attrs, Names, aliasable, sibling};
+use super::super::forward::Attrs;
+use super::super::names::{Names, aliasable, sibling};
 use crate::attr::BackwardArgs;
 use crate::ir::{
     is_input_metadata, is_input_metadata_ref, is_option_tensor_ref, is_param_attr, is_slice_ref_of,

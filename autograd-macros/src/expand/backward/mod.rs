@@ -9,8 +9,8 @@ use proc_macro2::{Delimiter, Group, Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::{Path, Signature};
 
+use super::aliases::output_type;
 use super::node::node;
-use super::output_type;
 use crate::attr::DiffArgs;
 use crate::ir::{BackwardFn, DiffFn};
 

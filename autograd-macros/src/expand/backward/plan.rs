@@ -7,7 +7,8 @@ use quote::{format_ident, quote_spanned};
 use syn::ext::IdentExt;
 use syn::{Ident, Path};
 
-use super::super::{Names, Slot, sibling, slots};
+use super::super::names::{Names, sibling};
+use super::super::slots::{Slot, slots};
 use crate::attr::DiffArgs;
 use crate::ir::{BackwardFn, DiffFn, Param};
 

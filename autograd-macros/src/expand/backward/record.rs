@@ -4,7 +4,7 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote_spanned};
 
-use super::super::{Slot, SlotKind};
+use super::super::slots::{Slot, SlotKind};
 use super::LinkPlan;
 use crate::ir::DiffFn;
 

@@ -6,7 +6,8 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote_spanned};
 use syn::ext::IdentExt;
 
-use super::super::{SlotKind, borrowed_target, param_type, residual_type};
+use super::super::aliases::{param_type, residual_type};
+use super::super::slots::{SlotKind, borrowed_target};
 use super::LinkPlan;
 
 impl LinkPlan<'_> {
