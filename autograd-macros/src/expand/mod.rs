@@ -3,7 +3,7 @@
 //! marker type, the link trait and the signature macro), naming the hidden items as `names.rs`
 //! says and declaring the type aliases of `aliases.rs`; `node.rs` emits the graph node, from the
 //! values `slots.rs` says it keeps, and `backward/` what `#[backward]` adds (the link trait's
-//! `call`, what a custom function's outputs become, what the node keeps). `derive.rs` writes
+//! `call`, what a custom function's outputs become, what the node keeps). `derive/` writes
 //! the hidden pair of a derived function, `rule.rs` the rules a derived body calls its ops
 //! through, and `fused.rs` the fused programs of derived bodies.
 
