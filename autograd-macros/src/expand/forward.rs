@@ -89,7 +89,7 @@ pub(crate) fn forward(
     );
     let label = format!("add a function annotated `#[backward({})]`", fwd.name());
     let note = "the backward names the incoming gradients first (`grad`), then any forward parameters or outputs (`result`) it needs, and returns one gradient per `&Tensor` input";
-    // The rule a derived body uses to call this function (`rule.rs`).
+    // The rule a derived body uses to call this function (`rule/`).
     let (rule_items, rule_const) = if rule::eligible(args, fwd) {
         let loc = ident.span();
         let conv = rule::Convention::of(args, fwd);

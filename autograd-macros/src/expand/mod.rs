@@ -4,7 +4,7 @@
 //! says and declaring the type aliases of `aliases.rs`; `node.rs` emits the graph node, from the
 //! values `slots.rs` says it keeps, and `backward/` what `#[backward]` adds (the link trait's
 //! `call`, what a custom function's outputs become, what the node keeps). `derive/` writes
-//! the hidden pair of a derived function, `rule.rs` the rules a derived body calls its ops
+//! the hidden pair of a derived function, `rule/` the rules a derived body calls its ops
 //! through, and `fused.rs` the fused programs of derived bodies.
 
 mod aliases;

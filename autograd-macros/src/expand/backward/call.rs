@@ -280,7 +280,7 @@ impl LinkPlan<'_> {
         }
     }
 
-    /// The rule a derived body calls the forward through (`rule.rs`), where it has one.
+    /// The rule a derived body calls the forward through (`rule/`), where it has one.
     pub(super) fn rule(&self) -> Option<TokenStream> {
         let Linked { loc, .. } = self.linked;
         super::super::rule::eligible(self.args, self.fwd).then(|| {
