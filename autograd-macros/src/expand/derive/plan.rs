@@ -12,10 +12,10 @@ use super::values::{mentions, reads_of};
 use crate::ir::body::{Body, Form, Op, Step};
 use crate::ir::{DiffFn, ParamKind};
 
-/// What [`derived`] computes once from the lowered body before it emits anything: the hidden
-/// names, which values are live and kept, what the rules read of each, and where each value is
-/// used for the last time. Each item of the hidden pair, and each part of their bodies, is
-/// then one method.
+/// What [`derived`](super::derived) computes once from the lowered body before it emits
+/// anything: the hidden names, which values are live and kept, what the rules read of each, and
+/// where each value is used for the last time. Each item of the hidden pair, and each part of
+/// their bodies, is then one method.
 pub(super) struct DerivedPlan<'a> {
     pub(super) krate: &'a Path,
     pub(super) fwd: &'a DiffFn<'a>,
