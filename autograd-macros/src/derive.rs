@@ -1,10 +1,10 @@
 //! `#[differentiable(derive)]`: lower the body to straight-line ops, write the hidden forward and
-//! backward a user would write by hand (`expand/derive.rs`), then expand that pair exactly as
+//! backward a user would write by hand (`expand/derive/`), then expand that pair exactly as
 //! `#[differentiable]` and `#[backward]` do, so that saving, version checks and the node are the
 //! same code.
 //!
 //! The hidden forward returns the result followed by what the backward keeps of each value
-//! (`expand/derive.rs`), with `materialize_grads = false`: the kept values are outputs of the
+//! (`expand/derive/forward.rs`), with `materialize_grads = false`: the kept values are outputs of the
 //! node, saved with it like any saved output and version-checked.
 
 use proc_macro2::TokenStream;

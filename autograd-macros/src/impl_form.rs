@@ -10,7 +10,7 @@
 
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
-use syn::{FnArg, ImplItem, ImplItemFn, ItemImpl, Pat, Type};
+use syn::{FnArg, Ident, ImplItem, ImplItemFn, ItemImpl, Pat, Type};
 
 use crate::attr::DiffArgs;
 use crate::symbol;
@@ -20,65 +20,8 @@ const SELF: &str = "__autograd_self";
 
 pub(crate) fn expand(args: TokenStream, item: &ItemImpl) -> syn::Result<TokenStream> {
     let opts: DiffArgs = syn::parse2(args.clone())?;
-    if let Some(span) = opts.derive {
-        return Err(syn::Error::new(
-            span,
-            "`derive` is not supported on an `impl` block: write `fn backward(&self, ..)` in it, or derive a free function",
-        ));
-    }
-    if let Some((_, path, _)) = &item.trait_ {
-        return Err(syn::Error::new_spanned(
-            path,
-            "`#[differentiable]` applies to an inherent `impl` block (`impl Op { .. }`), not a trait impl",
-        ));
-    }
-    if !item.generics.params.is_empty() {
-        return Err(syn::Error::new_spanned(
-            &item.generics,
-            "`#[differentiable]` on an `impl` block takes no generics",
-        ));
-    }
-    let self_ty = &item.self_ty;
-    let Type::Path(type_path) = &**self_ty else {
-        return Err(syn::Error::new_spanned(
-            self_ty,
-            "`#[differentiable]` on an `impl` block needs a named type (`impl Op { .. }`)",
-        ));
-    };
-    let type_ident = &type_path
-        .path
-        .segments
-        .last()
-        .ok_or_else(|| syn::Error::new_spanned(self_ty, "expected a type name"))?
-        .ident;
-
-    let mut forward = None;
-    let mut backward = None;
-    let mut others = Vec::new();
-    for it in &item.items {
-        match it {
-            ImplItem::Fn(f) if f.sig.ident == "forward" => forward = Some(f),
-            ImplItem::Fn(f) if f.sig.ident == "backward" => backward = Some(f),
-            other => others.push(other),
-        }
-    }
-    let brace = item.brace_token.span.close();
-    let forward = forward.ok_or_else(|| {
-        syn::Error::new(
-            brace,
-            format!(
-                "a `#[differentiable]` impl defines `fn forward(&self, ..)` for `{type_ident}`"
-            ),
-        )
-    })?;
-    let backward = backward.ok_or_else(|| {
-        syn::Error::new(
-            brace,
-            format!(
-                "a `#[differentiable]` impl defines `fn backward(&self, grad: &Tensor, ..)` for `{type_ident}`"
-            ),
-        )
-    })?;
+    let (self_ty, type_ident) = named_type(&opts, item)?;
+    let (forward, backward, others) = methods(item, type_ident)?;
     let fwd_self = receiver(forward)?;
     let bwd_self = receiver(backward)?;
 
@@ -125,19 +68,7 @@ pub(crate) fn expand(args: TokenStream, item: &ItemImpl) -> syn::Result<TokenStr
 
     // `apply`: the forward's parameters after `self`, as the public method.
     let vis = &forward.vis;
-    let arg_names: Vec<TokenStream> = fwd_rest
-        .iter()
-        .map(|a| match a {
-            FnArg::Typed(p) => match &*p.pat {
-                Pat::Ident(i) => Ok(i.ident.to_token_stream()),
-                pat => Err(syn::Error::new_spanned(
-                    pat,
-                    "a `#[differentiable]` forward's parameters are plain names",
-                )),
-            },
-            FnArg::Receiver(r) => Err(syn::Error::new_spanned(r, "one receiver only")),
-        })
-        .collect::<syn::Result<_>>()?;
+    let arg_names = arg_names(&fwd_rest)?;
     let doc = format!(
         "Applies `{type_ident}` as one differentiable op (PyTorch's `Function.apply`): its `forward` runs with recording off, and one `{type_ident}Backward0` node (unless renamed) keeps a clone of `self` for its `backward`."
     );
@@ -166,6 +97,95 @@ pub(crate) fn expand(args: TokenStream, item: &ItemImpl) -> syn::Result<TokenStr
         #[allow(non_snake_case)]
         fn #bwd_name(#(#bwd_grads,)* #bwd_param, #(#bwd_saved),*) #bwd_ret #bwd_body
     })
+}
+
+/// The impl's type, after the checks on the options and the impl itself: no `derive`, an
+/// inherent impl, no generics, a named type.
+fn named_type<'a>(opts: &DiffArgs, item: &'a ItemImpl) -> syn::Result<(&'a Type, &'a Ident)> {
+    if let Some(span) = opts.derive {
+        return Err(syn::Error::new(
+            span,
+            "`derive` is not supported on an `impl` block: write `fn backward(&self, ..)` in it, or derive a free function",
+        ));
+    }
+    if let Some((_, path, _)) = &item.trait_ {
+        return Err(syn::Error::new_spanned(
+            path,
+            "`#[differentiable]` applies to an inherent `impl` block (`impl Op { .. }`), not a trait impl",
+        ));
+    }
+    if !item.generics.params.is_empty() {
+        return Err(syn::Error::new_spanned(
+            &item.generics,
+            "`#[differentiable]` on an `impl` block takes no generics",
+        ));
+    }
+    let self_ty = &item.self_ty;
+    let Type::Path(type_path) = &**self_ty else {
+        return Err(syn::Error::new_spanned(
+            self_ty,
+            "`#[differentiable]` on an `impl` block needs a named type (`impl Op { .. }`)",
+        ));
+    };
+    let type_ident = &type_path
+        .path
+        .segments
+        .last()
+        .ok_or_else(|| syn::Error::new_spanned(self_ty, "expected a type name"))?
+        .ident;
+    Ok((self_ty, type_ident))
+}
+
+/// `fn forward` and `fn backward`, and the impl's other items (kept on the type as written).
+fn methods<'a>(
+    item: &'a ItemImpl,
+    type_ident: &Ident,
+) -> syn::Result<(&'a ImplItemFn, &'a ImplItemFn, Vec<&'a ImplItem>)> {
+    let mut forward = None;
+    let mut backward = None;
+    let mut others = Vec::new();
+    for it in &item.items {
+        match it {
+            ImplItem::Fn(f) if f.sig.ident == "forward" => forward = Some(f),
+            ImplItem::Fn(f) if f.sig.ident == "backward" => backward = Some(f),
+            other => others.push(other),
+        }
+    }
+    let brace = item.brace_token.span.close();
+    let forward = forward.ok_or_else(|| {
+        syn::Error::new(
+            brace,
+            format!(
+                "a `#[differentiable]` impl defines `fn forward(&self, ..)` for `{type_ident}`"
+            ),
+        )
+    })?;
+    let backward = backward.ok_or_else(|| {
+        syn::Error::new(
+            brace,
+            format!(
+                "a `#[differentiable]` impl defines `fn backward(&self, grad: &Tensor, ..)` for `{type_ident}`"
+            ),
+        )
+    })?;
+    Ok((forward, backward, others))
+}
+
+/// The forward's parameter names after `self`, as `apply` passes them on.
+fn arg_names(fwd_rest: &[&FnArg]) -> syn::Result<Vec<TokenStream>> {
+    fwd_rest
+        .iter()
+        .map(|a| match a {
+            FnArg::Typed(p) => match &*p.pat {
+                Pat::Ident(i) => Ok(i.ident.to_token_stream()),
+                pat => Err(syn::Error::new_spanned(
+                    pat,
+                    "a `#[differentiable]` forward's parameters are plain names",
+                )),
+            },
+            FnArg::Receiver(r) => Err(syn::Error::new_spanned(r, "one receiver only")),
+        })
+        .collect()
 }
 
 /// The span of `&self`, the receiver both methods take.

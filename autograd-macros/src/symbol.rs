@@ -75,9 +75,9 @@ pub(crate) const LINT_ATTRS: [Symbol; 5] = [
 /// Attributes copied onto every generated item.
 pub(crate) const CFG_ATTRS: [Symbol; 2] = [Symbol("cfg"), Symbol("cfg_attr")];
 
-/// Names a forward's signature macro is not imported under (`expand::aliasable`): the macros of
-/// the standard prelude, which an import of that name would shadow in the forward's module, and
-/// the built-in attributes, which it would make ambiguous.
+/// Names a forward's signature macro is not imported under (`expand::names::aliasable`): the
+/// macros of the standard prelude, which an import of that name would shadow in the forward's
+/// module, and the built-in attributes, which it would make ambiguous.
 pub(crate) const RESERVED_MACRO_NAMES: &[&str] = &[
     // std's prelude macros
     "assert",

@@ -7,7 +7,8 @@ use quote::{format_ident, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, Path};
 
-use super::{Slot, SlotKind, borrowed_target, param_type, residual_type};
+use super::aliases::{param_type, residual_type};
+use super::slots::{Slot, SlotKind, borrowed_target};
 use crate::attr::DiffArgs;
 use crate::ir::{BackwardFn, DiffFn, GradType};
 

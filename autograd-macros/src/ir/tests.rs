@@ -1,9 +1,10 @@
 //! Unit tests of the IR lowering.
 
-use syn::{Signature, parse_quote};
+use syn::{Ident, Signature, Type, parse_quote};
 
 use super::*;
 use crate::ctxt::Ctxt;
+use crate::symbol;
 
 /// The messages `lower` pushed, in order.
 fn errors(lower: impl FnOnce(&Ctxt)) -> Vec<String> {

@@ -1,13 +1,13 @@
 //! What a custom function's forward outputs become (PyTorch's `Function.apply`,
 //! `_process_backward_mode_ad`): inputs returned as is made views, captured tensors detached,
-//! views marked as made in a custom function, dirty inputs checked, bumped and rebased; and the
-//! path without a node, which does the same with nothing recorded.
+//! views marked as made in a custom function, non-differentiable outputs kept off the node; and
+//! the path without a node, which does the same with nothing recorded. The dirty inputs among
+//! them are `dirty.rs`'s.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote_spanned};
 use syn::Ident;
 
-use super::super::SlotKind;
 use super::LinkPlan;
 use crate::ir::ParamKind;
 
@@ -59,124 +59,6 @@ impl LinkPlan<'_> {
         } else {
             quote_spanned!(loc=> { let #pattern = #forward_call; #value })
         }
-    }
-
-    /// B35: a dirty input must come back as an output (the same handle), may not be a leaf that
-    /// requires grad, and may not be a view (its base's history cannot be rewritten). Built-in
-    /// ops check first, whenever grad mode is on, with the built-in errors, so that a refused op
-    /// changes nothing (PyTorch's `check_inplace`); custom functions check after the forward
-    /// ([`Self::dirty_checks`]), as PyTorch's `mark_dirty` does.
-    pub(super) fn dirty_prechecks(&self) -> TokenStream {
-        let (loc, krate) = (self.linked.loc, &self.krate);
-        self.dirty
-            .iter()
-            .filter(|_| self.builtin)
-            .map(|(input, _)| {
-                let ident = input.ident;
-                let others = self.fwd.tensor_inputs().filter(|p| p.ident != ident).map(|p| {
-                    let other = p.ident;
-                    if p.optional {
-                        quote_spanned!(loc=> || #other.is_some_and(#krate::Tensor::requires_grad))
-                    } else if matches!(p.kind, ParamKind::Tensors(_)) {
-                        quote_spanned!(loc=> || #other.iter().any(#krate::Tensor::requires_grad))
-                    } else {
-                        quote_spanned!(loc=> || #other.requires_grad())
-                    }
-                });
-                let check = self.try_(quote_spanned!(loc=>
-                    #krate::__private::check_inplace(#ident, false #(#others)*)
-                ));
-                quote_spanned!(loc=> #check;)
-            })
-            .collect()
-    }
-
-    /// After the forward: where each dirty input is among the outputs, and (custom functions)
-    /// the rest of B35's checks.
-    pub(super) fn dirty_checks(&self) -> TokenStream {
-        let (loc, krate, outs) = (self.linked.loc, &self.krate, &self.outs);
-        self.dirty
-            .iter()
-            .map(|(input, pos)| {
-                let input = input.ident;
-                let not_returned = self.err(quote_spanned!(loc=> #krate::Error::msg(
-                    "Some elements marked as dirty during the forward method were not returned as output. The inputs that are modified inplace must all be outputs of the Function."
-                )));
-                let find = quote_spanned! {loc=>
-                    let #pos: usize = match [#(&#outs),*].iter().position(|__o| __o.is_same(#input)) {
-                        ::core::option::Option::Some(__i) => __i,
-                        ::core::option::Option::None => { #not_returned }
-                    };
-                };
-                if self.builtin {
-                    return find;
-                }
-                let check = self.try_(quote_spanned!(loc=> #krate::__private::check_dirty(#input)));
-                quote_spanned! {loc=>
-                    #find
-                    #check;
-                }
-            })
-            .collect()
-    }
-
-    /// PyTorch's `mark_dirty` bumps each dirty input's version once more after a custom
-    /// function's forward, recorded or not.
-    pub(super) fn mark_dirty(&self) -> TokenStream {
-        let (loc, krate) = (self.linked.loc, &self.krate);
-        self.dirty
-            .iter()
-            .filter(|_| !self.builtin)
-            .map(|(input, _)| {
-                let input = input.ident;
-                quote_spanned!(loc=> #krate::__private::mark_dirty(#input);)
-            })
-            .collect()
-    }
-
-    /// A custom function's dirty view moves the node into its base's history (CopySlices), as
-    /// the built-in in-place ops' methods do.
-    pub(super) fn rebases(&self) -> TokenStream {
-        let (loc, krate) = (self.linked.loc, &self.krate);
-        self.dirty
-            .iter()
-            .filter(|_| !self.builtin)
-            .map(|(input, _)| {
-                let input = input.ident;
-                let r = self.try_(
-                    quote_spanned!(loc=> #krate::__private::rebase_dirty_view(#input, &__node)),
-                );
-                quote_spanned!(loc=> #r;)
-            })
-            .collect()
-    }
-
-    /// `#[original]`: a copy of a dirty input taken before the forward modifies it (PyTorch's
-    /// `original_self`), differentiable so that a `create_graph` pass reaches the old history.
-    pub(super) fn originals(&self) -> TokenStream {
-        let (loc, krate) = (self.linked.loc, &self.krate);
-        self.slots
-            .iter()
-            .filter_map(|s| {
-                let SlotKind::Input {
-                    ident,
-                    original: true,
-                    ..
-                } = s.kind
-                else {
-                    return None;
-                };
-                let local = format_ident!("{}_original", s.field);
-                let copy = self.try_(quote_spanned!(loc=> #krate::Tensor::copy(#ident)));
-                Some(match s.needed_local() {
-                    Some(needed) => quote_spanned! {loc=>
-                        let #local: ::core::option::Option<#krate::Tensor> =
-                            if #needed { ::core::option::Option::Some(#copy) } else { ::core::option::Option::None };
-                    },
-                    None => quote_spanned!(loc=> let #local: #krate::Tensor = #copy;),
-                })
-            })
-            .collect()
     }
 
     /// The outputs made what PyTorch's `_process_backward_mode_ad` makes of them
@@ -326,28 +208,6 @@ impl LinkPlan<'_> {
             .chain(dups)
             .chain(processed)
             .collect()
-    }
-
-    /// `let __is_dirty{j}: bool = ..;`: whether output `j` is a dirty input (custom functions;
-    /// nothing for built-in ops and `Vec<Tensor>` forwards). Recorded, from the positions the
-    /// dirty checks found; unrecorded (nothing was checked), by comparing handles.
-    pub(super) fn dirty_flags(&self, recorded: bool) -> Option<TokenStream> {
-        let (loc, outs) = (self.linked.loc, &self.outs);
-        if self.builtin || self.fwd.output.vec {
-            return None;
-        }
-        let flags = outs.iter().enumerate().map(|(j, out)| {
-            let is_dirty = format_ident!("__is_dirty{}", j, span = loc);
-            let value = if recorded {
-                let positions = self.dirty.iter().map(|(_, pos)| pos);
-                quote_spanned!(loc=> false #(|| #positions == #j)*)
-            } else {
-                let inputs = self.dirty.iter().map(|(input, _)| input.ident);
-                quote_spanned!(loc=> false #(|| #inputs.is_same(&#out))*)
-            };
-            quote_spanned!(loc=> let #is_dirty: bool = #value;)
-        });
-        Some(flags.collect())
     }
 
     /// After the node is attached (or none was recorded): the outputs that are views are marked

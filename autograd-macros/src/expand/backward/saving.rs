@@ -1,13 +1,14 @@
 //! What the node keeps: the fields `record_node`'s `make` fills (saved tensors through the
-//! `SaveContext`, attributes, residuals), the versions inputs are saved at, and the recording
-//! itself.
+//! `SaveContext`, attributes, residuals), the attributes cloned for it and the checks on their
+//! types, and the versions inputs are saved at.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote_spanned};
 use syn::ext::IdentExt;
 
-use super::super::{Slot, SlotKind, borrowed_target, param_type, residual_type};
-use super::{LinkPlan, error_type_span};
+use super::super::aliases::{param_type, residual_type};
+use super::super::slots::{SlotKind, borrowed_target};
+use super::LinkPlan;
 
 impl LinkPlan<'_> {
     /// `let x_attr = x.clone();`: each saved attribute, copied before the forward consumes it.
@@ -128,54 +129,6 @@ impl LinkPlan<'_> {
             };
             quote_spanned!(loc=> #field: #init)
         }).collect()
-    }
-
-    /// `let __node = record_node(..);`. A pack hook that modifies its input fails the call, as
-    /// in PyTorch, when the forward can return the error: its error type then converts from
-    /// `Error` (rustc checks that, on the forward's return type). A forward returning a bare
-    /// tensor leaves it to the backward.
-    pub(super) fn record(&self, record_refs: &TokenStream) -> TokenStream {
-        let (loc, krate) = (self.linked.loc, &self.krate);
-        let inits = self.inits();
-        let make = quote_spanned!(loc=> |__save| __AutogradNode { #(#inits,)* });
-        // A node that may save an output packs it under saved-tensor hooks once it is the
-        // output's grad_fn (`finish_output_packs`).
-        let saves_output = self.slots.iter().any(|s| {
-            matches!(
-                s.kind,
-                SlotKind::Output {
-                    differentiable: true,
-                    ..
-                } | SlotKind::Input { dirty: true, .. }
-                    | SlotKind::Residual { tensor: true, .. }
-            )
-        });
-        let finish = quote_spanned!(loc=> #krate::__private::finish_output_packs(&__node));
-        if self.fwd.output.fallible && self.slots.iter().any(Slot::is_tensor) {
-            let at = Span::mixed_site().located_at(error_type_span(self.fwd, loc));
-            let convert = quote_spanned!(at=> ::core::convert::Into::into(__e));
-            let finish = saves_output.then(|| {
-                quote_spanned! {loc=>
-                    if let ::core::result::Result::Err(__e) = #finish {
-                        return ::core::result::Result::Err(#convert);
-                    }
-                }
-            });
-            quote_spanned! {loc=>
-                let __node = match #krate::__private::try_record_node(__edges, #record_refs, #make) {
-                    ::core::result::Result::Ok(__n) => __n,
-                    ::core::result::Result::Err(__e) => return ::core::result::Result::Err(#convert),
-                };
-                #finish
-            }
-        } else {
-            // A failure stays in its slot, reported when the tensor is used.
-            let finish = saves_output.then(|| quote_spanned!(loc=> let _ = #finish;));
-            quote_spanned! {loc=>
-                let __node = #krate::__private::record_node(__edges, #record_refs, #make);
-                #finish
-            }
-        }
     }
 
     /// An op that modifies an input in place saves its other inputs at the version they have

@@ -6,7 +6,8 @@ fn a_fused_backward_runs_its_kernel_unless_recorded() {
         }
     };
     let kernel: syn::Expr = syn::parse_quote!(FusedOp::Tanh);
-    let block = super::fused_block(&kernel, &func).expect("one gradient, one saved tensor");
+    let block =
+        super::hand_over::fused_block(&kernel, &func).expect("one gradient, one saved tensor");
     let tight = |t: proc_macro2::TokenStream| t.to_string().replace(' ', "");
     assert_eq!(
         tight(quote::quote!(#block)),
@@ -19,7 +20,7 @@ fn a_fused_backward_runs_its_kernel_unless_recorded() {
     let two: syn::ItemFn = syn::parse_quote! {
         fn div_backward(grad: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> { grad.div(b) }
     };
-    let err = super::fused_block(&kernel, &two).expect_err("two saved tensors");
+    let err = super::hand_over::fused_block(&kernel, &two).expect_err("two saved tensors");
     assert!(
         err.to_string()
             .contains("one gradient and one saved tensor"),
@@ -44,7 +45,7 @@ fn a_backwards_doc_lists_what_its_node_saves() {
         }
     };
     let path: syn::Path = syn::parse_quote!(super::linear);
-    let doc = super::saved_doc(&path, &func).join("\n");
+    let doc = super::hand_over::saved_doc(&path, &func).join("\n");
     for part in [
         "# Autograd",
         "The backward of `super::linear`. What its node saves",
@@ -61,6 +62,6 @@ fn a_backwards_doc_lists_what_its_node_saves() {
     let func: syn::ItemFn = syn::parse_quote! {
         fn double_backward(grad: &Tensor) -> Tensor { grad * 2.0 }
     };
-    let doc = super::saved_doc(&syn::parse_quote!(double), &func).join("\n");
+    let doc = super::hand_over::saved_doc(&syn::parse_quote!(double), &func).join("\n");
     assert!(doc.contains("Its node saves nothing"), "{doc}");
 }

@@ -14,16 +14,22 @@
 //! A `builtin` op of the runtime that asks for one (`rule`) gets its rule the same way, as
 //! `DerivativeRules::<name>` (an inherent constant beside the op) in the runtime's conventions
 //! ([`Convention`]): its hand-written rules are then only those of methods that are not one op.
+//!
+//! This file holds the rule's shape (which functions get one, the conventions, what the forward
+//! declares); `overrides.rs` what the backward's impl of the link trait overrides.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote_spanned};
 use syn::ext::IdentExt;
-use syn::spanned::Spanned;
 use syn::{Ident, Path, Visibility};
 
-use super::{Names, Slot, SlotKind};
+use super::names::Names;
 use crate::attr::DiffArgs;
-use crate::ir::{BackwardFn, DiffFn, GradType, ParamKind};
+use crate::ir::{DiffFn, ParamKind};
+
+mod overrides;
+
+pub(super) use overrides::impl_items;
 
 /// Whether `fwd` gets a rule: a user function that [`fits`], or a `builtin` op that fits and
 /// asks for one (`rule`: its rule is `DerivativeRules::<name>`, under the tensor method's name).
@@ -120,7 +126,7 @@ fn apply_params(
         .map(|(i, p)| {
             let ident = p.ident;
             let ty = match fwd_path {
-                Some(path) => super::param_type(path, fwd, i, false),
+                Some(path) => super::aliases::param_type(path, fwd, i, false),
                 None => {
                     let ty = p.ty;
                     quote_spanned!(loc=> #ty)
@@ -215,195 +221,4 @@ pub(super) fn public_const(
 pub(crate) fn rule_name(ident: &Ident) -> Ident {
     let base = syn::ext::IdentExt::unraw(ident);
     format_ident!("__autograd_{}_rule", base, span = ident.span())
-}
-
-/// The backward's overrides: what it names, and the call of the backward with those values.
-pub(super) fn impl_items(
-    loc: Span,
-    krate: &Path,
-    fwd_path: &Path,
-    fwd: &DiffFn<'_>,
-    bwd: &BackwardFn<'_>,
-    slots: &[Slot<'_>],
-    conv: Convention,
-) -> TokenStream {
-    let inputs: Vec<&Ident> = fwd.tensor_inputs().map(|p| p.ident).collect();
-    let read = |i: &Ident| {
-        let named = slots.iter().find_map(|s| match s.kind {
-            SlotKind::Input { ident, .. } if ident == i => Some(quote_spanned!(loc=> Value)),
-            SlotKind::Metadata { ident, .. } if ident == i => Some(quote_spanned!(loc=> Shape)),
-            _ => None,
-        });
-        // A broadcasting op's gradients are summed down to its operands' shapes.
-        let least = if conv == Convention::Broadcast {
-            quote_spanned!(loc=> Shape)
-        } else {
-            quote_spanned!(loc=> Nothing)
-        };
-        let named = named.unwrap_or(least);
-        quote_spanned!(loc=> #krate::__private::Read::#named)
-    };
-    let reads = inputs.iter().map(|i| read(i));
-    let position = |i: &Ident| inputs.iter().position(|j| *j == i);
-    // `#[needed_for(j)]` on input `i`: its value is read only for `j`'s gradient.
-    let value_for = inputs.iter().map(|i| {
-        let only = slots.iter().find_map(|s| match s.kind {
-            SlotKind::Input { ident, .. } if ident == *i && s.needed_for.len() == 1 => {
-                position(s.needed_for[0].ident)
-            }
-            _ => None,
-        });
-        match only {
-            Some(j) => quote_spanned!(loc=> ::core::option::Option::Some(#j)),
-            None => quote_spanned!(loc=> ::core::option::Option::None),
-        }
-    });
-    let result = slots
-        .iter()
-        .any(|s| matches!(s.kind, SlotKind::Output { .. }));
-
-    let grad_args = bwd.grads.iter().map(|g| {
-        if crate::ir::is_tensor_ref(g.ty) {
-            quote_spanned!(loc=> __grad)
-        } else {
-            quote_spanned!(loc=> ::core::option::Option::Some(__grad))
-        }
-    });
-    let saved_args = slots.iter().map(|s| match &s.kind {
-        SlotKind::Input { ident, .. } => {
-            if s.needed_for.is_empty() {
-                quote_spanned!(loc=> #ident)
-            } else {
-                let flags = s
-                    .needed_for
-                    .iter()
-                    .filter_map(|p| position(p.ident))
-                    .map(|j| quote_spanned!(loc=> __needs[#j]));
-                quote_spanned!(loc=> (false #(|| #flags)*).then_some(#ident))
-            }
-        }
-        SlotKind::Metadata { ident, .. } => {
-            quote_spanned!(loc=> &#krate::__private::InputMetadata::of(#ident))
-        }
-        // As the node passes its saved copy: the backward's own type decides, and a type that
-        // does not fit is the same error, at the same place, as the node's (`expand/node.rs`),
-        // which rustc reports once.
-        SlotKind::Attr {
-            ident,
-            ty,
-            bw_ty,
-            by_ref,
-            ..
-        } => {
-            let at = Span::mixed_site().located_at(bw_ty.span());
-            let value = format_ident!("__value", span = at);
-            let local = format_ident!("__arg", span = at);
-            let copy = if super::borrowed_target(ty).is_some() {
-                if matches!(bw_ty, syn::Type::Reference(_)) {
-                    quote_spanned!(at=> #ident)
-                } else {
-                    quote_spanned!(at=> ::std::borrow::ToOwned::to_owned(#ident))
-                }
-            } else if *by_ref {
-                quote_spanned!(at=> &#ident)
-            } else {
-                quote_spanned!(at=> ::core::clone::Clone::clone(&#ident))
-            };
-            quote_spanned! {at=>
-                {
-                    let #value = #copy;
-                    let #local: #bw_ty = #value;
-                    #local
-                }
-            }
-        }
-        // Not eligible for a rule (`save(..)`).
-        SlotKind::Residual { .. } => quote_spanned!(loc=> ::core::unreachable!()),
-        SlotKind::Output { .. } => {
-            if s.needed_for.is_empty() {
-                quote_spanned!(loc=> __result)
-            } else {
-                quote_spanned!(loc=> ::core::option::Option::Some(__result))
-            }
-        }
-        SlotKind::NeedsInputGrad { array: Some(_) } => quote_spanned!(loc=> __needs),
-        SlotKind::NeedsInputGrad { array: None } => quote_spanned!(loc=> &__needs[..]),
-    });
-    let bw_ident = bwd.ident;
-    let unwrap = if bwd.output.fallible {
-        // The conversion of the error, spanned as the node's (one error from rustc).
-        let at = match bwd.output.original {
-            syn::ReturnType::Type(_, ty) => Span::mixed_site().located_at(ty.span()),
-            syn::ReturnType::Default => loc,
-        };
-        let convert = quote_spanned!(at=> ::core::convert::Into::<#krate::Error>::into(__e));
-        quote_spanned!(loc=> match __r {
-            ::core::result::Result::Ok(__v) => __v,
-            ::core::result::Result::Err(__e) => {
-                return ::core::result::Result::Err(#convert);
-            }
-        })
-    } else {
-        quote_spanned!(loc=> __r)
-    };
-    let outs: Vec<Ident> = (0..bwd.output.grads.len())
-        .map(|i| format_ident!("__r{}", i))
-        .collect();
-    let destructure = if bwd.output.tuple {
-        quote_spanned!(loc=> let (#(#outs,)*) = #unwrap;)
-    } else {
-        quote_spanned!(loc=> let #(#outs)* = #unwrap;)
-    };
-    let params = apply_params(loc, krate, fwd, Some(fwd_path), conv);
-    let ret = apply_return(loc, krate, fwd, conv);
-    if conv == Convention::Unary {
-        // Called only when the operand needs a gradient: the one gradient, as it is.
-        return quote_spanned! {loc=>
-            const READS: #krate::__private::Reads = #krate::__private::Reads {
-                operands: &[#(#reads),*],
-                result: #result,
-                value_for: &[#(#value_for),*],
-            };
-            #[allow(unused_variables, clippy::all)]
-            fn derivative(#params) -> #ret {
-                let __needs: [bool; 1] = [true];
-                let __r = #bw_ident(#(#grad_args,)* #(#saved_args),*);
-                #destructure
-                ::core::result::Result::Ok(#(#outs)*)
-            }
-        };
-    }
-    let wrapped = bwd
-        .output
-        .grads
-        .iter()
-        .zip(&outs)
-        .enumerate()
-        .map(|(j, ((_, kind), r))| {
-            let value = match kind {
-                GradType::OptionTensor => quote_spanned!(loc=> #r),
-                _ => quote_spanned!(loc=> ::core::option::Option::Some(#r)),
-            };
-            let value =
-                quote_spanned!(loc=> if __needs[#j] { #value } else { ::core::option::Option::None });
-            match (conv, inputs.get(j)) {
-                (Convention::Broadcast, Some(input)) => {
-                    quote_spanned!(loc=> #krate::__private::reduce_grad(#value, #input)?)
-                }
-                _ => value,
-            }
-        });
-    quote_spanned! {loc=>
-        const READS: #krate::__private::Reads = #krate::__private::Reads {
-            operands: &[#(#reads),*],
-            result: #result,
-            value_for: &[#(#value_for),*],
-        };
-        #[allow(unused_variables, clippy::all)]
-        fn derivative(#params) -> #ret {
-            let __r = #bw_ident(#(#grad_args,)* #(#saved_args),*);
-            #destructure
-            ::core::result::Result::Ok((#(#wrapped,)*))
-        }
-    }
 }
