@@ -9,7 +9,7 @@
 //! form (`(softmax(z) - t) / N`, in `examples/train_mlp/loss.rs`), on the main job's batch shape.
 //!
 //! With a CUDA device, last: GELU's forward + backward on `cuda:0`, where the derived body runs
-//! as one generated kernel each way (`ops/fused.rs`), against the same derived body run op by
+//! as one generated kernel each way (`src/fusion/`), against the same derived body run op by
 //! op (the fused path turned off), the hand-written pair and the recording; and the kernels
 //! launched per call, counted by the fused path's own counter.
 //!
@@ -305,7 +305,7 @@ fn main() -> Result<()> {
         "{:<13} {:>6} {:>15} {:>17} {:>17}",
         "version", "nodes", "saved elements", "backward n=16", "backward n=2^20"
     );
-    // The derived body is element-wise: one generated kernel each way (`ops/fused.rs`), the
+    // The derived body is element-wise: one generated kernel each way (`src/fusion/`), the
     // op-by-op path's bits; "op by op" is the same node with those kernels turned off.
     let rows = [
         ("derived", gelu_derived as Gelu, true),

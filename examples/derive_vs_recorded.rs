@@ -13,7 +13,7 @@
 //! the most bytes live at once during one forward and backward, above what was live before. Output is `key=value` lines:
 //! `<variant>_<size>_backward_us`, `<variant>_small_engine_us`, `<variant>_1m_peak_mib`, and
 //! `speedup_<size>` / `engine_speedup_small` (recorded / derived). The derived body is
-//! element-wise, so it runs as one generated kernel each way (`ops/fused.rs`);
+//! element-wise, so it runs as one generated kernel each way (`src/fusion/`);
 //! `derived_op_by_op_<size>_backward_us` times it with those kernels turned off (its rules one
 //! by one), and `fusion_speedup_<size>` is that time over the fused one.
 

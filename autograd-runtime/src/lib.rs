@@ -36,6 +36,7 @@ pub mod distributed;
 mod dtype;
 mod engine;
 mod error;
+mod fusion;
 mod grad_mode;
 pub mod gradcheck;
 pub mod graph;
@@ -99,9 +100,9 @@ pub mod __private {
     };
     pub use smallvec;
 
-    /// The fused kernels of element-wise derived bodies (`ops/fused.rs`).
+    /// The fused kernels of element-wise derived bodies (`fusion/`).
     pub mod fused {
-        pub use crate::ops::fused::{
+        pub use crate::fusion::{
             Elementwise, FusedProgram, FusedVar, fused_backward, fused_forward, fuses_on,
             keep_value, run_on_host, runs, set_enabled, take_value,
         };

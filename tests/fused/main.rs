@@ -1,5 +1,5 @@
 //! A `#[differentiable(derive)]` body of element-wise ops runs as one generated kernel each way
-//! (`ops/fused.rs`), on the CPU as on a CUDA device, so what a GPU runs is checked here on any
+//! (`src/fusion/`), on the CPU as on a CUDA device, so what a GPU runs is checked here on any
 //! machine: the values and gradients equal the body recorded op by op, for every pattern of
 //! inputs that need a gradient; on the CPU the bits equal the op-by-op derived path's; the node
 //! keeps what the op-by-op derived node keeps (version checks included); and whatever the

@@ -1,5 +1,5 @@
 //! Whether a derived body can run as one generated kernel each way, and its description for
-//! the runtime (`FusedProgram`, `ops/fused.rs`): every op element-wise (a tensor-tensor
+//! the runtime (`FusedProgram`, its `fusion/`): every op element-wise (a tensor-tensor
 //! `+ - * /`, a scalar operator or method, `neg`, `pow` and the unary maths) or a `sum()` /
 //! `mean()` of all elements whose value is only returned (a loss), every op live,
 //! no call of another differentiable function, and scalar `let`s that read no intermediate

@@ -5,8 +5,8 @@
 
 use std::sync::OnceLock;
 
-use super::fused::{next_id, run_kernel};
 use crate::backend::generated::{GeneratedKernel, Inst};
+use crate::fusion::{next_id, run_kernel};
 use crate::{Result, Tensor};
 
 /// Element maps of other ops that a CUDA device runs as a generated kernel (one launch, no
@@ -33,8 +33,8 @@ pub(crate) fn device_map(map: DeviceMap, x: &Tensor, scalars: &[f64]) -> Result<
     })
 }
 
-/// The kernel of `map`, built once (the fused path's tests print and run it too).
-pub(crate) fn kernel(map: DeviceMap) -> &'static GeneratedKernel {
+/// The kernel of `map`, built once.
+fn kernel(map: DeviceMap) -> &'static GeneratedKernel {
     static KERNELS: OnceLock<[GeneratedKernel; 3]> = OnceLock::new();
     let kernels = KERNELS.get_or_init(|| {
         let bounded = |inst: Inst| GeneratedKernel {

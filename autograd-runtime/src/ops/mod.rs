@@ -32,7 +32,6 @@ mod derivative_rules;
 mod device;
 mod device_map;
 mod erf;
-pub(crate) mod fused;
 mod index;
 mod inplace;
 mod linalg;

@@ -36,28 +36,16 @@ fn the_kernel_source_compiles_under_nvrtc_and_defines_every_kernel() {
     assert!(ptx.contains(".f64"));
 }
 
-/// Every sample generated kernel (each fusable op's forward, backward and recomputing backward:
-/// `ops::fused::sample_kernels`) compiles under NVRTC, in both element types, with and without
-/// a repeated first input, and defines `generated`. Skips like the test above.
+/// Every instruction sample (`backend/generated/samples.rs`: each instruction and op code)
+/// compiles under NVRTC, in both element types, with and without a repeated first input, and
+/// defines `generated` (the fusion tests compile the kernels their plans build the same way).
+/// Skips like the test above.
 #[test]
 fn generated_kernels_compile_under_nvrtc() {
-    // SAFETY: only `dlopen`s candidate file names of the NVRTC library.
-    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+    let samples = crate::backend::generated::samples::instruction_samples();
+    if !crate::backend::generated::samples::compile_under_nvrtc(&samples) {
         println!("skipped: libnvrtc.so not found, so no generated kernel was compiled");
         return;
-    }
-    let samples = crate::ops::fused::sample_kernels();
-    for sample in &samples {
-        for ty in ["float", "double"] {
-            for repeated in [&[][..], &[true][..]] {
-                let source = sample.kernel.cuda_source(ty, repeated);
-                let ptx = match kernels::compile_source(&source, "generated.cu") {
-                    Ok(ptx) => ptx.to_src(),
-                    Err(log) => panic!("{} ({ty}): {log}\n{source}", sample.name),
-                };
-                assert!(ptx.contains(".entry generated("), "{}", sample.name);
-            }
-        }
     }
     println!("compiled: {} generated kernels, 4 ways each", samples.len());
 }
