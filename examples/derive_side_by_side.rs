@@ -212,19 +212,19 @@ fn gpu_step_time(f: Gelu, n: usize, runs: usize) -> Result<Duration> {
 
 /// GELU on `cuda:0`: fused, op by op, hand-written and recorded (see the module docs).
 fn on_the_gpu() -> Result<()> {
-    use autograd::__private::fused;
+    use autograd::__private::fusion;
     // The fused kernels on the device give the CPU's values and gradients.
     let x = Tensor::randn(&[4, 5], DType::F64, 1)?.requires_grad_(true)?;
     let xg = x
         .detach()
         .to(autograd::Device::Cuda(0))?
         .requires_grad_(true)?;
-    let before = fused::runs();
+    let before = fusion::runs();
     let yg = gelu_derived(&xg)?;
     let gg = autograd::grad(&[yg.sum()?], &[xg.clone()], autograd::GradOptions::new())?[0]
         .clone()
         .expect("grad");
-    let launched = fused::runs() - before;
+    let launched = fusion::runs() - before;
     let y = gelu_recorded(&x)?;
     let g = autograd::grad(&[y.sum()?], &[x.clone()], autograd::GradOptions::new())?[0]
         .clone()
@@ -250,10 +250,10 @@ fn on_the_gpu() -> Result<()> {
         ("recorded", gelu_recorded, true),
     ];
     for (name, f, fuse) in versions {
-        fused::set_enabled(fuse);
+        fusion::set_enabled(fuse);
         let small = gpu_step_time(f, 16, 2001);
         let large = gpu_step_time(f, 1 << 20, 201);
-        fused::set_enabled(true);
+        fusion::set_enabled(true);
         println!(
             "{name:<22} {:>19.2} µs {:>19.3} ms",
             small?.as_secs_f64() * 1e6,
@@ -314,11 +314,11 @@ fn main() -> Result<()> {
         ("recorded", gelu_recorded, true),
     ];
     for (name, f, fuse) in rows {
-        autograd::__private::fused::set_enabled(fuse);
+        autograd::__private::fusion::set_enabled(fuse);
         let (nodes, saved) = graph_size(&f(&x)?)?;
         let small = backward_time(f, 16, 2001)?;
         let large = backward_time(f, 1 << 20, 21)?;
-        autograd::__private::fused::set_enabled(true);
+        autograd::__private::fusion::set_enabled(true);
         println!(
             "{name:<13} {nodes:>6} {saved:>15} {:>14.2} µs {:>14.2} ms",
             small.as_secs_f64() * 1e6,

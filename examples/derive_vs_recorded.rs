@@ -21,7 +21,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use autograd::__private::fused;
+use autograd::__private::fusion;
 use autograd::{BackwardOptions, DType, Result, Tensor, differentiable, profiler};
 
 /// The system allocator, counting the bytes live and the most live at once.
@@ -153,9 +153,9 @@ fn main() -> Result<()> {
         let derived = backward_time(body_derived, n, runs)?;
         let recorded = backward_time(body_recorded, n, runs)?;
         // The same derived body with its generated kernels turned off: rule by rule.
-        fused::set_enabled(false);
+        fusion::set_enabled(false);
         let op_by_op = backward_time(body_derived, n, runs)?;
-        fused::set_enabled(true);
+        fusion::set_enabled(true);
         println!("derived_{label}_backward_us={:.2}", us(derived));
         println!("derived_op_by_op_{label}_backward_us={:.2}", us(op_by_op));
         println!("recorded_{label}_backward_us={:.2}", us(recorded));

@@ -100,11 +100,11 @@ pub mod __private {
     };
     pub use smallvec;
 
-    /// The fused kernels of element-wise derived bodies (`fusion/`).
-    pub mod fused {
+    /// Fusion: element-wise derived bodies run as one generated kernel each way (`fusion/`).
+    pub mod fusion {
         pub use crate::fusion::{
-            Elementwise, FusedProgram, FusedVar, fused_backward, fused_forward, fuses_on,
-            keep_value, run_on_host, runs, set_enabled, take_value,
+            Elementwise, Program, Var, backward, forward, fuses_on, keep_value, run_on_host, runs,
+            set_enabled, take_value,
         };
     }
 

@@ -189,7 +189,7 @@ struct DerivedPlan<'a> {
     /// The attributes the backward's steps use.
     attrs: Vec<(&'a Ident, &'a syn::Type)>,
     /// The body as one generated kernel each way, when every op is element-wise.
-    fusion: Option<super::fused::Fusion>,
+    fusion: Option<super::fusion::Fusion>,
 }
 
 impl<'a> DerivedPlan<'a> {
@@ -237,7 +237,7 @@ impl<'a> DerivedPlan<'a> {
             .filter(|p| scalar_tokens.iter().any(|t| mentions(t, p.ident)))
             .map(|p| (p.ident, p.ty))
             .collect();
-        let fusion = super::fused::fusion(krate, body, &live);
+        let fusion = super::fusion::fusion(krate, body, &live);
         DerivedPlan {
             fusion,
             krate,
@@ -334,7 +334,7 @@ impl<'a> DerivedPlan<'a> {
                     Step::Scalar(t) => Some(t.clone()),
                     Step::Op(_) => None,
                 });
-                (scalars.collect(), self.fused_forward(fusion))
+                (scalars.collect(), self.fusion_forward(fusion))
             }
             None => (Vec::new(), TokenStream::new()),
         };
@@ -370,11 +370,11 @@ impl<'a> DerivedPlan<'a> {
     /// The forward's fused attempt: every op's needs flag, which values to compute (the
     /// results, and the intermediates the backward keeps as themselves), one kernel, then what
     /// is kept of each value, as the op-by-op path keeps it. Returns early when it ran.
-    fn fused_forward(&self, fusion: &super::fused::Fusion) -> TokenStream {
+    fn fusion_forward(&self, fusion: &super::fusion::Fusion) -> TokenStream {
         let (krate, body, private) = (self.krate, self.body, &self.private);
-        let fused = quote!(#private::fused);
+        let rt = quote!(#private::fusion);
         let read = quote!(#private::Read);
-        let program = super::fused::program(krate, body, fusion);
+        let program = super::fusion::program(krate, body, fusion);
         let needs = body.ops().map(|op| {
             let n = forward_needs(op.result);
             let from = op.tensors.iter().map(|&t| forward_needs(t));
@@ -409,23 +409,23 @@ impl<'a> DerivedPlan<'a> {
         let scalars = &fusion.scalars;
         let take_outputs = self.returned().into_iter().map(|v| {
             let ident = &body.vars[v].ident;
-            quote!(let #ident: #krate::Tensor = #fused::take_value(&mut __fv, #v)?;)
+            quote!(let #ident: #krate::Tensor = #rt::take_value(&mut __fv, #v)?;)
         });
         let keep_inputs = self.keep_inputs();
         let keep_intermediates = self.kept.iter().filter(|v| is_intermediate(v)).map(|&v| {
             let (local, read) = (Self::keep_local(v), read_local(v));
-            quote!(let #local = #fused::keep_value(&mut __fv, #v, #read, #like)?;)
+            quote!(let #local = #rt::keep_value(&mut __fv, #v, #read, #like)?;)
         });
         let (keep_outputs, out_idents) = self.keep_results();
         let kept_locals = self.kept.iter().map(|&v| Self::keep_local(v));
         quote! {
-            if #fused::fuses_on(#like) {
+            if #rt::fuses_on(#like) {
                 #program
                 #(#needs)*
                 #(#reads)*
                 let __want = [#(#want),*];
-                if let ::core::option::Option::Some(mut __fv) = #fused::fused_forward(
-                    &__AUTOGRAD_FUSED,
+                if let ::core::option::Option::Some(mut __fv) = #rt::forward(
+                    &__AUTOGRAD_FUSION,
                     &[#(#input_idents),*],
                     &[#(#scalars),*],
                     &__want,
@@ -443,15 +443,15 @@ impl<'a> DerivedPlan<'a> {
     /// The backward's fused attempt, when only the results have incoming gradients: the values
     /// the rules would read as themselves (given what needs a gradient now, which the forward's
     /// keeping covered) go to one kernel with the results' gradients. Returns early when it ran.
-    fn fused_backward(
+    fn fusion_backward(
         &self,
-        fusion: &super::fused::Fusion,
+        fusion: &super::fusion::Fusion,
         bwd_ret_value: &TokenStream,
     ) -> TokenStream {
         let (krate, body, private) = (self.krate, self.body, &self.private);
-        let fused = quote!(#private::fused);
+        let rt = quote!(#private::fusion);
         let read = quote!(#private::Read);
-        let program = super::fused::program(krate, body, fusion);
+        let program = super::fusion::program(krate, body, fusion);
         let grads = self.grads();
         let (result_grads, kept_grads) = grads.split_at(self.m);
         let values = (0..body.vars.len()).map(|v| {
@@ -479,12 +479,12 @@ impl<'a> DerivedPlan<'a> {
         };
         quote! {
             if true #(&& #kept_grads.is_none())*
-                && [#(#result_grads),*].iter().flatten().next().is_some_and(|g| #fused::fuses_on(g))
+                && [#(#result_grads),*].iter().flatten().next().is_some_and(|g| #rt::fuses_on(g))
             {
                 #program
                 let __values: [::core::option::Option<&#krate::Tensor>; _] = [#(#values),*];
-                if let ::core::option::Option::Some(mut __fg) = #fused::fused_backward(
-                    &__AUTOGRAD_FUSED,
+                if let ::core::option::Option::Some(mut __fg) = #rt::backward(
+                    &__AUTOGRAD_FUSION,
                     &[#(#scalars),*],
                     &__values,
                     &[#(#result_grads),*],
@@ -672,7 +672,7 @@ impl<'a> DerivedPlan<'a> {
                 } else {
                     quote!((#(#taken,)*))
                 };
-                self.fused_backward(fusion, &value)
+                self.fusion_backward(fusion, &value)
             }
             None => TokenStream::new(),
         };

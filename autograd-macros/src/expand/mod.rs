@@ -6,7 +6,7 @@
 
 mod backward;
 pub(crate) mod derive;
-mod fused;
+mod fusion;
 mod node;
 pub(crate) mod rule;
 

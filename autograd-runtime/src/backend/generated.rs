@@ -176,7 +176,7 @@ mod tests {
     /// (threads and blocks looped) and run: the same values as the CPU's interpretation of the
     /// same kernel, to libm's rounding. This is what checks the printed source's meaning without
     /// a GPU (the fusion tests run the kernels their plans build the same way; on a GPU,
-    /// `tests/fused` runs them). Runs wherever a C++ compiler is (`c++`); prints `skipped`
+    /// `tests/fusion` runs them). Runs wherever a C++ compiler is (`c++`); prints `skipped`
     /// otherwise.
     #[test]
     fn the_printed_source_run_on_the_host_gives_the_interpreters_values() {

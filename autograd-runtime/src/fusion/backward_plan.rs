@@ -5,7 +5,7 @@
 use super::emitter::{Emitter, Source};
 use super::gradients::{self, Step};
 use super::plan::Plan;
-use super::{FusedProgram, FusedVar, reduction_used};
+use super::{Program, Var, reduction_used};
 use crate::backend::BinaryOp;
 
 /// The backward's plan: the gradients of the tensor inputs `needs` names, from the incoming
@@ -13,7 +13,7 @@ use crate::backend::BinaryOp;
 /// kept as themselves; the others are recomputed where a formula reads them). `None`: not
 /// fusable (a value a formula reads can be neither loaded nor recomputed).
 pub(super) fn build_backward(
-    prog: &FusedProgram,
+    prog: &Program,
     avail: &[bool],
     seeded: &[bool],
     needs: &[bool],
@@ -37,7 +37,7 @@ pub(super) fn build_backward(
         }
     }
     for v in (0..prog.vars.len()).rev() {
-        let FusedVar::Op { op, a, b: rhs, s } = prog.vars[v] else {
+        let Var::Op { op, a, b: rhs, s } = prog.vars[v] else {
             continue;
         };
         let Some(g) = adj[v] else { continue };
@@ -63,7 +63,7 @@ pub(super) fn build_backward(
     let mut outputs = Vec::new();
     let mut out_regs = Vec::new();
     for (var, grad) in prog.vars.iter().zip(&adj) {
-        if let (&FusedVar::Input(k), &Some(r)) = (var, grad)
+        if let (&Var::Input(k), &Some(r)) = (var, grad)
             && needs.get(usize::from(k)).copied().unwrap_or(false)
         {
             outputs.push(k);
@@ -75,15 +75,15 @@ pub(super) fn build_backward(
 
 /// Per body value: whether it leads to a tensor input whose gradient `needs` names (only those
 /// values' gradients are computed).
-fn leads_to_needed(prog: &FusedProgram, needs: &[bool]) -> Vec<bool> {
+fn leads_to_needed(prog: &Program, needs: &[bool]) -> Vec<bool> {
     let mut wanted = vec![false; prog.vars.len()];
     for v in 0..prog.vars.len() {
         wanted[v] = match prog.vars[v] {
-            FusedVar::Input(k) => needs.get(usize::from(k)).copied().unwrap_or(false),
-            FusedVar::Op { op, a, b, .. } => {
+            Var::Input(k) => needs.get(usize::from(k)).copied().unwrap_or(false),
+            Var::Op { op, a, b, .. } => {
                 wanted[usize::from(a)] || (op.is_binary() && wanted[usize::from(b)])
             }
-            FusedVar::Dead => false,
+            Var::Dead => false,
         };
     }
     wanted
@@ -92,7 +92,7 @@ fn leads_to_needed(prog: &FusedProgram, needs: &[bool]) -> Vec<bool> {
 /// The backward being emitted, with the body's values: loaded where the forward kept them,
 /// else recomputed.
 pub(super) struct Backward<'a> {
-    prog: &'a FusedProgram,
+    prog: &'a Program,
     avail: &'a [bool],
     pub(super) e: Emitter,
     /// Per body value: the register holding it, once loaded or recomputed.
@@ -112,12 +112,12 @@ impl Backward<'_> {
         } else {
             match self.prog.vars[vi] {
                 // Recomputed from its operands: the depth is bounded by the body's length.
-                FusedVar::Op { op, a, b, s } => {
+                Var::Op { op, a, b, s } => {
                     let ra = self.val(a)?;
                     let rb = if op.is_binary() { self.val(b)? } else { 0 };
                     self.e.forward_op(op, ra, rb, s)?
                 }
-                FusedVar::Input(_) | FusedVar::Dead => return None,
+                Var::Input(_) | Var::Dead => return None,
             }
         };
         self.value[vi] = Some(r);

@@ -2,11 +2,11 @@
 
 use super::emitter::{Emitter, Source};
 use super::plan::Plan;
-use super::{FusedProgram, FusedVar, reduction_used};
+use super::{Program, Var, reduction_used};
 
 /// The forward's plan: body values `want` written out, each wanted reduction's operand written
 /// in its place (reduced after the kernel). `None`: not fusable.
-pub(super) fn build_forward(prog: &FusedProgram, want: &[bool]) -> Option<Plan> {
+pub(super) fn build_forward(prog: &Program, want: &[bool]) -> Option<Plan> {
     let n = prog.vars.len();
     if reduction_used(prog) {
         return None;
@@ -15,7 +15,7 @@ pub(super) fn build_forward(prog: &FusedProgram, want: &[bool]) -> Option<Plan> 
     let mut written = want.to_vec();
     let mut reductions = Vec::new();
     for (v, var) in prog.vars.iter().enumerate() {
-        if let FusedVar::Op { op, a, .. } = *var
+        if let Var::Op { op, a, .. } = *var
             && op.is_reduction()
             && want[v]
         {
@@ -29,7 +29,7 @@ pub(super) fn build_forward(prog: &FusedProgram, want: &[bool]) -> Option<Plan> 
     let mut needed = want.to_vec();
     for v in (0..n).rev() {
         match prog.vars[v] {
-            FusedVar::Op { op, a, b, .. } if needed[v] => {
+            Var::Op { op, a, b, .. } if needed[v] => {
                 needed[usize::from(a)] = true;
                 if op.is_binary() {
                     needed[usize::from(b)] = true;
@@ -37,8 +37,8 @@ pub(super) fn build_forward(prog: &FusedProgram, want: &[bool]) -> Option<Plan> 
             }
             // A wanted input would be a copy, a wanted dead value is not computed: neither is
             // a kernel's business.
-            FusedVar::Input(_) | FusedVar::Dead if want[v] => return None,
-            FusedVar::Dead if needed[v] => return None,
+            Var::Input(_) | Var::Dead if want[v] => return None,
+            Var::Dead if needed[v] => return None,
             _ => {}
         }
     }
@@ -49,8 +49,8 @@ pub(super) fn build_forward(prog: &FusedProgram, want: &[bool]) -> Option<Plan> 
             continue;
         }
         reg[v] = match prog.vars[v] {
-            FusedVar::Input(k) => e.load(Source::Input(k)),
-            FusedVar::Op { op, a, b, s } => {
+            Var::Input(k) => e.load(Source::Input(k)),
+            Var::Op { op, a, b, s } => {
                 let ra = reg[usize::from(a)]?;
                 let rb = if op.is_binary() {
                     reg[usize::from(b)]?
@@ -59,7 +59,7 @@ pub(super) fn build_forward(prog: &FusedProgram, want: &[bool]) -> Option<Plan> 
                 };
                 e.forward_op(op, ra, rb, s)
             }
-            FusedVar::Dead => None,
+            Var::Dead => None,
         };
         reg[v]?;
     }

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::FusedProgram;
+use super::Program;
 use super::emitter::{Emitter, ScalarArg, Source};
 use crate::backend::generated::GeneratedKernel;
 use crate::sync::{Arc, RwLock};
@@ -79,7 +79,7 @@ fn plans() -> &'static RwLock<Plans> {
 
 /// The plan of `prog` for `pattern`, built by `build` on first use.
 pub(super) fn plan(
-    prog: &'static FusedProgram,
+    prog: &'static Program,
     pattern: Pattern,
     build: impl FnOnce() -> Option<Plan>,
 ) -> Option<Arc<Plan>> {

@@ -1,4 +1,4 @@
-//! The IR: a derived body as the macro writes it, one [`FusedVar`] per body value, every live
+//! The IR: a derived body as the macro writes it, one [`Var`] per body value, every live
 //! op [`Elementwise`].
 
 use crate::backend::UnaryOp;
@@ -71,7 +71,7 @@ impl Elementwise {
 /// op, in order).
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FusedVar {
+pub enum Var {
     /// Tensor input number `k`.
     Input(u16),
     /// `op(a)` or `op(a, b)`; `s` indexes the scalar arguments (one per op that takes one, in
@@ -89,18 +89,18 @@ pub enum FusedVar {
 /// A derived body whose every live op is element-wise, as the macro writes it.
 #[doc(hidden)]
 #[derive(Debug)]
-pub struct FusedProgram {
-    pub vars: &'static [FusedVar],
+pub struct Program {
+    pub vars: &'static [Var],
     /// The values returned, in order.
     pub outputs: &'static [u16],
 }
 
 /// Whether a reduction's value is an operand of another op (the kernels compute every other
 /// value at the inputs' shape, so a reduced value may only be a result).
-pub(super) fn reduction_used(prog: &FusedProgram) -> bool {
-    let reduced = |v: u16| matches!(prog.vars.get(usize::from(v)), Some(FusedVar::Op { op, .. }) if op.is_reduction());
+pub(super) fn reduction_used(prog: &Program) -> bool {
+    let reduced = |v: u16| matches!(prog.vars.get(usize::from(v)), Some(Var::Op { op, .. }) if op.is_reduction());
     prog.vars.iter().any(|var| match *var {
-        FusedVar::Op { op, a, b, .. } => reduced(a) || (op.is_binary() && reduced(b)),
+        Var::Op { op, a, b, .. } => reduced(a) || (op.is_binary() && reduced(b)),
         _ => false,
     })
 }

@@ -1,5 +1,5 @@
-//! The runner: the two entry points the derived pair calls, [`fused_forward`] and
-//! [`fused_backward`], which check that the kernels cover the call, find or build the plan and
+//! The runner: the two entry points the derived pair calls, [`forward`] and
+//! [`backward`], which check that the kernels cover the call, find or build the plan and
 //! run it on the tensors; and what the forward hands the node of the values it computed.
 
 use std::sync::atomic::Ordering;
@@ -9,7 +9,7 @@ use super::emitter::Source;
 use super::forward_plan::build_forward;
 use super::plan::{Pattern, Plan, plan};
 use super::switches::{RUNS, fuses_on};
-use super::{Elementwise, FusedProgram, FusedVar};
+use super::{Elementwise, Program, Var};
 use crate::backend::generated::GeneratedKernel;
 use crate::ops::{Read, keep_ref};
 use crate::tensor::kernels;
@@ -19,8 +19,8 @@ use crate::{DType, Device, Result, Tensor};
 /// backward keeps as themselves) computed from `inputs` (indexed by tensor input number) and
 /// the body's scalar arguments. `Ok(None)`: not fusable here, run the ops one by one.
 #[doc(hidden)]
-pub fn fused_forward(
-    prog: &'static FusedProgram,
+pub fn forward(
+    prog: &'static Program,
     inputs: &[&Tensor],
     scalars: &[f64],
     want: &[bool],
@@ -61,7 +61,7 @@ pub fn fused_forward(
             return Ok(None);
         };
         values[r] = Some(match prog.vars[r] {
-            FusedVar::Op {
+            Var::Op {
                 op: Elementwise::Mean,
                 ..
             } => operand.mean()?,
@@ -85,8 +85,8 @@ pub fn fused_forward(
 /// is not recorded (no `create_graph`). `Ok(None)`: not fusable here, apply the rules one by
 /// one.
 #[doc(hidden)]
-pub fn fused_backward(
-    prog: &'static FusedProgram,
+pub fn backward(
+    prog: &'static Program,
     scalars: &[f64],
     values: &[Option<&Tensor>],
     grads: &[Option<&Tensor>],

@@ -6,7 +6,7 @@ use super::backward_plan::build_backward;
 use super::emitter::Source;
 use super::forward_plan::build_forward;
 use super::plan::Plan;
-use super::{Elementwise, FusedProgram, FusedVar};
+use super::{Elementwise, Program, Var};
 use crate::Result;
 use crate::backend::UnaryOp;
 use crate::backend::generated::Inst;
@@ -61,23 +61,23 @@ fn op_samples() -> Result<Vec<Sample>> {
         (Elementwise::Pow, -1.5),
     ];
     for (op, s) in ops {
-        let vars: &'static [FusedVar] = Box::leak(Box::new([
-            FusedVar::Input(0),
-            FusedVar::Input(1),
-            FusedVar::Op {
+        let vars: &'static [Var] = Box::leak(Box::new([
+            Var::Input(0),
+            Var::Input(1),
+            Var::Op {
                 op,
                 a: 0,
                 b: 1,
                 s: 0,
             },
-            FusedVar::Op {
+            Var::Op {
                 op: Elementwise::Mul,
                 a: 2,
                 b: 1,
                 s: 0,
             },
         ]));
-        let prog = FusedProgram {
+        let prog = Program {
             vars,
             outputs: &[3],
         };
@@ -109,23 +109,23 @@ fn op_samples() -> Result<Vec<Sample>> {
 fn loss_samples() -> Vec<Sample> {
     let mut out = Vec::new();
     for op in [Elementwise::Sum, Elementwise::Mean] {
-        let vars: &'static [FusedVar] = Box::leak(Box::new([
-            FusedVar::Input(0),
-            FusedVar::Input(1),
-            FusedVar::Op {
+        let vars: &'static [Var] = Box::leak(Box::new([
+            Var::Input(0),
+            Var::Input(1),
+            Var::Op {
                 op: Elementwise::Mul,
                 a: 0,
                 b: 1,
                 s: 0,
             },
-            FusedVar::Op {
+            Var::Op {
                 op,
                 a: 2,
                 b: 0,
                 s: 0,
             },
         ]));
-        let prog = FusedProgram {
+        let prog = Program {
             vars,
             outputs: &[3],
         };
@@ -202,23 +202,23 @@ fn a_losss_backward_repeats_its_gradient() -> Result<()> {
 }
 
 /// `x * y + tanh(x)`.
-static PROG: FusedProgram = FusedProgram {
+static PROG: Program = Program {
     vars: &[
-        FusedVar::Input(0),
-        FusedVar::Input(1),
-        FusedVar::Op {
+        Var::Input(0),
+        Var::Input(1),
+        Var::Op {
             op: Elementwise::Mul,
             a: 0,
             b: 1,
             s: 0,
         },
-        FusedVar::Op {
+        Var::Op {
             op: Elementwise::Tanh,
             a: 0,
             b: 0,
             s: 0,
         },
-        FusedVar::Op {
+        Var::Op {
             op: Elementwise::Add,
             a: 2,
             b: 3,
