@@ -1,11 +1,11 @@
-//! A generated element-wise kernel: the straight-line program that one fused forward or
-//! backward of a `#[differentiable(derive)]` function runs per element (see `fusion/`,
-//! which builds it). Backend-neutral: the CUDA backend prints it as CUDA C++ and compiles it
+//! A generated element-wise kernel: the straight-line program that fusion (`fusion/`, which
+//! builds it) runs per element for the forward or the backward of a `#[differentiable(derive)]`
+//! function. Backend-neutral: the CUDA backend prints it as CUDA C++ and compiles it
 //! with NVRTC (one launch for the whole function), the CPU backend interprets it.
 //!
 //! Every instruction defines one register, numbered by its position; an operand names an
 //! earlier register. Each formula is the one the op-by-op kernels compute (`kernels.cu`'s
-//! `unary_op`, `binary_op`, `fused_op` and `pow_scalar`), rounded to the element type after
+//! `unary_op`, `binary_op`, `grad_formula_op` and `pow_scalar`), rounded to the element type after
 //! every step, so a fused run and the op-by-op run round alike.
 
 use std::fmt::Write as _;

@@ -20,6 +20,14 @@
 //! [`set_enabled`] and [`run_on_host`] turn fusion off, everywhere or on the host, for
 //! benchmarks and tests that compare the two paths.
 //!
+//! # Names
+//!
+//! "Fusion" here is only this: derived bodies compiled into generated kernels (the macro reaches
+//! it as `__private::fusion`). Two other things are not it: a built-in op's backward formula in
+//! one pass is a `GradFormula` kernel (`backend/op.rs`, `#[backward(f, formula = ..)]`), and
+//! PyTorch's `fused=True` optimizer steps are the optimizers' `FusedSet` (`optim/fused.rs`).
+//! `backend/README.md` lists all three.
+//!
 //! # Layout
 //!
 //! * `program.rs`: the IR the macro writes: [`Program`], one [`Var`] per body value,

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 
 use super::Tensor;
 use super::storage::Storage;
-use crate::backend::{self, Backend, BinaryOp, FusedOp, Out, UnaryOp};
+use crate::backend::{self, Backend, BinaryOp, GradFormula, Out, UnaryOp};
 use crate::layout::Layout;
 use crate::sync::Arc;
 use crate::{DType, Device, Element, Error, Result};
@@ -138,16 +138,23 @@ impl Kernels {
         Ok(wrap(out, x.device()))
     }
 
-    /// See [`Backend::fused`].
-    pub(crate) fn fused(self, op: FusedOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    /// See [`Backend::grad_formula`].
+    pub(crate) fn grad_formula(self, op: GradFormula, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         a.check_same_dtype_device("fused op", b)?;
-        let out = read2(a, b, |x, y| self.0.fused(op, x, a.layout(), y, b.layout()))?;
+        let out = read2(a, b, |x, y| {
+            self.0.grad_formula(op, x, a.layout(), y, b.layout())
+        })?;
         Ok(wrap(out, a.device()))
     }
 
-    /// See [`Backend::fused_inplace`]: the caller proves `a` is referenced by nothing else.
-    pub(crate) fn fused_inplace(self, op: FusedOp, a: &Tensor, b: &Tensor) -> Result<()> {
-        write_read(a, b, |a, b| self.0.fused_inplace(op, a, b))
+    /// See [`Backend::grad_formula_inplace`]: the caller proves `a` is referenced by nothing else.
+    pub(crate) fn grad_formula_inplace(
+        self,
+        op: GradFormula,
+        a: &Tensor,
+        b: &Tensor,
+    ) -> Result<()> {
+        write_read(a, b, |a, b| self.0.grad_formula_inplace(op, a, b))
     }
 
     /// See [`Backend::binary_inplace`]; neither records nor bumps the version. `src` may share

@@ -11,7 +11,7 @@ use super::launch::{
 };
 use super::transfer::{download, upload};
 use super::{index, matmul, reduce};
-use crate::backend::{Backend, BinaryOp, Buffer, FusedOp, Out, UnaryOp, broadcast_shapes};
+use crate::backend::{Backend, BinaryOp, Buffer, GradFormula, Out, UnaryOp, broadcast_shapes};
 use crate::layout::Layout;
 use crate::{DType, Device, Result};
 
@@ -141,7 +141,14 @@ impl Backend for Cuda {
         Ok(wrap(out, &lx.shape))
     }
 
-    fn fused(&self, op: FusedOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Out> {
+    fn grad_formula(
+        &self,
+        op: GradFormula,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+    ) -> Result<Out> {
         let (dev, ab) = dev_of(a)?;
         let bb = device_buffer(dev, "backward formula", b)?;
         let n = la.numel();
@@ -149,7 +156,7 @@ impl Backend for Cuda {
         let la = layout_of(dev, "backward formula", la)?;
         let lb = layout_of(dev, "backward formula", lb)?;
         let mut out = DeviceBuffer::alloc(dev, ab.dtype(), n)?;
-        let (code, exponent) = kernels::fused_code(op);
+        let (code, exponent) = kernels::grad_formula_code(op);
         let (ap, bp, yp) = (
             ab.ptr(&dev.stream),
             bb.ptr(&dev.stream),
@@ -167,14 +174,14 @@ impl Backend for Cuda {
             Arg::U64(n as u64),
             Arg::I32(vec),
         ];
-        let name = kernels::kernel!("fused").of(ab.dtype());
+        let name = kernels::kernel!("grad_formula").of(ab.dtype());
         launch(dev, "backward formula", name, work, &args)?;
         Ok(wrap(out, shape))
     }
 
-    fn fused_inplace(
+    fn grad_formula_inplace(
         &self,
-        op: FusedOp,
+        op: GradFormula,
         (a, la): (&mut Buffer, &Layout),
         (b, lb): (&Buffer, &Layout),
     ) -> Result<()> {
@@ -188,7 +195,7 @@ impl Backend for Cuda {
         let lb = layout_of(dev, "backward formula", lb)?;
         let bp = device_buffer(dev, "backward formula", b)?.ptr(&dev.stream);
         let ap = device_buffer_mut(dev, "backward formula", a)?.ptr_mut(&dev.stream);
-        let (code, exponent) = kernels::fused_code(op);
+        let (code, exponent) = kernels::grad_formula_code(op);
         let yp = ap + (offset * dtype.size_of()) as u64;
         let (vec, work) = kernels::vector_plan(dtype, n, &[(&la, ap), (&lb, bp)], yp);
         let args = [
@@ -205,7 +212,7 @@ impl Backend for Cuda {
         launch(
             dev,
             "backward formula",
-            kernels::kernel!("fused").of(dtype),
+            kernels::kernel!("grad_formula").of(dtype),
             work,
             &args,
         )

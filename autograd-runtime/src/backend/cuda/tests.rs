@@ -4,7 +4,7 @@
 //! is tested in `tests/ops/cuda.rs`, which skips (saying why) without a device.
 
 use super::kernels::{self, KernelLayout, NAMES, SOURCE};
-use crate::backend::{BinaryOp, FusedOp, UnaryOp};
+use crate::backend::{BinaryOp, GradFormula, UnaryOp};
 use crate::layout::Layout;
 use crate::{Device, Error, Tensor, cuda};
 
@@ -72,10 +72,10 @@ fn op_codes_follow_the_kernel_switches() {
     assert!(SOURCE.contains("default: return x > T(0) ? T(1) : T(0);"));
     assert_eq!(kernels::binary_code(BinaryOp::Div), 3);
     assert!(SOURCE.contains("case 2: return a * b;\n    default: return a / b;"));
-    assert_eq!(kernels::fused_code(FusedOp::Tanh).0, 0);
+    assert_eq!(kernels::grad_formula_code(GradFormula::Tanh).0, 0);
     assert!(SOURCE.contains("case 0: return g * (T(1) - s * s);"));
     assert_eq!(
-        kernels::fused_code(FusedOp::Pow { exponent: 3.0 }),
+        kernels::grad_formula_code(GradFormula::Pow { exponent: 3.0 }),
         (7, 3.0)
     );
 }
@@ -317,7 +317,7 @@ template <typename T, typename Run> static void both(const char* what, u64 n, Ru
 template <typename T> static void suite(void (*unary)(int, Layout, const T*, T*, u64, int),
                                         void (*binary)(int, Layout, const T*, Layout, const T*, T*, u64, int),
                                         void (*scalar)(int, Layout, const T*, T, int, T*, u64, int),
-                                        void (*fused)(int, T, Layout, const T*, Layout, const T*, T*, u64, int),
+                                        void (*formula)(int, T, Layout, const T*, Layout, const T*, T*, u64, int),
                                         void (*power)(Layout, const T*, T, T*, u64, int)) {
     const u64 P = 16 / sizeof(T);
     const u64 lengths[] = {1, 2, 3, 4, 5, 7, 8, 9, 255, 256, 257, 1023, 1024, 1025, 4099};
@@ -329,7 +329,7 @@ template <typename T> static void suite(void (*unary)(int, Layout, const T*, T*,
             for (int op : {0, 5, 6, 7, 9}) both<T>("unary", n, [&](T* y, int vec, u64 work) { grid(work, [&] { unary(op, la, a.data(), y, n, vec); }); });
             for (int op : {0, 1, 2, 3}) both<T>("binary", n, [&](T* y, int vec, u64 work) { grid(work, [&] { binary(op, la, a.data(), lb, b.data(), y, n, vec); }); });
             for (int left : {0, 1}) both<T>("binary_scalar", n, [&](T* y, int vec, u64 work) { grid(work, [&] { scalar(3, la, a.data(), T(0.3), left, y, n, vec); }); });
-            for (int op : {0, 2, 7}) both<T>("fused", n, [&](T* y, int vec, u64 work) { grid(work, [&] { fused(op, T(3), la, a.data(), lb, b.data(), y, n, vec); }); });
+            for (int op : {0, 2, 7}) both<T>("grad_formula", n, [&](T* y, int vec, u64 work) { grid(work, [&] { formula(op, T(3), la, a.data(), lb, b.data(), y, n, vec); }); });
             both<T>("pow_scalar", n, [&](T* y, int vec, u64 work) { grid(work, [&] { power(la, a.data(), T(3), y, n, vec); }); });
         }
     }
@@ -345,8 +345,8 @@ template <typename T> static void suite(void (*unary)(int, Layout, const T*, T*,
     }
 }
 int main() {
-    suite<float>(unary_f32, binary_f32, binary_scalar_f32, fused_f32, pow_scalar_f32);
-    suite<double>(unary_f64, binary_f64, binary_scalar_f64, fused_f64, pow_scalar_f64);
+    suite<float>(unary_f32, binary_f32, binary_scalar_f32, grad_formula_f32, pow_scalar_f32);
+    suite<double>(unary_f64, binary_f64, binary_scalar_f64, grad_formula_f64, pow_scalar_f64);
     if (failures) { std::printf("%d of %d checks failed\n", failures, checks); return 1; }
     std::printf("ok: %d checks\n", checks);
     return 0;
