@@ -9,7 +9,7 @@
 //! form (`(softmax(z) - t) / N`, in `examples/train_mlp/loss.rs`), on the main job's batch shape.
 //!
 //! With a CUDA device, last: GELU's forward + backward on `cuda:0`, where the derived body runs
-//! as one generated kernel each way (`ops/fused.rs`), against the same derived body run op by
+//! as one generated kernel each way (`src/fusion/`), against the same derived body run op by
 //! op (the fused path turned off), the hand-written pair and the recording; and the kernels
 //! launched per call, counted by the fused path's own counter.
 //!
@@ -212,19 +212,19 @@ fn gpu_step_time(f: Gelu, n: usize, runs: usize) -> Result<Duration> {
 
 /// GELU on `cuda:0`: fused, op by op, hand-written and recorded (see the module docs).
 fn on_the_gpu() -> Result<()> {
-    use autograd::__private::fused;
+    use autograd::__private::fusion;
     // The fused kernels on the device give the CPU's values and gradients.
     let x = Tensor::randn(&[4, 5], DType::F64, 1)?.requires_grad_(true)?;
     let xg = x
         .detach()
         .to(autograd::Device::Cuda(0))?
         .requires_grad_(true)?;
-    let before = fused::runs();
+    let before = fusion::runs();
     let yg = gelu_derived(&xg)?;
     let gg = autograd::grad(&[yg.sum()?], &[xg.clone()], autograd::GradOptions::new())?[0]
         .clone()
         .expect("grad");
-    let launched = fused::runs() - before;
+    let launched = fusion::runs() - before;
     let y = gelu_recorded(&x)?;
     let g = autograd::grad(&[y.sum()?], &[x.clone()], autograd::GradOptions::new())?[0]
         .clone()
@@ -250,10 +250,10 @@ fn on_the_gpu() -> Result<()> {
         ("recorded", gelu_recorded, true),
     ];
     for (name, f, fuse) in versions {
-        fused::set_enabled(fuse);
+        fusion::set_enabled(fuse);
         let small = gpu_step_time(f, 16, 2001);
         let large = gpu_step_time(f, 1 << 20, 201);
-        fused::set_enabled(true);
+        fusion::set_enabled(true);
         println!(
             "{name:<22} {:>19.2} µs {:>19.3} ms",
             small?.as_secs_f64() * 1e6,
@@ -305,7 +305,7 @@ fn main() -> Result<()> {
         "{:<13} {:>6} {:>15} {:>17} {:>17}",
         "version", "nodes", "saved elements", "backward n=16", "backward n=2^20"
     );
-    // The derived body is element-wise: one generated kernel each way (`ops/fused.rs`), the
+    // The derived body is element-wise: one generated kernel each way (`src/fusion/`), the
     // op-by-op path's bits; "op by op" is the same node with those kernels turned off.
     let rows = [
         ("derived", gelu_derived as Gelu, true),
@@ -314,11 +314,11 @@ fn main() -> Result<()> {
         ("recorded", gelu_recorded, true),
     ];
     for (name, f, fuse) in rows {
-        autograd::__private::fused::set_enabled(fuse);
+        autograd::__private::fusion::set_enabled(fuse);
         let (nodes, saved) = graph_size(&f(&x)?)?;
         let small = backward_time(f, 16, 2001)?;
         let large = backward_time(f, 1 << 20, 21)?;
-        autograd::__private::fused::set_enabled(true);
+        autograd::__private::fusion::set_enabled(true);
         println!(
             "{name:<13} {nodes:>6} {saved:>15} {:>14.2} µs {:>14.2} ms",
             small.as_secs_f64() * 1e6,

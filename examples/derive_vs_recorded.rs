@@ -13,7 +13,7 @@
 //! the most bytes live at once during one forward and backward, above what was live before. Output is `key=value` lines:
 //! `<variant>_<size>_backward_us`, `<variant>_small_engine_us`, `<variant>_1m_peak_mib`, and
 //! `speedup_<size>` / `engine_speedup_small` (recorded / derived). The derived body is
-//! element-wise, so it runs as one generated kernel each way (`ops/fused.rs`);
+//! element-wise, so it runs as one generated kernel each way (`src/fusion/`);
 //! `derived_op_by_op_<size>_backward_us` times it with those kernels turned off (its rules one
 //! by one), and `fusion_speedup_<size>` is that time over the fused one.
 
@@ -21,7 +21,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use autograd::__private::fused;
+use autograd::__private::fusion;
 use autograd::{BackwardOptions, DType, Result, Tensor, differentiable, profiler};
 
 /// The system allocator, counting the bytes live and the most live at once.
@@ -153,9 +153,9 @@ fn main() -> Result<()> {
         let derived = backward_time(body_derived, n, runs)?;
         let recorded = backward_time(body_recorded, n, runs)?;
         // The same derived body with its generated kernels turned off: rule by rule.
-        fused::set_enabled(false);
+        fusion::set_enabled(false);
         let op_by_op = backward_time(body_derived, n, runs)?;
-        fused::set_enabled(true);
+        fusion::set_enabled(true);
         println!("derived_{label}_backward_us={:.2}", us(derived));
         println!("derived_op_by_op_{label}_backward_us={:.2}", us(op_by_op));
         println!("recorded_{label}_backward_us={:.2}", us(recorded));

@@ -1,7 +1,7 @@
 //! Parsing of the attribute arguments: `#[differentiable(name = "..", once_differentiable,
 //! materialize_grads = false, non_differentiable(result_1), dirty(x), save(r), builtin, crate =
 //! "..")]` and `#[backward(path::to::forward)]`, plus the two the runtime's op library uses:
-//! `rule` on a `builtin` forward and `fused = ..` on its backward.
+//! `rule` on a `builtin` forward and `formula = ..` on its backward.
 
 use proc_macro2::{Span, TokenTree};
 use syn::ext::IdentExt;
@@ -21,7 +21,7 @@ mod kw {
     syn::custom_keyword!(builtin);
     syn::custom_keyword!(derive);
     syn::custom_keyword!(rule);
-    syn::custom_keyword!(fused);
+    syn::custom_keyword!(formula);
 }
 
 /// The options of `#[differentiable(..)]`. Each keeps the span of its keyword for errors.
@@ -267,11 +267,11 @@ impl NameList {
 }
 
 /// The argument of `#[backward(..)]`: the path of the `#[differentiable]` function, and (for the
-/// runtime's op library) `fused = FusedOp::..`, the kernel that computes the backward in one
-/// pass when it is not recorded.
+/// runtime's op library) `formula = GradFormula::..`, the grad formula kernel that computes the
+/// backward in one pass when it is not recorded.
 pub(crate) struct BackwardArgs {
     pub(crate) forward: Path,
-    pub(crate) fused: Option<syn::Expr>,
+    pub(crate) formula: Option<syn::Expr>,
 }
 
 impl Parse for BackwardArgs {
@@ -282,19 +282,19 @@ impl Parse for BackwardArgs {
             ));
         }
         let forward = input.call(Path::parse_mod_style)?;
-        let mut fused = None;
-        if input.peek(Token![,]) && input.peek2(kw::fused) {
+        let mut formula = None;
+        if input.peek(Token![,]) && input.peek2(kw::formula) {
             input.parse::<Token![,]>()?;
-            input.parse::<kw::fused>()?;
+            input.parse::<kw::formula>()?;
             input.parse::<Token![=]>()?;
-            fused = Some(input.parse()?);
+            formula = Some(input.parse()?);
         }
         if !input.is_empty() {
             return Err(input.error(
                 "`#[backward(..)]` takes only the path of the `#[differentiable]` function; options go on `#[differentiable(..)]`",
             ));
         }
-        Ok(BackwardArgs { forward, fused })
+        Ok(BackwardArgs { forward, formula })
     }
 }
 
@@ -411,9 +411,9 @@ mod tests {
         assert_eq!(args.forward.segments.len(), 3);
         assert!(syn::parse2::<BackwardArgs>(quote::quote!()).is_err());
         assert!(syn::parse2::<BackwardArgs>(quote::quote!(f, once_differentiable)).is_err());
-        let args: BackwardArgs = syn::parse_quote!(tanh, fused = FusedOp::Tanh);
-        assert!(args.fused.is_some());
-        assert!(syn::parse2::<BackwardArgs>(quote::quote!(tanh, fused = A, b)).is_err());
+        let args: BackwardArgs = syn::parse_quote!(tanh, formula = GradFormula::Tanh);
+        assert!(args.formula.is_some());
+        assert!(syn::parse2::<BackwardArgs>(quote::quote!(tanh, formula = A, b)).is_err());
     }
 
     #[test]

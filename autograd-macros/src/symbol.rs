@@ -21,8 +21,9 @@ pub(crate) const DERIVE: Symbol = Symbol("derive");
 /// `rule`, `rule = name`: a `builtin` op's derivative rule for derived bodies (runtime-internal,
 /// so not listed in [`OPTIONS`]).
 pub(crate) const RULE: Symbol = Symbol("rule");
-/// `#[backward(f, fused = ..)]`: the fused kernel of a built-in backward (runtime-internal).
-pub(crate) const FUSED: Symbol = Symbol("fused");
+/// `#[backward(f, formula = ..)]`: the grad formula kernel of a built-in backward
+/// (runtime-internal).
+pub(crate) const FORMULA: Symbol = Symbol("formula");
 
 /// Every option of `#[differentiable(..)]`, in the order the docs list them.
 pub(crate) const OPTIONS: [Symbol; 9] = [

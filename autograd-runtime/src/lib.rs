@@ -36,6 +36,7 @@ pub mod distributed;
 mod dtype;
 mod engine;
 mod error;
+mod fusion;
 mod grad_mode;
 pub mod gradcheck;
 pub mod graph;
@@ -98,11 +99,11 @@ pub mod __private {
     };
     pub use smallvec;
 
-    /// The fused kernels of element-wise derived bodies (`ops/fused.rs`).
-    pub mod fused {
-        pub use crate::ops::fused::{
-            Elementwise, FusedProgram, FusedVar, fused_backward, fused_forward, fuses_on,
-            keep_value, run_on_host, runs, set_enabled, take_value,
+    /// Fusion: element-wise derived bodies run as one generated kernel each way (`fusion/`).
+    pub mod fusion {
+        pub use crate::fusion::{
+            Elementwise, Program, Var, backward, forward, fuses_on, keep_value, run_on_host, runs,
+            set_enabled, take_value,
         };
     }
 

@@ -5,13 +5,13 @@
 //! values `slots.rs` says it keeps, and `backward/` what `#[backward]` adds (the link trait's
 //! `call`, what a custom function's outputs become, what the node keeps). `derive/` writes
 //! the hidden pair of a derived function, `rule/` the rules a derived body calls its ops
-//! through, and `fused.rs` the fused programs of derived bodies.
+//! through, and `fusion.rs` the fused programs of derived bodies.
 
 mod aliases;
 mod backward;
 pub(crate) mod derive;
 mod forward;
-mod fused;
+mod fusion;
 mod names;
 mod node;
 pub(crate) mod rule;

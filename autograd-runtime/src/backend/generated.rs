@@ -1,11 +1,11 @@
-//! A generated element-wise kernel: the straight-line program that one fused forward or
-//! backward of a `#[differentiable(derive)]` function runs per element (see `ops/fused.rs`,
-//! which builds it). Backend-neutral: the CUDA backend prints it as CUDA C++ and compiles it
+//! A generated element-wise kernel: the straight-line program that fusion (`fusion/`, which
+//! builds it) runs per element for the forward or the backward of a `#[differentiable(derive)]`
+//! function. Backend-neutral: the CUDA backend prints it as CUDA C++ and compiles it
 //! with NVRTC (one launch for the whole function), the CPU backend interprets it.
 //!
 //! Every instruction defines one register, numbered by its position; an operand names an
 //! earlier register. Each formula is the one the op-by-op kernels compute (`kernels.cu`'s
-//! `unary_op`, `binary_op`, `fused_op` and `pow_scalar`), rounded to the element type after
+//! `unary_op`, `binary_op`, `grad_formula_op` and `pow_scalar`), rounded to the element type after
 //! every step, so a fused run and the op-by-op run round alike.
 
 use std::fmt::Write as _;
@@ -13,6 +13,9 @@ use std::fmt::Write as _;
 use super::{BinaryOp, MapOp, UnaryOp};
 use crate::sync::Ordering;
 use crate::sync::statics::{AtomicU64, OnceLock};
+
+#[cfg(test)]
+pub(crate) mod samples;
 
 /// One instruction: the value of one register.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -185,6 +188,48 @@ template <typename T> __device__ __forceinline__ T pow_grad(T g, T x, T e, T e1)
 mod tests {
     use super::*;
 
+    /// The kernel of each element map ([`map_kernel`]: what a CUDA device runs), interpreted by
+    /// the CPU, gives the bits of the CPU's own map, in both dtypes, NaN and infinite bounds
+    /// included.
+    #[test]
+    fn the_map_kernels_give_the_cpu_maps_bits() {
+        use crate::backend::cpu::Cpu;
+        use crate::backend::{Backend, Buffer};
+        use crate::layout::Layout;
+        let values = [-3.0, -0.5, -0.25, 0.0, 0.7, 1.0, 2.5, f64::NAN, 7.0, -7.0];
+        let bits = |b: &Buffer| -> Vec<u64> {
+            match b {
+                Buffer::F32(v) => v.iter().map(|x| f64::from(*x).to_bits()).collect(),
+                Buffer::F64(v) => v.iter().map(|x| x.to_bits()).collect(),
+                Buffer::Cuda(_) => unreachable!("host buffers only"),
+            }
+        };
+        let inputs = [
+            Buffer::host(values.iter().map(|&v| v as f32).collect::<Vec<_>>().into()),
+            Buffer::host(values.to_vec().into()),
+        ];
+        let layout = Layout::contiguous(&[values.len()]);
+        let mut ops = vec![MapOp::Erf];
+        for (lo, hi) in [(-0.5, 1.0), (f64::NEG_INFINITY, 0.5), (0.0, f64::INFINITY)] {
+            ops.push(MapOp::Clamp { lo, hi });
+            ops.push(MapOp::ClampInterior { lo, hi });
+        }
+        for x in &inputs {
+            for &op in &ops {
+                let (kernel, scalars) = map_kernel(op);
+                let scalars = &scalars[..kernel.n_scalars];
+                let via = Cpu.generated(kernel, &[x], &[false], scalars, values.len());
+                let direct = Cpu.map(op, x, &layout).expect("host map").0;
+                assert_eq!(
+                    bits(&via.expect("interpreted")[0]),
+                    bits(&direct),
+                    "{op:?} {:?}",
+                    x.dtype()
+                );
+            }
+        }
+    }
+
     #[test]
     fn the_source_names_every_register_input_output_and_scalar() {
         // y = tanh(x * s0) + x; out = [y]
@@ -212,133 +257,23 @@ mod tests {
         assert!(src.contains("out0[i] = r4;"), "{src}");
     }
 
-    /// Every sample kernel (each op's forward and backward, `ops::fused::sample_kernels`)
-    /// printed as CUDA C++, compiled as host C++ (threads and blocks looped) and run: the same
-    /// values as the CPU's interpretation of the same kernel, to libm's rounding. This is what
-    /// checks the printed source's meaning without a GPU (on a GPU, `tests/fused` runs it). Runs
-    /// wherever a C++ compiler is (`c++`); prints `skipped` otherwise.
+    /// Every instruction sample (`samples.rs`) printed as CUDA C++, compiled as host C++
+    /// (threads and blocks looped) and run: the same values as the CPU's interpretation of the
+    /// same kernel, to libm's rounding. This is what checks the printed source's meaning without
+    /// a GPU (the fusion tests run the kernels their plans build the same way; on a GPU,
+    /// `tests/fusion` runs them). Runs wherever a C++ compiler is (`c++`); prints `skipped`
+    /// otherwise.
     #[test]
     fn the_printed_source_run_on_the_host_gives_the_interpreters_values() {
-        const SHIM: &str = r#"
-#include <cstdio>
-#include <math.h>
-#define __device__
-#define __global__
-#define __forceinline__ inline
-#define __restrict__
-struct Dim { unsigned x; };
-static Dim blockIdx, threadIdx, blockDim, gridDim;
-"#;
-        let samples = crate::ops::fused::sample_kernels();
-        let cpu = crate::ops::fused::run_samples_on_the_cpu(&samples).expect("cpu");
-        let data = crate::ops::fused::SAMPLE_DATA;
-        let mut cpp = String::from(SHIM);
-        let mut main = String::from(
-            "int main() {\n    blockDim.x = 4; gridDim.x = 1;\n    const unsigned long long n = 6;\n",
-        );
-        let array = |v: &[f64]| {
-            let items: Vec<String> = v
-                .iter()
-                .map(|&x| match x {
-                    x if x.is_nan() => "NAN".into(),
-                    x if x.is_infinite() => format!("{}INFINITY", if x < 0.0 { "-" } else { "" }),
-                    x => format!("{x:?}"),
-                })
-                .collect();
-            format!("{{{}}}", items.join(", "))
-        };
-        let mut forward: Vec<Vec<f64>> = Vec::new();
-        for (j, (sample, outs)) in samples.iter().zip(&cpu).enumerate() {
-            let src = sample
-                .kernel
-                .cuda_source("double", &sample.repeated)
-                .replace("extern \"C\" ", "");
-            let _ = writeln!(cpp, "namespace k{j} {{\n{src}}}");
-            if sample.name.ends_with("forward") {
-                forward = outs.clone();
-            }
-            let _ = writeln!(main, "    {{");
-            let mut args: Vec<String> = Vec::new();
-            for (a, &i) in sample.inputs.iter().enumerate() {
-                let values = if i < 3 {
-                    data[i].to_vec()
-                } else {
-                    forward[i - 3].clone()
-                };
-                let _ = writeln!(main, "        double in{a}[6] = {};", array(&values));
-                args.push(format!("in{a}"));
-            }
-            for o in 0..sample.kernel.outputs.len() {
-                let _ = writeln!(main, "        double out{o}[6];");
-                args.push(format!("out{o}"));
-            }
-            args.extend(sample.scalars.iter().map(|s| format!("{s:?}")));
-            args.push("n".into());
-            let _ = writeln!(
-                main,
-                "        for (blockIdx.x = 0; blockIdx.x < gridDim.x; ++blockIdx.x)\n            for (threadIdx.x = 0; threadIdx.x < blockDim.x; ++threadIdx.x)\n                k{j}::generated({});",
-                args.join(", ")
-            );
-            for o in 0..sample.kernel.outputs.len() {
-                let _ = writeln!(
-                    main,
-                    "        for (int i = 0; i < 6; ++i) std::printf(\"%.17g \", out{o}[i]);\n        std::printf(\"\\n\");"
-                );
-            }
-            let _ = writeln!(main, "    }}");
-        }
-        main.push_str("    return 0;\n}\n");
-        cpp.push_str(&main);
-        let dir = std::env::temp_dir().join(format!("autograd-generated-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let (file, exe) = (dir.join("generated.cpp"), dir.join("generated"));
-        std::fs::write(&file, &cpp).unwrap();
-        let Ok(built) = std::process::Command::new("c++")
-            .args(["-std=c++17", "-O1", "-ffp-contract=off", "-o"])
-            .arg(&exe)
-            .arg(&file)
-            .output()
-        else {
+        let samples = samples::instruction_samples();
+        let cpu = samples::run_on_the_cpu(&samples).expect("cpu");
+        let Some(host) = samples::run_as_host_cpp(&samples) else {
             println!("skipped: no C++ compiler (`c++`) to run the generated kernels on the host");
             return;
         };
-        assert!(
-            built.status.success(),
-            "the generated kernels do not compile as host C++: {}",
-            String::from_utf8_lossy(&built.stderr)
-        );
-        let run = std::process::Command::new(&exe).output().unwrap();
-        std::fs::remove_dir_all(&dir).ok();
-        assert!(run.status.success());
-        let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
-        let mut lines = stdout.lines();
-        let mut checked = 0;
-        for (sample, outs) in samples.iter().zip(&cpu) {
-            for (o, expected) in outs.iter().enumerate() {
-                let line = lines.next().expect("one line per output");
-                let got: Vec<f64> = line
-                    .split_whitespace()
-                    .map(|v| v.parse().expect("a number"))
-                    .collect();
-                for (i, (&a, &b)) in got.iter().zip(expected).enumerate() {
-                    let same =
-                        (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-13 * (1.0 + b.abs());
-                    assert!(
-                        same,
-                        "{} output {o} element {i}: host C++ {a}, CPU {b}",
-                        sample.name
-                    );
-                    checked += 1;
-                }
-            }
-        }
-        assert_eq!(
-            checked,
-            samples
-                .iter()
-                .map(|s| s.kernel.outputs.len() * 6)
-                .sum::<usize>()
-        );
+        let checked = samples::assert_close(&samples, &host, &cpu, 1e-13);
+        let outputs: usize = samples.iter().map(|s| s.kernel.outputs.len()).sum();
+        assert_eq!(checked, outputs * samples::N);
         println!("ran: {} kernels, {checked} values", samples.len());
     }
 }

@@ -19,7 +19,7 @@ pub(crate) use buffer::{Buffer, ElemVec};
 pub(crate) use cpu::erf_f64;
 pub(crate) use cpu::{BroadcastError, broadcast_shapes};
 pub use cpu::{cached_bytes, empty_cache, num_threads, set_cache_limit, set_num_threads};
-pub(crate) use op::{BinaryOp, FusedOp, MapOp, UnaryOp};
+pub(crate) use op::{BinaryOp, GradFormula, MapOp, UnaryOp};
 pub(crate) use step::{AdagradCoeffs, AdamCoeffs, RmsPropCoeffs, SgdCoeffs, StepSet, Update};
 
 use crate::layout::{Dims, Layout};
@@ -59,14 +59,21 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
         scalar_on_left: bool,
     ) -> Result<Out>;
     /// A backward formula of two same-shaped operands in one pass (`grad * (1 - y²)`, ...).
-    fn fused(&self, op: FusedOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Out>;
-    /// A closed-form fused formula ([`FusedOp::is_closed_form`]) written over `a`'s own
+    fn grad_formula(
+        &self,
+        op: GradFormula,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+    ) -> Result<Out>;
+    /// A closed-form backward formula ([`GradFormula::is_closed_form`]) written over `a`'s own
     /// buffer. The caller proves that nothing else references `a` (one handle, one storage,
     /// contiguous, same shape as `b`), so no one can observe the write: this is how a backward
     /// formula reuses the gradient the engine hands it instead of allocating.
-    fn fused_inplace(
+    fn grad_formula_inplace(
         &self,
-        op: FusedOp,
+        op: GradFormula,
         a: (&mut Buffer, &Layout),
         b: (&Buffer, &Layout),
     ) -> Result<()>;
@@ -93,7 +100,7 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
     fn to_device(&self, x: &Buffer, lx: &Layout, device: Device) -> Result<Out>;
     /// `parts` (same dtype, equal shapes except along `dim`) concatenated along `dim`.
     fn cat(&self, parts: &[(&Buffer, &Layout)], dim: usize) -> Result<Out>;
-    /// Runs a generated element-wise kernel (a fused derived function, `generated.rs`) over
+    /// Runs a generated element-wise kernel (fusion's kernel of a derived function, `generated.rs`) over
     /// `n` elements of `inputs` (buffers of one dtype: element `i` at index `i`, or at index 0
     /// for an input `repeated` says is one value broadcast): one new buffer of `n` elements
     /// per output of the kernel.

@@ -63,10 +63,12 @@ pub(crate) enum BinaryOp {
     Div,
 }
 
-/// The backward formula of an element-wise op, named after the op, fused into one pass with
-/// one output. `a` is always the incoming gradient `g`; `b` is what the formula saved.
+/// A grad formula: the backward formula of a built-in element-wise op, named after the op,
+/// computed in one pass with one output (`Backend::grad_formula`). `a` is always the incoming
+/// gradient `g`; `b` is what the formula saved. Not to be confused with fusion (`fusion/`, a
+/// derived body as a generated kernel) or the optimizers' fused steps (`optim/fused.rs`).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum FusedOp {
+pub(crate) enum GradFormula {
     /// `g * (1 - y²)`, `y = tanh x`.
     Tanh,
     /// `g * y * (1 - y)`, `y = σ(x)`.
@@ -88,14 +90,18 @@ pub(crate) enum FusedOp {
     },
 }
 
-impl FusedOp {
+impl GradFormula {
     /// Whether the formula is plain arithmetic (no transcendental function): those run in
     /// one pass, and can write their result over the gradient's buffer.
     pub(crate) fn is_closed_form(self) -> bool {
         match self {
-            FusedOp::Tanh | FusedOp::Sigmoid | FusedOp::Relu | FusedOp::Sqrt | FusedOp::Abs => true,
-            FusedOp::Pow { exponent } => exponent == 2.0,
-            FusedOp::Sin | FusedOp::Cos => false,
+            GradFormula::Tanh
+            | GradFormula::Sigmoid
+            | GradFormula::Relu
+            | GradFormula::Sqrt
+            | GradFormula::Abs => true,
+            GradFormula::Pow { exponent } => exponent == 2.0,
+            GradFormula::Sin | GradFormula::Cos => false,
         }
     }
 }

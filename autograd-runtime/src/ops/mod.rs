@@ -22,16 +22,15 @@
 //!
 //! The declaration is the only place that says what an op's backward reads: `rule` on it makes
 //! the macro generate the op's `DerivativeRules` entry (for `#[differentiable(derive)]` bodies)
-//! from its `#[backward]`, and `fused = FusedOp::..` on the `#[backward]` names the kernel that
-//! computes the formula in one pass, from the one tensor the backward names, when it is not
-//! recorded (`Tensor::fused_or`).
+//! from its `#[backward]`, and `formula = GradFormula::..` on the `#[backward]` names the grad
+//! formula kernel that computes the formula in one pass, from the one tensor the backward names,
+//! when it is not recorded (`Tensor::grad_formula_or`).
 
 mod binary;
 mod clamp;
 mod derivative_rules;
 mod device;
 mod erf;
-pub(crate) mod fused;
 mod index;
 mod inplace;
 mod linalg;

@@ -4,7 +4,7 @@
 use autograd_macros::{backward, differentiable};
 
 use super::records;
-use crate::backend::{BinaryOp, FusedOp, UnaryOp};
+use crate::backend::{BinaryOp, GradFormula, UnaryOp};
 use crate::tensor::kernels;
 use crate::{Result, Tensor};
 
@@ -14,46 +14,46 @@ impl Tensor {
         kernels::of_tensor(self)?.unary(op, self)
     }
 
-    /// A fused backward formula `op(self, saved)` (`self` the incoming gradient): one pass, one
+    /// The grad formula kernel `op(self, saved)` (`self` the incoming gradient): one pass, one
     /// output, never recorded. Formulas call it only when they are not recorded themselves
     /// ([`super::records`] is false); under `create_graph` they spell the formula out in ops.
     ///
     /// When this gradient is referenced by nothing else ([`Tensor::is_uniquely_owned`]: the
     /// engine handed over its only handle, and the formula uses it once), a closed-form
     /// formula writes over its buffer instead of allocating one: no one can observe the write.
-    pub(crate) fn fused_kernel(&self, op: FusedOp, saved: &Tensor) -> Result<Tensor> {
+    pub(crate) fn grad_formula(&self, op: GradFormula, saved: &Tensor) -> Result<Tensor> {
         let backend = kernels::of_pair("backward formula", self, saved)?;
         if op.is_closed_form() && self.shape() == saved.shape() && self.is_uniquely_owned() {
-            backend.fused_inplace(op, self, saved)?;
+            backend.grad_formula_inplace(op, self, saved)?;
             return Ok(self.clone());
         }
-        backend.fused(op, self, saved)
+        backend.grad_formula(op, self, saved)
     }
 
-    /// The backward of a `#[backward(op, fused = kernel)]` declaration (`self` the incoming
-    /// gradient, `saved` the one tensor the backward names): the fused kernel, unless the
-    /// formula is recorded (a `create_graph` pass where an input of the formula requires grad)
-    /// or the kernel does not cover the call; then `formula`, the backward's body written in
-    /// differentiable ops.
+    /// The backward of a `#[backward(op, formula = GradFormula::..)]` declaration (`self` the
+    /// incoming gradient, `saved` the one tensor the backward names): the grad formula kernel,
+    /// unless the formula is recorded (a `create_graph` pass where an input of the formula
+    /// requires grad) or the kernel does not cover the call; then `in_ops`, the backward's body
+    /// written in differentiable ops.
     ///
     /// The inputs of the formula are the gradient and `saved`, the masks' (`relu`, `abs`) too:
-    /// their mask of `saved` is recorded with a zero derivative, as PyTorch records it. `x^0`'s gradient is zeros (PyTorch's `pow_backward`), which the kernel does not give at
-    /// `x = 0`.
+    /// their mask of `saved` is recorded with a zero derivative, as PyTorch records it. `x^0`'s
+    /// gradient is zeros (PyTorch's `pow_backward`), which the kernel does not give at `x = 0`.
     #[inline]
-    pub(crate) fn fused_or(
+    pub(crate) fn grad_formula_or(
         &self,
-        op: FusedOp,
+        op: GradFormula,
         saved: &Tensor,
-        formula: impl FnOnce() -> Result<Tensor>,
+        in_ops: impl FnOnce() -> Result<Tensor>,
     ) -> Result<Tensor> {
-        let covers = !matches!(op, FusedOp::Pow { exponent } if exponent == 0.0);
+        let covers = !matches!(op, GradFormula::Pow { exponent } if exponent == 0.0);
         // Relu's and abs's formulas read `saved` only through a mask, but record it too (with a
         // zero derivative), as PyTorch does: a gradient made with `create_graph` then requires
         // grad when `saved` does.
         if covers && !records(&[self, saved]) {
-            self.fused_kernel(op, saved)
+            self.grad_formula(op, saved)
         } else {
-            formula()
+            in_ops()
         }
     }
 
@@ -93,7 +93,7 @@ fn sin(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Sin)
 }
 
-#[backward(sin, fused = FusedOp::Sin)]
+#[backward(sin, formula = GradFormula::Sin)]
 fn sin_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
     grad.mul(&x.cos()?)
 }
@@ -104,7 +104,7 @@ fn cos(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Cos)
 }
 
-#[backward(cos, fused = FusedOp::Cos)]
+#[backward(cos, formula = GradFormula::Cos)]
 fn cos_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
     grad.mul(&x.sin()?)?.neg()
 }
@@ -115,7 +115,7 @@ fn tanh(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Tanh)
 }
 
-#[backward(tanh, fused = FusedOp::Tanh)]
+#[backward(tanh, formula = GradFormula::Tanh)]
 fn tanh_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
     grad.mul(&result.mul(result)?.rsub_scalar(1.0)?)
 }
@@ -126,7 +126,7 @@ fn sigmoid(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Sigmoid)
 }
 
-#[backward(sigmoid, fused = FusedOp::Sigmoid)]
+#[backward(sigmoid, formula = GradFormula::Sigmoid)]
 fn sigmoid_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
     grad.mul(&result.mul(&result.rsub_scalar(1.0)?)?)
 }
@@ -137,7 +137,7 @@ fn relu(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Relu)
 }
 
-#[backward(relu, fused = FusedOp::Relu)]
+#[backward(relu, formula = GradFormula::Relu)]
 fn relu_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
     grad.mul(&positive_mask(result)?)
 }
@@ -162,7 +162,7 @@ fn sqrt(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Sqrt)
 }
 
-#[backward(sqrt, fused = FusedOp::Sqrt)]
+#[backward(sqrt, formula = GradFormula::Sqrt)]
 fn sqrt_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
     grad.div(&result.mul_scalar(2.0)?)
 }
@@ -173,7 +173,7 @@ fn abs(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Abs)
 }
 
-#[backward(abs, fused = FusedOp::Abs)]
+#[backward(abs, formula = GradFormula::Abs)]
 fn abs_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
     grad.mul(&sgn(x)?)
 }
@@ -206,7 +206,7 @@ fn pow(x: &Tensor, exponent: f64) -> Result<Tensor> {
     kernels::of_tensor(x)?.pow_scalar(x, exponent)
 }
 
-#[backward(pow, fused = FusedOp::Pow { exponent })]
+#[backward(pow, formula = GradFormula::Pow { exponent })]
 fn pow_backward(grad: &Tensor, x: &Tensor, exponent: f64) -> Result<Tensor> {
     if exponent == 0.0 {
         grad.zeros_like()

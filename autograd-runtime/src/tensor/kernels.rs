@@ -13,7 +13,7 @@ use std::borrow::Cow;
 
 use super::Tensor;
 use super::storage::Storage;
-use crate::backend::{self, Backend, BinaryOp, FusedOp, MapOp, Out, StepSet, UnaryOp, Update};
+use crate::backend::{self, Backend, BinaryOp, GradFormula, MapOp, Out, StepSet, UnaryOp, Update};
 use crate::layout::{Layout, elementwise_order};
 use crate::sync::Arc;
 use crate::{DType, Device, Element, Error, Result};
@@ -189,20 +189,25 @@ impl Kernels {
         })
     }
 
-    /// See [`Backend::fused`].
-    pub(crate) fn fused(self, op: FusedOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    /// See [`Backend::grad_formula`].
+    pub(crate) fn grad_formula(self, op: GradFormula, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         a.check_same_dtype_device("fused op", b)?;
         let (la, lb) = (a.layout(), b.layout());
         read2(a, b, |x, y| {
             elementwise([la, lb], &la.shape, a.device(), |[la, lb]| {
-                self.0.fused(op, x, la, y, lb)
+                self.0.grad_formula(op, x, la, y, lb)
             })
         })
     }
 
-    /// See [`Backend::fused_inplace`]: the caller proves `a` is referenced by nothing else.
-    pub(crate) fn fused_inplace(self, op: FusedOp, a: &Tensor, b: &Tensor) -> Result<()> {
-        write_read(a, b, |a, b| self.0.fused_inplace(op, a, b))
+    /// See [`Backend::grad_formula_inplace`]: the caller proves `a` is referenced by nothing else.
+    pub(crate) fn grad_formula_inplace(
+        self,
+        op: GradFormula,
+        a: &Tensor,
+        b: &Tensor,
+    ) -> Result<()> {
+        write_read(a, b, |a, b| self.0.grad_formula_inplace(op, a, b))
     }
 
     /// See [`Backend::binary_inplace`]; neither records nor bumps the version. `src` may share

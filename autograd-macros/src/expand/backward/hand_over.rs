@@ -1,6 +1,6 @@
 //! What `#[backward(f)]` emits itself: the user's function, re-emitted without the parameter
-//! attributes the macros consume, with its `# Autograd` doc section and (`fused = kernel`) its
-//! fused body, and the hand-over of its signature to `f`'s signature macro.
+//! attributes the macros consume, with its `# Autograd` doc section and (`formula = kernel`) its
+//! grad formula body, and the hand-over of its signature to `f`'s signature macro.
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -45,8 +45,8 @@ pub(crate) fn backward_attr(args: &BackwardArgs, func: &ItemFn) -> TokenStream {
             p.attrs.retain(|a| !is_param_attr(a));
         }
     }
-    let fused = match &args.fused {
-        Some(kernel) => match fused_block(kernel, &stripped) {
+    let formula = match &args.formula {
+        Some(kernel) => match formula_block(kernel, &stripped) {
             Ok(block) => {
                 stripped.block = block;
                 None
@@ -58,18 +58,18 @@ pub(crate) fn backward_attr(args: &BackwardArgs, func: &ItemFn) -> TokenStream {
     let func = stripped;
     quote! {
         #func
-        #fused
+        #formula
 
         #(#cfg)*
         #signature! { { #path } { #ident } { #sig } }
     }
 }
 
-/// `fused = kernel`: the backward's body, the formula as differentiable ops, runs only when it is
-/// recorded (or the kernel does not cover the call); otherwise the fused kernel computes it in
+/// `formula = kernel`: the backward's body, the formula as differentiable ops, runs only when it
+/// is recorded (or the kernel does not cover the call); otherwise the grad formula kernel computes it in
 /// one pass from the gradient and the one tensor the backward names
-/// (`Tensor::fused_or` in the runtime).
-pub(super) fn fused_block(kernel: &syn::Expr, func: &ItemFn) -> syn::Result<Box<syn::Block>> {
+/// (`Tensor::grad_formula_or` in the runtime).
+pub(super) fn formula_block(kernel: &syn::Expr, func: &ItemFn) -> syn::Result<Box<syn::Block>> {
     let (mut grads, mut saved) = (Vec::new(), Vec::new());
     for arg in &func.sig.inputs {
         let FnArg::Typed(p) = arg else { continue };
@@ -89,13 +89,13 @@ pub(super) fn fused_block(kernel: &syn::Expr, func: &ItemFn) -> syn::Result<Box<
             kernel,
             format!(
                 "`{}` needs a backward that takes one gradient and one saved tensor (each a `&Tensor`) and returns the gradient",
-                symbol::FUSED
+                symbol::FORMULA
             ),
         ));
     };
     let block = &func.block;
     Ok(Box::new(syn::parse_quote!({
-        #grad.fused_or(#kernel, #saved, || -> #ret #block)
+        #grad.grad_formula_or(#kernel, #saved, || -> #ret #block)
     })))
 }
 

@@ -1,18 +1,18 @@
 #[test]
-fn a_fused_backward_runs_its_kernel_unless_recorded() {
+fn a_grad_formula_backward_runs_its_kernel_unless_recorded() {
     let func: syn::ItemFn = syn::parse_quote! {
         fn tanh_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
             grad.mul(&result.mul(result)?.rsub_scalar(1.0)?)
         }
     };
-    let kernel: syn::Expr = syn::parse_quote!(FusedOp::Tanh);
+    let kernel: syn::Expr = syn::parse_quote!(GradFormula::Tanh);
     let block =
-        super::hand_over::fused_block(&kernel, &func).expect("one gradient, one saved tensor");
+        super::hand_over::formula_block(&kernel, &func).expect("one gradient, one saved tensor");
     let tight = |t: proc_macro2::TokenStream| t.to_string().replace(' ', "");
     assert_eq!(
         tight(quote::quote!(#block)),
         tight(quote::quote!({
-            grad.fused_or(FusedOp::Tanh, result, || -> Result<Tensor> {
+            grad.grad_formula_or(GradFormula::Tanh, result, || -> Result<Tensor> {
                 grad.mul(&result.mul(result)?.rsub_scalar(1.0)?)
             })
         }))
@@ -20,7 +20,7 @@ fn a_fused_backward_runs_its_kernel_unless_recorded() {
     let two: syn::ItemFn = syn::parse_quote! {
         fn div_backward(grad: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> { grad.div(b) }
     };
-    let err = super::hand_over::fused_block(&kernel, &two).expect_err("two saved tensors");
+    let err = super::hand_over::formula_block(&kernel, &two).expect_err("two saved tensors");
     assert!(
         err.to_string()
             .contains("one gradient and one saved tensor"),

@@ -6,7 +6,7 @@ use proc_macro2::TokenStream;
 use quote::{ToTokens, format_ident, quote};
 use syn::Ident;
 
-use super::super::fused::{self, Fusion};
+use super::super::fusion::{self, Fusion};
 use super::plan::DerivedPlan;
 use super::values::{backward_grad, backward_needs, reads_given, reference, rule_path};
 use crate::ir::ParamKind;
@@ -104,7 +104,7 @@ impl DerivedPlan<'_> {
                 } else {
                     quote!((#(#taken,)*))
                 };
-                self.fused_backward(fusion, &value)
+                self.fusion_backward(fusion, &value)
             }
             None => TokenStream::new(),
         };
@@ -137,15 +137,15 @@ impl DerivedPlan<'_> {
     /// The backward's fused attempt, when only the results have incoming gradients: the values
     /// the rules would read as themselves (given what needs a gradient now, which the forward's
     /// keeping covered) go to one kernel with the results' gradients. Returns early when it ran.
-    pub(super) fn fused_backward(
+    pub(super) fn fusion_backward(
         &self,
         fusion: &Fusion,
         bwd_ret_value: &TokenStream,
     ) -> TokenStream {
         let (krate, body, private) = (self.krate, self.body, &self.private);
-        let fused = quote!(#private::fused);
+        let rt = quote!(#private::fusion);
         let read = quote!(#private::Read);
-        let program = fused::program(krate, body, fusion);
+        let program = fusion::program(krate, body, fusion);
         let grads = self.grads();
         let (result_grads, kept_grads) = grads.split_at(self.m);
         let values = (0..body.vars.len()).map(|v| {
@@ -173,12 +173,12 @@ impl DerivedPlan<'_> {
         };
         quote! {
             if true #(&& #kept_grads.is_none())*
-                && [#(#result_grads),*].iter().flatten().next().is_some_and(|g| #fused::fuses_on(g))
+                && [#(#result_grads),*].iter().flatten().next().is_some_and(|g| #rt::fuses_on(g))
             {
                 #program
                 let __values: [::core::option::Option<&#krate::Tensor>; _] = [#(#values),*];
-                if let ::core::option::Option::Some(mut __fg) = #fused::fused_backward(
-                    &__AUTOGRAD_FUSED,
+                if let ::core::option::Option::Some(mut __fg) = #rt::backward(
+                    &__AUTOGRAD_FUSION,
                     &[#(#scalars),*],
                     &__values,
                     &[#(#result_grads),*],

@@ -5,7 +5,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::Ident;
 
-use super::super::fused::{self, Fusion};
+use super::super::fusion::{self, Fusion};
 use super::plan::DerivedPlan;
 use super::values::{forward_needs, run_op};
 use crate::ir::body::Step;
@@ -32,7 +32,7 @@ impl DerivedPlan<'_> {
                     Step::Scalar(t) => Some(t.clone()),
                     Step::Op(_) => None,
                 });
-                (scalars.collect(), self.fused_forward(fusion))
+                (scalars.collect(), self.fusion_forward(fusion))
             }
             None => (Vec::new(), TokenStream::new()),
         };
@@ -68,11 +68,11 @@ impl DerivedPlan<'_> {
     /// The forward's fused attempt: every op's needs flag, which values to compute (the
     /// results, and the intermediates the backward keeps as themselves), one kernel, then what
     /// is kept of each value, as the op-by-op path keeps it. Returns early when it ran.
-    pub(super) fn fused_forward(&self, fusion: &Fusion) -> TokenStream {
+    pub(super) fn fusion_forward(&self, fusion: &Fusion) -> TokenStream {
         let (krate, body, private) = (self.krate, self.body, &self.private);
-        let fused = quote!(#private::fused);
+        let rt = quote!(#private::fusion);
         let read = quote!(#private::Read);
-        let program = fused::program(krate, body, fusion);
+        let program = fusion::program(krate, body, fusion);
         let needs = body.ops().map(|op| {
             let n = forward_needs(op.result);
             let from = op.tensors.iter().map(|&t| forward_needs(t));
@@ -107,23 +107,23 @@ impl DerivedPlan<'_> {
         let scalars = &fusion.scalars;
         let take_outputs = self.returned().into_iter().map(|v| {
             let ident = &body.vars[v].ident;
-            quote!(let #ident: #krate::Tensor = #fused::take_value(&mut __fv, #v)?;)
+            quote!(let #ident: #krate::Tensor = #rt::take_value(&mut __fv, #v)?;)
         });
         let keep_inputs = self.keep_inputs();
         let keep_intermediates = self.kept.iter().filter(|v| is_intermediate(v)).map(|&v| {
             let (local, read) = (Self::keep_local(v), read_local(v));
-            quote!(let #local = #fused::keep_value(&mut __fv, #v, #read, #like)?;)
+            quote!(let #local = #rt::keep_value(&mut __fv, #v, #read, #like)?;)
         });
         let (keep_outputs, out_idents) = self.keep_results();
         let kept_locals = self.kept.iter().map(|&v| Self::keep_local(v));
         quote! {
-            if #fused::fuses_on(#like) {
+            if #rt::fuses_on(#like) {
                 #program
                 #(#needs)*
                 #(#reads)*
                 let __want = [#(#want),*];
-                if let ::core::option::Option::Some(mut __fv) = #fused::fused_forward(
-                    &__AUTOGRAD_FUSED,
+                if let ::core::option::Option::Some(mut __fv) = #rt::forward(
+                    &__AUTOGRAD_FUSION,
                     &[#(#input_idents),*],
                     &[#(#scalars),*],
                     &__want,

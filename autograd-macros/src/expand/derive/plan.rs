@@ -6,7 +6,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::{Ident, ItemFn, Path};
 
-use super::super::fused::{self, Fusion};
+use super::super::fusion::{self, Fusion};
 use super::hidden_names;
 use super::values::{mentions, reads_of};
 use crate::ir::body::{Body, Form, Op, Step};
@@ -96,7 +96,7 @@ impl<'a> DerivedPlan<'a> {
             .filter(|p| scalar_tokens.iter().any(|t| mentions(t, p.ident)))
             .map(|p| (p.ident, p.ty))
             .collect();
-        let fusion = fused::fusion(krate, body, &live);
+        let fusion = fusion::fusion(krate, body, &live);
         DerivedPlan {
             fusion,
             krate,

@@ -15,7 +15,7 @@ use super::{
     BinaryOp, UnaryOp, elementwise, gather, movement, reduce, standard, std_slice, to_contiguous,
 };
 use crate::backend::step::StepSet;
-use crate::backend::{Backend, Buffer, ElemVec, FusedOp, MapOp, Out, broadcast_shapes};
+use crate::backend::{Backend, Buffer, ElemVec, GradFormula, MapOp, Out, broadcast_shapes};
 use crate::layout::{Dims, Layout, contiguous_strides, view, view_mut};
 use crate::{DType, Device, Element, Error, Result};
 
@@ -298,38 +298,50 @@ pub(crate) fn binary_scalar(
     })
 }
 
-/// A fused backward formula of `a` and `b` (same dtype: checked by the caller).
-pub(crate) fn fused(op: FusedOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Out> {
+/// A backward formula of `a` and `b` in one pass (same dtype: checked by the caller).
+pub(crate) fn grad_formula(
+    op: GradFormula,
+    a: &Buffer,
+    la: &Layout,
+    b: &Buffer,
+    lb: &Layout,
+) -> Result<Out> {
     with_views2!(a, la, b, lb, |x, y| broadcast_dense(x, y, |n, p, q| {
-        dense::fused(op, n, p, q)
+        dense::grad_formula(op, n, p, q)
     }))
 }
 
-/// A closed-form fused formula written over `a` (contiguous, unshared: the caller's proof).
-pub(crate) fn fused_inplace(
-    op: FusedOp,
+/// A closed-form backward formula written over `a` (contiguous, unshared: the caller's proof).
+pub(crate) fn grad_formula_inplace(
+    op: GradFormula,
     a: (&mut Buffer, &Layout),
     b: (&Buffer, &Layout),
 ) -> Result<()> {
     fn typed<T: Element>(
-        op: FusedOp,
+        op: GradFormula,
         mut a: ArrayViewMutD<'_, T>,
         b: ArrayViewD<'_, T>,
     ) -> Result<()> {
         let shape = a.shape().to_vec();
         let Some(a) = a.as_slice_mut() else {
-            return Err(Error::shape("fused_inplace", "expects a contiguous target"));
+            return Err(Error::shape(
+                "grad_formula_inplace",
+                "expects a contiguous target",
+            ));
         };
         match operand(&b, &shape) {
-            Some(b) => dense::fused_inplace(op, a, b),
+            Some(b) => dense::grad_formula_inplace(op, a, b),
             None => {
                 // A strided saved tensor (a transposed input): one contiguous copy.
                 let b = b.broadcast(IxDyn(&shape)).ok_or_else(|| {
-                    Error::shape("fused_inplace", "operand does not broadcast to the target")
+                    Error::shape(
+                        "grad_formula_inplace",
+                        "operand does not broadcast to the target",
+                    )
                 })?;
                 let b = to_contiguous(b);
                 let b = b.as_slice().expect("invariant: to_contiguous is standard");
-                dense::fused_inplace(op, a, Operand::Slice(b));
+                dense::grad_formula_inplace(op, a, Operand::Slice(b));
             }
         }
         Ok(())
@@ -589,17 +601,24 @@ impl Backend for Cpu {
         Ok(binary_scalar(op, x, lx, s, scalar_on_left))
     }
 
-    fn fused(&self, op: FusedOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Out> {
-        fused(op, a, la, b, lb)
+    fn grad_formula(
+        &self,
+        op: GradFormula,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+    ) -> Result<Out> {
+        grad_formula(op, a, la, b, lb)
     }
 
-    fn fused_inplace(
+    fn grad_formula_inplace(
         &self,
-        op: FusedOp,
+        op: GradFormula,
         a: (&mut Buffer, &Layout),
         b: (&Buffer, &Layout),
     ) -> Result<()> {
-        fused_inplace(op, a, b)
+        grad_formula_inplace(op, a, b)
     }
 
     fn binary_inplace(

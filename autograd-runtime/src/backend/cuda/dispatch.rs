@@ -12,7 +12,7 @@ use super::launch::{
 use super::transfer::{download, upload};
 use super::{index, matmul, reduce};
 use crate::backend::{
-    Backend, BinaryOp, Buffer, FusedOp, MapOp, Out, StepSet, UnaryOp, broadcast_shapes,
+    Backend, BinaryOp, Buffer, GradFormula, MapOp, Out, StepSet, UnaryOp, broadcast_shapes,
 };
 use crate::layout::Layout;
 use crate::{DType, Device, Result};
@@ -143,7 +143,14 @@ impl Backend for Cuda {
         Ok(wrap(out, &lx.shape))
     }
 
-    fn fused(&self, op: FusedOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Out> {
+    fn grad_formula(
+        &self,
+        op: GradFormula,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+    ) -> Result<Out> {
         let (dev, ab) = dev_of(a)?;
         let bb = device_buffer(dev, "backward formula", b)?;
         let n = la.numel();
@@ -151,7 +158,7 @@ impl Backend for Cuda {
         let la = layout_of(dev, "backward formula", la)?;
         let lb = layout_of(dev, "backward formula", lb)?;
         let mut out = DeviceBuffer::alloc(dev, ab.dtype(), n)?;
-        let (code, exponent) = kernels::fused_code(op);
+        let (code, exponent) = kernels::grad_formula_code(op);
         let (ap, bp, yp) = (
             ab.ptr(&dev.stream),
             bb.ptr(&dev.stream),
@@ -169,14 +176,14 @@ impl Backend for Cuda {
             Arg::U64(n as u64),
             Arg::I32(vec),
         ];
-        let name = kernels::kernel!("fused").of(ab.dtype());
+        let name = kernels::kernel!("grad_formula").of(ab.dtype());
         launch(dev, "backward formula", name, work, &args)?;
         Ok(wrap(out, shape))
     }
 
-    fn fused_inplace(
+    fn grad_formula_inplace(
         &self,
-        op: FusedOp,
+        op: GradFormula,
         (a, la): (&mut Buffer, &Layout),
         (b, lb): (&Buffer, &Layout),
     ) -> Result<()> {
@@ -190,7 +197,7 @@ impl Backend for Cuda {
         let lb = layout_of(dev, "backward formula", lb)?;
         let bp = device_buffer(dev, "backward formula", b)?.ptr(&dev.stream);
         let ap = device_buffer_mut(dev, "backward formula", a)?.ptr_mut(&dev.stream);
-        let (code, exponent) = kernels::fused_code(op);
+        let (code, exponent) = kernels::grad_formula_code(op);
         let yp = ap + (offset * dtype.size_of()) as u64;
         let (vec, work) = kernels::vector_plan(dtype, n, &[(&la, ap), (&lb, bp)], yp);
         let args = [
@@ -207,7 +214,7 @@ impl Backend for Cuda {
         launch(
             dev,
             "backward formula",
-            kernels::kernel!("fused").of(dtype),
+            kernels::kernel!("grad_formula").of(dtype),
             work,
             &args,
         )

@@ -65,8 +65,8 @@ template <typename T> __device__ T binary_op(int op, T a, T b) {
     }
 }
 
-// FusedOp, in declaration order: `g` is the incoming gradient, `s` what the forward saved.
-template <typename T> __device__ T fused_op(int op, T g, T s, T e) {
+// GradFormula, in declaration order: `g` is the incoming gradient, `s` what the forward saved.
+template <typename T> __device__ T grad_formula_op(int op, T g, T s, T e) {
     switch (op) {
     case 0: return g * (T(1) - s * s);
     case 1: return g * (s * (T(1) - s));
@@ -167,18 +167,19 @@ template <typename T> __device__ __forceinline__ void store_pack(T* y, u64 p, co
             y[i] = left ? binary_op<T>(op, s, v) : binary_op<T>(op, v, s);                         \
         }                                                                                          \
     }                                                                                              \
-    extern "C" __global__ void fused_##S(int op, T e, Layout la, const T* a, Layout lb,            \
-                                         const T* b, T* y, u64 n, int vec) {                       \
+    extern "C" __global__ void grad_formula_##S(int op, T e, Layout la, const T* a, Layout lb,     \
+                                                const T* b, T* y, u64 n, int vec) {                \
         if (vec) {                                                                                 \
             GRID_STRIDE(p, n / PACK(T)) {                                                          \
                 Pack<T> u = load_pack<T>(la, a, p), v = load_pack<T>(lb, b, p), r;                 \
-                for (int k = 0; k < PACK(T); ++k) r.v[k] = fused_op<T>(op, u.v[k], v.v[k], e);     \
+                for (int k = 0; k < PACK(T); ++k)                                                  \
+                    r.v[k] = grad_formula_op<T>(op, u.v[k], v.v[k], e);                            \
                 store_pack<T>(y, p, r);                                                            \
             }                                                                                      \
-            PACK_TAIL(i, n, T) { y[i] = fused_op<T>(op, a[at(la, i)], b[at(lb, i)], e); }          \
+            PACK_TAIL(i, n, T) { y[i] = grad_formula_op<T>(op, a[at(la, i)], b[at(lb, i)], e); }   \
             return;                                                                                \
         }                                                                                          \
-        GRID_STRIDE(i, n) { y[i] = fused_op<T>(op, a[at(la, i)], b[at(lb, i)], e); }               \
+        GRID_STRIDE(i, n) { y[i] = grad_formula_op<T>(op, a[at(la, i)], b[at(lb, i)], e); }        \
     }                                                                                              \
     /* In place: `d` is written through its own layout, `s` is broadcast to it. */                 \
     extern "C" __global__ void binary_inplace_##S(int op, Layout ld, T* d, Layout ls, const T* s,  \

@@ -5,7 +5,7 @@ use cudarc::driver::DeviceRepr;
 use cudarc::nvrtc::{CompileOptions, Ptx, compile_ptx_with_opts};
 
 use crate::DType;
-use crate::backend::{BinaryOp, FusedOp, UnaryOp};
+use crate::backend::{BinaryOp, GradFormula, UnaryOp};
 use crate::layout::Layout;
 use crate::sync::statics::OnceLock;
 
@@ -37,7 +37,7 @@ pub(crate) const NAMES: &[&str] = kernel_names!(
         "pow_scalar",
         "binary",
         "binary_scalar",
-        "fused",
+        "grad_formula",
         "binary_inplace",
         "fill",
         "copy",
@@ -262,16 +262,16 @@ pub(crate) fn binary_code(op: BinaryOp) -> i32 {
     }
 }
 
-/// `op`'s code in `fused_op` of `kernels.cu`, and its exponent (0 unless `Pow`).
-pub(crate) fn fused_code(op: FusedOp) -> (i32, f64) {
+/// `op`'s code in `grad_formula_op` of `kernels.cu`, and its exponent (0 unless `Pow`).
+pub(crate) fn grad_formula_code(op: GradFormula) -> (i32, f64) {
     match op {
-        FusedOp::Tanh => (0, 0.0),
-        FusedOp::Sigmoid => (1, 0.0),
-        FusedOp::Relu => (2, 0.0),
-        FusedOp::Sqrt => (3, 0.0),
-        FusedOp::Abs => (4, 0.0),
-        FusedOp::Sin => (5, 0.0),
-        FusedOp::Cos => (6, 0.0),
-        FusedOp::Pow { exponent } => (7, exponent),
+        GradFormula::Tanh => (0, 0.0),
+        GradFormula::Sigmoid => (1, 0.0),
+        GradFormula::Relu => (2, 0.0),
+        GradFormula::Sqrt => (3, 0.0),
+        GradFormula::Abs => (4, 0.0),
+        GradFormula::Sin => (5, 0.0),
+        GradFormula::Cos => (6, 0.0),
+        GradFormula::Pow { exponent } => (7, exponent),
     }
 }

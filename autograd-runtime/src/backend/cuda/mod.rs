@@ -46,4 +46,6 @@ mod transfer;
 pub(crate) use buffer::DeviceBuffer;
 pub(crate) use device::{bind_worker, device, driver, empty_caches};
 pub(crate) use dispatch::Cuda;
+#[cfg(test)]
+pub(crate) use kernels::compile_source;
 pub(crate) use transfer::{full, upload};

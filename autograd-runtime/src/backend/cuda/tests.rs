@@ -4,7 +4,7 @@
 //! is tested in `tests/ops/cuda.rs`, which skips (saying why) without a device.
 
 use super::kernels::{self, KernelLayout, NAMES, SOURCE};
-use crate::backend::{BinaryOp, FusedOp, UnaryOp};
+use crate::backend::{BinaryOp, GradFormula, UnaryOp};
 use crate::layout::Layout;
 use crate::{Device, Error, Tensor, cuda};
 
@@ -36,28 +36,16 @@ fn the_kernel_source_compiles_under_nvrtc_and_defines_every_kernel() {
     assert!(ptx.contains(".f64"));
 }
 
-/// Every sample generated kernel (each fusable op's forward, backward and recomputing backward:
-/// `ops::fused::sample_kernels`) compiles under NVRTC, in both element types, with and without
-/// a repeated first input, and defines `generated`. Skips like the test above.
+/// Every instruction sample (`backend/generated/samples.rs`: each instruction and op code)
+/// compiles under NVRTC, in both element types, with and without a repeated first input, and
+/// defines `generated` (the fusion tests compile the kernels their plans build the same way).
+/// Skips like the test above.
 #[test]
 fn generated_kernels_compile_under_nvrtc() {
-    // SAFETY: only `dlopen`s candidate file names of the NVRTC library.
-    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+    let samples = crate::backend::generated::samples::instruction_samples();
+    if !crate::backend::generated::samples::compile_under_nvrtc(&samples) {
         println!("skipped: libnvrtc.so not found, so no generated kernel was compiled");
         return;
-    }
-    let samples = crate::ops::fused::sample_kernels();
-    for sample in &samples {
-        for ty in ["float", "double"] {
-            for repeated in [&[][..], &[true][..]] {
-                let source = sample.kernel.cuda_source(ty, repeated);
-                let ptx = match kernels::compile_source(&source, "generated.cu") {
-                    Ok(ptx) => ptx.to_src(),
-                    Err(log) => panic!("{} ({ty}): {log}\n{source}", sample.name),
-                };
-                assert!(ptx.contains(".entry generated("), "{}", sample.name);
-            }
-        }
     }
     println!("compiled: {} generated kernels, 4 ways each", samples.len());
 }
@@ -84,10 +72,10 @@ fn op_codes_follow_the_kernel_switches() {
     assert!(SOURCE.contains("default: return x > T(0) ? T(1) : T(0);"));
     assert_eq!(kernels::binary_code(BinaryOp::Div), 3);
     assert!(SOURCE.contains("case 2: return a * b;\n    default: return a / b;"));
-    assert_eq!(kernels::fused_code(FusedOp::Tanh).0, 0);
+    assert_eq!(kernels::grad_formula_code(GradFormula::Tanh).0, 0);
     assert!(SOURCE.contains("case 0: return g * (T(1) - s * s);"));
     assert_eq!(
-        kernels::fused_code(FusedOp::Pow { exponent: 3.0 }),
+        kernels::grad_formula_code(GradFormula::Pow { exponent: 3.0 }),
         (7, 3.0)
     );
 }
@@ -329,7 +317,7 @@ template <typename T, typename Run> static void both(const char* what, u64 n, Ru
 template <typename T> static void suite(void (*unary)(int, Layout, const T*, T*, u64, int),
                                         void (*binary)(int, Layout, const T*, Layout, const T*, T*, u64, int),
                                         void (*scalar)(int, Layout, const T*, T, int, T*, u64, int),
-                                        void (*fused)(int, T, Layout, const T*, Layout, const T*, T*, u64, int),
+                                        void (*formula)(int, T, Layout, const T*, Layout, const T*, T*, u64, int),
                                         void (*power)(Layout, const T*, T, T*, u64, int)) {
     const u64 P = 16 / sizeof(T);
     const u64 lengths[] = {1, 2, 3, 4, 5, 7, 8, 9, 255, 256, 257, 1023, 1024, 1025, 4099};
@@ -341,7 +329,7 @@ template <typename T> static void suite(void (*unary)(int, Layout, const T*, T*,
             for (int op : {0, 5, 6, 7, 9}) both<T>("unary", n, [&](T* y, int vec, u64 work) { grid(work, [&] { unary(op, la, a.data(), y, n, vec); }); });
             for (int op : {0, 1, 2, 3}) both<T>("binary", n, [&](T* y, int vec, u64 work) { grid(work, [&] { binary(op, la, a.data(), lb, b.data(), y, n, vec); }); });
             for (int left : {0, 1}) both<T>("binary_scalar", n, [&](T* y, int vec, u64 work) { grid(work, [&] { scalar(3, la, a.data(), T(0.3), left, y, n, vec); }); });
-            for (int op : {0, 2, 7}) both<T>("fused", n, [&](T* y, int vec, u64 work) { grid(work, [&] { fused(op, T(3), la, a.data(), lb, b.data(), y, n, vec); }); });
+            for (int op : {0, 2, 7}) both<T>("grad_formula", n, [&](T* y, int vec, u64 work) { grid(work, [&] { formula(op, T(3), la, a.data(), lb, b.data(), y, n, vec); }); });
             both<T>("pow_scalar", n, [&](T* y, int vec, u64 work) { grid(work, [&] { power(la, a.data(), T(3), y, n, vec); }); });
         }
     }
@@ -357,8 +345,8 @@ template <typename T> static void suite(void (*unary)(int, Layout, const T*, T*,
     }
 }
 int main() {
-    suite<float>(unary_f32, binary_f32, binary_scalar_f32, fused_f32, pow_scalar_f32);
-    suite<double>(unary_f64, binary_f64, binary_scalar_f64, fused_f64, pow_scalar_f64);
+    suite<float>(unary_f32, binary_f32, binary_scalar_f32, grad_formula_f32, pow_scalar_f32);
+    suite<double>(unary_f64, binary_f64, binary_scalar_f64, grad_formula_f64, pow_scalar_f64);
     if (failures) { std::printf("%d of %d checks failed\n", failures, checks); return 1; }
     std::printf("ok: %d checks\n", checks);
     return 0;

@@ -12,7 +12,7 @@ use super::formulas::{with_binary_fn, with_unary_fn};
 use super::parallel::{collect_chunks, for_chunks_mut};
 use super::vmath::{self, MathFn, VMath};
 use crate::Element;
-use crate::backend::op::{BinaryOp, FusedOp, UnaryOp};
+use crate::backend::op::{BinaryOp, GradFormula, UnaryOp};
 
 /// One input of a dense element-wise kernel.
 #[derive(Clone, Copy, Debug)]
@@ -34,29 +34,29 @@ impl<'a, T: Copy> Operand<'a, T> {
     }
 }
 
-/// Expands `$body` with `$f` bound to the `Fn(T, T) -> T` of a closed-form [`FusedOp`]
+/// Expands `$body` with `$f` bound to the `Fn(T, T) -> T` of a closed-form [`GradFormula`]
 /// (`(gradient, saved) -> result`), one monomorphised loop per op.
-macro_rules! with_fused_fn {
+macro_rules! with_grad_formula_fn {
     ($op:expr, $T:ty, |$f:ident| $body:expr) => {{
         let (zero, one) = (<$T>::zero(), <$T>::one());
         match $op {
-            FusedOp::Tanh => {
+            GradFormula::Tanh => {
                 let $f = |g: $T, y: $T| g * (one - y * y);
                 $body
             }
-            FusedOp::Sigmoid => {
+            GradFormula::Sigmoid => {
                 let $f = |g: $T, y: $T| g * (y * (one - y));
                 $body
             }
-            FusedOp::Relu => {
+            GradFormula::Relu => {
                 let $f = |g: $T, y: $T| if y > zero { g } else { zero };
                 $body
             }
-            FusedOp::Sqrt => {
+            GradFormula::Sqrt => {
                 let $f = |g: $T, y: $T| g / (y + y);
                 $body
             }
-            FusedOp::Abs => {
+            GradFormula::Abs => {
                 // ±0 and NaN are their own sign.
                 let $f = |g: $T, x: $T| {
                     g * if x > zero {
@@ -69,13 +69,13 @@ macro_rules! with_fused_fn {
                 };
                 $body
             }
-            FusedOp::Pow { .. } => {
+            GradFormula::Pow { .. } => {
                 // Closed form only for the exponent 2 (`is_closed_form`).
                 let $f = |g: $T, x: $T| g * (x + x);
                 $body
             }
-            FusedOp::Sin | FusedOp::Cos => {
-                unreachable!("invariant: only closed-form fused ops reach with_fused_fn")
+            GradFormula::Sin | GradFormula::Cos => {
+                unreachable!("invariant: only closed-form formulas reach with_grad_formula_fn")
             }
         }
     }};
@@ -201,17 +201,17 @@ pub(crate) fn binary_inplace<T: Element>(op: BinaryOp, a: &mut [T], b: Operand<'
     }))
 }
 
-/// A closed-form fused backward formula written over the gradient: `a[i] = op(a[i], b[i])`.
+/// A closed-form backward formula written over the gradient: `a[i] = op(a[i], b[i])`.
 ///
 /// # Panics
 ///
-/// If `op` is not [`FusedOp::is_closed_form`] (the caller checks).
-pub(crate) fn fused_inplace<T: Element>(op: FusedOp, a: &mut [T], b: Operand<'_, T>) {
+/// If `op` is not [`GradFormula::is_closed_form`] (the caller checks).
+pub(crate) fn grad_formula_inplace<T: Element>(op: GradFormula, a: &mut [T], b: Operand<'_, T>) {
     assert!(
         op.is_closed_form(),
-        "fused_inplace: {op:?} is not closed-form"
+        "grad_formula_inplace: {op:?} is not closed-form"
     );
-    with_fused_fn!(op, T, |f| for_chunks_mut(a, |start, c| {
+    with_grad_formula_fn!(op, T, |f| for_chunks_mut(a, |start, c| {
         simd(|| match b.sub(start, c.len()) {
             Operand::Slice(y) => c.iter_mut().zip(y).for_each(|(x, &y)| *x = f(*x, y)),
             Operand::Scalar(y) => c.iter_mut().for_each(|x| *x = f(*x, y)),
@@ -219,26 +219,26 @@ pub(crate) fn fused_inplace<T: Element>(op: FusedOp, a: &mut [T], b: Operand<'_,
     }))
 }
 
-/// A fused backward formula over `len` elements (`a` the gradient, `b` the saved tensor).
-pub(crate) fn fused<T: Element + VMath>(
-    op: FusedOp,
+/// A backward formula in one pass over `len` elements (`a` the gradient, `b` the saved tensor).
+pub(crate) fn grad_formula<T: Element + VMath>(
+    op: GradFormula,
     len: usize,
     a: Operand<'_, T>,
     b: Operand<'_, T>,
 ) -> Vec<T> {
     if op.is_closed_form() {
-        return with_fused_fn!(op, T, |f| zip_collect(len, a, b, f));
+        return with_grad_formula_fn!(op, T, |f| zip_collect(len, a, b, f));
     }
     // Two passes over each chunk while it is in cache: the transcendental of `b` into the
     // output, then the product with `a` in place.
     let (math, scale): (Option<MathFn>, T) = match op {
-        FusedOp::Sin => (Some(MathFn::Cos), T::one()),
-        FusedOp::Cos => (Some(MathFn::Sin), -T::one()),
-        FusedOp::Pow { exponent } => (None, T::from_f64(exponent)),
+        GradFormula::Sin => (Some(MathFn::Cos), T::one()),
+        GradFormula::Cos => (Some(MathFn::Sin), -T::one()),
+        GradFormula::Pow { exponent } => (None, T::from_f64(exponent)),
         _ => unreachable!("invariant: the other ops returned above"),
     };
     let e1 = match op {
-        FusedOp::Pow { exponent } => T::from_f64(exponent - 1.0),
+        GradFormula::Pow { exponent } => T::from_f64(exponent - 1.0),
         _ => T::zero(),
     };
     let fill = |start: usize, dst: &mut [MaybeUninit<T>]| {

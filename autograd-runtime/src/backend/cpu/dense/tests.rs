@@ -1,5 +1,5 @@
 //! The dense kernels against the ndarray kernels (the reference): every operand kind, lengths
-//! around the grain so chunked and inline runs both show, and the fused backward formulas
+//! around the grain so chunked and inline runs both show, and the backward formulas
 //! against the same formulas written as separate ops.
 
 use ndarray::{ArrayD, IxDyn};
@@ -94,20 +94,20 @@ fn block_broadcast_matches_the_ndarray_kernel() {
 }
 
 #[test]
-fn fused_formulas_match_the_separate_ops() {
+fn grad_formulas_match_the_separate_ops() {
     for n in [5, GRAIN + 3] {
         let g = values(n, 6);
         let x = values(n, 7);
         let y: Vec<f64> = x.iter().map(|v| v.tanh()).collect();
         let close = |a: f64, b: f64| (a - b).abs() <= 1e-14 * b.abs().max(1.0);
-        let check = |op: FusedOp, saved: &[f64], want: &dyn Fn(f64, f64) -> f64| {
-            let got = fused(op, n, Operand::Slice(&g), Operand::Slice(saved));
+        let check = |op: GradFormula, saved: &[f64], want: &dyn Fn(f64, f64) -> f64| {
+            let got = grad_formula(op, n, Operand::Slice(&g), Operand::Slice(saved));
             for i in 0..n {
                 let w = want(g[i], saved[i]);
                 assert!(close(got[i], w), "{op:?} at {i}: {} vs {w}", got[i]);
             }
             // A gradient expanded from one value (the backward of `sum`).
-            let got = fused(op, n, Operand::Scalar(0.5), Operand::Slice(saved));
+            let got = grad_formula(op, n, Operand::Scalar(0.5), Operand::Slice(saved));
             for i in 0..n {
                 assert!(
                     close(got[i], want(0.5, saved[i])),
@@ -115,18 +115,18 @@ fn fused_formulas_match_the_separate_ops() {
                 );
             }
         };
-        check(FusedOp::Tanh, &y, &|g, y| g * (1.0 - y * y));
-        check(FusedOp::Sigmoid, &y, &|g, y| g * (y * (1.0 - y)));
-        check(FusedOp::Relu, &x, &|g, y| {
+        check(GradFormula::Tanh, &y, &|g, y| g * (1.0 - y * y));
+        check(GradFormula::Sigmoid, &y, &|g, y| g * (y * (1.0 - y)));
+        check(GradFormula::Relu, &x, &|g, y| {
             if y > 0.0 { g } else { 0.0 }
         });
-        check(FusedOp::Sqrt, &y, &|g, y| g / (2.0 * y));
-        check(FusedOp::Abs, &x, &|g, x| g * x.signum());
-        check(FusedOp::Sin, &x, &|g, x| g * x.cos());
-        check(FusedOp::Cos, &x, &|g, x| -g * x.sin());
-        check(FusedOp::Pow { exponent: 2.0 }, &x, &|g, x| g * 2.0 * x);
+        check(GradFormula::Sqrt, &y, &|g, y| g / (2.0 * y));
+        check(GradFormula::Abs, &x, &|g, x| g * x.signum());
+        check(GradFormula::Sin, &x, &|g, x| g * x.cos());
+        check(GradFormula::Cos, &x, &|g, x| -g * x.sin());
+        check(GradFormula::Pow { exponent: 2.0 }, &x, &|g, x| g * 2.0 * x);
         let pos: Vec<f64> = x.iter().map(|v| v.abs() + 0.5).collect();
-        check(FusedOp::Pow { exponent: 2.5 }, &pos, &|g, x| {
+        check(GradFormula::Pow { exponent: 2.5 }, &pos, &|g, x| {
             g * 2.5 * x.powf(1.5)
         });
     }
@@ -181,24 +181,24 @@ fn in_place_copy_fill_and_convert() {
 }
 
 #[test]
-fn fused_in_place_equals_fused_into_a_new_buffer() {
+fn a_grad_formula_in_place_equals_one_into_a_new_buffer() {
     let n = GRAIN + 11;
     let g = values(n, 10);
     let y: Vec<f64> = values(n, 11).iter().map(|v| v.tanh()).collect();
     for op in [
-        FusedOp::Tanh,
-        FusedOp::Sigmoid,
-        FusedOp::Relu,
-        FusedOp::Sqrt,
-        FusedOp::Abs,
-        FusedOp::Pow { exponent: 2.0 },
+        GradFormula::Tanh,
+        GradFormula::Sigmoid,
+        GradFormula::Relu,
+        GradFormula::Sqrt,
+        GradFormula::Abs,
+        GradFormula::Pow { exponent: 2.0 },
     ] {
         assert!(op.is_closed_form());
-        let want = fused(op, n, Operand::Slice(&g), Operand::Slice(&y));
+        let want = grad_formula(op, n, Operand::Slice(&g), Operand::Slice(&y));
         let mut got = g.clone();
-        fused_inplace(op, &mut got, Operand::Slice(&y));
+        grad_formula_inplace(op, &mut got, Operand::Slice(&y));
         assert_eq!(got, want, "{op:?}");
     }
-    assert!(!FusedOp::Sin.is_closed_form());
-    assert!(!FusedOp::Pow { exponent: 3.0 }.is_closed_form());
+    assert!(!GradFormula::Sin.is_closed_form());
+    assert!(!GradFormula::Pow { exponent: 3.0 }.is_closed_form());
 }

@@ -1,8 +1,8 @@
 //! Whether a derived body can run as one generated kernel each way, and its description for
-//! the runtime (`FusedProgram`, `ops/fused.rs`): every op element-wise (a tensor-tensor
-//! `+ - * /`, a scalar operator or method, `neg`, `pow` and the unary maths) or a `sum()` /
-//! `mean()` of all elements whose value is only returned (a loss), every op live,
-//! no call of another differentiable function, and scalar `let`s that read no intermediate
+//! the runtime (`__private::fusion::Program`, the runtime's `fusion/`): every op element-wise
+//! (a tensor-tensor `+ - * /`, a scalar operator or method, `neg`, `pow` and the unary maths)
+//! or a `sum()` / `mean()` of all elements whose value is only returned (a loss), every op
+//! live, no call of another differentiable function, and scalar `let`s that read no intermediate
 //! (so they can run before the kernel). The derived pair then asks the runtime for the fused
 //! kernels first and runs the ops one by one when it declines.
 
@@ -15,7 +15,7 @@ use crate::ir::body::{Body, Step};
 
 /// A fusable body, for the runtime.
 pub(crate) struct Fusion {
-    /// `FusedVar` expressions, one per body value.
+    /// `fusion::Var` expressions, one per body value.
     pub(crate) vars: Vec<TokenStream>,
     /// The scalar arguments, one per op that takes one, in order (each an `f64` expression).
     pub(crate) scalars: Vec<TokenStream>,
@@ -56,7 +56,7 @@ fn elementwise(rule: &str) -> Option<(&'static str, usize, usize)> {
 
 /// The body as a fused program, if it is one (see the module docs).
 pub(crate) fn fusion(krate: &Path, body: &Body, live: &[bool]) -> Option<Fusion> {
-    let fused = quote!(#krate::__private::fused);
+    let rt = quote!(#krate::__private::fusion);
     if body.vars.len() >= usize::from(u16::MAX)
         || body.ops().next().is_none()
         || body.vars.iter().all(|v| v.input.is_none())
@@ -81,7 +81,7 @@ pub(crate) fn fusion(krate: &Path, body: &Body, live: &[bool]) -> Option<Fusion>
         .map(|v| {
             v.input.map(|k| {
                 let k = k as u16;
-                quote!(#fused::FusedVar::Input(#k))
+                quote!(#rt::Var::Input(#k))
             })
         })
         .collect();
@@ -108,7 +108,7 @@ pub(crate) fn fusion(krate: &Path, body: &Body, live: &[bool]) -> Option<Fusion>
         let s = scalars.len() as u16;
         scalars.extend(op.scalars.iter().cloned());
         vars[op.result] = Some(quote! {
-            #fused::FusedVar::Op { op: #fused::Elementwise::#variant, a: #a, b: #b, s: #s }
+            #rt::Var::Op { op: #rt::Elementwise::#variant, a: #a, b: #b, s: #s }
         });
     }
     Some(Fusion {
@@ -118,13 +118,13 @@ pub(crate) fn fusion(krate: &Path, body: &Body, live: &[bool]) -> Option<Fusion>
     })
 }
 
-/// `static __AUTOGRAD_FUSED: FusedProgram = ..;` for `body`.
+/// `static __AUTOGRAD_FUSION: fusion::Program = ..;` for `body`.
 pub(crate) fn program(krate: &Path, body: &Body, fusion: &Fusion) -> TokenStream {
-    let fused = quote!(#krate::__private::fused);
+    let rt = quote!(#krate::__private::fusion);
     let vars = &fusion.vars;
     let outputs = body.outputs.iter().map(|&o| o as u16);
     quote! {
-        static __AUTOGRAD_FUSED: #fused::FusedProgram = #fused::FusedProgram {
+        static __AUTOGRAD_FUSION: #rt::Program = #rt::Program {
             vars: &[#(#vars),*],
             outputs: &[#(#outputs),*],
         };

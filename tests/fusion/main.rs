@@ -1,16 +1,16 @@
 //! A `#[differentiable(derive)]` body of element-wise ops runs as one generated kernel each way
-//! (`ops/fused.rs`), on the CPU as on a CUDA device, so what a GPU runs is checked here on any
+//! (`src/fusion/`), on the CPU as on a CUDA device, so what a GPU runs is checked here on any
 //! machine: the values and gradients equal the body recorded op by op, for every pattern of
 //! inputs that need a gradient; on the CPU the bits equal the op-by-op derived path's; the node
 //! keeps what the op-by-op derived node keeps (version checks included); and whatever the
 //! kernels do not cover (broadcasting, a reduced value used again, double backward) falls back
 //! to the op-by-op path with the same results.
 //!
-//! The switches (`__private::fused::set_enabled`, `run_on_host`) and the kernel count are
+//! The switches (`__private::fusion::set_enabled`, `run_on_host`) and the kernel count are
 //! process-wide, so these tests live in their own binary and take turns ([`fused_runs`],
 //! [`op_by_op`]).
 
-use autograd::__private::fused;
+use autograd::__private::fusion;
 use autograd::{
     DType, Error, GradOptions, Result, Tensor, differentiable, gradcheck, gradgradcheck,
 };
@@ -125,11 +125,11 @@ fn fused_runs<R>(f: impl FnOnce() -> R) -> (R, u64) {
     let _guard = ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    fused::run_on_host(true);
-    fused::set_enabled(true);
-    let before = fused::runs();
+    fusion::run_on_host(true);
+    fusion::set_enabled(true);
+    let before = fusion::runs();
     let r = f();
-    (r, fused::runs() - before)
+    (r, fusion::runs() - before)
 }
 
 /// `f` with the fused path off: every derived body op by op.
@@ -137,11 +137,11 @@ fn op_by_op<R>(f: impl FnOnce() -> R) -> R {
     let _guard = ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    fused::set_enabled(false);
-    let before = fused::runs();
+    fusion::set_enabled(false);
+    let before = fusion::runs();
     let r = f();
-    assert_eq!(fused::runs(), before, "nothing fused");
-    fused::set_enabled(true);
+    assert_eq!(fusion::runs(), before, "nothing fused");
+    fusion::set_enabled(true);
     r
 }
 
