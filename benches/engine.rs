@@ -104,7 +104,7 @@ fn bench_sum_tree(c: &mut Criterion) {
 fn bench_mlp(c: &mut Criterion) {
     let (batch, d_in, d_hidden, d_out) = (64usize, 784usize, 512usize, 10usize);
     let param = |shape: &[usize], fan_in: usize, seed: u64| {
-        Tensor::randn(shape, DType::F32, seed)
+        Tensor::randn_seeded(shape, DType::F32, seed)
             .and_then(|t| t.mul_scalar(1.0 / (fan_in as f64).sqrt()))
             .and_then(|t| t.requires_grad_(true))
             .expect("parameter")
@@ -117,8 +117,8 @@ fn bench_mlp(c: &mut Criterion) {
     let b2 = Tensor::zeros(&[d_out], DType::F32)
         .and_then(|t| t.requires_grad_(true))
         .expect("b2");
-    let x = Tensor::randn(&[batch, d_in], DType::F32, 3).expect("x");
-    let target = Tensor::randn(&[batch, d_out], DType::F32, 4).expect("target");
+    let x = Tensor::randn_seeded(&[batch, d_in], DType::F32, 3).expect("x");
+    let target = Tensor::randn_seeded(&[batch, d_out], DType::F32, 4).expect("target");
     let params = [&w1, &b1, &w2, &b2];
     let step = || -> Result<f32> {
         for p in params {

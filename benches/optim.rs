@@ -32,11 +32,11 @@ fn params_with_grads(shapes: &[Vec<usize>]) -> Vec<Tensor> {
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let p = Tensor::randn(s, DType::F32, i as u64)
+            let p = Tensor::randn_seeded(s, DType::F32, i as u64)
                 .and_then(|p| p.requires_grad_(true))
                 .expect("parameter");
             p.set_grad(Some(
-                Tensor::randn(s, DType::F32, 100 + i as u64).expect("gradient"),
+                Tensor::randn_seeded(s, DType::F32, 100 + i as u64).expect("gradient"),
             ))
             .expect("set_grad");
             p

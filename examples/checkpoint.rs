@@ -248,7 +248,7 @@ fn main() -> Result<()> {
             (0..LAYERS_PER_BLOCK)
                 .map(|l| {
                     let seed = (b * LAYERS_PER_BLOCK + l) as u64 + 1;
-                    Tensor::randn(&[WIDTH, WIDTH], DType::F32, seed)?
+                    Tensor::randn_seeded(&[WIDTH, WIDTH], DType::F32, seed)?
                         .mul_scalar(1.0 / (WIDTH as f64).sqrt())?
                         .requires_grad_(true)
                 })
@@ -256,7 +256,7 @@ fn main() -> Result<()> {
         })
         .collect::<Result<Vec<_>>>()?;
     let params: Vec<&Tensor> = blocks.iter().flatten().collect();
-    let x = Tensor::randn(&[batch, WIDTH], DType::F32, 0)?.requires_grad_(true)?;
+    let x = Tensor::randn_seeded(&[batch, WIDTH], DType::F32, 0)?.requires_grad_(true)?;
 
     let act = batch * WIDTH * 4;
     let param_bytes = params.len() * WIDTH * WIDTH * 4;

@@ -135,14 +135,14 @@ struct Mlp {
 impl Mlp {
     fn new(batch: usize, [d_in, d_hidden, d_out]: [usize; 3]) -> Result<Mlp> {
         let w = |fan_in: usize, fan_out: usize, seed| -> Result<Tensor> {
-            Tensor::randn(&[fan_in, fan_out], DType::F32, seed)?
+            Tensor::randn_seeded(&[fan_in, fan_out], DType::F32, seed)?
                 .mul_scalar(1.0 / (fan_in as f64).sqrt())?
                 .requires_grad_(true)
         };
         let b = |n: usize| Tensor::zeros(&[n], DType::F32)?.requires_grad_(true);
         Ok(Mlp {
-            x: Tensor::randn(&[batch, d_in], DType::F32, 3)?,
-            target: Tensor::randn(&[batch, d_out], DType::F32, 4)?,
+            x: Tensor::randn_seeded(&[batch, d_in], DType::F32, 3)?,
+            target: Tensor::randn_seeded(&[batch, d_out], DType::F32, 4)?,
             params: [
                 w(d_in, d_hidden, 1)?,
                 b(d_hidden)?,

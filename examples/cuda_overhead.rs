@@ -41,7 +41,7 @@ fn time_ms(mut f: impl FnMut() -> Result<()>) -> Result<f64> {
 
 fn param(shape: &[usize], seed: u64, device: Device) -> Result<Tensor> {
     let fan_in = shape[0] as f64;
-    Tensor::randn(shape, DType::F32, seed)?
+    Tensor::randn_seeded(shape, DType::F32, seed)?
         .mul_scalar(1.0 / fan_in.sqrt())?
         .to(device)?
         .requires_grad_(true)
@@ -50,7 +50,7 @@ fn param(shape: &[usize], seed: u64, device: Device) -> Result<Tensor> {
 /// `sum(tanh(x @ w1 + b1) @ w2 + b2)`, backward through the engine vs by hand.
 fn mlp(batch: usize, sizes: [usize; 3], device: Device) -> Result<(f64, f64)> {
     let [input, hidden, classes] = sizes;
-    let x = Tensor::randn(&[batch, input], DType::F32, 1)?.to(device)?;
+    let x = Tensor::randn_seeded(&[batch, input], DType::F32, 1)?.to(device)?;
     let (w1, b1) = (
         param(&[input, hidden], 2, device)?,
         param(&[hidden], 3, device)?,
@@ -86,11 +86,11 @@ fn mlp(batch: usize, sizes: [usize; 3], device: Device) -> Result<(f64, f64)> {
 
 /// `layers` of `y = tanh(y * w + b)` on vectors of `width`, backward of `y.sum()`.
 fn wide_tanh(width: usize, layers: usize, device: Device) -> Result<(f64, f64)> {
-    let x = Tensor::randn(&[width], DType::F32, 1)?.to(device)?;
+    let x = Tensor::randn_seeded(&[width], DType::F32, 1)?.to(device)?;
     let params = (0..layers)
         .map(|l| {
-            let w = Tensor::randn(&[width], DType::F32, 10 + l as u64)?.to(device)?;
-            let b = Tensor::randn(&[width], DType::F32, 50 + l as u64)?.to(device)?;
+            let w = Tensor::randn_seeded(&[width], DType::F32, 10 + l as u64)?.to(device)?;
+            let b = Tensor::randn_seeded(&[width], DType::F32, 50 + l as u64)?.to(device)?;
             Ok((w.requires_grad_(true)?, b.requires_grad_(true)?))
         })
         .collect::<Result<Vec<_>>>()?;

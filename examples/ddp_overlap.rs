@@ -65,7 +65,8 @@ fn params(seed: u64) -> Result<Vec<Tensor>> {
     let scale = 1.0 / (WIDTH as f64).sqrt();
     let mut p = Vec::new();
     for layer in 0..2u64 {
-        let w = Tensor::randn(&[WIDTH, WIDTH], DType::F32, seed + layer)?.mul_scalar(scale)?;
+        let w =
+            Tensor::randn_seeded(&[WIDTH, WIDTH], DType::F32, seed + layer)?.mul_scalar(scale)?;
         p.push(w.requires_grad_(true)?);
         p.push(Tensor::zeros(&[WIDTH], DType::F32)?.requires_grad_(true)?);
     }
@@ -147,8 +148,8 @@ fn run(c: &Config) -> Result<()> {
     autograd::set_num_threads(c.threads)?;
     let group = std::sync::Arc::new(MpiGroup::init()?);
     let (rank, world) = (group.rank(), group.world_size());
-    let x = Tensor::randn(&[c.batch, WIDTH], DType::F32, 100 + rank as u64)?;
-    let t = Tensor::randn(&[c.batch, WIDTH], DType::F32, 200 + rank as u64)?;
+    let x = Tensor::randn_seeded(&[c.batch, WIDTH], DType::F32, 100 + rank as u64)?;
+    let t = Tensor::randn_seeded(&[c.batch, WIDTH], DType::F32, 200 + rank as u64)?;
     let cap = (c.bucket_mb * 1024.0 * 1024.0) as usize;
 
     // One replica per mode; each DDP hooks only its own replica's parameters.

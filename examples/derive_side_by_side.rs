@@ -163,7 +163,7 @@ fn median_time(pass: impl Fn() -> Result<()>, runs: usize) -> Result<Duration> {
 
 /// Median backward time of `f` on a leaf of `n` elements (graph built once, `retain_graph`).
 fn backward_time(f: Gelu, n: usize, runs: usize) -> Result<Duration> {
-    let x = Tensor::randn(&[n], DType::F32, 5)?.requires_grad_(true)?;
+    let x = Tensor::randn_seeded(&[n], DType::F32, 5)?.requires_grad_(true)?;
     let y = f(&x)?;
     let ones = Tensor::ones(&[n], DType::F32)?;
     let options = || {
@@ -178,7 +178,7 @@ type CrossEntropy = fn(&Tensor, &Tensor, f64) -> Result<Tensor>;
 
 /// Median backward time of a cross-entropy on `[n, c]` logits (graph built once).
 fn cross_entropy_time(f: CrossEntropy, n: usize, c: usize, runs: usize) -> Result<Duration> {
-    let z = Tensor::randn(&[n, c], DType::F32, 8)?.requires_grad_(true)?;
+    let z = Tensor::randn_seeded(&[n, c], DType::F32, 8)?.requires_grad_(true)?;
     let mut onehot = vec![0.0f32; n * c];
     for i in 0..n {
         onehot[i * c + (i * 7) % c] = 1.0;
@@ -195,7 +195,7 @@ fn cross_entropy_time(f: CrossEntropy, n: usize, c: usize, runs: usize) -> Resul
 /// synchronised after each.
 fn gpu_step_time(f: Gelu, n: usize, runs: usize) -> Result<Duration> {
     let dev = autograd::Device::Cuda(0);
-    let x = Tensor::randn(&[n], DType::F32, 5)?
+    let x = Tensor::randn_seeded(&[n], DType::F32, 5)?
         .to(dev)?
         .requires_grad_(true)?;
     let ones = Tensor::ones(&[n], DType::F32)?.to(dev)?;
@@ -214,7 +214,7 @@ fn gpu_step_time(f: Gelu, n: usize, runs: usize) -> Result<Duration> {
 fn on_the_gpu() -> Result<()> {
     use autograd::__private::fusion;
     // The fused kernels on the device give the CPU's values and gradients.
-    let x = Tensor::randn(&[4, 5], DType::F64, 1)?.requires_grad_(true)?;
+    let x = Tensor::randn_seeded(&[4, 5], DType::F64, 1)?.requires_grad_(true)?;
     let xg = x
         .detach()
         .to(autograd::Device::Cuda(0))?
@@ -270,7 +270,7 @@ fn max_abs_diff(a: &Tensor, b: &Tensor) -> Result<f64> {
 
 fn main() -> Result<()> {
     // Same values and gradients, in f64.
-    let x = Tensor::randn(&[4, 5], DType::F64, 1)?.requires_grad_(true)?;
+    let x = Tensor::randn_seeded(&[4, 5], DType::F64, 1)?.requires_grad_(true)?;
     let reference = gelu_recorded(&x)?;
     let reference_grad = autograd::grad(
         &[reference.sum()?],
@@ -327,7 +327,7 @@ fn main() -> Result<()> {
     }
 
     // Softmax cross-entropy, checked and timed on the main job's batch (64 x 10) and a wide one.
-    let z = Tensor::randn(&[6, 4], DType::F64, 2)?.requires_grad_(true)?;
+    let z = Tensor::randn_seeded(&[6, 4], DType::F64, 2)?.requires_grad_(true)?;
     let t = Tensor::from_vec(
         (0..24)
             .map(|i| f64::from(u8::from(i % 4 == (i / 4) % 4)))

@@ -95,7 +95,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 /// Median backward time of `f` on a fresh leaf of `n` elements.
 fn backward_time(f: fn(&Tensor) -> Result<Tensor>, n: usize, runs: usize) -> Result<Duration> {
-    let x = Tensor::randn(&[n], DType::F32, 7)?;
+    let x = Tensor::randn_seeded(&[n], DType::F32, 7)?;
     x.set_requires_grad(true)?;
     let y = f(&x)?;
     let ones = Tensor::ones(&[n], DType::F32)?;
@@ -118,7 +118,7 @@ fn backward_time(f: fn(&Tensor) -> Result<Tensor>, n: usize, runs: usize) -> Res
 
 /// Median time the engine spends per backward of `f` on `n` elements outside the nodes' `apply`.
 fn engine_time(f: fn(&Tensor) -> Result<Tensor>, n: usize, runs: usize) -> Result<Duration> {
-    let x = Tensor::randn(&[n], DType::F32, 7)?.requires_grad_(true)?;
+    let x = Tensor::randn_seeded(&[n], DType::F32, 7)?.requires_grad_(true)?;
     let y = f(&x)?;
     let ones = Tensor::ones(&[n], DType::F32)?;
     let mut times = Vec::with_capacity(runs);
@@ -139,7 +139,7 @@ fn engine_time(f: fn(&Tensor) -> Result<Tensor>, n: usize, runs: usize) -> Resul
 
 /// Peak bytes above the starting level during one forward and backward of `f` on `n` elements.
 fn peak_bytes(f: fn(&Tensor) -> Result<Tensor>, n: usize) -> Result<usize> {
-    let x = Tensor::randn(&[n], DType::F32, 7)?.requires_grad_(true)?;
+    let x = Tensor::randn_seeded(&[n], DType::F32, 7)?.requires_grad_(true)?;
     let ones = Tensor::ones(&[n], DType::F32)?;
     let base = LIVE.load(Ordering::Relaxed);
     PEAK.store(base, Ordering::Relaxed);

@@ -128,7 +128,7 @@ impl Mlp {
     fn new(batch: usize, dims: [usize; 3], seed: u64) -> Result<Mlp> {
         let [d_in, d_hidden, d_out] = dims;
         let layer = |fan_in: usize, fan_out: usize, seed: u64| -> Result<[Tensor; 2]> {
-            let w = Tensor::randn(&[fan_in, fan_out], DType::F32, seed)?
+            let w = Tensor::randn_seeded(&[fan_in, fan_out], DType::F32, seed)?
                 .mul_scalar(1.0 / (fan_in as f64).sqrt())?
                 .requires_grad_(true)?;
             let b = Tensor::zeros(&[fan_out], DType::F32)?.requires_grad_(true)?;
@@ -137,8 +137,8 @@ impl Mlp {
         let [w1, b1] = layer(d_in, d_hidden, seed)?;
         let [w2, b2] = layer(d_hidden, d_out, seed + 1)?;
         Ok(Mlp {
-            x: Tensor::randn(&[batch, d_in], DType::F32, seed + 2)?,
-            target: Tensor::randn(&[batch, d_out], DType::F32, seed + 3)?,
+            x: Tensor::randn_seeded(&[batch, d_in], DType::F32, seed + 2)?,
+            target: Tensor::randn_seeded(&[batch, d_out], DType::F32, seed + 3)?,
             params: vec![w1, b1, w2, b2],
             batch,
             dims,

@@ -18,7 +18,7 @@
 //!
 //! ```
 //! use autograd::{Tensor, DType};
-//! let w = Tensor::randn(&[3, 2], DType::F64, 0)?.requires_grad_(true)?;
+//! let w = Tensor::randn_seeded(&[3, 2], DType::F64, 0)?.requires_grad_(true)?;
 //! let x = Tensor::ones(&[4, 3], DType::F64)?;
 //! let loss = x.matmul(&w)?.tanh()?.pow(2.0)?.mean()?;
 //! loss.backward()?;

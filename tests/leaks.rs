@@ -119,10 +119,10 @@ fn mlp() -> Result<()> {
 /// `b2`'s gradient sums to 0 while its entries do not vanish.
 fn mlp_on(device: Device) -> Result<()> {
     let on = |t: Tensor| -> Result<Tensor> { t.to(device)?.requires_grad_(true) };
-    let x = Tensor::randn(&[8, 16], DType::F64, 1)?.to(device)?;
-    let w1 = on(Tensor::randn(&[16, 32], DType::F64, 2)?.mul_scalar(0.25)?)?;
+    let x = Tensor::randn_seeded(&[8, 16], DType::F64, 1)?.to(device)?;
+    let w1 = on(Tensor::randn_seeded(&[16, 32], DType::F64, 2)?.mul_scalar(0.25)?)?;
     let b1 = on(Tensor::from_vec(vec![0.1; 32], &[32])?)?;
-    let w2 = on(Tensor::randn(&[32, 10], DType::F64, 3)?.mul_scalar(0.25)?)?;
+    let w2 = on(Tensor::randn_seeded(&[32, 10], DType::F64, 3)?.mul_scalar(0.25)?)?;
     let b2 = on(Tensor::from_vec(vec![0.0; 10], &[10])?)?;
     let h = x.matmul(&w1)?.add(&b1)?.tanh()?;
     let logits = h.matmul(&w2)?.add(&b2)?;
@@ -141,10 +141,10 @@ fn mlp_on(device: Device) -> Result<()> {
 /// Three layers `tanh(h @ w)`, each under a checkpoint (a reentrant backward per layer), against
 /// the same network without checkpoints.
 fn reentrant_checkpointing() -> Result<()> {
-    let x = Tensor::randn(&[4, 8], DType::F64, 4)?.requires_grad_(true)?;
+    let x = Tensor::randn_seeded(&[4, 8], DType::F64, 4)?.requires_grad_(true)?;
     let ws: Vec<Tensor> = (0..3)
         .map(|i| {
-            Tensor::randn(&[8, 8], DType::F64, 10 + i)?
+            Tensor::randn_seeded(&[8, 8], DType::F64, 10 + i)?
                 .mul_scalar(0.3)?
                 .requires_grad_(true)
         })
@@ -453,7 +453,7 @@ fn check_no_growth(name: &str, workload: impl Fn() -> Result<()>) -> Result<()> 
 /// (live bytes before the forward, before backward, midway through backward, after backward,
 /// peak during backward).
 fn wide_chain(retain_graph: bool) -> Result<[usize; 5]> {
-    let x = Tensor::randn(&[WIDTH], DType::F32, 5)?.requires_grad_(true)?;
+    let x = Tensor::randn_seeded(&[WIDTH], DType::F32, 5)?.requires_grad_(true)?;
     let midway = Arc::new(AtomicUsize::new(0));
     let before_forward = live_bytes();
     let mut h = x.clone();
@@ -492,7 +492,7 @@ fn saved_tensors_are_freed_as_their_nodes_run() -> Result<()> {
     let act = WIDTH * std::mem::size_of::<f32>();
     let mib = |b: usize| b as f64 / (1 << 20) as f64;
     // Warm-up: the intra-op pool and its threads' state.
-    drop(Tensor::randn(&[WIDTH], DType::F32, 5)?.tanh()?);
+    drop(Tensor::randn_seeded(&[WIDTH], DType::F32, 5)?.tanh()?);
     for retain in [false, true] {
         let [before_forward, before_backward, midway, after, peak] = wide_chain(retain)?;
         let graph = before_backward - before_forward;

@@ -46,8 +46,8 @@ impl Default for GradcheckOptions {
 ///
 /// ```
 /// use autograd_runtime::{gradcheck, Tensor};
-/// let a = Tensor::randn(&[2, 3], autograd_runtime::DType::F64, 1)?.requires_grad_(true)?;
-/// let b = Tensor::randn(&[3], autograd_runtime::DType::F64, 2)?.requires_grad_(true)?;
+/// let a = Tensor::randn_seeded(&[2, 3], autograd_runtime::DType::F64, 1)?.requires_grad_(true)?;
+/// let b = Tensor::randn_seeded(&[3], autograd_runtime::DType::F64, 2)?.requires_grad_(true)?;
 /// gradcheck(|x| x[0].mul(&x[1])?.sin(), &[a, b])?; // broadcasting included
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
@@ -174,7 +174,7 @@ where
     F: Fn(&[Tensor]) -> Result<Tensor>,
 {
     let out_shape = f(inputs)?.shape().to_vec();
-    let v = Tensor::randn(&out_shape, DType::F64, 0x5eed)?;
+    let v = Tensor::randn_seeded(&out_shape, DType::F64, 0x5eed)?;
     let diff: Vec<usize> = (0..inputs.len())
         .filter(|&i| inputs[i].requires_grad())
         .collect();

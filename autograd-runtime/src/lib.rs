@@ -45,6 +45,7 @@ pub mod nn;
 mod ops;
 pub mod optim;
 pub mod profiler;
+mod random;
 mod state_dict;
 mod sync;
 mod tensor;
@@ -72,6 +73,10 @@ pub use graph::{
     Edge, HookHandle, MultiGradHookHandle, MultiGradMode, Node, NodeMeta, NodeRef, SavedIndices,
     SavedTensor, SavedTensorsHooksGuard, register_multi_grad_hook, saved_tensors_hooks,
     try_register_multi_grad_hook, try_saved_tensors_hooks,
+};
+pub use random::{
+    Generator, GeneratorState, default_generator, initial_seed, manual_seed, randperm,
+    randperm_with, seed,
 };
 pub use state_dict::StateDict;
 pub use tensor::Tensor;

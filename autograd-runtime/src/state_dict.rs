@@ -198,9 +198,9 @@ impl StateDict {
     /// use autograd_runtime::StateDict;
     ///
     /// let path = std::env::temp_dir().join(format!("linear-{}.safetensors", std::process::id()));
-    /// let layer = Linear::new(3, 2, 0)?;
+    /// let layer = Linear::new(3, 2)?;
     /// layer.state_dict().save(&path)?;                  // PyTorch: safetensors.torch.load_file
-    /// let mut other = Linear::new(3, 2, 1)?;
+    /// let mut other = Linear::new(3, 2)?;
     /// other.load_state_dict(&StateDict::load(&path)?)?;
     /// assert_eq!(other.weight().to_vec::<f32>()?, layer.weight().to_vec::<f32>()?);
     /// # std::fs::remove_file(&path).unwrap();

@@ -32,7 +32,7 @@ use crate::{Device, Tensor};
 ///
 /// ```
 /// use autograd_runtime::{viz, DType, Tensor};
-/// let w = Tensor::randn(&[3, 2], DType::F32, 0)?.requires_grad_(true)?;
+/// let w = Tensor::randn_seeded(&[3, 2], DType::F32, 0)?.requires_grad_(true)?;
 /// let x = Tensor::ones(&[4, 3], DType::F32)?;
 /// let loss = x.matmul(&w)?.tanh()?.sum()?;
 /// let dot = viz::to_dot(&loss);

@@ -233,7 +233,9 @@ fn mlp_params(seed: u64, dtype: DType) -> Result<Vec<Tensor>> {
     [&[8, 16][..], &[16], &[16, 4], &[4]]
         .iter()
         .enumerate()
-        .map(|(i, shape)| Tensor::randn(shape, dtype, seed * 10 + i as u64)?.requires_grad_(true))
+        .map(|(i, shape)| {
+            Tensor::randn_seeded(shape, dtype, seed * 10 + i as u64)?.requires_grad_(true)
+        })
         .collect()
 }
 
@@ -245,8 +247,8 @@ fn mlp_loss(p: &[Tensor], x: &Tensor, t: &Tensor) -> Result<Tensor> {
 
 fn batch(dtype: DType) -> Result<(Tensor, Tensor)> {
     Ok((
-        Tensor::randn(&[GLOBAL_BATCH, 8], dtype, 7)?,
-        Tensor::randn(&[GLOBAL_BATCH, 4], dtype, 8)?,
+        Tensor::randn_seeded(&[GLOBAL_BATCH, 8], dtype, 7)?,
+        Tensor::randn_seeded(&[GLOBAL_BATCH, 4], dtype, 8)?,
     ))
 }
 

@@ -90,13 +90,13 @@ pub(crate) fn alternating_chain(n: usize) -> Result<(Tensor, Tensor)> {
 /// `y = tanh(y * w + b)` over f32 vectors of `width`, every `w` (≈ 1) and `b` (≈ 0) a leaf.
 /// Returns the input (no gradient) and the parameters `[w0, b0, w1, b1, ..]`.
 pub(crate) fn wide_tanh(width: usize, layers: usize) -> Result<(Tensor, Vec<Tensor>)> {
-    let x = Tensor::randn(&[width], autograd::DType::F32, 0)?;
+    let x = Tensor::randn_seeded(&[width], autograd::DType::F32, 0)?;
     let mut params = Vec::with_capacity(2 * layers);
     for l in 0..layers as u64 {
-        let w = Tensor::randn(&[width], autograd::DType::F32, 2 * l + 1)?
+        let w = Tensor::randn_seeded(&[width], autograd::DType::F32, 2 * l + 1)?
             .mul_scalar(0.1)?
             .add_scalar(1.0)?;
-        let b = Tensor::randn(&[width], autograd::DType::F32, 2 * l + 2)?.mul_scalar(0.1)?;
+        let b = Tensor::randn_seeded(&[width], autograd::DType::F32, 2 * l + 2)?.mul_scalar(0.1)?;
         params.push(w.requires_grad_(true)?);
         params.push(b.requires_grad_(true)?);
     }

@@ -95,7 +95,7 @@ mod tests {
 
     #[test]
     fn gradient_matches_finite_differences() {
-        let z = Tensor::randn(&[5, 4], DType::F64, 11)
+        let z = Tensor::randn_seeded(&[5, 4], DType::F64, 11)
             .unwrap()
             .requires_grad_(true)
             .unwrap();

@@ -87,7 +87,7 @@ impl Model {
         let layers = sizes.len().saturating_sub(1);
         for (i, pair) in sizes.windows(2).enumerate() {
             let seed = seed.wrapping_add(i as u64);
-            net.push(Box::new(Linear::new(pair[0], pair[1], seed)?));
+            net.push(Box::new(Linear::new(pair[0], pair[1])?));
             if i + 1 < layers {
                 net.push(activation.layer());
             }
@@ -117,18 +117,14 @@ impl Model {
         let (c1, c2) = (32, 64);
         let pooled = side / 4;
         let net = Sequential::new()
-            .add(Conv2d::new(1, c1, 3, seed)?.padding(1))
+            .add(Conv2d::new(1, c1, 3)?.padding(1))
             .add(Relu)
             .add(MaxPool2d::new(2))
-            .add(Conv2d::new(c1, c2, 3, seed.wrapping_add(1))?.padding(1))
+            .add(Conv2d::new(c1, c2, 3)?.padding(1))
             .add(Relu)
             .add(MaxPool2d::new(2))
             .add(Flatten::new())
-            .add(Linear::new(
-                c2 * pooled * pooled,
-                classes,
-                seed.wrapping_add(2),
-            )?);
+            .add(Linear::new(c2 * pooled * pooled, classes)?);
         let description = format!("CNN {side}x{side}, 3x3 convs {c1}-{c2}, {classes} classes");
         Model::on(net, vec![1, side, side], description, device)
     }
@@ -297,7 +293,7 @@ mod tests {
         use std::sync::Arc;
         use std::sync::atomic::{AtomicUsize, Ordering};
 
-        let x = Tensor::randn(&[6, 5], DType::F32, 2).unwrap();
+        let x = Tensor::randn_seeded(&[6, 5], DType::F32, 2).unwrap();
         let run = |mode| {
             let mut mlp = Model::mlp(&[5, 7, 6, 3], Activation::Tanh, 1, Device::Cpu).unwrap();
             mlp.set_activation_checkpoint(mode).unwrap();
@@ -348,7 +344,7 @@ mod tests {
 
     #[test]
     fn activations_differ_and_init_is_seeded() {
-        let x = Tensor::randn(&[3, 4], DType::F32, 9).unwrap();
+        let x = Tensor::randn_seeded(&[3, 4], DType::F32, 9).unwrap();
         let out = |a, seed| {
             Model::mlp(&[4, 8, 2], a, seed, Device::Cpu)
                 .unwrap()

@@ -36,15 +36,15 @@ type Block = Vec<Arc<dyn Module>>;
 fn mlp(seed: u64) -> Result<Vec<Block>> {
     let block = |i: usize, o: usize, k: u64, act: Arc<dyn Module>| -> Result<Block> {
         Ok(vec![
-            Arc::new(Linear::new(i, o, seed + k)?),
+            Arc::new(Linear::new(i, o)?),
             act,
-            Arc::new(Dropout::new(0.25, seed + 100 + k)?),
+            Arc::new(Dropout::new(0.25)?),
         ])
     };
     Ok(vec![
         block(6, 16, 0, Arc::new(Relu))?,
         block(16, 16, 1, Arc::new(Tanh))?,
-        vec![Arc::new(Linear::new(16, 3, seed + 2)?)],
+        vec![Arc::new(Linear::new(16, 3)?)],
     ])
 }
 
@@ -99,7 +99,7 @@ fn grads(params: &[Tensor]) -> Vec<Vec<u32>> {
 fn mlp_gradients(mode: Mode) -> Result<(Vec<Vec<u32>>, Vec<u32>)> {
     let blocks = mlp(7)?;
     // The reentrant variant records its node only if the block's input requires grad.
-    let x = Tensor::randn(&[5, 6], DType::F32, 3)?.requires_grad_(true)?;
+    let x = Tensor::randn_seeded(&[5, 6], DType::F32, 3)?.requires_grad_(true)?;
     // Two steps: the second draws the dropout layers' next masks.
     for _ in 0..2 {
         forward(&blocks, &x, mode)?.pow(2.0)?.mean()?.backward()?;
@@ -123,7 +123,7 @@ fn without_preserve_rng_state_dropout_masks_differ() -> R {
     let reference = mlp_gradients(Mode::Plain)?.0;
     for reentrant in [true, false] {
         let blocks = mlp(7)?;
-        let x = Tensor::randn(&[5, 6], DType::F32, 3)?.requires_grad_(true)?;
+        let x = Tensor::randn_seeded(&[5, 6], DType::F32, 3)?.requires_grad_(true)?;
         let mut h = x.clone();
         for block in &blocks {
             let b = block.clone();
@@ -153,8 +153,8 @@ fn adam_trains_the_same_weights_with_either_variant() -> R {
         let params = parameters(&blocks);
         let mut opt = Adam::new(params.clone(), AdamOptions::default().lr(1e-2))?;
         for step in 0..5 {
-            let x = Tensor::randn(&[8, 6], DType::F32, 50 + step)?.requires_grad_(true)?;
-            let target = Tensor::randn(&[8, 3], DType::F32, 80 + step)?;
+            let x = Tensor::randn_seeded(&[8, 6], DType::F32, 50 + step)?.requires_grad_(true)?;
+            let target = Tensor::randn_seeded(&[8, 3], DType::F32, 80 + step)?;
             let loss = forward(&blocks, &x, mode)?.sub(&target)?.pow(2.0)?.mean()?;
             loss.backward()?;
             opt.step()?;
@@ -172,7 +172,7 @@ fn adam_trains_the_same_weights_with_either_variant() -> R {
 #[test]
 fn reentrant_checkpoint_refuses_grad_and_backward_with_inputs() -> R {
     let blocks = mlp(3)?;
-    let x = Tensor::randn(&[2, 6], DType::F32, 1)?.requires_grad_(true)?;
+    let x = Tensor::randn_seeded(&[2, 6], DType::F32, 1)?.requires_grad_(true)?;
     let loss = forward(&blocks, &x, Mode::Reentrant)?.sum()?;
     let err = grad(
         &[loss.clone()],
@@ -192,7 +192,7 @@ fn reentrant_checkpoint_refuses_grad_and_backward_with_inputs() -> R {
 /// of the plain network, and leaves `.grad` alone under `grad()`.
 #[test]
 fn non_reentrant_checkpoint_works_under_grad_and_backward_with_inputs() -> R {
-    let x = Tensor::randn(&[4, 6], DType::F32, 2)?.requires_grad_(true)?;
+    let x = Tensor::randn_seeded(&[4, 6], DType::F32, 2)?.requires_grad_(true)?;
     let gradients = |mode: Mode| -> Result<Vec<Vec<u32>>> {
         let blocks = mlp(5)?;
         let params = parameters(&blocks);
@@ -297,7 +297,7 @@ fn non_reentrant_determinism_check() -> R {
 /// the non-reentrant one still gives the parameters their gradients.
 #[test]
 fn inputs_without_requires_grad() -> R {
-    let layer = Arc::new(Linear::new(3, 2, 0)?);
+    let layer = Arc::new(Linear::new(3, 2)?);
     let x = Tensor::ones(&[1, 3], DType::F32)?;
     for reentrant in [true, false] {
         layer.zero_grad();
@@ -362,8 +362,8 @@ fn regions_are_freed_with_their_graph() -> R {
     for reentrant in [true, false] {
         for run_backward in [true, false] {
             let token = Arc::new(());
-            let x = Tensor::randn(&[3, 4], DType::F64, 0)?.requires_grad_(true)?;
-            let w = Tensor::randn(&[4, 4], DType::F64, 1)?.requires_grad_(true)?;
+            let x = Tensor::randn_seeded(&[3, 4], DType::F64, 0)?.requires_grad_(true)?;
+            let w = Tensor::randn_seeded(&[4, 4], DType::F64, 1)?.requires_grad_(true)?;
             let (t, w2) = (token.clone(), w.clone());
             let h = checkpoint(
                 move |xs: &[Tensor]| {

@@ -50,7 +50,7 @@ fn my_exp_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
 }
 
 fn randn(shape: &[usize], seed: u64) -> Result<Tensor> {
-    Tensor::randn(shape, DType::F64, seed)?.requires_grad_(true)
+    Tensor::randn_seeded(shape, DType::F64, seed)?.requires_grad_(true)
 }
 
 fn grad_of(t: &Tensor) -> Vec<f64> {

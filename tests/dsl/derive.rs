@@ -214,7 +214,7 @@ fn infallible(a: &Tensor, b: &Tensor) -> Tensor {
 // ----- helpers ----------------------------------------------------------------------------------
 
 fn input(shape: &[usize], seed: u64) -> Tensor {
-    let t = Tensor::randn(shape, DType::F64, seed).expect("randn");
+    let t = Tensor::randn_seeded(shape, DType::F64, seed).expect("randn");
     t.set_requires_grad(true).expect("leaf");
     t
 }
@@ -435,8 +435,8 @@ fn an_unused_input_gets_no_gradient() -> Result<()> {
 #[test]
 fn only_inputs_that_need_grad_get_one() -> Result<()> {
     let x = input(&[4, 3], 11);
-    let w = Tensor::randn(&[3, 2], DType::F64, 12)?;
-    let b = Tensor::randn(&[2], DType::F64, 13)?;
+    let w = Tensor::randn_seeded(&[3, 2], DType::F64, 12)?;
+    let b = Tensor::randn_seeded(&[2], DType::F64, 13)?;
     let y = dense_tanh(&x, &w, &b)?;
     let next = y.grad_fn().expect("node").next_functions();
     assert!(next[0].is_some() && next[1].is_none() && next[2].is_none());
@@ -476,7 +476,7 @@ fn calls_of_differentiable_functions_match_recorded_and_pass_gradchecks() -> Res
     gradgradcheck(derived, &inputs)?;
     // Only `x` needs a gradient: the callees' rules are asked for that one alone.
     let x = input(&[4], 33);
-    let shift = Tensor::randn(&[], DType::F64, 34)?;
+    let shift = Tensor::randn_seeded(&[], DType::F64, 34)?;
     let g = grads(&composed(&x, &shift, 1.5)?, std::slice::from_ref(&x));
     let r = grads(
         &composed_recorded(&x, &shift, 1.5)?,
@@ -514,7 +514,7 @@ fn detach_stops_the_gradient() -> Result<()> {
 fn what_is_kept_follows_which_inputs_need_a_gradient() -> Result<()> {
     // Data `x` needs no gradient: `matmul` keeps `x` for `w`'s gradient but only `w`'s shape,
     // as the op-by-op `MmBackward0` saves `x` alone (`#[needed_for]`).
-    let x = Tensor::randn(&[4, 3], DType::F64, 35)?;
+    let x = Tensor::randn_seeded(&[4, 3], DType::F64, 35)?;
     let w = input(&[3, 2], 36);
     let b = input(&[2], 37);
     let (derived, recorded) = (dense_tanh(&x, &w, &b)?, dense_tanh_recorded(&x, &w, &b)?);
@@ -621,8 +621,8 @@ fn the_main_jobs_loss_matches_recorded_and_keeps_no_more() -> Result<()> {
 fn modifying_a_saved_input_in_place_is_reported() -> Result<()> {
     // `matmul`'s rule reads both operands: `w` is kept, and its version is checked.
     let x = input(&[4, 3], 14);
-    let w = Tensor::randn(&[3, 2], DType::F64, 15)?;
-    let b = Tensor::randn(&[2], DType::F64, 16)?;
+    let w = Tensor::randn_seeded(&[3, 2], DType::F64, 15)?;
+    let b = Tensor::randn_seeded(&[2], DType::F64, 16)?;
     let y = dense_tanh(&x, &w, &b)?;
     w.add_(&Tensor::scalar(1.0f64))?;
     match y.sum()?.backward() {
@@ -641,7 +641,7 @@ fn a_value_read_only_for_its_shape_is_not_kept() -> Result<()> {
     // `sub` and `add` read only `shift`'s shape (to undo broadcasting), so `shift` is not kept:
     // changing it in place after the forward is no error, as for the op-by-op recording.
     let x = input(&[3], 17);
-    let shift = Tensor::randn(&[], DType::F64, 18)?;
+    let shift = Tensor::randn_seeded(&[], DType::F64, 18)?;
     shift.set_requires_grad(true)?;
     let y = log_sum_exp(&x, &shift)?;
     let y_recorded = log_sum_exp_recorded(&x, &shift)?;

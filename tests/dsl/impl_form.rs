@@ -65,7 +65,7 @@ impl Smooth {
 }
 
 fn input(seed: u64) -> Result<Tensor> {
-    Tensor::randn(&[5], DType::F64, seed)?.requires_grad_(true)
+    Tensor::randn_seeded(&[5], DType::F64, seed)?.requires_grad_(true)
 }
 
 #[test]

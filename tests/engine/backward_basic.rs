@@ -20,7 +20,7 @@ fn leaf(v: &[f64], shape: &[usize]) -> Tensor {
 }
 
 fn randn_leaf(shape: &[usize], seed: u64) -> Tensor {
-    Tensor::randn(shape, DType::F64, seed)
+    Tensor::randn_seeded(shape, DType::F64, seed)
         .unwrap()
         .requires_grad_(true)
         .unwrap()
@@ -196,8 +196,8 @@ fn b03_b08_dependent_backward() {
     let x = randn_leaf(&[10], 1);
     let y = x.pow(2.0).unwrap();
     let z = y.pow(3.0).unwrap();
-    let go_y = Tensor::randn(&[10], DType::F64, 2).unwrap();
-    let go_z = Tensor::randn(&[10], DType::F64, 3).unwrap();
+    let go_y = Tensor::randn_seeded(&[10], DType::F64, 2).unwrap();
+    let go_z = Tensor::randn_seeded(&[10], DType::F64, 3).unwrap();
     backward(
         &[y, z],
         &[Some(go_y.clone()), Some(go_z.clone())],
@@ -217,7 +217,7 @@ fn b03_b08_duplicate_backward_root_sums() {
     let a = randn_leaf(&[5, 5], 4);
     let b = randn_leaf(&[5, 5], 5);
     let x = a.mul(&b).unwrap();
-    let go = Tensor::randn(&[5, 5], DType::F64, 6).unwrap();
+    let go = Tensor::randn_seeded(&[5, 5], DType::F64, 6).unwrap();
     backward(
         &[x.clone(), x],
         &[Some(go.clone()), Some(go.clone())],
@@ -353,8 +353,8 @@ fn b05_input_buffer_does_not_mutate_given_gradients() {
     let mid = leaf_t.mul_scalar(1.0).unwrap();
     let out1 = mid.copy().unwrap();
     let out2 = mid.copy().unwrap();
-    let g1 = Tensor::randn(&[2, 2], DType::F64, 11).unwrap();
-    let g2 = Tensor::randn(&[2, 2], DType::F64, 12).unwrap();
+    let g1 = Tensor::randn_seeded(&[2, 2], DType::F64, 11).unwrap();
+    let g2 = Tensor::randn_seeded(&[2, 2], DType::F64, 12).unwrap();
     let (g1_orig, g2_orig) = (vals(&g1), vals(&g2));
     backward(
         &[out1, out2],
@@ -466,8 +466,8 @@ fn b08_multi_backward() {
     let q2 = q.mul_scalar(2.0).unwrap();
     let z = x.add(&y).unwrap().add(&q2).unwrap();
     let c = a.mul(&b).unwrap().add(&q2).unwrap();
-    let gz = Tensor::randn(&[5, 5], DType::F64, 18).unwrap();
-    let gc = Tensor::randn(&[5, 5], DType::F64, 19).unwrap();
+    let gz = Tensor::randn_seeded(&[5, 5], DType::F64, 18).unwrap();
+    let gc = Tensor::randn_seeded(&[5, 5], DType::F64, 19).unwrap();
     backward(
         &[z, c],
         &[Some(gz.clone()), Some(gc.clone())],

@@ -18,7 +18,7 @@ fn leaf(v: &[f64], shape: &[usize]) -> Tensor {
 }
 
 fn randn_leaf(shape: &[usize], seed: u64) -> Tensor {
-    Tensor::randn(shape, DType::F64, seed)
+    Tensor::randn_seeded(shape, DType::F64, seed)
         .unwrap()
         .requires_grad_(true)
         .unwrap()

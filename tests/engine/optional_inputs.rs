@@ -32,7 +32,7 @@ fn linear_backward(
 }
 
 fn randn(shape: &[usize], seed: u64) -> Result<Tensor> {
-    Tensor::randn(shape, DType::F64, seed)?.requires_grad_(true)
+    Tensor::randn_seeded(shape, DType::F64, seed)?.requires_grad_(true)
 }
 
 #[test]

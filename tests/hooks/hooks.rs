@@ -272,7 +272,7 @@ fn b18_grad_fn_prehooks() -> R {
     assert_close(&grad_vals(&a), &[16.0]);
 
     // A prehook returning None.
-    let a = Tensor::randn(&[3, 3], DType::F64, 7)?.requires_grad_(true)?;
+    let a = Tensor::randn_seeded(&[3, 3], DType::F64, 7)?.requires_grad_(true)?;
     let b = a.mul_scalar(2.0)?;
     let f = b.grad_fn().unwrap();
     let _ = f.register_prehook(counting_prehook(&pre_counter));
@@ -285,7 +285,7 @@ fn b18_grad_fn_prehooks() -> R {
 /// `test_grad_fn_prehooks_remove_hooks`.
 #[test]
 fn b18_grad_fn_prehooks_remove_hooks() -> R {
-    let a = Tensor::randn(&[3, 3], DType::F64, 1)?.requires_grad_(true)?;
+    let a = Tensor::randn_seeded(&[3, 3], DType::F64, 1)?.requires_grad_(true)?;
     let b = a.mul_scalar(2.0)?;
     let count = counter();
     let f = b.grad_fn().unwrap();
@@ -298,7 +298,7 @@ fn b18_grad_fn_prehooks_remove_hooks() -> R {
 
     // Removing a hook during backward: hooks registered first run first; the removal does not
     // affect the pass already running.
-    let a = Tensor::randn(&[3, 3], DType::F64, 2)?.requires_grad_(true)?;
+    let a = Tensor::randn_seeded(&[3, 3], DType::F64, 2)?.requires_grad_(true)?;
     let b = a.mul_scalar(2.0)?;
     let count = counter();
     let f = b.grad_fn().unwrap();

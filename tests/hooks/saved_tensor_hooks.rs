@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use autograd::*;
 
 fn randn(n: usize, seed: u64) -> Tensor {
-    Tensor::randn(&[n], DType::F64, seed)
+    Tensor::randn_seeded(&[n], DType::F64, seed)
         .unwrap()
         .requires_grad_(true)
         .unwrap()

@@ -373,7 +373,7 @@ fn b23_nested_anomaly_detect_nan() -> R {
     let _serial = serial();
     let size = 10;
     let rand = |seed| {
-        Tensor::rand(&[size], DType::F64, seed)
+        Tensor::rand_seeded(&[size], DType::F64, seed)
             .unwrap()
             .requires_grad_(true)
             .unwrap()
@@ -479,7 +479,7 @@ fn b23_nested_anomaly_printstack_cleanup() -> R {
         let mut node = None;
         let w = collecting_warnings(|| {
             let _anomaly = detect_anomaly();
-            let inp = Tensor::rand(&[4], DType::F64, 9)?.requires_grad_(true)?;
+            let inp = Tensor::rand_seeded(&[4], DType::F64, 9)?.requires_grad_(true)?;
             let (out, alive) = my_func_apply_tracked(&inp, true)?;
             node = Some(alive);
             let ginp = grad(&[out], &[inp], GradOptions::new().create_graph(true))?;

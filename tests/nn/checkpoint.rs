@@ -27,8 +27,8 @@ struct Mlp {
 impl Mlp {
     fn new(dtype: DType) -> Mlp {
         let mut mlp = Mlp {
-            first: Linear::new(4, 8, 11).unwrap(),
-            last: Linear::new(8, 3, 12).unwrap(),
+            first: Linear::new(4, 8).unwrap(),
+            last: Linear::new(8, 3).unwrap(),
         };
         mlp.to_dtype(dtype).unwrap();
         mlp
@@ -185,7 +185,7 @@ fn missing_unexpected_and_misshapen_keys_are_reported_in_pytorchs_words() {
     // Nothing was copied.
     assert_eq!(values(&mlp.parameters()[1]), before);
 
-    let mut layer = Linear::new(4, 8, 0).unwrap();
+    let mut layer = Linear::new(4, 8).unwrap();
     let mut only_weight = StateDict::new();
     only_weight.insert("weight", Tensor::zeros(&[8, 4], DType::F32).unwrap());
     assert_eq!(

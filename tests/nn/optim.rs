@@ -157,7 +157,7 @@ fn big_params(seed: u64) -> Vec<Tensor> {
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            Tensor::randn(s, DType::F32, seed + i as u64)
+            Tensor::randn_seeded(s, DType::F32, seed + i as u64)
                 .unwrap()
                 .requires_grad_(true)
                 .unwrap()
@@ -170,7 +170,7 @@ fn run_big(make: &dyn Fn(Vec<Tensor>, bool) -> Box<dyn Optimizer>, fused: bool) 
     let mut opt = make(params.clone(), fused);
     for t in 0..5u64 {
         for (i, p) in params.iter().enumerate() {
-            let g = Tensor::randn(p.shape(), DType::F32, 100 + 7 * t + i as u64).unwrap();
+            let g = Tensor::randn_seeded(p.shape(), DType::F32, 100 + 7 * t + i as u64).unwrap();
             p.set_grad(Some(g)).unwrap();
         }
         let before: Vec<u64> = params.iter().map(Tensor::version).collect();
@@ -240,7 +240,7 @@ fn fused_and_op_by_op_steps_agree_on_large_parameters() {
 
 #[test]
 fn fused_true_refuses_what_it_cannot_fuse_and_the_default_falls_back() {
-    let base = Tensor::randn(&[3, 4], DType::F32, 0).unwrap();
+    let base = Tensor::randn_seeded(&[3, 4], DType::F32, 0).unwrap();
     let p = base.transpose(0, 1).unwrap().requires_grad_(true).unwrap();
     p.set_grad(Some(Tensor::ones(&[4, 3], DType::F32).unwrap()))
         .unwrap();
@@ -1034,7 +1034,8 @@ fn fused_cuda_steps_match_the_fused_cpu_steps() {
             let mut opt = make(params.clone());
             for t in 0..5u64 {
                 for (i, p) in params.iter().enumerate() {
-                    let g = Tensor::randn(p.shape(), DType::F32, 100 + 7 * t + i as u64).unwrap();
+                    let g = Tensor::randn_seeded(p.shape(), DType::F32, 100 + 7 * t + i as u64)
+                        .unwrap();
                     p.set_grad(Some(g.to(device).unwrap())).unwrap();
                 }
                 opt.step().unwrap();

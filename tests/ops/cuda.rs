@@ -130,7 +130,7 @@ fn inputs(shapes: &[Vec<usize>], dtype: DType) -> Result<Vec<Tensor>> {
     shapes
         .iter()
         .enumerate()
-        .map(|(i, s)| Tensor::randn(s, DType::F64, 7 + i as u64)?.to_dtype(dtype))
+        .map(|(i, s)| Tensor::randn_seeded(s, DType::F64, 7 + i as u64)?.to_dtype(dtype))
         .collect()
 }
 
@@ -142,7 +142,7 @@ fn gradients(program: Program, cpu_inputs: &[Tensor], device: Device) -> Result<
         .collect::<Result<Vec<_>>>()?;
     let out = program(&leaves)?;
     assert_eq!(out.device(), device);
-    let weights = Tensor::randn(out.shape(), DType::F64, 99)?
+    let weights = Tensor::randn_seeded(out.shape(), DType::F64, 99)?
         .to_dtype(out.dtype())?
         .to(device)?;
     out.mul(&weights)?.sum()?.backward()?;
@@ -257,7 +257,7 @@ fn element_wise_ops_on_cuda_give_the_cpu_bits_packed_or_not() -> Result<()> {
         ("rsub_scalar", |a, _| a.rsub_scalar(1.0)),
     ];
     for dtype in [DType::F32, DType::F64] {
-        let values = |n: usize, seed: u64| Tensor::randn(&[n], dtype, seed);
+        let values = |n: usize, seed: u64| Tensor::randn_seeded(&[n], dtype, seed);
         // (what, a, b) with b broadcast or viewed as named.
         let cases: Vec<(&str, Tensor, Tensor)> = vec![
             ("dense", values(4096, 1)?, values(4096, 2)?),
@@ -564,9 +564,9 @@ fn a_derived_op_runs_on_a_device_with_the_cpu_gradients() -> Result<()> {
         gpu("a_derived_op_runs_on_a_device_with_the_cpu_gradients"),
     ];
     let hosts = [
-        Tensor::randn(&[4, 3], DType::F64, 51)?,
-        Tensor::randn(&[3, 2], DType::F64, 52)?,
-        Tensor::randn(&[2], DType::F64, 53)?,
+        Tensor::randn_seeded(&[4, 3], DType::F64, 51)?,
+        Tensor::randn_seeded(&[3, 2], DType::F64, 52)?,
+        Tensor::randn_seeded(&[2], DType::F64, 53)?,
     ];
     let gradients = |device: Device| -> Result<Vec<Vec<f64>>> {
         let inputs: Vec<Tensor> = hosts

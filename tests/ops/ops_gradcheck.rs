@@ -326,7 +326,7 @@ mod indexing_and_softmax {
     use autograd::*;
 
     fn input(shape: &[usize], seed: u64) -> Tensor {
-        Tensor::randn(shape, DType::F64, seed)
+        Tensor::randn_seeded(shape, DType::F64, seed)
             .unwrap()
             .requires_grad_(true)
             .unwrap()

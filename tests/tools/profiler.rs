@@ -33,11 +33,11 @@ fn profiled_counts(prof: &Profile) -> BTreeMap<String, usize> {
 
 /// A small MLP with an MSE loss: matmul, bias add (broadcast), relu, tanh, sub, pow, mean.
 fn mlp_loss() -> Result<Tensor> {
-    let x = Tensor::randn(&[8, 4], DType::F32, 1)?;
-    let target = Tensor::randn(&[8, 3], DType::F32, 2)?;
-    let w1 = Tensor::randn(&[4, 16], DType::F32, 3)?.requires_grad_(true)?;
+    let x = Tensor::randn_seeded(&[8, 4], DType::F32, 1)?;
+    let target = Tensor::randn_seeded(&[8, 3], DType::F32, 2)?;
+    let w1 = Tensor::randn_seeded(&[4, 16], DType::F32, 3)?.requires_grad_(true)?;
     let b1 = Tensor::zeros(&[16], DType::F32)?.requires_grad_(true)?;
-    let w2 = Tensor::randn(&[16, 3], DType::F32, 4)?.requires_grad_(true)?;
+    let w2 = Tensor::randn_seeded(&[16, 3], DType::F32, 4)?.requires_grad_(true)?;
     let b2 = Tensor::zeros(&[3], DType::F32)?.requires_grad_(true)?;
     let h = x.matmul(&w1)?.add(&b1)?.relu()?;
     let out = h.matmul(&w2)?.add(&b2)?.tanh()?;

@@ -257,8 +257,8 @@ fn double_backward_through_copy_slices_on_a_transposed_view() -> R {
 /// and second order through in-place ops on views of views.
 #[test]
 fn inplace_on_view_gradcheck_and_gradgradcheck() -> R {
-    let a = Tensor::randn(&[4, 4], DType::F64, 1)?.requires_grad_(true)?;
-    let b = Tensor::randn(&[2, 2], DType::F64, 2)?.requires_grad_(true)?;
+    let a = Tensor::randn_seeded(&[4, 4], DType::F64, 1)?.requires_grad_(true)?;
+    let b = Tensor::randn_seeded(&[2, 2], DType::F64, 2)?.requires_grad_(true)?;
     let f = |i: &[Tensor]| -> Result<Tensor> {
         let x = i[0].copy()?;
         x.narrow(1, 2, 2)?.narrow(0, 1, 2)?.mul_(&i[1])?;
@@ -267,8 +267,8 @@ fn inplace_on_view_gradcheck_and_gradgradcheck() -> R {
     };
     gradcheck(f, &[a.clone(), b.clone()])?;
     gradgradcheck(f, &[a, b.clone()])?;
-    let root = Tensor::randn(&[4, 4], DType::F64, 3)?;
-    let b = Tensor::randn(&[4, 2], DType::F64, 4)?.requires_grad_(true)?;
+    let root = Tensor::randn_seeded(&[4, 4], DType::F64, 3)?;
+    let b = Tensor::randn_seeded(&[4, 2], DType::F64, 4)?.requires_grad_(true)?;
     let x = root.copy()?;
     assert!(!x.requires_grad());
     x.narrow(1, 2, 2)?.mul_(&b)?;
@@ -334,8 +334,8 @@ fn py_add_backward(grad: &Tensor) -> (Tensor, Tensor) {
 /// through CopySlices like a built-in one; gradcheck and gradgradcheck hold.
 #[test]
 fn custom_inplace_function_on_a_view() -> R {
-    let a = Tensor::randn(&[4, 4], DType::F64, 5)?.requires_grad_(true)?;
-    let b = Tensor::randn(&[2, 2], DType::F64, 6)?.requires_grad_(true)?;
+    let a = Tensor::randn_seeded(&[4, 4], DType::F64, 5)?.requires_grad_(true)?;
+    let b = Tensor::randn_seeded(&[2, 2], DType::F64, 6)?.requires_grad_(true)?;
     let f = |i: &[Tensor]| -> Result<Tensor> {
         let x = i[0].copy()?;
         py_add(&x.narrow(1, 2, 2)?.narrow(0, 1, 2)?, &i[1])?;

@@ -264,17 +264,6 @@ pub(crate) fn on_device_thread_start(index: usize) {
     let _ = index;
 }
 
-/// Standard normal samples of `shape` from `seed`, in host memory (PyTorch's CPU generator
-/// draws every tensor's numbers on the host, whatever its device).
-pub(crate) fn host_randn<T: crate::Element>(shape: &[usize], seed: u64) -> Out {
-    cpu::dispatch::out_of(cpu::randn::<T>(shape, seed))
-}
-
-/// Samples uniform in `[0, 1)` of `shape` from `seed`, in host memory.
-pub(crate) fn host_rand<T: crate::Element>(shape: &[usize], seed: u64) -> Out {
-    cpu::dispatch::out_of(cpu::rand::<T>(shape, seed))
-}
-
 // ----- CUDA devices, for the public `cuda` module ------------------------------------------------
 
 /// The number of CUDA devices the driver reports (0 without the driver or the `cuda` feature).

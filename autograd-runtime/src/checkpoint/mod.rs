@@ -113,8 +113,8 @@ impl CheckpointOptions {
 /// use autograd_runtime::nn::{Linear, Module};
 /// use autograd_runtime::{checkpoint, CheckpointOptions, DType, Tensor};
 /// use std::sync::Arc;
-/// let layer = Arc::new(Linear::new(4, 4, 0)?);
-/// let x = Tensor::randn(&[2, 4], DType::F32, 1)?.requires_grad_(true)?;
+/// let layer = Arc::new(Linear::new(4, 4)?);
+/// let x = Tensor::randn_seeded(&[2, 4], DType::F32, 1)?.requires_grad_(true)?;
 /// for use_reentrant in [true, false] {
 ///     let l = layer.clone();
 ///     let y = checkpoint(

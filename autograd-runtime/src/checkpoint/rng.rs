@@ -3,12 +3,12 @@
 //! around the recomputation).
 //!
 //! The random draws made inside a forward are those of [`Dropout`](crate::nn::Dropout), each a
-//! position in its module's seeded sequence of masks (the module's call counter). A checkpoint
-//! *records* the positions its region draws, in order, and its recomputation *replays* them: the
-//! `k`-th draw of the recomputation gets the `k`-th recorded position, so every dropout layer draws
-//! the mask it drew in the forward. Replayed draws do not advance the modules' counters, so the
-//! recomputation leaves the random state as it found it, as `fork_rng` does: a run with checkpoints
-//! draws exactly the masks a run without them draws.
+//! mask drawn from the global generator: a draw is the generator's state just before it. A
+//! checkpoint *records* the states its region draws from, in order, and its recomputation
+//! *replays* them: the `k`-th draw of the recomputation draws from a copy of the `k`-th recorded
+//! state, so every dropout layer draws the mask it drew in the forward. Replayed draws do not
+//! advance the global generator, so the recomputation leaves the random state as it found it, as
+//! `fork_rng` does: a run with checkpoints draws exactly the masks a run without them draws.
 //!
 //! Recording and replaying nest (checkpoints inside checkpoints): a draw is served by the innermost
 //! replay, else made live, and is recorded by every recording opened above that replay.
@@ -16,14 +16,18 @@
 use std::cell::RefCell;
 use std::marker::PhantomData;
 
+use crate::random::GeneratorState;
 use crate::sync::Arc;
+
+/// One random draw: the generator's state it started from.
+pub(crate) type Draw = GeneratorState;
 
 /// The draws of one region, in order (what PyTorch's saved RNG state stands for).
 #[derive(Clone, Debug, Default)]
-pub(crate) struct RngState(Arc<[u64]>);
+pub(crate) struct RngState(Arc<[Draw]>);
 
 enum Frame {
-    Record(Vec<u64>),
+    Record(Vec<Draw>),
     Replay { draws: RngState, next: usize },
 }
 
@@ -35,7 +39,7 @@ thread_local! {
 /// The next random draw: `live()` (which advances the caller's sequence) unless a replay is open
 /// on this thread, whose next recorded draw is returned instead; every recording above the
 /// replay (or every recording, without one) records it.
-pub(crate) fn next_draw(live: impl FnOnce() -> u64) -> u64 {
+pub(crate) fn next_draw(live: impl FnOnce() -> Draw) -> Draw {
     FRAMES.with(|frames| {
         let mut frames = frames.borrow_mut();
         if frames.is_empty() {
@@ -47,7 +51,7 @@ pub(crate) fn next_draw(live: impl FnOnce() -> u64) -> u64 {
             .rposition(|f| matches!(f, Frame::Replay { .. }));
         let replayed = replay.and_then(|i| match &mut frames[i] {
             Frame::Replay { draws, next } => {
-                let v = draws.0.get(*next).copied();
+                let v = draws.0.get(*next).cloned();
                 *next += 1;
                 v
             }
@@ -58,7 +62,7 @@ pub(crate) fn next_draw(live: impl FnOnce() -> u64) -> u64 {
         let first_recorder = replay.map_or(0, |i| i + 1);
         for frame in &mut frames[first_recorder..] {
             if let Frame::Record(draws) = frame {
-                draws.push(value);
+                draws.push(value.clone());
             }
         }
         value
@@ -151,25 +155,34 @@ mod tests {
 
     #[test]
     fn replay_serves_recorded_draws_and_nested_recordings_see_them() {
-        let mut counter = 0u64;
-        let mut live = || {
-            counter += 1;
-            counter
+        let g = crate::Generator::new().manual_seed(0);
+        let states: Vec<Draw> = (0..4)
+            .map(|_| {
+                let s = g.get_state();
+                g.fill_uniform_f64(&mut [0.0], 0.0, 1.0);
+                s
+            })
+            .collect();
+        g.manual_seed(0);
+        let live = || {
+            let s = g.get_state();
+            g.fill_uniform_f64(&mut [0.0], 0.0, 1.0);
+            s
         };
         let rec = Recording::start();
-        let a = next_draw(&mut live);
-        let b = next_draw(&mut live);
+        let a = next_draw(live);
+        let b = next_draw(live);
         let state = rec.finish();
-        assert_eq!((a, b), (1, 2));
+        assert_eq!((&a, &b), (&states[0], &states[1]));
         {
             let _replay = Replay::start(&state);
             let inner = Recording::start();
-            assert_eq!(next_draw(&mut live), 1);
-            assert_eq!(next_draw(&mut live), 2);
-            // Past the recorded draws: live again.
-            assert_eq!(next_draw(&mut live), 3);
-            assert_eq!(&*inner.finish().0, &[1, 2, 3]);
+            assert_eq!(next_draw(live), states[0]);
+            assert_eq!(next_draw(live), states[1]);
+            // Past the recorded draws: live again, from where the generator stands.
+            assert_eq!(next_draw(live), states[2]);
+            assert_eq!(&*inner.finish().0, &states[..3]);
         }
-        assert_eq!(next_draw(&mut live), 4);
+        assert_eq!(next_draw(live), states[3]);
     }
 }

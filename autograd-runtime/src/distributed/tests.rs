@@ -28,7 +28,7 @@ fn mlp_params(seed: u64) -> Vec<Tensor> {
         .iter()
         .enumerate()
         .map(|(i, shape)| {
-            Tensor::randn(shape, DType::F64, seed * 10 + i as u64)
+            Tensor::randn_seeded(shape, DType::F64, seed * 10 + i as u64)
                 .unwrap()
                 .requires_grad_(true)
                 .unwrap()
@@ -45,8 +45,8 @@ fn mlp_loss(p: &[Tensor], x: &Tensor, t: &Tensor) -> Tensor {
 
 fn batch() -> (Tensor, Tensor) {
     (
-        Tensor::randn(&[GLOBAL_BATCH, 4], DType::F64, 7).unwrap(),
-        Tensor::randn(&[GLOBAL_BATCH, 2], DType::F64, 8).unwrap(),
+        Tensor::randn_seeded(&[GLOBAL_BATCH, 4], DType::F64, 7).unwrap(),
+        Tensor::randn_seeded(&[GLOBAL_BATCH, 2], DType::F64, 8).unwrap(),
     )
 }
 

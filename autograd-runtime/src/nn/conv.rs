@@ -13,8 +13,9 @@
 
 use std::fmt;
 
+use crate::nn::init;
 use crate::nn::{Module, named, visit_named};
-use crate::{DType, Error, Result, Tensor};
+use crate::{DType, Error, Generator, GeneratorState, Result, Tensor, default_generator};
 
 /// A size per spatial dim, `[height, width]`: PyTorch's `_size_2_t`, an `int` or a pair.
 ///
@@ -327,15 +328,18 @@ pub fn conv2d(
 /// [`new`](Conv2d::new) gives stride 1, padding 0, dilation 1, one group and a bias, as
 /// PyTorch's defaults; the builder methods change them. Parameters are initialised as PyTorch
 /// does (`kaiming_uniform_(a=√5)`: uniform in `±1/√fan_in` with
-/// `fan_in = in_channels / groups · kh · kw`, the same bound for the bias), from the seed, in f32
-/// on the CPU.
+/// `fan_in = in_channels / groups · kh · kw`, then the bias in the same bound), from the global
+/// generator, in f32 on the CPU: after [`manual_seed`](crate::manual_seed) they are PyTorch's
+/// (the builder options that change the parameters, [`groups`](Conv2d::groups) and
+/// [`without_bias`](Conv2d::without_bias), draw them again from where [`new`](Conv2d::new)
+/// started, so the generator ends where PyTorch's does).
 ///
 /// # Examples
 ///
 /// ```
 /// use autograd_runtime::nn::{Conv2d, Module};
 /// use autograd_runtime::{DType, Tensor};
-/// let conv = Conv2d::new(3, 8, 3, 0)?.stride(2).padding(1);
+/// let conv = Conv2d::new(3, 8, 3)?.stride(2).padding(1);
 /// assert_eq!(conv.weight().shape(), &[8, 3, 3, 3]);
 /// let y = conv.forward(&Tensor::zeros(&[4, 3, 16, 16], DType::F32)?)?;
 /// assert_eq!(y.shape(), &[4, 8, 8, 8]);
@@ -354,14 +358,19 @@ pub struct Conv2d {
     padding: Size2,
     dilation: Size2,
     groups: usize,
-    /// The seed the parameters came from, so that [`Conv2d::groups`] draws the parameters a
-    /// layer built with that option from the start would have.
-    seed: u64,
+    /// The generator the parameters came from and its state before, so that
+    /// [`Conv2d::groups`] and [`Conv2d::without_bias`] draw the parameters a layer built with
+    /// those options from the start would have.
+    drawn_from: (Generator, GeneratorState),
+    /// The generator's state after the weight was drawn, where [`Conv2d::without_bias`] sets
+    /// it back.
+    after_weight: GeneratorState,
 }
 
 impl Conv2d {
     /// A layer from `in_channels` to `out_channels` channels with a `kernel_size` kernel,
-    /// stride 1, no padding, one group and a bias, initialised from `seed`.
+    /// stride 1, no padding, one group and a bias, initialised from the global generator
+    /// (PyTorch's `nn.Conv2d(in_channels, out_channels, kernel_size)`).
     ///
     /// # Errors
     ///
@@ -371,7 +380,7 @@ impl Conv2d {
     ///
     /// ```
     /// use autograd_runtime::nn::Conv2d;
-    /// let conv = Conv2d::new(1, 16, (3, 5), 7)?;
+    /// let conv = Conv2d::new(1, 16, (3, 5))?;
     /// assert_eq!(conv.weight().shape(), &[16, 1, 3, 5]);
     /// assert_eq!(conv.bias().unwrap().shape(), &[16]);
     /// # Ok::<(), autograd_runtime::Error>(())
@@ -380,10 +389,11 @@ impl Conv2d {
         in_channels: usize,
         out_channels: usize,
         kernel_size: impl Into<Size2>,
-        seed: u64,
     ) -> Result<Conv2d> {
         let kernel_size = kernel_size.into();
-        let (weight, bias) = init(in_channels, out_channels, kernel_size, 1, true, seed)?;
+        let generator = default_generator();
+        let before = generator.get_state();
+        let (weight, bias, after_weight) = init(in_channels, out_channels, kernel_size, 1, true)?;
         Ok(Conv2d {
             weight,
             bias,
@@ -394,7 +404,8 @@ impl Conv2d {
             padding: Size2([0, 0]),
             dilation: Size2([1, 1]),
             groups: 1,
-            seed,
+            drawn_from: (generator, before),
+            after_weight,
         })
     }
 
@@ -406,7 +417,7 @@ impl Conv2d {
     /// ```
     /// use autograd_runtime::nn::{Conv2d, Module};
     /// use autograd_runtime::{DType, Tensor};
-    /// let conv = Conv2d::new(1, 1, 2, 0)?.stride((1, 2));
+    /// let conv = Conv2d::new(1, 1, 2)?.stride((1, 2));
     /// assert_eq!(conv.forward(&Tensor::zeros(&[1, 1, 4, 4], DType::F32)?)?.shape(), &[1, 1, 3, 2]);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
@@ -424,7 +435,7 @@ impl Conv2d {
     /// ```
     /// use autograd_runtime::nn::{Conv2d, Module};
     /// use autograd_runtime::{DType, Tensor};
-    /// let conv = Conv2d::new(1, 1, 3, 0)?.padding(1);
+    /// let conv = Conv2d::new(1, 1, 3)?.padding(1);
     /// assert_eq!(conv.forward(&Tensor::zeros(&[1, 1, 5, 5], DType::F32)?)?.shape(), &[1, 1, 5, 5]);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
@@ -441,7 +452,7 @@ impl Conv2d {
     /// ```
     /// use autograd_runtime::nn::{Conv2d, Module};
     /// use autograd_runtime::{DType, Tensor};
-    /// let conv = Conv2d::new(1, 1, 3, 0)?.dilation(2); // covers 5×5
+    /// let conv = Conv2d::new(1, 1, 3)?.dilation(2); // covers 5×5
     /// assert_eq!(conv.forward(&Tensor::zeros(&[1, 1, 6, 6], DType::F32)?)?.shape(), &[1, 1, 2, 2]);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
@@ -453,8 +464,9 @@ impl Conv2d {
 
     /// The same layer split into `groups` independent convolutions (PyTorch's `groups=`): the
     /// weight becomes `[out_channels, in_channels / groups, kh, kw]` and both parameters are
-    /// drawn again from the layer's seed with the new `fan_in`, exactly as a layer built with
-    /// these options from the start.
+    /// drawn again with the new `fan_in` from the generator state [`new`](Conv2d::new) started
+    /// from, exactly as PyTorch's layer built with these options (draws made in between are
+    /// drawn again).
     ///
     /// # Errors
     ///
@@ -465,10 +477,10 @@ impl Conv2d {
     ///
     /// ```
     /// use autograd_runtime::nn::Conv2d;
-    /// let conv = Conv2d::new(4, 6, 3, 0)?.groups(2)?;
+    /// let conv = Conv2d::new(4, 6, 3)?.groups(2)?;
     /// assert_eq!(conv.weight().shape(), &[6, 2, 3, 3]);
     /// assert_eq!(
-    ///     Conv2d::new(3, 6, 3, 0)?.groups(2).unwrap_err().to_string(),
+    ///     Conv2d::new(3, 6, 3)?.groups(2).unwrap_err().to_string(),
     ///     "in_channels must be divisible by groups"
     /// );
     /// # Ok::<(), autograd_runtime::Error>(())
@@ -489,17 +501,9 @@ impl Conv2d {
                 "out_channels must be divisible by groups".into(),
             ));
         }
-        let (weight, bias) = init(
-            self.in_channels,
-            self.out_channels,
-            self.kernel_size,
-            groups,
-            self.bias.is_some(),
-            self.seed,
-        )?;
-        self.weight = weight;
-        self.bias = bias;
         self.groups = groups;
+        let bias = self.bias.is_some();
+        self.redraw(bias)?;
         Ok(self)
     }
 
@@ -509,15 +513,35 @@ impl Conv2d {
     ///
     /// ```
     /// use autograd_runtime::nn::{Conv2d, Module};
-    /// let conv = Conv2d::new(1, 4, 3, 0)?.without_bias();
+    /// let conv = Conv2d::new(1, 4, 3)?.without_bias();
     /// assert!(conv.bias().is_none());
     /// assert_eq!(conv.named_parameters().len(), 1);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     #[must_use]
     pub fn without_bias(mut self) -> Conv2d {
-        self.bias = None;
+        if self.bias.take().is_some() {
+            // PyTorch's layer without a bias draws no bias: undo its draws.
+            self.drawn_from.0.set_state(&self.after_weight);
+        }
         self
+    }
+
+    /// Draws the parameters again for the current options from the state [`Conv2d::new`]
+    /// started from.
+    fn redraw(&mut self, bias: bool) -> Result<()> {
+        self.drawn_from.0.set_state(&self.drawn_from.1);
+        let (weight, b, after_weight) = init(
+            self.in_channels,
+            self.out_channels,
+            self.kernel_size,
+            self.groups,
+            bias,
+        )?;
+        self.weight = weight;
+        self.bias = b;
+        self.after_weight = after_weight;
+        Ok(())
     }
 
     /// The weight, `[out_channels, in_channels / groups, kh, kw]`.
@@ -526,7 +550,7 @@ impl Conv2d {
     ///
     /// ```
     /// use autograd_runtime::nn::Conv2d;
-    /// let conv = Conv2d::new(6, 9, (3, 1), 0)?.groups(3)?;
+    /// let conv = Conv2d::new(6, 9, (3, 1))?.groups(3)?;
     /// assert_eq!(conv.weight().shape(), &[9, 2, 3, 1]);
     /// assert!(conv.weight().requires_grad());
     /// # Ok::<(), autograd_runtime::Error>(())
@@ -541,7 +565,7 @@ impl Conv2d {
     ///
     /// ```
     /// use autograd_runtime::nn::Conv2d;
-    /// let conv = Conv2d::new(1, 4, 3, 0)?;
+    /// let conv = Conv2d::new(1, 4, 3)?;
     /// // PyTorch's default init: uniform in ±1/√fan_in, fan_in = 1·3·3.
     /// let b = conv.bias().unwrap().to_vec::<f32>()?;
     /// assert!(b.iter().all(|v| v.abs() <= 1.0 / 3.0));
@@ -583,31 +607,38 @@ impl Module for Conv2d {
     }
 }
 
-/// PyTorch's default `Conv2d` initialisation: `kaiming_uniform_(a=√5)` on the weight, which is
-/// uniform in `±1/√fan_in` (`fan_in = in_channels / groups · kh · kw`), and the same bound for
-/// the bias; the weight from `seed`, the bias from `seed + 1`, f32 leaves that require grad.
+/// PyTorch's default `Conv2d` initialisation from the global generator: `kaiming_uniform_(a=√5)`
+/// on the weight, which is uniform in `±1/√fan_in` (`fan_in = in_channels / groups · kh · kw`),
+/// then the bias uniform in `±1/√fan_in`; f32 leaves that require grad, and the generator's state
+/// between the two.
 fn init(
     in_channels: usize,
     out_channels: usize,
     Size2([kh, kw]): Size2,
     groups: usize,
     bias: bool,
-    seed: u64,
-) -> Result<(Tensor, Option<Tensor>)> {
+) -> Result<(Tensor, Option<Tensor>, GeneratorState)> {
     let per_group = in_channels / groups;
-    let fan_in = per_group * kh * kw;
-    let bound = 1.0 / (fan_in.max(1) as f64).sqrt();
-    let uniform = |shape: &[usize], seed| -> Result<Tensor> {
-        Tensor::rand(shape, DType::F32, seed)?
-            .mul_scalar(2.0 * bound)?
-            .add_scalar(-bound)?
-            .requires_grad_(true)
-    };
-    let weight = uniform(&[out_channels, per_group, kh, kw], seed)?;
+    let weight = Tensor::zeros(&[out_channels, per_group, kh, kw], DType::F32)?;
+    init::kaiming_uniform_(
+        &weight,
+        5f64.sqrt(),
+        init::FanMode::FanIn,
+        init::Nonlinearity::LeakyRelu,
+    )?;
+    let after_weight = default_generator().get_state();
     let bias = if bias {
-        Some(uniform(&[out_channels], seed.wrapping_add(1))?)
+        let fan_in = per_group * kh * kw;
+        let bound = if fan_in > 0 {
+            1.0 / (fan_in as f64).sqrt()
+        } else {
+            0.0
+        };
+        let b = Tensor::zeros(&[out_channels], DType::F32)?;
+        init::uniform_(&b, -bound, bound)?;
+        Some(b.requires_grad_(true)?)
     } else {
         None
     };
-    Ok((weight, bias))
+    Ok((weight.requires_grad_(true)?, bias, after_weight))
 }

@@ -1,22 +1,20 @@
-//! `Dropout`: PyTorch's inverted dropout, seeded, with a new mask at every call.
+//! `Dropout`: PyTorch's inverted dropout, its masks PyTorch's `bernoulli_` stream.
 
 use crate::error::py_float;
 use crate::nn::{Module, parameterless};
-use crate::sync::Ordering;
-use crate::sync::statics::AtomicU64;
-use crate::{DType, Error, Result, Tensor};
+use crate::{DType, Error, Generator, Result, Tensor, default_generator};
 
 /// In training mode, zeroes each element with probability `p` and scales the others by
 /// `1/(1-p)` (PyTorch's `nn.Dropout`, inverted dropout); in evaluation mode, passes the input
-/// through. Each call draws a new mask: the masks are a deterministic sequence from the seed
-/// (a call counter, shared safely between threads, picks the next one).
+/// through. Each call draws a new mask from the global generator, as PyTorch's does (after
+/// [`manual_seed`](crate::manual_seed), the masks are PyTorch's: see [`dropout`]).
 ///
 /// # Examples
 ///
 /// ```
 /// use autograd_runtime::nn::{Dropout, Module};
 /// use autograd_runtime::{DType, Tensor};
-/// let mut drop = Dropout::new(0.5, 0)?;
+/// let mut drop = Dropout::new(0.5)?;
 /// let x = Tensor::ones(&[1000], DType::F32)?;
 /// let y = drop.forward(&x)?.to_vec::<f32>()?;
 /// assert!(y.iter().all(|&v| v == 0.0 || v == 2.0));
@@ -27,10 +25,6 @@ use crate::{DType, Error, Result, Tensor};
 #[derive(Debug)]
 pub struct Dropout {
     p: f64,
-    seed: u64,
-    /// The number of masks drawn so far; each forward in training mode takes the next value
-    /// (`Relaxed`: it only has to hand out distinct values, it publishes nothing).
-    calls: AtomicU64,
     training: bool,
 }
 
@@ -46,7 +40,7 @@ fn check_p(p: f64) -> Result<()> {
 }
 
 impl Dropout {
-    /// Dropout with probability `p`, masks drawn from `seed`.
+    /// Dropout with probability `p` (PyTorch's `nn.Dropout(p)`).
     ///
     /// # Errors
     ///
@@ -56,17 +50,12 @@ impl Dropout {
     ///
     /// ```
     /// use autograd_runtime::nn::Dropout;
-    /// let err = Dropout::new(1.5, 0).unwrap_err();
+    /// let err = Dropout::new(1.5).unwrap_err();
     /// assert_eq!(err.to_string(), "dropout probability has to be between 0 and 1, but got 1.5");
     /// ```
-    pub fn new(p: f64, seed: u64) -> Result<Dropout> {
+    pub fn new(p: f64) -> Result<Dropout> {
         check_p(p)?;
-        Ok(Dropout {
-            p,
-            seed,
-            calls: AtomicU64::new(0),
-            training: true,
-        })
+        Ok(Dropout { p, training: true })
     }
 
     /// The probability of an element being zeroed.
@@ -77,17 +66,7 @@ impl Dropout {
 
 impl Module for Dropout {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
-        if !self.training || self.p == 0.0 {
-            return Ok(input.clone());
-        }
-        // Through the checkpoint's record of random draws: a recomputed region draws the masks
-        // its forward drew (`checkpoint/rng.rs`).
-        let call = crate::checkpoint::rng::next_draw(|| self.calls.fetch_add(1, Ordering::Relaxed));
-        let seed = self
-            .seed
-            .wrapping_add(call.wrapping_mul(0x9e37_79b9_7f4a_7c15))
-            .rotate_left(17);
-        dropout(input, self.p, true, seed)
+        dropout(input, self.p, self.training)
     }
 
     parameterless!();
@@ -101,10 +80,16 @@ impl Module for Dropout {
     }
 }
 
-/// Dropout as a function (PyTorch's `F.dropout(x, p, training)`), the mask drawn from `seed`:
-/// with `training`, each element is zeroed with probability `p` and the others scaled by
-/// `1/(1-p)`; `p = 1` gives zeros; without `training` (or with `p = 0`) the input is returned.
-/// The gradient flows through the kept elements, scaled the same way.
+/// Dropout as a function (PyTorch's `F.dropout(x, p, training)`), the mask drawn from the
+/// global generator: with `training`, each element is kept with probability `1 - p` and scaled
+/// by `1/(1-p)`, the others zeroed; `p = 1` gives zeros; without `training` (or with `p = 0`) the
+/// input is returned and nothing is drawn. The gradient flows through the kept elements, scaled
+/// the same way.
+///
+/// The mask is PyTorch's `empty_like(x).bernoulli_(1 - p)` on the CPU (one 53-bit uniform per
+/// element, in C order), so after [`manual_seed`](crate::manual_seed) the masks are PyTorch's,
+/// as its portable kernel draws them. Inside a checkpointed region, the recomputation draws the
+/// masks the forward drew.
 ///
 /// # Errors
 ///
@@ -114,13 +99,41 @@ impl Module for Dropout {
 ///
 /// ```
 /// use autograd_runtime::nn::functional::dropout;
-/// use autograd_runtime::{DType, Tensor};
-/// let x = Tensor::ones(&[4], DType::F64)?;
-/// assert_eq!(dropout(&x, 1.0, true, 0)?.to_vec::<f64>()?, vec![0.0; 4]);
-/// assert!(dropout(&x, 0.3, false, 0)?.is_same(&x));
+/// use autograd_runtime::{DType, Tensor, manual_seed};
+/// let x = Tensor::ones(&[6], DType::F32)?;
+/// manual_seed(0);
+/// let y = dropout(&x, 0.5, true)?.to_vec::<f32>()?;
+/// assert_eq!(y, vec![0.0, 0.0, 2.0, 0.0, 0.0, 0.0]); // torch.manual_seed(0); F.dropout(x, 0.5)
+/// assert_eq!(dropout(&x, 1.0, true)?.to_vec::<f32>()?, vec![0.0; 6]);
+/// assert!(dropout(&x, 0.3, false)?.is_same(&x));
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-pub fn dropout(input: &Tensor, p: f64, training: bool, seed: u64) -> Result<Tensor> {
+pub fn dropout(input: &Tensor, p: f64, training: bool) -> Result<Tensor> {
+    dropout_with(input, p, training, &default_generator())
+}
+
+/// [`dropout`] drawing its mask from `generator`.
+///
+/// # Errors
+///
+/// As [`dropout`].
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::functional::dropout_with;
+/// use autograd_runtime::{DType, Generator, Tensor};
+/// let x = Tensor::ones(&[1000], DType::F64)?;
+/// let y = dropout_with(&x, 0.25, true, &Generator::new().manual_seed(1))?.to_vec::<f64>()?;
+/// assert!(y.iter().all(|&v| v == 0.0 || v == 1.0 / 0.75));
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn dropout_with(
+    input: &Tensor,
+    p: f64,
+    training: bool,
+    generator: &Generator,
+) -> Result<Tensor> {
     check_p(p)?;
     if !training || p == 0.0 {
         return Ok(input.clone());
@@ -128,14 +141,31 @@ pub fn dropout(input: &Tensor, p: f64, training: bool, seed: u64) -> Result<Tens
     if p == 1.0 {
         return input.mul_scalar(0.0);
     }
-    let scale = 1.0 / (1.0 - p);
-    let mask: Vec<f64> = Tensor::rand(input.shape(), DType::F64, seed)?
-        .to_vec::<f64>()?
-        .into_iter()
-        .map(|u| if u < 1.0 - p { scale } else { 0.0 })
-        .collect();
-    let mask = Tensor::from_vec(mask, input.shape())?
-        .to_dtype(input.dtype())?
-        .to(input.device())?;
-    input.mul(&mask)
+    let n = input.numel();
+    // Through the checkpoint's record of random draws: a recomputed region draws the masks its
+    // forward drew (`checkpoint/rng.rs`).
+    let mut live = None;
+    let state = crate::checkpoint::rng::next_draw(|| {
+        let (state, keep) = generator.bernoulli(n, 1.0 - p);
+        live = Some(keep);
+        state
+    });
+    let keep = match live {
+        Some(keep) => keep,
+        None => Generator::from_state(&state).bernoulli(n, 1.0 - p).1,
+    };
+    // PyTorch's `noise.div_(1 - p)`, in the input's dtype.
+    let mask = match input.dtype() {
+        DType::F32 => {
+            let scale = 1.0f32 / (1.0 - p) as f32;
+            let v = keep.iter().map(|&k| if k { scale } else { 0.0 }).collect();
+            Tensor::from_vec::<f32>(v, input.shape())?
+        }
+        DType::F64 => {
+            let scale = 1.0 / (1.0 - p);
+            let v = keep.iter().map(|&k| if k { scale } else { 0.0 }).collect();
+            Tensor::from_vec::<f64>(v, input.shape())?
+        }
+    };
+    input.mul(&mask.to(input.device())?)
 }

@@ -5,7 +5,8 @@ use crate::nn::Module;
 use crate::{DType, Error, Result, Tensor};
 
 /// A table of `num_embeddings` vectors of size `embedding_dim` (PyTorch's `nn.Embedding`):
-/// the weight `[num_embeddings, embedding_dim]` is initialised `N(0, 1)` from the seed, and
+/// the weight `[num_embeddings, embedding_dim]` is initialised `N(0, 1)` from the global
+/// generator (PyTorch's `normal_`, so PyTorch's values after [`manual_seed`](crate::manual_seed)), and
 /// forward maps indices of any shape `S` to their rows, `S + [embedding_dim]`.
 ///
 /// [`Module::forward`] takes the indices as a float tensor of integral values (the library's
@@ -17,7 +18,7 @@ use crate::{DType, Error, Result, Tensor};
 /// ```
 /// use autograd_runtime::nn::{Embedding, Module};
 /// use autograd_runtime::Tensor;
-/// let emb = Embedding::new(10, 3, 0)?;
+/// let emb = Embedding::new(10, 3)?;
 /// let y = emb.forward(&Tensor::from_vec(vec![1.0f32, 4.0, 4.0, 9.0], &[2, 2])?)?;
 /// assert_eq!(y.shape(), &[2, 2, 3]);
 /// let err = emb.forward_indices(&[10], &[1]).unwrap_err();
@@ -31,15 +32,16 @@ pub struct Embedding {
 }
 
 impl Embedding {
-    /// A table of `num_embeddings` rows of `embedding_dim` values, `N(0, 1)` from `seed`, in
-    /// f32 on the CPU.
+    /// A table of `num_embeddings` rows of `embedding_dim` values, `N(0, 1)` from the global
+    /// generator as PyTorch's `nn.Embedding(num_embeddings, embedding_dim)`, in f32 on the CPU.
     ///
     /// # Errors
     ///
     /// Allocation errors only.
-    pub fn new(num_embeddings: usize, embedding_dim: usize, seed: u64) -> Result<Embedding> {
-        let weight = Tensor::randn(&[num_embeddings, embedding_dim], DType::F32, seed)?
-            .requires_grad_(true)?;
+    pub fn new(num_embeddings: usize, embedding_dim: usize) -> Result<Embedding> {
+        let weight = Tensor::zeros(&[num_embeddings, embedding_dim], DType::F32)?;
+        crate::nn::init::normal_(&weight, 0.0, 1.0)?;
+        let weight = weight.requires_grad_(true)?;
         Ok(Embedding {
             weight,
             padding_idx: None,
@@ -58,7 +60,7 @@ impl Embedding {
     /// ```
     /// use autograd_runtime::nn::{Embedding, Module};
     /// use autograd_runtime::Tensor;
-    /// let emb = Embedding::new(4, 2, 0)?.with_padding_idx(0)?;
+    /// let emb = Embedding::new(4, 2)?.with_padding_idx(0)?;
     /// let y = emb.forward_indices(&[0, 2], &[2])?;
     /// assert_eq!(&y.to_vec::<f32>()?[..2], &[0.0, 0.0]);
     /// y.sum()?.backward()?;

@@ -3,7 +3,7 @@
 
 pub use super::activation::{gelu, leaky_relu, log_softmax, relu, softmax};
 pub use super::conv::conv2d;
-pub use super::dropout::dropout;
+pub use super::dropout::{dropout, dropout_with};
 pub use super::layer_norm::layer_norm;
 pub use super::loss::{
     BceWithLogitsOptions, CrossEntropyOptions, NllLossOptions, Reduction,

@@ -1,25 +1,28 @@
-//! PyTorch's initialisers (`torch.nn.init`): in-place fills of a tensor from an explicit seed.
+//! PyTorch's initialisers (`torch.nn.init`): in-place fills of a tensor, the random ones from
+//! PyTorch's streams.
 //!
 //! Each function writes its values into the tensor in place (under [`no_grad`], with
 //! [`copy_`](Tensor::copy_)), so a parameter keeps its identity and stays a leaf that requires
-//! grad. There is no global random generator: every random fill takes a `seed`, and the same
-//! seed gives the same values. The formulas for the bounds and standard deviations
-//! ([`calculate_gain`], [`calculate_fan_in_and_fan_out`]) are PyTorch's, so the distributions
-//! are the same as PyTorch's (not the samples: the generators differ).
+//! grad. The random fills draw from the global generator ([`manual_seed`](crate::manual_seed)),
+//! or from an explicit [`Generator`] in the `_with` forms, exactly as PyTorch's do: the same
+//! seed gives PyTorch's CPU values in f32 and f64, and the bounds and standard deviations
+//! ([`calculate_gain`], [`calculate_fan_in_and_fan_out`]) are computed as PyTorch computes them.
 //!
 //! ```
 //! use autograd_runtime::nn::init::{self, FanMode, Nonlinearity};
-//! use autograd_runtime::{DType, Tensor};
+//! use autograd_runtime::{DType, Tensor, manual_seed};
 //!
+//! manual_seed(0);
 //! let w = Tensor::zeros(&[64, 32, 3, 3], DType::F32)?.requires_grad_(true)?;
-//! init::kaiming_uniform_(&w, 5f64.sqrt(), FanMode::FanIn, Nonlinearity::LeakyRelu, 0)?;
+//! init::kaiming_uniform_(&w, 5f64.sqrt(), FanMode::FanIn, Nonlinearity::LeakyRelu)?;
 //! let bound = 1.0 / (32.0f32 * 9.0).sqrt();       // PyTorch's Conv2d default
 //! assert!(w.to_vec::<f32>()?.iter().all(|x| x.abs() <= bound));
 //! assert!(w.is_leaf() && w.requires_grad());
 //! # Ok::<(), autograd_runtime::Error>(())
 //! ```
 
-use crate::{Error, Result, Tensor, no_grad};
+use crate::tensor::Samples;
+use crate::{Error, Generator, Result, Tensor, default_generator, no_grad};
 
 /// The nonlinearity a layer's output goes through, for [`calculate_gain`] (PyTorch's string
 /// argument `nonlinearity`, as an enum).
@@ -128,16 +131,16 @@ pub fn calculate_fan_in_and_fan_out(shape: &[usize]) -> Result<(usize, usize)> {
     Ok((shape[1] * receptive, shape[0] * receptive))
 }
 
-/// Writes `values` (a CPU f64 tensor of `tensor`'s shape) into `tensor`, converted to its dtype
-/// and device, without recording.
+/// Writes `values` (a CPU tensor of `tensor`'s shape and dtype) into `tensor`, on its device,
+/// without recording.
 fn fill_from(tensor: &Tensor, values: &Tensor) -> Result<()> {
     let _no_grad = no_grad();
-    tensor.copy_(&values.to_dtype(tensor.dtype())?.to(tensor.device())?)?;
+    tensor.copy_(&values.to(tensor.device())?)?;
     Ok(())
 }
 
-/// Fills `tensor` with samples uniform in `[low, high)` (PyTorch's `uniform_(a, b)`), from
-/// `seed`.
+/// Fills `tensor` with samples uniform in `[low, high)` drawn from the global generator
+/// (PyTorch's `uniform_(tensor, a, b)`).
 ///
 /// # Errors
 ///
@@ -147,24 +150,54 @@ fn fill_from(tensor: &Tensor, values: &Tensor) -> Result<()> {
 ///
 /// ```
 /// use autograd_runtime::nn::init;
-/// use autograd_runtime::{DType, Tensor};
+/// use autograd_runtime::{DType, Tensor, manual_seed};
+/// manual_seed(0);
+/// let t = Tensor::zeros(&[2], DType::F32)?;
+/// init::uniform_(&t, -2.0, 3.0)?;
+/// assert_eq!(t.to_vec::<f32>()?, vec![0.48128295, 1.8411090]); // torch.empty(2).uniform_(-2, 3)
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn uniform_(tensor: &Tensor, low: f64, high: f64) -> Result<&Tensor> {
+    uniform_with(tensor, low, high, &default_generator())
+}
+
+/// [`uniform_`] drawing from `generator` (PyTorch's `generator=` argument).
+///
+/// # Errors
+///
+/// As [`uniform_`].
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::init;
+/// use autograd_runtime::{DType, Generator, Tensor};
 /// let t = Tensor::zeros(&[100], DType::F64)?;
-/// init::uniform_(&t, -2.0, 3.0, 1)?;
+/// init::uniform_with(&t, -2.0, 3.0, &Generator::new().manual_seed(1))?;
 /// assert!(t.to_vec::<f64>()?.iter().all(|x| (-2.0..3.0).contains(x)));
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-pub fn uniform_(tensor: &Tensor, low: f64, high: f64, seed: u64) -> Result<&Tensor> {
+pub fn uniform_with<'t>(
+    tensor: &'t Tensor,
+    low: f64,
+    high: f64,
+    generator: &Generator,
+) -> Result<&'t Tensor> {
     if low > high {
         return Err(Error::InvalidArgument(format!(
             "uniform_ expects to return a [from, to) range, but found from={low} > to={high}"
         )));
     }
-    let u = Tensor::rand(tensor.shape(), crate::DType::F64, seed)?;
-    fill_from(tensor, &u.mul_scalar(high - low)?.add_scalar(low)?)?;
+    let values = Tensor::random("uniform_", tensor.shape(), tensor.dtype(), |v| match v {
+        Samples::F32(v) => generator.fill_uniform_f32(v, low, high),
+        Samples::F64(v) => generator.fill_uniform_f64(v, low, high),
+    })?;
+    fill_from(tensor, &values)?;
     Ok(tensor)
 }
 
-/// Fills `tensor` with samples of `N(mean, std²)` (PyTorch's `normal_`), from `seed`.
+/// Fills `tensor` with samples of `N(mean, std²)` drawn from the global generator (PyTorch's
+/// `normal_(tensor, mean, std)`).
 ///
 /// # Errors
 ///
@@ -174,21 +207,51 @@ pub fn uniform_(tensor: &Tensor, low: f64, high: f64, seed: u64) -> Result<&Tens
 ///
 /// ```
 /// use autograd_runtime::nn::init;
-/// use autograd_runtime::{DType, Tensor};
+/// use autograd_runtime::{DType, Tensor, manual_seed};
+/// manual_seed(0);
+/// let t = Tensor::zeros(&[2], DType::F64)?;
+/// init::normal_(&t, 1.0, 0.5)?;
+/// assert_eq!(t.to_vec::<f64>()?, vec![1.7704980541220217, 0.8532855471195269]);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn normal_(tensor: &Tensor, mean: f64, std: f64) -> Result<&Tensor> {
+    normal_with(tensor, mean, std, &default_generator())
+}
+
+/// [`normal_`] drawing from `generator` (PyTorch's `generator=` argument).
+///
+/// # Errors
+///
+/// As [`normal_`].
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::init;
+/// use autograd_runtime::{DType, Generator, Tensor};
 /// let t = Tensor::zeros(&[10_000], DType::F64)?;
-/// init::normal_(&t, 1.0, 0.5, 3)?;
+/// init::normal_with(&t, 1.0, 0.5, &Generator::new().manual_seed(3))?;
 /// let mean = t.mean()?.item::<f64>()?;
 /// assert!((mean - 1.0).abs() < 0.02);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-pub fn normal_(tensor: &Tensor, mean: f64, std: f64, seed: u64) -> Result<&Tensor> {
+pub fn normal_with<'t>(
+    tensor: &'t Tensor,
+    mean: f64,
+    std: f64,
+    generator: &Generator,
+) -> Result<&'t Tensor> {
     if std < 0.0 {
         return Err(Error::InvalidArgument(format!(
             "normal expects std >= 0.0, but found std {std}"
         )));
     }
-    let n = Tensor::randn(tensor.shape(), crate::DType::F64, seed)?;
-    fill_from(tensor, &n.mul_scalar(std)?.add_scalar(mean)?)?;
+    let contiguous = tensor.is_contiguous();
+    let values = Tensor::random("normal_", tensor.shape(), tensor.dtype(), |v| match v {
+        Samples::F32(v) => generator.fill_normal_f32(v, mean, std, contiguous),
+        Samples::F64(v) => generator.fill_normal_f64(v, mean, std, contiguous),
+    })?;
+    fill_from(tensor, &values)?;
     Ok(tensor)
 }
 
@@ -271,13 +334,38 @@ fn xavier_std(shape: &[usize], gain: f64) -> Result<f64> {
 /// use autograd_runtime::nn::init;
 /// use autograd_runtime::{DType, Tensor};
 /// let w = Tensor::zeros(&[20, 10], DType::F64)?;
-/// init::xavier_uniform_(&w, 1.0, 0)?;
+/// init::xavier_uniform_(&w, 1.0)?;
 /// assert!(w.to_vec::<f64>()?.iter().all(|x| x.abs() <= (6.0f64 / 30.0).sqrt()));
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-pub fn xavier_uniform_(tensor: &Tensor, gain: f64, seed: u64) -> Result<&Tensor> {
+pub fn xavier_uniform_(tensor: &Tensor, gain: f64) -> Result<&Tensor> {
+    xavier_uniform_with(tensor, gain, &default_generator())
+}
+
+/// [`xavier_uniform_`] drawing from `generator` (PyTorch's `generator=` argument).
+///
+/// # Errors
+///
+/// As [`xavier_uniform_`].
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::init;
+/// use autograd_runtime::{DType, Generator, Tensor};
+/// let (a, b) = (Tensor::zeros(&[4, 3], DType::F32)?, Tensor::zeros(&[4, 3], DType::F32)?);
+/// init::xavier_uniform_with(&a, 1.0, &Generator::new().manual_seed(2))?;
+/// init::xavier_uniform_with(&b, 1.0, &Generator::new().manual_seed(2))?;
+/// assert_eq!(a.to_vec::<f32>()?, b.to_vec::<f32>()?);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn xavier_uniform_with<'t>(
+    tensor: &'t Tensor,
+    gain: f64,
+    generator: &Generator,
+) -> Result<&'t Tensor> {
     let bound = 3f64.sqrt() * xavier_std(tensor.shape(), gain)?;
-    uniform_(tensor, -bound, bound, seed)
+    uniform_with(tensor, -bound, bound, generator)
 }
 
 /// Glorot initialisation (PyTorch's `xavier_normal_`): `N(0, gain² · 2 / (fan_in + fan_out))`.
@@ -292,14 +380,38 @@ pub fn xavier_uniform_(tensor: &Tensor, gain: f64, seed: u64) -> Result<&Tensor>
 /// use autograd_runtime::nn::init;
 /// use autograd_runtime::{DType, Tensor};
 /// let w = Tensor::zeros(&[200, 100], DType::F64)?;
-/// init::xavier_normal_(&w, 1.0, 0)?;
+/// init::xavier_normal_(&w, 1.0)?;
 /// let var = w.mul(&w)?.mean()?.item::<f64>()?;
 /// assert!((var / (2.0 / 300.0) - 1.0).abs() < 0.05);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-pub fn xavier_normal_(tensor: &Tensor, gain: f64, seed: u64) -> Result<&Tensor> {
+pub fn xavier_normal_(tensor: &Tensor, gain: f64) -> Result<&Tensor> {
+    xavier_normal_with(tensor, gain, &default_generator())
+}
+
+/// [`xavier_normal_`] drawing from `generator` (PyTorch's `generator=` argument).
+///
+/// # Errors
+///
+/// As [`xavier_normal_`].
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::init;
+/// use autograd_runtime::{DType, Generator, Tensor};
+/// let w = Tensor::zeros(&[4, 3], DType::F64)?;
+/// init::xavier_normal_with(&w, 1.0, &Generator::new().manual_seed(2))?;
+/// assert!(w.to_vec::<f64>()?.iter().all(|x| x.is_finite()));
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn xavier_normal_with<'t>(
+    tensor: &'t Tensor,
+    gain: f64,
+    generator: &Generator,
+) -> Result<&'t Tensor> {
     let std = xavier_std(tensor.shape(), gain)?;
-    normal_(tensor, 0.0, std, seed)
+    normal_with(tensor, 0.0, std, generator)
 }
 
 /// The standard deviation of the Kaiming initialisers, `gain / √fan`, or `None` for a tensor
@@ -338,7 +450,7 @@ fn kaiming_std(
 /// use autograd_runtime::nn::init::{self, FanMode, Nonlinearity};
 /// use autograd_runtime::{DType, Tensor};
 /// let w = Tensor::zeros(&[30, 12], DType::F64)?;
-/// init::kaiming_uniform_(&w, 0.0, FanMode::FanIn, Nonlinearity::Relu, 4)?;
+/// init::kaiming_uniform_(&w, 0.0, FanMode::FanIn, Nonlinearity::Relu)?;
 /// assert!(w.to_vec::<f64>()?.iter().all(|x| x.abs() <= (6.0f64 / 12.0).sqrt()));
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
@@ -347,12 +459,38 @@ pub fn kaiming_uniform_(
     a: f64,
     mode: FanMode,
     nonlinearity: Nonlinearity,
-    seed: u64,
 ) -> Result<&Tensor> {
+    kaiming_uniform_with(tensor, a, mode, nonlinearity, &default_generator())
+}
+
+/// [`kaiming_uniform_`] drawing from `generator` (PyTorch's `generator=` argument).
+///
+/// # Errors
+///
+/// As [`kaiming_uniform_`].
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::init::{self, FanMode, Nonlinearity};
+/// use autograd_runtime::{DType, Generator, Tensor};
+/// let w = Tensor::zeros(&[30, 12], DType::F32)?;
+/// let g = Generator::new().manual_seed(4);
+/// init::kaiming_uniform_with(&w, 0.0, FanMode::FanIn, Nonlinearity::Relu, &g)?;
+/// assert!(w.to_vec::<f32>()?.iter().all(|x| x.abs() <= (6.0f32 / 12.0).sqrt()));
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn kaiming_uniform_with<'t>(
+    tensor: &'t Tensor,
+    a: f64,
+    mode: FanMode,
+    nonlinearity: Nonlinearity,
+    generator: &Generator,
+) -> Result<&'t Tensor> {
     match kaiming_std(tensor, a, mode, nonlinearity)? {
         Some(std) => {
             let bound = 3f64.sqrt() * std;
-            uniform_(tensor, -bound, bound, seed)
+            uniform_with(tensor, -bound, bound, generator)
         }
         None => Ok(tensor),
     }
@@ -371,7 +509,7 @@ pub fn kaiming_uniform_(
 /// use autograd_runtime::nn::init::{self, FanMode, Nonlinearity};
 /// use autograd_runtime::{DType, Tensor};
 /// let w = Tensor::zeros(&[100, 50, 2, 2], DType::F64)?;
-/// init::kaiming_normal_(&w, 0.0, FanMode::FanOut, Nonlinearity::Relu, 4)?;
+/// init::kaiming_normal_(&w, 0.0, FanMode::FanOut, Nonlinearity::Relu)?;
 /// let var = w.mul(&w)?.mean()?.item::<f64>()?;
 /// assert!((var / (2.0 / 400.0) - 1.0).abs() < 0.05);
 /// # Ok::<(), autograd_runtime::Error>(())
@@ -381,10 +519,36 @@ pub fn kaiming_normal_(
     a: f64,
     mode: FanMode,
     nonlinearity: Nonlinearity,
-    seed: u64,
 ) -> Result<&Tensor> {
+    kaiming_normal_with(tensor, a, mode, nonlinearity, &default_generator())
+}
+
+/// [`kaiming_normal_`] drawing from `generator` (PyTorch's `generator=` argument).
+///
+/// # Errors
+///
+/// As [`kaiming_normal_`].
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::init::{self, FanMode, Nonlinearity};
+/// use autograd_runtime::{DType, Generator, Tensor};
+/// let w = Tensor::zeros(&[30, 12], DType::F64)?;
+/// let g = Generator::new().manual_seed(4);
+/// init::kaiming_normal_with(&w, 0.0, FanMode::FanIn, Nonlinearity::Relu, &g)?;
+/// assert!(w.to_vec::<f64>()?.iter().any(|&x| x != 0.0));
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn kaiming_normal_with<'t>(
+    tensor: &'t Tensor,
+    a: f64,
+    mode: FanMode,
+    nonlinearity: Nonlinearity,
+    generator: &Generator,
+) -> Result<&'t Tensor> {
     match kaiming_std(tensor, a, mode, nonlinearity)? {
-        Some(std) => normal_(tensor, 0.0, std, seed),
+        Some(std) => normal_with(tensor, 0.0, std, generator),
         None => Ok(tensor),
     }
 }

@@ -7,14 +7,17 @@ use crate::{DType, Error, Result, Tensor};
 /// `nn.Linear`, same layout, so state dicts carry over).
 ///
 /// Initialised as PyTorch does (`kaiming_uniform_(a=√5)` for the weight, which is uniform in
-/// `±1/√in_features`, and the same bound for the bias), from `seed`, in f32 on the CPU.
+/// `±1/√in_features`, then the bias uniform in the same bound), from the global generator, in
+/// f32 on the CPU: after [`manual_seed`](crate::manual_seed) the parameters are PyTorch's.
 ///
 /// # Examples
 ///
 /// ```
 /// use autograd_runtime::nn::{Linear, Module};
-/// use autograd_runtime::{DType, Tensor};
-/// let layer = Linear::new(3, 2, 7)?;
+/// use autograd_runtime::{DType, Tensor, manual_seed};
+/// manual_seed(0);
+/// let layer = Linear::new(3, 2)?; // torch.manual_seed(0); nn.Linear(3, 2)
+/// assert_eq!(layer.weight().to_vec::<f32>()?[0], -0.004322517663240433f64 as f32);
 /// assert_eq!(layer.weight().shape(), &[2, 3]);
 /// let y = layer.forward(&Tensor::zeros(&[5, 3], DType::F32)?)?;
 /// assert_eq!(y.shape(), &[5, 2]);
@@ -27,22 +30,22 @@ pub struct Linear {
 }
 
 impl Linear {
-    /// A layer with a bias, initialised from `seed` as PyTorch's `nn.Linear(in_features,
-    /// out_features)`: the weight by [`init::kaiming_uniform_`] with `a = √5` (uniform in
-    /// `±1/√in_features`), the bias uniform in `±1/√in_features` (from `seed + 1`).
+    /// A layer with a bias, initialised as PyTorch's `nn.Linear(in_features, out_features)`
+    /// from the global generator: the weight by [`init::kaiming_uniform_`] with `a = √5`
+    /// (uniform in `±1/√in_features`), then the bias uniform in `±1/√in_features`.
     ///
     /// # Errors
     ///
     /// Allocation errors only.
-    pub fn new(in_features: usize, out_features: usize, seed: u64) -> Result<Linear> {
-        let mut layer = Linear::no_bias(in_features, out_features, seed)?;
+    pub fn new(in_features: usize, out_features: usize) -> Result<Linear> {
+        let mut layer = Linear::no_bias(in_features, out_features)?;
         let bias = Tensor::zeros(&[out_features], DType::F32)?;
         let bound = if in_features > 0 {
             1.0 / (in_features as f64).sqrt()
         } else {
             0.0
         };
-        init::uniform_(&bias, -bound, bound, seed.wrapping_add(1))?;
+        init::uniform_(&bias, -bound, bound)?;
         layer.bias = Some(bias.requires_grad_(true)?);
         Ok(layer)
     }
@@ -58,19 +61,18 @@ impl Linear {
     ///
     /// ```
     /// use autograd_runtime::nn::{Linear, Module};
-    /// let layer = Linear::no_bias(3, 2, 0)?;
+    /// let layer = Linear::no_bias(3, 2)?;
     /// assert!(layer.bias().is_none());
     /// assert_eq!(layer.named_parameters().len(), 1);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn no_bias(in_features: usize, out_features: usize, seed: u64) -> Result<Linear> {
+    pub fn no_bias(in_features: usize, out_features: usize) -> Result<Linear> {
         let weight = Tensor::zeros(&[out_features, in_features], DType::F32)?;
         init::kaiming_uniform_(
             &weight,
             5f64.sqrt(),
             init::FanMode::FanIn,
             init::Nonlinearity::LeakyRelu,
-            seed,
         )?;
         Ok(Linear {
             weight: weight.requires_grad_(true)?,

@@ -7,9 +7,10 @@
 //!
 //! ```
 //! use autograd_runtime::nn::{Linear, Module};
-//! use autograd_runtime::{DType, Tensor};
+//! use autograd_runtime::{DType, Tensor, manual_seed};
 //!
-//! let layer = Linear::new(4, 3, 0)?;                 // seed 0: PyTorch's default init, seeded
+//! manual_seed(0);
+//! let layer = Linear::new(4, 3)?;                    // torch.manual_seed(0); nn.Linear(4, 3)
 //! let y = layer.forward(&Tensor::ones(&[2, 4], DType::F32)?)?;
 //! assert_eq!(y.shape(), &[2, 3]);
 //! let names: Vec<String> = layer.named_parameters().into_iter().map(|(n, _)| n).collect();
@@ -18,15 +19,16 @@
 //! ```
 //!
 //! Layers: [`Linear`], [`Sequential`], [`Conv2d`], [`MaxPool2d`], [`AvgPool2d`], [`Flatten`],
-//! [`Embedding`], [`LayerNorm`], [`Dropout`] (seeded);
+//! [`Embedding`], [`LayerNorm`], [`Dropout`];
 //! activations [`Relu`], [`Tanh`], [`Sigmoid`], [`Gelu`], [`LeakyRelu`], [`Softmax`],
 //! [`LogSoftmax`], [`Identity`]. Losses in [`functional`]: `cross_entropy` (label smoothing,
 //! ignore index, class weights), `nll_loss`, `mse_loss`, `binary_cross_entropy_with_logits`,
 //! and as values that keep their options: [`CrossEntropyLoss`], [`NllLoss`], [`MseLoss`],
 //! [`BceWithLogitsLoss`].
 //! Initialisers in [`init`]: `uniform_`, `normal_`, `constant_`, `zeros_`, `ones_`,
-//! `xavier_uniform_`, `xavier_normal_`, `kaiming_uniform_`, `kaiming_normal_`, every random one
-//! seeded explicitly.
+//! `xavier_uniform_`, `xavier_normal_`, `kaiming_uniform_`, `kaiming_normal_`. Every random draw
+//! (initialisation, dropout masks) comes from the global generator as PyTorch's does, so after
+//! [`manual_seed`](crate::manual_seed) a model starts from PyTorch's weights.
 
 use std::fmt;
 
@@ -106,7 +108,7 @@ use crate::{DType, Device, Error, Result, StateDict, Tensor, no_grad};
 ///     }
 /// }
 ///
-/// let mut model = TwoLayers { fc1: Linear::new(4, 8, 0)?, fc2: Linear::new(8, 2, 1)? };
+/// let mut model = TwoLayers { fc1: Linear::new(4, 8)?, fc2: Linear::new(8, 2)? };
 /// let keys: Vec<String> = model.state_dict().keys().map(String::from).collect();
 /// assert_eq!(keys, ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]);
 /// model.to_dtype(DType::F64)?;                          // every parameter, still a leaf

@@ -40,13 +40,13 @@
 //! use autograd_runtime::optim::{Adam, AdamOptions, Optimizer, clip_grad_norm_};
 //! use autograd_runtime::{DType, Tensor};
 //!
-//! let model = Linear::new(3, 1, 0)?;
+//! let model = Linear::new(3, 1)?;
 //! let mut opt = Adam::new(model.parameters(), AdamOptions::default().lr(0.1))?;
 //! let warmup = LinearLR::new(&mut opt, 0.1, 1.0, 5)?;
 //! let cosine = CosineAnnealingLR::new(&mut opt, 195, 0.0)?;
 //! let mut sched = SequentialLR::new(&mut opt, vec![Box::new(warmup), Box::new(cosine)], vec![5])?;
 //!
-//! let x = Tensor::randn(&[16, 3], DType::F32, 1)?;
+//! let x = Tensor::randn_seeded(&[16, 3], DType::F32, 1)?;
 //! let target = x.matmul(&Tensor::from_vec(vec![1.0f32, -2.0, 0.5], &[3, 1])?)?.add_scalar(0.3)?;
 //! let mut first = None;
 //! let mut loss_value = 0.0;

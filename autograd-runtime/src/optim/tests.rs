@@ -15,7 +15,7 @@ fn params(dtype: DType, seed: u64) -> Vec<Tensor> {
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            Tensor::randn(s, dtype, seed + i as u64)
+            Tensor::randn_seeded(s, dtype, seed + i as u64)
                 .unwrap()
                 .requires_grad_(true)
                 .unwrap()
@@ -25,7 +25,7 @@ fn params(dtype: DType, seed: u64) -> Vec<Tensor> {
 
 fn set_grads(params: &[Tensor], t: u64) {
     for (i, p) in params.iter().enumerate() {
-        let g = Tensor::randn(p.shape(), p.dtype(), 1000 + 10 * t + i as u64).unwrap();
+        let g = Tensor::randn_seeded(p.shape(), p.dtype(), 1000 + 10 * t + i as u64).unwrap();
         p.set_grad(Some(g)).unwrap();
     }
 }

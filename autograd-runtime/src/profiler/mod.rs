@@ -45,7 +45,7 @@ use crate::sync::{Arc, Mutex};
 ///
 /// ```
 /// use autograd_runtime::{profiler, DType, Tensor};
-/// let w = Tensor::randn(&[3, 2], DType::F32, 0)?.requires_grad_(true)?;
+/// let w = Tensor::randn_seeded(&[3, 2], DType::F32, 0)?.requires_grad_(true)?;
 /// let loss = Tensor::ones(&[4, 3], DType::F32)?.matmul(&w)?.tanh()?.sum()?;
 /// let (result, prof) = profiler::profile(|| loss.backward());
 /// result?;

@@ -427,18 +427,6 @@ pub(crate) fn full(shape: &[usize], value: f64, dtype: DType, device: Device) ->
     Ok(wrap(backend::full(shape, value, dtype, device)?, device))
 }
 
-/// Standard normal samples of `shape` from `seed`, as a CPU tensor.
-pub(crate) fn randn<T: Element>(shape: &[usize], seed: u64) -> Tensor {
-    let out = backend::host_randn::<T>(shape, seed);
-    wrap(out, Device::Cpu)
-}
-
-/// Samples uniform in `[0, 1)` of `shape` from `seed`, as a CPU tensor.
-pub(crate) fn rand<T: Element>(shape: &[usize], seed: u64) -> Tensor {
-    let out = backend::host_rand::<T>(shape, seed);
-    wrap(out, Device::Cpu)
-}
-
 /// Runs `f` on host tensor `t`'s elements (read-locked) if they are of type `T`, else
 /// [`Error::WrongDType`].
 pub(crate) fn read_host<T: Element, R>(

@@ -295,7 +295,57 @@ impl Tensor {
         Tensor::full(shape, 1.0, dtype)
     }
 
-    /// Standard-normal samples from a deterministic generator seeded with `seed`.
+    /// Standard-normal samples drawn from the global generator (PyTorch's `torch.randn`): after
+    /// [`manual_seed`](crate::manual_seed)`(s)` the values are PyTorch's CPU values for seed
+    /// `s`, in f32 and f64. A CPU tensor.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tensor::full`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Tensor, manual_seed};
+    /// manual_seed(0);
+    /// let x = Tensor::randn(&[2], DType::F64)?.to_vec::<f64>()?;
+    /// assert_eq!(x, vec![1.5409961082440433, -0.2934289057609464]); // torch.randn(2, dtype=float64)
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn randn(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Tensor::randn_with(shape, dtype, &crate::default_generator())
+    }
+
+    /// Standard-normal samples drawn from `generator` (PyTorch's `torch.randn(..,
+    /// generator=g)`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Tensor::full`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Generator, Tensor};
+    /// let g = Generator::new().manual_seed(0);
+    /// let x = Tensor::randn_with(&[2], DType::F32, &g)?.to_vec::<f32>()?;
+    /// assert_eq!(x, vec![1.5409961, -0.29342890]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn randn_with(
+        shape: &[usize],
+        dtype: DType,
+        generator: &crate::Generator,
+    ) -> Result<Tensor> {
+        Tensor::random("randn", shape, dtype, |v| match v {
+            Samples::F32(v) => generator.fill_normal_f32(v, 0.0, 1.0, true),
+            Samples::F64(v) => generator.fill_normal_f64(v, 0.0, 1.0, true),
+        })
+    }
+
+    /// Standard-normal samples from a fresh generator seeded with `seed`: PyTorch's
+    /// `torch.randn(shape, generator=torch.Generator().manual_seed(seed))`. Leaves the global
+    /// generator alone, so tests running in parallel stay deterministic.
     ///
     /// # Errors
     ///
@@ -305,39 +355,102 @@ impl Tensor {
     ///
     /// ```
     /// use autograd_runtime::{DType, Tensor};
-    /// let a = Tensor::randn(&[4], DType::F64, 7)?;
-    /// let b = Tensor::randn(&[4], DType::F64, 7)?;
+    /// let a = Tensor::randn_seeded(&[4], DType::F64, 7)?;
+    /// let b = Tensor::randn_seeded(&[4], DType::F64, 7)?;
     /// assert_eq!(a.to_vec::<f64>()?, b.to_vec::<f64>()?);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn randn(shape: &[usize], dtype: DType, seed: u64) -> Result<Tensor> {
-        let n = layout::checked_numel("randn", shape)?;
-        layout::check_alloc("randn", n, dtype.size_of())?;
-        Ok(match dtype {
-            DType::F32 => kernels::randn::<f32>(shape, seed),
-            DType::F64 => kernels::randn::<f64>(shape, seed),
+    pub fn randn_seeded(shape: &[usize], dtype: DType, seed: u64) -> Result<Tensor> {
+        Tensor::randn_with(shape, dtype, &crate::Generator::new().manual_seed(seed))
+    }
+
+    /// Samples uniform in `[0, 1)` drawn from the global generator (PyTorch's `torch.rand`),
+    /// PyTorch's CPU values after [`manual_seed`](crate::manual_seed). A CPU tensor.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tensor::full`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Tensor, manual_seed};
+    /// manual_seed(0);
+    /// let u = Tensor::rand(&[3], DType::F32)?.to_vec::<f32>()?;
+    /// assert_eq!(u, vec![0.49625659, 0.76822180, 0.088477433]); // torch.rand(3)
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn rand(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Tensor::rand_with(shape, dtype, &crate::default_generator())
+    }
+
+    /// Samples uniform in `[0, 1)` drawn from `generator` (PyTorch's `torch.rand(..,
+    /// generator=g)`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Tensor::full`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Generator, Tensor};
+    /// let g = Generator::new().manual_seed(3);
+    /// let u = Tensor::rand_with(&[1000], DType::F32, &g)?.to_vec::<f32>()?;
+    /// assert!(u.iter().all(|&x| (0.0..1.0).contains(&x)));
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn rand_with(
+        shape: &[usize],
+        dtype: DType,
+        generator: &crate::Generator,
+    ) -> Result<Tensor> {
+        Tensor::random("rand", shape, dtype, |v| match v {
+            Samples::F32(v) => generator.fill_uniform_f32(v, 0.0, 1.0),
+            Samples::F64(v) => generator.fill_uniform_f64(v, 0.0, 1.0),
         })
     }
 
-    /// A CPU tensor of samples uniform in `[0, 1)` (PyTorch's `torch.rand`), deterministic in
-    /// `seed` as [`randn`](Tensor::randn) is.
+    /// Samples uniform in `[0, 1)` from a fresh generator seeded with `seed`, as
+    /// [`randn_seeded`](Tensor::randn_seeded).
+    ///
+    /// # Errors
+    ///
+    /// As [`Tensor::full`].
     ///
     /// # Examples
     ///
     /// ```
     /// use autograd_runtime::{DType, Tensor};
-    /// let u = Tensor::rand(&[1000], DType::F32, 3)?.to_vec::<f32>()?;
-    /// assert!(u.iter().all(|&x| (0.0..1.0).contains(&x)));
-    /// assert_eq!(u, Tensor::rand(&[1000], DType::F32, 3)?.to_vec::<f32>()?);
+    /// let u = Tensor::rand_seeded(&[2], DType::F64, 0)?.to_vec::<f64>()?;
+    /// assert_eq!(u, vec![0.9700530018065531, 0.707819864399788]);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn rand(shape: &[usize], dtype: DType, seed: u64) -> Result<Tensor> {
-        let n = layout::checked_numel("rand", shape)?;
-        layout::check_alloc("rand", n, dtype.size_of())?;
-        Ok(match dtype {
-            DType::F32 => kernels::rand::<f32>(shape, seed),
-            DType::F64 => kernels::rand::<f64>(shape, seed),
-        })
+    pub fn rand_seeded(shape: &[usize], dtype: DType, seed: u64) -> Result<Tensor> {
+        Tensor::rand_with(shape, dtype, &crate::Generator::new().manual_seed(seed))
+    }
+
+    /// A new CPU tensor of `shape` and `dtype` whose elements `fill` writes (in C order).
+    pub(crate) fn random(
+        op: &'static str,
+        shape: &[usize],
+        dtype: DType,
+        fill: impl FnOnce(Samples<'_>),
+    ) -> Result<Tensor> {
+        let n = layout::checked_numel(op, shape)?;
+        layout::check_alloc(op, n, dtype.size_of())?;
+        match dtype {
+            DType::F32 => {
+                let mut v = vec![0f32; n];
+                fill(Samples::F32(&mut v));
+                Tensor::from_vec(v, shape)
+            }
+            DType::F64 => {
+                let mut v = vec![0f64; n];
+                fill(Samples::F64(&mut v));
+                Tensor::from_vec(v, shape)
+            }
+        }
     }
 
     /// Zeros with this tensor's shape, dtype and device.
@@ -642,6 +755,14 @@ impl fmt::Debug for TensorImpl {
             .field("dtype", &self.dtype)
             .finish_non_exhaustive()
     }
+}
+
+/// The elements a random constructor fills, by dtype.
+pub(crate) enum Samples<'a> {
+    /// An f32 tensor's elements.
+    F32(&'a mut [f32]),
+    /// An f64 tensor's elements.
+    F64(&'a mut [f64]),
 }
 
 #[cfg(test)]

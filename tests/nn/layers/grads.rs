@@ -159,11 +159,11 @@ fn layers_and_losses_on_cuda_match_the_cpu() -> Result<()> {
     let gpu = autograd::Device::Cuda(0);
     let build = || -> Result<Sequential> {
         let mut m = Sequential::new()
-            .add(Linear::new(4, 8, 0)?)
+            .add(Linear::new(4, 8)?)
             .add(Gelu::new())
             .add(LayerNorm::new(&[8])?)
-            .add(Dropout::new(0.5, 3)?)
-            .add(Linear::new(8, 3, 1)?);
+            .add(Dropout::new(0.5)?)
+            .add(Linear::new(8, 3)?);
         m.to_dtype(DType::F64)?;
         Ok(m)
     };
@@ -197,7 +197,7 @@ fn layers_and_losses_on_cuda_match_the_cpu() -> Result<()> {
             &p.grad().unwrap().to_vec::<f64>()?,
         );
     }
-    let mut emb = Embedding::new(6, 3, 0)?.with_padding_idx(1)?;
+    let mut emb = Embedding::new(6, 3)?.with_padding_idx(1)?;
     let rows = emb.forward_indices(&[1, 4, 4], &[3])?.to_vec::<f32>()?;
     emb.to(gpu)?;
     let idx = Tensor::from_vec(vec![1.0f32, 4.0, 4.0], &[3])?.to(gpu)?;

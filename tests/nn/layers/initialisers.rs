@@ -79,11 +79,11 @@ fn kaiming_and_xavier_use_pytorchs_bounds_and_stds() -> Result<()> {
             Tensor::zeros(&shape, DType::F64)?,
             Tensor::zeros(&shape, DType::F64)?,
         );
-        init::kaiming_uniform_(&got, a, mode, nl, seed)?;
-        init::uniform_(&want, -bound, bound, seed)?;
+        init::kaiming_uniform_(&got, a, mode, nl)?;
+        init::uniform_(&want, -bound, bound)?;
         same(&format!("kaiming_uniform_ {case}"), &got, &want);
-        init::kaiming_normal_(&got, a, mode, nl, seed)?;
-        init::normal_(&want, 0.0, std, seed)?;
+        init::kaiming_normal_(&got, a, mode, nl)?;
+        init::normal_(&want, 0.0, std)?;
         same(&format!("kaiming_normal_ {case}"), &got, &want);
     }
     for (k, case) in rec["xavier"].as_array().unwrap().iter().enumerate() {
@@ -97,11 +97,11 @@ fn kaiming_and_xavier_use_pytorchs_bounds_and_stds() -> Result<()> {
             Tensor::zeros(&shape, DType::F64)?,
             Tensor::zeros(&shape, DType::F64)?,
         );
-        init::xavier_uniform_(&got, gain, k as u64)?;
-        init::uniform_(&want, -bound, bound, k as u64)?;
+        init::xavier_uniform_(&got, gain)?;
+        init::uniform_(&want, -bound, bound)?;
         same(&format!("xavier_uniform_ {case}"), &got, &want);
-        init::xavier_normal_(&got, gain, k as u64)?;
-        init::normal_(&want, 0.0, std, k as u64)?;
+        init::xavier_normal_(&got, gain)?;
+        init::normal_(&want, 0.0, std)?;
         same(&format!("xavier_normal_ {case}"), &got, &want);
     }
     Ok(())
@@ -121,14 +121,14 @@ fn initialisers_sample_the_right_distributions() -> Result<()> {
     // [out 256, in 64, 3, 3]: fan_in 576, fan_out 2304.
     let shape = [256, 64, 3, 3];
     let w = Tensor::zeros(&shape, DType::F32)?.requires_grad_(true)?;
-    init::kaiming_uniform_(&w, 0.0, FanMode::FanIn, Nonlinearity::Relu, 1)?;
+    init::kaiming_uniform_(&w, 0.0, FanMode::FanIn, Nonlinearity::Relu)?;
     assert!(w.is_leaf() && w.requires_grad());
     let bound = (6.0f64 / 576.0).sqrt();
     let (mean, std, max) = mean_std(&w);
     assert!(max <= bound && max > 0.999 * bound, "{max} vs {bound}");
     assert!(mean.abs() < 0.005 * bound && (std / (bound / 3f64.sqrt()) - 1.0).abs() < 0.01);
 
-    init::kaiming_normal_(&w, 0.0, FanMode::FanOut, Nonlinearity::Relu, 2)?;
+    init::kaiming_normal_(&w, 0.0, FanMode::FanOut, Nonlinearity::Relu)?;
     let (mean, std, _) = mean_std(&w);
     let want = (2.0f64 / 2304.0).sqrt();
     assert!(
@@ -136,12 +136,12 @@ fn initialisers_sample_the_right_distributions() -> Result<()> {
         "{std} vs {want}"
     );
 
-    init::xavier_uniform_(&w, 1.0, 3)?;
+    init::xavier_uniform_(&w, 1.0)?;
     let (_, std, max) = mean_std(&w);
     let bound = (6.0f64 / (576.0 + 2304.0)).sqrt();
     assert!(max <= bound && (std / (bound / 3f64.sqrt()) - 1.0).abs() < 0.01);
 
-    init::normal_(&w, 2.0, 0.5, 4)?;
+    init::normal_(&w, 2.0, 0.5)?;
     let (mean, std, _) = mean_std(&w);
     assert!((mean - 2.0).abs() < 0.005 && (std - 0.5).abs() < 0.005);
     init::constant_(&w, 0.75)?;
@@ -150,8 +150,8 @@ fn initialisers_sample_the_right_distributions() -> Result<()> {
     assert_eq!(mean_std(&w).2, 0.0);
     init::ones_(&w)?;
     assert_eq!(mean_std(&w), (1.0, 0.0, 1.0));
-    assert!(init::uniform_(&w, 1.0, 0.0, 0).is_err());
-    assert!(init::normal_(&w, 0.0, -1.0, 0).is_err());
+    assert!(init::uniform_(&w, 1.0, 0.0).is_err());
+    assert!(init::normal_(&w, 0.0, -1.0).is_err());
     Ok(())
 }
 
@@ -165,11 +165,11 @@ fn linear_default_init_is_pytorchs() -> Result<()> {
         let wb = case["weight"].as_f64().unwrap();
         let bb = case["bias"].as_f64().unwrap();
         let seed = 11;
-        let layer = Linear::new(fan_in, fan_out, seed)?;
+        let layer = Linear::new(fan_in, fan_out)?;
         let want_w = Tensor::zeros(&[fan_out, fan_in], DType::F32)?;
-        init::uniform_(&want_w, -wb, wb, seed)?;
+        init::uniform_(&want_w, -wb, wb)?;
         let want_b = Tensor::zeros(&[fan_out], DType::F32)?;
-        init::uniform_(&want_b, -bb, bb, seed + 1)?;
+        init::uniform_(&want_b, -bb, bb)?;
         assert_eq!(layer.weight().to_vec::<f32>()?, want_w.to_vec::<f32>()?);
         assert_eq!(
             layer.bias().unwrap().to_vec::<f32>()?,

@@ -44,7 +44,7 @@ fn linear_matches_pytorch() -> Result<()> {
     check_grad("linear", "weight", &weight)?;
     check_grad("linear", "bias", &bias)?;
     assert_eq!(names(&layer), ["weight", "bias"]);
-    assert_eq!(names(&Linear::no_bias(4, 3, 0)?), ["weight"]);
+    assert_eq!(names(&Linear::no_bias(4, 3)?), ["weight"]);
     assert!(Linear::from_parts(weight.clone(), Some(f64_tensor(vec![0.0; 4], &[4]))).is_err());
     assert!(Linear::from_parts(f64_tensor(vec![0.0; 4], &[4]), None).is_err());
     Ok(())
@@ -103,7 +103,7 @@ fn embedding_matches_pytorch_with_and_without_padding() -> Result<()> {
         check_grad(name, "weight", emb.weight())?;
     }
     // A new table: N(0, 1) rows, the padding row zeroed.
-    let emb = Embedding::new(1000, 10, 3)?.with_padding_idx(2)?;
+    let emb = Embedding::new(1000, 10)?.with_padding_idx(2)?;
     let w = emb.weight().to_vec::<f32>()?;
     assert_eq!(&w[20..30], &[0.0; 10]);
     let mean = w.iter().map(|&v| f64::from(v)).sum::<f64>() / w.len() as f64;
@@ -121,7 +121,7 @@ fn embedding_matches_pytorch_with_and_without_padding() -> Result<()> {
 
 #[test]
 fn embedding_errors_are_pytorchs() -> Result<()> {
-    let emb = Embedding::new(6, 3, 0)?;
+    let emb = Embedding::new(6, 3)?;
     let err = emb
         .forward(&Tensor::from_vec(vec![6.0f32], &[1])?)
         .unwrap_err();
@@ -131,7 +131,7 @@ fn embedding_errors_are_pytorchs() -> Result<()> {
         .unwrap_err();
     assert_eq!(err.to_string(), error_text("embedding_oob"));
     assert!(emb.forward(&Tensor::from_vec(vec![1.5f32], &[1])?).is_err());
-    let err = Embedding::new(6, 3, 0)?.with_padding_idx(6).unwrap_err();
+    let err = Embedding::new(6, 3)?.with_padding_idx(6).unwrap_err();
     assert_eq!(err.to_string(), error_text("padding_idx"));
     Ok(())
 }
@@ -140,13 +140,13 @@ fn embedding_errors_are_pytorchs() -> Result<()> {
 
 fn mlp() -> Result<Sequential> {
     Ok(Sequential::new()
-        .add(Linear::new(4, 8, 0)?)
+        .add(Linear::new(4, 8)?)
         .add(Relu)
-        .add(Dropout::new(0.1, 1)?)
-        .add(Linear::new(8, 3, 2)?)
+        .add(Dropout::new(0.1)?)
+        .add(Linear::new(8, 3)?)
         .add(Tanh)
         .add(LayerNorm::new(&[3])?)
-        .add(Linear::no_bias(3, 2, 3)?))
+        .add(Linear::no_bias(3, 2)?))
 }
 
 #[test]
@@ -212,7 +212,7 @@ fn sequential_indexing_and_modes_reach_children() -> Result<()> {
     // A layer appended to a container in eval mode keeps its own mode, as in PyTorch.
     let mut frozen = Sequential::new();
     frozen.eval();
-    frozen.push(Box::new(Dropout::new(0.5, 0)?));
+    frozen.push(Box::new(Dropout::new(0.5)?));
     assert!(!frozen.is_training() && frozen[0].is_training());
     frozen.eval();
     assert!(!frozen[0].is_training());
@@ -226,7 +226,7 @@ fn sequential_indexing_and_modes_reach_children() -> Result<()> {
 #[test]
 fn dropout_zeroes_with_probability_p_and_scales_the_rest() -> Result<()> {
     let p = 0.3;
-    let drop = Dropout::new(p, 42)?;
+    let drop = Dropout::new(p)?;
     let x = Tensor::ones(&[100_000], DType::F64)?.requires_grad_(true)?;
     let y = drop.forward(&x)?;
     let values = y.to_vec::<f64>()?;
@@ -240,7 +240,7 @@ fn dropout_zeroes_with_probability_p_and_scales_the_rest() -> Result<()> {
     // A new mask each call; the same sequence from the same seed.
     let second = drop.forward(&x)?.to_vec::<f64>()?;
     assert_ne!(values, second);
-    let again = Dropout::new(p, 42)?;
+    let again = Dropout::new(p)?;
     assert_eq!(again.forward(&x)?.to_vec::<f64>()?, values);
     assert_eq!(again.forward(&x)?.to_vec::<f64>()?, second);
     Ok(())
@@ -249,21 +249,21 @@ fn dropout_zeroes_with_probability_p_and_scales_the_rest() -> Result<()> {
 #[test]
 fn dropout_is_the_identity_in_eval_and_for_p_0_and_zeros_for_p_1() -> Result<()> {
     let x = Tensor::from_vec(vec![1.0f32, -2.0, 3.0], &[3])?.requires_grad_(true)?;
-    let mut drop = Dropout::new(0.5, 0)?;
+    let mut drop = Dropout::new(0.5)?;
     drop.eval();
     assert!(drop.forward(&x)?.is_same(&x));
-    assert!(Dropout::new(0.0, 0)?.forward(&x)?.is_same(&x));
-    let y = Dropout::new(1.0, 0)?.forward(&x)?;
+    assert!(Dropout::new(0.0)?.forward(&x)?.is_same(&x));
+    let y = Dropout::new(1.0)?.forward(&x)?;
     assert_eq!(y.to_vec::<f32>()?, vec![0.0; 3]);
     y.sum()?.backward()?;
     assert_eq!(x.grad().unwrap().to_vec::<f32>()?, vec![0.0; 3]);
     assert!(F::dropout(&x, 0.7, false, 3)?.is_same(&x));
-    let err = Dropout::new(1.5, 0).unwrap_err();
+    let err = Dropout::new(1.5).unwrap_err();
     assert_eq!(err.to_string(), error_text("dropout_p"));
     let err = F::dropout(&x, -0.25, true, 0).unwrap_err();
     assert_eq!(err.to_string(), error_text("dropout_p_neg"));
     // Python's spelling of the float.
-    let err = Dropout::new(2.0, 0).unwrap_err();
+    let err = Dropout::new(2.0).unwrap_err();
     assert_eq!(err.to_string(), error_text("dropout_p_2"));
     let err = F::dropout(&x, -1e-5, true, 0).unwrap_err();
     assert_eq!(err.to_string(), error_text("dropout_p_tiny"));
@@ -273,7 +273,7 @@ fn dropout_is_the_identity_in_eval_and_for_p_0_and_zeros_for_p_1() -> Result<()>
 
 #[test]
 fn dropout_shared_between_threads_draws_distinct_masks() -> Result<()> {
-    let drop = Dropout::new(0.5, 9)?;
+    let drop = Dropout::new(0.5)?;
     let x = Tensor::ones(&[256], DType::F32)?;
     let masks: Vec<Vec<f32>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..4)

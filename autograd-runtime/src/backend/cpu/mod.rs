@@ -25,6 +25,7 @@ mod matmul;
 mod movement;
 pub(crate) mod optim;
 pub(crate) mod parallel;
+#[cfg(test)]
 mod random;
 mod reduce;
 pub(crate) mod vmath;
@@ -41,7 +42,8 @@ pub(crate) use formulas::erf_f64;
 pub(crate) use matmul::matmul;
 pub(crate) use movement::to_contiguous;
 pub use parallel::{num_threads, set_num_threads};
-pub(crate) use random::{rand, randn};
+#[cfg(test)]
+pub(crate) use random::randn;
 
 // ---------------------------------------------------------------------------------------------
 // Shared helpers
@@ -84,6 +86,7 @@ fn first<T: Copy>(a: &ArrayViewD<'_, T>) -> T {
 }
 
 /// Converts an `f64` constant to `T`.
+#[cfg(test)]
 #[inline]
 fn lit<T: Element>(v: f64) -> T {
     <T as Element>::from_f64(v)

@@ -1,5 +1,5 @@
-//! Random numbers: deterministic standard-normal (`randn`) and uniform (`rand`) samples from a
-//! small seeded generator.
+//! Test inputs of the CPU kernels' unit tests: deterministic standard-normal samples from a small
+//! seeded generator (the library's random numbers, PyTorch's streams, are `crate::random`).
 
 use ndarray::{ArrayD, IxDyn};
 
@@ -64,22 +64,6 @@ pub(crate) fn randn<T: Element>(shape: &[usize], seed: u64) -> ArrayD<T> {
             out.push(lit(r * theta.sin()));
         }
     }
-    from_vec(IxDyn(shape), out)
-}
-
-/// Deterministic samples uniform in `[0, 1)` (53 random bits each, rounded to `T`): the same
-/// `seed` always gives the same values.
-pub(crate) fn rand<T: Element>(shape: &[usize], seed: u64) -> ArrayD<T> {
-    let n: usize = shape.iter().product();
-    let mut rng = Xoshiro256::new(seed);
-    let out = (0..n)
-        .map(|_| {
-            let u = (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
-            // Rounding to f32 can reach 1.0 from just below it: keep the interval half-open.
-            let v: T = lit(u);
-            if v >= T::one() { T::zero() } else { v }
-        })
-        .collect();
     from_vec(IxDyn(shape), out)
 }
 
