@@ -73,20 +73,31 @@ pub(crate) struct Model {
     activation_checkpoint: ActivationCheckpoint,
 }
 
+/// Seeds the global generator with `seed` and holds it until the guard drops, so that a model
+/// built meanwhile has the same weights whatever other threads (the unit tests) build.
+fn seeded(seed: u64) -> std::sync::MutexGuard<'static, ()> {
+    static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let guard = BUILDING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    autograd::manual_seed(seed);
+    guard
+}
+
 impl Model {
     /// The MLP `sizes[0] → sizes[1] → … → sizes[last]` (logits), `activation` after each layer
-    /// but the last, PyTorch's default initialisation with layer `i` seeded by `seed + i`, f32 on
-    /// `device`.
+    /// but the last, PyTorch's default initialisation after `manual_seed(seed)` (the weights
+    /// `torch.manual_seed(seed)` then the same `nn.Sequential` gives), f32 on `device`.
     pub(crate) fn mlp(
         sizes: &[usize],
         activation: Activation,
         seed: u64,
         device: Device,
     ) -> Result<Model> {
+        let _seeded = seeded(seed);
         let mut net = Sequential::new();
         let layers = sizes.len().saturating_sub(1);
         for (i, pair) in sizes.windows(2).enumerate() {
-            let seed = seed.wrapping_add(i as u64);
             net.push(Box::new(Linear::new(pair[0], pair[1])?));
             if i + 1 < layers {
                 net.push(activation.layer());
@@ -105,8 +116,10 @@ impl Model {
         Ok(model)
     }
 
-    /// The CNN for `features` = side × side single-channel images and `classes` outputs.
+    /// The CNN for `features` = side × side single-channel images and `classes` outputs,
+    /// initialised after `manual_seed(seed)`.
     pub(crate) fn cnn(features: usize, classes: usize, seed: u64, device: Device) -> Result<Model> {
+        let _seeded = seeded(seed);
         let side = (features as f64).sqrt().round() as usize;
         if side * side != features || !side.is_multiple_of(4) {
             return Err(autograd::Error::msg(format!(

@@ -31,10 +31,12 @@ fn options(reentrant: bool) -> CheckpointOptions {
 /// A block: Linear → activation → Dropout (in training mode, so its masks are random draws).
 type Block = Vec<Arc<dyn Module>>;
 
-/// An MLP of `autograd::nn` layers in three blocks, the same weights and dropout seeds for every
-/// `seed`.
+/// An MLP of `autograd::nn` layers in three blocks, built after `manual_seed(seed)`: the same
+/// weights, and the same dropout masks after it, for every `seed` (the caller holds
+/// [`global_rng`](crate::common::global_rng)).
 fn mlp(seed: u64) -> Result<Vec<Block>> {
-    let block = |i: usize, o: usize, k: u64, act: Arc<dyn Module>| -> Result<Block> {
+    autograd::manual_seed(seed);
+    let block = |i: usize, o: usize, act: Arc<dyn Module>| -> Result<Block> {
         Ok(vec![
             Arc::new(Linear::new(i, o)?),
             act,
@@ -42,8 +44,8 @@ fn mlp(seed: u64) -> Result<Vec<Block>> {
         ])
     };
     Ok(vec![
-        block(6, 16, 0, Arc::new(Relu))?,
-        block(16, 16, 1, Arc::new(Tanh))?,
+        block(6, 16, Arc::new(Relu))?,
+        block(16, 16, Arc::new(Tanh))?,
         vec![Arc::new(Linear::new(16, 3)?)],
     ])
 }
@@ -109,6 +111,7 @@ fn mlp_gradients(mode: Mode) -> Result<(Vec<Vec<u32>>, Vec<u32>)> {
 
 #[test]
 fn both_variants_give_the_gradients_of_no_checkpointing_bit_for_bit() -> R {
+    let _rng = crate::common::global_rng(0);
     let plain = mlp_gradients(Mode::Plain)?;
     for mode in [Mode::Reentrant, Mode::NonReentrant] {
         assert_eq!(mlp_gradients(mode)?, plain, "{mode:?}");
@@ -120,6 +123,7 @@ fn both_variants_give_the_gradients_of_no_checkpointing_bit_for_bit() -> R {
 /// gradients are not those of the forward that ran (what `preserve_rng_state` is for).
 #[test]
 fn without_preserve_rng_state_dropout_masks_differ() -> R {
+    let _rng = crate::common::global_rng(0);
     let reference = mlp_gradients(Mode::Plain)?.0;
     for reentrant in [true, false] {
         let blocks = mlp(7)?;
@@ -148,6 +152,7 @@ fn without_preserve_rng_state_dropout_masks_differ() -> R {
 /// The done-when of the issue: Adam trains the same weights with and without checkpointing.
 #[test]
 fn adam_trains_the_same_weights_with_either_variant() -> R {
+    let _rng = crate::common::global_rng(0);
     let train = |mode: Mode| -> Result<Vec<Vec<u32>>> {
         let blocks = mlp(11)?;
         let params = parameters(&blocks);
@@ -297,6 +302,7 @@ fn non_reentrant_determinism_check() -> R {
 /// the non-reentrant one still gives the parameters their gradients.
 #[test]
 fn inputs_without_requires_grad() -> R {
+    let _rng = crate::common::global_rng(0);
     let layer = Arc::new(Linear::new(3, 2)?);
     let x = Tensor::ones(&[1, 3], DType::F32)?;
     for reentrant in [true, false] {

@@ -79,3 +79,15 @@ pub(crate) fn in_own_process(name: &str) -> bool {
     );
     false
 }
+
+/// Seeds the global generator and holds it for the calling test: tests of one binary run on
+/// parallel threads, so every test that draws from the global generator (seedless constructors,
+/// layer initialisation, dropout) holds this guard while it draws.
+pub(crate) fn global_rng(seed: u64) -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let guard = LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    autograd::manual_seed(seed);
+    guard
+}

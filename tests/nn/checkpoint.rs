@@ -26,6 +26,7 @@ struct Mlp {
 
 impl Mlp {
     fn new(dtype: DType) -> Mlp {
+        let _rng = crate::common::global_rng(0);
         let mut mlp = Mlp {
             first: Linear::new(4, 8).unwrap(),
             last: Linear::new(8, 3).unwrap(),
@@ -185,7 +186,10 @@ fn missing_unexpected_and_misshapen_keys_are_reported_in_pytorchs_words() {
     // Nothing was copied.
     assert_eq!(values(&mlp.parameters()[1]), before);
 
-    let mut layer = Linear::new(4, 8).unwrap();
+    let mut layer = {
+        let _rng = crate::common::global_rng(0);
+        Linear::new(4, 8).unwrap()
+    };
     let mut only_weight = StateDict::new();
     only_weight.insert("weight", Tensor::zeros(&[8, 4], DType::F32).unwrap());
     assert_eq!(

@@ -244,6 +244,7 @@ fn errors_match_pytorch() {
 
 #[test]
 fn module_errors_match_pytorch() {
+    let _rng = crate::common::global_rng(0);
     let msg = |r: Result<Conv2d>| r.unwrap_err().to_string();
     assert_eq!(
         msg(Conv2d::new(3, 4, 3).unwrap().groups(2)),
@@ -362,6 +363,7 @@ fn avg_pool2d_gradcheck_and_gradgradcheck() -> Result<()> {
 
 #[test]
 fn conv2d_module_matches_the_function_and_names_parameters_as_pytorch() -> Result<()> {
+    let _rng = crate::common::global_rng(0);
     let conv = Conv2d::new(4, 6, (3, 2))?
         .stride(2)
         .padding((1, 0))
@@ -377,7 +379,9 @@ fn conv2d_module_matches_the_function_and_names_parameters_as_pytorch() -> Resul
     let want = F::conv2d(&x, conv.weight(), conv.bias(), 2, (1, 0), (1, 2), 2)?;
     assert_eq!(y.shape(), &[2, 6, 4, 3]);
     assert_eq!(y.to_vec::<f32>()?, want.to_vec::<f32>()?);
-    // Without a bias: one parameter, and the output is the weight's part alone.
+    // Without a bias: one parameter, and the output is the weight's part alone (the same
+    // weight from the same seed).
+    autograd::manual_seed(0);
     let plain = Conv2d::new(4, 6, (3, 2))?
         .stride(2)
         .padding((1, 0))
@@ -405,6 +409,7 @@ fn conv2d_module_matches_the_function_and_names_parameters_as_pytorch() -> Resul
 /// bias; seeded, so the same seed gives the same layer.
 #[test]
 fn conv2d_init_is_pytorchs_default() -> Result<()> {
+    let _rng = crate::common::global_rng(0);
     for (cin, cout, k, groups) in [(16, 32, 3, 1), (8, 8, 5, 4), (3, 64, 2, 1)] {
         let conv = Conv2d::new(cin, cout, k)?.groups(groups)?;
         let bound = 1.0 / ((cin / groups * k * k) as f32).sqrt();
@@ -426,15 +431,28 @@ fn conv2d_init_is_pytorchs_default() -> Result<()> {
             "the weight spans its bound: {max} vs {bound}"
         );
     }
+    // The same seed gives the same layer; the stream moves on after it.
+    autograd::manual_seed(5);
     let a = Conv2d::new(2, 3, 3)?;
+    autograd::manual_seed(5);
     let b = Conv2d::new(2, 3, 3)?;
     let c = Conv2d::new(2, 3, 3)?;
     assert_eq!(a.weight().to_vec::<f32>()?, b.weight().to_vec::<f32>()?);
     assert_ne!(a.weight().to_vec::<f32>()?, c.weight().to_vec::<f32>()?);
-    // `groups` draws what a layer built with the option from the start draws.
+    // `groups` draws what a layer built with the option from the start draws, and leaves the
+    // generator where that layer leaves it.
+    autograd::manual_seed(6);
     let g1 = Conv2d::new(4, 4, 3)?.groups(2)?;
+    let after1 = Tensor::rand(&[3], DType::F32)?.to_vec::<f32>()?;
+    autograd::manual_seed(6);
     let g2 = Conv2d::new(4, 4, 3)?.groups(4)?.groups(2)?;
+    let after2 = Tensor::rand(&[3], DType::F32)?.to_vec::<f32>()?;
     assert_eq!(g1.weight().to_vec::<f32>()?, g2.weight().to_vec::<f32>()?);
+    assert_eq!(
+        g1.bias().unwrap().to_vec::<f32>()?,
+        g2.bias().unwrap().to_vec::<f32>()?
+    );
+    assert_eq!(after1, after2);
     Ok(())
 }
 
@@ -505,6 +523,7 @@ fn flatten_merges_dims_as_pytorch() -> Result<()> {
 /// every parameter.
 #[test]
 fn cnn_chain_shapes() -> Result<()> {
+    let _rng = crate::common::global_rng(0);
     let conv1 = Conv2d::new(1, 16, 3)?.padding(1);
     let conv2 = Conv2d::new(16, 32, 3)?.padding(1);
     let pool = MaxPool2d::new(2);
@@ -564,6 +583,7 @@ fn cnn_chain_shapes() -> Result<()> {
 
 #[test]
 fn empty_batch_gives_an_empty_result() -> Result<()> {
+    let _rng = crate::common::global_rng(0);
     let conv = Conv2d::new(2, 3, 3)?.padding(1);
     let y = conv.forward(&Tensor::zeros(&[0, 2, 5, 5], DType::F32)?)?;
     assert_eq!(y.shape(), &[0, 3, 5, 5]);

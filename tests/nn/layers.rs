@@ -8,6 +8,7 @@ mod grads;
 mod initialisers;
 mod losses;
 mod modules;
+mod pytorch_streams;
 
 use std::sync::OnceLock;
 

@@ -151,6 +151,7 @@ fn erf_agrees_with_pytorchs_gelu_values() -> Result<()> {
 /// to 1e-10. Without a GPU, prints why and passes.
 #[test]
 fn layers_and_losses_on_cuda_match_the_cpu() -> Result<()> {
+    let _rng = crate::common::global_rng(0);
     if !autograd::cuda::is_available() {
         let why = autograd::cuda::unavailable_reason(0).unwrap_or_default();
         println!("skipped layers_and_losses_on_cuda_match_the_cpu: no CUDA device ({why})");

@@ -2,6 +2,7 @@
 //! of large samples, and `Linear`'s default initialisation.
 
 use super::*;
+use autograd::Generator;
 
 // ----- initialisers ----------------------------------------------------------------------------------
 
@@ -54,6 +55,7 @@ fn fans_and_gains_match_pytorch() -> Result<()> {
 /// Each initialiser draws exactly what `uniform_`/`normal_` draw with PyTorch's bound or std.
 #[test]
 fn kaiming_and_xavier_use_pytorchs_bounds_and_stds() -> Result<()> {
+    let _rng = crate::common::global_rng(0);
     let rec = &data()["init"];
     let same = |what: &str, a: &Tensor, b: &Tensor| {
         assert_close(
@@ -79,11 +81,12 @@ fn kaiming_and_xavier_use_pytorchs_bounds_and_stds() -> Result<()> {
             Tensor::zeros(&shape, DType::F64)?,
             Tensor::zeros(&shape, DType::F64)?,
         );
-        init::kaiming_uniform_(&got, a, mode, nl)?;
-        init::uniform_(&want, -bound, bound)?;
+        let g = |s: u64| Generator::new().manual_seed(s);
+        init::kaiming_uniform_with(&got, a, mode, nl, &g(seed))?;
+        init::uniform_with(&want, -bound, bound, &g(seed))?;
         same(&format!("kaiming_uniform_ {case}"), &got, &want);
-        init::kaiming_normal_(&got, a, mode, nl)?;
-        init::normal_(&want, 0.0, std)?;
+        init::kaiming_normal_with(&got, a, mode, nl, &g(seed))?;
+        init::normal_with(&want, 0.0, std, &g(seed))?;
         same(&format!("kaiming_normal_ {case}"), &got, &want);
     }
     for (k, case) in rec["xavier"].as_array().unwrap().iter().enumerate() {
@@ -97,11 +100,12 @@ fn kaiming_and_xavier_use_pytorchs_bounds_and_stds() -> Result<()> {
             Tensor::zeros(&shape, DType::F64)?,
             Tensor::zeros(&shape, DType::F64)?,
         );
-        init::xavier_uniform_(&got, gain)?;
-        init::uniform_(&want, -bound, bound)?;
+        let g = || Generator::new().manual_seed(k as u64);
+        init::xavier_uniform_with(&got, gain, &g())?;
+        init::uniform_with(&want, -bound, bound, &g())?;
         same(&format!("xavier_uniform_ {case}"), &got, &want);
-        init::xavier_normal_(&got, gain)?;
-        init::normal_(&want, 0.0, std)?;
+        init::xavier_normal_with(&got, gain, &g())?;
+        init::normal_with(&want, 0.0, std, &g())?;
         same(&format!("xavier_normal_ {case}"), &got, &want);
     }
     Ok(())
@@ -118,6 +122,7 @@ fn mean_std(t: &Tensor) -> (f64, f64, f64) {
 
 #[test]
 fn initialisers_sample_the_right_distributions() -> Result<()> {
+    let _rng = crate::common::global_rng(0);
     // [out 256, in 64, 3, 3]: fan_in 576, fan_out 2304.
     let shape = [256, 64, 3, 3];
     let w = Tensor::zeros(&shape, DType::F32)?.requires_grad_(true)?;
@@ -157,6 +162,7 @@ fn initialisers_sample_the_right_distributions() -> Result<()> {
 
 #[test]
 fn linear_default_init_is_pytorchs() -> Result<()> {
+    let _rng = crate::common::global_rng(0);
     for case in data()["init"]["linear_bounds"].as_array().unwrap() {
         let (fan_in, fan_out) = (
             case["in"].as_u64().unwrap() as usize,
@@ -165,7 +171,10 @@ fn linear_default_init_is_pytorchs() -> Result<()> {
         let wb = case["weight"].as_f64().unwrap();
         let bb = case["bias"].as_f64().unwrap();
         let seed = 11;
+        autograd::manual_seed(seed);
         let layer = Linear::new(fan_in, fan_out)?;
+        // The weight, then the bias, from the same stream.
+        autograd::manual_seed(seed);
         let want_w = Tensor::zeros(&[fan_out, fan_in], DType::F32)?;
         init::uniform_(&want_w, -wb, wb)?;
         let want_b = Tensor::zeros(&[fan_out], DType::F32)?;

@@ -34,6 +34,7 @@ fn activations_match_pytorch() -> Result<()> {
 
 #[test]
 fn linear_matches_pytorch() -> Result<()> {
+    let _rng = crate::common::global_rng(0);
     let c = case("linear");
     let weight = f64_tensor(floats(&c["weight"]), &[3, 4]).requires_grad_(true)?;
     let bias = f64_tensor(floats(&c["bias"]), &[3]).requires_grad_(true)?;
@@ -86,6 +87,7 @@ fn layer_norm_matches_pytorch() -> Result<()> {
 
 #[test]
 fn embedding_matches_pytorch_with_and_without_padding() -> Result<()> {
+    let _rng = crate::common::global_rng(0);
     let c = case("embedding_pad0");
     let idx = &data()["inputs"]["emb_idx"];
     let indices = f64_tensor(floats(&idx["values"]), &usizes(&idx["shape"]));
@@ -121,6 +123,7 @@ fn embedding_matches_pytorch_with_and_without_padding() -> Result<()> {
 
 #[test]
 fn embedding_errors_are_pytorchs() -> Result<()> {
+    let _rng = crate::common::global_rng(0);
     let emb = Embedding::new(6, 3)?;
     let err = emb
         .forward(&Tensor::from_vec(vec![6.0f32], &[1])?)
@@ -196,6 +199,7 @@ fn sequential_keys_and_forward_match_pytorch() -> Result<()> {
 
 #[test]
 fn sequential_indexing_and_modes_reach_children() -> Result<()> {
+    let _rng = crate::common::global_rng(0);
     let mut model = mlp()?;
     assert_eq!(model.len(), 7);
     assert!(!model.is_empty() && Sequential::new().is_empty());
@@ -225,6 +229,7 @@ fn sequential_indexing_and_modes_reach_children() -> Result<()> {
 
 #[test]
 fn dropout_zeroes_with_probability_p_and_scales_the_rest() -> Result<()> {
+    let _rng = crate::common::global_rng(0);
     let p = 0.3;
     let drop = Dropout::new(p)?;
     let x = Tensor::ones(&[100_000], DType::F64)?.requires_grad_(true)?;
@@ -237,9 +242,10 @@ fn dropout_zeroes_with_probability_p_and_scales_the_rest() -> Result<()> {
     // The gradient is the mask.
     y.sum()?.backward()?;
     assert_eq!(x.grad().unwrap().to_vec::<f64>()?, values);
-    // A new mask each call; the same sequence from the same seed.
+    // A new mask each call; the same sequence after the same `manual_seed`.
     let second = drop.forward(&x)?.to_vec::<f64>()?;
     assert_ne!(values, second);
+    autograd::manual_seed(0);
     let again = Dropout::new(p)?;
     assert_eq!(again.forward(&x)?.to_vec::<f64>()?, values);
     assert_eq!(again.forward(&x)?.to_vec::<f64>()?, second);
@@ -248,6 +254,7 @@ fn dropout_zeroes_with_probability_p_and_scales_the_rest() -> Result<()> {
 
 #[test]
 fn dropout_is_the_identity_in_eval_and_for_p_0_and_zeros_for_p_1() -> Result<()> {
+    let _rng = crate::common::global_rng(0);
     let x = Tensor::from_vec(vec![1.0f32, -2.0, 3.0], &[3])?.requires_grad_(true)?;
     let mut drop = Dropout::new(0.5)?;
     drop.eval();
@@ -257,15 +264,15 @@ fn dropout_is_the_identity_in_eval_and_for_p_0_and_zeros_for_p_1() -> Result<()>
     assert_eq!(y.to_vec::<f32>()?, vec![0.0; 3]);
     y.sum()?.backward()?;
     assert_eq!(x.grad().unwrap().to_vec::<f32>()?, vec![0.0; 3]);
-    assert!(F::dropout(&x, 0.7, false, 3)?.is_same(&x));
+    assert!(F::dropout(&x, 0.7, false)?.is_same(&x));
     let err = Dropout::new(1.5).unwrap_err();
     assert_eq!(err.to_string(), error_text("dropout_p"));
-    let err = F::dropout(&x, -0.25, true, 0).unwrap_err();
+    let err = F::dropout(&x, -0.25, true).unwrap_err();
     assert_eq!(err.to_string(), error_text("dropout_p_neg"));
     // Python's spelling of the float.
     let err = Dropout::new(2.0).unwrap_err();
     assert_eq!(err.to_string(), error_text("dropout_p_2"));
-    let err = F::dropout(&x, -1e-5, true, 0).unwrap_err();
+    let err = F::dropout(&x, -1e-5, true).unwrap_err();
     assert_eq!(err.to_string(), error_text("dropout_p_tiny"));
     assert!(names(&drop).is_empty());
     Ok(())
@@ -273,6 +280,7 @@ fn dropout_is_the_identity_in_eval_and_for_p_0_and_zeros_for_p_1() -> Result<()>
 
 #[test]
 fn dropout_shared_between_threads_draws_distinct_masks() -> Result<()> {
+    let _rng = crate::common::global_rng(0);
     let drop = Dropout::new(0.5)?;
     let x = Tensor::ones(&[256], DType::F32)?;
     let masks: Vec<Vec<f32>> = std::thread::scope(|s| {
