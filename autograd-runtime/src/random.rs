@@ -311,7 +311,7 @@ impl Generator {
         for chunk in out.chunks_exact_mut(16) {
             normal_fill_16_f32(chunk, mean, std);
         }
-        if n % 16 != 0 {
+        if !n.is_multiple_of(16) {
             let tail = &mut out[n - 16..];
             for x in tail.iter_mut() {
                 *x = g.unit_f32();
@@ -337,7 +337,7 @@ impl Generator {
         for chunk in out.chunks_exact_mut(16) {
             normal_fill_16_f64(chunk, mean, std);
         }
-        if n % 16 != 0 {
+        if !n.is_multiple_of(16) {
             let tail = &mut out[n - 16..];
             for x in tail.iter_mut() {
                 *x = g.unit_f64();
@@ -433,7 +433,7 @@ fn cephes_logf(x: f32) -> f32 {
     let bits = x.to_bits();
     let mut e = ((bits >> 23) as i32 - 0x7f) as f32 + 1.0;
     let mut x = f32::from_bits((bits & !0x7f80_0000) | 0.5f32.to_bits());
-    let below = x < 0.707106781186547524f64 as f32;
+    let below = x < std::f64::consts::FRAC_1_SQRT_2 as f32;
     let tmp = if below { x } else { 0.0 };
     x -= 1.0;
     if below {
@@ -450,7 +450,7 @@ fn cephes_logf(x: f32) -> f32 {
     y = fused(y, z, e * -2.12194440e-4f64 as f32);
     y = fused(-z, 0.5, y);
     x += y;
-    fused(e, 0.693359375, x)
+    fused(e, 0.693_359_375_f64 as f32, x)
 }
 
 /// `a·b + c` fused, as GCC contracts the `avx_mathfun.h` multiply-then-add pairs in
@@ -470,8 +470,8 @@ fn cephes_sincosf(x: f32) -> (f32, f32) {
     let swap_sin = ((j & 4) as u32) << 29;
     let poly = j & 2 == 0;
     x = fused(y, -0.78515625, x);
-    x = fused(y, -2.4187564849853515625e-4f64 as f32, x);
-    x = fused(y, -3.77489497744594108e-8f64 as f32, x);
+    x = fused(y, -2.418_756_484_985_351_6e-4_f64 as f32, x);
+    x = fused(y, -3.774_894_977_445_941e-8_f64 as f32, x);
     j -= 2;
     let sign_cos = ((!j & 4) as u32) << 29;
     sign_sin ^= swap_sin;
