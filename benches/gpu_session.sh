@@ -42,7 +42,7 @@ for line in sys.stdin:
 ' | while read -r name exe; do cp "$exe" ".gpu/tests/$name"; done
     cargo build --release -p harnesses --example cuda_overhead --example engine_overhead
     cargo build --release -p autograd --example derive_side_by_side
-    cargo build --release -p train-mlp
+    cargo build --release -p train-mlp --features cuda
     for p in "${PROGRAMS[@]}"; do cp "${CARGO_TARGET_DIR:-target}/release/$p" .gpu/examples/; done
     strip .gpu/tests/* .gpu/examples/* 2>/dev/null || true
     pwd > .gpu/built_in

@@ -9,7 +9,7 @@
 //! cargo run --release -p train-mlp -- --epochs 3 --save target/train_mlp/ck.safetensors
 //! cargo run --release -p train-mlp -- --epochs 6 --resume target/train_mlp/ck.safetensors
 //! cargo run --release -p train-mlp -- --graph target/train_mlp/step.dot --profile
-//! cargo run --release -p train-mlp --no-default-features  # without CUDA support (cudarc)
+//! cargo run --release -p train-mlp --features cuda -- --device cuda:0   # on a GPU
 //! cargo build --release -p train-mlp --features mpi &&
 //!     mpirun -np 2 target/release/train_mlp --ddp       # data-parallel, 2 processes
 //! ```
@@ -55,6 +55,7 @@ mod loss;
 mod model;
 mod parallel;
 mod plot;
+mod png;
 mod progress;
 mod rng;
 mod train;
@@ -66,7 +67,7 @@ use std::time::{Duration, Instant};
 use autograd::nn::Module;
 use autograd::optim::lr_scheduler::CosineAnnealingLR;
 use autograd::optim::{Adam, AdamOptions, Optimizer, Sgd, SgdOptions};
-use autograd::{DType, Tensor};
+use autograd::{DType, Device, Tensor};
 use clap::Parser;
 
 use crate::checkpoint::Resumed;
@@ -104,6 +105,13 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
+            if !cfg!(feature = "cuda") && matches!(args.device.0, Device::Cuda(_)) {
+                eprintln!(
+                    "hint: CUDA support is this program's feature `cuda`: \
+                     cargo run --release -p train-mlp --features cuda -- --device {}",
+                    args.device.0
+                );
+            }
             ExitCode::FAILURE
         }
     }
