@@ -66,7 +66,7 @@ fn softmax_cross_entropy_recorded(logits: &Tensor, targets: &Tensor, n: f64) -> 
     Ok(-picked / n)
 }
 
-/// The main job's loss (`examples/train_mlp/loss.rs`), body for body.
+/// The main job's loss (`examples/train_mlp/src/loss.rs`), body for body.
 #[differentiable(derive)]
 fn mean_cross_entropy(logits: &Tensor, targets: &Tensor, n: f64) -> Result<Tensor> {
     let picked = (logits.log_softmax(1)? * targets).sum()?;
