@@ -66,7 +66,7 @@ pub(crate) enum BinaryOp {
 /// A grad formula: the backward formula of a built-in element-wise op, named after the op,
 /// computed in one pass with one output (`Backend::grad_formula`). `a` is always the incoming
 /// gradient `g`; `b` is what the formula saved. Not to be confused with fusion (`fusion/`, a
-/// derived body as a generated kernel) or the optimizers' fused steps (`optim/fused.rs`).
+/// derived body as a generated kernel) or the optimizers' fused steps (`optim/fused_step.rs`, `Backend::fused_step`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum GradFormula {
     /// `g * (1 - y²)`, `y = tanh x`.
