@@ -11,7 +11,7 @@
 //! only the exponent's spelling, `e+08` against `e8`, and `nan` against `NaN` differ, and are
 //! rewritten here).
 //!
-//! A dtype's part is one arm of [`read`]: how its elements widen to `f64` and its `torch.*`
+//! A dtype's part is one arm of `dtype_info`: how its elements widen to `f64` and its `torch.*`
 //! name. The float dtypes a later change adds (f16, bf16) are one arm each there; integer and
 //! bool dtypes would add a `Values` kind of their own, as `_Formatter`'s non-floating branch
 //! (`f"{value}"`, no integer or scientific mode).
@@ -245,7 +245,7 @@ fn dtype_info(dtype: DType) -> (&'static str, fn(&Tensor) -> Result<Values>) {
 }
 
 /// `_str_intern` for a plain strided tensor: `tensor(` + the values + the suffixes + `)`.
-pub(crate) fn repr(t: &Tensor, opts: &PrintOptions) -> String {
+fn repr(t: &Tensor, opts: &PrintOptions) -> String {
     const PREFIX: &str = "tensor(";
     let indent = PREFIX.len();
     let mut suffixes = Vec::new();
