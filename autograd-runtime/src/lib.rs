@@ -94,7 +94,9 @@ pub use graph::{
     try_register_multi_grad_hook, try_saved_tensors_hooks,
 };
 pub use state_dict::StateDict;
-pub use tensor::Tensor;
+pub use tensor::{
+    PrintOptions, PrintOptionsGuard, Tensor, get_printoptions, printoptions, set_printoptions,
+};
 pub use warning::{WarningHandler, is_warn_always_enabled, set_warn_always, set_warning_handler};
 
 /// Reached by the code `#[differentiable]` generates (through `crate = "crate"` inside this
