@@ -30,6 +30,7 @@ mod binary;
 mod clamp;
 mod derivative_rules;
 mod device;
+mod dims;
 mod erf;
 mod index;
 mod inplace;
