@@ -424,7 +424,7 @@ impl Tensor {
         if self.ndim() == 0 {
             return Err(Error::size_mismatch(
                 "unflatten",
-                "unflatten: Cannot unflatten a 0-d tensor",
+                format!("Dimension specified as {dim} but tensor has no dimensions"),
             ));
         }
         let d = wrap_dim(dim, self.ndim())?;

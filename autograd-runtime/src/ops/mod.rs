@@ -37,8 +37,10 @@ mod inplace;
 mod linalg;
 mod operators;
 mod reduce;
+mod reorder;
 mod shape;
 mod softmax;
+mod stats;
 mod strided;
 #[cfg(test)]
 mod tests;
