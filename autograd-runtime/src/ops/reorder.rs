@@ -52,8 +52,9 @@ fn repeat(x: &Tensor, sizes: &[usize]) -> Result<Tensor> {
         layout.strides.extend([0, s]);
         out.push(r * n);
     }
-    let expanded = x.reinterpret(layout);
-    as_contiguous_shape(&expanded, &out)
+    // Always a copy (with every size 1 the expanded layout is `x`'s own).
+    let copied = x.reinterpret(layout).contiguous_data_owned()?;
+    as_contiguous_shape(&copied, &out)
 }
 
 #[backward(repeat)]

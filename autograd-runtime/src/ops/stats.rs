@@ -102,7 +102,7 @@ fn std_dims_backward(
 #[differentiable(builtin, crate = "crate", name = "ProdBackward0")]
 fn prod(x: &Tensor) -> Result<Tensor> {
     let flat = x.reshape(&[x.numel()])?;
-    product_along(&flat, 0)?.reshape(&[])
+    Ok(with_shape(product_along(&flat, 0)?, &[]))
 }
 
 #[backward(prod)]
@@ -120,7 +120,7 @@ fn prod_dim(x: &Tensor, dim: usize, keepdim: bool) -> Result<Tensor> {
     if keepdim || x.ndim() == 0 {
         return Ok(p);
     }
-    p.squeeze_dim(dim as isize)?.contiguous()
+    Ok(with_shape(p, &x.reduced_shape(&[dim])))
 }
 
 #[backward(prod_dim)]
@@ -136,8 +136,8 @@ fn prod_dim_backward(grad: &Tensor, x: &Tensor, dim: usize, keepdim: bool) -> Re
 /// Running sums along the wrapped `dim`.
 #[differentiable(builtin, crate = "crate", name = "CumsumBackward0")]
 fn cumsum(x: &Tensor, dim: usize) -> Result<Tensor> {
-    if x.ndim() == 0 {
-        return x.copy();
+    if x.ndim() == 0 || x.shape()[dim] <= 1 {
+        return x.contiguous_data_owned();
     }
     let n = x.shape()[dim];
     let mut y = x.contiguous()?;
@@ -178,7 +178,7 @@ fn logsumexp(x: &Tensor, axes: Dims, keepdim: bool) -> Result<Tensor> {
     if keepdim {
         Ok(s)
     } else {
-        s.reshape(&x.reduced_shape(&axes))
+        Ok(with_shape(s, &x.reduced_shape(&axes)))
     }
 }
 
@@ -232,13 +232,25 @@ fn norm_backward(
         .mul(&sgn.mul(&x.abs()?.pow(p - 1.0)?)?)
 }
 
+/// The contiguous new tensor `t` (a kernel's result) read with `shape`: not a view, so an op's
+/// result stays a tensor of its own.
+fn with_shape(t: Tensor, shape: &[usize]) -> Tensor {
+    let offset = t.layout().offset;
+    t.reinterpret(crate::layout::Layout {
+        shape: shape.into(),
+        strides: crate::layout::contiguous_strides(shape),
+        offset,
+    })
+}
+
 // ----- helpers of prod -------------------------------------------------------------------------
 
 /// The product along `dim`, kept as size 1, by multiplying halves pairwise (not recorded when
 /// called from a forward).
 fn product_along(x: &Tensor, dim: usize) -> Result<Tensor> {
-    if x.ndim() == 0 {
-        return x.copy();
+    if x.ndim() == 0 || x.shape()[dim] == 1 {
+        // A new tensor, never a handle to (or view of) the input.
+        return x.contiguous_data_owned();
     }
     let mut y = x.clone();
     if y.shape()[dim] == 0 {
