@@ -81,6 +81,10 @@ fn run(name: &str, x: &Tensor) -> Result<Tensor> {
         "norm" => x.norm(),
         "norm_p3" => x.norm_dims(3.0, &[1], false),
         "norm_p1_keep" => x.norm_dims(1.0, &[0], true),
+        "amax" => x.amax(&[1], false),
+        // Each maximum ties with its detached copy: half its gradient reaches `x`.
+        "amax_ties" => Tensor::cat(&[x.clone(), x.detach()], 1)?.amax(&[1], false),
+        "amin_keep" => x.amin(&[0], true),
         "bmm" => {
             let other = Tensor::from_vec((0..12).map(f64::from).collect(), &[2, 3, 2])?;
             x.bmm(&other)
@@ -119,6 +123,7 @@ fn bad(name: &str) -> Result<Tensor> {
         "flip_dup" => z(&[2, 3])?.flip(&[0, 0]),
         "mean_dup" => z(&[2, 3])?.mean_dims(&[0, 0], false),
         "mean_range" => z(&[2, 3])?.mean_dims(&[2], false),
+        "amax_empty" => z(&[2, 0])?.amax(&[1], false),
         "bmm_2d" => z(&[3, 4])?.bmm(&z(&[2, 4, 5])?),
         "bmm_2d_b" => z(&[2, 3, 4])?.bmm(&z(&[4, 5])?),
         "bmm_batch" => z(&[2, 3, 4])?.bmm(&z(&[3, 4, 5])?),
@@ -782,6 +787,33 @@ const CASES: &[Case] = &[
         grad: &[-0.125, -0.25, -0.375, 0.125, 0.25, 0.375],
     },
     Case {
+        name: "amax",
+        shape: &[2, 3],
+        node: "AmaxBackward0",
+        view: false,
+        shape_out: &[2],
+        values: &[-0.5, 1.75],
+        grad: &[0.0, 0.0, 0.125, 0.0, 0.0, 0.25],
+    },
+    Case {
+        name: "amax_ties",
+        shape: &[2, 3],
+        node: "AmaxBackward0",
+        view: false,
+        shape_out: &[2],
+        values: &[-0.5, 1.75],
+        grad: &[0.0, 0.0, 0.0625, 0.0, 0.0, 0.125],
+    },
+    Case {
+        name: "amin_keep",
+        shape: &[2, 3],
+        node: "AminBackward0",
+        view: false,
+        shape_out: &[1, 3],
+        values: &[-2.0, -1.25, -0.5],
+        grad: &[0.125, 0.25, 0.375, 0.0, 0.0, 0.0],
+    },
+    Case {
         name: "bmm",
         shape: &[2, 2, 3],
         node: "BmmBackward0",
@@ -888,6 +920,10 @@ const ERRORS: &[(&str, &str)] = &[
     (
         "mean_range",
         "Dimension out of range (expected to be in range of [-2, 1], but got 2)",
+    ),
+    (
+        "amax_empty",
+        "amax(): Expected reduction dim 1 to have non-zero size.",
     ),
     ("bmm_2d", "batch1 must be a 3D tensor"),
     ("bmm_2d_b", "batch2 must be a 3D tensor"),

@@ -151,6 +151,8 @@ fn ops() -> Vec<(&'static str, Op)> {
         ("outer", |x| {
             x.reshape(&[1])?.outer(&x.reshape(&[1])?.exp()?)
         }),
+        ("amax", |x| x.amax(&[], false)),
+        ("amin", |x| x.amin(&[0], true)),
         // ----- end of issue 35's ops
     ]
 }

@@ -1,23 +1,28 @@
 //! Reductions beyond `sum`: `mean_dims`, `var_dims`/`std_dims` (with `correction`), `prod` and
-//! `prod_dim`, `cumsum`, `logsumexp`, and the vector `norm`, with PyTorch's node names
-//! (`MeanBackward1`, `StdBackward0`, `ProdBackward0/1`, `CumsumBackward0`, `LogsumexpBackward0`,
-//! `LinalgVectorNormBackward0`; `var_dims` is composed of `mean_dims`, `sub`, `mul` and
-//! `sum_dims`, whose gradient is PyTorch's `var_backward`).
+//! `prod_dim`, `cumsum`, `logsumexp`, the vector `norm`, and `amax`/`amin`, with PyTorch's node
+//! names (`MeanBackward1`, `StdBackward0`, `ProdBackward0/1`, `CumsumBackward0`,
+//! `LogsumexpBackward0`, `LinalgVectorNormBackward0`, `AmaxBackward0`, `AminBackward0`;
+//! `var_dims` is composed of `mean_dims`, `sub`, `mul` and `sum_dims`, whose gradient is
+//! PyTorch's `var_backward`).
 //!
-//! Rust has no overloads: PyTorch's `mean(dims, keepdim)` is `mean_dims`, `var(dims, correction=,
-//! keepdim=)` is `var_dims`, `std(..)` is `std_dims`, `prod(dim, keepdim)` is `prod_dim`,
-//! `norm(p, dim, keepdim)` is `norm_dims`; an empty `dims` list reduces every dim (PyTorch's
-//! `dim=None`). Dims are `isize` (negative ones count from the end).
+//! Rust has no overloads: PyTorch's `mean(dims, keepdim)` is `mean_dims`, `var(dims,
+//! correction=, keepdim=)` is `var_dims`, `std(..)` is `std_dims`, `prod(dim, keepdim)` is
+//! `prod_dim`, `norm(p, dim, keepdim)` is `norm_dims`, `amax`/`amin` keep their names; an empty
+//! `dims` list reduces every dim (PyTorch's `dim=None`). Dims are `isize` (negative ones count
+//! from the end).
 //!
 //! The forwards compose existing kernels: `prod` multiplies halves pairwise (log₂ n kernel
 //! calls), `cumsum` adds shifted copies (a Hillis-Steele scan, log₂ n kernel calls). The
 //! gradients are written in recorded ops, so double backward works; `prod`'s is the product of
 //! the other entries (exclusive prefix times exclusive suffix products), which is PyTorch's
-//! result with zeros among the entries too.
+//! result with zeros among the entries too; `amax`/`amin` share theirs evenly among ties, as
+//! PyTorch's.
 
 use autograd_macros::{backward, differentiable};
 
+use crate::backend::MapOp;
 use crate::layout::{Dims, wrap_dim};
+use crate::tensor::kernels;
 use crate::{Error, Result, Tensor};
 
 /// `x`'s shape with the `axes` set to 1 (the keepdim shape).
@@ -230,6 +235,89 @@ fn norm_backward(
     }
     g.div(&r.pow(p - 1.0)?)?
         .mul(&sgn.mul(&x.abs()?.pow(p - 1.0)?)?)
+}
+
+// ----- amax / amin -------------------------------------------------------------------------------
+
+/// The maximum over the wrapped `axes` (`min` negates around it).
+#[differentiable(builtin, crate = "crate", name = "AmaxBackward0")]
+fn amax(x: &Tensor, axes: Dims, keepdim: bool) -> Result<Tensor> {
+    extreme(x, &axes, keepdim, false)
+}
+
+#[backward(amax)]
+fn amax_backward(
+    grad: &Tensor,
+    x: &Tensor,
+    result: &Tensor,
+    axes: &Dims,
+    keepdim: bool,
+) -> Result<Tensor> {
+    extreme_backward(grad, x, result, axes, keepdim, false)
+}
+
+#[differentiable(builtin, crate = "crate", name = "AminBackward0")]
+fn amin(x: &Tensor, axes: Dims, keepdim: bool) -> Result<Tensor> {
+    extreme(x, &axes, keepdim, true)
+}
+
+#[backward(amin)]
+fn amin_backward(
+    grad: &Tensor,
+    x: &Tensor,
+    result: &Tensor,
+    axes: &Dims,
+    keepdim: bool,
+) -> Result<Tensor> {
+    extreme_backward(grad, x, result, axes, keepdim, true)
+}
+
+/// `amax` (or `amin`) over `axes`, a tensor of its own.
+fn extreme(x: &Tensor, axes: &[usize], keepdim: bool, min: bool) -> Result<Tensor> {
+    if axes.is_empty() {
+        return x.contiguous_data_owned();
+    }
+    let src = if min { x.neg()? } else { x.detach() };
+    let mut m = amax_kept(&src, axes)?;
+    if min {
+        m = m.neg()?;
+    }
+    let m = m.contiguous_data_owned()?;
+    if keepdim {
+        Ok(m)
+    } else {
+        Ok(with_shape(m, &x.reduced_shape(axes)))
+    }
+}
+
+/// PyTorch's `amax`/`amin` gradient: shared evenly among the entries equal to the result.
+fn extreme_backward(
+    grad: &Tensor,
+    x: &Tensor,
+    result: &Tensor,
+    axes: &[usize],
+    keepdim: bool,
+    min: bool,
+) -> Result<Tensor> {
+    let g = unreduce(grad, x.shape(), axes, keepdim)?;
+    let r = unreduce(&result.detach(), x.shape(), axes, keepdim)?;
+    // Not recorded: how far each entry is from the result, on the losing side (< 0) or at it
+    // (0); `ClampInterior` is 1 strictly inside (-inf, 0), so 1 - it marks the ties.
+    let below = if min {
+        r.sub(&x.detach())?
+    } else {
+        x.detach().sub(&r)?
+    };
+    let interior = kernels::of_tensor(&below)?.map(
+        MapOp::ClampInterior {
+            lo: f64::NEG_INFINITY,
+            hi: 0.0,
+        },
+        &below,
+    )?;
+    let ties = interior.rsub_scalar(1.0)?;
+    let count = ties.sum_dims(axes, true)?;
+    g.div(&count)?.mul(&ties)
 }
 
 /// The contiguous new tensor `t` (a kernel's result) read with `shape`: not a view, so an op's
@@ -533,5 +621,61 @@ impl Tensor {
         }
         let axes = self.reduction_axes(dims)?;
         norm(self, p, axes, keepdim)
+    }
+
+    /// The maximum over `dims` (all if empty), PyTorch's `amax(dim, keepdim)`
+    /// (`AmaxBackward0`): the gradient is shared evenly among the entries equal to the maximum
+    /// (unlike [`Tensor::max_dim`]'s, which goes to one index).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimOutOfRange`]; [`Error::SizeMismatch`] for a repeated dim; [`Error::Shape`]
+    /// for a reduced dim of size 0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let t = Tensor::from_vec(vec![1.0f64, 3.0, 3.0, 2.0], &[2, 2])?.requires_grad_(true)?;
+    /// let m = t.amax(&[], false)?;
+    /// assert_eq!(m.item::<f64>()?, 3.0);
+    /// m.backward()?;
+    /// assert_eq!(t.grad().unwrap().to_vec::<f64>()?, vec![0.0, 0.5, 0.5, 0.0]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn amax(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+        let axes = self.extreme_axes("amax", dims)?;
+        amax(self, axes, keepdim)
+    }
+
+    /// The minimum over `dims` (all if empty), PyTorch's `amin(dim, keepdim)`
+    /// (`AminBackward0`), its gradient shared among ties as [`Tensor::amax`]'s.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tensor::amax`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let t = Tensor::from_vec(vec![1.0f64, 3.0, 0.0, 2.0], &[2, 2])?;
+    /// assert_eq!(t.amin(&[1], false)?.to_vec::<f64>()?, vec![1.0, 0.0]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn amin(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+        let axes = self.extreme_axes("amin", dims)?;
+        amin(self, axes, keepdim)
+    }
+
+    fn extreme_axes(&self, op: &'static str, dims: &[isize]) -> Result<Dims> {
+        let axes = self.reduction_axes(dims)?;
+        if let Some(&a) = axes.iter().find(|&&a| self.shape()[a] == 0) {
+            return Err(Error::size_mismatch(
+                op,
+                format!("{op}(): Expected reduction dim {a} to have non-zero size."),
+            ));
+        }
+        Ok(axes)
     }
 }

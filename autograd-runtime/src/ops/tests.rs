@@ -239,6 +239,8 @@ fn every_op() -> Vec<(&'static str, Vec<Tensor>, Op)> {
         case("outer", vec![arg(&[3], 1), arg(&[2], 2)], |i| {
             i[0].outer(&i[1])
         }),
+        case("amax", vec![m(1)], |i| i[0].amax(&[1], false)),
+        case("amin_keepdim", vec![m(1)], |i| i[0].amin(&[0], true)),
         // ----- end of issue 35's shape ops and reductions
     ]
 }
