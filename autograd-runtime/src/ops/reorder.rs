@@ -202,9 +202,12 @@ impl Tensor {
             ));
         }
         let pad = sizes.len() - self.ndim();
-        let out: Vec<usize> = (sizes.iter().enumerate())
-            .map(|(i, &r)| r * if i < pad { 1 } else { self.shape()[i - pad] })
-            .collect();
+        let out = (sizes.iter().enumerate())
+            .map(|(i, &r)| r.checked_mul(if i < pad { 1 } else { self.shape()[i - pad] }))
+            .collect::<Option<Vec<usize>>>()
+            .ok_or_else(|| {
+                Error::shape("repeat", "the result has more than usize::MAX elements")
+            })?;
         let numel = crate::layout::checked_numel("repeat", &out)?;
         crate::layout::check_alloc("repeat", numel, self.dtype().size_of())?;
         repeat(self, sizes)
