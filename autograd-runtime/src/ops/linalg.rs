@@ -161,6 +161,31 @@ impl Tensor {
 
 // ----- `bmm`, `baddbmm`, `outer`: `matmul` with PyTorch's stricter checks ----------------------
 
+/// `a.bmm(b)` (shapes checked), PyTorch's `BmmBackward0`; each operand saved only if the other
+/// needs its gradient.
+#[differentiable(builtin, crate = "crate", name = "BmmBackward0")]
+fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    kernels::of_pair("bmm", a, b)?.matmul(a, b)
+}
+
+#[backward(bmm)]
+fn bmm_backward(
+    grad: &Tensor,
+    // Unpacked in PyTorch's order (`mat2` before `self`).
+    #[needed_for(a)] b: Option<&Tensor>,
+    #[needed_for(b)] a: Option<&Tensor>,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let ga = match b {
+        Some(b) => Some(grad.bmm(&b.transpose(1, 2)?)?),
+        None => None,
+    };
+    let gb = match a {
+        Some(a) => Some(a.transpose(1, 2)?.bmm(grad)?),
+        None => None,
+    };
+    Ok((ga, gb))
+}
+
 impl Tensor {
     /// Checks `self` and `other` as PyTorch's `bmm` does: both 3-D, the same batch size, and
     /// `self`'s columns matching `other`'s rows.
@@ -186,7 +211,7 @@ impl Tensor {
     }
 
     /// The batched matrix product of `[b, n, k]` and `[b, k, m]` tensors (PyTorch's `bmm`:
-    /// unlike [`Tensor::matmul`], no broadcasting; recorded as `matmul`'s `MmBackward0`).
+    /// unlike [`Tensor::matmul`], no broadcasting; `BmmBackward0`).
     ///
     /// # Errors
     ///
@@ -206,7 +231,10 @@ impl Tensor {
     /// ```
     pub fn bmm(&self, other: &Tensor) -> Result<Tensor> {
         self.check_bmm(other)?;
-        self.matmul(other)
+        let (a, b) = (self.shape(), other.shape());
+        let numel = crate::layout::checked_numel("bmm", &[a[0], a[1], b[2]])?;
+        crate::layout::check_alloc("bmm", numel, self.dtype().size_of())?;
+        bmm(self, other)
     }
 
     /// `beta * self + alpha * batch1.bmm(batch2)` (PyTorch's `baddbmm`; `self` broadcasts to

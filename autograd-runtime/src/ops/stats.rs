@@ -1,9 +1,8 @@
 //! Reductions beyond `sum`: `mean_dims`, `var_dims`/`std_dims` (with `correction`), `prod` and
 //! `prod_dim`, `cumsum`, `logsumexp`, the vector `norm`, and `amax`/`amin`, with PyTorch's node
 //! names (`MeanBackward1`, `StdBackward0`, `ProdBackward0/1`, `CumsumBackward0`,
-//! `LogsumexpBackward0`, `LinalgVectorNormBackward0`, `AmaxBackward0`, `AminBackward0`;
-//! `var_dims` is composed of `mean_dims`, `sub`, `mul` and `sum_dims`, whose gradient is
-//! PyTorch's `var_backward`).
+//! `LogsumexpBackward0`, `LinalgVectorNormBackward0`, `AmaxBackward0`, `AminBackward0`,
+//! `VarBackward0`).
 //!
 //! Rust has no overloads: PyTorch's `mean(dims, keepdim)` is `mean_dims`, `var(dims,
 //! correction=, keepdim=)` is `var_dims`, `std(..)` is `std_dims`, `prod(dim, keepdim)` is
@@ -72,6 +71,28 @@ fn mean_dims_backward(
 ) -> Result<Tensor> {
     let n = reduced_count(x.shape(), axes) as f64;
     unreduce(&grad.mul_scalar(1.0 / n)?, x.shape(), axes, keepdim)?.expand_to(x.shape())
+}
+
+/// `var` over the wrapped `axes`, PyTorch's `VarBackward0`.
+#[differentiable(builtin, crate = "crate", name = "VarBackward0")]
+fn var_dims(x: &Tensor, axes: Dims, correction: f64, keepdim: bool) -> Result<Tensor> {
+    x.var_axes(&axes, correction, keepdim)
+}
+
+#[backward(var_dims)]
+fn var_dims_backward(
+    grad: &Tensor,
+    x: &Tensor,
+    axes: &Dims,
+    correction: f64,
+    keepdim: bool,
+) -> Result<Tensor> {
+    // PyTorch's `var_backward`: (2 / (N - correction)) · grad · (x - mean).
+    let n = reduced_count(x.shape(), axes) as f64;
+    let dof = (n - correction).max(0.0);
+    let g = unreduce(grad, x.shape(), axes, keepdim)?;
+    let dev = x.sub(&x.mean_dims_wrapped(axes, true)?)?;
+    g.mul_scalar(2.0)?.div_scalar(dof)?.mul(&dev)
 }
 
 /// `std` over the wrapped `axes`: the square root of `var_dims`.
@@ -412,8 +433,7 @@ impl Tensor {
         mean_dims(self, axes.into(), keepdim)
     }
 
-    /// `var` over wrapped `axes`, composed of recorded ops (its gradient is PyTorch's
-    /// `var_backward`).
+    /// `var` over wrapped `axes` (the forward of `var_dims` and `std_dims`, run unrecorded).
     fn var_axes(&self, axes: &[usize], correction: f64, keepdim: bool) -> Result<Tensor> {
         let n = reduced_count(self.shape(), axes) as f64;
         let dev = self.sub(&self.mean_dims_wrapped(axes, true)?)?;
@@ -446,7 +466,7 @@ impl Tensor {
 
     /// The variance over `dims` (all if empty) with `correction` (PyTorch's default is 1:
     /// Bessel's correction; divides by `max(0, N - correction)`), as PyTorch's
-    /// `var(dim, correction=, keepdim=)`. Composed of recorded ops (`SubBackward0` etc.).
+    /// `var(dim, correction=, keepdim=)`, `VarBackward0`.
     ///
     /// # Errors
     ///
@@ -463,7 +483,7 @@ impl Tensor {
     /// ```
     pub fn var_dims(&self, dims: &[isize], correction: f64, keepdim: bool) -> Result<Tensor> {
         let axes = self.reduction_axes(dims)?;
-        self.var_axes(&axes, correction, keepdim)
+        var_dims(self, axes, correction, keepdim)
     }
 
     /// The standard deviation over `dims` (all if empty) with `correction` (PyTorch's
