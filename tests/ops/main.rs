@@ -6,4 +6,5 @@ mod copy_conversions;
 mod cuda;
 mod devices;
 mod ops_gradcheck;
+mod pytorch_shape_reductions;
 mod small_shapes;

@@ -30,14 +30,17 @@ mod binary;
 mod clamp;
 mod derivative_rules;
 mod device;
+mod dims;
 mod erf;
 mod index;
 mod inplace;
 mod linalg;
 mod operators;
 mod reduce;
+mod reorder;
 mod shape;
 mod softmax;
+mod stats;
 mod strided;
 #[cfg(test)]
 mod tests;
