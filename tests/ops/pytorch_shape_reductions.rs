@@ -197,6 +197,18 @@ fn edge_values_are_pytorchs() -> Result<()> {
     let z = Tensor::zeros(&[3], DType::F64)?.requires_grad_(true)?;
     z.norm()?.backward()?;
     assert_eq!(z.grad().unwrap().to_vec::<f64>()?, vec![0.0; 3]);
+    // Tiny but nonzero results keep their exact gradients (PyTorch 2.15: x.std().backward() of
+    // [1e-40, 3e-40] gives [-0.7071.., 0.7071..]; norm(p=1) of [1e-300, -2e-300] gives [1, -1]).
+    let tiny = Tensor::from_vec(vec![1e-40f64, 3e-40], &[2])?.requires_grad_(true)?;
+    tiny.std_dims(&[], 1.0, false)?.backward()?;
+    close(
+        &tiny.grad().unwrap().to_vec::<f64>()?,
+        &[-0.7071067811865475, 0.7071067811865478],
+        "std of tiny values",
+    );
+    let tiny = Tensor::from_vec(vec![1e-300f64, -2e-300], &[2])?.requires_grad_(true)?;
+    tiny.norm_dims(1.0, &[], false)?.backward()?;
+    assert_eq!(tiny.grad().unwrap().to_vec::<f64>()?, vec![1.0, -1.0]);
     // prod with one zero, then two zeros (PyTorch: [0, 6, 0, 0] and all zeros).
     let p = Tensor::from_vec(vec![1.0f64, 0.0, 2.0, 3.0], &[4])?.requires_grad_(true)?;
     p.prod()?.backward()?;

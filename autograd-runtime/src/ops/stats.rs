@@ -19,7 +19,7 @@
 
 use autograd_macros::{backward, differentiable};
 
-use crate::backend::MapOp;
+use crate::backend::{MapOp, UnaryOp};
 use crate::layout::{Dims, wrap_dim};
 use crate::tensor::kernels;
 use crate::{Error, Result, Tensor};
@@ -111,17 +111,13 @@ fn std_dims_backward(
     keepdim: bool,
 ) -> Result<Tensor> {
     // PyTorch's `std_backward`: var_backward(grad / (2 result)), 0 where the result is 0 (there
-    // every deviation is 0, so a result clamped away from 0 gives 0 / tiny = 0).
+    // every deviation is 0: divided by 1 instead, the term is 0).
     let n = reduced_count(x.shape(), axes) as f64;
     let dof = (n - correction).max(0.0);
     let g = unreduce(grad, x.shape(), axes, keepdim)?;
     let r = unreduce(result, x.shape(), axes, keepdim)?;
     let dev = x.sub(&x.mean_dims_wrapped(axes, true)?)?;
-    g.div(
-        &r.clamp(Some(f64::from(f32::MIN_POSITIVE)), None)?
-            .mul_scalar(dof)?,
-    )?
-    .mul(&dev)
+    g.div(&nonzero_denominator(&r)?.mul_scalar(dof)?)?.mul(&dev)
 }
 
 /// The product of all elements.
@@ -243,19 +239,32 @@ fn norm_backward(
     keepdim: bool,
 ) -> Result<Tensor> {
     // PyTorch's `norm_backward`: grad · sgn(x) |x|^(p-1) / norm^(p-1), 0 where the norm is 0
-    // (there every entry is 0: a norm clamped away from 0 gives 0 / tiny = 0).
-    let tiny = f64::from(f32::MIN_POSITIVE);
+    // (there every entry is 0: divided by 1 instead, the term is 0).
     let g = unreduce(grad, x.shape(), axes, keepdim)?;
-    let r = unreduce(result, x.shape(), axes, keepdim)?.clamp(Some(tiny), None)?;
+    let r = nonzero_denominator(&unreduce(result, x.shape(), axes, keepdim)?)?;
     if p == 2.0 {
         return g.div(&r)?.mul(x);
     }
-    let sgn = x.div(&x.abs()?.clamp(Some(tiny), None)?)?;
+    // sgn(x) as a constant: its derivative is 0 everywhere it has one.
+    let sgn = kernels::of_tensor(x)?.unary(UnaryOp::Sign, x)?;
     if p == 1.0 {
         return g.expand_to(x.shape())?.mul(&sgn);
     }
     g.div(&r.pow(p - 1.0)?)?
         .mul(&sgn.mul(&x.abs()?.pow(p - 1.0)?)?)
+}
+
+/// `r` (a norm or a standard deviation, so `>= 0`) with its zeros replaced by 1: a denominator
+/// whose quotient the caller multiplies by something that is 0 wherever `r` is. Exact where `r`
+/// is positive (`r + 0`), unlike a clamp, which would change the gradient of results below the
+/// clamp (a subnormal `f64` norm); the mask is a constant, so `r`'s own gradient passes.
+fn nonzero_denominator(r: &Tensor) -> Result<Tensor> {
+    let positive = MapOp::ClampInterior {
+        lo: 0.0,
+        hi: f64::INFINITY,
+    };
+    let zero = kernels::of_tensor(r)?.map(positive, r)?.rsub_scalar(1.0)?;
+    r.add(&zero)
 }
 
 // ----- amax / amin -------------------------------------------------------------------------------
