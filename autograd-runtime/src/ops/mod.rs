@@ -34,6 +34,7 @@ mod erf;
 mod index;
 mod inplace;
 mod linalg;
+mod math;
 mod operators;
 mod reduce;
 mod shape;
