@@ -5,5 +5,6 @@
 mod copy_conversions;
 mod cuda;
 mod devices;
+mod math_values;
 mod ops_gradcheck;
 mod small_shapes;
