@@ -136,7 +136,7 @@ fn unary_ops() -> Vec<Unary> {
             |t| t.remainder_scalar(-2.0),
             |x| {
                 let m = x % -2.0;
-                if m != 0.0 && m > 0.0 { m - 2.0 } else { m }
+                if m > 0.0 { m - 2.0 } else { m }
             },
         ),
     ]

@@ -79,9 +79,7 @@ pub(crate) fn round_half_even<T: num_traits::Float>(x: T) -> T {
 pub(crate) fn minimum<T: num_traits::Float>(x: T, y: T) -> T {
     if x.is_nan() {
         x
-    } else if y.is_nan() {
-        y
-    } else if y < x {
+    } else if y.is_nan() || y < x {
         y
     } else {
         x
@@ -94,9 +92,7 @@ pub(crate) fn minimum<T: num_traits::Float>(x: T, y: T) -> T {
 pub(crate) fn maximum<T: num_traits::Float>(x: T, y: T) -> T {
     if x.is_nan() {
         x
-    } else if y.is_nan() {
-        y
-    } else if x < y {
+    } else if y.is_nan() || x < y {
         y
     } else {
         x
