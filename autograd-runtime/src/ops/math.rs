@@ -339,7 +339,7 @@ impl Tensor {
     ///
     /// ```
     /// use autograd_runtime::Tensor;
-    /// assert_eq!(Tensor::scalar(1e-10f64).log1p()?.item::<f64>()?, 1e-10);
+    /// assert_eq!(Tensor::scalar(1e-10f64).log1p()?.item::<f64>()?, 9.999_999_999_500_001e-11);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn log1p(&self) -> Result<Tensor> {
