@@ -107,6 +107,38 @@ fn unary_ops() -> Vec<Unary> {
         ),
         ("add nan", |t| t.add_scalar(f64::NAN), |x| x + f64::NAN),
         ("rdiv 1", |t| t.rdiv_scalar(1.0), |x| 1.0 / x),
+        ("log1p", |t| t.log1p(), f64::ln_1p),
+        ("expm1", |t| t.expm1(), f64::exp_m1),
+        ("log2", |t| t.log2(), f64::log2),
+        ("exp2", |t| t.exp2(), f64::exp2),
+        ("rsqrt", |t| t.rsqrt(), |x| 1.0 / x.sqrt()),
+        (
+            "softplus",
+            |t| t.softplus(1.0, 20.0),
+            |x| if x > 20.0 { x } else { x.exp().ln_1p() },
+        ),
+        ("silu", |t| t.silu(), |x| x / (1.0 + (-x).exp())),
+        ("mish", |t| t.mish(), |x| x * x.exp().ln_1p().tanh()),
+        (
+            "hardtanh",
+            |t| t.hardtanh(-1.0, 1.0),
+            |x| {
+                if x.is_nan() { x } else { x.clamp(-1.0, 1.0) }
+            },
+        ),
+        ("floor", |t| t.floor(), f64::floor),
+        ("ceil", |t| t.ceil(), f64::ceil),
+        ("round", |t| t.round(), f64::round_ties_even),
+        ("trunc", |t| t.trunc(), f64::trunc),
+        ("fmod 2", |t| t.fmod_scalar(2.0), |x| x % 2.0),
+        (
+            "remainder -2",
+            |t| t.remainder_scalar(-2.0),
+            |x| {
+                let m = x % -2.0;
+                if m > 0.0 { m - 2.0 } else { m }
+            },
+        ),
     ]
 }
 
@@ -162,11 +194,16 @@ fn elementwise(s: &mut Sweep) {
 
 /// Every pair of shapes through the binary ops: PyTorch's broadcast result or its error text.
 fn broadcasting(s: &mut Sweep) {
-    let ops: [Binary; 4] = [
+    let ops: [Binary; 9] = [
         ("add", |a, b| a.add(b)),
         ("sub", |a, b| a.sub(b)),
         ("mul", |a, b| a.mul(b)),
         ("div", |a, b| a.div(b)),
+        ("minimum", |a, b| a.minimum(b)),
+        ("maximum", |a, b| a.maximum(b)),
+        ("fmod", |a, b| a.fmod(b)),
+        ("remainder", |a, b| a.remainder(b)),
+        ("atan2", |a, b| a.atan2(b)),
     ];
     for a_shape in SHAPES {
         for b_shape in SHAPES {

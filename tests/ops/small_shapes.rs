@@ -154,6 +154,27 @@ fn ops() -> Vec<(&'static str, Op)> {
         ("amax", |x| x.amax(&[], false)),
         ("amin", |x| x.amin(&[0], true)),
         // ----- end of issue 35's ops
+        // The everyday math ops.
+        ("log1p", |x| x.log1p()),
+        ("expm1", |x| x.expm1()),
+        ("log2", |x| x.log2()),
+        ("exp2", |x| x.exp2()),
+        ("rsqrt", |x| x.rsqrt()),
+        ("softplus", |x| x.softplus(1.0, 20.0)),
+        ("silu", |x| x.silu()),
+        ("mish", |x| x.mish()),
+        ("hardtanh", |x| x.hardtanh(-1.0, 1.0)),
+        ("floor", |x| x.floor()?.add(x)),
+        ("ceil", |x| x.ceil()?.add(x)),
+        ("round", |x| x.round()?.add(x)),
+        ("trunc", |x| x.trunc()?.add(x)),
+        ("minimum", |x| x.minimum(&x.exp()?)),
+        ("maximum", |x| x.maximum(&x.exp()?)),
+        ("fmod", |x| x.fmod(&x.exp()?)),
+        ("remainder", |x| x.remainder(&x.exp()?)),
+        ("fmod_scalar", |x| x.fmod_scalar(0.5)),
+        ("remainder_scalar", |x| x.remainder_scalar(-0.5)),
+        ("atan2", |x| x.atan2(&x.exp()?)),
     ]
 }
 

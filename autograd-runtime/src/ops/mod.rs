@@ -35,6 +35,7 @@ mod erf;
 mod index;
 mod inplace;
 mod linalg;
+mod math;
 mod operators;
 mod reduce;
 mod reorder;

@@ -242,6 +242,53 @@ fn every_op() -> Vec<(&'static str, Vec<Tensor>, Op)> {
         case("amax", vec![m(1)], |i| i[0].amax(&[1], false)),
         case("amin_keepdim", vec![m(1)], |i| i[0].amin(&[0], true)),
         // ----- end of issue 35's shape ops and reductions
+        // The everyday math ops (`ops/math.rs`).
+        case("log1p", vec![m(1)], |i| i[0].log1p()),
+        case("expm1", vec![m(1)], |i| i[0].expm1()),
+        case("log2", vec![pos(&[2, 3], 1)], |i| i[0].log2()),
+        case("exp2", vec![m(1)], |i| i[0].exp2()),
+        case("rsqrt", vec![pos(&[2, 3], 1)], |i| i[0].rsqrt()),
+        case("softplus", vec![m(1)], |i| i[0].softplus(1.0, 20.0)),
+        // Past the threshold (`2x > 1`) on some elements: `x` there.
+        case("softplus_threshold", vec![m(1)], |i| {
+            i[0].softplus(2.0, 1.0)?.mul(&i[0])
+        }),
+        case("silu", vec![m(1)], |i| i[0].silu()),
+        case("mish", vec![m(1)], |i| i[0].mish()),
+        case("hardtanh", vec![m(1)], |i| {
+            i[0].hardtanh(-0.5, 0.5)?.mul(&i[0])
+        }),
+        case("floor", vec![m(1)], |i| {
+            i[0].mul_scalar(3.0)?.floor()?.mul(&i[0])
+        }),
+        case("ceil", vec![m(1)], |i| {
+            i[0].mul_scalar(3.0)?.ceil()?.mul(&i[0])
+        }),
+        case("round", vec![m(1)], |i| {
+            i[0].mul_scalar(3.0)?.round()?.mul(&i[0])
+        }),
+        case("trunc", vec![m(1)], |i| {
+            i[0].mul_scalar(3.0)?.trunc()?.mul(&i[0])
+        }),
+        case("minimum", vec![m(1), arg(&[3], 2)], |i| {
+            i[0].minimum(&i[1])?.mul(&i[0])
+        }),
+        case("maximum", vec![m(1), m(2)], |i| {
+            i[0].maximum(&i[1])?.mul(&i[1])
+        }),
+        case("fmod", vec![m(1), pos(&[3], 2)], |i| {
+            i[0].mul_scalar(2.0)?.fmod(&i[1])?.mul(&i[1])
+        }),
+        case("remainder", vec![m(1), pos(&[2, 1], 2)], |i| {
+            i[0].mul_scalar(2.0)?.remainder(&i[1])?.mul(&i[1])
+        }),
+        case("fmod_scalar", vec![m(1)], |i| {
+            i[0].fmod_scalar(0.7)?.mul(&i[0])
+        }),
+        case("remainder_scalar", vec![m(1)], |i| {
+            i[0].remainder_scalar(-0.7)?.mul(&i[0])
+        }),
+        case("atan2", vec![m(1), arg(&[3], 2)], |i| i[0].atan2(&i[1])),
     ]
 }
 
