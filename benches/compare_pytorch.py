@@ -1,8 +1,8 @@
-"""Runs `examples/cpu_kernels` and `benches/pytorch_kernels.py` alternately and prints the median
+"""Runs the `cpu_kernels` harness and `benches/pytorch_kernels.py` alternately and prints the median
 of each figure side by side, with the ratio to PyTorch and the CPU-kernels issue's target.
 
     python3 -m venv /tmp/torchenv && /tmp/torchenv/bin/pip install torch
-    cargo build --release --example cpu_kernels
+    cargo build --release -p harnesses --example cpu_kernels
     /tmp/torchenv/bin/python benches/compare_pytorch.py --rounds 7
 
 Alternating the two programs round by round spreads the noise of a shared machine over both.

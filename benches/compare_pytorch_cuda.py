@@ -1,7 +1,7 @@
-"""The GPU-speed issue's table: `examples/cuda_overhead` beside the same workloads in PyTorch on
+"""The GPU-speed issue's table: the `cuda_overhead` harness beside the same workloads in PyTorch on
 the same GPU, alternating the two programs round by round, with the ratio and the issue's target.
 
-    cargo build --release --example cuda_overhead
+    cargo build --release -p harnesses --example cuda_overhead
     python3 benches/compare_pytorch_cuda.py --rounds 3            # both, side by side
     python3 benches/compare_pytorch_cuda.py --torch-only          # PyTorch's figures alone
     python3 benches/compare_pytorch_cuda.py --torch-only --only mlp_4096x784x2048   # one workload

@@ -17,8 +17,9 @@ cd "$(dirname "$0")/.."
 
 # The integration-test targets with CUDA cases (each skips them, saying so, without a GPU).
 TESTS=(ops nn views corpus leaks soak fused)
-# Examples run on the GPU: their figures are the issue's tables.
-EXAMPLES=(cuda_overhead derive_side_by_side train_mlp engine_overhead)
+# Programs run on the GPU (their figures are the issue's tables), as built under target/release/:
+# two performance harnesses (`-p harnesses`), an example of the facade, and the main job.
+PROGRAMS=(examples/cuda_overhead examples/engine_overhead examples/derive_side_by_side train_mlp)
 
 build() {
     if ! grep -qx '/.gpu/' .git/info/exclude 2>/dev/null; then
@@ -39,8 +40,10 @@ for line in sys.stdin:
         name = t["name"] if t["kind"] != ["lib"] else t["name"] + "_lib"
         print(name, m["executable"])
 ' | while read -r name exe; do cp "$exe" ".gpu/tests/$name"; done
-    cargo build --release $(printf -- '--example %s ' "${EXAMPLES[@]}")
-    for e in "${EXAMPLES[@]}"; do cp "target/release/examples/$e" .gpu/examples/; done
+    cargo build --release -p harnesses --example cuda_overhead --example engine_overhead
+    cargo build --release -p autograd --example derive_side_by_side
+    cargo build --release -p train-mlp --features cuda
+    for p in "${PROGRAMS[@]}"; do cp "${CARGO_TARGET_DIR:-target}/release/$p" .gpu/examples/; done
     strip .gpu/tests/* .gpu/examples/* 2>/dev/null || true
     pwd > .gpu/built_in
     ls -l .gpu/tests .gpu/examples

@@ -12,7 +12,7 @@
 //! * `reduce_2^20/*`: `sum`, `sum_dims` over rows and columns, `softmax` over rows of a
 //!   1024 x 1024 f32 tensor.
 //!
-//! `examples/cpu_kernels.rs` prints the same wide-tanh and MLP figures as plain numbers, and
+//! `harnesses/cpu_kernels.rs` prints the same wide-tanh and MLP figures as plain numbers, and
 //! `benches/pytorch_kernels.py` times PyTorch on them.
 
 use std::hint::black_box;

@@ -1,7 +1,7 @@
 // The floor under a small CUDA op on this machine, measured with the driver API alone (no
 // framework): the host time of one cuLaunchKernel of an empty kernel taking the same arguments
 // as this project's element-wise kernels (a 152-byte layout struct, pointers, a count), and of a
-// stream-ordered allocation and free. `examples/cuda_overhead` prints the same op through the
+// stream-ordered allocation and free. `harnesses/cuda_overhead.rs` prints the same op through the
 // engine ("breakdown_*"); the difference is what the library adds.
 //
 //     nvcc -O2 -o launch_floor benches/launch_floor.cu -lcuda && ./launch_floor

@@ -1,8 +1,8 @@
-"""PyTorch's side of `cargo run --release --example cpu_kernels`: the same workloads, timed the same way.
+"""PyTorch's side of `cargo run --release -p harnesses --example cpu_kernels`: the same workloads, timed the same way.
 
     python3 -m venv /tmp/torchenv && /tmp/torchenv/bin/pip install torch
     /tmp/torchenv/bin/python benches/pytorch_kernels.py --threads 2
-    RAYON_NUM_THREADS=2 cargo run --release --example cpu_kernels
+    RAYON_NUM_THREADS=2 cargo run --release -p harnesses --example cpu_kernels
 
 Workloads (medians of several runs after a warm-up, milliseconds):
   * wide tanh: L = 10 layers of y = tanh(y * w + b) on f32 vectors of width 2^20, every w and b a

@@ -2,7 +2,7 @@
 
     python benches/record_checkpoint.py            # writes tests/nn/data/checkpoint_*
     python benches/record_checkpoint.py FILE.safetensors
-        # loads a state dict this library saved (e.g. `cargo run --release --example train_mlp --
+        # loads a state dict this library saved (e.g. `cargo run --release -p train-mlp --
         # --save FILE`'s model part) into the same PyTorch architecture and prints its keys
 
 The model is the one the test builds: Linear(4, 8) -> Tanh -> Linear(8, 3), as nn.Sequential,

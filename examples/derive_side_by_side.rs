@@ -6,7 +6,7 @@
 //! time on a small and on a 2^20-element tensor.
 //!
 //! Then the main job's loss, softmax cross-entropy, derived against its hand-written closed
-//! form (`(softmax(z) - t) / N`, in `examples/train_mlp/loss.rs`), on the main job's batch shape.
+//! form (`(softmax(z) - t) / N`, in `examples/train_mlp/src/loss.rs`), on the main job's batch shape.
 //!
 //! With a CUDA device, last: GELU's forward + backward on `cuda:0`, where the derived body runs
 //! as one generated kernel each way (`src/fusion/`), against the same derived body run op by

@@ -14,6 +14,26 @@
 //! * the engine (`engine/`): `GraphTask`, `NodeTask`, `ReadyQueue`, `InputBuffer`,
 //!   dependency counting and `exec_info`, driven by [`backward`] and [`grad`].
 //!
+//! # Modules
+//!
+//! The crate root holds [`Tensor`], the engine's entry points ([`backward`], [`grad`],
+//! [`Engine`]), grad modes ([`no_grad`], [`inference_mode`]), anomaly mode, [`checkpoint`],
+//! [`StateDict`] and the CPU thread and cache settings. The public modules:
+//!
+//! * [`cuda`]: whether CUDA tensors can run here, device count, synchronisation and the caching
+//!   allocator's figures (`torch.cuda`).
+//! * [`distributed`]: data-parallel training, [`distributed::DistributedDataParallel`] over a
+//!   [`distributed::ProcessGroup`] (threads, MPI, NCCL).
+//! * [`gradcheck`](mod@gradcheck): [`gradcheck()`] and [`gradgradcheck`] against central finite
+//!   differences.
+//! * [`graph`]: the backward graph's nodes, edges, saved tensors, hooks and custom functions.
+//! * [`nn`]: layers, [`nn::Module`], losses and activations as functions ([`nn::functional`]),
+//!   initialisers ([`nn::init`]).
+//! * [`optim`]: optimizers, learning-rate schedulers ([`optim::lr_scheduler`]) and gradient
+//!   clipping.
+//! * [`profiler`]: the autograd profiler, its `key_averages()` table and Chrome trace.
+//! * [`viz`]: the backward graph behind a tensor as Graphviz DOT.
+//!
 //! ```
 //! use autograd_runtime::{grad, GradOptions, Tensor};
 //! let x = Tensor::scalar(2.0f64).requires_grad_(true)?;
@@ -79,7 +99,9 @@ pub use random::{
     randperm_with, seed,
 };
 pub use state_dict::StateDict;
-pub use tensor::Tensor;
+pub use tensor::{
+    PrintOptions, PrintOptionsGuard, Tensor, get_printoptions, printoptions, set_printoptions,
+};
 pub use warning::{WarningHandler, is_warn_always_enabled, set_warn_always, set_warning_handler};
 
 /// Reached by the code `#[differentiable]` generates (through `crate = "crate"` inside this

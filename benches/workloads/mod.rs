@@ -1,4 +1,4 @@
-//! Graphs the engine benchmarks and `examples/engine_overhead.rs` both measure (the example
+//! Graphs the engine benchmarks and `harnesses/engine_overhead.rs` both measure (the harness
 //! includes this file by path), so the two report on the same workloads.
 #![allow(dead_code, reason = "each includer uses a part of the workloads")]
 

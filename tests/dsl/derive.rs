@@ -66,7 +66,7 @@ fn softmax_cross_entropy_recorded(logits: &Tensor, targets: &Tensor, n: f64) -> 
     Ok(-picked / n)
 }
 
-/// The main job's loss (`examples/train_mlp/loss.rs`), body for body.
+/// The main job's loss (`examples/train_mlp/src/loss.rs`), body for body.
 #[differentiable(derive)]
 fn mean_cross_entropy(logits: &Tensor, targets: &Tensor, n: f64) -> Result<Tensor> {
     let picked = (logits.log_softmax(1)? * targets).sum()?;
@@ -209,6 +209,29 @@ fn infallible(a: &Tensor, b: &Tensor) -> Tensor {
     let _ = b;
     let sq = a * a;
     &sq * 3.0 - a
+}
+
+/// The everyday math ops' rules (`log1p expm1 exp2 rsqrt silu mish floor minimum maximum
+/// atan2 fmod_scalar`).
+#[differentiable(derive)]
+fn everyday_math(x: &Tensor, y: &Tensor) -> Result<Tensor> {
+    let p = x.exp()?.log1p()?;
+    let m = p.minimum(y)?.maximum(&x.expm1()?)?;
+    let r = m.atan2(&y.exp2()?)?;
+    let s = x.silu()?.add(&y.mish()?)?.mul(&y.exp()?.rsqrt()?)?;
+    r.add(&s)?
+        .add(&x.fmod_scalar(0.7)?)?
+        .add(&x.floor()?.mul(y)?)
+}
+
+fn everyday_math_recorded(x: &Tensor, y: &Tensor) -> Result<Tensor> {
+    let p = x.exp()?.log1p()?;
+    let m = p.minimum(y)?.maximum(&x.expm1()?)?;
+    let r = m.atan2(&y.exp2()?)?;
+    let s = x.silu()?.add(&y.mish()?)?.mul(&y.exp()?.rsqrt()?)?;
+    r.add(&s)?
+        .add(&x.fmod_scalar(0.7)?)?
+        .add(&x.floor()?.mul(y)?)
 }
 
 // ----- helpers ----------------------------------------------------------------------------------
@@ -669,4 +692,17 @@ fn backward_twice_without_retain_graph_fails() -> Result<()> {
     y.backward()?;
     assert!(matches!(y.backward(), Err(Error::BackwardTwice)));
     Ok(())
+}
+
+#[test]
+fn everyday_math_ops_derive_and_match_recorded() -> Result<()> {
+    let inputs = [input(&[3, 4], 21), input(&[4], 22)];
+    check_against_recorded(
+        |t| everyday_math(&t[0], &t[1]),
+        |t| everyday_math_recorded(&t[0], &t[1]),
+        &inputs,
+        "EverydayMathBackward0",
+    );
+    gradcheck(|t| everyday_math(&t[0], &t[1]), &inputs)?;
+    gradgradcheck(|t| everyday_math(&t[0], &t[1]), &inputs)
 }

@@ -107,6 +107,38 @@ fn unary_ops() -> Vec<Unary> {
         ),
         ("add nan", |t| t.add_scalar(f64::NAN), |x| x + f64::NAN),
         ("rdiv 1", |t| t.rdiv_scalar(1.0), |x| 1.0 / x),
+        ("log1p", |t| t.log1p(), f64::ln_1p),
+        ("expm1", |t| t.expm1(), f64::exp_m1),
+        ("log2", |t| t.log2(), f64::log2),
+        ("exp2", |t| t.exp2(), f64::exp2),
+        ("rsqrt", |t| t.rsqrt(), |x| 1.0 / x.sqrt()),
+        (
+            "softplus",
+            |t| t.softplus(1.0, 20.0),
+            |x| if x > 20.0 { x } else { x.exp().ln_1p() },
+        ),
+        ("silu", |t| t.silu(), |x| x / (1.0 + (-x).exp())),
+        ("mish", |t| t.mish(), |x| x * x.exp().ln_1p().tanh()),
+        (
+            "hardtanh",
+            |t| t.hardtanh(-1.0, 1.0),
+            |x| {
+                if x.is_nan() { x } else { x.clamp(-1.0, 1.0) }
+            },
+        ),
+        ("floor", |t| t.floor(), f64::floor),
+        ("ceil", |t| t.ceil(), f64::ceil),
+        ("round", |t| t.round(), f64::round_ties_even),
+        ("trunc", |t| t.trunc(), f64::trunc),
+        ("fmod 2", |t| t.fmod_scalar(2.0), |x| x % 2.0),
+        (
+            "remainder -2",
+            |t| t.remainder_scalar(-2.0),
+            |x| {
+                let m = x % -2.0;
+                if m > 0.0 { m - 2.0 } else { m }
+            },
+        ),
     ]
 }
 
@@ -162,11 +194,16 @@ fn elementwise(s: &mut Sweep) {
 
 /// Every pair of shapes through the binary ops: PyTorch's broadcast result or its error text.
 fn broadcasting(s: &mut Sweep) {
-    let ops: [Binary; 4] = [
+    let ops: [Binary; 9] = [
         ("add", |a, b| a.add(b)),
         ("sub", |a, b| a.sub(b)),
         ("mul", |a, b| a.mul(b)),
         ("div", |a, b| a.div(b)),
+        ("minimum", |a, b| a.minimum(b)),
+        ("maximum", |a, b| a.maximum(b)),
+        ("fmod", |a, b| a.fmod(b)),
+        ("remainder", |a, b| a.remainder(b)),
+        ("atan2", |a, b| a.atan2(b)),
     ];
     for a_shape in SHAPES {
         for b_shape in SHAPES {
@@ -706,11 +743,124 @@ fn engine(s: &mut Sweep) {
     );
 }
 
+/// Issue 35's shape ops and reductions: dims far out of range, sizes whose products overflow,
+/// extreme shifts and diagonals, p and correction that are not numbers.
+fn issue_35_ops(s: &mut Sweep) {
+    let m = f64s(&[2, 3], &[1.0, 2.0, 3.0]);
+    let a3 = f64s(&[2, 2, 2], &[1.0]);
+    let range = "Dimension out of range";
+    for dim in [2isize, 3, 64, isize::MAX, isize::MIN, -3] {
+        s.err(format!("unsqueeze {dim}"), range, || {
+            m.unsqueeze(dim.max(3))
+        });
+        s.err(format!("squeeze_dim {dim}"), range, || m.squeeze_dim(dim));
+        s.err(format!("squeeze_dims {dim}"), range, || {
+            m.squeeze_dims(&[0, dim])
+        });
+        s.err(format!("flatten {dim}"), range, || m.flatten(0, dim));
+        s.err(format!("unflatten {dim}"), range, || {
+            m.unflatten(dim, &[1, -1])
+        });
+        s.err(format!("flip {dim}"), range, || m.flip(&[dim]));
+        s.err(format!("roll {dim}"), range, || m.roll(&[1], &[dim]));
+        s.err(format!("mean_dims {dim}"), range, || {
+            m.mean_dims(&[dim], false)
+        });
+        s.err(format!("var_dims {dim}"), range, || {
+            m.var_dims(&[dim], 1.0, false)
+        });
+        s.err(format!("std_dims {dim}"), range, || {
+            m.std_dims(&[dim], 1.0, false)
+        });
+        s.err(format!("prod_dim {dim}"), range, || m.prod_dim(dim, false));
+        s.err(format!("cumsum {dim}"), range, || m.cumsum(dim));
+        s.err(format!("logsumexp {dim}"), range, || {
+            m.logsumexp(&[dim], false)
+        });
+        s.err(format!("norm_dims {dim}"), range, || {
+            m.norm_dims(2.0, &[dim], false)
+        });
+        s.err(format!("amax {dim}"), range, || m.amax(&[dim], false));
+        s.err(format!("amin {dim}"), range, || m.amin(&[dim], false));
+    }
+    let big = isize::MAX;
+    s.err("view overflowing", "is invalid for input of size 6", || {
+        m.view(&[big, big, -1])
+    });
+    s.err("view two -1", "only one dimension can be inferred", || {
+        m.view(&[-1, -1])
+    });
+    s.err("reshape_infer negative", "invalid shape dimension", || {
+        m.reshape_infer(&[isize::MIN, 1])
+    });
+    s.err("unflatten overflowing", "don't multiply up", || {
+        m.unflatten(1, &[big, big])
+    });
+    s.err("repeat overflowing", "usize::MAX", || {
+        m.repeat(&[usize::MAX, usize::MAX, 2])
+    });
+    s.err("repeat too large", "", || m.repeat(&[1 << 40, 1 << 20, 1]));
+    s.err("t of 3-D", "t() expects", || a3.t());
+    s.err("bmm of 2-D", "batch1 must be a 3D tensor", || m.bmm(&a3));
+    s.err("outer of 2-D", "outer: Expected 1-D", || m.outer(&m));
+    s.err("norm p=inf", "not supported", || {
+        m.norm_dims(f64::INFINITY, &[], false)
+    });
+    s.err("norm p=nan", "not supported", || {
+        m.norm_dims(f64::NAN, &[], false)
+    });
+    s.err("norm p=0", "not supported", || m.norm_dims(0.0, &[], false));
+    // Extreme shifts, diagonals and corrections are values, not errors.
+    s.case(
+        "roll by isize::MIN",
+        || m.roll(&[isize::MIN], &[1]),
+        |r| r.is_ok(),
+    );
+    s.case(
+        "roll flat by isize::MAX",
+        || m.roll(&[isize::MAX], &[]),
+        |r| r.is_ok(),
+    );
+    for d in [isize::MIN, isize::MAX] {
+        s.case(format!("tril {d}"), || m.tril(d), |r| r.is_ok());
+        s.case(format!("triu {d}"), || m.triu(d), |r| r.is_ok());
+    }
+    for c in [f64::NAN, f64::INFINITY, -1.0, 1e300] {
+        s.case(
+            format!("var correction {c}"),
+            || m.var_dims(&[], c, false),
+            |r| r.is_ok(),
+        );
+        s.case(
+            format!("std correction {c}"),
+            || m.std_dims(&[1], c, true),
+            |r| r.is_ok(),
+        );
+    }
+    let empty = f64s(&[0, 3], &[0.0]);
+    s.case(
+        "prod of empty",
+        || empty.prod(),
+        |r| matches!(r, Ok(t) if t.item::<f64>().ok() == Some(1.0)),
+    );
+    s.case("cumsum of empty", || empty.cumsum(0), |r| r.is_ok());
+    s.err("amax of empty dim", "non-zero size", || {
+        empty.amax(&[0], false)
+    });
+    s.err("logsumexp of empty dim", "size 0", || {
+        empty.logsumexp(&[0], false)
+    });
+    s.case("tril of empty", || empty.tril(0), |r| r.is_ok());
+    s.case("flip of empty", || empty.flip(&[0, 1]), |r| r.is_ok());
+    s.case("repeat of empty", || empty.repeat(&[2, 2]), |r| r.is_ok());
+}
+
 fn sweep() -> Sweep {
     let mut s = Sweep::default();
     elementwise(&mut s);
     broadcasting(&mut s);
     shapes_and_dims(&mut s);
+    issue_35_ops(&mut s);
     engine(&mut s);
     s
 }

@@ -52,6 +52,43 @@ fn programs() -> Vec<(&'static str, Vec<Vec<usize>>, Program)> {
             x[0].clamp(Some(0.1), None)
         }),
         ("erf", vec![vec![3, 4]], |x| x[0].erf()),
+        // The everyday math ops.
+        ("log1p", vec![vec![3, 4]], |x| positive(&x[0])?.log1p()),
+        ("expm1", vec![vec![3, 4]], |x| x[0].expm1()),
+        ("log2", vec![vec![3, 4]], |x| positive(&x[0])?.log2()),
+        ("exp2", vec![vec![3, 4]], |x| x[0].exp2()),
+        ("rsqrt", vec![vec![3, 4]], |x| positive(&x[0])?.rsqrt()),
+        ("softplus", vec![vec![3, 4]], |x| x[0].softplus(1.0, 20.0)),
+        ("softplus threshold", vec![vec![3, 4]], |x| {
+            x[0].softplus(2.0, 0.5)
+        }),
+        ("silu", vec![vec![3, 4]], |x| x[0].silu()),
+        ("mish", vec![vec![3, 4]], |x| x[0].mish()),
+        ("hardtanh", vec![vec![3, 4]], |x| x[0].hardtanh(-0.5, 0.5)),
+        ("rounding", vec![vec![3, 4]], |x| {
+            let y = x[0].mul_scalar(3.0)?;
+            y.floor()?
+                .add(&y.ceil()?)?
+                .add(&y.round()?)?
+                .add(&y.trunc()?)?
+                .add(&x[0])
+        }),
+        ("minimum broadcast", vec![vec![3, 4], vec![4]], |x| {
+            x[0].minimum(&x[1])
+        }),
+        ("maximum broadcast", vec![vec![3, 1], vec![1, 4]], |x| {
+            x[0].maximum(&x[1])
+        }),
+        ("fmod", vec![vec![3, 4], vec![4]], |x| {
+            x[0].mul_scalar(3.0)?.fmod(&positive(&x[1])?)
+        }),
+        ("remainder", vec![vec![3, 4], vec![3, 4]], |x| {
+            x[0].mul_scalar(3.0)?.remainder(&positive(&x[1])?)
+        }),
+        ("fmod and remainder by scalars", vec![vec![5]], |x| {
+            x[0].fmod_scalar(0.3)?.add(&x[0].remainder_scalar(-0.3)?)
+        }),
+        ("atan2", vec![vec![3, 4], vec![3, 4]], |x| x[0].atan2(&x[1])),
         ("add broadcast", vec![vec![3, 4], vec![4]], |x| {
             x[0].add(&x[1])
         }),

@@ -117,6 +117,64 @@ fn ops() -> Vec<(&'static str, Op)> {
             v.mul_(&x.exp()?)?;
             Ok(b)
         }),
+        // ----- shape ops and reductions of issue 35
+        ("unsqueeze", |x| x.unsqueeze(-1)),
+        ("squeeze", |x| x.squeeze()),
+        ("squeeze_dim", |x| x.squeeze_dim(0)),
+        ("squeeze_dims", |x| x.squeeze_dims(&[0])),
+        ("t", |x| x.t()),
+        ("view", |x| x.view(&[-1])),
+        ("reshape_infer", |x| x.reshape_infer(&[1, -1])),
+        ("flatten", |x| x.flatten(0, -1)),
+        ("unflatten", |x| x.flatten(0, -1)?.unflatten(0, &[1, -1])),
+        ("expand_as", |x| {
+            x.expand_as(&x.unsqueeze(0)?.repeat(&vec![2; x.ndim() + 1])?)
+        }),
+        ("repeat", |x| x.repeat(&[2, 2, 1])),
+        ("flip", |x| x.flip(&[0])),
+        ("roll", |x| x.roll(&[1], &[0])),
+        ("roll_flat", |x| x.roll(&[1], &[])),
+        ("tril", |x| x.reshape(&[1, 1])?.tril(0)),
+        ("triu", |x| x.reshape(&[1, 1])?.triu(-1)),
+        ("mean_dims", |x| x.mean_dims(&[0], false)),
+        ("var_dims", |x| x.var_dims(&[], 0.0, true)),
+        ("std_dims", |x| x.std_dims(&[0], 0.0, false)),
+        ("prod", |x| x.prod()),
+        ("prod_dim", |x| x.prod_dim(0, true)),
+        ("cumsum", |x| x.cumsum(0)),
+        ("logsumexp", |x| x.logsumexp(&[0], false)),
+        ("norm", |x| x.norm()),
+        ("norm_dims", |x| x.norm_dims(3.0, &[], true)),
+        ("bmm", |x| {
+            x.reshape(&[1, 1, 1])?.bmm(&x.reshape(&[1, 1, 1])?.exp()?)
+        }),
+        ("outer", |x| {
+            x.reshape(&[1])?.outer(&x.reshape(&[1])?.exp()?)
+        }),
+        ("amax", |x| x.amax(&[], false)),
+        ("amin", |x| x.amin(&[0], true)),
+        // ----- end of issue 35's ops
+        // The everyday math ops.
+        ("log1p", |x| x.log1p()),
+        ("expm1", |x| x.expm1()),
+        ("log2", |x| x.log2()),
+        ("exp2", |x| x.exp2()),
+        ("rsqrt", |x| x.rsqrt()),
+        ("softplus", |x| x.softplus(1.0, 20.0)),
+        ("silu", |x| x.silu()),
+        ("mish", |x| x.mish()),
+        ("hardtanh", |x| x.hardtanh(-1.0, 1.0)),
+        ("floor", |x| x.floor()?.add(x)),
+        ("ceil", |x| x.ceil()?.add(x)),
+        ("round", |x| x.round()?.add(x)),
+        ("trunc", |x| x.trunc()?.add(x)),
+        ("minimum", |x| x.minimum(&x.exp()?)),
+        ("maximum", |x| x.maximum(&x.exp()?)),
+        ("fmod", |x| x.fmod(&x.exp()?)),
+        ("remainder", |x| x.remainder(&x.exp()?)),
+        ("fmod_scalar", |x| x.fmod_scalar(0.5)),
+        ("remainder_scalar", |x| x.remainder_scalar(-0.5)),
+        ("atan2", |x| x.atan2(&x.exp()?)),
     ]
 }
 

@@ -1,4 +1,5 @@
-//! The inspection tools: the autograd profiler and the graph's DOT view.
+//! The inspection tools: tensor printing, the autograd profiler and the graph's DOT view.
 
+mod printing;
 mod profiler;
 mod viz;

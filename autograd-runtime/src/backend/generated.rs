@@ -41,6 +41,10 @@ pub(crate) enum Inst {
     Interior(u16, u16, u16),
     /// The error function, computed in double precision.
     Erf(u16),
+    /// Softplus (`x`, `β`, `threshold`), as `MapOp::Softplus`.
+    Softplus(u16, u16, u16),
+    /// Softplus's slope (`x`, `β`, `threshold`), as `MapOp::SoftplusSlope`.
+    SoftplusSlope(u16, u16, u16),
 }
 
 /// A generated kernel: `n_inputs` dense input buffers and `n_scalars` scalars in, one dense
@@ -69,7 +73,7 @@ pub(crate) fn next_id() -> u64 {
 // Run by the CUDA backend; without it, only the test below runs it.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn map_kernel(op: MapOp) -> (&'static GeneratedKernel, [f64; 2]) {
-    static KERNELS: OnceLock<[GeneratedKernel; 3]> = OnceLock::new();
+    static KERNELS: OnceLock<[GeneratedKernel; 5]> = OnceLock::new();
     let kernels = KERNELS.get_or_init(|| {
         let bounded = |inst: Inst| GeneratedKernel {
             id: next_id(),
@@ -88,12 +92,16 @@ pub(crate) fn map_kernel(op: MapOp) -> (&'static GeneratedKernel, [f64; 2]) {
                 n_inputs: 1,
                 n_scalars: 0,
             },
+            bounded(Inst::Softplus(0, 1, 2)),
+            bounded(Inst::SoftplusSlope(0, 1, 2)),
         ]
     });
     match op {
         MapOp::Clamp { lo, hi } => (&kernels[0], [lo, hi]),
         MapOp::ClampInterior { lo, hi } => (&kernels[1], [lo, hi]),
         MapOp::Erf => (&kernels[2], [0.0; 2]),
+        MapOp::Softplus { beta, threshold } => (&kernels[3], [beta, threshold]),
+        MapOp::SoftplusSlope { beta, threshold } => (&kernels[4], [beta, threshold]),
     }
 }
 
@@ -151,6 +159,7 @@ fn cuda_expr(inst: Inst) -> String {
                 BinaryOp::Sub => "-",
                 BinaryOp::Mul => "*",
                 BinaryOp::Div => "/",
+                _ => return format!("binary_op<T>({}, r{a}, r{b})", op.code()),
             };
             format!("r{a} {sym} r{b}")
         }
@@ -160,6 +169,8 @@ fn cuda_expr(inst: Inst) -> String {
         Inst::Clamp(x, lo, hi) => format!("clamp_op<T>(r{x}, r{lo}, r{hi})"),
         Inst::Interior(x, lo, hi) => format!("(r{x} > r{lo} && r{x} < r{hi} ? T(1) : T(0))"),
         Inst::Erf(x) => format!("m_erf(r{x})"),
+        Inst::Softplus(x, b, t) => format!("softplus_op<T>(r{x}, r{b}, r{t})"),
+        Inst::SoftplusSlope(x, b, t) => format!("softplus_slope<T>(r{x}, r{b}, r{t})"),
     }
 }
 
@@ -177,6 +188,16 @@ template <typename T> __device__ __forceinline__ T clamp_op(T x, T lo, T hi) {
 }
 __device__ __forceinline__ float m_erf(float x) { return (float)erf((double)x); }
 __device__ __forceinline__ double m_erf(double x) { return erf(x); }
+template <typename T> __device__ __forceinline__ T softplus_op(T x, T beta, T threshold) {
+    T bx = x * beta;
+    return bx > threshold ? x : m_log1p(m_exp(bx)) / beta;
+}
+template <typename T> __device__ __forceinline__ T softplus_slope(T x, T beta, T threshold) {
+    T bx = x * beta;
+    if (bx > threshold) return T(1);
+    T z = m_exp(bx);
+    return z / (z + T(1));
+}
 template <typename T> __device__ __forceinline__ T pow_grad(T g, T x, T e, T e1) {
     if (e == T(0)) return T(0);
     return e == T(2) ? g * (x + x) : g * (e * m_pow(x, e1));
@@ -210,6 +231,10 @@ mod tests {
         ];
         let layout = Layout::contiguous(&[values.len()]);
         let mut ops = vec![MapOp::Erf];
+        for (beta, threshold) in [(1.0, 20.0), (2.0, 1.5), (0.5, -1.0)] {
+            ops.push(MapOp::Softplus { beta, threshold });
+            ops.push(MapOp::SoftplusSlope { beta, threshold });
+        }
         for (lo, hi) in [(-0.5, 1.0), (f64::NEG_INFINITY, 0.5), (0.0, f64::INFINITY)] {
             ops.push(MapOp::Clamp { lo, hi });
             ops.push(MapOp::ClampInterior { lo, hi });

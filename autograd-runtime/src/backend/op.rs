@@ -28,6 +28,28 @@ pub(crate) enum UnaryOp {
     Sign,
     /// 1 where x > 0, else 0 (relu's derivative).
     PositiveMask,
+    /// `ln(1 + x)`, accurate near 0.
+    Log1p,
+    /// `e^x - 1`, accurate near 0.
+    Expm1,
+    /// Base-2 logarithm.
+    Log2,
+    /// `2^x`
+    Exp2,
+    /// `1 / √x`
+    Rsqrt,
+    /// `x σ(x)`
+    Silu,
+    /// `x tanh(softplus x)`, softplus with PyTorch's threshold 20.
+    Mish,
+    /// Largest integer not above `x`.
+    Floor,
+    /// Smallest integer not below `x`.
+    Ceil,
+    /// Nearest integer, halves to even (PyTorch's `round`).
+    Round,
+    /// Integer part, towards zero.
+    Trunc,
 }
 
 impl UnaryOp {
@@ -46,6 +68,17 @@ impl UnaryOp {
             UnaryOp::Abs => 9,
             UnaryOp::Sign => 10,
             UnaryOp::PositiveMask => 11,
+            UnaryOp::Log1p => 12,
+            UnaryOp::Expm1 => 13,
+            UnaryOp::Log2 => 14,
+            UnaryOp::Exp2 => 15,
+            UnaryOp::Rsqrt => 16,
+            UnaryOp::Silu => 17,
+            UnaryOp::Mish => 18,
+            UnaryOp::Floor => 19,
+            UnaryOp::Ceil => 20,
+            UnaryOp::Round => 21,
+            UnaryOp::Trunc => 22,
         }
     }
 }
@@ -61,12 +94,44 @@ pub(crate) enum BinaryOp {
     Mul,
     /// `x / y`
     Div,
+    /// The smaller of `x` and `y`; NaN if either is NaN (PyTorch's `minimum`).
+    Minimum,
+    /// The larger of `x` and `y`; NaN if either is NaN (PyTorch's `maximum`).
+    Maximum,
+    /// `x - trunc(x / y) y`: the C `fmod`, the sign of `x`.
+    Fmod,
+    /// `x - floor(x / y) y`: the sign of `y` (PyTorch's `remainder`).
+    Remainder,
+    /// `atan2(x, y)`: the angle of the point `(y, x)`.
+    Atan2,
+    /// The share of the gradient of `minimum(x, y)` that goes to `x`: 1 where `x < y`, ½
+    /// where `x == y`, 0 where `x > y`, 1 where either is NaN (PyTorch's `masked_fill` rule in
+    /// `derivatives.yaml`; `maximum`'s shares are this with the operands swapped).
+    MinShare,
+}
+
+impl BinaryOp {
+    /// The op's number in the CUDA kernels' `binary_op` switch (declaration order).
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            BinaryOp::Add => 0,
+            BinaryOp::Sub => 1,
+            BinaryOp::Mul => 2,
+            BinaryOp::Div => 3,
+            BinaryOp::Minimum => 4,
+            BinaryOp::Maximum => 5,
+            BinaryOp::Fmod => 6,
+            BinaryOp::Remainder => 7,
+            BinaryOp::Atan2 => 8,
+            BinaryOp::MinShare => 9,
+        }
+    }
 }
 
 /// A grad formula: the backward formula of a built-in element-wise op, named after the op,
 /// computed in one pass with one output (`Backend::grad_formula`). `a` is always the incoming
 /// gradient `g`; `b` is what the formula saved. Not to be confused with fusion (`fusion/`, a
-/// derived body as a generated kernel) or the optimizers' fused steps (`optim/fused.rs`).
+/// derived body as a generated kernel) or the optimizers' fused steps (`optim/fused_step.rs`, `Backend::fused_step`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum GradFormula {
     /// `g * (1 - y²)`, `y = tanh x`.
@@ -126,4 +191,18 @@ pub(crate) enum MapOp {
     },
     /// The error function, computed in `f64` and rounded to the element type.
     Erf,
+    /// `log(1 + e^(βx)) / β`, or `x` where `βx > threshold` (PyTorch's `softplus`).
+    Softplus {
+        /// `β`.
+        beta: f64,
+        /// Above this, `βx` is returned as is.
+        threshold: f64,
+    },
+    /// Softplus's slope: `σ(βx)`, or 1 where `βx > threshold`.
+    SoftplusSlope {
+        /// `β`.
+        beta: f64,
+        /// Above this, the slope is 1.
+        threshold: f64,
+    },
 }

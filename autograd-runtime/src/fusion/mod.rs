@@ -25,7 +25,7 @@
 //! "Fusion" here is only this: derived bodies compiled into generated kernels (the macro reaches
 //! it as `__private::fusion`). Two other things are not it: a built-in op's backward formula in
 //! one pass is a `GradFormula` kernel (`backend/op.rs`, `#[backward(f, formula = ..)]`), and
-//! PyTorch's `fused=True` optimizer steps are the optimizers' `FusedSet` (`optim/fused.rs`).
+//! PyTorch's `fused=True` optimizer steps are `Backend::fused_step` (`optim/fused_step.rs`, `StepTensors`).
 //! `backend/README.md` lists all three.
 //!
 //! # Layout

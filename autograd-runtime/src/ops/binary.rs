@@ -4,7 +4,7 @@
 use autograd_macros::{backward, differentiable};
 
 use super::derivative_rules::{Read, Reads, Rule, UnaryWith};
-use crate::backend::BinaryOp;
+use crate::backend::{BinaryOp, cpu};
 use crate::layout::is_expandable_to;
 use crate::tensor::data::ElementMap;
 use crate::tensor::kernels;
@@ -28,6 +28,12 @@ impl ElementMap for ScalarOp {
             BinaryOp::Sub => a - b,
             BinaryOp::Mul => a * b,
             BinaryOp::Div => a / b,
+            BinaryOp::Minimum => cpu::minimum(a, b),
+            BinaryOp::Maximum => cpu::maximum(a, b),
+            BinaryOp::Fmod => a % b,
+            BinaryOp::Remainder => cpu::remainder(a, b),
+            BinaryOp::Atan2 => a.atan2(b),
+            BinaryOp::MinShare => cpu::min_share(a, b),
         }
     }
 }
@@ -197,6 +203,12 @@ impl Tensor {
             BinaryOp::Sub => self.sub(other),
             BinaryOp::Mul => self.mul(other),
             BinaryOp::Div => self.div(other),
+            BinaryOp::Minimum => self.minimum(other),
+            BinaryOp::Maximum => self.maximum(other),
+            BinaryOp::Fmod => self.fmod(other),
+            BinaryOp::Remainder => self.remainder(other),
+            BinaryOp::Atan2 => self.atan2(other),
+            BinaryOp::MinShare => self.binary_kernel(BinaryOp::MinShare, "minimum", other),
         }
     }
 

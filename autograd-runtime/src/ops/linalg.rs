@@ -158,3 +158,167 @@ impl Tensor {
         matmul(self, other)
     }
 }
+
+// ----- `bmm`, `baddbmm`, `outer`: `matmul` with PyTorch's stricter checks ----------------------
+
+/// `a.bmm(b)` (shapes checked), PyTorch's `BmmBackward0`; each operand saved only if the other
+/// needs its gradient.
+#[differentiable(builtin, crate = "crate", name = "BmmBackward0")]
+fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    kernels::of_pair("bmm", a, b)?.matmul(a, b)
+}
+
+#[backward(bmm)]
+fn bmm_backward(
+    grad: &Tensor,
+    // Unpacked in PyTorch's order (`mat2` before `self`).
+    #[needed_for(a)] b: Option<&Tensor>,
+    #[needed_for(b)] a: Option<&Tensor>,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let ga = match b {
+        Some(b) => Some(grad.bmm(&b.transpose(1, 2)?)?),
+        None => None,
+    };
+    let gb = match a {
+        Some(a) => Some(a.transpose(1, 2)?.bmm(grad)?),
+        None => None,
+    };
+    Ok((ga, gb))
+}
+
+impl Tensor {
+    /// Checks `self` and `other` as PyTorch's `bmm` does: both 3-D, the same batch size, and
+    /// `self`'s columns matching `other`'s rows.
+    fn check_bmm(&self, other: &Tensor) -> Result<()> {
+        if self.ndim() != 3 {
+            return Err(Error::size_mismatch("bmm", "batch1 must be a 3D tensor"));
+        }
+        if other.ndim() != 3 {
+            return Err(Error::size_mismatch("bmm", "batch2 must be a 3D tensor"));
+        }
+        let (a, b) = (self.shape(), other.shape());
+        if b[0] != a[0] || b[1] != a[2] {
+            return Err(Error::size_mismatch(
+                "bmm",
+                format!(
+                    "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] \
+                     but got: [{}, {}].",
+                    a[0], a[2], b[0], b[1]
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The batched matrix product of `[b, n, k]` and `[b, k, m]` tensors (PyTorch's `bmm`:
+    /// unlike [`Tensor::matmul`], no broadcasting; `BmmBackward0`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::SizeMismatch`] with PyTorch's texts: `batch1 must be a 3D tensor`, `Expected
+    /// size for first two dimensions of batch2 tensor to be: [2, 4] but got: [3, 4].`; dtype and
+    /// device mismatches.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Tensor};
+    /// let a = Tensor::ones(&[2, 3, 4], DType::F32)?;
+    /// let b = Tensor::ones(&[2, 4, 5], DType::F32)?;
+    /// assert_eq!(a.bmm(&b)?.shape(), &[2, 3, 5]);
+    /// assert!(a.bmm(&Tensor::ones(&[4, 5], DType::F32)?).is_err());
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn bmm(&self, other: &Tensor) -> Result<Tensor> {
+        self.check_bmm(other)?;
+        let (a, b) = (self.shape(), other.shape());
+        let numel = crate::layout::checked_numel("bmm", &[a[0], a[1], b[2]])?;
+        crate::layout::check_alloc("bmm", numel, self.dtype().size_of())?;
+        bmm(self, other)
+    }
+
+    /// `beta * self + alpha * batch1.bmm(batch2)` (PyTorch's `baddbmm`; `self` broadcasts to
+    /// the product's shape; with `beta == 0` it is not read, so NaN in it does not spread).
+    ///
+    /// # Errors
+    ///
+    /// As [`Tensor::bmm`]; [`Error::Shape`] (PyTorch's `expand` text) when `self` does not
+    /// broadcast to the product's shape.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Tensor};
+    /// let c = Tensor::ones(&[3, 5], DType::F64)?;
+    /// let a = Tensor::ones(&[2, 3, 4], DType::F64)?;
+    /// let b = Tensor::ones(&[2, 4, 5], DType::F64)?;
+    /// let r = c.baddbmm(&a, &b, 0.5, 2.0)?;
+    /// assert_eq!(r.shape(), &[2, 3, 5]);
+    /// assert_eq!(r.to_vec::<f64>()?[0], 0.5 + 2.0 * 4.0);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn baddbmm(
+        &self,
+        batch1: &Tensor,
+        batch2: &Tensor,
+        beta: f64,
+        alpha: f64,
+    ) -> Result<Tensor> {
+        batch1.check_bmm(batch2)?;
+        let shape = [batch1.shape()[0], batch1.shape()[1], batch2.shape()[2]];
+        // The shape check first, as PyTorch's.
+        crate::layout::Layout {
+            shape: self.shape().into(),
+            strides: self.strides().into(),
+            offset: 0,
+        }
+        .expand(&shape)?;
+        let mut product = batch1.matmul(batch2)?;
+        if alpha != 1.0 {
+            product = product.mul_scalar(alpha)?;
+        }
+        if beta == 0.0 {
+            return Ok(product);
+        }
+        let scaled = if beta == 1.0 {
+            self.clone()
+        } else {
+            self.mul_scalar(beta)?
+        };
+        scaled.add(&product)
+    }
+
+    /// The outer product of two 1-D tensors, `[n]` and `[m]` to `[n, m]` (PyTorch's `outer`,
+    /// recorded as its `MulBackward0` of a column by a row).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::SizeMismatch`] for an operand that is not 1-D (PyTorch's text); dtype and
+    /// device mismatches.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::Tensor;
+    /// let a = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
+    /// let b = Tensor::from_vec(vec![1.0f32, 10.0, 100.0], &[3])?;
+    /// let o = a.outer(&b)?;
+    /// assert_eq!(o.shape(), &[2, 3]);
+    /// assert_eq!(o.to_vec::<f32>()?, vec![1.0, 10.0, 100.0, 2.0, 20.0, 200.0]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn outer(&self, other: &Tensor) -> Result<Tensor> {
+        for (t, name) in [(self, "self"), (other, "vec2")] {
+            if t.ndim() != 1 {
+                return Err(Error::size_mismatch(
+                    "outer",
+                    format!(
+                        "outer: Expected 1-D argument {name}, but got {}-D",
+                        t.ndim()
+                    ),
+                ));
+            }
+        }
+        self.reshape(&[self.shape()[0], 1])?.mul(other)
+    }
+}

@@ -30,14 +30,18 @@ mod binary;
 mod clamp;
 mod derivative_rules;
 mod device;
+mod dims;
 mod erf;
 mod index;
 mod inplace;
 mod linalg;
+mod math;
 mod operators;
 mod reduce;
+mod reorder;
 mod shape;
 mod softmax;
+mod stats;
 mod strided;
 #[cfg(test)]
 mod tests;

@@ -312,6 +312,22 @@ impl Tensor {
         Ok(out)
     }
 
+    /// PyTorch's `view` of a `shape` with as many elements whose strides exist (checked by the
+    /// caller): always `ViewBackward0`.
+    pub(crate) fn reshape_view_only(&self, shape: &[usize]) -> Result<Tensor> {
+        let layout = self.layout();
+        let strides = if layout.has_contiguous_strides() {
+            contiguous_strides(shape)
+        } else {
+            layout
+                .view_strides(shape)
+                .ok_or_else(|| Error::shape("view", "no strides describe the view"))?
+        };
+        let out = reshape(self, shape, strides)?;
+        out.set_view_creation(self, false);
+        Ok(out)
+    }
+
     /// A view with dims `d0` and `d1` swapped.
     ///
     /// # Errors

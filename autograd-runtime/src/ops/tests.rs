@@ -169,6 +169,126 @@ fn every_op() -> Vec<(&'static str, Vec<Tensor>, Op)> {
             t.zero_()?;
             t.add(&i[0].mul(&i[0])?)
         }),
+        // ----- shape ops and reductions of issue 35 (dims.rs, reorder.rs, stats.rs, linalg.rs)
+        case("unsqueeze", vec![m(1)], |i| i[0].mul(&i[0])?.unsqueeze(-1)),
+        case("squeeze", vec![arg(&[2, 1, 3], 1)], |i| {
+            i[0].mul(&i[0])?.squeeze()
+        }),
+        case("squeeze_dim", vec![arg(&[2, 1, 3], 1)], |i| {
+            i[0].mul(&i[0])?.squeeze_dim(1)
+        }),
+        case("squeeze_dims", vec![arg(&[1, 3, 1], 1)], |i| {
+            i[0].mul(&i[0])?.squeeze_dims(&[0, -1])
+        }),
+        case("t", vec![m(1)], |i| i[0].mul(&i[0])?.t()),
+        case("view", vec![m(1)], |i| i[0].mul(&i[0])?.view(&[-1, 2])),
+        case("reshape_infer", vec![m(1)], |i| {
+            i[0].t()?.reshape_infer(&[-1])?.mul(&i[0].reshape(&[6])?)
+        }),
+        case("flatten", vec![arg(&[2, 3, 2], 1)], |i| {
+            i[0].mul(&i[0])?.flatten(1, -1)
+        }),
+        case("unflatten", vec![arg(&[2, 6], 1)], |i| {
+            i[0].mul(&i[0])?.unflatten(1, &[3, -1])
+        }),
+        case("expand_as", vec![arg(&[3], 1), m(2)], |i| {
+            i[0].mul(&i[0])?.expand_as(&i[1])?.mul(&i[1])
+        }),
+        case("repeat", vec![m(1)], |i| {
+            i[0].mul(&i[0])?.repeat(&[2, 1, 2])
+        }),
+        case("flip", vec![m(1)], |i| i[0].mul(&i[0])?.flip(&[0, -1])),
+        case("roll", vec![m(1)], |i| {
+            i[0].mul(&i[0])?.roll(&[1, -2], &[0, 1])
+        }),
+        case("roll_flat", vec![m(1)], |i| {
+            i[0].mul(&i[0])?.roll(&[2], &[])
+        }),
+        case("tril", vec![arg(&[2, 3, 3], 1)], |i| {
+            i[0].mul(&i[0])?.tril(0)
+        }),
+        case("triu", vec![m(1)], |i| i[0].mul(&i[0])?.triu(-1)),
+        case("mean_dims", vec![arg(&[2, 3, 2], 1)], |i| {
+            i[0].mul(&i[0])?.mean_dims(&[0, -1], false)
+        }),
+        case("var_dims", vec![m(1)], |i| i[0].var_dims(&[1], 1.0, false)),
+        case("std_dims", vec![m(1)], |i| i[0].std_dims(&[0], 0.0, true)),
+        case("prod", vec![m(1)], |i| i[0].prod()),
+        case("prod_dim", vec![arg(&[2, 5], 1)], |i| {
+            i[0].prod_dim(1, false)
+        }),
+        case("cumsum", vec![arg(&[2, 5], 1)], |i| {
+            i[0].mul(&i[0])?.cumsum(-1)
+        }),
+        case("logsumexp", vec![m(1)], |i| i[0].logsumexp(&[1], true)),
+        case("norm", vec![m(1)], |i| i[0].norm()),
+        case("norm_dims", vec![m(1)], |i| {
+            i[0].norm_dims(3.0, &[1], false)
+        }),
+        case("norm_dims_p1", vec![m(1)], |i| {
+            i[0].norm_dims(1.0, &[0], false)?.mul(&i[0].sum()?)
+        }),
+        case("bmm", vec![arg(&[2, 2, 3], 1), arg(&[2, 3, 2], 2)], |i| {
+            i[0].bmm(&i[1])
+        }),
+        case(
+            "baddbmm",
+            vec![m(3), arg(&[2, 2, 4], 1), arg(&[2, 4, 3], 2)],
+            |i| i[0].baddbmm(&i[1], &i[2], 0.5, 2.0),
+        ),
+        case("outer", vec![arg(&[3], 1), arg(&[2], 2)], |i| {
+            i[0].outer(&i[1])
+        }),
+        case("amax", vec![m(1)], |i| i[0].amax(&[1], false)),
+        case("amin_keepdim", vec![m(1)], |i| i[0].amin(&[0], true)),
+        // ----- end of issue 35's shape ops and reductions
+        // The everyday math ops (`ops/math.rs`).
+        case("log1p", vec![m(1)], |i| i[0].log1p()),
+        case("expm1", vec![m(1)], |i| i[0].expm1()),
+        case("log2", vec![pos(&[2, 3], 1)], |i| i[0].log2()),
+        case("exp2", vec![m(1)], |i| i[0].exp2()),
+        case("rsqrt", vec![pos(&[2, 3], 1)], |i| i[0].rsqrt()),
+        case("softplus", vec![m(1)], |i| i[0].softplus(1.0, 20.0)),
+        // Past the threshold (`2x > 1`) on some elements: `x` there.
+        case("softplus_threshold", vec![m(1)], |i| {
+            i[0].softplus(2.0, 1.0)?.mul(&i[0])
+        }),
+        case("silu", vec![m(1)], |i| i[0].silu()),
+        case("mish", vec![m(1)], |i| i[0].mish()),
+        case("hardtanh", vec![m(1)], |i| {
+            i[0].hardtanh(-0.5, 0.5)?.mul(&i[0])
+        }),
+        case("floor", vec![m(1)], |i| {
+            i[0].mul_scalar(3.0)?.floor()?.mul(&i[0])
+        }),
+        case("ceil", vec![m(1)], |i| {
+            i[0].mul_scalar(3.0)?.ceil()?.mul(&i[0])
+        }),
+        case("round", vec![m(1)], |i| {
+            i[0].mul_scalar(3.0)?.round()?.mul(&i[0])
+        }),
+        case("trunc", vec![m(1)], |i| {
+            i[0].mul_scalar(3.0)?.trunc()?.mul(&i[0])
+        }),
+        case("minimum", vec![m(1), arg(&[3], 2)], |i| {
+            i[0].minimum(&i[1])?.mul(&i[0])
+        }),
+        case("maximum", vec![m(1), m(2)], |i| {
+            i[0].maximum(&i[1])?.mul(&i[1])
+        }),
+        case("fmod", vec![m(1), pos(&[3], 2)], |i| {
+            i[0].mul_scalar(2.0)?.fmod(&i[1])?.mul(&i[1])
+        }),
+        case("remainder", vec![m(1), pos(&[2, 1], 2)], |i| {
+            i[0].mul_scalar(2.0)?.remainder(&i[1])?.mul(&i[1])
+        }),
+        case("fmod_scalar", vec![m(1)], |i| {
+            i[0].fmod_scalar(0.7)?.mul(&i[0])
+        }),
+        case("remainder_scalar", vec![m(1)], |i| {
+            i[0].remainder_scalar(-0.7)?.mul(&i[0])
+        }),
+        case("atan2", vec![m(1), arg(&[3], 2)], |i| i[0].atan2(&i[1])),
     ]
 }
 

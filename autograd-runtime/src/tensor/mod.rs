@@ -3,6 +3,7 @@
 
 mod autograd_meta;
 pub(crate) mod data;
+mod display;
 pub(crate) mod kernels;
 mod spare;
 pub(crate) mod storage;
@@ -18,6 +19,9 @@ use crate::{DType, Device, Element, Error, Result};
 use crate::backend::Buffer;
 use crate::layout::{self, Dims, Layout};
 pub(crate) use autograd_meta::{AutogradMeta, HookId, LeafHooks, PostAccumulateHook, TensorHook};
+pub use display::{
+    PrintOptions, PrintOptionsGuard, get_printoptions, printoptions, set_printoptions,
+};
 use storage::Storage;
 
 /// An n-dimensional array of `f32` or `f64` that records the operations applied to it, so that

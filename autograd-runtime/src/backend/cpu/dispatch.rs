@@ -255,6 +255,12 @@ fn map_one<T: Element>(op: MapOp, x: T) -> T {
             }
         }
         MapOp::Erf => T::from_f64(super::erf_f64(x.to_f64())),
+        MapOp::Softplus { beta, threshold } => {
+            super::formulas::softplus(x, T::from_f64(beta), T::from_f64(threshold))
+        }
+        MapOp::SoftplusSlope { beta, threshold } => {
+            super::formulas::softplus_slope(x, T::from_f64(beta), T::from_f64(threshold))
+        }
     }
 }
 

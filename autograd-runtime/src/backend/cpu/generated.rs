@@ -6,7 +6,7 @@
 //! operand order), and those functions give each element the same bits wherever it sits in a
 //! block, so a fused derived function gives the op-by-op path's bits.
 
-use super::formulas::{erf_f64, with_unary_fn};
+use super::formulas::{erf_f64, softplus, softplus_slope, with_binary_fn, with_unary_fn};
 use super::parallel::{GRAIN, SendPtr, is_parallel, run_chunks};
 use std::mem::MaybeUninit;
 
@@ -244,12 +244,7 @@ unsafe fn block<T: Element + VMath>(
             Inst::Binary(op, a, b) => {
                 let (a, b) = (reg(a), reg(b));
                 let zip = dst.iter_mut().zip(a.iter().zip(b));
-                match op {
-                    BinaryOp::Add => zip.for_each(|(d, (&a, &b))| *d = a + b),
-                    BinaryOp::Sub => zip.for_each(|(d, (&a, &b))| *d = a - b),
-                    BinaryOp::Mul => zip.for_each(|(d, (&a, &b))| *d = a * b),
-                    BinaryOp::Div => zip.for_each(|(d, (&a, &b))| *d = a / b),
-                }
+                with_binary_fn!(op, T, |f| zip.for_each(|(d, (&a, &b))| *d = f(a, b)))
             }
             Inst::Pow(x, e) => pow(reg(x), reg(e)[0], dst),
             Inst::PowGrad(g, x, e, e1) => {
@@ -281,6 +276,18 @@ unsafe fn block<T: Element + VMath>(
             Inst::Erf(x) => {
                 for (d, &x) in dst.iter_mut().zip(reg(x)) {
                     *d = T::from_f64(erf_f64(x.to_f64()));
+                }
+            }
+            Inst::Softplus(x, beta, threshold) => {
+                let (b, t) = (reg(beta)[0], reg(threshold)[0]);
+                for (d, &x) in dst.iter_mut().zip(reg(x)) {
+                    *d = softplus(x, b, t);
+                }
+            }
+            Inst::SoftplusSlope(x, beta, threshold) => {
+                let (b, t) = (reg(beta)[0], reg(threshold)[0]);
+                for (d, &x) in dst.iter_mut().zip(reg(x)) {
+                    *d = softplus_slope(x, b, t);
                 }
             }
         }

@@ -45,8 +45,9 @@ __device__ __forceinline__ u64 at(const Layout& l, u64 i) {
     return off;
 }
 
-// The math (`m_*`, `is_nan`, `sign_of`, `unary_op`, `pow_scalar`) and `GRID_STRIDE` are in
-// `math.cuh`, compiled ahead of this file (`kernels::SOURCE`) and of every generated kernel.
+// The math (`m_*`, `is_nan`, `sign_of`, `unary_op`, `binary_op`, `pow_scalar`) and
+// `GRID_STRIDE` are in `math.cuh`, compiled ahead of this file (`kernels::SOURCE`) and of
+// every generated kernel.
 
 // -inf, spelled through its bits (NVRTC has no <math.h> macros such as INFINITY).
 template <typename T> __device__ __forceinline__ T neg_inf();
@@ -55,15 +56,6 @@ template <> __device__ __forceinline__ double neg_inf<double>() {
     return __longlong_as_double((long long)0xfff0000000000000ull);
 }
 
-// BinaryOp, in declaration order.
-template <typename T> __device__ T binary_op(int op, T a, T b) {
-    switch (op) {
-    case 0: return a + b;
-    case 1: return a - b;
-    case 2: return a * b;
-    default: return a / b;
-    }
-}
 
 // GradFormula, in declaration order: `g` is the incoming gradient, `s` what the forward saved.
 template <typename T> __device__ T grad_formula_op(int op, T g, T s, T e) {

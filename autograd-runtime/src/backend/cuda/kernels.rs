@@ -254,12 +254,7 @@ pub(crate) fn unary_code(op: UnaryOp) -> i32 {
 
 /// `op`'s code in `binary_op` of `kernels.cu`.
 pub(crate) fn binary_code(op: BinaryOp) -> i32 {
-    match op {
-        BinaryOp::Add => 0,
-        BinaryOp::Sub => 1,
-        BinaryOp::Mul => 2,
-        BinaryOp::Div => 3,
-    }
+    i32::from(op.code())
 }
 
 /// `op`'s code in `grad_formula_op` of `kernels.cu`, and its exponent (0 unless `Pow`).

@@ -69,9 +69,13 @@ fn op_codes_follow_the_kernel_switches() {
     assert_eq!(kernels::unary_code(UnaryOp::PositiveMask), 11);
     assert!(SOURCE.contains("case 6: return T(1) / (T(1) + m_exp(-x));"));
     assert!(SOURCE.contains("case 10: return sign_of(x);"));
-    assert!(SOURCE.contains("default: return x > T(0) ? T(1) : T(0);"));
+    assert!(SOURCE.contains("case 11: return x > T(0) ? T(1) : T(0);"));
+    assert_eq!(kernels::unary_code(UnaryOp::Round), 21);
+    assert!(SOURCE.contains("case 21: return m_round(x);\n    default: return m_trunc(x);"));
     assert_eq!(kernels::binary_code(BinaryOp::Div), 3);
-    assert!(SOURCE.contains("case 2: return a * b;\n    default: return a / b;"));
+    assert!(SOURCE.contains("case 2: return a * b;\n    case 3: return a / b;"));
+    assert_eq!(kernels::binary_code(BinaryOp::Remainder), 7);
+    assert!(SOURCE.contains("case 7: return remainder_of(a, b);"));
     assert_eq!(kernels::grad_formula_code(GradFormula::Tanh).0, 0);
     assert!(SOURCE.contains("case 0: return g * (T(1) - s * s);"));
     assert_eq!(

@@ -79,12 +79,34 @@ pub(crate) fn instruction_samples() -> Vec<Sample> {
         UnaryOp::Abs,
         UnaryOp::Sign,
         UnaryOp::PositiveMask,
+        UnaryOp::Log1p,
+        UnaryOp::Expm1,
+        UnaryOp::Log2,
+        UnaryOp::Exp2,
+        UnaryOp::Rsqrt,
+        UnaryOp::Silu,
+        UnaryOp::Mish,
+        UnaryOp::Floor,
+        UnaryOp::Ceil,
+        UnaryOp::Round,
+        UnaryOp::Trunc,
     ];
     for op in unary {
         let insts = vec![Load(0), Inst::Unary(op, 0)];
         out.push(Sample::of(format!("{op:?}"), insts, vec![1], &[0], vec![]));
     }
-    for op in [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div] {
+    for op in [
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::Minimum,
+        BinaryOp::Maximum,
+        BinaryOp::Fmod,
+        BinaryOp::Remainder,
+        BinaryOp::Atan2,
+        BinaryOp::MinShare,
+    ] {
         let insts = vec![Load(0), Load(1), Binary(op, 0, 1)];
         out.push(Sample::of(
             format!("{op:?}"),
@@ -153,6 +175,21 @@ pub(crate) fn instruction_samples() -> Vec<Sample> {
                 vec![3],
                 &[0],
                 vec![lo, hi],
+            ));
+        }
+    }
+    for (name, inst) in [
+        ("Softplus", Inst::Softplus(0, 1, 2)),
+        ("SoftplusSlope", Inst::SoftplusSlope(0, 1, 2)),
+    ] {
+        for (beta, threshold) in [(1.0, 20.0), (2.0, 1.5)] {
+            let insts = vec![Load(0), Scalar(0), Scalar(1), inst];
+            out.push(Sample::of(
+                format!("{name}({beta}, {threshold})"),
+                insts,
+                vec![3],
+                &[0],
+                vec![beta, threshold],
             ));
         }
     }

@@ -47,6 +47,7 @@ fn binary_matches_the_ndarray_kernel_for_every_operand_kind() {
                     BinaryOp::Sub => (s - y[i], x[i] - s),
                     BinaryOp::Mul => (s * y[i], x[i] * s),
                     BinaryOp::Div => (s / y[i], x[i] / s),
+                    _ => unreachable!("only the arithmetic ops are listed"),
                 };
                 assert!(
                     l == wl || (l.is_nan() && wl.is_nan()),

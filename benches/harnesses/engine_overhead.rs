@@ -2,7 +2,7 @@
 //! two small MLPs.
 //!
 //! ```text
-//! cargo run --release --example engine_overhead
+//! cargo run --release -p harnesses --example engine_overhead
 //! ```
 //!
 //! What is measured:
@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use autograd::{DType, Engine, Result, Tensor, enable_grad, no_grad};
 
 /// The chain target of the CPU-kernels issue: at most 180 ns per node at n = 10k (was 250).
-#[path = "../benches/workloads/mod.rs"]
+#[path = "../workloads/mod.rs"]
 mod workloads;
 use workloads::{alternating_chain, chain, retain, sum_tree, through_node};
 

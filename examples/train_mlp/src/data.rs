@@ -10,7 +10,7 @@ use flate2::read::GzDecoder;
 use crate::idx::{self, IdxArray, IdxError};
 use crate::rng::SplitMix64;
 
-/// UCI's optical digits (test part) as scikit-learn ships it; see `examples/data/README.md`.
+/// UCI's optical digits (test part) as scikit-learn ships it; see `data/README.md`.
 const DIGITS_CSV_GZ: &[u8] = include_bytes!("../data/digits.csv.gz");
 /// Fisher's Iris data set, with a header line.
 const IRIS_CSV: &str = include_str!("../data/iris.csv");

@@ -2,21 +2,22 @@
 //! `autograd::optim`.
 //!
 //! ```text
-//! cargo run --release --example train_mlp                  # 8x8 digits, a few seconds
-//! cargo run --release --example train_mlp -- --help        # every option
-//! cargo run --release --example train_mlp -- --data mnist:DIR --epochs 5 --batch-size 128
-//! cargo run --release --example train_mlp -- --model cnn                 # a small CNN, ≥ 98.5%
-//! cargo run --release --example train_mlp -- --epochs 3 --save target/train_mlp/ck.safetensors
-//! cargo run --release --example train_mlp -- --epochs 6 --resume target/train_mlp/ck.safetensors
-//! cargo run --release --example train_mlp -- --graph target/train_mlp/step.dot --profile
-//! cargo build --release --features mpi --example train_mlp &&
-//!     mpirun -np 2 target/release/examples/train_mlp --ddp        # data-parallel, 2 processes
+//! cargo run --release -p train-mlp                      # 8x8 digits, a few seconds
+//! cargo run --release -p train-mlp -- --help            # every option
+//! cargo run --release -p train-mlp -- --data mnist:DIR --epochs 5 --batch-size 128
+//! cargo run --release -p train-mlp -- --model cnn       # a small CNN, ≥ 98.5%
+//! cargo run --release -p train-mlp -- --epochs 3 --save target/train_mlp/ck.safetensors
+//! cargo run --release -p train-mlp -- --epochs 6 --resume target/train_mlp/ck.safetensors
+//! cargo run --release -p train-mlp -- --graph target/train_mlp/step.dot --profile
+//! cargo run --release -p train-mlp --features cuda -- --device cuda:0   # on a GPU
+//! cargo build --release -p train-mlp --features mpi &&
+//!     mpirun -np 2 target/release/train_mlp --ddp       # data-parallel, 2 processes
 //! ```
 //!
 //! * Data (`data.rs`, `idx.rs`): by default UCI's 8×8 handwritten digits (1,797 images, 64
-//!   pixels 0–16 scaled to 0–1, 10 classes; embedded from `examples/data/digits.csv.gz`, see
-//!   `examples/data/README.md`), a fixed seeded 20% held out; `--data iris` the Iris flowers;
-//!   `--data mnist:DIR` MNIST from its IDX files.
+//!   pixels 0–16 scaled to 0–1, 10 classes; embedded from `data/digits.csv.gz`, see
+//!   `data/README.md` in this package), a fixed seeded 20% held out; `--data iris` the Iris
+//!   flowers; `--data mnist:DIR` MNIST from its IDX files.
 //! * Model (`model.rs`): an `nn::Sequential` of `nn::Linear` layers of `--hidden` widths with
 //!   `--activation` between them, or (`--model cnn`) `nn::Conv2d`, `nn::MaxPool2d`, `nn::Flatten`
 //!   and `nn::Linear`; f32, on `--device` (`cpu`, `virtual:N`, `cuda:N`). With
@@ -54,6 +55,7 @@ mod loss;
 mod model;
 mod parallel;
 mod plot;
+mod png;
 mod progress;
 mod rng;
 mod train;
@@ -65,7 +67,7 @@ use std::time::{Duration, Instant};
 use autograd::nn::Module;
 use autograd::optim::lr_scheduler::CosineAnnealingLR;
 use autograd::optim::{Adam, AdamOptions, Optimizer, Sgd, SgdOptions};
-use autograd::{DType, Tensor};
+use autograd::{DType, Device, Tensor};
 use clap::Parser;
 
 use crate::checkpoint::Resumed;
@@ -103,6 +105,13 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
+            if !cfg!(feature = "cuda") && matches!(args.device.0, Device::Cuda(_)) {
+                eprintln!(
+                    "hint: CUDA support is this program's feature `cuda`: \
+                     cargo run --release -p train-mlp --features cuda -- --device {}",
+                    args.device.0
+                );
+            }
             ExitCode::FAILURE
         }
     }

@@ -8,8 +8,8 @@
 //!   backward alone per node (the launch cost of one small kernel through the engine).
 //!
 //! ```text
-//! cargo run --release --example cuda_overhead
-//! cargo run --release --example cuda_overhead -- mlp_4096   # only the workloads named so
+//! cargo run --release -p harnesses --example cuda_overhead
+//! cargo run --release -p harnesses --example cuda_overhead -- mlp_4096   # only the workloads named so
 //! python3 benches/compare_pytorch_cuda.py      # the same workloads in PyTorch, side by side
 //! ```
 //!

@@ -1,7 +1,7 @@
 //! How much of DistributedDataParallel's communication hides behind backward.
 //!
 //! ```text
-//! cargo build --release --features mpi --example ddp_overlap
+//! cargo build --release --features mpi -p harnesses --example ddp_overlap
 //! mpirun --allow-run-as-root --oversubscribe -np 2 --mca btl self,tcp --mca btl_tcp_if_include lo \
 //!     target/release/examples/ddp_overlap
 //! ```

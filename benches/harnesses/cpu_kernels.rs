@@ -2,10 +2,10 @@
 //! timed the way `benches/pytorch_kernels.py` times PyTorch, so the two can be put side by side.
 //!
 //! ```text
-//! cargo run --release --example cpu_kernels                       # all hardware threads
-//! cargo run --release --example cpu_kernels -- --threads 1        # intra-op work on one thread
-//! cargo run --release --example cpu_kernels -- --peak-mlp         # peak RSS of one large-MLP step
-//! cargo run --release --example cpu_kernels -- --cache-limit-mib 0 # without the buffer cache
+//! cargo run --release -p harnesses --example cpu_kernels                       # all hardware threads
+//! cargo run --release -p harnesses --example cpu_kernels -- --threads 1        # intra-op work on one thread
+//! cargo run --release -p harnesses --example cpu_kernels -- --peak-mlp         # peak RSS of one large-MLP step
+//! cargo run --release -p harnesses --example cpu_kernels -- --cache-limit-mib 0 # without the buffer cache
 //! ```
 //!
 //! What is measured (medians of several runs after a warm-up):
@@ -93,7 +93,7 @@ fn allocation_report() -> Result<()> {
     Ok(())
 }
 
-#[path = "../benches/workloads/mod.rs"]
+#[path = "../workloads/mod.rs"]
 mod workloads;
 use workloads::{wide_tanh, wide_tanh_loss};
 

@@ -104,7 +104,8 @@ pub(crate) struct Args {
     pub(crate) threads: Option<usize>,
 
     /// Device to train on: `cpu`, `virtual:N` (host memory scheduled as an accelerator, with
-    /// its own engine thread) or `cuda:N` (an NVIDIA GPU with its driver; without one the run stops with an error).
+    /// its own engine thread) or `cuda:N` (an NVIDIA GPU with its driver, in a build with the
+    /// feature `cuda`; without them the run stops with an error).
     #[arg(long, default_value = "cpu", value_name = "DEVICE")]
     pub(crate) device: DeviceArg,
 

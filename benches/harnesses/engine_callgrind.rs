@@ -3,7 +3,7 @@
 //! machine is doing (wall-clock figures on a shared machine move by ±15%).
 //!
 //! ```text
-//! cargo build --release --example engine_callgrind
+//! cargo build --release -p harnesses --example engine_callgrind
 //! valgrind --tool=callgrind target/release/examples/engine_callgrind          # backward
 //! valgrind --tool=callgrind target/release/examples/engine_callgrind record   # record + backward
 //! valgrind --tool=callgrind target/release/examples/engine_callgrind saved    # saved outputs
@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use autograd::{Result, Tensor};
 
-#[path = "../benches/workloads/mod.rs"]
+#[path = "../workloads/mod.rs"]
 mod workloads;
 use workloads::{chain, retain};
 

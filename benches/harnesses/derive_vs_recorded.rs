@@ -3,7 +3,7 @@
 //! it, and peak memory.
 //!
 //! ```text
-//! cargo run --release --example derive_vs_recorded
+//! cargo run --release -p harnesses --example derive_vs_recorded
 //! ```
 //!
 //! The graph is built once per variant; only `backward` (with `retain_graph`) is timed, median of

@@ -2,7 +2,8 @@
 //! `plotters` into a PNG or an SVG.
 //!
 //! Text in the PNG is rendered by `ab_glyph` from the DejaVu Sans font the `dejavu` crate embeds,
-//! so no system font library (fontconfig, freetype) is needed.
+//! so no system font library (fontconfig, freetype) is needed; the PNG file is written by
+//! `png.rs` from the pixels plotters draws into a buffer.
 
 use std::sync::Once;
 
@@ -11,6 +12,7 @@ use plotters::prelude::*;
 use plotters::style::{FontStyle, register_font};
 
 use crate::cli::{PlotFormat, PlotPath};
+use crate::png;
 use crate::train::EpochStats;
 
 const SIZE: (u32, u32) = (1100, 460);
@@ -51,9 +53,14 @@ pub(crate) fn draw(plot: &PlotPath, title: &str, history: &[EpochStats]) -> Resu
     register_fonts();
     match plot.format {
         PlotFormat::Png => {
-            let root = BitMapBackend::new(&plot.path, SIZE).into_drawing_area();
-            draw_on(&root, title, history).map_err(fail)?;
-            root.present().map_err(|e| fail(e.to_string()))
+            let mut pixels = vec![0u8; SIZE.0 as usize * SIZE.1 as usize * 3];
+            {
+                let root = BitMapBackend::with_buffer(&mut pixels, SIZE).into_drawing_area();
+                draw_on(&root, title, history).map_err(fail)?;
+                root.present().map_err(|e| fail(e.to_string()))?;
+            }
+            let file = png::encode_rgb(SIZE.0, SIZE.1, &pixels).map_err(|e| fail(e.to_string()))?;
+            std::fs::write(&plot.path, file).map_err(|e| fail(e.to_string()))
         }
         PlotFormat::Svg => {
             let root = SVGBackend::new(&plot.path, SIZE).into_drawing_area();
@@ -202,7 +209,7 @@ fn panel<DB: DrawingBackend>(
 /// Whether `path` holds a PNG (by its signature).
 #[cfg(test)]
 fn is_png(path: &std::path::Path) -> bool {
-    std::fs::read(path).is_ok_and(|b| b.starts_with(b"\x89PNG\r\n\x1a\n"))
+    std::fs::read(path).is_ok_and(|b| b.starts_with(png::SIGNATURE))
 }
 
 #[cfg(test)]
