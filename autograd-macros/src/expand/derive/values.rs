@@ -179,7 +179,7 @@ pub(super) fn rule_checks(krate: &Path, func: &Ident, body: &Body) -> TokenStrea
 
 /// What rustc says, through the check of [`rule_path`], when `op` has no rule in the body of
 /// `func`: the message, the label at the call, and the notes (what to write instead, then why).
-fn missing_rule_message(func: &Ident, op: &Op) -> (String, String, Vec<String>) {
+pub(super) fn missing_rule_message(func: &Ident, op: &Op) -> (String, String, Vec<String>) {
     let func = func.unraw();
     let rule = op.rule.unraw();
     let backward =
