@@ -28,6 +28,17 @@ mod globbed {
     }
 }
 
+mod named {
+    use super::layers::{__autograd_square_rule, square};
+    use autograd::{differentiable, Result, Tensor};
+
+    #[differentiable(derive)]
+    pub fn cubed(x: &Tensor) -> Result<Tensor> {
+        let s = square(x)?;
+        Ok(&s * x)
+    }
+}
+
 #[differentiable(derive)]
 fn shifted(x: &Tensor) -> Result<Tensor> {
     Ok(x + 1.0)
@@ -51,5 +62,9 @@ fn main() -> Result<()> {
         let want = (16.0 * (xi + 1.0) * (xi + 1.0)).exp() * 32.0 * (xi + 1.0) + 1.0;
         assert!((gi - want).abs() <= 1e-9 * want.abs(), "{gi} vs {want}");
     }
+    let u = Tensor::from_vec(vec![3.0f64], &[1])?;
+    u.set_requires_grad(true)?;
+    named::cubed(&u)?.sum()?.backward()?;
+    assert_eq!(u.grad().expect("a gradient").to_vec::<f64>()?, vec![27.0]);
     Ok(())
 }
