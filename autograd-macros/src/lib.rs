@@ -149,11 +149,13 @@ use proc_macro::TokenStream;
 ///   are `&Tensor`.
 /// * Each method `m` (and each operator: `add`, `mul_scalar`, `rsub_scalar`, ..) is
 ///   differentiated by its rule `DerivativeRules::m`, written beside the op in the runtime. A
-///   method without a rule is rustc's error at that call: no function named `m` found for
-///   struct `DerivativeRules`.
+///   method without a rule is an error at that call: "`#[differentiable(derive)]` cannot
+///   differentiate `m`: the tensor method has no derivative rule", with what to write instead.
 /// * A call of another `#[differentiable]` function (hand-written or derived) is one op,
 ///   differentiated by that function's backward; a plain function called on a tensor has no
-///   rule (rustc: cannot find value `__autograd_f_rule`, at `f`).
+///   rule: an error at that call ("cannot differentiate the call of `f`: it is a plain
+///   function, with no derivative rule"). A function called by its bare name is found however
+///   it is in scope at module level; one declared inside a function body is not.
 /// * Loops, `if`/`match`, closures, macros, `return`, assignments, `let mut`, in-place methods
 ///   (`add_`) and methods of non-tensor values that take tensors are compile errors spanned on
 ///   the construct; write a `#[backward]` for those.

@@ -20,9 +20,10 @@ use crate::{DType, Device, Result, Tensor};
 ///
 /// `#[differentiable(derive)]` turns each tensor method call `x.m(..)` (and each operator) of a
 /// derived body into a use of `DerivativeRules::m`. A method without a rule is a compile error
-/// at that call: "no associated item named `m` found for struct `DerivativeRules`". Give the op
-/// `rule` on its declaration (or write its rule beside it), or write the backward by hand with
-/// `#[backward]`.
+/// at that call, the DSL's "`#[differentiable(derive)]` cannot differentiate `m`: the tensor
+/// method has no derivative rule" (the derived code looks the name up with a fallback, so that the
+/// macro keeps no list of the rules). Give the op `rule` on its declaration (or
+/// write its rule beside it), or write the backward by hand with `#[backward]`.
 ///
 /// Each rule is a [`Rule`]: what it [`Reads`] of its op, given which operands need a gradient
 /// (so the derived forward keeps exactly those values, and a stand-in of the right shape where

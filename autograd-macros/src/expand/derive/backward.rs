@@ -151,7 +151,7 @@ impl DerivedPlan<'_> {
         let values = (0..body.vars.len()).map(|v| {
             if self.kept.contains(&v) {
                 let ident = &body.vars[v].ident;
-                let r = reads_given(krate, body, &self.live, v, backward_needs);
+                let r = reads_given(krate, self.fwd.ident, body, &self.live, v, backward_needs);
                 quote! {
                     if (#r) == #read::Value {
                         ::core::option::Option::Some(#ident)
@@ -203,7 +203,7 @@ impl DerivedPlan<'_> {
         let (krate, body) = (self.krate, self.body);
         let accumulate = quote!(#krate::__private::accumulate);
         let g = backward_grad(op.result);
-        let path = rule_path(krate, op);
+        let path = rule_path(krate, self.fwd.ident, op);
         let operands = op.tensors.iter().map(|&t| reference(body, t, true));
         let result = reference(body, op.result, true);
         let scalars = &op.scalars;

@@ -41,7 +41,8 @@ pub(crate) struct Derived {
     pub(crate) backward: TokenStream,
     /// `f` itself: calls the hidden forward and returns its first output.
     pub(crate) wrapper: TokenStream,
-    /// `__autograd_f_rule`: how a derived body that calls `f` differentiates the call.
+    /// `__autograd_f_rule`: how a derived body that calls `f` differentiates the call; then the
+    /// checks of the rules the body itself uses (`values::rule_checks`).
     pub(crate) rule: TokenStream,
 }
 
@@ -66,7 +67,11 @@ pub(crate) fn derived(
         forward: plan.forward(),
         backward: plan.backward(),
         wrapper: plan.wrapper(node),
-        rule: plan.rule(),
+        rule: {
+            let mut rule = plan.rule();
+            rule.extend(values::rule_checks(krate, fwd.ident, body));
+            rule
+        },
     }
 }
 

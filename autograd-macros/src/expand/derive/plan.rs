@@ -58,7 +58,7 @@ impl<'a> DerivedPlan<'a> {
         let n_vars = body.vars.len();
         let kept: Vec<usize> = (0..n_vars).filter(|&v| live[v]).collect();
         let reads = (0..n_vars)
-            .map(|v| reads_of(krate, body, &live, v))
+            .map(|v| reads_of(krate, fwd.ident, body, &live, v))
             .collect();
         let mut last_use = vec![None; n_vars];
         for (i, s) in body.stmts.iter().enumerate() {

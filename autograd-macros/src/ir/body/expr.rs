@@ -178,7 +178,7 @@ impl Lower<'_> {
 
     /// `f(args)`: scalar arithmetic if no argument is a tensor, else a call of a
     /// `#[differentiable]` function, differentiated by its rule `__autograd_f_rule` (a plain
-    /// function has none: rustc reports that name missing at `f`).
+    /// function has none: the rule lookup reports it at `f`, see `expand::derive::values`).
     fn call(&mut self, c: &syn::ExprCall) -> Option<Value> {
         let mut args = Vec::new();
         for a in &c.args {

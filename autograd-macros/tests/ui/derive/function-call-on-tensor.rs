@@ -1,6 +1,6 @@
 // A call of a plain function on a tensor: a derived body can call only `#[differentiable]`
-// functions (each has a rule, `__autograd_<name>_rule`, beside it); rustc reports the missing rule
-// at the function's name.
+// functions (each has a rule beside it); the DSL's message at the function's name says so and
+// what to write instead.
 use autograd::{differentiable, Result, Tensor};
 
 fn helper(t: &Tensor) -> Result<Tensor> {

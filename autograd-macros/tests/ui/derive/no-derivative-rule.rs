@@ -1,5 +1,5 @@
-// A tensor method without a derivative rule is an error from rustc at the method name, naming
-// `DerivativeRules`.
+// A tensor method without a derivative rule: the DSL's message at the method name, saying what to
+// write instead.
 use autograd::{differentiable, Result, Tensor};
 
 #[differentiable(derive)]
