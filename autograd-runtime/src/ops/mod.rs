@@ -34,6 +34,7 @@ mod dims;
 mod erf;
 mod index;
 mod inplace;
+mod join;
 mod linalg;
 mod math;
 mod operators;
