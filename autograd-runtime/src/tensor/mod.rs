@@ -57,7 +57,7 @@ use storage::Storage;
 /// gradient or grad_fn all run after the lock is released), so a panic raised in user code
 /// never interrupts one, and what a panicking closure had done to a tensor before it panicked
 /// (an in-place op, a gradient) is complete. The engine relies on the same property when it
-/// turns a panic in a backward into [`Error::Panic`].
+/// turns a panic in a backward into [`Error::Panic`](crate::Error::Panic).
 ///
 /// ```
 /// use std::panic::catch_unwind;
