@@ -486,6 +486,20 @@ pub enum Error {
     },
 
     // ----- nn, optim, checkpoints ------------------------------------------------------------------
+    /// An op has no kernel for a dtype (PyTorch's `"add_cpu" not implemented for 'Bool'`): a
+    /// floating op on an integer or bool tensor that PyTorch does not promote, for instance.
+    #[error("\"{op}\" not implemented for '{}'", .dtype.scalar_type_name())]
+    NotImplementedForDType {
+        /// The op.
+        op: String,
+        /// The dtype it has no kernel for.
+        dtype: DType,
+    },
+
+    /// `requires_grad` asked of an integer or bool tensor.
+    #[error("only Tensors of floating point dtype can require gradients")]
+    RequiresGradNonFloat,
+
     /// An argument PyTorch refuses with a `ValueError` (a negative learning rate, a dropout
     /// probability outside `[0, 1]`, a kernel larger than its padded input), in PyTorch's words.
     #[error("{0}")]

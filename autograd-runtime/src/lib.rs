@@ -76,7 +76,7 @@ pub use anomaly::{AnomalyGuard, detect_anomaly, is_anomaly_enabled, set_detect_a
 pub use backend::{cached_bytes, empty_cache, num_threads, set_cache_limit, set_num_threads};
 pub use checkpoint::{CheckpointOptions, checkpoint};
 pub use device::Device;
-pub use dtype::{DType, Element};
+pub use dtype::{DType, DataElement, Element};
 pub use engine::{
     BackwardOptions, DEFAULT_MAX_RECURSION_DEPTH, Engine, GradOptions, GradTarget, backward,
     backward_edges, current_graph_task_id, current_graph_task_keep_graph, grad, grad_edges,
@@ -94,6 +94,8 @@ pub use graph::{
     SavedTensor, SavedTensorsHooksGuard, register_multi_grad_hook, saved_tensors_hooks,
     try_register_multi_grad_hook, try_saved_tensors_hooks,
 };
+pub use half::{bf16, f16};
+pub use ops::{Scalar, result_type};
 pub use random::{
     Generator, GeneratorState, default_generator, initial_seed, manual_seed, randperm,
     randperm_with, seed,

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use safetensors::tensor::{Dtype, SafeTensors, View};
 
-use crate::{DType, Device, Element, Error, Result, Tensor};
+use crate::{DType, DataElement, Device, Error, Result, Tensor};
 
 /// Tensors by name, in insertion order, plus string metadata: PyTorch's `state_dict()` (an
 /// ordered dict of tensors) and a safetensors file's contents.
@@ -251,9 +251,16 @@ impl StateDict {
             let tensor = match view.dtype() {
                 Dtype::F32 => from_le::<f32>(view.data(), &shape),
                 Dtype::F64 => from_le::<f64>(view.data(), &shape),
+                Dtype::F16 => from_le::<half::f16>(view.data(), &shape),
+                Dtype::BF16 => from_le::<half::bf16>(view.data(), &shape),
+                Dtype::I64 => from_le::<i64>(view.data(), &shape),
+                Dtype::I32 => from_le::<i32>(view.data(), &shape),
+                Dtype::U8 => from_le::<u8>(view.data(), &shape),
+                Dtype::BOOL => from_le::<bool>(view.data(), &shape),
                 other => {
                     return Err(bad(format!(
-                        "tensor \"{key}\" has dtype {other}, but only F32 and F64 are supported"
+                        "tensor \"{key}\" has dtype {other}, which this crate has no tensors of \
+                         (F32, F64, F16, BF16, I64, I32, U8 and BOOL load)"
                     )));
                 }
             }?;
@@ -286,6 +293,12 @@ impl HostTensor {
         let (dtype, bytes) = match host.dtype() {
             DType::F32 => (Dtype::F32, to_le(&host.to_vec::<f32>()?)),
             DType::F64 => (Dtype::F64, to_le(&host.to_vec::<f64>()?)),
+            DType::F16 => (Dtype::F16, to_le(&host.to_vec::<half::f16>()?)),
+            DType::BF16 => (Dtype::BF16, to_le(&host.to_vec::<half::bf16>()?)),
+            DType::I64 => (Dtype::I64, to_le(&host.to_vec::<i64>()?)),
+            DType::I32 => (Dtype::I32, to_le(&host.to_vec::<i32>()?)),
+            DType::U8 => (Dtype::U8, to_le(&host.to_vec::<u8>()?)),
+            DType::Bool => (Dtype::BOOL, to_le(&host.to_vec::<bool>()?)),
         };
         Ok(HostTensor {
             dtype,
@@ -314,29 +327,36 @@ impl View for HostTensor {
 }
 
 /// Values that cross the file as little-endian bytes.
-trait LeBytes: Element {
+trait LeBytes: DataElement {
     const SIZE: usize;
     fn write_le(self, out: &mut Vec<u8>);
     fn read_le(bytes: &[u8]) -> Self;
 }
 
-impl LeBytes for f32 {
-    const SIZE: usize = 4;
-    fn write_le(self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.to_le_bytes());
-    }
-    fn read_le(bytes: &[u8]) -> Self {
-        f32::from_le_bytes(bytes.try_into().expect("chunks_exact(4)"))
-    }
+macro_rules! le_bytes {
+    ($($t:ty),*) => {$(
+        impl LeBytes for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            fn write_le(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn read_le(bytes: &[u8]) -> Self {
+                <$t>::from_le_bytes(bytes.try_into().expect("invariant: chunks_exact(SIZE)"))
+            }
+        }
+    )*};
 }
 
-impl LeBytes for f64 {
-    const SIZE: usize = 8;
+le_bytes!(f32, f64, i64, i32, u8, half::f16, half::bf16);
+
+/// safetensors' `BOOL` is one byte per element, 0 or 1.
+impl LeBytes for bool {
+    const SIZE: usize = 1;
     fn write_le(self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.to_le_bytes());
+        out.push(u8::from(self));
     }
     fn read_le(bytes: &[u8]) -> Self {
-        f64::from_le_bytes(bytes.try_into().expect("chunks_exact(8)"))
+        bytes[0] != 0
     }
 }
 

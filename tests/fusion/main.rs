@@ -160,6 +160,7 @@ fn bits(t: &Tensor) -> Vec<u64> {
             .iter()
             .map(|v| v.to_bits())
             .collect(),
+        other => panic!("these tests build f32 and f64 tensors only, not {other}"),
     }
 }
 

@@ -1,10 +1,12 @@
-//! [`Buffer`]: the elements of one storage, in host memory (`f32` or `f64`) or in a device's
-//! memory. What every backend reads and writes; the tensor layer only holds it.
+//! [`Buffer`]: the elements of one storage, in host memory (one variant per [`DType`]) or in a
+//! device's memory. What every backend reads and writes; the tensor layer only holds it.
 
 use std::any::TypeId;
 use std::mem::ManuallyDrop;
 
-use crate::{DType, Element};
+use half::{bf16, f16};
+
+use crate::{DType, DataElement};
 
 /// The elements of one storage. Tensors of up to two elements (scalars: every gradient of a
 /// scalar loss) keep them inline, saving an allocation per tensor on the engine's hot path.
@@ -17,7 +19,19 @@ pub(crate) enum Buffer {
     F32(ElemVec<f32>),
     /// `f64` elements.
     F64(ElemVec<f64>),
-    /// Elements in a CUDA device's memory (either dtype). Boxed so that host buffers, on every
+    /// `f16` elements.
+    F16(ElemVec<f16>),
+    /// `bf16` elements.
+    BF16(ElemVec<bf16>),
+    /// `i64` elements.
+    I64(ElemVec<i64>),
+    /// `i32` elements.
+    I32(ElemVec<i32>),
+    /// `u8` elements.
+    U8(ElemVec<u8>),
+    /// `bool` elements.
+    Bool(ElemVec<bool>),
+    /// Elements in a CUDA device's memory. Boxed so that host buffers, on every
     /// hot path, keep the enum (and every storage) as small as before CUDA support.
     #[cfg_attr(
         not(feature = "cuda"),
@@ -75,34 +89,46 @@ fn same_owned<A: 'static, B: 'static>(a: A) -> Result<B, A> {
 impl Buffer {
     /// Host elements of type `T` as a buffer.
     #[inline]
-    pub(crate) fn host<T: Element>(v: ElemVec<T>) -> Buffer {
-        match same_owned::<ElemVec<T>, ElemVec<f32>>(v) {
-            Ok(v) => Buffer::F32(v),
-            Err(v) => match same_owned::<ElemVec<T>, ElemVec<f64>>(v) {
-                Ok(v) => Buffer::F64(v),
-                Err(_) => unreachable!("invariant: Element is sealed to f32 and f64"),
-            },
+    pub(crate) fn host<T: DataElement>(v: ElemVec<T>) -> Buffer {
+        macro_rules! try_variants {
+            ($v:ident; $($var:ident $t:ty),*) => {
+                $(let $v = match same_owned::<ElemVec<T>, ElemVec<$t>>($v) {
+                    Ok(v) => return Buffer::$var(v),
+                    Err(v) => v,
+                };)*
+            };
         }
+        try_variants!(v; F32 f32, F64 f64, F16 f16, BF16 bf16, I64 i64, I32 i32, U8 u8, Bool bool);
+        let _ = v;
+        unreachable!("invariant: DataElement is sealed to the eight host element types")
     }
 
     /// The host elements, if they are of type `T`.
     #[inline]
-    pub(crate) fn as_slice<T: Element>(&self) -> Option<&[T]> {
-        match self {
-            Buffer::F32(v) => same::<ElemVec<f32>, ElemVec<T>>(v).map(|v| &v[..]),
-            Buffer::F64(v) => same::<ElemVec<f64>, ElemVec<T>>(v).map(|v| &v[..]),
-            Buffer::Cuda(_) => None,
+    pub(crate) fn as_slice<T: DataElement>(&self) -> Option<&[T]> {
+        macro_rules! arms {
+            ($($var:ident $t:ty),*) => {
+                match self {
+                    $(Buffer::$var(v) => same::<ElemVec<$t>, ElemVec<T>>(v).map(|v| &v[..]),)*
+                    Buffer::Cuda(_) => None,
+                }
+            };
         }
+        arms!(F32 f32, F64 f64, F16 f16, BF16 bf16, I64 i64, I32 i32, U8 u8, Bool bool)
     }
 
     /// The host elements, mutably, if they are of type `T`.
     #[inline]
-    pub(crate) fn as_mut_slice<T: Element>(&mut self) -> Option<&mut [T]> {
-        match self {
-            Buffer::F32(v) => same_mut::<ElemVec<f32>, ElemVec<T>>(v).map(|v| &mut v[..]),
-            Buffer::F64(v) => same_mut::<ElemVec<f64>, ElemVec<T>>(v).map(|v| &mut v[..]),
-            Buffer::Cuda(_) => None,
+    pub(crate) fn as_mut_slice<T: DataElement>(&mut self) -> Option<&mut [T]> {
+        macro_rules! arms {
+            ($($var:ident $t:ty),*) => {
+                match self {
+                    $(Buffer::$var(v) => same_mut::<ElemVec<$t>, ElemVec<T>>(v).map(|v| &mut v[..]),)*
+                    Buffer::Cuda(_) => None,
+                }
+            };
         }
+        arms!(F32 f32, F64 f64, F16 f16, BF16 bf16, I64 i64, I32 i32, U8 u8, Bool bool)
     }
 
     /// The element type.
@@ -110,6 +136,12 @@ impl Buffer {
         match self {
             Buffer::F32(_) => DType::F32,
             Buffer::F64(_) => DType::F64,
+            Buffer::F16(_) => DType::F16,
+            Buffer::BF16(_) => DType::BF16,
+            Buffer::I64(_) => DType::I64,
+            Buffer::I32(_) => DType::I32,
+            Buffer::U8(_) => DType::U8,
+            Buffer::Bool(_) => DType::Bool,
             #[cfg(feature = "cuda")]
             Buffer::Cuda(d) => d.dtype(),
             #[cfg(not(feature = "cuda"))]
@@ -122,6 +154,12 @@ impl Buffer {
         match self {
             Buffer::F32(v) => v.len(),
             Buffer::F64(v) => v.len(),
+            Buffer::F16(v) => v.len(),
+            Buffer::BF16(v) => v.len(),
+            Buffer::I64(v) => v.len(),
+            Buffer::I32(v) => v.len(),
+            Buffer::U8(v) => v.len(),
+            Buffer::Bool(v) => v.len(),
             #[cfg(feature = "cuda")]
             Buffer::Cuda(d) => d.len(),
             #[cfg(not(feature = "cuda"))]
@@ -136,6 +174,12 @@ impl Buffer {
         match self {
             Buffer::F32(v) => !v.spilled(),
             Buffer::F64(v) => !v.spilled(),
+            Buffer::F16(v) => !v.spilled(),
+            Buffer::BF16(v) => !v.spilled(),
+            Buffer::I64(v) => !v.spilled(),
+            Buffer::I32(v) => !v.spilled(),
+            Buffer::U8(v) => !v.spilled(),
+            Buffer::Bool(v) => !v.spilled(),
             Buffer::Cuda(_) => false,
         }
     }

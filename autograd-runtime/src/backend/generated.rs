@@ -222,7 +222,7 @@ mod tests {
             match b {
                 Buffer::F32(v) => v.iter().map(|x| f64::from(*x).to_bits()).collect(),
                 Buffer::F64(v) => v.iter().map(|x| x.to_bits()).collect(),
-                Buffer::Cuda(_) => unreachable!("host buffers only"),
+                _ => unreachable!("f32 and f64 host buffers only"),
             }
         };
         let inputs = [

@@ -19,7 +19,7 @@ pub(crate) use buffer::{Buffer, ElemVec};
 pub(crate) use cpu::erf_f64;
 pub(crate) use cpu::{BroadcastError, broadcast_shapes};
 pub use cpu::{cached_bytes, empty_cache, num_threads, set_cache_limit, set_num_threads};
-pub(crate) use op::{BinaryOp, GradFormula, MapOp, UnaryOp};
+pub(crate) use op::{BinaryOp, CompareOp, GradFormula, MapOp, UnaryOp};
 pub(crate) use step::{AdagradCoeffs, AdamCoeffs, RmsPropCoeffs, SgdCoeffs, StepSet, Update};
 
 use crate::layout::{Dims, Layout};
@@ -134,8 +134,30 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
         let values = self.gather(x, lx, dim, &index)?;
         Ok((values, index))
     }
+    /// The positions of the first minimum along `dim` (NaN is the minimum), as
+    /// [`Backend::argmax`] gives the maxima's.
+    fn argmin(&self, x: &Buffer, lx: &Layout, dim: usize) -> Result<Vec<usize>>;
     /// Whether any element is NaN (anomaly mode).
     fn has_nan(&self, x: &Buffer, lx: &Layout) -> Result<bool>;
+
+    // ----- every dtype -------------------------------------------------------------------------
+    /// `a (op) b` with broadcasting for two buffers of one dtype: a `Bool` buffer.
+    fn compare(
+        &self,
+        op: CompareOp,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+    ) -> Result<Out>;
+    /// `cond ? a : b` element-wise with three-way broadcasting: `cond` a `Bool` buffer, `a`
+    /// and `b` of one dtype.
+    fn where_(
+        &self,
+        cond: (&Buffer, &Layout),
+        a: (&Buffer, &Layout),
+        b: (&Buffer, &Layout),
+    ) -> Result<Out>;
 
     // ----- indexing ---------------------------------------------------------------------------
     /// The slices of `x` at `index` along `dim`, in that order.

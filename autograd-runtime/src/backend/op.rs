@@ -206,3 +206,47 @@ pub(crate) enum MapOp {
         threshold: f64,
     },
 }
+
+/// A comparison, element-wise, giving a bool tensor (`eq ne lt le gt ge`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CompareOp {
+    /// `x == y`
+    Eq,
+    /// `x != y` (true where either is NaN)
+    Ne,
+    /// `x < y`
+    Lt,
+    /// `x <= y`
+    Le,
+    /// `x > y`
+    Gt,
+    /// `x >= y`
+    Ge,
+}
+
+impl CompareOp {
+    /// Whether `a (op) b` holds (IEEE semantics for floats: only `!=` holds with a NaN).
+    #[inline]
+    pub(crate) fn holds<T: PartialOrd>(self, a: T, b: T) -> bool {
+        match self {
+            CompareOp::Eq => a == b,
+            CompareOp::Ne => a != b,
+            CompareOp::Lt => a < b,
+            CompareOp::Le => a <= b,
+            CompareOp::Gt => a > b,
+            CompareOp::Ge => a >= b,
+        }
+    }
+
+    /// PyTorch's name of the op.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            CompareOp::Eq => "eq",
+            CompareOp::Ne => "ne",
+            CompareOp::Lt => "lt",
+            CompareOp::Le => "le",
+            CompareOp::Gt => "gt",
+            CompareOp::Ge => "ge",
+        }
+    }
+}

@@ -207,8 +207,10 @@ impl CommBuffer {
     /// ```
     pub fn zeros(dtype: DType, len: usize) -> CommBuffer {
         match dtype {
-            DType::F32 => CommBuffer::F32(vec![0.0; len]),
             DType::F64 => CommBuffer::F64(vec![0.0; len]),
+            // Every other dtype: an `f32` buffer (the reducer refuses gradients it cannot
+            // carry exactly before any buffer is filled).
+            _ => CommBuffer::F32(vec![0.0; len]),
         }
     }
 

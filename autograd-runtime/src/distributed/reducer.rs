@@ -189,6 +189,11 @@ impl Reducer {
         let values = match dtype {
             DType::F32 => grad.to_vec::<f32>().map(CommBuffer::F32),
             DType::F64 => grad.to_vec::<f64>().map(CommBuffer::F64),
+            other => {
+                return Err(format!(
+                    "parameter {index} has dtype {other}: gradients are reduced in f32 or f64"
+                ));
+            }
         };
         values
             .map(Some)

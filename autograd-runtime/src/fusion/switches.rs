@@ -40,7 +40,11 @@ pub fn runs() -> u64 {
 #[doc(hidden)]
 #[inline]
 pub fn fuses_on(t: &Tensor) -> bool {
-    if !ENABLED.load(Ordering::Relaxed) {
+    // Generated kernels are written for f32 and f64; other dtypes run op by op (halves in f32
+    // per op, as PyTorch's eager kernels do).
+    if !ENABLED.load(Ordering::Relaxed)
+        || !matches!(t.dtype(), crate::DType::F32 | crate::DType::F64)
+    {
         return false;
     }
     match t.device() {

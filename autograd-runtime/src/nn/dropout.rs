@@ -156,15 +156,16 @@ pub fn dropout_with(
     };
     // PyTorch's `noise.div_(1 - p)`, in the input's dtype.
     let mask = match input.dtype() {
-        DType::F32 => {
-            let scale = 1.0f32 / (1.0 - p) as f32;
-            let v = keep.iter().map(|&k| if k { scale } else { 0.0 }).collect();
-            Tensor::from_vec::<f32>(v, input.shape())?
-        }
         DType::F64 => {
             let scale = 1.0 / (1.0 - p);
             let v = keep.iter().map(|&k| if k { scale } else { 0.0 }).collect();
             Tensor::from_vec::<f64>(v, input.shape())?
+        }
+        // f32, and the half types whose kernels compute in f32: the scale rounded once.
+        dtype => {
+            let scale = 1.0f32 / (1.0 - p) as f32;
+            let v = keep.iter().map(|&k| if k { scale } else { 0.0 }).collect();
+            Tensor::from_vec::<f32>(v, input.shape())?.to_dtype(dtype)?
         }
     };
     input.mul(&mask.to(input.device())?)

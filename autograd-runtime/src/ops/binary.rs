@@ -3,6 +3,7 @@
 
 use autograd_macros::{backward, differentiable};
 
+use super::Scalar;
 use super::derivative_rules::{Read, Reads, Rule, UnaryWith};
 use crate::backend::{BinaryOp, cpu};
 use crate::layout::is_expandable_to;
@@ -219,7 +220,7 @@ impl Tensor {
     /// tensor built and none retired.
     pub(crate) fn mul_scalar_last_use(&self, s: f64) -> Result<Tensor> {
         if self.device().is_host() && !super::records(&[self]) && self.is_uniquely_owned() {
-            if self.numel() <= 2 {
+            if self.numel() <= 2 && self.dtype().is_native_float() {
                 self.map_elements_in_place(ScalarOp {
                     op: BinaryOp::Mul,
                     s,
@@ -241,6 +242,19 @@ impl Tensor {
         name: &'static str,
         other: &Tensor,
     ) -> Result<Tensor> {
+        if self.dtype() != other.dtype()
+            || (!self.dtype().is_floating_point() && matches!(op, BinaryOp::Div | BinaryOp::Atan2))
+        {
+            // PyTorch's TensorIterator: both operands in the result type (true division and
+            // `atan2` of integers in the default float dtype). The engine casts each input's
+            // gradient back to its dtype.
+            let mut dtype = super::result_type(self, other);
+            if !dtype.is_floating_point() && matches!(op, BinaryOp::Div | BinaryOp::Atan2) {
+                dtype = crate::DType::F32;
+            }
+            let (a, b) = (self.promoted_to(dtype)?, other.promoted_to(dtype)?);
+            return a.binary_kernel(op, name, &b);
+        }
         if self.shape() != other.shape() {
             // A broadcast result can be far larger than either operand: check it can exist.
             // Incompatible shapes are left to the backend, which reports them.
@@ -266,6 +280,7 @@ impl Tensor {
     ) -> Result<Tensor> {
         if self.numel() <= 2
             && self.device().is_host()
+            && self.dtype().is_native_float()
             && matches!(
                 op,
                 BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div
@@ -376,8 +391,9 @@ impl Tensor {
     /// assert_eq!(Tensor::scalar(3.0f64).mul_scalar(2.0)?.item::<f64>()?, 6.0);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn mul_scalar(&self, s: f64) -> Result<Tensor> {
-        mul_scalar(self, s)
+    pub fn mul_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
+        let s = s.into();
+        mul_scalar(&self.promoted_for(s)?, s.to_f64())
     }
 
     /// `self + s` for a scalar `s`.
@@ -393,8 +409,9 @@ impl Tensor {
     /// assert_eq!(Tensor::scalar(3.0f64).add_scalar(2.0)?.item::<f64>()?, 5.0);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn add_scalar(&self, s: f64) -> Result<Tensor> {
-        add_scalar(self, s)
+    pub fn add_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
+        let s = s.into();
+        add_scalar(&self.promoted_for(s)?, s.to_f64())
     }
 
     /// `self - s` for a scalar `s`.
@@ -410,8 +427,8 @@ impl Tensor {
     /// assert_eq!(Tensor::scalar(3.0f64).sub_scalar(2.0)?.item::<f64>()?, 1.0);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn sub_scalar(&self, s: f64) -> Result<Tensor> {
-        self.add_scalar(-s)
+    pub fn sub_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
+        self.add_scalar(s.into().neg())
     }
 
     /// `self / s` for a scalar `s`.
@@ -427,8 +444,9 @@ impl Tensor {
     /// assert_eq!(Tensor::scalar(3.0f64).div_scalar(2.0)?.item::<f64>()?, 1.5);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn div_scalar(&self, s: f64) -> Result<Tensor> {
-        self.mul_scalar(1.0 / s)
+    pub fn div_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
+        // True division: a float whatever the operands (an integer tensor goes to `f32`).
+        self.mul_scalar(1.0 / s.into().to_f64())
     }
 
     /// `s - self` for a scalar `s`.
@@ -444,8 +462,9 @@ impl Tensor {
     /// assert_eq!(Tensor::scalar(3.0f64).rsub_scalar(1.0)?.item::<f64>()?, -2.0);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn rsub_scalar(&self, s: f64) -> Result<Tensor> {
-        rsub_scalar(self, s)
+    pub fn rsub_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
+        let s = s.into();
+        rsub_scalar(&self.promoted_for(s)?, s.to_f64())
     }
 
     /// `s / self` for a scalar `s`.
@@ -465,8 +484,9 @@ impl Tensor {
     /// Recorded as PyTorch records `s / x`: `x.reciprocal() * s` (`ReciprocalBackward0`, which
     /// keeps the reciprocal, then `MulBackward0`), so `x` and the result may both be modified
     /// in place before backward.
-    pub fn rdiv_scalar(&self, s: f64) -> Result<Tensor> {
-        reciprocal(self)?.mul_scalar(s)
+    pub fn rdiv_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
+        let s = s.into();
+        reciprocal(&self.promoted_for(Scalar::Float(s.to_f64()))?)?.mul_scalar(s)
     }
 
     /// `1 / x` element-wise (PyTorch's `reciprocal`).

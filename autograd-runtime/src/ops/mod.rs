@@ -28,6 +28,7 @@
 
 mod binary;
 mod clamp;
+mod compare;
 mod derivative_rules;
 mod device;
 mod dims;
@@ -38,6 +39,7 @@ mod join;
 mod linalg;
 mod math;
 mod operators;
+mod promote;
 mod reduce;
 mod reorder;
 mod shape;
@@ -53,6 +55,7 @@ pub use derivative_rules::{
     needing_grad, reduce_grad,
 };
 pub use inplace::check_inplace;
+pub use promote::{Scalar, result_type};
 
 use crate::backend::BroadcastError;
 use crate::{Error, Tensor};

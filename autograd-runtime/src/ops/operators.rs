@@ -1,5 +1,10 @@
 //! Operator overloads: panicking sugar over the fallible methods, for `Tensor` and `&Tensor` on
-//! either side and `f64` on either side (`&a + &b`, `&a * 2.0`, `1.0 - &a`, `-&a`).
+//! either side and a float or integer literal on either side (`&a + &b`, `&a * 2.0`,
+//! `&labels * 2`, `1.0 - &a`, `-&a`), promoted as PyTorch promotes Python numbers.
+//!
+//! The scalar impls are for `f64` and `i32` only, the types an unsuffixed literal defaults to:
+//! one impl per literal kind keeps `(&a * 2.0).sum()` inferable. Other scalar types go through
+//! the methods, which take any Rust number (`a.mul_scalar(0.5f32)`, `a.add_scalar(1u8)`).
 //!
 //! # Panics
 //!
@@ -8,13 +13,41 @@
 
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
-use crate::Tensor;
+use crate::{Scalar, Tensor};
 
 fn ok(r: crate::Result<Tensor>) -> Tensor {
     r.unwrap_or_else(|e| panic!("{e}"))
 }
 
 macro_rules! tensor_binop {
+    (@scalars $trait:ident, $method:ident, $scalar_fn:ident, $rscalar:expr; $($s:ty),*) => {$(
+        impl $trait<$s> for &Tensor {
+            type Output = Tensor;
+            fn $method(self, rhs: $s) -> Tensor {
+                ok(Tensor::$scalar_fn(&self, rhs))
+            }
+        }
+        impl $trait<$s> for Tensor {
+            type Output = Tensor;
+            fn $method(self, rhs: $s) -> Tensor {
+                ok(Tensor::$scalar_fn(&self, rhs))
+            }
+        }
+        impl $trait<&Tensor> for $s {
+            type Output = Tensor;
+            fn $method(self, rhs: &Tensor) -> Tensor {
+                let f: fn(&Tensor, Scalar) -> crate::Result<Tensor> = $rscalar;
+                ok(f(rhs, self.into()))
+            }
+        }
+        impl $trait<Tensor> for $s {
+            type Output = Tensor;
+            fn $method(self, rhs: Tensor) -> Tensor {
+                let f: fn(&Tensor, Scalar) -> crate::Result<Tensor> = $rscalar;
+                ok(f(&rhs, self.into()))
+            }
+        }
+    )*};
     ($trait:ident, $method:ident, $tensor_fn:ident, $scalar_fn:ident, $rscalar:expr) => {
         impl $trait<&Tensor> for &Tensor {
             type Output = Tensor;
@@ -40,32 +73,7 @@ macro_rules! tensor_binop {
                 ok(Tensor::$tensor_fn(&self, &rhs))
             }
         }
-        impl $trait<f64> for &Tensor {
-            type Output = Tensor;
-            fn $method(self, rhs: f64) -> Tensor {
-                ok(Tensor::$scalar_fn(&self, rhs))
-            }
-        }
-        impl $trait<f64> for Tensor {
-            type Output = Tensor;
-            fn $method(self, rhs: f64) -> Tensor {
-                ok(Tensor::$scalar_fn(&self, rhs))
-            }
-        }
-        impl $trait<&Tensor> for f64 {
-            type Output = Tensor;
-            fn $method(self, rhs: &Tensor) -> Tensor {
-                let f: fn(&Tensor, f64) -> crate::Result<Tensor> = $rscalar;
-                ok(f(rhs, self))
-            }
-        }
-        impl $trait<Tensor> for f64 {
-            type Output = Tensor;
-            fn $method(self, rhs: Tensor) -> Tensor {
-                let f: fn(&Tensor, f64) -> crate::Result<Tensor> = $rscalar;
-                ok(f(&rhs, self))
-            }
-        }
+        tensor_binop!(@scalars $trait, $method, $scalar_fn, $rscalar; f64, i32);
     };
 }
 

@@ -484,22 +484,38 @@ impl Tensor {
         }
     }
 
-    /// A differentiable conversion to `dtype` (`self` if it already has it).
+    /// A conversion to `dtype` (`self` if it already has it) with PyTorch's cast rules: float to
+    /// integer truncates toward zero, anything to bool is "not zero", `f32` to a half type
+    /// rounds to nearest even. Differentiable between floating dtypes (`ToCopyBackward0`: the
+    /// gradient comes back in the input's dtype); a conversion to an integer or bool dtype is
+    /// not recorded (its result never requires grad).
     ///
     /// # Errors
     ///
-    /// Infallible on the CPU; kept fallible like every op.
+    /// [`Error::NotImplementedForDType`](crate::Error::NotImplementedForDType) for a dtype the
+    /// tensor's device has no buffers of (integer, bool and half tensors are host-only on CUDA
+    /// in this build).
     ///
     /// # Examples
     ///
     /// ```
     /// use autograd_runtime::{DType, Tensor};
     /// assert_eq!(Tensor::scalar(1.5f32).to_dtype(DType::F64)?.item::<f64>()?, 1.5);
+    /// let x = Tensor::from_vec(vec![-1.7f32, 0.0, 300.0], &[3])?;
+    /// assert_eq!(x.to_dtype(DType::I64)?.to_vec::<i64>()?, vec![-1, 0, 300]);
+    /// assert_eq!(x.to_dtype(DType::U8)?.to_vec::<u8>()?, vec![255, 0, 44]);
+    /// assert_eq!(x.to_dtype(DType::Bool)?.to_vec::<bool>()?, vec![true, false, true]);
+    /// let h = x.to_dtype(DType::BF16)?;
+    /// assert_eq!(h.to_vec::<autograd_runtime::bf16>()?[2].to_f32(), 300.0);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
         if dtype == self.dtype() {
             return Ok(self.clone());
+        }
+        if !dtype.is_floating_point() {
+            // An integer or bool result never requires grad: not recorded, as in PyTorch.
+            return self.promoted_to(dtype);
         }
         to_dtype(self, dtype)
     }

@@ -14,7 +14,8 @@ pub(crate) fn scalar_like(p: &Tensor, v: f64) -> Result<Tensor> {
 /// coefficient computed from a rounded scalar (`1 - w` in `lerp`) is computed as PyTorch does.
 pub(crate) fn round_to(p: &Tensor, v: f64) -> f64 {
     match p.dtype() {
-        DType::F32 => f64::from(v as f32),
+        // Half-precision kernels take their scalars in `f32` (their compute type).
+        DType::F32 | DType::F16 | DType::BF16 => f64::from(v as f32),
         _ => v,
     }
 }
@@ -48,7 +49,7 @@ pub(crate) fn add_scaled(x: &Tensor, y: &Tensor, alpha: f64) -> Result<Tensor> {
                 .add(&y.to_dtype(DType::F64)?.mul_scalar(alpha)?)?;
             wide.to_dtype(DType::F32)
         }
-        DType::F64 => x.add(&y.mul_scalar(alpha)?),
+        _ => x.add(&y.mul_scalar(alpha)?),
     }
 }
 

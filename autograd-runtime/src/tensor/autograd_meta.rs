@@ -106,6 +106,9 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn set_requires_grad(&self, requires_grad: bool) -> Result<()> {
+        if requires_grad && !self.dtype().is_floating_point() {
+            return Err(Error::RequiresGradNonFloat);
+        }
         if requires_grad && self.is_inference() && !crate::is_inference_mode_enabled() {
             return Err(Error::InferenceTensorRequiresGrad);
         }

@@ -8,7 +8,7 @@ use super::{AutogradMeta, Samples, Tensor, TensorImpl, kernels, spare};
 use crate::backend::Buffer;
 use crate::layout::{self, Layout};
 use crate::sync::{Arc, Mutex};
-use crate::{DType, Device, Element, Error, Result};
+use crate::{DType, DataElement, Device, Element, Error, Result};
 
 impl Tensor {
     /// A tensor over `storage` with `layout` that is not a view (no base, no autograd state).
@@ -75,9 +75,14 @@ impl Tensor {
     /// let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2])?;
     /// assert_eq!(t.shape(), &[2, 2]);
     /// assert!(Tensor::from_vec(vec![1.0f32], &[2]).is_err());
+    /// // Every element type: labels, masks, half precision.
+    /// let labels = Tensor::from_vec(vec![2i64, 0, 1], &[3])?;
+    /// assert_eq!(labels.dtype(), autograd_runtime::DType::I64);
+    /// let mask = Tensor::from_vec(vec![true, false], &[2])?;
+    /// assert_eq!(mask.to_vec::<bool>()?, vec![true, false]);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn from_vec<T: Element>(v: Vec<T>, shape: &[usize]) -> Result<Tensor> {
+    pub fn from_vec<T: DataElement>(v: Vec<T>, shape: &[usize]) -> Result<Tensor> {
         if v.len() != layout::checked_numel("from_vec", shape)? {
             return Err(Error::InvalidShape {
                 shape: shape.to_vec(),
@@ -101,7 +106,7 @@ impl Tensor {
     /// assert_eq!(t.to_vec::<f64>()?, vec![1.0, 2.0, 3.0, 4.0]);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn from_array<T: Element, D: ndarray::Dimension>(a: ndarray::Array<T, D>) -> Tensor {
+    pub fn from_array<T: DataElement, D: ndarray::Dimension>(a: ndarray::Array<T, D>) -> Tensor {
         Tensor::from_ndarray(a.into_dyn())
     }
 
@@ -115,7 +120,7 @@ impl Tensor {
     /// assert_eq!(t.item::<f64>()?, 2.5);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn scalar<T: Element>(v: T) -> Tensor {
+    pub fn scalar<T: DataElement>(v: T) -> Tensor {
         Tensor::from_buffer(Buffer::host(smallvec::smallvec![v]), &[], Device::Cpu)
     }
 
@@ -153,6 +158,12 @@ impl Tensor {
         let data = match dtype {
             DType::F32 => Buffer::F32(smallvec::smallvec![value as f32; n]),
             DType::F64 => Buffer::F64(smallvec::smallvec![value; n]),
+            DType::F16 => Buffer::F16(smallvec::smallvec![half::f16::from_f64(value); n]),
+            DType::BF16 => Buffer::BF16(smallvec::smallvec![half::bf16::from_f64(value); n]),
+            DType::I64 => Buffer::I64(smallvec::smallvec![i64::from_f64(value); n]),
+            DType::I32 => Buffer::I32(smallvec::smallvec![i32::from_f64(value); n]),
+            DType::U8 => Buffer::U8(smallvec::smallvec![u8::from_f64(value); n]),
+            DType::Bool => Buffer::Bool(smallvec::smallvec![value != 0.0; n]),
         };
         Ok(Tensor::from_buffer(data, shape, device))
     }
@@ -346,6 +357,16 @@ impl Tensor {
                 fill(Samples::F64(&mut v));
                 Tensor::from_vec(v, shape)
             }
+            // Half types: the float32 stream, rounded once.
+            DType::F16 | DType::BF16 => {
+                let mut v = vec![0f32; n];
+                fill(Samples::F32(&mut v));
+                Tensor::from_vec(v, shape)?.to_dtype(dtype)
+            }
+            _ => Err(Error::NotImplementedForDType {
+                op: op.to_string(),
+                dtype,
+            }),
         }
     }
 

@@ -7,18 +7,18 @@ use super::Tensor;
 use super::kernels;
 use crate::backend::Buffer;
 use crate::layout::view;
-use crate::{Device, Element, Error, Result};
+use crate::{DataElement, Device, Error, Result};
 
 pub(crate) use super::kernels::ElementMap;
 
 impl Tensor {
     /// Wraps a kernel result (any layout) as a new contiguous CPU tensor without copying when it
     /// is already in standard layout.
-    pub(crate) fn from_ndarray<T: Element>(a: ArrayD<T>) -> Tensor {
+    pub(crate) fn from_ndarray<T: DataElement>(a: ArrayD<T>) -> Tensor {
         Tensor::from_ndarray_on(a, Device::Cpu)
     }
 
-    pub(crate) fn from_ndarray_on<T: Element>(a: ArrayD<T>, device: Device) -> Tensor {
+    pub(crate) fn from_ndarray_on<T: DataElement>(a: ArrayD<T>, device: Device) -> Tensor {
         let a = if a.is_standard_layout() {
             a
         } else {
@@ -65,7 +65,7 @@ impl Tensor {
     /// assert!(t.to_vec::<f64>().is_err());
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+    pub fn to_vec<T: DataElement>(&self) -> Result<Vec<T>> {
         if !self.device().is_host() {
             return kernels::host(self)?.to_vec();
         }
@@ -91,7 +91,7 @@ impl Tensor {
     /// assert_eq!(t.to_array::<f64>()?, ndarray::arr2(&[[1.0, 2.0]]).into_dyn());
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn to_array<T: Element>(&self) -> Result<ArrayD<T>> {
+    pub fn to_array<T: DataElement>(&self) -> Result<ArrayD<T>> {
         if !self.device().is_host() {
             return kernels::host(self)?.to_array();
         }
@@ -112,7 +112,7 @@ impl Tensor {
     /// assert_eq!(Tensor::from_vec(vec![4.0f32], &[1, 1])?.item::<f32>()?, 4.0);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn item<T: Element>(&self) -> Result<T> {
+    pub fn item<T: DataElement>(&self) -> Result<T> {
         if self.numel() != 1 {
             return Err(Error::NotAScalar {
                 numel: self.numel(),

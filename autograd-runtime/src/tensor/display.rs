@@ -11,10 +11,10 @@
 //! only the exponent's spelling, `e+08` against `e8`, and `nan` against `NaN` differ, and are
 //! rewritten here).
 //!
-//! A dtype's part is one arm of `dtype_info`: how its elements widen to `f64` and its `torch.*`
-//! name. The float dtypes a later change adds (f16, bf16) are one arm each there; integer and
-//! bool dtypes would add a `Values` kind of their own, as `_Formatter`'s non-floating branch
-//! (`f"{value}"`, no integer or scientific mode).
+//! A dtype's part is one arm of `read_values`: how its elements read as [`Values`] (floats
+//! widened to `f64`, integers to `i64`, bools). Integers and bools take `_Formatter`'s
+//! non-floating branch (`f"{value}"`, `True`/`False`, right-aligned to the widest; no integer or
+//! scientific mode).
 
 use std::fmt;
 
@@ -229,18 +229,54 @@ const IMPLIED_DTYPES: [&str; 3] = [DEFAULT_DTYPE, "torch.int64", "torch.bool"];
 enum Values {
     /// A floating dtype's elements widened to `f64` (exact for every float dtype).
     Float(Vec<f64>),
+    /// An integer dtype's elements widened to `i64`.
+    Int(Vec<i64>),
+    /// A bool tensor's elements.
+    Bool(Vec<bool>),
 }
 
-/// Everything printing needs from a dtype, one arm each: its `torch.*` name, and how to read a
-/// tensor of it as [`Values`] (C order).
-fn dtype_info(dtype: DType) -> (&'static str, fn(&Tensor) -> Result<Values>) {
-    match dtype {
-        DType::F32 => ("torch.float32", |t| {
-            Ok(Values::Float(
-                t.to_vec::<f32>()?.into_iter().map(f64::from).collect(),
-            ))
-        }),
-        DType::F64 => ("torch.float64", |t| Ok(Values::Float(t.to_vec::<f64>()?))),
+impl Values {
+    /// Every value as `_Formatter.format` gives it (right-aligned to the column width), and
+    /// that width (`_Formatter.width()`).
+    fn formatted(&self, opts: &PrintOptions) -> (Vec<String>, usize) {
+        let plain: Vec<String> = match self {
+            Values::Float(v) => {
+                let f = Formatter::new(v, opts);
+                return (v.iter().map(|&x| f.format(x)).collect(), f.max_width);
+            }
+            Values::Int(v) => v.iter().map(|x| x.to_string()).collect(),
+            Values::Bool(v) => v
+                .iter()
+                .map(|&b| if b { "True" } else { "False" }.to_owned())
+                .collect(),
+        };
+        let width = plain.iter().map(String::len).max().unwrap_or(1);
+        let padded = plain.into_iter().map(|x| format!("{x:>width$}")).collect();
+        (padded, width)
+    }
+}
+
+/// How to read a tensor of `dtype` as [`Values`] (C order).
+fn read_values(t: &Tensor) -> Result<Values> {
+    fn ints<T: crate::DataElement>(t: &Tensor) -> Result<Values> {
+        Ok(Values::Int(
+            t.to_vec::<T>()?.into_iter().map(|v| v.to_i64()).collect(),
+        ))
+    }
+    fn floats<T: crate::DataElement>(t: &Tensor) -> Result<Values> {
+        Ok(Values::Float(
+            t.to_vec::<T>()?.into_iter().map(|v| v.to_f64()).collect(),
+        ))
+    }
+    match t.dtype() {
+        DType::F32 => floats::<f32>(t),
+        DType::F64 => floats::<f64>(t),
+        DType::F16 => floats::<half::f16>(t),
+        DType::BF16 => floats::<half::bf16>(t),
+        DType::I64 => ints::<i64>(t),
+        DType::I32 => ints::<i32>(t),
+        DType::U8 => ints::<u8>(t),
+        DType::Bool => Ok(Values::Bool(t.to_vec::<bool>()?)),
     }
 }
 
@@ -253,7 +289,7 @@ fn repr(t: &Tensor, opts: &PrintOptions) -> String {
     if !t.device().is_cpu() {
         suffixes.push(format!("device='{}'", t.device()));
     }
-    let (dtype, _) = dtype_info(t.dtype());
+    let dtype = t.dtype().torch_name();
     let body = if t.numel() == 0 {
         // The shape, unless it is `(0,)`, as NumPy does; the dtype unless the default one, as
         // an empty tensor has no values to show it.
@@ -293,13 +329,11 @@ fn tensor_str(t: &Tensor, indent: usize, opts: &PrintOptions) -> Result<String> 
     } else {
         t.detach()
     };
-    let (_, read) = dtype_info(data.dtype());
-    let Values::Float(values) = read(&data)?;
-    let formatter = Formatter::new(&values, opts);
+    let (values, width) = read_values(&data)?.formatted(opts);
     let mut out = String::new();
     let ctx = Ctx {
         summarize,
-        formatter: &formatter,
+        width,
         opts,
     };
     block_str(&mut out, &values, t.shape(), indent, &ctx);
@@ -326,7 +360,8 @@ fn summarized(t: &Tensor, edge: usize) -> Result<Tensor> {
 /// What every level of [`block_str`] shares.
 struct Ctx<'a> {
     summarize: bool,
-    formatter: &'a Formatter,
+    /// The column width of every value.
+    width: usize,
     opts: &'a PrintOptions,
 }
 
@@ -348,9 +383,9 @@ impl Ctx<'_> {
 
 /// `_tensor_str_with_formatter`: `values` are the (summarised) elements of a block whose full
 /// shape is `shape`. Recursion depth is the tensor's rank.
-fn block_str(out: &mut String, values: &[f64], shape: &[usize], indent: usize, ctx: &Ctx<'_>) {
+fn block_str(out: &mut String, values: &[String], shape: &[usize], indent: usize, ctx: &Ctx<'_>) {
     match shape {
-        [] => out.push_str(&ctx.formatter.format(values[0])),
+        [] => out.push_str(&values[0]),
         [n] => vector_str(out, values, *n, indent, ctx),
         [n, rest @ ..] => {
             let kept = ctx.kept(*n);
@@ -378,11 +413,11 @@ fn block_str(out: &mut String, values: &[f64], shape: &[usize], indent: usize, c
 }
 
 /// `_vector_str`: one row, wrapped so that no line passes `linewidth` (when an element fits).
-fn vector_str(out: &mut String, values: &[f64], n: usize, indent: usize, ctx: &Ctx<'_>) {
-    let element_length = ctx.formatter.width() + 2;
+fn vector_str(out: &mut String, values: &[String], n: usize, indent: usize, ctx: &Ctx<'_>) {
+    let element_length = ctx.width + 2;
     let room = ctx.opts.linewidth as f64 - indent as f64;
     let per_line = ((room / element_length as f64).floor() as i64).max(1) as usize;
-    let mut data: Vec<String> = values.iter().map(|&v| ctx.formatter.format(v)).collect();
+    let mut data: Vec<String> = values.to_vec();
     if ctx.elides(n) {
         data.insert(ctx.opts.edgeitems, " ...".to_owned());
     }
@@ -444,10 +479,6 @@ impl Formatter {
             f.max_width = f.max_width.max(width);
         }
         f
-    }
-
-    fn width(&self) -> usize {
-        self.max_width
     }
 
     /// One value, right-aligned to the column width (a wider one, `-0.0000` or `nan` where no

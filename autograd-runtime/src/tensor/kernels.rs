@@ -13,10 +13,13 @@ use std::borrow::Cow;
 
 use super::Tensor;
 use super::storage::Storage;
-use crate::backend::{self, Backend, BinaryOp, GradFormula, MapOp, Out, StepSet, UnaryOp, Update};
+use super::widen::Widen;
+use crate::backend::{
+    self, Backend, BinaryOp, CompareOp, GradFormula, MapOp, Out, StepSet, UnaryOp, Update,
+};
 use crate::layout::{Layout, elementwise_order};
 use crate::sync::Arc;
-use crate::{DType, Device, Element, Error, Result};
+use crate::{DType, DataElement, Device, Element, Error, Result};
 
 use crate::backend::{Buffer, ElemVec};
 
@@ -100,6 +103,33 @@ fn write_read<R>(
     f((&mut wg, dst.layout()), (&rg, src.layout()))
 }
 
+/// How [`Kernels::binary`] runs `op` on operands of `dtype`: halves in `f32`; integers and
+/// bools with their own kernels, except for the ops that are floating in PyTorch (`div`,
+/// `atan2`: promoted to `f32` by the op layer before they get here, and so here too).
+fn widen_binary(op: BinaryOp, dtype: DType) -> Option<Widen> {
+    if dtype.is_half() {
+        return Widen::of(dtype);
+    }
+    if !dtype.is_floating_point()
+        && matches!(op, BinaryOp::Div | BinaryOp::Atan2 | BinaryOp::MinShare)
+    {
+        return Widen::to_float(dtype);
+    }
+    None
+}
+
+/// A half tensor's reduction: `f` on its `f32` values (PyTorch accumulates halves in `f32`),
+/// rounded back once.
+fn half_through_f32(
+    k: Kernels,
+    x: &Tensor,
+    f: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    Widen::of(x.dtype())
+        .expect("invariant: called for half dtypes")
+        .run(k, [x], |[x]| f(x))
+}
+
 /// The backend of `t`'s device, as the op layer calls it.
 #[inline]
 pub(crate) fn of_tensor(t: &Tensor) -> Result<Kernels> {
@@ -135,22 +165,52 @@ impl Kernels {
         }
     }
 
-    /// See [`Backend::unary`].
+    /// See [`Backend::unary`]. Integer and bool tensors keep their dtype through `neg`, `abs`,
+    /// `sign` and `relu` and are promoted to `f32` by the floating functions; halves compute in
+    /// `f32` ([`Widen`]).
     pub(crate) fn unary(self, op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+        let integral = !x.dtype().is_floating_point();
+        let keeps_integers = matches!(
+            op,
+            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sign | UnaryOp::Relu
+        );
+        if !(integral && keeps_integers)
+            && let Some(w) = Widen::to_float(x.dtype())
+        {
+            return w.run(self, [x], |[x]| self.unary(op, x));
+        }
         read(x, |b, l| {
             elementwise([l], &l.shape, x.device(), |[l]| self.0.unary(op, b, l))
         })
     }
 
-    /// See [`Backend::map`].
+    /// See [`Backend::map`]. `clamp` keeps an integer tensor's dtype; `erf` and `softplus`
+    /// promote it to `f32`.
     pub(crate) fn map(self, op: MapOp, x: &Tensor) -> Result<Tensor> {
+        let widen = match op {
+            MapOp::Clamp { .. } | MapOp::ClampInterior { .. } => Widen::of(x.dtype()),
+            _ => Widen::to_float(x.dtype()),
+        };
+        if let Some(w) = widen {
+            return w.run(self, [x], |[x]| self.map(op, x));
+        }
         read(x, |b, l| {
             elementwise([l], &l.shape, x.device(), |[l]| self.0.map(op, b, l))
         })
     }
 
-    /// See [`Backend::pow_scalar`].
+    /// See [`Backend::pow_scalar`]. An integer tensor to a non-negative integral power stays
+    /// integral; to any other power it is promoted to `f32`.
     pub(crate) fn pow_scalar(self, x: &Tensor, exponent: f64) -> Result<Tensor> {
+        let integral_power = exponent >= 0.0 && exponent.fract() == 0.0;
+        let widen = if integral_power {
+            Widen::of(x.dtype())
+        } else {
+            Widen::to_float(x.dtype())
+        };
+        if let Some(w) = widen {
+            return w.run(self, [x], |[x]| self.pow_scalar(x, exponent));
+        }
         read(x, |b, l| {
             elementwise([l], &l.shape, x.device(), |[l]| {
                 self.0.pow_scalar(b, l, exponent)
@@ -161,6 +221,9 @@ impl Kernels {
     /// See [`Backend::binary`].
     pub(crate) fn binary(self, op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         a.check_same_dtype_device("binary op", b)?;
+        if let Some(w) = widen_binary(op, a.dtype()) {
+            return w.run(self, [a, b], |[a, b]| self.binary(op, a, b));
+        }
         let (la, lb) = (a.layout(), b.layout());
         let shape = if la.is_contiguous() && lb.is_contiguous() {
             Vec::new() // not looked at: contiguous operands give a contiguous result
@@ -182,6 +245,11 @@ impl Kernels {
         s: f64,
         scalar_on_left: bool,
     ) -> Result<Tensor> {
+        if let Some(w) = widen_binary(op, x.dtype()) {
+            return w.run(self, [x], |[x]| {
+                self.binary_scalar(op, x, s, scalar_on_left)
+            });
+        }
         read(x, |b, l| {
             elementwise([l], &l.shape, x.device(), |[l]| {
                 self.0.binary_scalar(op, b, l, s, scalar_on_left)
@@ -192,6 +260,9 @@ impl Kernels {
     /// See [`Backend::grad_formula`].
     pub(crate) fn grad_formula(self, op: GradFormula, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         a.check_same_dtype_device("fused op", b)?;
+        if let Some(w) = Widen::of(a.dtype()) {
+            return w.run(self, [a, b], |[a, b]| self.grad_formula(op, a, b));
+        }
         let (la, lb) = (a.layout(), b.layout());
         read2(a, b, |x, y| {
             elementwise([la, lb], &la.shape, a.device(), |[la, lb]| {
@@ -207,6 +278,10 @@ impl Kernels {
         a: &Tensor,
         b: &Tensor,
     ) -> Result<()> {
+        if Widen::of(a.dtype()).is_some() {
+            let out = self.grad_formula(op, a, b)?;
+            return self.copy_into(a, &out);
+        }
         write_read(a, b, |a, b| self.0.grad_formula_inplace(op, a, b))
     }
 
@@ -214,6 +289,12 @@ impl Kernels {
     /// `dst`'s storage (it is copied first).
     pub(crate) fn binary_inplace(self, op: BinaryOp, dst: &Tensor, src: &Tensor) -> Result<()> {
         dst.check_same_dtype_device("in-place op", src)?;
+        if !matches!(dst.dtype(), DType::F32 | DType::F64) {
+            // Out of place (in `f32` for halves, with the integer kernels for integers), then
+            // written back: `src` broadcasts to `dst`, so the result has `dst`'s shape.
+            let out = self.binary(op, dst, src)?;
+            return self.copy_into(dst, &out);
+        }
         let src = self.unshared(dst, src)?;
         write_read(dst, &src, |d, s| self.0.binary_inplace(op, d, s))
     }
@@ -289,6 +370,15 @@ impl Kernels {
         let first = inputs
             .first()
             .ok_or_else(|| Error::shape("generated kernel", "expected at least one input"))?;
+        if let Some(t) = inputs
+            .iter()
+            .find(|t| !matches!(t.dtype(), DType::F32 | DType::F64))
+        {
+            return Err(Error::NotImplementedForDType {
+                op: "generated kernel".into(),
+                dtype: t.dtype(),
+            });
+        }
         let mut storages: Vec<&Arc<Storage>> = inputs.iter().map(|t| &t.0.storage).collect();
         storages.sort_by_key(|s| Arc::as_ptr(s));
         storages.dedup_by(|a, b| Arc::ptr_eq(a, b));
@@ -315,17 +405,26 @@ impl Kernels {
 
     /// See [`Backend::sum_all`].
     pub(crate) fn sum_all(self, x: &Tensor) -> Result<Tensor> {
+        if x.dtype().is_half() {
+            return half_through_f32(self, x, |x| self.sum_all(x));
+        }
         Ok(wrap(read(x, |b, l| self.0.sum_all(b, l))?, x.device()))
     }
 
     /// See [`Backend::sum_dims`].
     pub(crate) fn sum_dims(self, x: &Tensor, axes: &[usize], keepdim: bool) -> Result<Tensor> {
+        if x.dtype().is_half() {
+            return half_through_f32(self, x, |x| self.sum_dims(x, axes, keepdim));
+        }
         let out = read(x, |b, l| self.0.sum_dims(b, l, axes, keepdim))?;
         Ok(wrap(out, x.device()))
     }
 
     /// See [`Backend::sum_to`].
     pub(crate) fn sum_to(self, x: &Tensor, shape: &[usize]) -> Result<Tensor> {
+        if let Some(w) = Widen::of(x.dtype()) {
+            return w.run(self, [x], |[x]| self.sum_to(x, shape));
+        }
         Ok(wrap(
             read(x, |b, l| self.0.sum_to(b, l, shape))?,
             x.device(),
@@ -334,8 +433,58 @@ impl Kernels {
 
     /// See [`Backend::softmax`].
     pub(crate) fn softmax(self, x: &Tensor, dim: usize, log: bool) -> Result<Tensor> {
+        if !x.dtype().is_floating_point() {
+            return Err(Error::NotImplementedForDType {
+                op: if log { "log_softmax" } else { "softmax" }.into(),
+                dtype: x.dtype(),
+            });
+        }
+        if let Some(w) = Widen::of(x.dtype()) {
+            return w.run(self, [x], |[x]| self.softmax(x, dim, log));
+        }
         let out = read(x, |b, l| self.0.softmax(b, l, dim, log))?;
         Ok(wrap(out, x.device()))
+    }
+
+    /// See [`Backend::argmax`] (any dtype).
+    pub(crate) fn argmax(self, x: &Tensor, dim: usize) -> Result<Vec<usize>> {
+        read(x, |b, l| self.0.argmax(b, l, dim))
+    }
+
+    /// See [`Backend::argmin`] (any dtype).
+    pub(crate) fn argmin(self, x: &Tensor, dim: usize) -> Result<Vec<usize>> {
+        read(x, |b, l| self.0.argmin(b, l, dim))
+    }
+
+    /// See [`Backend::compare`]: `a` and `b` of one dtype (the caller promotes them) and device.
+    pub(crate) fn compare(self, op: CompareOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        a.check_same_dtype_device(op.name(), b)?;
+        let (la, lb) = (a.layout(), b.layout());
+        let shape = broadcast_or_first(la, lb);
+        read2(a, b, |x, y| {
+            elementwise([la, lb], &shape, a.device(), |[la, lb]| {
+                self.0.compare(op, x, la, y, lb)
+            })
+        })
+    }
+
+    /// See [`Backend::where_`]: `cond` a bool tensor, `a` and `b` of one dtype (the caller
+    /// promotes them), all on this device.
+    pub(crate) fn where_(self, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        a.check_same_dtype_device("where", b)?;
+        if cond.device() != a.device() {
+            return Err(Error::DeviceMismatch {
+                lhs: cond.device(),
+                rhs: a.device(),
+            });
+        }
+        let gc = cond.0.storage.data.read();
+        let out = read2(a, b, |x, y| {
+            self.0
+                .where_((&gc, cond.layout()), (x, a.layout()), (y, b.layout()))
+        })?;
+        drop(gc);
+        Ok(wrap(out, a.device()))
     }
 
     /// See [`Backend::max_dim`].
@@ -346,6 +495,12 @@ impl Kernels {
 
     /// See [`Backend::has_nan`].
     pub(crate) fn has_nan(self, x: &Tensor) -> Result<bool> {
+        if !x.dtype().is_floating_point() {
+            return Ok(false);
+        }
+        if x.dtype().is_half() {
+            return self.has_nan(&self.to_dtype(x, DType::F32)?);
+        }
         read(x, |b, l| self.0.has_nan(b, l))
     }
 
@@ -363,6 +518,9 @@ impl Kernels {
         dim: usize,
         index: &[usize],
     ) -> Result<Tensor> {
+        if let Some(w) = Widen::of(g.dtype()) {
+            return w.run(self, [g], |[g]| self.index_add(g, shape, dim, index));
+        }
         let out = read(g, |b, l| self.0.index_add(b, l, shape, dim, index))?;
         Ok(wrap(out, g.device()))
     }
@@ -381,6 +539,9 @@ impl Kernels {
         dim: usize,
         index: &[usize],
     ) -> Result<Tensor> {
+        if let Some(w) = Widen::of(g.dtype()) {
+            return w.run(self, [g], |[g]| self.scatter(g, shape, dim, index));
+        }
         let out = read(g, |b, l| self.0.scatter(b, l, shape, dim, index))?;
         Ok(wrap(out, g.device()))
     }
@@ -393,6 +554,9 @@ impl Kernels {
         dim: usize,
         start: usize,
     ) -> Result<Tensor> {
+        if let Some(w) = Widen::of(g.dtype()) {
+            return w.run(self, [g], |[g]| self.narrow_scatter(g, shape, dim, start));
+        }
         let out = read(g, |b, l| self.0.narrow_scatter(b, l, shape, dim, start))?;
         Ok(wrap(out, g.device()))
     }
@@ -400,6 +564,11 @@ impl Kernels {
     /// See [`Backend::matmul`].
     pub(crate) fn matmul(self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         a.check_same_dtype_device("matmul", b)?;
+        if let Some(w) = Widen::of(a.dtype()) {
+            // Halves: one f32 GEMM, each result rounded once (PyTorch's CPU half GEMM
+            // accumulates in f32 too).
+            return w.run(self, [a, b], |[a, b]| self.matmul(a, b));
+        }
         let out = read2(a, b, |x, y| self.0.matmul(x, a.layout(), y, b.layout()))?;
         Ok(wrap(out, a.device()))
     }
@@ -429,7 +598,7 @@ pub(crate) fn full(shape: &[usize], value: f64, dtype: DType, device: Device) ->
 
 /// Runs `f` on host tensor `t`'s elements (read-locked) if they are of type `T`, else
 /// [`Error::WrongDType`].
-pub(crate) fn read_host<T: Element, R>(
+pub(crate) fn read_host<T: DataElement, R>(
     t: &Tensor,
     f: impl FnOnce(&[T], &Layout) -> R,
 ) -> Result<R> {
@@ -500,7 +669,7 @@ impl Tensor {
         match &*guard {
             Buffer::F32(d) => map_typed(d, self.layout(), m, self.device()),
             Buffer::F64(d) => map_typed(d, self.layout(), m, self.device()),
-            Buffer::Cuda(_) => unreachable!("invariant: map_elements is for host tensors only"),
+            _ => unreachable!("invariant: map_elements is for f32 and f64 host tensors only"),
         }
     }
 
@@ -523,7 +692,7 @@ impl Tensor {
         match &mut *guard {
             Buffer::F32(d) => map(d, self.layout(), m),
             Buffer::F64(d) => map(d, self.layout(), m),
-            Buffer::Cuda(_) => unreachable!("invariant: map_elements is for host tensors only"),
+            _ => unreachable!("invariant: map_elements is for f32 and f64 host tensors only"),
         }
     }
 }

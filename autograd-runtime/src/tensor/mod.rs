@@ -9,6 +9,7 @@ pub(crate) mod kernels;
 mod spare;
 pub(crate) mod storage;
 pub(crate) mod view;
+mod widen;
 
 use std::fmt;
 use std::mem::ManuallyDrop;
@@ -357,6 +358,12 @@ impl fmt::Debug for Tensor {
             match self.dtype() {
                 DType::F32 => d.field("data", &self.to_vec::<f32>().unwrap_or_default()),
                 DType::F64 => d.field("data", &self.to_vec::<f64>().unwrap_or_default()),
+                DType::F16 => d.field("data", &self.to_vec::<half::f16>().unwrap_or_default()),
+                DType::BF16 => d.field("data", &self.to_vec::<half::bf16>().unwrap_or_default()),
+                DType::I64 => d.field("data", &self.to_vec::<i64>().unwrap_or_default()),
+                DType::I32 => d.field("data", &self.to_vec::<i32>().unwrap_or_default()),
+                DType::U8 => d.field("data", &self.to_vec::<u8>().unwrap_or_default()),
+                DType::Bool => d.field("data", &self.to_vec::<bool>().unwrap_or_default()),
             };
         }
         if let Some(node) = &meta.grad_fn {

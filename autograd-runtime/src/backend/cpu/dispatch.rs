@@ -12,12 +12,15 @@ use smallvec::smallvec;
 
 use super::dense::{self, Operand};
 use super::{
-    BinaryOp, UnaryOp, elementwise, gather, movement, reduce, standard, std_slice, to_contiguous,
+    BinaryOp, UnaryOp, any, elementwise, gather, movement, reduce, standard, std_slice,
+    to_contiguous,
 };
 use crate::backend::step::StepSet;
-use crate::backend::{Backend, Buffer, ElemVec, GradFormula, MapOp, Out, broadcast_shapes};
+use crate::backend::{
+    Backend, Buffer, CompareOp, ElemVec, GradFormula, MapOp, Out, broadcast_shapes,
+};
 use crate::layout::{Dims, Layout, contiguous_strides, view, view_mut};
-use crate::{DType, Device, Element, Error, Result};
+use crate::{DType, DataElement, Device, Element, Error, Result};
 
 /// The CPU backend (a unit type: the kernels keep no state).
 #[derive(Clone, Copy, Debug)]
@@ -39,6 +42,10 @@ macro_rules! with_host_view {
                 $body
             }
             Buffer::Cuda(_) => unreachable!("invariant: host kernels only receive host buffers"),
+            _ => unreachable!(
+                "invariant: float kernels receive f32 or f64 buffers (the adapter widens halves \
+                 and routes integers and bools to `any`)"
+            ),
         }
     }};
 }
@@ -289,7 +296,7 @@ pub(crate) fn binary_scalar(
     scalar_on_left: bool,
 ) -> Out {
     with_view!(x, lx, |a| {
-        let s = Element::from_f64(s);
+        let s = DataElement::from_f64(s);
         match a.to_slice() {
             Some(v) if v.len() > SMALL => {
                 let (p, q) = if scalar_on_left {
@@ -379,7 +386,7 @@ pub(crate) fn binary_inplace(
 /// Sets every element of `dst` (through its layout) to `value`.
 pub(crate) fn fill(dst: &mut Buffer, ld: &Layout, value: f64) {
     with_view_mut!(dst, ld, |a| {
-        let v = Element::from_f64(value);
+        let v = DataElement::from_f64(value);
         if a.is_standard_layout() {
             dense::fill(a.into_slice().expect("invariant: standard layout"), v);
         } else {
@@ -405,8 +412,17 @@ pub(crate) fn copy_into(dst: (&mut Buffer, &Layout), src: (&Buffer, &Layout)) ->
     )
 }
 
+/// Whether `b` holds `f32` or `f64` elements: what the float kernels take.
+#[inline]
+fn is_float(b: &Buffer) -> bool {
+    matches!(b, Buffer::F32(_) | Buffer::F64(_))
+}
+
 /// A contiguous copy.
 pub(crate) fn contiguous(x: &Buffer, lx: &Layout) -> Out {
+    if !is_float(x) {
+        return any::contiguous(x, lx);
+    }
     with_view!(x, lx, |a| match a.to_slice() {
         Some(s) if s.len() > SMALL => tensor_of(dense::copy(s), a.shape()),
         _ => out_of(to_contiguous(a)),
@@ -415,13 +431,16 @@ pub(crate) fn contiguous(x: &Buffer, lx: &Layout) -> Out {
 
 /// The values converted to `dtype`.
 pub(crate) fn to_dtype(x: &Buffer, lx: &Layout, dtype: DType) -> Out {
+    if !is_float(x) || !matches!(dtype, DType::F32 | DType::F64) {
+        return any::to_dtype(x, lx, dtype);
+    }
     with_view!(x, lx, |a| {
         let shape = a.shape().to_vec();
         let a = standard(a);
         let s = std_slice(&a);
         match dtype {
             DType::F32 => tensor_of(dense::convert::<_, f32>(s), &shape),
-            DType::F64 => tensor_of(dense::convert::<_, f64>(s), &shape),
+            _ => tensor_of(dense::convert::<_, f64>(s), &shape),
         }
     })
 }
@@ -447,6 +466,7 @@ pub(crate) fn cat(parts: &[(&Buffer, &Layout)], dim: usize) -> Result<Out> {
     match first.dtype() {
         DType::F32 => typed::<f32>(parts, dim),
         DType::F64 => typed::<f64>(parts, dim),
+        _ => any::cat(parts, dim),
     }
 }
 
@@ -570,6 +590,9 @@ pub(crate) fn matmul(a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result
 
 impl Backend for Cpu {
     fn unary(&self, op: UnaryOp, x: &Buffer, lx: &Layout) -> Result<Out> {
+        if !is_float(x) {
+            return any::unary(op, x, lx);
+        }
         Ok(unary(op, x, lx))
     }
 
@@ -593,6 +616,9 @@ impl Backend for Cpu {
         b: &Buffer,
         lb: &Layout,
     ) -> Result<Out> {
+        if !is_float(a) {
+            return any::binary(op, a, la, b, lb);
+        }
         binary(op, a, la, b, lb)
     }
 
@@ -604,6 +630,9 @@ impl Backend for Cpu {
         s: f64,
         scalar_on_left: bool,
     ) -> Result<Out> {
+        if !is_float(x) {
+            return any::binary_scalar(op, x, lx, s, scalar_on_left);
+        }
         Ok(binary_scalar(op, x, lx, s, scalar_on_left))
     }
 
@@ -637,11 +666,18 @@ impl Backend for Cpu {
     }
 
     fn fill(&self, dst: &mut Buffer, ld: &Layout, value: f64) -> Result<()> {
+        if !is_float(dst) {
+            any::fill(dst, ld, value);
+            return Ok(());
+        }
         fill(dst, ld, value);
         Ok(())
     }
 
     fn copy_into(&self, dst: (&mut Buffer, &Layout), src: (&Buffer, &Layout)) -> Result<()> {
+        if !is_float(dst.0) {
+            return any::copy_into(dst, src);
+        }
         copy_into(dst, src)
     }
 
@@ -679,10 +715,16 @@ impl Backend for Cpu {
     }
 
     fn sum_all(&self, x: &Buffer, lx: &Layout) -> Result<Out> {
+        if !is_float(x) {
+            return Ok(any::sum_int(x, lx, None, false));
+        }
         Ok(sum_all(x, lx))
     }
 
     fn sum_dims(&self, x: &Buffer, lx: &Layout, axes: &[usize], keepdim: bool) -> Result<Out> {
+        if !is_float(x) {
+            return Ok(any::sum_int(x, lx, Some(axes), keepdim));
+        }
         Ok(sum_dims(x, lx, axes, keepdim))
     }
 
@@ -695,11 +737,42 @@ impl Backend for Cpu {
     }
 
     fn argmax(&self, x: &Buffer, lx: &Layout, dim: usize) -> Result<Vec<usize>> {
+        if !is_float(x) {
+            return Ok(any::arg_extreme(x, lx, dim, true));
+        }
         Ok(argmax(x, lx, dim))
     }
 
+    fn argmin(&self, x: &Buffer, lx: &Layout, dim: usize) -> Result<Vec<usize>> {
+        Ok(any::arg_extreme(x, lx, dim, false))
+    }
+
     fn max_dim(&self, x: &Buffer, lx: &Layout, dim: usize) -> Result<(Out, Vec<usize>)> {
+        if !is_float(x) {
+            let index = any::arg_extreme(x, lx, dim, true);
+            return Ok((any::gather(x, lx, dim, &index), index));
+        }
         Ok(max_dim(x, lx, dim))
+    }
+
+    fn compare(
+        &self,
+        op: CompareOp,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+    ) -> Result<Out> {
+        any::compare(op, a, la, b, lb)
+    }
+
+    fn where_(
+        &self,
+        cond: (&Buffer, &Layout),
+        a: (&Buffer, &Layout),
+        b: (&Buffer, &Layout),
+    ) -> Result<Out> {
+        any::where_(cond, a, b)
     }
 
     fn has_nan(&self, x: &Buffer, lx: &Layout) -> Result<bool> {
@@ -707,6 +780,9 @@ impl Backend for Cpu {
     }
 
     fn index_select(&self, x: &Buffer, lx: &Layout, dim: usize, index: &[usize]) -> Result<Out> {
+        if !is_float(x) {
+            return Ok(any::index_select(x, lx, dim, index));
+        }
         Ok(index_select(x, lx, dim, index))
     }
 
@@ -722,6 +798,9 @@ impl Backend for Cpu {
     }
 
     fn gather(&self, x: &Buffer, lx: &Layout, dim: usize, index: &[usize]) -> Result<Out> {
+        if !is_float(x) {
+            return Ok(any::gather(x, lx, dim, index));
+        }
         gather(x, lx, dim, index)
     }
 

@@ -14,6 +14,7 @@
 //! allocate exactly one `Vec` and never enter `Zip`: that is what keeps the backward of a scalar
 //! node cheap. Matrix multiplication (`matmul`, over the `gemm` crate) lives in its own file.
 
+mod any;
 pub(crate) mod buffer_cache;
 mod dense;
 pub(crate) mod dispatch;
@@ -89,7 +90,7 @@ fn first<T: Copy>(a: &ArrayViewD<'_, T>) -> T {
 #[cfg(test)]
 #[inline]
 fn lit<T: Element>(v: f64) -> T {
-    <T as Element>::from_f64(v)
+    <T as crate::DataElement>::from_f64(v)
 }
 
 /// Returns `a` itself when it is in standard layout, else a standard-layout copy.

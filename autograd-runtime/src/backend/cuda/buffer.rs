@@ -133,6 +133,7 @@ pub(super) fn map_dtype<M: DTypeMap>(dtype: DType, m: M) -> M::Output {
     match dtype {
         DType::F32 => m.f::<f32>(),
         DType::F64 => m.f::<f64>(),
+        _ => unreachable!("invariant: {}", super::FLOATS_ONLY),
     }
 }
 

@@ -12,7 +12,8 @@ use super::launch::{
 use super::transfer::{download, upload};
 use super::{index, matmul, reduce};
 use crate::backend::{
-    Backend, BinaryOp, Buffer, GradFormula, MapOp, Out, StepSet, UnaryOp, broadcast_shapes,
+    Backend, BinaryOp, Buffer, CompareOp, GradFormula, MapOp, Out, StepSet, UnaryOp,
+    broadcast_shapes,
 };
 use crate::layout::Layout;
 use crate::{DType, Device, Result};
@@ -22,6 +23,30 @@ use crate::{DType, Device, Result};
 pub(crate) struct Cuda;
 
 impl Backend for Cuda {
+    fn argmin(&self, x: &Buffer, _: &Layout, _: usize) -> Result<Vec<usize>> {
+        Err(super::refuse_dtype("argmin", x.dtype()))
+    }
+
+    fn compare(
+        &self,
+        op: CompareOp,
+        a: &Buffer,
+        _: &Layout,
+        _: &Buffer,
+        _: &Layout,
+    ) -> Result<Out> {
+        Err(super::refuse_dtype(op.name(), a.dtype()))
+    }
+
+    fn where_(
+        &self,
+        _: (&Buffer, &Layout),
+        a: (&Buffer, &Layout),
+        _: (&Buffer, &Layout),
+    ) -> Result<Out> {
+        Err(super::refuse_dtype("where", a.0.dtype()))
+    }
+
     fn unary(&self, op: UnaryOp, x: &Buffer, lx: &Layout) -> Result<Out> {
         let (dev, xb) = dev_of(x)?;
         let n = lx.numel();
@@ -300,6 +325,7 @@ impl Backend for Cuda {
         let name = match dtype {
             DType::F64 => "cast_f32_f64",
             DType::F32 => "cast_f64_f32",
+            other => return Err(super::refuse_dtype("to_dtype", other)),
         };
         let out = map_into(dev, "to_dtype", (xb, lx), &lx.shape, dtype, |xp, lx, yp| {
             let args = [

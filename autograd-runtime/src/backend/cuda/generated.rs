@@ -50,6 +50,7 @@ fn build(dev: &CudaDevice, k: &GeneratedKernel, dtype: DType, repeated: &[bool])
     let ty = match dtype {
         DType::F32 => "float",
         DType::F64 => "double",
+        _ => unreachable!("invariant: {}", super::FLOATS_ONLY),
     };
     let source = k.cuda_source(ty, repeated);
     let ptx = kernels::compile_source(&source, "autograd_generated.cu")

@@ -79,6 +79,7 @@ impl Kernel {
         match dtype {
             DType::F32 => self.f32,
             DType::F64 => self.f64,
+            _ => unreachable!("invariant: {}", super::FLOATS_ONLY),
         }
     }
 }

@@ -8,7 +8,7 @@ use super::device::{CudaDevice, device};
 use super::kernels::{self, BLOCK, KernelLayout};
 use crate::backend::{Buffer, Out};
 use crate::layout::Layout;
-use crate::{DType, Device, Element, Error, Result};
+use crate::{DType, Device, Error, Result};
 
 /// A kernel argument.
 pub(super) enum Arg {
@@ -25,8 +25,9 @@ impl Arg {
     /// dtype fails to compile here, beside the variant it needs.
     pub(super) fn scalar(dtype: DType, v: f64) -> Arg {
         match dtype {
-            DType::F32 => Arg::F32(f32::from_f64(v)),
+            DType::F32 => Arg::F32(v as f32),
             DType::F64 => Arg::F64(v),
+            _ => unreachable!("invariant: {}", super::FLOATS_ONLY),
         }
     }
 }

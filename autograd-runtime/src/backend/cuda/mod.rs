@@ -49,3 +49,17 @@ pub(crate) use dispatch::Cuda;
 #[cfg(test)]
 pub(crate) use kernels::compile_source;
 pub(crate) use transfer::{full, upload};
+
+/// Why a CUDA kernel never sees a dtype other than `f32` and `f64`: device buffers are only
+/// made by an upload, a fill or a conversion, and each of them refuses the others.
+const FLOATS_ONLY: &str =
+    "CUDA buffers hold f32 or f64 (uploads, fills and conversions refuse other dtypes)";
+
+/// The error for a dtype, or an op, the CUDA backend has no kernel for yet (integer, bool and
+/// half tensors live on the host in this build).
+fn refuse_dtype(op: &str, dtype: crate::DType) -> crate::Error {
+    crate::Error::NotImplementedForDType {
+        op: format!("{op} on CUDA (integer, bool and half tensors are host-only in this build)"),
+        dtype,
+    }
+}

@@ -15,7 +15,7 @@ use super::buffer::{DTypeMap, DeviceElement, map_dtype};
 use super::kernels;
 use super::launch::{Arg, dev_of, device_buffer, device_buffer_mut, launch_blocks};
 use crate::backend::{StepSet, Update};
-use crate::{DType, Element, Error, Result};
+use crate::{DType, DataElement, Error, Result};
 
 /// The op named in errors.
 const OP: &str = "fused optimizer step";
@@ -219,7 +219,7 @@ impl DTypeMap for Scalars<'_> {
         let mut k = [0.0; SCALARS];
         let mut put = |vals: &[T]| {
             for (slot, v) in k.iter_mut().zip(vals) {
-                *slot = Element::to_f64(*v);
+                *slot = DataElement::to_f64(*v);
             }
         };
         let sign = |maximize: bool| if maximize { -T::one() } else { T::one() };
@@ -626,9 +626,11 @@ int main(int argc, char** argv) {
                 offsets.push(blob.len() as u64);
                 for x in v {
                     let bytes: Vec<u8> = if size == 4 {
-                        (Element::to_f64(*x) as f32).to_le_bytes().to_vec()
+                        (crate::DataElement::to_f64(*x) as f32)
+                            .to_le_bytes()
+                            .to_vec()
                     } else {
-                        Element::to_f64(*x).to_le_bytes().to_vec()
+                        crate::DataElement::to_f64(*x).to_le_bytes().to_vec()
                     };
                     blob.extend(bytes);
                 }
@@ -689,7 +691,7 @@ int main(int argc, char** argv) {
         let mut cpu = Vec::new();
         for a in &arrays {
             for v in std::iter::once(&a[0]).chain(&a[2..]) {
-                cpu.extend(v.iter().map(|x| Element::to_f64(*x).to_bits()));
+                cpu.extend(v.iter().map(|x| crate::DataElement::to_f64(*x).to_bits()));
             }
         }
         (emulated, cpu)

@@ -44,6 +44,9 @@ impl DTypeMap for Upload<'_> {
 /// A copy of host buffer `x` (read through `lx`) on `cuda:<ordinal>` (what
 /// `to(Device::Cuda(i))` runs).
 pub(crate) fn upload(x: &Buffer, lx: &Layout, ordinal: usize) -> Result<Out> {
+    if !matches!(x.dtype(), DType::F32 | DType::F64) {
+        return Err(super::refuse_dtype("to(cuda)", x.dtype()));
+    }
     let dev = device(ordinal)?;
     dev.bind()?;
     map_dtype(x.dtype(), Upload { dev, x, lx })
@@ -51,6 +54,9 @@ pub(crate) fn upload(x: &Buffer, lx: &Layout, ordinal: usize) -> Result<Out> {
 
 /// A new contiguous buffer of `shape` on `cuda:<ordinal>` filled with `value`.
 pub(crate) fn full(shape: &[usize], value: f64, dtype: DType, ordinal: usize) -> Result<Out> {
+    if !matches!(dtype, DType::F32 | DType::F64) {
+        return Err(super::refuse_dtype("full(cuda)", dtype));
+    }
     let dev = device(ordinal)?;
     let n: usize = shape.iter().product();
     if value == 0.0 && value.is_sign_positive() {

@@ -48,6 +48,11 @@ pub(crate) fn fused_step(sets: Vec<StepSet<'_>>) -> Result<()> {
         None => {}
         Some(DType::F32) => step(typed::<f32>(sets)?),
         Some(DType::F64) => step(typed::<f64>(sets)?),
+        Some(_) => {
+            return Err(Error::InvalidArgument(
+                "fused optimizer step: the fused kernels take f32 or f64 parameters".into(),
+            ));
+        }
     }
     Ok(())
 }

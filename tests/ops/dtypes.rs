@@ -1,0 +1,426 @@
+//! Integer, bool and half-precision tensors against PyTorch 2.15 (values printed by
+//! `tests/ops/dtypes_values.py`): the promotion tables, casts, integer and bool arithmetic,
+//! printing, half precision computed in f32, masks, `where`, `masked_fill` and the
+//! arg-reductions, and the errors PyTorch raises.
+
+use autograd::{DType, Scalar, Tensor, bf16, f16, result_type};
+
+type R = autograd::Result<()>;
+
+/// PyTorch's dtype names, in the order of `DType::ALL`.
+const NAMES: [&str; 8] = [
+    "bool", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64",
+];
+
+fn name(d: DType) -> &'static str {
+    NAMES[DType::ALL
+        .iter()
+        .position(|&x| x == d)
+        .expect("every dtype is in ALL")]
+}
+
+#[test]
+fn promote_types_is_pytorchs_table() {
+    let table = "\
+bool uint8 int32 int64 float16 bfloat16 float32 float64
+uint8 uint8 int32 int64 float16 bfloat16 float32 float64
+int32 int32 int32 int64 float16 bfloat16 float32 float64
+int64 int64 int64 int64 float16 bfloat16 float32 float64
+float16 float16 float16 float16 float16 float32 float32 float64
+bfloat16 bfloat16 bfloat16 bfloat16 float32 bfloat16 float32 float64
+float32 float32 float32 float32 float32 float32 float32 float64
+float64 float64 float64 float64 float64 float64 float64 float64";
+    for (a, row) in DType::ALL.iter().zip(table.lines()) {
+        let ours: Vec<&str> = DType::ALL.iter().map(|&b| name(a.promote(b))).collect();
+        assert_eq!(ours.join(" "), row, "promote({a}, ..)");
+    }
+}
+
+#[test]
+fn a_0_dim_tensor_promotes_only_from_a_higher_category() -> R {
+    let table = "\
+bool uint8 int32 int64 float16 bfloat16 float32 float64
+uint8 uint8 uint8 uint8 float16 bfloat16 float32 float64
+int32 int32 int32 int32 float16 bfloat16 float32 float64
+int64 int64 int64 int64 float16 bfloat16 float32 float64
+float16 float16 float16 float16 float16 float16 float16 float16
+bfloat16 bfloat16 bfloat16 bfloat16 bfloat16 bfloat16 bfloat16 bfloat16
+float32 float32 float32 float32 float32 float32 float32 float32
+float64 float64 float64 float64 float64 float64 float64 float64";
+    for (&a, row) in DType::ALL.iter().zip(table.lines()) {
+        let x = Tensor::ones(&[2], a)?;
+        let mut ours = Vec::new();
+        for &b in &DType::ALL {
+            let z = Tensor::ones(&[], b)?;
+            ours.push(name(result_type(&x, &z)));
+            // The order of the operands does not matter.
+            assert_eq!(result_type(&z, &x), result_type(&x, &z));
+        }
+        assert_eq!(ours.join(" "), row, "result_type({a} tensor, 0-dim ..)");
+    }
+    Ok(())
+}
+
+#[test]
+fn scalars_promote_by_kind() -> R {
+    // PyTorch: (int scalar, float scalar, bool scalar) for each tensor dtype.
+    let expected = [
+        ("bool", "int64", "float32", "bool"),
+        ("uint8", "uint8", "float32", "uint8"),
+        ("int32", "int32", "float32", "int32"),
+        ("int64", "int64", "float32", "int64"),
+        ("float16", "float16", "float16", "float16"),
+        ("bfloat16", "bfloat16", "bfloat16", "bfloat16"),
+        ("float32", "float32", "float32", "float32"),
+        ("float64", "float64", "float64", "float64"),
+    ];
+    for (&d, (_, int, float, boolean)) in DType::ALL.iter().zip(expected) {
+        assert_eq!(name(Scalar::from(2).result_type_with(d)), int);
+        assert_eq!(name(Scalar::from(2.5).result_type_with(d)), float);
+        assert_eq!(name(Scalar::from(true).result_type_with(d)), boolean);
+    }
+    let ints = Tensor::from_vec(vec![1i64, 2, 3], &[3])?;
+    let scaled = &ints * 2.5;
+    assert_eq!(scaled.dtype(), DType::F32);
+    assert_eq!(scaled.to_vec::<f32>()?, vec![2.5, 5.0, 7.5]);
+    assert_eq!((&ints * 2).dtype(), DType::I64);
+    assert_eq!((&ints * 2).to_vec::<i64>()?, vec![2, 4, 6]);
+    let mask = Tensor::from_vec(vec![true, false], &[2])?;
+    assert_eq!(mask.add_scalar(1)?.dtype(), DType::I64);
+    let h = Tensor::ones(&[2], DType::F16)?;
+    assert_eq!(h.add_scalar(2.5)?.dtype(), DType::F16);
+    assert_eq!(h.add(&Tensor::scalar(1.0f32))?.dtype(), DType::F16);
+    assert_eq!(h.mul_scalar(0.5f32)?.dtype(), DType::F16);
+    Ok(())
+}
+
+#[test]
+fn casts_follow_pytorchs_rules() -> R {
+    let inf = f64::INFINITY;
+    let x = Tensor::from_vec(
+        vec![
+            -1.7,
+            -0.5,
+            0.0,
+            0.5,
+            2.5,
+            300.0,
+            -300.0,
+            65504.0,
+            1e6,
+            f64::NAN,
+            inf,
+        ],
+        &[11],
+    )?;
+    let min64 = i64::MIN;
+    assert_eq!(
+        x.to_dtype(DType::I64)?.to_vec::<i64>()?,
+        vec![-1, 0, 0, 0, 2, 300, -300, 65504, 1000000, min64, min64]
+    );
+    let min32 = i32::MIN;
+    assert_eq!(
+        x.to_dtype(DType::I32)?.to_vec::<i32>()?,
+        vec![-1, 0, 0, 0, 2, 300, -300, 65504, 1000000, min32, min32]
+    );
+    assert_eq!(
+        x.to_dtype(DType::U8)?.to_vec::<u8>()?,
+        vec![255, 0, 0, 0, 2, 44, 212, 224, 64, 0, 0]
+    );
+    assert_eq!(
+        x.to_dtype(DType::Bool)?.to_vec::<bool>()?,
+        vec![
+            true, true, false, true, true, true, true, true, true, true, true
+        ]
+    );
+    let halves: Vec<f64> = x
+        .to_dtype(DType::F16)?
+        .to_vec::<f16>()?
+        .iter()
+        .map(|v| v.to_f64())
+        .collect();
+    let want = [
+        -1.7001953125,
+        -0.5,
+        0.0,
+        0.5,
+        2.5,
+        300.0,
+        -300.0,
+        65504.0,
+        inf,
+    ];
+    assert_eq!(
+        &halves[..9],
+        &want[..8].iter().chain([&inf]).copied().collect::<Vec<_>>()[..]
+    );
+    assert!(halves[9].is_nan() && halves[10] == inf);
+    let bf: Vec<f64> = x
+        .to_dtype(DType::BF16)?
+        .to_vec::<bf16>()?
+        .iter()
+        .map(|v| v.to_f64())
+        .collect();
+    assert_eq!(
+        &bf[..9],
+        &[
+            -1.703125, -0.5, 0.0, 0.5, 2.5, 300.0, -300.0, 65536.0, 999424.0
+        ]
+    );
+    // Back from the integer types: exact.
+    let i = Tensor::from_vec(vec![-3i32, 7], &[2])?;
+    assert_eq!(i.to_dtype(DType::F64)?.to_vec::<f64>()?, vec![-3.0, 7.0]);
+    assert_eq!(i.to_dtype(DType::I64)?.to_vec::<i64>()?, vec![-3, 7]);
+    assert_eq!(i.to_dtype(DType::U8)?.to_vec::<u8>()?, vec![253, 7]);
+    Ok(())
+}
+
+#[test]
+fn integer_and_bool_arithmetic_is_pytorchs() -> R {
+    let a = Tensor::from_vec(vec![7i64, -7, 7, -7], &[4])?;
+    let b = Tensor::from_vec(vec![3i64, 3, -3, -3], &[4])?;
+    assert_eq!(a.remainder(&b)?.to_vec::<i64>()?, vec![1, 2, -2, -1]);
+    assert_eq!(a.fmod(&b)?.to_vec::<i64>()?, vec![1, -1, 1, -1]);
+    // True division is a float.
+    let q = Tensor::from_vec(vec![1i64, 2, 3], &[3])?
+        .div(&Tensor::from_vec(vec![2i64, 2, 2], &[3])?)?;
+    assert_eq!(
+        (q.dtype(), q.to_vec::<f32>()?),
+        (DType::F32, vec![0.5, 1.0, 1.5])
+    );
+    // uint8 wraps.
+    let u = Tensor::from_vec(vec![200u8], &[1])?.add(&Tensor::from_vec(vec![100u8], &[1])?)?;
+    assert_eq!(u.to_vec::<u8>()?, vec![44]);
+    // bool: `+` is "or"; `-` and negation are refused with PyTorch's words.
+    let t = Tensor::from_vec(vec![true, false], &[2])?;
+    let s = Tensor::from_vec(vec![true, true], &[2])?;
+    assert_eq!(t.add(&s)?.to_vec::<bool>()?, vec![true, true]);
+    assert_eq!(
+        t.sub(&s).unwrap_err().to_string(),
+        "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or \
+         `logical_xor()` operator instead."
+    );
+    assert_eq!(
+        t.neg().unwrap_err().to_string(),
+        "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to \
+         invert a mask, use the `~` or `logical_not()` operator instead."
+    );
+    // Sums of integers and bools are int64.
+    let total = Tensor::from_vec(vec![1i32, 2, 3], &[3])?.sum()?;
+    assert_eq!((total.dtype(), total.item::<i64>()?), (DType::I64, 6));
+    assert_eq!(s.sum()?.item::<i64>()?, 2);
+    // Floating functions promote integers to f32.
+    let r = Tensor::from_vec(vec![4i64, 2], &[2])?.sqrt()?;
+    assert_eq!(
+        (r.dtype(), r.to_vec::<f32>()?),
+        (DType::F32, vec![2.0, 1.4142135])
+    );
+    assert_eq!(
+        Tensor::from_vec(vec![1i64, 2, 3], &[3])?.exp()?.dtype(),
+        DType::F32
+    );
+    Ok(())
+}
+
+#[test]
+fn errors_are_pytorchs() -> R {
+    let long = Tensor::zeros(&[2], DType::I64)?;
+    assert_eq!(
+        long.set_requires_grad(true).unwrap_err().to_string(),
+        "only Tensors of floating point dtype can require gradients"
+    );
+    assert_eq!(
+        long.softmax(0).unwrap_err().to_string(),
+        "\"softmax\" not implemented for 'Long'"
+    );
+    let x = Tensor::from_vec(vec![1.0f32], &[1])?;
+    assert_eq!(
+        Tensor::where_(&long, &x, &x).unwrap_err().to_string(),
+        "where expected condition to be a boolean tensor, but got a tensor with dtype Long"
+    );
+    Ok(())
+}
+
+#[test]
+fn tensors_print_as_pytorchs() -> R {
+    let cases: [(Tensor, &str); 9] = [
+        (
+            Tensor::from_vec(vec![1i64, -20, 3], &[3])?,
+            "tensor([  1, -20,   3])",
+        ),
+        (
+            Tensor::from_vec(vec![true, false, true], &[3])?,
+            "tensor([ True, False,  True])",
+        ),
+        (
+            Tensor::from_vec(vec![1i32, 2], &[2])?,
+            "tensor([1, 2], dtype=torch.int32)",
+        ),
+        (
+            Tensor::from_vec(vec![f16::from_f32(1.5), f16::from_f32(2.0)], &[2])?,
+            "tensor([1.5000, 2.0000], dtype=torch.float16)",
+        ),
+        (
+            Tensor::from_vec(vec![bf16::from_f32(1.5), bf16::from_f32(2.0)], &[2])?,
+            "tensor([1.5000, 2.0000], dtype=torch.bfloat16)",
+        ),
+        (
+            Tensor::from_vec(vec![1u8, 2, 3, 4], &[2, 2])?,
+            "tensor([[1, 2],\n        [3, 4]], dtype=torch.uint8)",
+        ),
+        (
+            Tensor::zeros(&[0], DType::I64)?,
+            "tensor([], dtype=torch.int64)",
+        ),
+        (Tensor::scalar(5i64), "tensor(5)"),
+        (Tensor::scalar(true), "tensor(True)"),
+    ];
+    for (t, want) in cases {
+        assert_eq!(t.to_string(), want);
+    }
+    Ok(())
+}
+
+#[test]
+fn half_precision_computes_in_f32_and_rounds_once() -> R {
+    let h = |v: &[f32]| -> autograd::Result<Tensor> {
+        Tensor::from_vec(v.iter().map(|&x| f16::from_f32(x)).collect(), &[v.len()])
+    };
+    let read = |t: &Tensor| -> autograd::Result<Vec<f64>> {
+        Ok(t.to_vec::<f16>()?.iter().map(|v| v.to_f64()).collect())
+    };
+    assert_eq!(read(&h(&[0.1, 2.0])?.exp()?)?, vec![1.10546875, 7.390625]);
+    assert_eq!(
+        read(&h(&[0.1, 2.0])?.mul(&h(&[3.0, 0.7])?)?)?,
+        vec![0.2998046875, 1.400390625]
+    );
+    assert_eq!(read(&h(&[0.1, 0.2, 0.3])?.sum()?)?, vec![0.60009765625]);
+    let b = Tensor::from_vec(vec![bf16::from_f32(0.1); 100], &[100])?;
+    assert_eq!(b.sum()?.to_vec::<bf16>()?[0].to_f64(), 10.0);
+    // A bf16 GEMM: one f32 product, each result rounded once.
+    let m = Tensor::from_vec(
+        [1.0f32, 2.0, 3.0, 4.0]
+            .iter()
+            .map(|&v| bf16::from_f32(v))
+            .collect(),
+        &[2, 2],
+    )?
+    .mul_scalar(0.3)?;
+    let p: Vec<f64> = m
+        .matmul(&m)?
+        .to_vec::<bf16>()?
+        .iter()
+        .map(|v| v.to_f64())
+        .collect();
+    assert_eq!(p, vec![0.6328125, 0.90625, 1.3515625, 1.984375]);
+    Ok(())
+}
+
+#[test]
+fn gradients_come_back_in_each_inputs_dtype() -> R {
+    let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3])?.requires_grad_(true)?;
+    let b = Tensor::from_vec(vec![10.0f64, 20.0, 30.0], &[3])?.requires_grad_(true)?;
+    let y = a.mul(&b)?;
+    assert_eq!(y.dtype(), DType::F64);
+    assert_eq!(
+        y.grad_fn().map(|n| n.name().to_string()),
+        Some("MulBackward0".into())
+    );
+    y.sum()?.backward()?;
+    let ga = a.grad().expect("a requires grad");
+    let gb = b.grad().expect("b requires grad");
+    assert_eq!(
+        (ga.dtype(), ga.to_vec::<f32>()?),
+        (DType::F32, vec![10.0, 20.0, 30.0])
+    );
+    assert_eq!(
+        (gb.dtype(), gb.to_vec::<f64>()?),
+        (DType::F64, vec![1.0, 2.0, 3.0])
+    );
+    // A half leaf gets a half gradient.
+    let h = Tensor::from_vec(vec![f16::from_f32(1.5)], &[1])?.requires_grad_(true)?;
+    h.mul_scalar(3)?.sum()?.backward()?;
+    let gh = h.grad().expect("h requires grad");
+    assert_eq!(
+        (gh.dtype(), gh.to_vec::<f16>()?[0].to_f64()),
+        (DType::F16, 3.0)
+    );
+    Ok(())
+}
+
+#[test]
+fn masks_where_and_masked_fill_route_gradients_as_pytorch() -> R {
+    let x = Tensor::from_vec(vec![-1.0f32, 2.0, -3.0], &[3])?.requires_grad_(true)?;
+    let m = x.gt_scalar(0)?;
+    assert_eq!((m.dtype(), m.requires_grad()), (DType::Bool, false));
+    let r = Tensor::where_(&m, &x, &Tensor::scalar(0.0f32))?;
+    assert_eq!(
+        r.grad_fn().map(|n| n.name().to_string()),
+        Some("WhereBackward0".into())
+    );
+    r.mul(&Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3])?)?
+        .sum()?
+        .backward()?;
+    assert_eq!(
+        x.grad().expect("grad").to_vec::<f32>()?,
+        vec![0.0, 2.0, 0.0]
+    );
+
+    let x = Tensor::from_vec(vec![-1.0f32, 2.0, -3.0], &[3])?.requires_grad_(true)?;
+    let r = x.masked_fill(&x.lt_scalar(0)?, 5.0)?;
+    assert_eq!(
+        r.grad_fn().map(|n| n.name().to_string()),
+        Some("MaskedFillBackward0".into())
+    );
+    assert_eq!(r.to_vec::<f32>()?, vec![5.0, 2.0, 5.0]);
+    r.sum()?.backward()?;
+    assert_eq!(
+        x.grad().expect("grad").to_vec::<f32>()?,
+        vec![0.0, 1.0, 0.0]
+    );
+
+    let ints = Tensor::from_vec(vec![1i64, 2, 3], &[3])?;
+    assert_eq!(
+        ints.lt_scalar(2.5)?.to_vec::<bool>()?,
+        vec![true, true, false]
+    );
+    let nan = Tensor::from_vec(vec![1.0f64, f64::NAN], &[2])?;
+    assert_eq!(nan.ne(&nan)?.to_vec::<bool>()?, vec![false, true]);
+    Ok(())
+}
+
+#[test]
+fn arg_reductions_give_int64_positions() -> R {
+    let t = Tensor::from_vec(vec![0.1f32, 2.0, 0.3, 5.0, 0.0, 1.0], &[2, 3])?;
+    assert_eq!(t.argmax(Some(1), false)?.to_vec::<i64>()?, vec![1, 0]);
+    assert_eq!(t.argmax(None, false)?.item::<i64>()?, 3);
+    assert_eq!(t.argmax(Some(1), true)?.shape(), &[2, 1]);
+    let i = Tensor::from_vec(vec![3i64, 1, 2, 1], &[4])?;
+    assert_eq!(i.argmin(None, false)?.item::<i64>()?, 1);
+    let nan = Tensor::from_vec(vec![1.0f64, f64::NAN, 3.0], &[3])?;
+    assert_eq!(nan.argmax(None, false)?.item::<i64>()?, 1);
+    let nan = Tensor::from_vec(vec![1.0f64, f64::NAN, 0.0], &[3])?;
+    assert_eq!(nan.argmin(None, false)?.item::<i64>()?, 1);
+    Ok(())
+}
+
+#[test]
+fn every_dtype_round_trips_a_checkpoint() -> R {
+    let mut dict = autograd::StateDict::new();
+    dict.insert("i64", Tensor::from_vec(vec![i64::MIN, 7], &[2])?);
+    dict.insert("i32", Tensor::from_vec(vec![-5i32], &[1])?);
+    dict.insert("u8", Tensor::from_vec(vec![255u8, 0], &[2])?);
+    dict.insert("bool", Tensor::from_vec(vec![true, false], &[2])?);
+    dict.insert("f16", Tensor::from_vec(vec![f16::from_f32(0.1)], &[1])?);
+    dict.insert("bf16", Tensor::from_vec(vec![bf16::from_f32(-2.5)], &[1])?);
+    let back = autograd::StateDict::from_bytes(&dict.to_bytes()?)?;
+    for (k, v) in dict.iter() {
+        let w = back.get(k).expect("every key comes back");
+        assert_eq!(
+            (w.dtype(), w.to_string()),
+            (v.dtype(), v.to_string()),
+            "{k}"
+        );
+    }
+    Ok(())
+}
