@@ -361,6 +361,23 @@ impl Generator {
         }
     }
 
+    /// `n` integers uniform in `[low, high)`, as PyTorch's CPU `random_(from, to)`: one 32-bit
+    /// draw modulo the range, or a 64-bit draw when the range reaches 2^32.
+    pub(crate) fn randint(&self, n: usize, low: i64, high: i64) -> Vec<i64> {
+        let mut g = self.lock();
+        let range = (i128::from(high) - i128::from(low)) as u128;
+        (0..n)
+            .map(|_| {
+                let draw = if range >= 1 << 32 {
+                    u128::from(g.random64())
+                } else {
+                    u128::from(g.random())
+                };
+                (i128::from(low) + (draw % range) as i128) as i64
+            })
+            .collect()
+    }
+
     /// A random permutation of `0..n`, as PyTorch's CPU `randperm`.
     pub(crate) fn randperm(&self, n: usize) -> Vec<usize> {
         let mut g = self.lock();

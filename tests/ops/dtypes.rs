@@ -424,3 +424,34 @@ fn every_dtype_round_trips_a_checkpoint() -> R {
     }
     Ok(())
 }
+
+#[test]
+fn integer_reductions_and_scalars_never_truncate_silently() -> R {
+    let ints = Tensor::from_vec(vec![1i64, 2], &[2])?;
+    assert_eq!(
+        ints.mean().unwrap_err().to_string(),
+        "mean(): could not infer output dtype. Input dtype must be either a floating point or \
+         complex dtype. Got: Long"
+    );
+    assert_eq!(
+        ints.var_dims(&[0], 1.0, false).unwrap_err().to_string(),
+        "std and var only support floating point and complex dtypes"
+    );
+    // `int * 0.5` is a float, whichever way it is spelled.
+    assert_eq!(ints.mul_scalar(0.5)?.to_vec::<f32>()?, vec![0.5, 1.0]);
+    assert_eq!((&ints / 2).to_vec::<f32>()?, vec![0.5, 1.0]);
+    assert_eq!((&ints - 3).to_vec::<i64>()?, vec![-2, -1]);
+    assert_eq!((10 - &ints).to_vec::<i64>()?, vec![9, 8]);
+    assert_eq!(ints.add_scalar(1u8)?.to_vec::<i64>()?, vec![2, 3]);
+    // Constructors with dtypes.
+    assert_eq!(
+        Tensor::full(&[2], 3, DType::U8)?.to_vec::<u8>()?,
+        vec![3, 3]
+    );
+    assert_eq!(
+        Tensor::eye(2, None, DType::I64)?.to_vec::<i64>()?,
+        vec![1, 0, 0, 1]
+    );
+    assert_eq!(Tensor::arange(0, 3, 1)?.to_string(), "tensor([0, 1, 2])");
+    Ok(())
+}

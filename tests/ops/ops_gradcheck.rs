@@ -164,6 +164,17 @@ op_check! {
     copy: |i| i[0].copy()?.pow(2.0), [arg(&[2, 3], 91)];
     contiguous: |i| i[0].contiguous()?.pow(2.0), [nc(2, 3, 92)];
 
+    // ----- masks: `where` and `masked_fill` (the mask comes from the values, fixed by `detach`) -----
+    where_broadcast: |i| Tensor::where_(&i[0].detach().gt_scalar(0)?, &i[0], &i[1]),
+        [arg(&[2, 3], 96), arg(&[3], 97)];
+    where_non_contiguous: |i| Tensor::where_(&i[1].detach().lt_scalar(0.2)?, &i[0].pow(2.0)?, &i[1]),
+        [nc(2, 3, 98), arg(&[2, 3], 99)];
+    masked_fill: |i| i[0].masked_fill(&i[0].detach().lt_scalar(0)?, 2.0)?.pow(2.0),
+        [arg(&[2, 3], 100)];
+    // An f32 0-dim constant does not promote f64 operands (PyTorch's result_type).
+    mixed_dtype_mul: |i| i[0].mul(&Tensor::scalar(1.5f32))?.mul(&i[1]),
+        [arg(&[2, 3], 101), arg(&[2, 3], 102)];
+
     // ----- a composite -----
     mlp: |i| i[0].matmul(&i[1])?.add(&i[2])?.tanh()?.pow(2.0)?.mean(),
         [arg(&[4, 3], 93), arg(&[3, 2], 94), arg(&[2], 95)];

@@ -108,6 +108,12 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn mean(&self) -> Result<Tensor> {
+        if !self.dtype().is_floating_point() {
+            return Err(crate::Error::InvalidArgument(format!(
+                "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
+                self.dtype().scalar_type_name()
+            )));
+        }
         mean(self)
     }
 

@@ -469,6 +469,12 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn mean_dims(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+        if !self.dtype().is_floating_point() {
+            return Err(crate::Error::InvalidArgument(format!(
+                "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
+                self.dtype().scalar_type_name()
+            )));
+        }
         let axes = self.reduction_axes(dims)?;
         mean_dims(self, axes, keepdim)
     }
@@ -491,6 +497,11 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn var_dims(&self, dims: &[isize], correction: f64, keepdim: bool) -> Result<Tensor> {
+        if !self.dtype().is_floating_point() {
+            return Err(crate::Error::InvalidArgument(
+                "std and var only support floating point and complex dtypes".into(),
+            ));
+        }
         let axes = self.reduction_axes(dims)?;
         var_dims(self, axes, correction, keepdim)
     }
@@ -512,6 +523,11 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn std_dims(&self, dims: &[isize], correction: f64, keepdim: bool) -> Result<Tensor> {
+        if !self.dtype().is_floating_point() {
+            return Err(crate::Error::InvalidArgument(
+                "std and var only support floating point and complex dtypes".into(),
+            ));
+        }
         let axes = self.reduction_axes(dims)?;
         std_dims(self, axes, correction, keepdim)
     }

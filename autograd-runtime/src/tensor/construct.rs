@@ -136,10 +136,12 @@ impl Tensor {
     /// use autograd_runtime::{DType, Tensor};
     /// let t = Tensor::full(&[2], 7.0, DType::F32)?;
     /// assert_eq!(t.to_vec::<f32>()?, vec![7.0, 7.0]);
+    /// // Any Rust number, cast to the dtype.
+    /// assert_eq!(Tensor::full(&[2], -1, DType::I64)?.to_vec::<i64>()?, vec![-1, -1]);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn full(shape: &[usize], value: f64, dtype: DType) -> Result<Tensor> {
-        Tensor::filled(shape, value, dtype, Device::Cpu)
+    pub fn full(shape: &[usize], value: impl Into<crate::Scalar>, dtype: DType) -> Result<Tensor> {
+        Tensor::filled(shape, value.into().to_f64(), dtype, Device::Cpu)
     }
 
     /// A new contiguous tensor of `shape` filled with `value`: what every constant constructor
@@ -410,7 +412,12 @@ impl Tensor {
     /// assert_eq!(Tensor::scalar(3.0f64).full_like(5.0)?.item::<f64>()?, 5.0);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn full_like(&self, value: f64) -> Result<Tensor> {
-        Tensor::filled(self.shape(), value, self.dtype(), self.device())
+    pub fn full_like(&self, value: impl Into<crate::Scalar>) -> Result<Tensor> {
+        Tensor::filled(
+            self.shape(),
+            value.into().to_f64(),
+            self.dtype(),
+            self.device(),
+        )
     }
 }

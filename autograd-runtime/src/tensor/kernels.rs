@@ -245,7 +245,15 @@ impl Kernels {
         s: f64,
         scalar_on_left: bool,
     ) -> Result<Tensor> {
-        if let Some(w) = widen_binary(op, x.dtype()) {
+        let fractional = s.fract() != 0.0 || !s.is_finite();
+        let widen = if !x.dtype().is_floating_point() && fractional {
+            // An integer tensor with a non-integral scalar: computed in f32 (PyTorch's
+            // `int_tensor * 0.5`), never truncated to an integer scalar.
+            Widen::to_float(x.dtype())
+        } else {
+            widen_binary(op, x.dtype())
+        };
+        if let Some(w) = widen {
             return w.run(self, [x], |[x]| {
                 self.binary_scalar(op, x, s, scalar_on_left)
             });

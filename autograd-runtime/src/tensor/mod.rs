@@ -6,6 +6,7 @@ mod construct;
 pub(crate) mod data;
 mod display;
 pub(crate) mod kernels;
+mod sequences;
 mod spare;
 pub(crate) mod storage;
 pub(crate) mod view;
