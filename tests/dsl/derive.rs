@@ -706,3 +706,34 @@ fn everyday_math_ops_derive_and_match_recorded() -> Result<()> {
     gradcheck(|t| everyday_math(&t[0], &t[1]), &inputs)?;
     gradgradcheck(|t| everyday_math(&t[0], &t[1]), &inputs)
 }
+
+// ----- clamp's derive rule ----------------------------------------------------------------------
+
+/// A clamped square: the gradient passes where `lo < x < hi` only, as PyTorch's `clamp`.
+#[differentiable(derive)]
+fn clamped_square(x: &Tensor) -> Result<Tensor> {
+    let c = x.clamp(Some(-0.5), None)?;
+    let d = c.clamp(None, Some(0.8))?;
+    d.mul(x)
+}
+
+#[test]
+fn clamp_has_a_derive_rule_with_pytorchs_gradient() -> Result<()> {
+    let values = vec![-2.0f64, -0.3, 0.1, 0.45, 0.9, 1.6];
+    let x = Tensor::from_vec(values.clone(), &[2, 3])?.requires_grad_(true)?;
+    gradcheck(|i| clamped_square(&i[0]), std::slice::from_ref(&x))?;
+    gradgradcheck(|i| clamped_square(&i[0]), std::slice::from_ref(&x))?;
+    clamped_square(&x)?.sum()?.backward()?;
+    // d/dx [clamp(x) * x] = clamp(x) + x * 1[lo < x < hi]: recorded op by op for comparison.
+    let y = Tensor::from_vec(values, &[2, 3])?.requires_grad_(true)?;
+    y.clamp(Some(-0.5), None)?
+        .clamp(None, Some(0.8))?
+        .mul(&y)?
+        .sum()?
+        .backward()?;
+    assert_eq!(
+        x.grad().expect("grad").to_vec::<f64>()?,
+        y.grad().expect("grad").to_vec::<f64>()?
+    );
+    Ok(())
+}

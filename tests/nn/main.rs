@@ -8,3 +8,4 @@ mod checkpoint;
 mod conv;
 mod layers;
 mod optim;
+mod repr;

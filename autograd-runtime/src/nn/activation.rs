@@ -22,6 +22,10 @@ use crate::{Result, Tensor};
 pub struct Relu;
 
 impl Module for Relu {
+    fn repr(&self) -> String {
+        super::repr::with_one("ReLU", None)
+    }
+
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         input.relu()
     }
@@ -43,6 +47,10 @@ impl Module for Relu {
 pub struct Tanh;
 
 impl Module for Tanh {
+    fn repr(&self) -> String {
+        super::repr::with_one("Tanh", None)
+    }
+
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         input.tanh()
     }
@@ -64,6 +72,10 @@ impl Module for Tanh {
 pub struct Sigmoid;
 
 impl Module for Sigmoid {
+    fn repr(&self) -> String {
+        super::repr::with_one("Sigmoid", None)
+    }
+
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         input.sigmoid()
     }
@@ -85,6 +97,10 @@ impl Module for Sigmoid {
 pub struct Identity;
 
 impl Module for Identity {
+    fn repr(&self) -> String {
+        super::repr::with_one("Identity", None)
+    }
+
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         Ok(input.clone())
     }
@@ -133,6 +149,14 @@ impl Gelu {
 }
 
 impl Module for Gelu {
+    fn repr(&self) -> String {
+        let approximate = match self.approximate {
+            GeluApproximate::None => "'none'",
+            GeluApproximate::Tanh => "'tanh'",
+        };
+        super::repr::with_one("GELU", Some(("approximate", approximate.into())))
+    }
+
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         gelu(input, self.approximate)
     }
@@ -171,6 +195,13 @@ impl Default for LeakyRelu {
 }
 
 impl Module for LeakyRelu {
+    fn repr(&self) -> String {
+        super::repr::with_one(
+            "LeakyReLU",
+            Some(("negative_slope", super::repr::py_float(self.negative_slope))),
+        )
+    }
+
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         leaky_relu(input, self.negative_slope)
     }
@@ -201,6 +232,10 @@ impl Softmax {
 }
 
 impl Module for Softmax {
+    fn repr(&self) -> String {
+        super::repr::with_one("Softmax", Some(("dim", self.dim.to_string())))
+    }
+
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         softmax(input, self.dim)
     }
@@ -231,6 +266,10 @@ impl LogSoftmax {
 }
 
 impl Module for LogSoftmax {
+    fn repr(&self) -> String {
+        super::repr::with_one("LogSoftmax", Some(("dim", self.dim.to_string())))
+    }
+
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         log_softmax(input, self.dim)
     }

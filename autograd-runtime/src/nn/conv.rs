@@ -577,6 +577,16 @@ impl Conv2d {
 }
 
 impl Module for Conv2d {
+    fn repr(&self) -> String {
+        super::repr::conv2d(
+            self.in_channels,
+            self.out_channels,
+            [self.kernel_size, self.stride, self.padding, self.dilation],
+            self.groups,
+            self.bias.is_some(),
+        )
+    }
+
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         conv2d(
             input,

@@ -65,6 +65,10 @@ impl Dropout {
 }
 
 impl Module for Dropout {
+    fn repr(&self) -> String {
+        super::repr::dropout(self.p)
+    }
+
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         dropout(input, self.p, self.training)
     }

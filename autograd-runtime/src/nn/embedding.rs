@@ -185,6 +185,11 @@ fn indices_of(input: &Tensor) -> Result<Vec<usize>> {
 }
 
 impl Module for Embedding {
+    fn repr(&self) -> String {
+        let shape = self.weight.shape();
+        super::repr::embedding(shape[0], shape[1], self.padding_idx)
+    }
+
     /// The rows at the indices `input` holds as integral float values (see
     /// [`forward_indices`](Embedding::forward_indices)).
     fn forward(&self, input: &Tensor) -> Result<Tensor> {

@@ -65,6 +65,10 @@ impl Flatten {
 }
 
 impl Module for Flatten {
+    fn repr(&self) -> String {
+        super::repr::flatten(self.start_dim, self.end_dim)
+    }
+
     /// # Errors
     ///
     /// [`Error::DimOutOfRange`] for a dim outside the input, and [`Error::InvalidArgument`]

@@ -85,6 +85,15 @@ impl LayerNorm {
 }
 
 impl Module for LayerNorm {
+    fn repr(&self) -> String {
+        super::repr::layer_norm(
+            &self.normalized_shape,
+            self.eps,
+            self.weight.is_some(),
+            self.bias.is_some(),
+        )
+    }
+
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         layer_norm(
             input,

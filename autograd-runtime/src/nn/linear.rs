@@ -136,6 +136,11 @@ impl Linear {
 }
 
 impl Module for Linear {
+    fn repr(&self) -> String {
+        let shape = self.weight.shape();
+        super::repr::linear(shape[1], shape[0], self.bias.is_some())
+    }
+
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         let y = input.matmul(&self.weight.transpose(0, 1)?)?;
         match &self.bias {

@@ -43,6 +43,7 @@ mod layer_norm;
 mod linear;
 mod loss;
 mod pool;
+mod repr;
 mod sequential;
 
 pub use activation::{
@@ -150,6 +151,26 @@ pub trait Module: fmt::Debug + Send + Sync {
             .into_iter()
             .map(|(_, p)| p)
             .collect()
+    }
+
+    /// PyTorch's `repr(module)`: `Name(extra_repr)` for a layer (`Linear(in_features=4,
+    /// out_features=16, bias=True)`), and for a container its children, one indented
+    /// `(name): child` line each. The default is the type's name and `()`; every built-in layer
+    /// writes PyTorch's text, and `Display` prints it.
+    ///
+    /// ```
+    /// use autograd_runtime::nn::{Linear, Module, Relu, Sequential};
+    /// let model = Sequential::new().add(Linear::new(4, 8)?).add(Relu);
+    /// assert_eq!(
+    ///     model.to_string(),
+    ///     "Sequential(\n  (0): Linear(in_features=4, out_features=8, bias=True)\n  (1): ReLU()\n)"
+    /// );
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    fn repr(&self) -> String {
+        let full = std::any::type_name_of_val(self);
+        let name = full.split('<').next().unwrap_or(full);
+        format!("{}()", name.rsplit("::").next().unwrap_or(name))
     }
 
     /// The number of values in all parameters.

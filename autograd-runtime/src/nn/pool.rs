@@ -375,6 +375,13 @@ impl MaxPool2d {
 }
 
 impl Module for MaxPool2d {
+    fn repr(&self) -> String {
+        super::repr::max_pool2d(
+            [self.kernel_size, self.stride, self.padding, self.dilation],
+            self.ceil_mode,
+        )
+    }
+
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         max_pool2d(
             input,
@@ -483,6 +490,10 @@ impl AvgPool2d {
 }
 
 impl Module for AvgPool2d {
+    fn repr(&self) -> String {
+        super::repr::avg_pool2d([self.kernel_size, self.stride, self.padding])
+    }
+
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         avg_pool2d(
             input,

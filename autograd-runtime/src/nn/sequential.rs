@@ -116,6 +116,16 @@ impl Index<usize> for Sequential {
 }
 
 impl Module for Sequential {
+    fn repr(&self) -> String {
+        super::repr::container(
+            "Sequential",
+            self.layers
+                .iter()
+                .enumerate()
+                .map(|(i, l)| (i.to_string(), &**l as &dyn Module)),
+        )
+    }
+
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         let mut x = input.clone();
         for layer in &self.layers {

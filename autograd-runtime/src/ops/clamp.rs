@@ -56,6 +56,31 @@ impl Tensor {
     }
 }
 
+// ----- derivative rule for `#[differentiable(derive)]` (see `derivative_rules.rs`) --------------
+
+/// `clamp` as written in a derived body (`x.clamp(Some(lo), None)`): the gradient passes where
+/// `min < x < max`, read from the kept input, as `clamp_backward` does.
+#[doc(hidden)]
+#[allow(non_upper_case_globals, clippy::type_complexity)]
+impl super::DerivativeRules {
+    pub const clamp: super::derivative_rules::Rule<
+        fn(&Tensor, &Tensor, &Tensor, Option<f64>, Option<f64>) -> Result<Tensor>,
+    > = super::derivative_rules::Rule {
+        reads: super::derivative_rules::Reads {
+            operands: &[super::derivative_rules::Read::Value],
+            result: false,
+            value_for: &[],
+        },
+        apply: |grad, x, _result, min, max| {
+            let (lo, hi) = (
+                min.unwrap_or(f64::NEG_INFINITY),
+                max.unwrap_or(f64::INFINITY),
+            );
+            clamp_backward(grad, x, lo, hi)
+        },
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use crate::{DType, Error, Tensor, gradcheck, gradgradcheck};

@@ -86,7 +86,7 @@ pub(crate) fn mentions(tokens: &TokenStream, ident: &Ident) -> bool {
 /// * a method or operator: `DerivativeRules::m` is the inherent constant when the op has a rule;
 ///   otherwise the path resolves to a trait constant `m` (a `()`) that a block-local trait in
 ///   scope gives every type (inherent items win over trait items, and this trait's blanket
-///   impl applies where a prelude trait's method of that name, `Ord::clamp`, would not);
+///   impl applies where a prelude trait's method of that name, `Ord::clamp` or `PartialEq::ne`, would not);
 /// * a function called by its bare name: `__autograd_f_rule` is looked up in an inner block
 ///   that glob-imports the function's module, so the module's rule (an item, or an import of
 ///   any kind) wins over the `()` constant the outer block declares under that name. A path

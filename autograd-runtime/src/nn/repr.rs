@@ -1,0 +1,258 @@
+//! `Display` for modules: PyTorch's `nn.Module.__repr__`, `Name(extra_repr)` for a layer and
+//! one indented `(name): child` line per child for a container, with `_addindent`'s nesting.
+//!
+//! A module's text is [`Module::repr`](super::Module::repr); `Display` for every built-in layer
+//! and for `dyn Module` prints it.
+
+use std::fmt;
+
+use super::{
+    AvgPool2d, Conv2d, Dropout, Embedding, Flatten, Gelu, Identity, LayerNorm, LeakyRelu, Linear,
+    LogSoftmax, MaxPool2d, Module, Relu, Sequential, Sigmoid, Size2, Softmax, Tanh,
+};
+
+/// A float as Python's `repr` writes it: the shortest round-trip digits, `1.0` for an integral
+/// value, scientific (`1e-05`) below 1e-4 or from 1e16 on.
+pub(crate) fn py_float(v: f64) -> String {
+    if !v.is_finite() {
+        return if v.is_nan() {
+            "nan".into()
+        } else if v > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        };
+    }
+    let a = v.abs();
+    if a != 0.0 && !(1e-4..1e16).contains(&a) {
+        // Rust's `{:e}` is `1e-5` / `1.5e16`; Python writes `1e-05` / `1.5e+16`.
+        let s = format!("{v:e}");
+        let (mantissa, exp) = s.split_once('e').expect("invariant: {:e} has an exponent");
+        let (sign, digits) = match exp.strip_prefix('-') {
+            Some(d) => ('-', d),
+            None => ('+', exp),
+        };
+        return format!("{mantissa}e{sign}{digits:0>2}");
+    }
+    let s = format!("{v}");
+    if s.contains('.') { s } else { format!("{s}.0") }
+}
+
+/// A shape as a Python tuple: `(4,)`, `(2, 3)`.
+pub(crate) fn py_tuple(dims: &[usize]) -> String {
+    match dims {
+        [d] => format!("({d},)"),
+        _ => format!(
+            "({})",
+            dims.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// A `Size2` as PyTorch prints a pooling argument given as an int: the int when both are equal.
+fn int_or_pair(s: Size2) -> String {
+    let [a, b] = s.0;
+    if a == b {
+        a.to_string()
+    } else {
+        format!("({a}, {b})")
+    }
+}
+
+/// A `Size2` as a tuple (what a convolution stores).
+fn pair(s: Size2) -> String {
+    let [a, b] = s.0;
+    format!("({a}, {b})")
+}
+
+/// PyTorch's `_addindent(s, 2)`: every line after the first indented by two spaces.
+fn add_indent(s: &str) -> String {
+    let mut lines = s.split('\n');
+    let first = lines.next().unwrap_or_default().to_owned();
+    lines.fold(first, |acc, l| format!("{acc}\n  {l}"))
+}
+
+/// A container's text: `name(` + one `(key): child` line per child + `)`, or `name()` when it
+/// has none.
+pub(crate) fn container<'a>(
+    name: &str,
+    children: impl IntoIterator<Item = (String, &'a dyn Module)>,
+) -> String {
+    let lines: Vec<String> = children
+        .into_iter()
+        .map(|(key, m)| format!("({key}): {}", add_indent(&m.repr())))
+        .collect();
+    if lines.is_empty() {
+        return format!("{name}()");
+    }
+    format!("{name}(\n  {}\n)", lines.join("\n  "))
+}
+
+/// The text of a layer: `name(extra)`.
+fn layer(name: &str, extra: impl fmt::Display) -> String {
+    format!("{name}({extra})")
+}
+
+impl fmt::Display for dyn Module + '_ {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.repr())
+    }
+}
+
+macro_rules! display_by_repr {
+    ($($t:ty),* $(,)?) => {$(
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&Module::repr(self))
+            }
+        }
+    )*};
+}
+
+display_by_repr!(
+    Linear, Conv2d, Dropout, Embedding, Flatten, LayerNorm, MaxPool2d, AvgPool2d, Relu, Tanh,
+    Sigmoid, Identity, Gelu, LeakyRelu, Softmax, LogSoftmax, Sequential,
+);
+
+/// `Linear`'s text.
+pub(crate) fn linear(in_features: usize, out_features: usize, bias: bool) -> String {
+    layer(
+        "Linear",
+        format_args!(
+            "in_features={in_features}, out_features={out_features}, bias={}",
+            py_bool(bias)
+        ),
+    )
+}
+
+/// Python's `True`/`False`.
+fn py_bool(b: bool) -> &'static str {
+    if b { "True" } else { "False" }
+}
+
+/// `Conv2d`'s `extra_repr`: the defaults left out as PyTorch leaves them out.
+pub(crate) fn conv2d(
+    in_channels: usize,
+    out_channels: usize,
+    [kernel, stride, padding, dilation]: [Size2; 4],
+    groups: usize,
+    bias: bool,
+) -> String {
+    let mut s = format!(
+        "{in_channels}, {out_channels}, kernel_size={}, stride={}",
+        pair(kernel),
+        pair(stride)
+    );
+    if padding.0 != [0, 0] {
+        s += &format!(", padding={}", pair(padding));
+    }
+    if dilation.0 != [1, 1] {
+        s += &format!(", dilation={}", pair(dilation));
+    }
+    if groups != 1 {
+        s += &format!(", groups={groups}");
+    }
+    if !bias {
+        s += ", bias=False";
+    }
+    layer("Conv2d", s)
+}
+
+/// `MaxPool2d`'s text.
+pub(crate) fn max_pool2d(
+    [kernel, stride, padding, dilation]: [Size2; 4],
+    ceil_mode: bool,
+) -> String {
+    layer(
+        "MaxPool2d",
+        format_args!(
+            "kernel_size={}, stride={}, padding={}, dilation={}, ceil_mode={}",
+            int_or_pair(kernel),
+            int_or_pair(stride),
+            int_or_pair(padding),
+            int_or_pair(dilation),
+            py_bool(ceil_mode)
+        ),
+    )
+}
+
+/// `AvgPool2d`'s text.
+pub(crate) fn avg_pool2d([kernel, stride, padding]: [Size2; 3]) -> String {
+    layer(
+        "AvgPool2d",
+        format_args!(
+            "kernel_size={}, stride={}, padding={}",
+            int_or_pair(kernel),
+            int_or_pair(stride),
+            int_or_pair(padding)
+        ),
+    )
+}
+
+/// `Dropout`'s text.
+pub(crate) fn dropout(p: f64) -> String {
+    layer("Dropout", format_args!("p={}, inplace=False", py_float(p)))
+}
+
+/// `Embedding`'s text.
+pub(crate) fn embedding(num: usize, dim: usize, padding_idx: Option<usize>) -> String {
+    match padding_idx {
+        Some(i) => layer("Embedding", format_args!("{num}, {dim}, padding_idx={i}")),
+        None => layer("Embedding", format_args!("{num}, {dim}")),
+    }
+}
+
+/// `Flatten`'s text.
+pub(crate) fn flatten(start_dim: isize, end_dim: isize) -> String {
+    layer(
+        "Flatten",
+        format_args!("start_dim={start_dim}, end_dim={end_dim}"),
+    )
+}
+
+/// `LayerNorm`'s text.
+pub(crate) fn layer_norm(shape: &[usize], eps: f64, affine: bool, bias: bool) -> String {
+    layer(
+        "LayerNorm",
+        format_args!(
+            "{}, eps={}, elementwise_affine={}, bias={}",
+            py_tuple(shape),
+            py_float(eps),
+            py_bool(affine),
+            py_bool(bias)
+        ),
+    )
+}
+
+/// A layer with an `extra_repr` of one `key=value` (`Softmax(dim=1)`), or none (`ReLU()`).
+pub(crate) fn with_one(name: &str, key_value: Option<(&str, String)>) -> String {
+    match key_value {
+        Some((key, value)) => layer(name, format_args!("{key}={value}")),
+        None => layer(name, ""),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::py_float;
+
+    #[test]
+    fn floats_print_as_pythons_repr() {
+        let cases = [
+            (1e-5, "1e-05"),
+            (0.5, "0.5"),
+            (0.01, "0.01"),
+            (1.0, "1.0"),
+            (1e-4, "0.0001"),
+            (1.5e16, "1.5e+16"),
+            (-2.5e-7, "-2.5e-07"),
+            (0.1, "0.1"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(py_float(v), want);
+        }
+    }
+}
