@@ -223,10 +223,11 @@ fn broadcasting(s: &mut Sweep) {
         }
     }
     let a = f64s(&[2], &[1.0]);
-    s.err(
+    // Mixed dtypes promote as PyTorch's result_type (f32 + f64 is f64).
+    s.case(
         "add f64 + f32",
-        "expected both tensors to have the same dtype",
         || a.add(&a.to_dtype(DType::F32)?),
+        |r| matches!(r, Ok(t) if t.dtype() == DType::F64),
     );
     s.err(
         "add cpu + virtual",
@@ -855,8 +856,125 @@ fn issue_35_ops(s: &mut Sweep) {
     s.case("repeat of empty", || empty.repeat(&[2, 2]), |r| r.is_ok());
 }
 
+/// Every dtype through every op: an op without a kernel for a dtype must say so (PyTorch's
+/// `"op" not implemented for 'Long'`, or its own error), never panic; a float result must be
+/// backward-able. Values are checked elsewhere (`tests/ops/dtypes.rs`, the dtypes corpus).
+fn dtypes(s: &mut Sweep) {
+    let base = f64s(&[2, 3], &[1.0, -2.0, 0.0, 3.5, f64::NAN, 300.0]);
+    let tensors: Vec<(DType, Tensor)> = DType::ALL
+        .iter()
+        .map(|&d| (d, base.to_dtype(d).unwrap()))
+        .collect();
+    for (d, x) in &tensors {
+        for (name, f, _) in unary_ops() {
+            s.case(format!("{name} of {d}"), || f(x), |_| true);
+        }
+        let reductions: [(&str, fn(&Tensor) -> Result<Tensor>); 22] = [
+            ("sum", |t| t.sum()),
+            ("mean", |t| t.mean()),
+            ("sum_dims", |t| t.sum_dims(&[1], true)),
+            ("mean_dims", |t| t.mean_dims(&[0], false)),
+            ("var_dims", |t| t.var_dims(&[1], 1.0, false)),
+            ("prod", |t| t.prod()),
+            ("cumsum", |t| t.cumsum(1)),
+            ("logsumexp", |t| t.logsumexp(&[1], false)),
+            ("norm", |t| t.norm_dims(2.0, &[], false)),
+            ("amax", |t| t.amax(&[1], false)),
+            ("softmax", |t| t.softmax(1)),
+            ("log_softmax", |t| t.log_softmax(0)),
+            ("argmax", |t| t.argmax(Some(1), false)),
+            ("argmin", |t| t.argmin(None, false)),
+            ("any", |t| t.any()),
+            ("all", |t| t.all()),
+            ("clamp", |t| t.clamp(Some(0.0), Some(2.0))),
+            ("transpose contiguous", |t| t.transpose(0, 1)?.contiguous()),
+            ("expand contiguous", |t| {
+                t.unsqueeze(0)?.expand(&[2, 2, 3])?.contiguous()
+            }),
+            ("cat", |t| Tensor::cat(&[t.clone(), t.clone()], 1)),
+            ("index_select", |t| t.index_select(1, &[2, 0, 2])),
+            ("flip tril", |t| t.flip(&[0])?.tril(0)),
+        ];
+        for (name, f) in reductions {
+            s.case(format!("{name} of {d}"), || f(x), |_| true);
+        }
+        s.case(format!("matmul of {d}"), || x.matmul(&x.t()?), |_| true);
+        s.case(
+            format!("max_dim of {d}"),
+            || x.max_dim(1, false).map(|(v, _)| v),
+            |_| true,
+        );
+        s.case(
+            format!("display of {d}"),
+            || Ok(x.to_string()),
+            |r| r.is_ok(),
+        );
+        s.case(
+            format!("masked_fill of {d}"),
+            || x.masked_fill(&x.gt_scalar(0)?, 7),
+            |_| true,
+        );
+        s.case(
+            format!("in-place add of {d}"),
+            || {
+                let y = x.copy()?;
+                y.add_(&x.ones_like()?)?;
+                Ok(y)
+            },
+            |_| true,
+        );
+        s.case(
+            format!("fill of {d}"),
+            || x.copy()?.fill_(1.5).cloned(),
+            |_| true,
+        );
+        for (e, y) in &tensors {
+            let binary: [(&str, fn(&Tensor, &Tensor) -> Result<Tensor>); 11] = [
+                ("add", |a, b| a.add(b)),
+                ("sub", |a, b| a.sub(b)),
+                ("mul", |a, b| a.mul(b)),
+                ("div", |a, b| a.div(b)),
+                ("minimum", |a, b| a.minimum(b)),
+                ("fmod", |a, b| a.fmod(b)),
+                ("remainder", |a, b| a.remainder(b)),
+                ("atan2", |a, b| a.atan2(b)),
+                ("lt", |a, b| a.lt(b)),
+                ("eq", |a, b| a.eq(b)),
+                ("where", |a, b| Tensor::where_(&a.gt_scalar(0)?, a, b)),
+            ];
+            for (name, f) in binary {
+                s.case(format!("{name} of {d} and {e}"), || f(x, y), |_| true);
+            }
+            s.case(
+                format!("copy_ {e} into {d}"),
+                || x.copy()?.copy_(y).cloned(),
+                |_| true,
+            );
+        }
+        if d.is_floating_point() {
+            let leaf = x.detach().requires_grad_(true).unwrap();
+            s.case(
+                format!("backward through {d}"),
+                || {
+                    let y = leaf.mul(&leaf)?.exp()?.softmax(1)?.matmul(&leaf.t()?)?;
+                    y.sum()?.backward()?;
+                    leaf.grad().ok_or(Error::IncompleteGraph)
+                },
+                |r| matches!(r, Ok(g) if g.dtype() == *d),
+            );
+        } else {
+            s.err(
+                format!("requires_grad of {d}"),
+                "only Tensors of floating point dtype can require gradients",
+                || x.detach().requires_grad_(true),
+            );
+        }
+    }
+}
+
 fn sweep() -> Sweep {
     let mut s = Sweep::default();
+    dtypes(&mut s);
     elementwise(&mut s);
     broadcasting(&mut s);
     shapes_and_dims(&mut s);
