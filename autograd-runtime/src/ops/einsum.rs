@@ -488,22 +488,23 @@ pub fn einsum(equation: &str, operands: &[&Tensor]) -> Result<Tensor> {
         let mut sum_dims = Vec::new();
         let mut a_sum = Vec::new();
         let mut b_sum = Vec::new();
-        for d in out_dims..total_dims {
+        for (d, count) in dim_counts.iter_mut().enumerate().skip(out_dims) {
             let (na, nb) = (a.shape()[d], b.shape()[d]);
             if na != 1 && nb != 1 {
-                dim_counts[d] -= 1;
-                if dim_counts[d] == 1 {
+                *count = count.saturating_sub(1);
+                if *count == 1 {
+                    // No later operand holds the dim: this product sums it.
                     sum_dims.push(d);
-                    dim_counts[d] = 0;
+                    *count = 0;
                 }
-            } else if dim_counts[d] == 1 {
-                // Only this pair holds the dim: sum it out of the one that has it now.
+            } else if *count == 1 {
+                // Only one of the pair holds the dim: sum it out of that one first.
                 if na != 1 {
                     a_sum.push(d);
-                    dim_counts[d] = 0;
+                    *count = 0;
                 } else if nb != 1 {
                     b_sum.push(d);
-                    dim_counts[d] = 0;
+                    *count = 0;
                 }
             }
         }
