@@ -556,3 +556,52 @@ einsum_check! {
     only_one_operand_dims: "ab,cd->da", [[2, 3], [2, 2]];
     chain_of_three: "ij,jk,kl->il", [[2, 3], [3, 2], [2, 2]];
 }
+
+#[test]
+fn dtypes_and_empty_dims_match_pytorch() -> R {
+    // a = arange(6).reshape(2, 3), b = arange(12).reshape(3, 4), as in PyTorch:
+    // einsum("ij,jk->ik", a.long(), b.long()) == [[20, 23, 26, 29], [56, 68, 80, 92]].
+    let a = Tensor::from_vec((0..6).map(|v| v as f32).collect::<Vec<_>>(), &[2, 3])?;
+    let b = Tensor::from_vec((0..12).map(|v| v as f32).collect::<Vec<_>>(), &[3, 4])?;
+    let (al, bl) = (a.to_dtype(DType::I64)?, b.to_dtype(DType::I64)?);
+    let product = einsum("ij,jk->ik", &[&al, &bl])?;
+    assert_eq!(product.dtype(), DType::I64);
+    assert_eq!(
+        product.to_vec::<i64>()?,
+        vec![20, 23, 26, 29, 56, 68, 80, 92]
+    );
+    assert_eq!(einsum("ii", &[&bl.narrow(1, 0, 3)?])?.item::<i64>()?, 15);
+    let (ah, bh) = (a.to_dtype(DType::F16)?, b.to_dtype(DType::F16)?);
+    let product = einsum("ij,jk->ik", &[&ah, &bh])?;
+    assert_eq!(product.dtype(), DType::F16);
+    assert_eq!(
+        product.to_dtype(DType::F64)?.to_vec::<f64>()?,
+        vec![20.0, 23.0, 26.0, 29.0, 56.0, 68.0, 80.0, 92.0]
+    );
+    // A plain product promotes (PyTorch: a[0] (f32) outer b[1] (f64) is f64, row 1 = b[1]); a
+    // contraction needs one dtype (PyTorch's bmm: "expected scalar type Float but found Double").
+    let b64 = b.to_dtype(DType::F64)?;
+    let outer = einsum("i,j->ij", &[&a.select(0, 0)?, &b64.select(0, 1)?])?;
+    assert_eq!(outer.dtype(), DType::F64);
+    assert_eq!(outer.to_vec::<f64>()?[4..8], [4.0, 5.0, 6.0, 7.0]);
+    assert!(einsum("ij,jk->ik", &[&a, &b64]).is_err());
+    // Empty dims: a contraction over none gives zeros, an empty diagonal is empty, an empty sum 0.
+    let z = einsum(
+        "ij,jk->ik",
+        &[
+            &Tensor::ones(&[2, 0], DType::F32)?,
+            &Tensor::ones(&[0, 4], DType::F32)?,
+        ],
+    )?;
+    assert_eq!(z.shape(), &[2, 4]);
+    assert_eq!(z.to_vec::<f32>()?, vec![0.0; 8]);
+    assert_eq!(
+        einsum("ii->i", &[&Tensor::ones(&[0, 0], DType::F32)?])?.shape(),
+        &[0]
+    );
+    assert_eq!(
+        einsum("ij->", &[&Tensor::ones(&[0, 3], DType::F32)?])?.item::<f32>()?,
+        0.0
+    );
+    Ok(())
+}
