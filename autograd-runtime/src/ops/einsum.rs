@@ -243,9 +243,10 @@ fn sum_product_pair(left: &Tensor, right: &Tensor, sum_dims: &[usize]) -> Result
         let (nl, nr) = (left.shape()[d], right.shape()[d]);
         let (sl, sr) = (nl != 1, nr != 1);
         if sl && sr && nl != nr {
-            return Err(size_error(format!(
-                "einsum(): operands do not broadcast: size {nl} and {nr} at dimension {d}"
-            )));
+            // Ruled out by `einsum`'s size checks; PyTorch's `sumproduct_pair` text.
+            return Err(size_error(
+                "non-broadcast dimensions must match".to_string(),
+            ));
         }
         if sum_dims.contains(&d) {
             if sl && sr {
