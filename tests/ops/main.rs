@@ -6,6 +6,7 @@ mod copy_conversions;
 mod cuda;
 mod devices;
 mod dtypes;
+mod einsum;
 mod math_values;
 mod ops_gradcheck;
 mod pytorch_shape_reductions;

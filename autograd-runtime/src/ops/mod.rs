@@ -32,6 +32,7 @@ mod compare;
 mod derivative_rules;
 mod device;
 mod dims;
+mod einsum;
 mod erf;
 mod index;
 mod inplace;
@@ -54,6 +55,7 @@ pub use derivative_rules::{
     Binary, DerivativeRules, Read, Reads, Rule, Unary, UnaryWith, accumulate, keep, keep_ref,
     needing_grad, reduce_grad,
 };
+pub use einsum::einsum;
 pub use inplace::check_inplace;
 pub use promote::{Scalar, result_type};
 
