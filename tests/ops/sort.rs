@@ -524,3 +524,44 @@ fn max_min_dim_and_over_all_pass_gradcheck_and_gradgradcheck() -> R {
     gradgradcheck(|i| i[0].mul(&i[0])?.min(), &[x])?;
     Ok(())
 }
+
+#[test]
+fn the_nodes_free_what_they_keep_with_the_graph() -> R {
+    type Op = fn(&Tensor) -> autograd::Result<Tensor>;
+    let ops: [(&str, Op); 6] = [
+        ("sort", |x| Ok(x.sort(1, false, true)?.0)),
+        ("topk", |x| Ok(x.topk(2, 1, true, true)?.0)),
+        ("min_dim", |x| Ok(x.min_dim(1, false)?.0)),
+        ("max_dim", |x| Ok(x.max_dim(1, false)?.0)),
+        ("max", |x| x.max()),
+        ("min", |x| x.min()),
+    ];
+    for (name, op) in ops {
+        let x = input(&[2, 3], 53);
+        let y = op(&x)?.sum()?;
+        y.backward()?;
+        let err = y.backward().unwrap_err().to_string();
+        assert!(
+            err.starts_with("Trying to backward through the graph a second time"),
+            "{name}: {err}"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn half_and_single_precision_values_take_gradients_in_their_dtype() -> R {
+    for dtype in [DType::F32, DType::F16, DType::BF16] {
+        let x = Tensor::from_vec(vec![2.0f64, -1.0, 0.5, 4.0], &[4])?
+            .to_dtype(dtype)?
+            .requires_grad_(true)?;
+        let (v, _) = x.sort(0, false, true)?;
+        let (t, _) = x.topk(1, 0, false, true)?;
+        let w = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], &[4])?.to_dtype(dtype)?;
+        v.mul(&w)?.sum()?.add(&t.sum()?)?.backward()?;
+        let g = x.grad().unwrap();
+        assert_eq!(g.dtype(), dtype);
+        assert_eq!(floats(&g), vec![3.0, 2.0, 2.0, 4.0], "{dtype:?}");
+    }
+    Ok(())
+}

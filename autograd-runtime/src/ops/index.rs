@@ -171,6 +171,18 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn max_dim(&self, dim: usize, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let (values, index) = self.max_dim_positions(dim, keepdim)?;
+        let indices = super::sort::index_tensor(&index, values.shape(), self.device())?;
+        Ok((values, indices))
+    }
+
+    /// [`Tensor::max_dim`] with the positions as they come from the kernel, not as a tensor:
+    /// for the crate's own callers (pooling, `amax`, clipping) that only want the values.
+    pub(crate) fn max_dim_positions(
+        &self,
+        dim: usize,
+        keepdim: bool,
+    ) -> Result<(Tensor, Vec<usize>)> {
         let dim = wrap_dim(dim as isize, self.ndim())?;
         if self.shape().get(dim) == Some(&0) {
             return Err(Error::size_mismatch(
@@ -178,9 +190,7 @@ impl Tensor {
                 format!("max(): Expected reduction dim {dim} to have non-zero size."),
             ));
         }
-        let (values, index) = max_dim(self, dim, keepdim)?;
-        let indices = super::sort::index_tensor(&index, values.shape(), self.device())?;
-        Ok((values, indices))
+        max_dim(self, dim, keepdim)
     }
 
     /// Zeros of `shape` with this (keepdim-shaped) tensor written at the argmax positions.
