@@ -635,7 +635,9 @@ impl<'a> Replay<'a> {
             "max_dim" => {
                 let keepdim = s["keepdim"].as_bool().expect("keepdim");
                 let (values, indices) = self.var(a[0]).max_dim(uint(s, "dim"), keepdim)?;
-                self.indices = indices;
+                self.indices = (indices.to_vec::<i64>()?.into_iter())
+                    .map(|i| i as usize)
+                    .collect();
                 one(values)
             }
             "cos" => one(self.var(a[0]).cos()?),

@@ -433,7 +433,7 @@ fn shapes_and_dims(s: &mut Sweep) {
         || Tensor::cat(&[m.clone(), f64s(&[2, 2], &[1.0])], 0),
     );
     s.err("chunk 0", "greater than 0", || m.chunk(0, 0));
-    s.err("max over an empty dim", "size 0", || {
+    s.err("max over an empty dim", "to have non-zero size", || {
         Ok(empty.max_dim(0, false)?.0)
     });
     s.err("matmul 0-D", "at least 1D, but they are 2D and 0D", || {
@@ -504,7 +504,11 @@ fn shapes_and_dims(s: &mut Sweep) {
             let x = scalar.detach().requires_grad_(true)?;
             let (v, i) = x.max_dim(0, false)?;
             v.backward()?;
-            Ok((v.item::<f64>()?, i, x.grad().unwrap().item::<f64>()?))
+            Ok((
+                v.item::<f64>()?,
+                i.to_vec::<i64>()?,
+                x.grad().unwrap().item::<f64>()?,
+            ))
         },
         |r| matches!(r, Ok((v, i, g)) if *v == 4.0 && i == &[0] && *g == 1.0),
     );

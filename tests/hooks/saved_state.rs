@@ -99,7 +99,7 @@ fn max_dim_keeps_the_positions_its_kernel_found() -> Result<()> {
     let y = x.mul_scalar(1.0)?;
     let (values, indices) = y.max_dim(1, false)?;
     assert_eq!(
-        (values.to_vec::<f64>()?, indices),
+        (values.to_vec::<f64>()?, indices.to_vec::<i64>()?),
         (vec![9.0, 8.0], vec![1, 2])
     );
     let node = values.grad_fn().expect("grad_fn");

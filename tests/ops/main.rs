@@ -11,3 +11,4 @@ mod math_values;
 mod ops_gradcheck;
 mod pytorch_shape_reductions;
 mod small_shapes;
+mod sort;

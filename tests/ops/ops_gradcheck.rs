@@ -391,7 +391,7 @@ mod indexing_and_softmax {
             .requires_grad_(true)?;
         let (v, idx) = x.max_dim(1, true)?;
         assert_eq!(v.shape(), &[2, 1]);
-        assert_eq!(idx, vec![0, 1]);
+        assert_eq!(idx.to_vec::<i64>()?, vec![0, 1]);
         v.sum()?.backward()?;
         assert_eq!(
             x.grad().unwrap().to_vec::<f64>()?,

@@ -137,6 +137,18 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
     /// The positions of the first minimum along `dim` (NaN is the minimum), as
     /// [`Backend::argmax`] gives the maxima's.
     fn argmin(&self, x: &Buffer, lx: &Layout, dim: usize) -> Result<Vec<usize>>;
+    /// `x` sorted along `dim` (ascending, or `descending`) in `x`'s shape, and for each value
+    /// its position along `dim` in `x` (flattened in the same C order). PyTorch's order: NaN
+    /// above every number, integers and bools by value. With `stable`, equal values keep their
+    /// order along `dim`; a backend may keep it always.
+    fn sort(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        dim: usize,
+        descending: bool,
+        stable: bool,
+    ) -> Result<(Out, Vec<usize>)>;
     /// Whether any element is NaN (anomaly mode).
     fn has_nan(&self, x: &Buffer, lx: &Layout) -> Result<bool>;
 

@@ -142,7 +142,10 @@ fn pool2d(
     let pooled = match reduce {
         Reduce::Max => {
             let columns = window.columns(&rows, 1, f64::NEG_INFINITY)?; // [kh·kw, L·planes]
-            columns.max_dim(0, false)?.0.reshape(&[positions, planes])?
+            columns
+                .max_dim_positions(0, false)?
+                .0
+                .reshape(&[positions, planes])?
         }
         Reduce::Avg {
             count_include_pad,

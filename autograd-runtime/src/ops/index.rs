@@ -138,34 +138,56 @@ impl Tensor {
     }
 
     /// Zeros of `shape` with this tensor's slices added at `index` along `dim`.
-    fn index_add_into(&self, shape: &[usize], dim: usize, index: &[usize]) -> Result<Tensor> {
+    pub(crate) fn index_add_into(
+        &self,
+        shape: &[usize],
+        dim: usize,
+        index: &[usize],
+    ) -> Result<Tensor> {
         index_add(self, shape, dim, &SavedIndices::new(index))
     }
 
-    /// The maximum over `dim` and, for each, the index of its first occurrence (flattened in the
-    /// values' C order). NaN counts as the maximum, as in PyTorch.
+    /// PyTorch's `torch.max(x, dim, keepdim)`: the maximum over `dim` and the position of its
+    /// first occurrence, an `I64` tensor of the values' shape. NaN counts as the maximum, as in
+    /// PyTorch. The values are differentiable (`MaxBackward0`: the gradient goes to that one
+    /// position, unlike [`Tensor::amax`]'s); the indices never require grad. For a CUDA tensor
+    /// the indices are a host tensor (this build keeps `I64` tensors on the host). See
+    /// [`Tensor::min_dim`] and, over every element, [`Tensor::max`].
     ///
     /// # Errors
     ///
-    /// [`Error::DimOutOfRange`]; [`Error::Shape`] for an empty dim.
+    /// [`Error::DimOutOfRange`]; [`Error::SizeMismatch`] for a dim of size 0 (PyTorch's text).
     ///
     /// # Examples
     ///
     /// ```
-    /// use autograd_runtime::Tensor;
+    /// use autograd_runtime::{DType, Tensor};
     /// let t = Tensor::from_vec(vec![1.0f64, 9.0, 3.0, 7.0, 2.0, 8.0], &[2, 3])?.requires_grad_(true)?;
     /// let (values, indices) = t.max_dim(1, false)?;
-    /// assert_eq!((values.to_vec::<f64>()?, indices), (vec![9.0, 8.0], vec![1, 2]));
+    /// assert_eq!(values.to_vec::<f64>()?, vec![9.0, 8.0]);
+    /// assert_eq!((indices.dtype(), indices.to_vec::<i64>()?), (DType::I64, vec![1, 2]));
     /// values.sum()?.backward()?;
     /// assert_eq!(t.grad().unwrap().to_vec::<f64>()?, vec![0.0, 1.0, 0.0, 0.0, 0.0, 1.0]);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn max_dim(&self, dim: usize, keepdim: bool) -> Result<(Tensor, Vec<usize>)> {
+    pub fn max_dim(&self, dim: usize, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let (values, index) = self.max_dim_positions(dim, keepdim)?;
+        let indices = super::sort::index_tensor(&index, values.shape(), self.device())?;
+        Ok((values, indices))
+    }
+
+    /// [`Tensor::max_dim`] with the positions as they come from the kernel, not as a tensor:
+    /// for the crate's own callers (pooling, `amax`, clipping) that only want the values.
+    pub(crate) fn max_dim_positions(
+        &self,
+        dim: usize,
+        keepdim: bool,
+    ) -> Result<(Tensor, Vec<usize>)> {
         let dim = wrap_dim(dim as isize, self.ndim())?;
         if self.shape().get(dim) == Some(&0) {
-            return Err(Error::shape(
+            return Err(Error::size_mismatch(
                 "max_dim",
-                format!("cannot take the max over dimension {dim} of size 0"),
+                format!("max(): Expected reduction dim {dim} to have non-zero size."),
             ));
         }
         max_dim(self, dim, keepdim)

@@ -45,6 +45,7 @@ mod reduce;
 mod reorder;
 mod shape;
 mod softmax;
+mod sort;
 mod stats;
 mod strided;
 #[cfg(test)]

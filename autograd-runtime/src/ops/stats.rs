@@ -48,7 +48,7 @@ fn unreduce(grad: &Tensor, shape: &[usize], axes: &[usize], keepdim: bool) -> Re
 fn amax_kept(x: &Tensor, axes: &[usize]) -> Result<Tensor> {
     let mut m = x.detach();
     for &a in axes {
-        m = m.max_dim(a, true)?.0;
+        m = m.max_dim_positions(a, true)?.0;
     }
     Ok(m)
 }

@@ -67,7 +67,7 @@ fn vector_norm(x: &Tensor, p: f64) -> Result<Tensor> {
             return x.sum();
         }
         let flat = a.reshape(&[x.numel()])?;
-        let (max, _) = flat.max_dim(0, false)?;
+        let (max, _) = flat.max_dim_positions(0, false)?;
         Ok(max)
     } else if p == 1.0 {
         a.sum()

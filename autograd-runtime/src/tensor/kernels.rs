@@ -501,6 +501,18 @@ impl Kernels {
         Ok((wrap(values, x.device()), index))
     }
 
+    /// See [`Backend::sort`] (any dtype): the sorted values and their positions along `dim`.
+    pub(crate) fn sort(
+        self,
+        x: &Tensor,
+        dim: usize,
+        descending: bool,
+        stable: bool,
+    ) -> Result<(Tensor, Vec<usize>)> {
+        let (values, index) = read(x, |b, l| self.0.sort(b, l, dim, descending, stable))?;
+        Ok((wrap(values, x.device()), index))
+    }
+
     /// See [`Backend::has_nan`].
     pub(crate) fn has_nan(self, x: &Tensor) -> Result<bool> {
         if !x.dtype().is_floating_point() {

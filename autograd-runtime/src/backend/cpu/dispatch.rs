@@ -747,6 +747,18 @@ impl Backend for Cpu {
         Ok(any::arg_extreme(x, lx, dim, false))
     }
 
+    fn sort(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        dim: usize,
+        descending: bool,
+        _stable: bool,
+    ) -> Result<(Out, Vec<usize>)> {
+        // Always stable (see `sort.rs`), which `stable == false` allows.
+        Ok(super::sort::sort(x, lx, dim, descending))
+    }
+
     fn max_dim(&self, x: &Buffer, lx: &Layout, dim: usize) -> Result<(Out, Vec<usize>)> {
         if !is_float(x) {
             let index = any::arg_extreme(x, lx, dim, true);

@@ -27,6 +27,19 @@ impl Backend for Cuda {
         Err(super::refuse_dtype("argmin", x.dtype()))
     }
 
+    /// No CUDA sort kernel in this build: `sort`, `argsort`, `topk` (and `min_dim` of a
+    /// non-float tensor) run on the CPU only.
+    fn sort(
+        &self,
+        x: &Buffer,
+        _: &Layout,
+        _: usize,
+        _: bool,
+        _: bool,
+    ) -> Result<(Out, Vec<usize>)> {
+        Err(super::refuse_dtype("sort", x.dtype()))
+    }
+
     fn compare(
         &self,
         op: CompareOp,
