@@ -9,4 +9,5 @@ mod dtypes;
 mod math_values;
 mod ops_gradcheck;
 mod pytorch_shape_reductions;
+mod scatter;
 mod small_shapes;

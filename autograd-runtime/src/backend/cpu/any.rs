@@ -63,6 +63,7 @@ macro_rules! with_data {
         }
     };
 }
+pub(super) use with_data;
 
 /// Runs `$body` with the type alias `$T` bound to `$dtype`'s Rust type.
 macro_rules! with_dtype {

@@ -29,6 +29,7 @@ pub(crate) mod parallel;
 #[cfg(test)]
 mod random;
 mod reduce;
+mod scatter;
 pub(crate) mod vmath;
 
 use ndarray::{Array0, Array1, Array2, ArrayD, ArrayViewD, CowArray, Dimension, IxDyn};
