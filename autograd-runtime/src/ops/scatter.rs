@@ -5,7 +5,7 @@
 //! shape, every value in range, with PyTorch's error texts) and turns it into flat positions in
 //! the C order of the tensor it reads or writes. Two kernels then do all the work: reading at
 //! positions is `index_select` on the flattened tensor (every dtype; on CUDA too), writing is
-//! [`put`](crate::backend) (every dtype, on the host; CUDA refuses it with a clear error). The
+//! the backend's `put` (every dtype, on the host; CUDA refuses it with a clear error). The
 //! nodes keep the positions ([`SavedIndices`]), as PyTorch's keep the index tensor, and their
 //! gradients are the same ops again, so double backward works: `gather`'s gradient adds into
 //! zeros at the positions (repeated indices sum), and that op's gradient gathers.
