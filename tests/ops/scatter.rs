@@ -1,5 +1,6 @@
 //! The index ops that take integer index tensors (`gather`, `scatter`, `scatter_value`,
-//! `scatter_add`, `index_add`, `index_select_tensor`, `masked_select`, `nonzero`) against
+//! `scatter_add`, `index_add`, `index_select_tensor`, `masked_select`, `masked_scatter`,
+//! `nonzero`) against
 //! PyTorch 2.15: values, node names and gradients printed by `tests/ops/scatter_values.py`
 //! (pasted beside each assertion), repeated indices, every dtype, PyTorch's error texts, and
 //! first and second derivatives against finite differences.
@@ -296,6 +297,49 @@ fn masked_select_broadcasts_and_sums_the_gradient_over_copies() -> R {
 }
 
 #[test]
+fn masked_scatter_fills_in_c_order_and_routes_gradients_as_pytorch() -> R {
+    // masked_scatter [2, 3] [1.0, 0.0, 2.0, 0.0, 3.0, 0.0]; MaskedScatterBackward0
+    // masked_scatter.grad_self [2, 3] [0.0, 2.0, 0.0, 4.0, 0.0, 6.0]
+    // masked_scatter.grad_src [5] [1.0, 3.0, 5.0, 0.0, 0.0]
+    let x = leaf(&[0.0; 6], &[2, 3]);
+    let m = Tensor::from_vec(vec![true, false, true, false, true, false], &[2, 3])?;
+    let src = leaf(&[1., 2., 3., 4., 5.], &[5]);
+    let y = x.masked_scatter(&m, &src)?;
+    assert_eq!(y.to_vec::<f64>()?, vec![1.0, 0.0, 2.0, 0.0, 3.0, 0.0]);
+    assert_eq!(node(&y).as_deref(), Some("MaskedScatterBackward0"));
+    weighted_backward(&y)?;
+    assert_eq!(grad(&x), vec![0.0, 2.0, 0.0, 4.0, 0.0, 6.0]);
+    assert_eq!(grad(&src), vec![1.0, 3.0, 5.0, 0.0, 0.0]);
+    // masked_scatter.broadcast [2, 3] [1.0, 0.0, 1.0, 0.0, 1.0, 0.0]: self broadcasts
+    let b =
+        Tensor::zeros(&[3], DType::F32)?.masked_scatter(&m, &Tensor::ones(&[5], DType::F32)?)?;
+    assert_eq!(
+        (b.shape(), b.to_vec::<f32>()?),
+        (&[2, 3][..], vec![1.0, 0.0, 1.0, 0.0, 1.0, 0.0])
+    );
+    // masked_scatter.src2d [2, 3] [0.0, 0.0, 1.0, 2.0, 0.0, 3.0]: the mask broadcasts
+    let src2d = Tensor::from_vec(vec![0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0], &[2, 3])?;
+    let row = Tensor::from_vec(vec![true, false, true], &[3])?;
+    let c = Tensor::zeros(&[2, 3], DType::F32)?.masked_scatter(&row, &src2d)?;
+    assert_eq!(c.to_vec::<f32>()?, vec![0.0, 0.0, 1.0, 2.0, 0.0, 3.0]);
+    Ok(())
+}
+
+#[test]
+fn empty_indices_and_masks_give_empty_results() -> R {
+    // gather.empty0 [0, 3] [], gather.empty1 [2, 0] [], masked_select.none [0] []
+    let x = Tensor::zeros(&[2, 3], DType::F32)?;
+    let e0 = x.gather(1, &Tensor::zeros(&[0, 3], DType::I64)?)?;
+    let e1 = x.gather(1, &Tensor::zeros(&[2, 0], DType::I64)?)?;
+    let none = x.masked_select(&Tensor::zeros(&[2, 3], DType::Bool)?)?;
+    assert_eq!(
+        (e0.shape(), e1.shape(), none.shape()),
+        (&[0, 3][..], &[2, 0][..], &[0][..])
+    );
+    Ok(())
+}
+
+#[test]
 fn nonzero_lists_positions_as_int64_rows() -> R {
     // nonzero [3, 2] [0, 1, 1, 0, 1, 2]
     let n = Tensor::from_vec(vec![0i64, 1, 0, 2, 0, 3], &[2, 3])?.nonzero()?;
@@ -433,6 +477,20 @@ fn index_add_index_select_and_masked_select_errors_are_pytorchs() -> R {
     for (ours, pytorch) in cases {
         assert_eq!(ours, pytorch);
     }
+    let m = Tensor::from_vec(vec![true, false, true, false, true, false], &[2, 3])?;
+    let ones = |n: usize, d: DType| Tensor::ones(&[n], d).unwrap();
+    assert_eq!(
+        err_text(x.masked_scatter(&m, &ones(2, DType::F32))),
+        "Number of elements of source < number of ones in mask"
+    );
+    assert_eq!(
+        err_text(x.masked_scatter(&m.to_dtype(DType::I64)?, &ones(5, DType::F32))),
+        "masked_scatter_ only supports boolean masks, but got mask with dtype Long"
+    );
+    assert_eq!(
+        err_text(x.masked_scatter(&m, &ones(5, DType::F64))),
+        "masked_scatter: expected self and source to have same dtypes but gotFloat and Double"
+    );
     Ok(())
 }
 
@@ -491,4 +549,9 @@ grad_checks! {
         i[0].masked_select(&m)?.pow(2.0)
     },
         [leaf(&vals(3, 1.7), &[3])];
+    masked_scatter_both: |i| {
+        let m = Tensor::from_vec(vec![true, false, true, false, true, false], &[2, 3])?;
+        i[0].masked_scatter(&m, &i[1])?.pow(2.0)
+    },
+        [leaf(&vals(6, 0.15), &[2, 3]), leaf(&vals(4, 2.1), &[2, 2])];
 }

@@ -110,6 +110,24 @@ show("masked_select.grad", x.grad)
 show("masked_select.u8", torch.tensor([1, 2, 3], dtype=torch.uint8).masked_select(torch.tensor([True, False, True])))
 show("masked_select.mask_bigger", torch.tensor([[7.], [8.]]).masked_select(torch.tensor([True, False, True])))
 
+# masked_scatter: source read in C order; gradients.
+x = torch.zeros(2, 3, dtype=torch.float64, requires_grad=True)
+m = torch.tensor([[True, False, True], [False, True, False]])
+src = torch.arange(1., 6, dtype=torch.float64).requires_grad_()
+y = x.masked_scatter(m, src)
+show("masked_scatter", y)
+node("masked_scatter.node", y)
+(y * torch.arange(1., 7, dtype=torch.float64).reshape(2, 3)).sum().backward()
+show("masked_scatter.grad_self", x.grad)
+show("masked_scatter.grad_src", src.grad)
+show("masked_scatter.broadcast", torch.zeros(3).masked_scatter(m, torch.ones(5)))
+show("masked_scatter.src2d", torch.zeros(2, 3).masked_scatter(torch.tensor([True, False, True]), torch.arange(6.).reshape(2, 3)))
+
+# Empty indices.
+show("gather.empty0", torch.zeros(2, 3).gather(1, torch.zeros(0, 3, dtype=torch.long)))
+show("gather.empty1", torch.zeros(2, 3).gather(1, torch.zeros(2, 0, dtype=torch.long)))
+show("masked_select.none", torch.zeros(2, 3).masked_select(torch.zeros(2, 3, dtype=torch.bool)))
+
 # nonzero.
 show("nonzero", torch.tensor([[0, 1, 0], [2, 0, 3]]).nonzero())
 show("nonzero.nan", torch.tensor([float("nan"), 0., -0., 1e-30]).nonzero())
@@ -141,3 +159,6 @@ err("e.index_select_dtype", lambda: x.index_select(0, torch.tensor([0.])))
 err("e.index_select_oob", lambda: x.index_select(0, torch.tensor([2])))
 err("e.masked_select_dtype", lambda: x.masked_select(torch.tensor([1, 0, 1])))
 err("e.masked_select_broadcast", lambda: x.masked_select(torch.tensor([True, False])))
+err("e.masked_scatter_count", lambda: x.masked_scatter(m, torch.ones(2)))
+err("e.masked_scatter_mask", lambda: x.masked_scatter(m.long(), torch.ones(5)))
+err("e.masked_scatter_dtype", lambda: torch.zeros(2, 3).masked_scatter(m, torch.ones(5, dtype=torch.float64)))

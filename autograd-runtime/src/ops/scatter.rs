@@ -1,5 +1,6 @@
 //! Index ops that take PyTorch's integer index tensors: `gather`, `scatter` (tensor and value),
-//! `scatter_add`, `index_add`, `index_select_tensor`, `masked_select`, `nonzero`.
+//! `scatter_add`, `index_add`, `index_select_tensor`, `masked_select`, `masked_scatter`,
+//! `nonzero`.
 //!
 //! Each public method checks its index tensor as PyTorch does (dtype `int64` or `int32`, its
 //! shape, every value in range, with PyTorch's error texts) and turns it into flat positions in
@@ -180,6 +181,31 @@ fn index_add_src_backward(
         } else {
             g.mul_scalar(alpha)?
         })
+    } else {
+        None
+    };
+    Ok((gx, gs))
+}
+
+#[differentiable(builtin, crate = "crate", name = "MaskedScatterBackward0")]
+fn masked_scatter_at(x: &Tensor, source: &Tensor, flat: &SavedIndices) -> Result<Tensor> {
+    kernels::of_tensor(x)?.put(x, source, &flat.get()?, false)
+}
+
+#[backward(masked_scatter_at)]
+fn masked_scatter_at_backward(
+    grad: &Tensor,
+    source: &InputMetadata,
+    flat: &SavedIndices,
+    needs_input_grad: [bool; 2],
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let gx = if needs_input_grad[0] {
+        Some(scatter_value(grad, flat, 0.0)?)
+    } else {
+        None
+    };
+    let gs = if needs_input_grad[1] {
+        Some(gather_at(grad, source.shape(), flat)?)
     } else {
         None
     };
@@ -668,6 +694,68 @@ impl Tensor {
             Ok(())
         })?;
         masked_select_at(self, &[flat.len()], &SavedIndices::new(&flat))
+    }
+
+    /// PyTorch's `masked_scatter(mask, source)`: this tensor (broadcast with the bool `mask`)
+    /// with the elements where `mask` is true replaced, in C order, by the first elements of
+    /// `source` (any shape, read in C order, at least as many elements as `mask` has true
+    /// values). Every dtype. Differentiable in both (`MaskedScatterBackward0`: no gradient
+    /// where an element was replaced; `source`'s first elements get the gradient there, the
+    /// rest zero).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] in PyTorch's words: `"masked_scatter_ only supports boolean
+    /// masks, but got mask with dtype Long"`, a `source` of another dtype, and `"Number of
+    /// elements of source < number of ones in mask"`; [`Error::Broadcast`]; on CUDA, not
+    /// implemented.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::{DType, Tensor};
+    /// let x = Tensor::zeros(&[2, 3], DType::F32)?;
+    /// let mask = Tensor::from_vec(vec![true, false, true, false, true, false], &[2, 3])?;
+    /// let source = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[4])?;
+    /// let y = x.masked_scatter(&mask, &source)?;
+    /// assert_eq!(y.to_vec::<f32>()?, vec![1.0, 0.0, 2.0, 0.0, 3.0, 0.0]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn masked_scatter(&self, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
+        if mask.dtype() != DType::Bool {
+            return Err(Error::InvalidArgument(format!(
+                "masked_scatter_ only supports boolean masks, but got mask with dtype {}",
+                mask.dtype().scalar_type_name()
+            )));
+        }
+        if self.dtype() != source.dtype() {
+            return Err(Error::InvalidArgument(format!(
+                "masked_scatter: expected self and source to have same dtypes but got{} and {}",
+                self.dtype().scalar_type_name(),
+                source.dtype().scalar_type_name()
+            )));
+        }
+        let shape = broadcast_shapes(self.shape(), mask.shape())?;
+        let picked = mask.detach().broadcast_to(&shape)?.to_vec::<bool>()?;
+        let flat: Vec<usize> = picked
+            .iter()
+            .enumerate()
+            .filter_map(|(k, &p)| p.then_some(k))
+            .collect();
+        if flat.len() > source.numel() {
+            return Err(Error::InvalidArgument(
+                "Number of elements of source < number of ones in mask".into(),
+            ));
+        }
+        let x = if self.shape() == shape.as_slice() {
+            self.clone()
+        } else {
+            self.expand(&shape)?
+        };
+        let source = source
+            .reshape(&[source.numel()])?
+            .narrow(0, 0, flat.len())?;
+        masked_scatter_at(&x, &source, &SavedIndices::new(&flat))
     }
 
     /// PyTorch's `nonzero()`: the positions of the nonzero elements (NaN counts as nonzero), one
