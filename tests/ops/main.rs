@@ -10,5 +10,6 @@ mod einsum;
 mod math_values;
 mod ops_gradcheck;
 mod pytorch_shape_reductions;
+mod scatter;
 mod small_shapes;
 mod sort;

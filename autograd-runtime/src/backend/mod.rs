@@ -205,6 +205,19 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
         dim: usize,
         start: usize,
     ) -> Result<Out>;
+    /// A contiguous copy of `dst` with element `flat[k]` (a position in its C order) set to
+    /// element `k` of `src` (in `src`'s C order; the last write wins for a repeated position),
+    /// or increased by it when `accumulate` (every term added in order, in the element type):
+    /// PyTorch's `put`, which `scatter`, `scatter_add`, `index_add` and the gradients of
+    /// `gather` and `masked_select` reduce to. Any dtype; `src` of `dst`'s dtype; every
+    /// position in range (checked by the caller).
+    fn put(
+        &self,
+        dst: (&Buffer, &Layout),
+        src: (&Buffer, &Layout),
+        flat: &[usize],
+        accumulate: bool,
+    ) -> Result<Out>;
 
     // ----- linear algebra ---------------------------------------------------------------------
     /// PyTorch's `matmul` (shapes checked by the caller except the batch broadcast).

@@ -9,9 +9,10 @@ use crate::{DType, Error, Result, Tensor};
 /// generator (PyTorch's `normal_`, so PyTorch's values after [`manual_seed`](crate::manual_seed)), and
 /// forward maps indices of any shape `S` to their rows, `S + [embedding_dim]`.
 ///
-/// [`Module::forward`] takes the indices as a float tensor of integral values (the library's
-/// tensors are f32 and f64); [`forward_indices`](Embedding::forward_indices) takes them as
-/// `usize`. With a `padding_idx`, that row starts at zero and never receives a gradient.
+/// [`Module::forward`] takes the indices as PyTorch does, an `I64` (or `I32`) tensor, or as a
+/// float tensor of integral values (what it took before the library had integer tensors);
+/// [`forward_indices`](Embedding::forward_indices) takes them as `usize`. With a `padding_idx`,
+/// that row starts at zero and never receives a gradient.
 ///
 /// # Examples
 ///
@@ -19,8 +20,10 @@ use crate::{DType, Error, Result, Tensor};
 /// use autograd_runtime::nn::{Embedding, Module};
 /// use autograd_runtime::Tensor;
 /// let emb = Embedding::new(10, 3)?;
-/// let y = emb.forward(&Tensor::from_vec(vec![1.0f32, 4.0, 4.0, 9.0], &[2, 2])?)?;
+/// let y = emb.forward(&Tensor::from_vec(vec![1i64, 4, 4, 9], &[2, 2])?)?;
 /// assert_eq!(y.shape(), &[2, 2, 3]);
+/// let same = emb.forward(&Tensor::from_vec(vec![1.0f32, 4.0, 4.0, 9.0], &[2, 2])?)?;
+/// assert_eq!(same.to_vec::<f32>()?, y.to_vec::<f32>()?);
 /// let err = emb.forward_indices(&[10], &[1]).unwrap_err();
 /// assert_eq!(err.to_string(), "index out of range in self");
 /// # Ok::<(), autograd_runtime::Error>(())
@@ -161,8 +164,36 @@ impl Embedding {
     }
 }
 
-/// The indices a float tensor holds, checked to be non-negative integers.
+/// The indices `input` holds: an `I64` or `I32` tensor (PyTorch's index types), or a float
+/// tensor of integral values; negative ones are out of range.
 fn indices_of(input: &Tensor) -> Result<Vec<usize>> {
+    let ints: Vec<i64> = match input.dtype() {
+        DType::I64 => input.to_vec::<i64>()?,
+        DType::I32 => input.to_vec::<i32>()?.into_iter().map(i64::from).collect(),
+        DType::U8 | DType::Bool => {
+            let name = if input.dtype() == DType::U8 {
+                "Byte"
+            } else {
+                "Bool"
+            };
+            return Err(Error::InvalidArgument(format!(
+                "Expected tensor for argument #1 'indices' to have one of the following scalar \
+                 types: Long, Int; but got torch.{name}Tensor instead (while checking arguments \
+                 for embedding)"
+            )));
+        }
+        _ => return float_indices(input),
+    };
+    ints.into_iter()
+        .map(|v| {
+            usize::try_from(v)
+                .map_err(|_| Error::InvalidArgument("index out of range in self".to_string()))
+        })
+        .collect()
+}
+
+/// The indices a float tensor holds, checked to be non-negative integers.
+fn float_indices(input: &Tensor) -> Result<Vec<usize>> {
     input
         .detach()
         .to_dtype(DType::F64)?
@@ -190,8 +221,8 @@ impl Module for Embedding {
         super::repr::embedding(shape[0], shape[1], self.padding_idx)
     }
 
-    /// The rows at the indices `input` holds as integral float values (see
-    /// [`forward_indices`](Embedding::forward_indices)).
+    /// The rows at the indices `input` holds: PyTorch's `I64` (or `I32`) index tensor, or a
+    /// float tensor of integral values (see [`forward_indices`](Embedding::forward_indices)).
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         self.forward_indices(&indices_of(input)?, input.shape())
     }

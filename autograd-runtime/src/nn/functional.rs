@@ -7,6 +7,7 @@ pub use super::dropout::{dropout, dropout_with};
 pub use super::layer_norm::layer_norm;
 pub use super::loss::{
     BceWithLogitsOptions, CrossEntropyOptions, NllLossOptions, Reduction,
-    binary_cross_entropy_with_logits, cross_entropy, mse_loss, nll_loss,
+    binary_cross_entropy_with_logits, cross_entropy, cross_entropy_tensor, mse_loss, nll_loss,
+    nll_loss_tensor,
 };
 pub use super::pool::{avg_pool2d, max_pool2d};

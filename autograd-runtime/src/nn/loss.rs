@@ -4,7 +4,7 @@
 
 use crate::error::py_float;
 use crate::nn::torch_size;
-use crate::{Error, Result, Tensor};
+use crate::{DType, Error, Result, Tensor};
 
 /// How a loss reduces its per-element values (PyTorch's `reduction`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -316,6 +316,143 @@ pub fn cross_entropy(
         .mul_scalar(1.0 - eps)?
         .add(&smooth.mul_scalar(eps / t.c as f64)?)?;
     shaped(loss, options.reduction, &out_shape)
+}
+
+/// PyTorch's `ignore_index` default: a target of -100 counts nowhere.
+const DEFAULT_IGNORE_INDEX: i64 = -100;
+
+/// The class indices an `int64` (or `uint8`) target tensor holds, checked against `input`'s
+/// shape as PyTorch's `nll_loss` checks them, and the `ignore_index` to use with them: the
+/// caller's, or (when it has none) PyTorch's default -100, which a target tensor can hold.
+fn tensor_targets(
+    input: &Tensor,
+    target: &Tensor,
+    ignore_index: Option<usize>,
+) -> Result<(Vec<usize>, Option<usize>)> {
+    let values: Vec<i64> = match target.dtype() {
+        DType::I64 => target.to_vec::<i64>()?,
+        DType::U8 => target.to_vec::<u8>()?.into_iter().map(i64::from).collect(),
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "expected target dtype to be Long or Byte, but got {}",
+                other.scalar_type_name()
+            )));
+        }
+    };
+    let (shape, tshape) = (input.shape(), target.shape());
+    let batch = |n: usize| {
+        Error::InvalidArgument(format!(
+            "Expected input batch_size ({n}) to match target batch_size ({}).",
+            tshape.first().copied().unwrap_or(0)
+        ))
+    };
+    match shape.len() {
+        0 | 1 => {
+            if target.numel() != 1 {
+                return Err(batch(1));
+            }
+        }
+        2 => {
+            if tshape.first() != Some(&shape[0]) {
+                return Err(batch(shape[0]));
+            }
+            if tshape.len() != 1 {
+                return Err(Error::InvalidArgument(
+                    "0D or 1D target tensor expected, multi-target not supported".to_string(),
+                ));
+            }
+        }
+        _ => {
+            let mut expected = vec![shape[0]];
+            expected.extend_from_slice(&shape[2..]);
+            if tshape != expected.as_slice() {
+                return Err(Error::InvalidArgument(format!(
+                    "Expected target size {expected:?}, got {tshape:?}"
+                )));
+            }
+        }
+    }
+    // Without an `ignore_index` of the caller's, -100 (PyTorch's default) is ignored: it stands
+    // for a position no class can have.
+    let ignore = ignore_index.or(Some(usize::MAX));
+    let targets = values
+        .into_iter()
+        .map(|v| match usize::try_from(v) {
+            Ok(t) => Ok(t),
+            Err(_) if v == DEFAULT_IGNORE_INDEX && ignore_index.is_none() => Ok(usize::MAX),
+            Err(_) => Err(Error::InvalidArgument(format!(
+                "Target {v} is out of bounds."
+            ))),
+        })
+        .collect::<Result<Vec<usize>>>()?;
+    Ok((targets, ignore))
+}
+
+/// [`nll_loss`] with PyTorch's target: an `I64` (or `U8`) tensor of class indices shaped as
+/// the samples (`[N]` for `[N, C]`, `[N, d1, ..]` for `[N, C, d1, ..]`, 0-dim for `[C]`).
+/// With no `ignore_index` in the options, targets of -100 (PyTorch's default `ignore_index`)
+/// count nowhere.
+///
+/// # Errors
+///
+/// As [`nll_loss`], and [`Error::InvalidArgument`] in PyTorch's words for a target of another
+/// dtype (`"expected target dtype to be Long or Byte, but got Int"`), of the wrong shape, or
+/// negative (`"Target -1 is out of bounds."`).
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::functional::{nll_loss_tensor, NllLossOptions};
+/// use autograd_runtime::Tensor;
+/// let logp = Tensor::from_vec(vec![-0.5f64, -1.0, -2.0, -0.1], &[2, 2])?;
+/// let target = Tensor::from_vec(vec![1i64, -100], &[2])?;
+/// assert_eq!(nll_loss_tensor(&logp, &target, &NllLossOptions::default())?.item::<f64>()?, 1.0);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn nll_loss_tensor(
+    input: &Tensor,
+    target: &Tensor,
+    options: &NllLossOptions,
+) -> Result<Tensor> {
+    let (targets, ignore_index) = tensor_targets(input, target, options.ignore_index)?;
+    let options = NllLossOptions {
+        ignore_index,
+        ..options.clone()
+    };
+    nll_loss(input, &targets, &options)
+}
+
+/// [`cross_entropy`] with PyTorch's target: an `I64` (or `U8`) tensor of class indices, as
+/// [`nll_loss_tensor`] takes it (targets of -100 count nowhere unless the options name an
+/// `ignore_index`).
+///
+/// # Errors
+///
+/// As [`cross_entropy`] and [`nll_loss_tensor`].
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::functional::{cross_entropy_tensor, CrossEntropyOptions};
+/// use autograd_runtime::Tensor;
+/// let logits = Tensor::from_vec(vec![0.0f32, 0.0, 3.0, 1.0, 0.0, 2.0], &[2, 3])?.requires_grad_(true)?;
+/// let labels = Tensor::from_vec(vec![2i64, 0], &[2])?;
+/// let loss = cross_entropy_tensor(&logits, &labels, &CrossEntropyOptions::default())?;
+/// assert!((loss.item::<f32>()? - 0.751_264_4).abs() < 1e-6); // PyTorch's 0.7512643933296204
+/// loss.backward()?;
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn cross_entropy_tensor(
+    input: &Tensor,
+    target: &Tensor,
+    options: &CrossEntropyOptions,
+) -> Result<Tensor> {
+    let (targets, ignore_index) = tensor_targets(input, target, options.ignore_index)?;
+    let options = CrossEntropyOptions {
+        ignore_index,
+        ..options.clone()
+    };
+    cross_entropy(input, &targets, &options)
 }
 
 /// Mean squared error (PyTorch's `F.mse_loss`): `(input - target)²`, reduced.

@@ -43,6 +43,7 @@ mod operators;
 mod promote;
 mod reduce;
 mod reorder;
+mod scatter;
 mod shape;
 mod softmax;
 mod sort;

@@ -581,6 +581,31 @@ impl Kernels {
         Ok(wrap(out, g.device()))
     }
 
+    /// See [`Backend::put`]: `src` of `dst`'s dtype and device, any dtype. Accumulating into
+    /// halves runs in `f32` and rounds once, as PyTorch's CPU `scatter_add` and `index_add`
+    /// do (1 + 4·2⁻¹² in `f16` gives 1.0009765625, not 1); other dtypes accumulate in their own
+    /// type (integers wrap; `f32` sums stay `f32`, as PyTorch's).
+    pub(crate) fn put(
+        self,
+        dst: &Tensor,
+        src: &Tensor,
+        flat: &[usize],
+        accumulate: bool,
+    ) -> Result<Tensor> {
+        dst.check_same_dtype_device("scatter", src)?;
+        if accumulate
+            && dst.dtype().is_half()
+            && let Some(w) = Widen::of(dst.dtype())
+        {
+            return w.run(self, [dst, src], |[d, s]| self.put(d, s, flat, true));
+        }
+        let out = read2(dst, src, |d, s| {
+            self.0
+                .put((d, dst.layout()), (s, src.layout()), flat, accumulate)
+        })?;
+        Ok(wrap(out, dst.device()))
+    }
+
     /// See [`Backend::matmul`].
     pub(crate) fn matmul(self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         a.check_same_dtype_device("matmul", b)?;

@@ -328,3 +328,106 @@ fn loss_values_keep_their_options() -> Result<()> {
     check_grad("bce_pos_weight", "x", &x)?;
     Ok(())
 }
+
+// ----- int64 target tensors (PyTorch's signature) ------------------------------------------------
+
+/// Values printed by PyTorch 2.15 for `x = [[0, 0, 3], [1, 0, 2], [0.5, -1, 0]]` (f64).
+fn logits3() -> Result<Tensor> {
+    Tensor::from_vec(
+        vec![0.0f64, 0.0, 3.0, 1.0, 0.0, 2.0, 0.5, -1.0, 0.0],
+        &[3, 3],
+    )
+}
+
+#[test]
+fn losses_take_int64_target_tensors_and_ignore_minus_100_by_default() -> Result<()> {
+    let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+    let x = logits3()?;
+    let t = Tensor::from_vec(vec![2i64, -100, 1], &[3])?;
+    // F.cross_entropy(x, t) = 1.0995267808788447; reduction='none' gives
+    // [0.09492295642096091, 0.0, 2.1041306053367284]
+    close(
+        F::cross_entropy_tensor(&x, &t, &CrossEntropyOptions::default())?.item::<f64>()?,
+        1.0995267808788447,
+    );
+    let none = CrossEntropyOptions {
+        reduction: Reduction::None,
+        ..Default::default()
+    };
+    let per = F::cross_entropy_tensor(&x, &t, &none)?.to_vec::<f64>()?;
+    for (a, b) in per
+        .iter()
+        .zip([0.09492295642096091, 0.0, 2.1041306053367284])
+    {
+        close(*a, b);
+    }
+    // F.nll_loss(x.log_softmax(1), t, reduction='sum') = 2.1990535617576894
+    let sum = NllLossOptions {
+        reduction: Reduction::Sum,
+        ..Default::default()
+    };
+    close(
+        F::nll_loss_tensor(&x.log_softmax(1)?, &t, &sum)?.item::<f64>()?,
+        2.1990535617576894,
+    );
+    // A uint8 target: F.cross_entropy(x, [2, 0, 1] as uint8) = 1.2022198420673564
+    let u8_target = Tensor::from_vec(vec![2u8, 0, 1], &[3])?;
+    close(
+        F::cross_entropy_tensor(&x, &u8_target, &CrossEntropyOptions::default())?.item::<f64>()?,
+        1.2022198420673564,
+    );
+    // [N, C, d]: F.cross_entropy(zeros(2, 3, 2), [[1, 0], [2, -100]]) = 1.0986122886681098
+    let spatial = F::cross_entropy_tensor(
+        &Tensor::zeros(&[2, 3, 2], DType::F64)?,
+        &Tensor::from_vec(vec![1i64, 0, 2, -100], &[2, 2])?,
+        &CrossEntropyOptions::default(),
+    )?;
+    close(spatial.item::<f64>()?, 1.0986122886681098);
+    Ok(())
+}
+
+#[test]
+fn int64_target_errors_are_pytorchs() -> Result<()> {
+    let x = logits3()?;
+    let ce = |t: Tensor, o: &CrossEntropyOptions| {
+        F::cross_entropy_tensor(&x, &t, o).unwrap_err().to_string()
+    };
+    let d = CrossEntropyOptions::default();
+    assert_eq!(
+        ce(Tensor::from_vec(vec![1i64, -1, 0], &[3])?, &d),
+        "Target -1 is out of bounds."
+    );
+    assert_eq!(
+        ce(Tensor::from_vec(vec![1i64, 3, 0], &[3])?, &d),
+        "Target 3 is out of bounds."
+    );
+    // With an ignore_index of the caller's, -100 is an ordinary (bad) target, as in PyTorch.
+    let ignore_1 = CrossEntropyOptions {
+        ignore_index: Some(1),
+        ..Default::default()
+    };
+    assert_eq!(
+        ce(Tensor::from_vec(vec![1i64, -100, 0], &[3])?, &ignore_1),
+        "Target -100 is out of bounds."
+    );
+    assert_eq!(
+        ce(Tensor::from_vec(vec![1i32, 0, 0], &[3])?, &d),
+        "expected target dtype to be Long or Byte, but got Int"
+    );
+    assert_eq!(
+        ce(Tensor::from_vec(vec![1.0f32, 0.0, 0.0], &[3])?, &d),
+        "expected target dtype to be Long or Byte, but got Float"
+    );
+    assert_eq!(
+        ce(Tensor::from_vec(vec![1i64, 0], &[1, 2])?, &d),
+        "Expected input batch_size (3) to match target batch_size (1)."
+    );
+    let err = F::nll_loss_tensor(
+        &Tensor::zeros(&[2, 3, 2], DType::F32)?,
+        &Tensor::from_vec(vec![1i64, 0], &[2])?,
+        &NllLossOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(err.to_string(), "Expected target size [2, 2], got [2]");
+    Ok(())
+}

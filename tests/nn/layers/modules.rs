@@ -139,6 +139,43 @@ fn embedding_errors_are_pytorchs() -> Result<()> {
     Ok(())
 }
 
+#[test]
+fn embedding_takes_int64_indices_as_pytorch() -> Result<()> {
+    // nn.Embedding(3, 2) with weight [[1, 2], [3, 4], [5, 6]] on [[2, 0], [2, 2]]:
+    // [5, 6, 1, 2, 5, 6, 5, 6]; weight.grad after .sum().backward(): [1, 1, 0, 0, 3, 3]
+    let weight =
+        Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], &[3, 2])?.requires_grad_(true)?;
+    let emb = Embedding::from_weight(weight)?;
+    let y = emb.forward(&Tensor::from_vec(vec![2i64, 0, 2, 2], &[2, 2])?)?;
+    assert_eq!(y.shape(), &[2, 2, 2]);
+    assert_eq!(
+        y.to_vec::<f64>()?,
+        vec![5.0, 6.0, 1.0, 2.0, 5.0, 6.0, 5.0, 6.0]
+    );
+    y.sum()?.backward()?;
+    assert_eq!(
+        emb.weight().grad().unwrap().to_vec::<f64>()?,
+        vec![1.0, 1.0, 0.0, 0.0, 3.0, 3.0]
+    );
+    let i32_rows = emb.forward(&Tensor::from_vec(vec![1i32], &[1])?)?;
+    assert_eq!(i32_rows.to_vec::<f64>()?, vec![3.0, 4.0]);
+    for bad in [3i64, -1] {
+        let err = emb
+            .forward(&Tensor::from_vec(vec![bad], &[1])?)
+            .unwrap_err();
+        assert_eq!(err.to_string(), "index out of range in self");
+    }
+    let err = emb
+        .forward(&Tensor::from_vec(vec![1u8], &[1])?)
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Expected tensor for argument #1 'indices' to have one of the following scalar types: \
+         Long, Int; but got torch.ByteTensor instead (while checking arguments for embedding)"
+    );
+    Ok(())
+}
+
 // ----- Sequential ------------------------------------------------------------------------------------
 
 fn mlp() -> Result<Sequential> {

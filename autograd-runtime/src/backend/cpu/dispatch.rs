@@ -838,6 +838,16 @@ impl Backend for Cpu {
         Ok(narrow_scatter(g, lg, shape, dim, start))
     }
 
+    fn put(
+        &self,
+        dst: (&Buffer, &Layout),
+        src: (&Buffer, &Layout),
+        flat: &[usize],
+        accumulate: bool,
+    ) -> Result<Out> {
+        super::scatter::put(dst, src, flat, accumulate)
+    }
+
     fn matmul(&self, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Out> {
         matmul(a, la, b, lb)
     }

@@ -29,6 +29,7 @@ pub(crate) mod parallel;
 #[cfg(test)]
 mod random;
 mod reduce;
+mod scatter;
 mod sort;
 pub(crate) mod vmath;
 

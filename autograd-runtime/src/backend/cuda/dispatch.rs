@@ -628,6 +628,19 @@ impl Backend for Cuda {
         index::narrow_scatter(dev, (gb, lg), shape, dim, start)
     }
 
+    /// No CUDA kernel yet: `scatter`, `scatter_add`, `index_add` and the gradients of `gather`
+    /// and `masked_select` are host-only in this build (their forwards that only read, `gather`
+    /// and `masked_select`, run on CUDA through `index_select`).
+    fn put(
+        &self,
+        dst: (&Buffer, &Layout),
+        _: (&Buffer, &Layout),
+        _: &[usize],
+        _: bool,
+    ) -> Result<Out> {
+        Err(super::refuse_dtype("scatter", dst.0.dtype()))
+    }
+
     fn matmul(&self, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Out> {
         let (dev, ab) = dev_of(a)?;
         let bb = device_buffer(dev, "matmul", b)?;
