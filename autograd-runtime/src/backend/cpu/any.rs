@@ -154,12 +154,49 @@ pub(crate) fn contiguous(x: &Buffer, lx: &Layout) -> Out {
 
 /// The values converted to `dtype` with PyTorch's cast rules ([`DataElement::cast_from`]).
 pub(crate) fn to_dtype(x: &Buffer, lx: &Layout, dtype: DType) -> Out {
+    if let Some(out) = half_f32(x, lx, dtype) {
+        return out;
+    }
     with_data!(x, |d: S| {
         let src: Vec<S> = collect(d, lx);
         with_dtype!(dtype, |D| out::<D>(
             src.iter().map(|&s| D::cast_from(s)).collect(),
             &lx.shape
         ))
+    })
+}
+
+/// The conversions between `f32` and the half types on a contiguous buffer, through `half`'s
+/// slice conversions (F16C / SIMD where the CPU has them; round to nearest even, as the
+/// element-wise casts): what every half-precision op pays twice, around its `f32` kernel.
+fn half_f32(x: &Buffer, lx: &Layout, dtype: DType) -> Option<Out> {
+    use half::slice::HalfFloatSliceExt;
+    if !lx.is_contiguous() {
+        return None;
+    }
+    let range = lx.offset..lx.offset + lx.numel();
+    Some(match (x, dtype) {
+        (Buffer::F16(d), DType::F32) => {
+            let mut v = vec![0f32; range.len()];
+            d[range].convert_to_f32_slice(&mut v);
+            out(v, &lx.shape)
+        }
+        (Buffer::BF16(d), DType::F32) => {
+            let mut v = vec![0f32; range.len()];
+            d[range].convert_to_f32_slice(&mut v);
+            out(v, &lx.shape)
+        }
+        (Buffer::F32(d), DType::F16) => {
+            let mut v = vec![f16::ZERO; range.len()];
+            v.convert_from_f32_slice(&d[range]);
+            out(v, &lx.shape)
+        }
+        (Buffer::F32(d), DType::BF16) => {
+            let mut v = vec![bf16::ZERO; range.len()];
+            v.convert_from_f32_slice(&d[range]);
+            out(v, &lx.shape)
+        }
+        _ => return None,
     })
 }
 
