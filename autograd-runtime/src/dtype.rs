@@ -82,6 +82,7 @@ impl DType {
     }
 
     /// The category PyTorch's promotion compares first: bool (0) < integer (1) < float (2).
+    #[inline]
     pub(crate) fn category(self) -> u8 {
         match self {
             DType::Bool => 0,

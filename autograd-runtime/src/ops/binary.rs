@@ -391,9 +391,10 @@ impl Tensor {
     /// assert_eq!(Tensor::scalar(3.0f64).mul_scalar(2.0)?.item::<f64>()?, 6.0);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
+    #[inline]
     pub fn mul_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
         let s = s.into();
-        mul_scalar(&self.promoted_for(s)?, s.to_f64())
+        self.with_promoted(s, |x| mul_scalar(x, s.to_f64()))
     }
 
     /// `self + s` for a scalar `s`.
@@ -409,9 +410,10 @@ impl Tensor {
     /// assert_eq!(Tensor::scalar(3.0f64).add_scalar(2.0)?.item::<f64>()?, 5.0);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
+    #[inline]
     pub fn add_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
         let s = s.into();
-        add_scalar(&self.promoted_for(s)?, s.to_f64())
+        self.with_promoted(s, |x| add_scalar(x, s.to_f64()))
     }
 
     /// `self - s` for a scalar `s`.
@@ -427,6 +429,7 @@ impl Tensor {
     /// assert_eq!(Tensor::scalar(3.0f64).sub_scalar(2.0)?.item::<f64>()?, 1.0);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
+    #[inline]
     pub fn sub_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
         self.add_scalar(s.into().neg())
     }
@@ -462,9 +465,10 @@ impl Tensor {
     /// assert_eq!(Tensor::scalar(3.0f64).rsub_scalar(1.0)?.item::<f64>()?, -2.0);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
+    #[inline]
     pub fn rsub_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
         let s = s.into();
-        rsub_scalar(&self.promoted_for(s)?, s.to_f64())
+        self.with_promoted(s, |x| rsub_scalar(x, s.to_f64()))
     }
 
     /// `s / self` for a scalar `s`.

@@ -35,6 +35,7 @@ pub enum Scalar {
 
 impl Scalar {
     /// The value as `f64` (what the kernels take; exact for integers up to 2^53).
+    #[inline]
     pub fn to_f64(self) -> f64 {
         match self {
             Scalar::Bool(b) => f64::from(u8::from(b)),
@@ -44,6 +45,7 @@ impl Scalar {
     }
 
     /// The promotion category: bool 0, integer 1, float 2.
+    #[inline]
     fn category(self) -> u8 {
         match self {
             Scalar::Bool(_) => 0,
@@ -63,6 +65,7 @@ impl Scalar {
 
     /// The dtype of `tensor (op) self` for a tensor of `dtype`: the tensor's, unless the
     /// scalar's category is higher, then that category's default (`i64`, `f32`).
+    #[inline]
     pub fn result_type_with(self, dtype: DType) -> DType {
         if self.category() <= dtype.category() {
             return dtype;
@@ -150,5 +153,22 @@ impl Tensor {
     /// values in the scalar's category's default dtype.
     pub(crate) fn promoted_for(&self, s: Scalar) -> Result<Tensor> {
         self.to_dtype(s.result_type_with(self.dtype()))
+    }
+
+    /// `f` of this tensor, or of its promotion for `self (op) s` when the scalar promotes it:
+    /// the scalar ops' path, which on a float tensor (every op of a scalar chain) neither clones
+    /// the handle nor converts.
+    #[inline]
+    pub(crate) fn with_promoted<R>(
+        &self,
+        s: Scalar,
+        f: impl FnOnce(&Tensor) -> Result<R>,
+    ) -> Result<R> {
+        let dtype = s.result_type_with(self.dtype());
+        if dtype == self.dtype() {
+            f(self)
+        } else {
+            f(&self.to_dtype(dtype)?)
+        }
     }
 }
