@@ -44,6 +44,18 @@ fn ops() -> Vec<(&'static str, Op)> {
         ("min", |x| x.min()),
         ("sort", |x| Ok(x.sort(0, true, true)?.0)),
         ("topk", |x| Ok(x.topk(1, -1, true, true)?.0)),
+        ("where", |x| {
+            Tensor::where_(&x.detach().gt_scalar(0)?, x, &x.exp()?)
+        }),
+        ("masked_fill", |x| x.masked_fill(&x.detach().lt_scalar(0)?, 2.0)),
+        ("gather", |x| {
+            let index = Tensor::zeros(x.shape(), DType::I64)?;
+            x.gather(0, &index)
+        }),
+        ("einsum", |x| {
+            let v = x.reshape(&[1])?;
+            einsum("i,i->", &[&v, &v.exp()?])
+        }),
         ("softmax", |x| x.softmax(0)),
         ("log_softmax", |x| x.log_softmax(0)),
         ("reshape", |x| x.reshape(&[1])),
