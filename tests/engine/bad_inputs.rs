@@ -78,6 +78,8 @@ const SHAPES: [&[usize]; 8] = [&[], &[0], &[1], &[3], &[0, 3], &[2, 0], &[1, 1, 
 
 type Binary = (&'static str, fn(&Tensor, &Tensor) -> Result<Tensor>);
 
+type Op1 = (&'static str, fn(&Tensor) -> Result<Tensor>);
+
 type Unary = (&'static str, fn(&Tensor) -> Result<Tensor>, fn(f64) -> f64);
 
 fn unary_ops() -> Vec<Unary> {
@@ -873,7 +875,7 @@ fn dtypes(s: &mut Sweep) {
         for (name, f, _) in unary_ops() {
             s.case(format!("{name} of {d}"), || f(x), |_| true);
         }
-        let reductions: [(&str, fn(&Tensor) -> Result<Tensor>); 22] = [
+        let reductions: [Op1; 22] = [
             ("sum", |t| t.sum()),
             ("mean", |t| t.mean()),
             ("sum_dims", |t| t.sum_dims(&[1], true)),
@@ -933,7 +935,7 @@ fn dtypes(s: &mut Sweep) {
             |_| true,
         );
         for (e, y) in &tensors {
-            let binary: [(&str, fn(&Tensor, &Tensor) -> Result<Tensor>); 11] = [
+            let binary: [Binary; 11] = [
                 ("add", |a, b| a.add(b)),
                 ("sub", |a, b| a.sub(b)),
                 ("mul", |a, b| a.mul(b)),

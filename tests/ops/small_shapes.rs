@@ -47,7 +47,9 @@ fn ops() -> Vec<(&'static str, Op)> {
         ("where", |x| {
             Tensor::where_(&x.detach().gt_scalar(0)?, x, &x.exp()?)
         }),
-        ("masked_fill", |x| x.masked_fill(&x.detach().lt_scalar(0)?, 2.0)),
+        ("masked_fill", |x| {
+            x.masked_fill(&x.detach().lt_scalar(0)?, 2.0)
+        }),
         ("gather", |x| {
             let index = Tensor::zeros(x.shape(), DType::I64)?;
             x.gather(0, &index)

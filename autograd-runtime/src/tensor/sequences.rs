@@ -251,8 +251,8 @@ mod tests {
         // torch.arange(0, 1, 0.1): f32 values of `i * 0.1` computed in f64.
         let a = Tensor::arange(0, 1, 0.1)?.to_vec::<f32>()?;
         assert_eq!(a.len(), 10);
-        assert_eq!(a[3], 0.300_000_011_920_928_96);
-        assert_eq!(a[7], 0.699_999_988_079_071);
+        assert_eq!(f64::from(a[3]), 0.300_000_011_920_928_96);
+        assert_eq!(f64::from(a[7]), 0.699_999_988_079_071);
         let big = Tensor::arange(10_000_000_000_000_000i64, 10_000_000_000_000_003i64, 1)?;
         assert_eq!(
             big.to_vec::<i64>()?,
@@ -264,8 +264,8 @@ mod tests {
         );
         // torch.linspace(0, 1, 7) (float32) and (-1, 2.5, 6) in float64.
         let l = Tensor::linspace(0, 1, 7, DType::F32)?.to_vec::<f32>()?;
-        assert_eq!(l[1], 0.166_666_671_633_720_4);
-        assert_eq!(l[4], 0.666_666_626_930_236_8);
+        assert_eq!(f64::from(l[1]), 0.166_666_671_633_720_4);
+        assert_eq!(f64::from(l[4]), 0.666_666_626_930_236_8);
         let d = Tensor::linspace(-1, 2.5, 6, DType::F64)?.to_vec::<f64>()?;
         assert_eq!(
             d,
