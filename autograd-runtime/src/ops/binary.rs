@@ -90,7 +90,7 @@ fn additive_scalar(dtype: DType, s: f64) -> f64 {
 
 /// `x / s` for a half-precision `x`: PyTorch's CPU divides in `f32` by the scalar (not rounded
 /// to half) and rounds once; other dtypes multiply by `1 / s`.
-#[differentiable(builtin, crate = "crate", name = "DivBackward1", rule)]
+#[differentiable(builtin, crate = "crate", name = "DivBackward0", rule)]
 fn div_scalar_half(x: &Tensor, s: f64) -> Result<Tensor> {
     x.scalar_kernel(BinaryOp::Div, s, false)
 }
