@@ -346,7 +346,6 @@ def fam_masks(p):
     fdt = rng.choice(["float32", "float64"])
     s = shape(rng, 2, 4) or [4]
     x = p.input(fdt, s, rg=True)
-    xv = p.vars[x]
     # The mask: a comparison of x (or another tensor) with a scalar or a tensor.
     c = rng.random()
     if c < 0.5:
@@ -384,7 +383,6 @@ def fam_masks(p):
          torch.tensor(values(rng, "float64", ov.numel())).to(ov.dtype).tolist()]
     wrt = [i for i, t in enumerate(p.vars) if t.is_leaf and t.requires_grad]
     p.step("backward", [out], c=c, wrt=wrt)
-    _ = xv
 
 
 SPECIAL = [float("nan"), float("inf"), float("-inf"), -1.7, -0.5, 0.5, 2.5, 255.0, 256.0, 300.0,
@@ -655,7 +653,8 @@ def main():
             errors[fam] += 1
         stats[fam] += 1
         lines.append(json.dumps(p.to_json(pid), separators=(",", ":")))
-    with gzip.GzipFile(args.out, "wb", mtime=0) as f:
+    # No name and no time in the gzip header: the same seed gives the same bytes.
+    with open(args.out, "wb") as raw, gzip.GzipFile("", "wb", fileobj=raw, mtime=0) as f:
         f.write(("\n".join(lines) + "\n").encode())
     for fam, n in stats.items():
         print(f"{fam:10} {n:5} programs, {errors[fam]:4} end in an error")
