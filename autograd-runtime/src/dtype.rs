@@ -275,7 +275,7 @@ impl DataElement for f64 {
 fn f64_to_i64(v: f64) -> i64 {
     // 2^63: the first value past i64's range; -2^63 itself is in range.
     const LIMIT: f64 = 9_223_372_036_854_775_808.0;
-    if v >= -LIMIT && v < LIMIT {
+    if (-LIMIT..LIMIT).contains(&v) {
         v as i64
     } else {
         i64::MIN
