@@ -35,9 +35,9 @@ const F32_REL_MAX: f64 = 1e-6;
 /// bit: those that contain one of these ops. Each computes in f32 and rounds once, as PyTorch's
 /// CPU kernels, but the f32 values differ in their last bits, which moves a half rounding now
 /// and then: `softmax` (PyTorch's vectorised `exp` and sum order), `sigmoid` (its backward
-/// kernel multiplies `g * (1 - y) * y`, ours `g * (y * (1 - y))`), `linspace` (PyTorch's
-/// half kernel steps in half arithmetic, ours in f32), `arange` (likewise: 0.1 * 18 in f32 is
-/// 1.8000001, bfloat16 1.796875 here, 1.8046875 in PyTorch).
+/// kernel multiplies `g * (1 - y) * y`, ours `g * (y * (1 - y))`), `linspace` and `arange`
+/// (PyTorch's half kernels step otherwise, seemingly in half arithmetic; ours in f32: 0.1 * 18
+/// in f32 is 1.8000001, bfloat16 1.796875 here, 1.8046875 in PyTorch).
 const HALF_ULP_OPS: &[&str] = &["softmax", "sigmoid", "linspace", "arange"];
 
 /// Programs that disagree with PyTorch on purpose (a temporary allow-list), with the reason.
