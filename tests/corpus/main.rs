@@ -30,6 +30,7 @@ use autograd::{DType, Device, GradOptions, Tensor, grad, no_grad};
 use serde_json::Value;
 
 mod custom;
+mod dtypes;
 
 const VIEWS_CORPUS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

@@ -231,7 +231,7 @@ fn errors_are_pytorchs() -> R {
     );
     assert_eq!(
         long.softmax(0).unwrap_err().to_string(),
-        "\"softmax\" not implemented for 'Long'"
+        "\"softmax_lastdim_kernel_impl\" not implemented for 'Long'"
     );
     let x = Tensor::from_vec(vec![1.0f32], &[1])?;
     assert_eq!(
@@ -453,5 +453,124 @@ fn integer_reductions_and_scalars_never_truncate_silently() -> R {
         vec![1, 0, 0, 1]
     );
     assert_eq!(Tensor::arange(0, 3, 1)?.to_string(), "tensor([0, 1, 2])");
+    Ok(())
+}
+
+/// What the dtype corpus (`tests/corpus/dtypes.rs`) found, with PyTorch 2.15's values.
+#[test]
+fn dtype_corpus_findings_are_pytorchs() -> R {
+    let mask = Tensor::from_vec(vec![true, false], &[2])?;
+    let ints = Tensor::from_vec(vec![1i64, 2], &[2])?;
+    let bool_text = "Subtraction, the `-` operator, with a bool tensor is not supported. If you \
+                     are trying to invert a mask, use the `~` or `logical_not()` operator instead.";
+    // One bool operand beside another dtype, a tensor or a scalar, is refused.
+    assert_eq!(ints.sub(&mask).unwrap_err().to_string(), bool_text);
+    assert_eq!(mask.sub_scalar(1).unwrap_err().to_string(), bool_text);
+    assert_eq!(ints.sub_scalar(true).unwrap_err().to_string(), bool_text);
+    assert_eq!(mask.rsub_scalar(0.5).unwrap_err().to_string(), bool_text);
+    // Half: `x - s` casts `s` to half first; `x / s` divides by `s` in f32; the gradient of
+    // `x / s` too; a mean rounds once.
+    let h = Tensor::from_vec(vec![f16::from_f64(0.2066650390625)], &[1])?;
+    assert_eq!(
+        h.sub_scalar(0.3)?.to_vec::<f16>()?[0].to_f64(),
+        -0.0933837890625
+    );
+    assert_eq!(
+        h.rsub_scalar(0.3)?.to_vec::<f16>()?[0].to_f64(),
+        0.0933837890625
+    );
+    let b = Tensor::from_vec(vec![bf16::from_f64(2.375), bf16::from_f64(2.75)], &[2])?
+        .requires_grad_(true)?;
+    let y = b.div_scalar(0.3)?;
+    let got: Vec<f64> = y.to_vec::<bf16>()?.iter().map(|v| v.to_f64()).collect();
+    assert_eq!(got, vec![7.90625, 9.1875]);
+    let c = Tensor::from_vec(vec![bf16::from_f64(1.0), bf16::from_f64(2.75)], &[2])?;
+    y.mul(&c)?.sum()?.backward()?;
+    let g: Vec<f64> = b
+        .grad()
+        .unwrap()
+        .to_vec::<bf16>()?
+        .iter()
+        .map(|v| v.to_f64())
+        .collect();
+    assert_eq!(g, vec![3.328125, 9.1875]);
+    let m = Tensor::from_vec(
+        vec![-0.1591796875, 3.359375, -0.11572265625]
+            .into_iter()
+            .map(bf16::from_f64)
+            .collect::<Vec<_>>(),
+        &[3],
+    )?;
+    assert_eq!(m.mean()?.item::<bf16>()?.to_f64(), 1.03125);
+    // A half softmax's gradient is computed in f32 and rounded once.
+    let x = Tensor::from_vec(
+        vec![2.390625, -2.333984375, 1.677734375, 2.1875]
+            .into_iter()
+            .map(f16::from_f64)
+            .collect::<Vec<_>>(),
+        &[2, 2],
+    )?
+    .requires_grad_(true)?;
+    let c = Tensor::from_vec(
+        vec![4.25, 2.625, -4.0, 5.0]
+            .into_iter()
+            .map(f16::from_f64)
+            .collect::<Vec<_>>(),
+        &[2, 2],
+    )?;
+    x.softmax(1)?.mul(&c)?.sum()?.backward()?;
+    let g: Vec<f64> = x
+        .grad()
+        .unwrap()
+        .to_vec::<f16>()?
+        .iter()
+        .map(|v| v.to_f64())
+        .collect();
+    assert_eq!(
+        g,
+        vec![
+            0.01413726806640625,
+            -0.01416778564453125,
+            -2.109375,
+            2.109375
+        ]
+    );
+    // PyTorch's kernel names in its dtype errors.
+    let longs = Tensor::from_vec(vec![1i64, 2, 3, 4], &[2, 2])?;
+    assert_eq!(
+        longs.softmax(1).unwrap_err().to_string(),
+        "\"softmax_lastdim_kernel_impl\" not implemented for 'Long'"
+    );
+    assert_eq!(
+        longs.softmax(0).unwrap_err().to_string(),
+        "\"softmax_kernel_impl\" not implemented for 'Long'"
+    );
+    assert_eq!(
+        mask.remainder(&mask).unwrap_err().to_string(),
+        "\"remainder_cpu\" not implemented for 'Bool'"
+    );
+    assert_eq!(
+        mask.abs().unwrap_err().to_string(),
+        "\"abs_cpu\" not implemented for 'Bool'"
+    );
+    // A bool tensor % 7 is int64.
+    let r = mask.remainder_scalar(7.0)?;
+    assert_eq!((r.dtype(), r.to_vec::<i64>()?), (DType::I64, vec![1, 0]));
+    // Sequences in integer dtypes: the ends converted first, a float step truncated.
+    assert_eq!(
+        Tensor::linspace(-1, 0, 7, DType::U8)?.to_vec::<u8>()?,
+        vec![255, 212, 170, 127, 85, 42, 0]
+    );
+    assert_eq!(
+        Tensor::arange_dtype(0.1, 3, 0.1, DType::U8)?.to_vec::<u8>()?,
+        vec![0; 29]
+    );
+    assert_eq!(
+        Tensor::arange_dtype(-1.5, 3, 1.5, DType::I32)?.to_vec::<i32>()?,
+        vec![-1, 0, 1]
+    );
+    // any / all of uint8 are uint8.
+    let u = Tensor::from_vec(vec![8u8, 52, 194], &[3])?;
+    assert_eq!((u.all()?.dtype(), u.all()?.item::<u8>()?), (DType::U8, 1));
     Ok(())
 }

@@ -9,7 +9,7 @@ use crate::backend::{BinaryOp, cpu};
 use crate::layout::is_expandable_to;
 use crate::tensor::data::ElementMap;
 use crate::tensor::kernels;
-use crate::{Element, Result, Tensor};
+use crate::{DType, Element, Error, Result, Tensor};
 
 /// `x (op) s` or `s (op) x` for one element.
 #[derive(Clone, Copy)]
@@ -53,7 +53,51 @@ fn add_backward(grad: &Tensor, needs_input_grad: [bool; 2]) -> (Tensor, Option<T
 
 #[differentiable(builtin, crate = "crate", rule)]
 fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    check_bool_sub(a.dtype() == DType::Bool, b.dtype() == DType::Bool)?;
     a.binary_kernel(BinaryOp::Sub, "sub", b)
+}
+
+/// PyTorch's `sub_check`: subtraction refuses two bool operands, and one bool operand (a tensor
+/// or a scalar) beside another dtype, each with its own text.
+fn check_bool_sub(a_bool: bool, b_bool: bool) -> Result<()> {
+    if a_bool && b_bool {
+        return Err(Error::InvalidArgument(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` \
+             or `logical_xor()` operator instead."
+                .into(),
+        ));
+    }
+    if a_bool || b_bool {
+        return Err(Error::InvalidArgument(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are \
+             trying to invert a mask, use the `~` or `logical_not()` operator instead."
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The scalar of `x + s` / `s - x` as PyTorch's CPU kernels see it: cast to the tensor's dtype
+/// first when that is a half type (through `f32`, as `c10::Half(double)`), exact otherwise.
+/// (`x * s` and `x / s` take the scalar in `f32` unrounded: PyTorch's `original_scalar_value`.)
+fn additive_scalar(dtype: DType, s: f64) -> f64 {
+    match dtype {
+        DType::F16 => half::f16::from_f32(s as f32).to_f64(),
+        DType::BF16 => half::bf16::from_f32(s as f32).to_f64(),
+        _ => s,
+    }
+}
+
+/// `x / s` for a half-precision `x`: PyTorch's CPU divides in `f32` by the scalar (not rounded
+/// to half) and rounds once; other dtypes multiply by `1 / s`.
+#[differentiable(builtin, crate = "crate", name = "DivBackward0", rule)]
+fn div_scalar_half(x: &Tensor, s: f64) -> Result<Tensor> {
+    x.scalar_kernel(BinaryOp::Div, s, false)
+}
+
+#[backward(div_scalar_half)]
+fn div_scalar_half_backward(grad: &Tensor, s: f64) -> Result<Tensor> {
+    div_scalar_half(grad, s)
 }
 
 #[backward(sub)]
@@ -228,9 +272,13 @@ impl Tensor {
                 });
                 return Ok(self.clone());
             }
-            let factor = Tensor::filled(&[], s, self.dtype(), self.device())?;
-            kernels::of_tensor(self)?.binary_inplace(BinaryOp::Mul, self, &factor)?;
-            return Ok(self.clone());
+            // Not for halves, whose factor would round to half (PyTorch multiplies by it in
+            // `f32`): they take `mul_scalar` below.
+            if self.dtype().is_native_float() {
+                let factor = Tensor::filled(&[], s, self.dtype(), self.device())?;
+                kernels::of_tensor(self)?.binary_inplace(BinaryOp::Mul, self, &factor)?;
+                return Ok(self.clone());
+            }
         }
         self.mul_scalar(s)
     }
@@ -413,7 +461,7 @@ impl Tensor {
     #[inline]
     pub fn add_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
         let s = s.into();
-        self.with_promoted(s, |x| add_scalar(x, s.to_f64()))
+        self.with_promoted(s, |x| add_scalar(x, additive_scalar(x.dtype(), s.to_f64())))
     }
 
     /// `self - s` for a scalar `s`.
@@ -431,7 +479,9 @@ impl Tensor {
     /// ```
     #[inline]
     pub fn sub_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
-        self.add_scalar(s.into().neg())
+        let s = s.into();
+        check_bool_sub(self.dtype() == DType::Bool, matches!(s, Scalar::Bool(_)))?;
+        self.add_scalar(s.neg())
     }
 
     /// `self / s` for a scalar `s`.
@@ -449,7 +499,11 @@ impl Tensor {
     /// ```
     pub fn div_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
         // True division: a float whatever the operands (an integer tensor goes to `f32`).
-        self.mul_scalar(1.0 / s.into().to_f64())
+        let s = s.into().to_f64();
+        if self.dtype().is_half() {
+            return div_scalar_half(self, s);
+        }
+        self.mul_scalar(1.0 / s)
     }
 
     /// `s - self` for a scalar `s`.
@@ -468,7 +522,8 @@ impl Tensor {
     #[inline]
     pub fn rsub_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
         let s = s.into();
-        self.with_promoted(s, |x| rsub_scalar(x, s.to_f64()))
+        check_bool_sub(self.dtype() == DType::Bool, matches!(s, Scalar::Bool(_)))?;
+        self.with_promoted(s, |x| rsub_scalar(x, additive_scalar(x.dtype(), s.to_f64())))
     }
 
     /// `s / self` for a scalar `s`.

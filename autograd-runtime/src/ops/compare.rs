@@ -359,7 +359,8 @@ impl Tensor {
         Tensor::from_vec(index, &shape)?.to(self.device())
     }
 
-    /// Whether any element is nonzero (true), as a 0-dim bool tensor (PyTorch's `any()`).
+    /// Whether any element is nonzero (true), as a 0-dim bool tensor (PyTorch's `any()`; uint8
+    /// for a uint8 tensor, as PyTorch).
     ///
     /// # Errors
     ///
@@ -377,10 +378,20 @@ impl Tensor {
     pub fn any(&self) -> Result<Tensor> {
         let nonzero = self.ne_scalar(0)?.promoted_to(DType::I64)?;
         let n = kernels::of_tensor(&nonzero)?.sum_all(&nonzero)?;
-        n.gt_scalar(0)
+        self.uint8_kept(n.gt_scalar(0)?)
     }
 
-    /// Whether every element is nonzero, as a 0-dim bool tensor (PyTorch's `all()`).
+    /// PyTorch's `any` / `all` of a uint8 tensor are uint8 (0 or 1), bool for other dtypes.
+    fn uint8_kept(&self, b: Tensor) -> Result<Tensor> {
+        if self.dtype() == DType::U8 {
+            b.to_dtype(DType::U8)
+        } else {
+            Ok(b)
+        }
+    }
+
+    /// Whether every element is nonzero, as a 0-dim bool tensor (PyTorch's `all()`; uint8 for a
+    /// uint8 tensor, as PyTorch).
     ///
     /// # Errors
     ///
@@ -388,6 +399,6 @@ impl Tensor {
     pub fn all(&self) -> Result<Tensor> {
         let zero = self.eq_scalar(0)?.promoted_to(DType::I64)?;
         let n = kernels::of_tensor(&zero)?.sum_all(&zero)?;
-        n.eq_scalar(0)
+        self.uint8_kept(n.eq_scalar(0)?)
     }
 }

@@ -648,7 +648,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn fmod_scalar(&self, other: f64) -> Result<Tensor> {
-        fmod_scalar(self, other)
+        fmod_scalar(&self.bool_promoted_for(other)?, other)
     }
 
     /// [`Tensor::remainder`] by a scalar (PyTorch's `torch.remainder(input, other: Scalar)`):
@@ -668,7 +668,20 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn remainder_scalar(&self, other: f64) -> Result<Tensor> {
-        remainder_scalar(self, other)
+        remainder_scalar(&self.bool_promoted_for(other)?, other)
+    }
+
+    /// A bool tensor promoted as PyTorch promotes it beside a number: to `i64` for an integral
+    /// one (`torch.tensor([True]) % 7` is int64), to `f32` otherwise; other dtypes as they are.
+    fn bool_promoted_for(&self, other: f64) -> Result<Tensor> {
+        if self.dtype() != crate::DType::Bool {
+            return Ok(self.clone());
+        }
+        if other.fract() == 0.0 {
+            self.to_dtype(crate::DType::I64)
+        } else {
+            self.to_dtype(crate::DType::F32)
+        }
     }
 
     /// `log(1 + e^(βx)) / β` element-wise, or `x` where `βx > threshold` (PyTorch's

@@ -25,9 +25,15 @@ fn sum_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
 #[differentiable(builtin, crate = "crate", rule)]
 fn mean(x: &Tensor) -> Result<Tensor> {
     let n = x.numel() as f64;
-    kernels::of_tensor(x)?
-        .sum_all(x)?
-        .scalar_kernel(BinaryOp::Mul, 1.0 / n, false)
+    let k = kernels::of_tensor(x)?;
+    if x.dtype().is_half() {
+        // PyTorch's CPU sums a half tensor and divides it in f32, then rounds once (rounding
+        // the sum to half first is a half ulp off the mean).
+        let wide = k.to_dtype(x, crate::DType::F32)?;
+        let m = k.sum_all(&wide)?.scalar_kernel(BinaryOp::Div, n, false)?;
+        return k.to_dtype(&m, x.dtype());
+    }
+    k.sum_all(x)?.scalar_kernel(BinaryOp::Mul, 1.0 / n, false)
 }
 
 #[backward(mean)]

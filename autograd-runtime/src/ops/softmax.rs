@@ -5,7 +5,7 @@ use autograd_macros::{backward, differentiable};
 
 use crate::layout::wrap_dim;
 use crate::tensor::kernels;
-use crate::{Result, Tensor};
+use crate::{DType, Result, Tensor};
 
 /// `dim` is wrapped.
 #[differentiable(builtin, crate = "crate", rule)]
@@ -15,6 +15,11 @@ fn softmax(x: &Tensor, dim: usize) -> Result<Tensor> {
 
 #[backward(softmax)]
 fn softmax_backward(grad: &Tensor, result: &Tensor, dim: usize) -> Result<Tensor> {
+    if grad.dtype().is_half() {
+        // PyTorch's CPU kernel computes a half gradient in f32 and rounds once.
+        let (g, y) = (grad.to_dtype(DType::F32)?, result.to_dtype(DType::F32)?);
+        return softmax_backward(&g, &y, dim)?.to_dtype(grad.dtype());
+    }
     // dx = y * (g - Σ_dim g·y)
     let dot = grad.mul(result)?.sum_dims(&[dim], true)?;
     result.mul(&grad.sub(&dot)?)
@@ -28,6 +33,11 @@ fn log_softmax(x: &Tensor, dim: usize) -> Result<Tensor> {
 
 #[backward(log_softmax)]
 fn log_softmax_backward(grad: &Tensor, result: &Tensor, dim: usize) -> Result<Tensor> {
+    if grad.dtype().is_half() {
+        // As `softmax_backward`: in f32, rounded once.
+        let (g, y) = (grad.to_dtype(DType::F32)?, result.to_dtype(DType::F32)?);
+        return log_softmax_backward(&g, &y, dim)?.to_dtype(grad.dtype());
+    }
     // dx = g - exp(y) · Σ_dim g
     let total = grad.sum_dims(&[dim], true)?;
     grad.sub(&result.exp()?.mul(&total)?)

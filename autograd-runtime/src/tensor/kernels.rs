@@ -442,8 +442,16 @@ impl Kernels {
     /// See [`Backend::softmax`].
     pub(crate) fn softmax(self, x: &Tensor, dim: usize, log: bool) -> Result<Tensor> {
         if !x.dtype().is_floating_point() {
+            // PyTorch names its CPU kernel, which depends on whether `dim` is the last one.
+            let last = dim + 1 >= x.shape().len();
+            let op = match (log, last) {
+                (false, true) => "softmax_lastdim_kernel_impl",
+                (false, false) => "softmax_kernel_impl",
+                (true, true) => "log_softmax_lastdim_kernel_impl",
+                (true, false) => "log_softmax_kernel_impl",
+            };
             return Err(Error::NotImplementedForDType {
-                op: if log { "log_softmax" } else { "softmax" }.into(),
+                op: op.into(),
                 dtype: x.dtype(),
             });
         }

@@ -90,6 +90,16 @@ impl Tensor {
             _ => ((e - s) / d).ceil().max(0.0) as usize,
         };
         crate::layout::check_alloc("arange", n, dtype.size_of())?;
+        let integral = matches!((start, step), (Scalar::Int(_), Scalar::Int(_)));
+        if !dtype.is_floating_point() && !integral {
+            // PyTorch's kernel takes start and step in the dtype's accumulate type, int64:
+            // truncated (`arange(0.1, 3, 0.1, dtype=uint8)` is 29 zeros).
+            let (s, d) = (s as i64, d as i64);
+            let v: Vec<i64> = (0..n as i64)
+                .map(|i| s.wrapping_add(i.wrapping_mul(d)))
+                .collect();
+            return Tensor::from_vec(v, &[n])?.to_dtype(dtype);
+        }
         if let (Scalar::Int(s), Scalar::Int(d), false) = (start, step, dtype.is_floating_point()) {
             // Exact: int64 ranges past 2^53 keep every value.
             let v: Vec<i64> = (0..n as i64).map(|i| s + i * d).collect();
@@ -124,6 +134,14 @@ impl Tensor {
         dtype: DType,
     ) -> Result<Tensor> {
         let (s, e) = (start.into().to_f64(), end.into().to_f64());
+        // PyTorch converts both ends to an integer dtype first (uint8 wraps: -1 is 255).
+        let in_dtype = |v: f64| match dtype {
+            DType::U8 => f64::from(v as i64 as u8),
+            DType::I32 => f64::from(v as i64 as i32),
+            DType::I64 => (v as i64) as f64,
+            _ => v,
+        };
+        let (s, e) = (in_dtype(s), in_dtype(e));
         crate::layout::check_alloc("linspace", steps, dtype.size_of())?;
         if steps == 1 {
             return from_f64s(vec![s], dtype);

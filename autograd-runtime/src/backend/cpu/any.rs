@@ -297,7 +297,12 @@ pub(crate) fn unary(op: UnaryOp, x: &Buffer, lx: &Layout) -> Result<Out> {
                  trying to invert a mask, use the `~` or `logical_not()` operator instead."
                     .into(),
             )),
-            UnaryOp::Abs | UnaryOp::Sign | UnaryOp::Relu => Ok(contiguous(x, lx)),
+            // PyTorch names its CPU kernel: "abs_cpu" not implemented for 'Bool'.
+            UnaryOp::Abs => Err(Error::NotImplementedForDType {
+                op: "abs_cpu".into(),
+                dtype,
+            }),
+            UnaryOp::Sign | UnaryOp::Relu => Ok(contiguous(x, lx)),
             _ => Err(refuse()),
         };
     }
@@ -354,6 +359,11 @@ fn bool_op(op: BinaryOp, a: bool, b: bool) -> Result<bool> {
              or `logical_xor()` operator instead."
                 .into(),
         )),
+        // PyTorch names its CPU kernels: "remainder_cpu" not implemented for 'Bool'.
+        BinaryOp::Remainder | BinaryOp::Fmod => Err(Error::NotImplementedForDType {
+            op: format!("{op:?}_cpu").to_lowercase(),
+            dtype: DType::Bool,
+        }),
         _ => Err(Error::NotImplementedForDType {
             op: format!("{op:?}").to_lowercase(),
             dtype: DType::Bool,
