@@ -523,7 +523,9 @@ impl Tensor {
     pub fn rsub_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
         let s = s.into();
         check_bool_sub(self.dtype() == DType::Bool, matches!(s, Scalar::Bool(_)))?;
-        self.with_promoted(s, |x| rsub_scalar(x, additive_scalar(x.dtype(), s.to_f64())))
+        self.with_promoted(s, |x| {
+            rsub_scalar(x, additive_scalar(x.dtype(), s.to_f64()))
+        })
     }
 
     /// `s / self` for a scalar `s`.
