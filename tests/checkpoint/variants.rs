@@ -176,6 +176,8 @@ fn adam_trains_the_same_weights_with_either_variant() -> R {
 
 #[test]
 fn reentrant_checkpoint_refuses_grad_and_backward_with_inputs() -> R {
+    // Dropout draws from the global generator: hold it, so no other test's draws interleave.
+    let _rng = crate::common::global_rng(0);
     let blocks = mlp(3)?;
     let x = Tensor::randn_seeded(&[2, 6], DType::F32, 1)?.requires_grad_(true)?;
     let loss = forward(&blocks, &x, Mode::Reentrant)?.sum()?;
@@ -197,6 +199,8 @@ fn reentrant_checkpoint_refuses_grad_and_backward_with_inputs() -> R {
 /// of the plain network, and leaves `.grad` alone under `grad()`.
 #[test]
 fn non_reentrant_checkpoint_works_under_grad_and_backward_with_inputs() -> R {
+    // Dropout draws from the global generator: hold it, so no other test's draws interleave.
+    let _rng = crate::common::global_rng(0);
     let x = Tensor::randn_seeded(&[4, 6], DType::F32, 2)?.requires_grad_(true)?;
     let gradients = |mode: Mode| -> Result<Vec<Vec<u32>>> {
         let blocks = mlp(5)?;

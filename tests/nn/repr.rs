@@ -8,6 +8,9 @@ use autograd::nn::{
 
 #[test]
 fn modules_print_as_pytorchs_repr() -> autograd::Result<()> {
+    // The layers draw their initial weights from the global generator: hold it, so that no
+    // other test's draws interleave with these.
+    let _rng = crate::common::global_rng(0);
     let model = Sequential::new()
         .add(Linear::new(4, 16)?)
         .add(Relu)
