@@ -5,7 +5,7 @@ use autograd::{differentiable, Result, Tensor};
 #[differentiable(derive)]
 fn picks(x: &Tensor) -> Result<Tensor> {
     let (m, indices) = x.max_dim(1, false)?;
-    let first = indices[0] as f64;
+    let first = indices.numel() as f64;
     Ok(m * first)
 }
 
