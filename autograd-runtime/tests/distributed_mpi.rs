@@ -257,10 +257,7 @@ fn rows(t: &Tensor, start: usize, len: usize) -> Result<Tensor> {
 }
 
 fn to_f64(t: &Tensor) -> Result<Vec<f64>> {
-    match t.dtype() {
-        DType::F32 => Ok(t.to_vec::<f32>()?.into_iter().map(f64::from).collect()),
-        DType::F64 => t.to_vec::<f64>(),
-    }
+    t.to_dtype(DType::F64)?.to_vec::<f64>()
 }
 
 fn flat_grads(params: &[Tensor]) -> Result<Vec<f64>> {
