@@ -31,7 +31,7 @@ pub(crate) type Out = (Buffer, Dims);
 /// The kernels of one kind of device. Every method takes buffers in this backend's memory, each
 /// with the [`Layout`] to read it through (the caller checks the device), and returns a new
 /// buffer on the same device, contiguous, with its shape. A backend sees neither tensors nor
-/// autograd: the tensor layer's adapter (`tensor/kernels.rs`) takes the storage locks and wraps
+/// autograd: the tensor layer's adapter (`tensor/kernels/`) takes the storage locks and wraps
 /// the results; recording is the op layer's business.
 ///
 /// Shapes, dims, indices and dtypes are validated before a kernel runs; a backend may still fail

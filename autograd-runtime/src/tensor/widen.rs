@@ -4,7 +4,7 @@
 //! formulas) take `f32` and `f64` buffers. PyTorch's CPU kernels compute half-precision tensors
 //! in `f32` (their "opmath" type) and round each result once to half; its float functions of
 //! an integer tensor (`exp`, `sin`, `erf`, ...) promote it to the default dtype. The adapter
-//! (`tensor/kernels.rs`) applies the same rules here, once, for every kernel: the backend never
+//! (`tensor/kernels/`) applies the same rules here, once, for every kernel: the backend never
 //! sees a half or integer buffer in a float kernel, and a new dtype is one arm of [`Widen::of`].
 
 use super::Tensor;

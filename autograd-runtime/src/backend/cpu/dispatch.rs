@@ -3,9 +3,9 @@
 //! to a dense kernel (contiguous buffers, split over threads, SIMD) when the operands allow it,
 //! and to the ndarray kernel for strided views otherwise.
 //!
-//! They never see a tensor: the tensor layer's adapter (`tensor/kernels.rs`) takes the storage
-//! locks, checks dtypes and devices, and wraps the results. [`Cpu`] implements [`Backend`] with
-//! them.
+//! They never see a tensor: the tensor layer's adapter (`tensor/kernels/`) takes the storage
+//! locks, checks dtypes and devices, and wraps the results. `Cpu` (`routes.rs`) implements
+//! `Backend` with them.
 
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn, ShapeBuilder};
 use smallvec::smallvec;
@@ -15,16 +15,9 @@ use super::{
     BinaryOp, UnaryOp, any, elementwise, gather, movement, reduce, standard, std_slice,
     to_contiguous,
 };
-use crate::backend::step::StepSet;
-use crate::backend::{
-    Backend, Buffer, CompareOp, ElemVec, GradFormula, MapOp, Out, broadcast_shapes,
-};
+use crate::backend::{Buffer, ElemVec, GradFormula, MapOp, Out, broadcast_shapes};
 use crate::layout::{Dims, Layout, contiguous_strides, view, view_mut};
-use crate::{DType, DataElement, Device, Element, Error, Result};
-
-/// The CPU backend (a unit type: the kernels keep no state).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Cpu;
+use crate::{DType, DataElement, Element, Error, Result};
 
 /// Runs `$body` with `$v` bound to `$view::<T>(buffer, layout)` (`view` or `view_mut`) over host
 /// buffer `$b` (of type `$bt`) laid out as `$l`, for whichever element type it holds. `$body` is
@@ -414,7 +407,7 @@ pub(crate) fn copy_into(dst: (&mut Buffer, &Layout), src: (&Buffer, &Layout)) ->
 
 /// Whether `b` holds `f32` or `f64` elements: what the float kernels take.
 #[inline]
-fn is_float(b: &Buffer) -> bool {
+pub(super) fn is_float(b: &Buffer) -> bool {
     matches!(b, Buffer::F32(_) | Buffer::F64(_))
 }
 
@@ -586,269 +579,4 @@ pub(crate) fn matmul(a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result
     with_views2!(a, la, b, lb, |x, y| Ok::<_, Error>(out_of(super::matmul(
         x, y
     )?)))
-}
-
-impl Backend for Cpu {
-    fn unary(&self, op: UnaryOp, x: &Buffer, lx: &Layout) -> Result<Out> {
-        if !is_float(x) {
-            return any::unary(op, x, lx);
-        }
-        Ok(unary(op, x, lx))
-    }
-
-    fn map(&self, op: MapOp, x: &Buffer, lx: &Layout) -> Result<Out> {
-        Ok(map(op, x, lx))
-    }
-
-    fn fused_step(&self, sets: Vec<StepSet<'_>>) -> Result<()> {
-        super::optim::fused_step(sets)
-    }
-
-    fn pow_scalar(&self, x: &Buffer, lx: &Layout, exponent: f64) -> Result<Out> {
-        Ok(pow_scalar(x, lx, exponent))
-    }
-
-    fn binary(
-        &self,
-        op: BinaryOp,
-        a: &Buffer,
-        la: &Layout,
-        b: &Buffer,
-        lb: &Layout,
-    ) -> Result<Out> {
-        if !is_float(a) {
-            return any::binary(op, a, la, b, lb);
-        }
-        binary(op, a, la, b, lb)
-    }
-
-    fn binary_scalar(
-        &self,
-        op: BinaryOp,
-        x: &Buffer,
-        lx: &Layout,
-        s: f64,
-        scalar_on_left: bool,
-    ) -> Result<Out> {
-        if !is_float(x) {
-            return any::binary_scalar(op, x, lx, s, scalar_on_left);
-        }
-        Ok(binary_scalar(op, x, lx, s, scalar_on_left))
-    }
-
-    fn grad_formula(
-        &self,
-        op: GradFormula,
-        a: &Buffer,
-        la: &Layout,
-        b: &Buffer,
-        lb: &Layout,
-    ) -> Result<Out> {
-        grad_formula(op, a, la, b, lb)
-    }
-
-    fn grad_formula_inplace(
-        &self,
-        op: GradFormula,
-        a: (&mut Buffer, &Layout),
-        b: (&Buffer, &Layout),
-    ) -> Result<()> {
-        grad_formula_inplace(op, a, b)
-    }
-
-    fn binary_inplace(
-        &self,
-        op: BinaryOp,
-        dst: (&mut Buffer, &Layout),
-        src: (&Buffer, &Layout),
-    ) -> Result<()> {
-        binary_inplace(op, dst, src)
-    }
-
-    fn fill(&self, dst: &mut Buffer, ld: &Layout, value: f64) -> Result<()> {
-        if !is_float(dst) {
-            any::fill(dst, ld, value);
-            return Ok(());
-        }
-        fill(dst, ld, value);
-        Ok(())
-    }
-
-    fn copy_into(&self, dst: (&mut Buffer, &Layout), src: (&Buffer, &Layout)) -> Result<()> {
-        if !is_float(dst.0) {
-            return any::copy_into(dst, src);
-        }
-        copy_into(dst, src)
-    }
-
-    fn contiguous(&self, x: &Buffer, lx: &Layout) -> Result<Out> {
-        Ok(contiguous(x, lx))
-    }
-
-    fn to_dtype(&self, x: &Buffer, lx: &Layout, dtype: DType) -> Result<Out> {
-        Ok(to_dtype(x, lx, dtype))
-    }
-
-    fn to_device(&self, x: &Buffer, lx: &Layout, device: Device) -> Result<Out> {
-        match device {
-            Device::Cpu | Device::Virtual(_) => Ok(contiguous(x, lx)),
-            Device::Cuda(i) => crate::backend::upload_cuda(x, lx, i),
-        }
-    }
-
-    fn cat(&self, parts: &[(&Buffer, &Layout)], dim: usize) -> Result<Out> {
-        cat(parts, dim)
-    }
-
-    fn generated(
-        &self,
-        kernel: &crate::backend::generated::GeneratedKernel,
-        inputs: &[&Buffer],
-        repeated: &[bool],
-        scalars: &[f64],
-        n: usize,
-    ) -> Result<Vec<Buffer>> {
-        match inputs.first().map(|b| b.dtype()) {
-            Some(DType::F64) => super::generated::run::<f64>(kernel, inputs, repeated, scalars, n),
-            _ => super::generated::run::<f32>(kernel, inputs, repeated, scalars, n),
-        }
-    }
-
-    fn sum_all(&self, x: &Buffer, lx: &Layout) -> Result<Out> {
-        if !is_float(x) {
-            return Ok(any::sum_int(x, lx, None, false));
-        }
-        Ok(sum_all(x, lx))
-    }
-
-    fn sum_dims(&self, x: &Buffer, lx: &Layout, axes: &[usize], keepdim: bool) -> Result<Out> {
-        if !is_float(x) {
-            return Ok(any::sum_int(x, lx, Some(axes), keepdim));
-        }
-        Ok(sum_dims(x, lx, axes, keepdim))
-    }
-
-    fn sum_to(&self, x: &Buffer, lx: &Layout, shape: &[usize]) -> Result<Out> {
-        Ok(sum_to(x, lx, shape))
-    }
-
-    fn softmax(&self, x: &Buffer, lx: &Layout, dim: usize, log: bool) -> Result<Out> {
-        Ok(softmax(x, lx, dim, log))
-    }
-
-    fn argmax(&self, x: &Buffer, lx: &Layout, dim: usize) -> Result<Vec<usize>> {
-        if !is_float(x) {
-            return Ok(any::arg_extreme(x, lx, dim, true));
-        }
-        Ok(argmax(x, lx, dim))
-    }
-
-    fn argmin(&self, x: &Buffer, lx: &Layout, dim: usize) -> Result<Vec<usize>> {
-        Ok(any::arg_extreme(x, lx, dim, false))
-    }
-
-    fn sort(
-        &self,
-        x: &Buffer,
-        lx: &Layout,
-        dim: usize,
-        descending: bool,
-        _stable: bool,
-    ) -> Result<(Out, Vec<usize>)> {
-        // Always stable (see `sort.rs`), which `stable == false` allows.
-        Ok(super::sort::sort(x, lx, dim, descending))
-    }
-
-    fn max_dim(&self, x: &Buffer, lx: &Layout, dim: usize) -> Result<(Out, Vec<usize>)> {
-        if !is_float(x) {
-            let index = any::arg_extreme(x, lx, dim, true);
-            return Ok((any::gather(x, lx, dim, &index), index));
-        }
-        Ok(max_dim(x, lx, dim))
-    }
-
-    fn compare(
-        &self,
-        op: CompareOp,
-        a: &Buffer,
-        la: &Layout,
-        b: &Buffer,
-        lb: &Layout,
-    ) -> Result<Out> {
-        any::compare(op, a, la, b, lb)
-    }
-
-    fn where_(
-        &self,
-        cond: (&Buffer, &Layout),
-        a: (&Buffer, &Layout),
-        b: (&Buffer, &Layout),
-    ) -> Result<Out> {
-        any::where_(cond, a, b)
-    }
-
-    fn has_nan(&self, x: &Buffer, lx: &Layout) -> Result<bool> {
-        Ok(has_nan(x, lx))
-    }
-
-    fn index_select(&self, x: &Buffer, lx: &Layout, dim: usize, index: &[usize]) -> Result<Out> {
-        if !is_float(x) {
-            return Ok(any::index_select(x, lx, dim, index));
-        }
-        Ok(index_select(x, lx, dim, index))
-    }
-
-    fn index_add(
-        &self,
-        g: &Buffer,
-        lg: &Layout,
-        shape: &[usize],
-        dim: usize,
-        index: &[usize],
-    ) -> Result<Out> {
-        Ok(index_add(g, lg, shape, dim, index))
-    }
-
-    fn gather(&self, x: &Buffer, lx: &Layout, dim: usize, index: &[usize]) -> Result<Out> {
-        if !is_float(x) {
-            return Ok(any::gather(x, lx, dim, index));
-        }
-        gather(x, lx, dim, index)
-    }
-
-    fn scatter(
-        &self,
-        g: &Buffer,
-        lg: &Layout,
-        shape: &[usize],
-        dim: usize,
-        index: &[usize],
-    ) -> Result<Out> {
-        Ok(scatter(g, lg, shape, dim, index))
-    }
-
-    fn narrow_scatter(
-        &self,
-        g: &Buffer,
-        lg: &Layout,
-        shape: &[usize],
-        dim: usize,
-        start: usize,
-    ) -> Result<Out> {
-        Ok(narrow_scatter(g, lg, shape, dim, start))
-    }
-
-    fn put(
-        &self,
-        dst: (&Buffer, &Layout),
-        src: (&Buffer, &Layout),
-        flat: &[usize],
-        accumulate: bool,
-    ) -> Result<Out> {
-        super::scatter::put(dst, src, flat, accumulate)
-    }
-
-    fn matmul(&self, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Out> {
-        matmul(a, la, b, lb)
-    }
 }

@@ -29,6 +29,7 @@ pub(crate) mod parallel;
 #[cfg(test)]
 mod random;
 mod reduce;
+mod routes;
 mod scatter;
 mod sort;
 pub(crate) mod vmath;
@@ -39,7 +40,6 @@ use crate::Element;
 
 pub(crate) use crate::backend::op::{BinaryOp, UnaryOp};
 pub use buffer_cache::{cached_bytes, empty_cache, set_cache_limit};
-pub(crate) use dispatch::Cpu;
 pub(crate) use elementwise::{BroadcastError, broadcast_shapes};
 pub(crate) use formulas::{erf_f64, maximum, min_share, minimum, remainder};
 pub(crate) use matmul::matmul;
@@ -47,6 +47,7 @@ pub(crate) use movement::to_contiguous;
 pub use parallel::{num_threads, set_num_threads};
 #[cfg(test)]
 pub(crate) use random::randn;
+pub(crate) use routes::Cpu;
 
 // ---------------------------------------------------------------------------------------------
 // Shared helpers

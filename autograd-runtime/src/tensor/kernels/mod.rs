@@ -14,14 +14,18 @@ use std::borrow::Cow;
 use super::Tensor;
 use super::storage::Storage;
 use super::widen::Widen;
-use crate::backend::{
-    self, Backend, BinaryOp, CompareOp, GradFormula, MapOp, Out, StepSet, UnaryOp, Update,
-};
+
+mod element_map;
+mod fused_step;
+
+use crate::backend::{self, Backend, BinaryOp, CompareOp, GradFormula, MapOp, Out, UnaryOp};
 use crate::layout::{Layout, elementwise_order};
 use crate::sync::Arc;
-use crate::{DType, DataElement, Device, Element, Error, Result};
+use crate::{DType, DataElement, Device, Error, Result};
+pub(crate) use element_map::ElementMap;
+pub(crate) use fused_step::StepTensors;
 
-use crate::backend::{Buffer, ElemVec};
+use crate::backend::Buffer;
 
 /// A kernel result as a new contiguous tensor on `device`.
 #[inline]
@@ -116,18 +120,6 @@ fn widen_binary(op: BinaryOp, dtype: DType) -> Option<Widen> {
         return Widen::to_float(dtype);
     }
     None
-}
-
-/// A half tensor's reduction: `f` on its `f32` values (PyTorch accumulates halves in `f32`),
-/// rounded back once.
-fn half_through_f32(
-    k: Kernels,
-    x: &Tensor,
-    f: impl FnOnce(&Tensor) -> Result<Tensor>,
-) -> Result<Tensor> {
-    Widen::of(x.dtype())
-        .expect("invariant: called for half dtypes")
-        .run(k, [x], |[x]| f(x))
 }
 
 /// The backend of `t`'s device, as the op layer calls it.
@@ -413,16 +405,21 @@ impl Kernels {
 
     /// See [`Backend::sum_all`].
     pub(crate) fn sum_all(self, x: &Tensor) -> Result<Tensor> {
-        if x.dtype().is_half() {
-            return half_through_f32(self, x, |x| self.sum_all(x));
+        // Halves accumulate in f32 and round once; integers and bools sum into i64 (backend).
+        if x.dtype().is_half()
+            && let Some(w) = Widen::of(x.dtype())
+        {
+            return w.run(self, [x], |[x]| self.sum_all(x));
         }
         Ok(wrap(read(x, |b, l| self.0.sum_all(b, l))?, x.device()))
     }
 
     /// See [`Backend::sum_dims`].
     pub(crate) fn sum_dims(self, x: &Tensor, axes: &[usize], keepdim: bool) -> Result<Tensor> {
-        if x.dtype().is_half() {
-            return half_through_f32(self, x, |x| self.sum_dims(x, axes, keepdim));
+        if x.dtype().is_half()
+            && let Some(w) = Widen::of(x.dtype())
+        {
+            return w.run(self, [x], |[x]| self.sum_dims(x, axes, keepdim));
         }
         let out = read(x, |b, l| self.0.sum_dims(b, l, axes, keepdim))?;
         Ok(wrap(out, x.device()))
@@ -661,268 +658,4 @@ pub(crate) fn read_host<T: DataElement, R>(
         actual: t.dtype(),
     })?;
     Ok(f(data, t.layout()))
-}
-
-/// A per-element function usable on either dtype (a closure cannot be generic over `T`).
-pub(crate) trait ElementMap: Copy {
-    /// The function's value at `x`.
-    fn apply<T: Element>(self, x: T) -> T;
-}
-
-/// `m` applied to the elements `layout` selects from `data`, as a new contiguous tensor. One or
-/// two contiguous elements (scalars: every gradient of a scalar chain) are mapped inline and go
-/// straight into the result's storage (a spare tensor's, usually), no `Buffer` built in
-/// between; anything larger is out of line.
-#[inline(always)]
-fn map_typed<T: Element, M: ElementMap>(
-    data: &[T],
-    layout: &Layout,
-    m: M,
-    device: Device,
-) -> Tensor {
-    if layout.is_contiguous() {
-        let n = layout.numel();
-        if n <= 2 {
-            let src = &data[layout.offset..layout.offset + n];
-            let mut buf = [T::default(); 2];
-            buf.iter_mut().zip(src).for_each(|(b, &x)| *b = m.apply(x));
-            return Tensor::small(buf, src.len(), &layout.shape, device);
-        }
-    }
-    map_typed_large(data, layout, m, device)
-}
-
-/// [`map_typed`] of more than two elements, or of a non-contiguous layout.
-#[inline(never)]
-fn map_typed_large<T: Element, M: ElementMap>(
-    data: &[T],
-    layout: &Layout,
-    m: M,
-    device: Device,
-) -> Tensor {
-    let v: ElemVec<T> = if layout.is_contiguous() {
-        let src = &data[layout.offset..layout.offset + layout.numel()];
-        ElemVec::from_vec(src.iter().map(|&x| m.apply(x)).collect())
-    } else {
-        ElemVec::from_vec(
-            crate::layout::view(data, layout)
-                .iter()
-                .map(|&x| m.apply(x))
-                .collect(),
-        )
-    };
-    Tensor::from_buffer(Buffer::host(v), &layout.shape, device)
-}
-
-impl Tensor {
-    /// Applies `m` to every element into a new contiguous tensor, reading the storage slice
-    /// directly (the hot path of scalar arithmetic in backward formulas).
-    pub(crate) fn map_elements<M: ElementMap>(&self, m: M) -> Tensor {
-        let guard = self.0.storage.data.read();
-        match &*guard {
-            Buffer::F32(d) => map_typed(d, self.layout(), m, self.device()),
-            Buffer::F64(d) => map_typed(d, self.layout(), m, self.device()),
-            _ => unreachable!("invariant: map_elements is for f32 and f64 host tensors only"),
-        }
-    }
-
-    /// Applies `m` to every element in place. The caller guarantees that nothing else can
-    /// observe the write ([`Tensor::is_uniquely_owned`]) and that the tensor is on the host.
-    pub(crate) fn map_elements_in_place<M: ElementMap>(&self, m: M) {
-        // Inlined, so that a map known to the caller (the scalar multiply of a chain's
-        // backward) is applied directly rather than dispatched on its operator.
-        #[inline(always)]
-        fn map<T: Element, M: ElementMap>(data: &mut [T], layout: &Layout, m: M) {
-            let n = layout.numel();
-            match &mut data[layout.offset..layout.offset + n] {
-                // A scalar (every gradient of a scalar chain): skips the vectorised loop's
-                // set-up, most of this function's instructions for one element.
-                [x] => *x = m.apply(*x),
-                xs => xs.iter_mut().for_each(|x| *x = m.apply(*x)),
-            }
-        }
-        let mut guard = self.0.storage.data.write();
-        match &mut *guard {
-            Buffer::F32(d) => map(d, self.layout(), m),
-            Buffer::F64(d) => map(d, self.layout(), m),
-            _ => unreachable!("invariant: map_elements is for f32 and f64 host tensors only"),
-        }
-    }
-}
-
-// ----- many tensors updated in one pass: the fused optimizer steps ------------------------------
-
-/// A written tensor's buffer (write-locked) and its tensor's element offset in it.
-type WriteBuf<'a> = (&'a mut Buffer, usize);
-/// A read tensor's buffer (read-locked) and its tensor's element offset in it.
-type ReadBuf<'a> = (&'a Buffer, usize);
-
-/// The lock core of [`Kernels::fused_step`]: checks that every tensor is contiguous, of one
-/// dtype and `placed` (the caller's device rule, `requirement` naming it in the error), and that the storages of `writes` are distinct from each other and from those
-/// of `reads` (reads may share theirs); locks each storage once, in storage-address order as
-/// everywhere in this module; runs `f` on the buffers in the order given; and bumps the version
-/// of every tensor in `writes` if `f` succeeded, as an in-place op does.
-///
-/// # Errors
-///
-/// [`Error::InvalidArgument`] when a check fails (nothing is run then); `f`'s error.
-fn with_locked_buffers<R>(
-    writes: &[&Tensor],
-    reads: &[&Tensor],
-    placed: impl Fn(&Tensor) -> bool,
-    requirement: &str,
-    f: impl FnOnce(Vec<WriteBuf<'_>>, Vec<ReadBuf<'_>>) -> Result<R>,
-) -> Result<R> {
-    let refuse = |why: &str| {
-        Err(Error::InvalidArgument(format!(
-            "fused optimizer step: {why}"
-        )))
-    };
-    let Some(dtype) = writes.first().or(reads.first()).map(|t| t.dtype()) else {
-        return refuse("no tensors");
-    };
-    if !writes
-        .iter()
-        .chain(reads)
-        .all(|t| placed(t) && t.is_contiguous() && t.dtype() == dtype)
-    {
-        return refuse(requirement);
-    }
-    for w in writes {
-        w.0.storage.check_writable()?;
-    }
-    for (i, w) in writes.iter().enumerate() {
-        if writes[i + 1..]
-            .iter()
-            .chain(reads)
-            .any(|t| w.shares_storage(t))
-        {
-            return refuse("a written tensor shares its storage");
-        }
-    }
-    // Distinct storages in address order, each locked once.
-    let mut order: Vec<(&Arc<Storage>, bool)> = writes
-        .iter()
-        .map(|t| (&t.0.storage, true))
-        .chain(reads.iter().map(|t| (&t.0.storage, false)))
-        .collect();
-    order.sort_by_key(|(s, _)| Arc::as_ptr(s));
-    order.dedup_by(|a, b| Arc::ptr_eq(a.0, b.0));
-    enum Guard<'g> {
-        Write(crate::sync::RwLockWriteGuard<'g, Buffer>),
-        Read(crate::sync::RwLockReadGuard<'g, Buffer>),
-    }
-    let mut guards: Vec<(&Arc<Storage>, Guard<'_>)> = order
-        .iter()
-        .map(|&(s, written)| {
-            let g = if written {
-                Guard::Write(s.data.write())
-            } else {
-                Guard::Read(s.data.read())
-            };
-            (s, g)
-        })
-        .collect();
-    // Written storages are distinct, so each mutable borrow is unique.
-    let mut write_bufs: Vec<Option<WriteBuf<'_>>> = (0..writes.len()).map(|_| None).collect();
-    let mut read_bufs: Vec<(&Arc<Storage>, &Buffer)> = Vec::new();
-    for (s, g) in guards.iter_mut() {
-        match g {
-            Guard::Write(g) => {
-                let i = writes
-                    .iter()
-                    .position(|t| Arc::ptr_eq(&t.0.storage, s))
-                    .expect("invariant: a written storage belongs to a written tensor");
-                write_bufs[i] = Some((&mut **g, writes[i].layout().offset));
-            }
-            Guard::Read(g) => read_bufs.push((*s, &**g)),
-        }
-    }
-    let w = write_bufs
-        .into_iter()
-        .map(|b| b.expect("invariant: every written storage was locked"))
-        .collect();
-    let r = reads
-        .iter()
-        .map(|t| {
-            let b = read_bufs
-                .iter()
-                .find(|(s, _)| Arc::ptr_eq(s, &t.0.storage))
-                .map(|(_, b)| *b)
-                .expect("invariant: every read storage was locked");
-            (b, t.layout().offset)
-        })
-        .collect();
-    let out = f(w, r)?;
-    drop(guards);
-    for t in writes {
-        t.0.storage.bump_version();
-    }
-    Ok(out)
-}
-
-/// One parameter's tensors for a fused optimizer step ([`Kernels::fused_step`]).
-#[derive(Debug)]
-pub(crate) struct StepTensors<'a> {
-    /// The parameter, updated in place.
-    pub(crate) param: &'a Tensor,
-    /// Its gradient.
-    pub(crate) grad: Tensor,
-    /// Its state tensors, in the order `update` names.
-    pub(crate) state: Vec<&'a Tensor>,
-    /// This step's coefficients.
-    pub(crate) update: Update,
-}
-
-impl Kernels {
-    /// See [`Backend::fused_step`]: one step over `sets` (one group, all on this backend's
-    /// device), every parameter and state tensor locked for writing and every gradient for
-    /// reading, each storage once and in address order, and each written tensor's version
-    /// bumped, as an in-place op does.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] when a tensor is not contiguous, the dtypes or devices differ,
-    /// or a written tensor shares a storage (nothing is run then); the backend's error.
-    pub(crate) fn fused_step(self, sets: &[StepTensors<'_>]) -> Result<()> {
-        let Some(device) = sets.first().map(|s| s.param.device()) else {
-            return Ok(());
-        };
-        let mut writes: Vec<&Tensor> = Vec::new();
-        let mut reads: Vec<&Tensor> = Vec::with_capacity(sets.len());
-        for s in sets {
-            writes.push(s.param);
-            writes.extend(s.state.iter().copied());
-            reads.push(&s.grad);
-        }
-        with_locked_buffers(
-            &writes,
-            &reads,
-            |t| {
-                if device.is_host() {
-                    t.device().is_host()
-                } else {
-                    t.device() == device
-                }
-            },
-            "every tensor must be a contiguous tensor of one dtype on the host or on one device",
-            |w, r| {
-                let mut w = w.into_iter();
-                let mut steps = Vec::with_capacity(sets.len());
-                for (s, grad) in sets.iter().zip(r) {
-                    let mut next = || w.next().expect("invariant: one buffer per written tensor");
-                    let param = next();
-                    let state = (0..s.state.len()).map(|_| next()).collect();
-                    steps.push(StepSet {
-                        param,
-                        grad,
-                        state,
-                        numel: s.param.numel(),
-                        update: s.update,
-                    });
-                }
-                self.0.fused_step(steps)
-            },
-        )
-    }
 }
