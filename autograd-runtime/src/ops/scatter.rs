@@ -105,15 +105,25 @@ fn scatter_src_backward(
     flat: &SavedIndices,
     needs_input_grad: [bool; 2],
 ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-    // PyTorch's: `grad.scatter(dim, index, 0)` and `grad.gather(dim, index)` (every repeat of a
-    // position gets the gradient, though only the last write survived).
+    put_backward(grad, src.shape(), flat, needs_input_grad)
+}
+
+/// The gradients of a write of `source` at `flat` (`scatter` with a source, `masked_scatter`):
+/// PyTorch's `grad.scatter(dim, index, 0)` for the target and `grad.gather(dim, index)` for the
+/// source (every repeat of a position gets the gradient, though only the last write survived).
+fn put_backward(
+    grad: &Tensor,
+    source_shape: &[usize],
+    flat: &SavedIndices,
+    needs_input_grad: [bool; 2],
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
     let gx = if needs_input_grad[0] {
         Some(scatter_value(grad, flat, 0.0)?)
     } else {
         None
     };
     let gs = if needs_input_grad[1] {
-        Some(gather_at(grad, src.shape(), flat)?)
+        Some(gather_at(grad, source_shape, flat)?)
     } else {
         None
     };
@@ -199,17 +209,7 @@ fn masked_scatter_at_backward(
     flat: &SavedIndices,
     needs_input_grad: [bool; 2],
 ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-    let gx = if needs_input_grad[0] {
-        Some(scatter_value(grad, flat, 0.0)?)
-    } else {
-        None
-    };
-    let gs = if needs_input_grad[1] {
-        Some(gather_at(grad, source.shape(), flat)?)
-    } else {
-        None
-    };
-    Ok((gx, gs))
+    put_backward(grad, source.shape(), flat, needs_input_grad)
 }
 
 // ----- index checks ---------------------------------------------------------------------------
