@@ -151,6 +151,10 @@ use proc_macro::TokenStream;
 ///   differentiated by its rule `DerivativeRules::m`, written beside the op in the runtime. A
 ///   method without a rule is an error at that call: "`#[differentiable(derive)]` cannot
 ///   differentiate `m`: the tensor method has no derivative rule", with what to write instead.
+/// * Masks and selections have rules too: the comparisons (`gt_scalar`, `eq`, ..; no gradient
+///   passes through a bool mask), `masked_fill`, `Tensor::where_(&cond, &x, &y)`, `gather`,
+///   and the values of `sort`, `topk`, `min_dim` and `max_dim` (their indices exist in the
+///   forward only: a body may ignore them but not use them).
 /// * A call of another `#[differentiable]` function (hand-written or derived) is one op,
 ///   differentiated by that function's backward; a plain function called on a tensor has no
 ///   rule: an error at that call ("cannot differentiate the call of `f`: it is a plain

@@ -737,3 +737,88 @@ fn clamp_has_a_derive_rule_with_pytorchs_gradient() -> Result<()> {
     );
     Ok(())
 }
+
+// ----- masks: comparisons, `where` and `masked_fill` ---------------------------------------------
+
+/// A leaky step built from a mask the body makes: `where(x > 0, x², 0.1 x)`, then the entries
+/// below -1 filled with 0 (PyTorch: `torch.where(x > 0, x * x, 0.1 * x).masked_fill(x < -1, 0)`).
+#[differentiable(derive)]
+fn masked_square(x: &Tensor, y: &Tensor) -> Result<Tensor> {
+    let pos = x.gt_scalar(0.0)?;
+    let sq = x.mul(x)?;
+    let lin = y.mul_scalar(0.1)?;
+    let w = Tensor::where_(&pos, &sq, &lin)?;
+    let low = x.lt_scalar(-1.0)?;
+    w.masked_fill(&low, 0.0)
+}
+
+#[test]
+fn comparisons_where_and_masked_fill_have_derive_rules() -> Result<()> {
+    let values = vec![-2.0f64, -0.5, 0.3, 1.5, -1.2, 0.7];
+    let x = Tensor::from_vec(values.clone(), &[2, 3])?.requires_grad_(true)?;
+    // `y` broadcasts along the rows: its gradient is reduced to its own shape.
+    let y = Tensor::from_vec(vec![1.0f64, -3.0, 2.0], &[3])?.requires_grad_(true)?;
+    let out = masked_square(&x, &y)?;
+    assert_eq!(out.grad_fn().expect("node").name(), "MaskedSquareBackward0");
+    out.sum()?.backward()?;
+    // Recorded in PyTorch 2.15 with the expression above (x.grad, y.grad):
+    // x: 2x where x > 0 and x >= -1, else 0; y: 0.1 per row where x <= 0 and x >= -1.
+    assert_eq!(
+        x.grad().expect("x grad").to_vec::<f64>()?,
+        vec![0.0, 0.0, 0.6, 3.0, 0.0, 1.4]
+    );
+    let gy = y.grad().expect("y grad").to_vec::<f64>()?;
+    for (g, want) in gy.iter().zip([0.0, 0.1, 0.0]) {
+        assert!((g - want).abs() < 1e-15, "{gy:?}");
+    }
+    let inputs = [
+        x.detach().requires_grad_(true)?,
+        y.detach().requires_grad_(true)?,
+    ];
+    gradcheck(|t| masked_square(&t[0], &t[1]), &inputs)?;
+    gradgradcheck(|t| masked_square(&t[0], &t[1]), &inputs)
+}
+
+// ----- the selecting ops: gather, sort, topk, min_dim --------------------------------------------
+
+/// Every selecting op once, each weighted differently so that a gradient routed to the wrong
+/// position shows.
+#[differentiable(derive)]
+fn selections(x: &Tensor, index: &Tensor) -> Result<Tensor> {
+    let g = x.gather(1, index)?;
+    let (s, _order) = x.sort(1, true, true)?;
+    let (t, _picked) = x.topk(2, -1, false, true)?;
+    let (m, _at) = x.min_dim(0, false)?;
+    let a = g.mul_scalar(2.0)?.sum()?;
+    let b = s.mul(&s)?.sum()?;
+    let c = t.mul_scalar(3.0)?.sum()?;
+    let d = m.mul_scalar(5.0)?.sum()?;
+    let ab = a.add(&b)?;
+    let cd = c.add(&d)?;
+    ab.add(&cd)
+}
+
+#[test]
+fn gather_sort_topk_and_min_dim_have_derive_rules() -> Result<()> {
+    let values = vec![
+        0.3f64, -1.2, 2.5, 0.7, 1.1, -0.4, 3.3, 0.05, -2.0, 1.6, 0.9, -0.8,
+    ];
+    let index = Tensor::from_vec(vec![0i64, 0, 3, 2, 1, 1], &[3, 2])?;
+    let x = Tensor::from_vec(values.clone(), &[3, 4])?.requires_grad_(true)?;
+    selections(&x, &index)?.backward()?;
+    // The same program recorded op by op.
+    let y = Tensor::from_vec(values, &[3, 4])?.requires_grad_(true)?;
+    let a = y.gather(1, &index)?.mul_scalar(2.0)?.sum()?;
+    let s = y.sort(1, true, true)?.0;
+    let b = s.mul(&s)?.sum()?;
+    let c = y.topk(2, -1, false, true)?.0.mul_scalar(3.0)?.sum()?;
+    let d = y.min_dim(0, false)?.0.mul_scalar(5.0)?.sum()?;
+    a.add(&b)?.add(&c.add(&d)?)?.backward()?;
+    assert_eq!(
+        x.grad().expect("x grad").to_vec::<f64>()?,
+        y.grad().expect("y grad").to_vec::<f64>()?
+    );
+    let inputs = [x.detach().requires_grad_(true)?];
+    gradcheck(|t| selections(&t[0], &index), &inputs)?;
+    gradgradcheck(|t| selections(&t[0], &index), &inputs)
+}

@@ -8,6 +8,7 @@
 use autograd_macros::{backward, differentiable};
 
 use super::Scalar;
+use super::derivative_rules::{Binary, Read, Reads, Rule, UnaryWith, reduce_grad};
 use crate::backend::CompareOp;
 use crate::layout::wrap_dim;
 use crate::tensor::kernels;
@@ -401,4 +402,104 @@ impl Tensor {
         let n = kernels::of_tensor(&zero)?.sum_all(&zero)?;
         self.uint8_kept(n.eq_scalar(0)?)
     }
+}
+
+// ----- derivative rules for `#[differentiable(derive)]` (see `derivative_rules.rs`) -------------
+
+/// The rule of a comparison of two tensors: no gradient reaches either operand (PyTorch's
+/// comparisons give bool tensors, which are not differentiable).
+const NO_GRADIENT_PAIR: Rule<Binary> = Rule {
+    reads: Reads {
+        operands: &[Read::Nothing, Read::Nothing],
+        result: false,
+        value_for: &[],
+    },
+    apply: |_grad, _needs, _a, _b, _result| Ok((None, None)),
+};
+
+/// The rule of a comparison with a scalar: a zero gradient in the operand's shape (a derived
+/// body that feeds a mask into arithmetic gets no gradient through it, as in PyTorch).
+const NO_GRADIENT_SCALAR: Rule<UnaryWith<f64>> = Rule {
+    reads: Reads {
+        operands: &[Read::Shape],
+        result: false,
+        value_for: &[],
+    },
+    apply: |grad, x, _result, _s| Tensor::filled(x.shape(), 0.0, grad.dtype(), grad.device()),
+};
+
+/// The comparisons and `masked_fill` as written in a derived body: a mask made in the body
+/// (`x.gt_scalar(0.0)?`) is kept for the backward, and only the value operand gets a gradient,
+/// routed as the recorded op's `MaskedFillBackward0` routes it.
+#[doc(hidden)]
+#[allow(non_upper_case_globals, clippy::type_complexity)]
+impl super::DerivativeRules {
+    pub const eq: Rule<Binary> = NO_GRADIENT_PAIR;
+    pub const ne: Rule<Binary> = NO_GRADIENT_PAIR;
+    pub const lt: Rule<Binary> = NO_GRADIENT_PAIR;
+    pub const le: Rule<Binary> = NO_GRADIENT_PAIR;
+    pub const gt: Rule<Binary> = NO_GRADIENT_PAIR;
+    pub const ge: Rule<Binary> = NO_GRADIENT_PAIR;
+    pub const eq_scalar: Rule<UnaryWith<f64>> = NO_GRADIENT_SCALAR;
+    pub const ne_scalar: Rule<UnaryWith<f64>> = NO_GRADIENT_SCALAR;
+    pub const lt_scalar: Rule<UnaryWith<f64>> = NO_GRADIENT_SCALAR;
+    pub const le_scalar: Rule<UnaryWith<f64>> = NO_GRADIENT_SCALAR;
+    pub const gt_scalar: Rule<UnaryWith<f64>> = NO_GRADIENT_SCALAR;
+    pub const ge_scalar: Rule<UnaryWith<f64>> = NO_GRADIENT_SCALAR;
+
+    pub const masked_fill: Rule<
+        fn(
+            &Tensor,
+            [bool; 2],
+            &Tensor,
+            &Tensor,
+            &Tensor,
+            f64,
+        ) -> Result<(Option<Tensor>, Option<Tensor>)>,
+    > = Rule {
+        // The mask's values; the filled tensor only as the shape to reduce to.
+        reads: Reads {
+            operands: &[Read::Shape, Read::Value],
+            result: false,
+            value_for: &[],
+        },
+        apply: |grad, needs, x, mask, _result, _value| {
+            let gx = if needs[0] {
+                Some(grad.masked_fill(mask, 0.0)?)
+            } else {
+                None
+            };
+            Ok((reduce_grad(gx, x)?, None))
+        },
+    };
+}
+
+impl Tensor {
+    /// The derivative rule of [`Tensor::where_`] in a derived body (called there as
+    /// `Tensor::where_(&cond, &x, &y)`, so its rule is looked up beside the function): the
+    /// condition is kept, and each value operand gets the gradient where it was chosen, as
+    /// `WhereBackward0` routes it.
+    #[doc(hidden)]
+    #[allow(non_upper_case_globals, clippy::type_complexity)]
+    pub const __autograd_where__rule: Rule<
+        fn(
+            &Tensor,
+            [bool; 3],
+            &Tensor,
+            &Tensor,
+            &Tensor,
+            &Tensor,
+        ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)>,
+    > = Rule {
+        reads: Reads {
+            operands: &[Read::Value, Read::Shape, Read::Shape],
+            result: false,
+            value_for: &[],
+        },
+        apply: |grad, needs, cond, x, y, _result| {
+            let cond = bool_mask("where", cond)?;
+            let (gx, gy) = where_self_backward(grad, &cond, [needs[1], needs[2]])?;
+            Ok((None, reduce_grad(gx, x)?, reduce_grad(gy, y)?))
+        },
+    };
 }

@@ -44,6 +44,7 @@ mod promote;
 mod reduce;
 mod reorder;
 mod scatter;
+mod selection_rules;
 mod shape;
 mod softmax;
 mod sort;
