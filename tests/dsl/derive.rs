@@ -822,3 +822,30 @@ fn gather_sort_topk_and_min_dim_have_derive_rules() -> Result<()> {
     gradcheck(|t| selections(&t[0], &index), &inputs)?;
     gradgradcheck(|t| selections(&t[0], &index), &inputs)
 }
+
+#[test]
+fn division_by_a_scalar_records_div_backward0_as_pytorch() -> Result<()> {
+    // PyTorch: `(x / 4).grad_fn` is `DivBackward0` for every float dtype and for an integer
+    // tensor (true division to float32); the values are `x * (1 / 4)` on the CPU.
+    for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        let x = Tensor::from_vec(vec![1.0f64, -3.0, 6.0], &[3])?
+            .to_dtype(dtype)?
+            .requires_grad_(true)?;
+        let y = x.div_scalar(4)?;
+        assert_eq!(y.grad_fn().expect("node").name(), "DivBackward0");
+        assert_eq!(
+            y.to_dtype(DType::F64)?.to_vec::<f64>()?,
+            vec![0.25, -0.75, 1.5]
+        );
+        y.sum()?.backward()?;
+        let g = x.grad().expect("grad");
+        assert_eq!(g.dtype(), dtype);
+        assert_eq!(g.to_dtype(DType::F64)?.to_vec::<f64>()?, vec![0.25; 3]);
+    }
+    let i = Tensor::from_vec(vec![1i64, 2, 3], &[3])?.div_scalar(2)?;
+    assert_eq!(
+        (i.dtype(), i.to_vec::<f32>()?),
+        (DType::F32, vec![0.5, 1.0, 1.5])
+    );
+    Ok(())
+}

@@ -88,16 +88,21 @@ fn additive_scalar(dtype: DType, s: f64) -> f64 {
     }
 }
 
-/// `x / s` for a half-precision `x`: PyTorch's CPU divides in `f32` by the scalar (not rounded
-/// to half) and rounds once; other dtypes multiply by `1 / s`.
+/// `x / s` (PyTorch's `DivBackward0` with a scalar divisor). As PyTorch's CPU kernel does,
+/// `f32`/`f64` multiply by `1 / s`, and a half-precision `x` divides in `f32` by the scalar
+/// (not rounded to half) and rounds once.
 #[differentiable(builtin, crate = "crate", name = "DivBackward0", rule)]
-fn div_scalar_half(x: &Tensor, s: f64) -> Result<Tensor> {
-    x.scalar_kernel(BinaryOp::Div, s, false)
+fn div_scalar(x: &Tensor, s: f64) -> Result<Tensor> {
+    if x.dtype().is_half() {
+        x.scalar_kernel(BinaryOp::Div, s, false)
+    } else {
+        x.scalar_kernel(BinaryOp::Mul, 1.0 / s, false)
+    }
 }
 
-#[backward(div_scalar_half)]
-fn div_scalar_half_backward(grad: &Tensor, s: f64) -> Result<Tensor> {
-    div_scalar_half(grad, s)
+#[backward(div_scalar)]
+fn div_scalar_backward(grad: &Tensor, s: f64) -> Result<Tensor> {
+    div_scalar(grad, s)
 }
 
 #[backward(sub)]
@@ -500,10 +505,11 @@ impl Tensor {
     pub fn div_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
         // True division: a float whatever the operands (an integer tensor goes to `f32`).
         let s = s.into().to_f64();
-        if self.dtype().is_half() {
-            return div_scalar_half(self, s);
+        if self.dtype().is_floating_point() {
+            div_scalar(self, s)
+        } else {
+            div_scalar(&self.promoted_for(Scalar::Float(s))?, s)
         }
-        self.mul_scalar(1.0 / s)
     }
 
     /// `s - self` for a scalar `s`.
@@ -574,16 +580,12 @@ impl Tensor {
 
 // ----- derivative rules for `#[differentiable(derive)]` (see `derivative_rules.rs`) -------------
 
-/// The rules of the scalar methods that are not an op of their own: `div_scalar` and
-/// `sub_scalar` are `mul_scalar` and `add_scalar` (their rules generated from those ops'
-/// declarations); `rdiv_scalar` is `reciprocal` then `mul_scalar`, one rule for the two.
+/// The rules of the scalar methods that are not an op of their own: `sub_scalar` is
+/// `add_scalar` (its rule generated from that op's declaration); `rdiv_scalar` is `reciprocal`
+/// then `mul_scalar`, one rule for the two.
 #[doc(hidden)]
 #[allow(non_upper_case_globals)]
 impl super::DerivativeRules {
-    pub const div_scalar: Rule<UnaryWith<f64>> = Rule {
-        reads: Self::mul_scalar.reads,
-        apply: |grad, x, result, s| (Self::mul_scalar.apply)(grad, x, result, 1.0 / s),
-    };
     pub const sub_scalar: Rule<UnaryWith<f64>> = Self::add_scalar;
     pub const rdiv_scalar: Rule<UnaryWith<f64>> = Rule {
         // -s / x²: reads `x`.
