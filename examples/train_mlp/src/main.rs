@@ -55,7 +55,6 @@ mod loss;
 mod model;
 mod parallel;
 mod plot;
-mod png;
 mod progress;
 mod rng;
 mod train;

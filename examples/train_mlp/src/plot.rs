@@ -3,16 +3,14 @@
 //!
 //! Text in the PNG is rendered by `ab_glyph` from the DejaVu Sans font the `dejavu` crate embeds,
 //! so no system font library (fontconfig, freetype) is needed; the PNG file is written by
-//! `png.rs` from the pixels plotters draws into a buffer.
-
-use std::sync::Once;
+//! `train_support::png` from the pixels plotters draws into a buffer.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters::style::{FontStyle, register_font};
+
+use train_support::{png, register_fonts};
 
 use crate::cli::{PlotFormat, PlotPath};
-use crate::png;
 use crate::train::EpochStats;
 
 const SIZE: (u32, u32) = (1100, 460);
@@ -25,16 +23,6 @@ const TEST: RGBColor = RGBColor(214, 39, 40);
 pub(crate) struct PlotError {
     path: String,
     message: String,
-}
-
-/// Registers the embedded font as plotters' `sans-serif`, once.
-fn register_fonts() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        // DejaVu Sans is a valid TrueType font; a failure would only cost the text.
-        let _ = register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular());
-        let _ = register_font("sans-serif", FontStyle::Bold, dejavu::sans::bold());
-    });
 }
 
 /// Draws `history` into `plot.path` (parent directories are created); `title` heads the figure.

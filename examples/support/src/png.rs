@@ -1,6 +1,6 @@
-//! A minimal PNG writer for the loss plot: 8-bit RGB, no filtering, one zlib stream through
-//! `flate2` (already here for the embedded digits), so that the main job does not build an image
-//! library (plotters' `bitmap_encoder` pulls in `image`, with JPEG and more) for one file.
+//! A minimal PNG writer for the main jobs' plots: 8-bit RGB, no filtering, one zlib stream through
+//! `flate2`, so that the jobs do not build an image library (plotters' `bitmap_encoder` pulls in
+//! `image`, with JPEG and more) for one file.
 
 use std::io::{self, Write};
 
@@ -8,7 +8,7 @@ use flate2::write::ZlibEncoder;
 use flate2::{Compression, Crc};
 
 /// The eight bytes every PNG file starts with.
-pub(crate) const SIGNATURE: &[u8; 8] = b"\x89PNG\r\n\x1a\n";
+pub const SIGNATURE: &[u8; 8] = b"\x89PNG\r\n\x1a\n";
 
 /// Encodes `rgb` (`width * height` pixels, three bytes each, row by row) as a PNG file.
 ///
@@ -16,7 +16,7 @@ pub(crate) const SIGNATURE: &[u8; 8] = b"\x89PNG\r\n\x1a\n";
 ///
 /// An [`io::Error`] of kind `InvalidInput` when `rgb` does not hold `width * height` pixels or
 /// the image is empty.
-pub(crate) fn encode_rgb(width: u32, height: u32, rgb: &[u8]) -> io::Result<Vec<u8>> {
+pub fn encode_rgb(width: u32, height: u32, rgb: &[u8]) -> io::Result<Vec<u8>> {
     let row = width as usize * 3;
     if width == 0 || height == 0 || rgb.len() != row * height as usize {
         return Err(io::Error::new(
