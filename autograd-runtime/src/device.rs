@@ -51,3 +51,49 @@ impl fmt::Display for Device {
         }
     }
 }
+
+/// Parses PyTorch's device strings (`torch.device("cuda:0")`): `cpu`, `cuda` (device 0),
+/// `cuda:N`, and this crate's `virtual:N`.
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) in PyTorch's words: an unknown
+/// device type ("Expected one of cpu, cuda, virtual device type at start of device string:
+/// tpu"), or a malformed index ("Invalid device string: 'cuda:x'").
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::Device;
+/// assert_eq!("cuda:1".parse::<Device>()?, Device::Cuda(1));
+/// assert_eq!("cpu".parse::<Device>()?, Device::Cpu);
+/// assert_eq!(
+///     "cuda:x".parse::<Device>().unwrap_err().to_string(),
+///     "Invalid device string: 'cuda:x'"
+/// );
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+impl std::str::FromStr for Device {
+    type Err = crate::Error;
+
+    fn from_str(s: &str) -> Result<Device, crate::Error> {
+        let invalid = || crate::Error::InvalidArgument(format!("Invalid device string: '{s}'"));
+        let (kind, index) = match s.split_once(':') {
+            None => (s, None),
+            Some((kind, i)) if !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()) => {
+                (kind, Some(i.parse::<usize>().map_err(|_| invalid())?))
+            }
+            Some(_) => return Err(invalid()),
+        };
+        match (kind, index) {
+            ("cpu", None | Some(0)) => Ok(Device::Cpu),
+            ("cuda", i) => Ok(Device::Cuda(i.unwrap_or(0))),
+            ("virtual", Some(i)) => Ok(Device::Virtual(i)),
+            ("virtual", None) => Err(invalid()),
+            ("cpu", Some(_)) => Err(invalid()),
+            _ => Err(crate::Error::InvalidArgument(format!(
+                "Expected one of cpu, cuda, virtual device type at start of device string: {s}"
+            ))),
+        }
+    }
+}

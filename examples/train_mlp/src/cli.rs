@@ -259,22 +259,9 @@ impl FromStr for DeviceArg {
     type Err = String;
 
     fn from_str(s: &str) -> Result<DeviceArg, String> {
-        let index = |rest: &str| {
-            rest.parse::<usize>()
-                .map_err(|_| format!("`{rest}` in `{s}` is not a device index"))
-        };
-        let device = match s.split_once(':') {
-            None if s == "cpu" => Device::Cpu,
-            None if s == "cuda" => Device::Cuda(0),
-            Some(("virtual", i)) => Device::Virtual(index(i)?),
-            Some(("cuda", i)) => Device::Cuda(index(i)?),
-            _ => {
-                return Err(format!(
-                    "unknown device `{s}`: expected `cpu`, `virtual:N` or `cuda:N`"
-                ));
-            }
-        };
-        Ok(DeviceArg(device))
+        s.parse::<Device>()
+            .map(DeviceArg)
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -464,10 +451,13 @@ mod tests {
         rejects(&["--lr", "inf"], "above 0");
         rejects(&["--momentum", "1"], "[0, 1)");
         rejects(&["--label-smoothing", "1"], "[0, 1)");
-        rejects(&["--device", "gpu"], "unknown device `gpu`");
+        rejects(
+            &["--device", "gpu"],
+            "Expected one of cpu, cuda, virtual device type at start of device string: gpu",
+        );
         rejects(
             &["--device", "cuda:one"],
-            "`one` in `cuda:one` is not a device index",
+            "Invalid device string: 'cuda:one'",
         );
         rejects(&["--data", "mnist"], "needs its directory");
         rejects(&["--plot", "loss.jpg"], "must end in .png or .svg");
