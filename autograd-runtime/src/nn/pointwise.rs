@@ -2,6 +2,8 @@
 //! (`silu`, `mish`, `softplus`, `hardtanh`, `relu6`, `sigmoid`, `tanh`) and the ELU family
 //! (`elu`, `selu`, `celu`), written in differentiable ops.
 
+use autograd_macros::{backward, differentiable};
+
 use crate::{Error, Result, Tensor};
 
 /// `x σ(x)` (PyTorch's `F.silu`); the tensor's [`silu`](Tensor::silu).
@@ -138,21 +140,63 @@ pub fn tanh(input: &Tensor) -> Result<Tensor> {
     input.tanh()
 }
 
-/// PyTorch's `elu(x, alpha, scale, input_scale)` kernel: `scale · x` where `x > 0`, else
-/// `scale · alpha · (exp(input_scale · x) - 1)`. The exponential is taken of `min(x, 0)`, so
-/// that the branch not taken cannot overflow into the gradient.
-fn elu_with(input: &Tensor, alpha: f64, scale: f64, input_scale: f64) -> Result<Tensor> {
-    let positive = input.gt_scalar(0.0)?;
-    let negative_part = input
+/// PyTorch's `elu(x, alpha, scale, input_scale)`: `scale · x` where `x > 0`, else
+/// `scale · alpha · (exp(input_scale · x) - 1)`; one `EluBackward0` node. The exponential is
+/// taken of `min(x, 0)`, so that the branch not taken cannot overflow.
+#[differentiable(builtin, crate = "crate", name = "EluBackward0")]
+fn elu_op(x: &Tensor, alpha: f64, scale: f64, input_scale: f64) -> Result<Tensor> {
+    elu_forward(x, alpha, scale, input_scale)
+}
+
+#[backward(elu_op)]
+fn elu_op_backward(
+    grad: &Tensor,
+    x: &Tensor,
+    alpha: f64,
+    scale: f64,
+    input_scale: f64,
+) -> Result<Tensor> {
+    grad.mul(&elu_slope(x, alpha, scale, input_scale)?)
+}
+
+/// `celu(x, alpha)`: `elu(x, alpha, 1, 1/alpha)`, one `CeluBackward0` node.
+#[differentiable(builtin, crate = "crate", name = "CeluBackward0")]
+fn celu_op(x: &Tensor, alpha: f64) -> Result<Tensor> {
+    elu_forward(x, alpha, 1.0, 1.0 / alpha)
+}
+
+#[backward(celu_op)]
+fn celu_op_backward(grad: &Tensor, x: &Tensor, alpha: f64) -> Result<Tensor> {
+    // derivatives.yaml: `elu_backward(grad, alpha, 1, 1.0/alpha.toFloat(), false, self)`: the
+    // gradient's input scale is that of `alpha` rounded to f32, as PyTorch's.
+    grad.mul(&elu_slope(x, alpha, 1.0, 1.0 / f64::from(alpha as f32))?)
+}
+
+/// The forward of PyTorch's ELU kernel, in ops.
+fn elu_forward(x: &Tensor, alpha: f64, scale: f64, input_scale: f64) -> Result<Tensor> {
+    let positive = x.gt_scalar(0.0)?;
+    let negative_part = x
         .masked_fill(&positive, 0.0)?
         .mul_scalar(input_scale)?
         .expm1()?
         .mul_scalar(alpha * scale)?;
-    Tensor::where_(&positive, &input.mul_scalar(scale)?, &negative_part)
+    Tensor::where_(&positive, &x.mul_scalar(scale)?, &negative_part)
+}
+
+/// PyTorch's `elu_backward` slope (`is_result = false`): `scale` where `x > 0`, else
+/// `input_scale · alpha · scale · exp(input_scale · x)`; in differentiable ops, so the
+/// gradient is differentiable again.
+fn elu_slope(x: &Tensor, alpha: f64, scale: f64, input_scale: f64) -> Result<Tensor> {
+    let positive = x.gt_scalar(0.0)?;
+    x.masked_fill(&positive, 0.0)?
+        .mul_scalar(input_scale)?
+        .exp()?
+        .mul_scalar(input_scale * alpha * scale)?
+        .masked_fill(&positive, scale)
 }
 
 /// The exponential linear unit (PyTorch's `F.elu(input, alpha=1.0)`): `x` where `x > 0`, else
-/// `alpha · (exp(x) - 1)`.
+/// `alpha · (exp(x) - 1)` (one `EluBackward0` node, as PyTorch's).
 ///
 /// # Errors
 ///
@@ -168,7 +212,7 @@ fn elu_with(input: &Tensor, alpha: f64, scale: f64, input_scale: f64) -> Result<
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
 pub fn elu(input: &Tensor, alpha: f64) -> Result<Tensor> {
-    elu_with(input, alpha, 1.0, 1.0)
+    elu_op(input, alpha, 1.0, 1.0)
 }
 
 /// PyTorch's SELU constants (`torch/csrc/api/include/torch/nn/functional/activation.h`).
@@ -192,11 +236,13 @@ const SELU_SCALE: f64 = 1.050_700_987_355_480_5;
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
 pub fn selu(input: &Tensor) -> Result<Tensor> {
-    elu_with(input, SELU_ALPHA, SELU_SCALE, 1.0)
+    elu_op(input, SELU_ALPHA, SELU_SCALE, 1.0)
 }
 
 /// The continuously differentiable ELU (PyTorch's `F.celu(input, alpha=1.0)`): `x` where
-/// `x > 0`, else `alpha · (exp(x / alpha) - 1)`.
+/// `x > 0`, else `alpha · (exp(x / alpha) - 1)`. Its gradient is PyTorch's to the last bit,
+/// which scales the input by `1 / alpha` with `alpha` rounded to f32 (`CeluBackward0`, from
+/// `derivatives.yaml`).
 ///
 /// # Errors
 ///
@@ -218,5 +264,5 @@ pub fn celu(input: &Tensor, alpha: f64) -> Result<Tensor> {
             "ZeroDivisionError: alpha cannot be 0 for CELU".into(),
         ));
     }
-    elu_with(input, alpha, 1.0, 1.0 / alpha)
+    celu_op(input, alpha)
 }
