@@ -6,6 +6,7 @@ mod common;
 
 mod checkpoint;
 mod conv;
+mod functional;
 mod layers;
 mod optim;
 mod repr;

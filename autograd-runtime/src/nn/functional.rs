@@ -2,6 +2,9 @@
 //! normalisation, convolution and pooling on plain tensors, for models written without modules.
 
 pub use super::activation::{gelu, leaky_relu, log_softmax, relu, softmax};
+pub use super::attention::{
+    MultiHeadAttentionOptions, multi_head_attention_forward, scaled_dot_product_attention,
+};
 pub use super::conv::conv2d;
 pub use super::dropout::{dropout, dropout_with};
 pub use super::layer_norm::layer_norm;
@@ -10,4 +13,7 @@ pub use super::loss::{
     binary_cross_entropy_with_logits, cross_entropy, cross_entropy_tensor, mse_loss, nll_loss,
     nll_loss_tensor,
 };
+pub use super::norm::{batch_norm, group_norm, rms_norm};
+pub use super::pointwise::{celu, elu, hardtanh, mish, relu6, selu, sigmoid, silu, softplus, tanh};
 pub use super::pool::{avg_pool2d, max_pool2d};
+pub use super::rnn_cell::{gru_cell, lstm_cell};

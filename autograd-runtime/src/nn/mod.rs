@@ -33,6 +33,7 @@
 use std::fmt;
 
 mod activation;
+mod attention;
 mod conv;
 mod dropout;
 mod embedding;
@@ -42,8 +43,11 @@ pub mod init;
 mod layer_norm;
 mod linear;
 mod loss;
+mod norm;
+mod pointwise;
 mod pool;
 mod repr;
+mod rnn_cell;
 mod sequential;
 
 pub use activation::{
