@@ -8,4 +8,5 @@ mod checkpoint;
 mod conv;
 mod layers;
 mod optim;
+mod optim_schedulers;
 mod repr;
