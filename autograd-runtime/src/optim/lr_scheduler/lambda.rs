@@ -9,7 +9,16 @@ use super::{Base, Rule, impl_scheduler};
 use crate::optim::Optimizer;
 use crate::{Error, Result};
 
-/// A learning-rate factor as a function of the epoch.
+/// A learning-rate factor as a function of the epoch: what [`LambdaLR::with_lambdas`] takes,
+/// one per group.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::optim::lr_scheduler::LrLambda;
+/// let halve: LrLambda = Box::new(|epoch| 0.5f64.powi(epoch as i32));
+/// assert_eq!(halve(3), 0.125);
+/// ```
 pub type LrLambda = Box<dyn Fn(i64) -> f64 + Send>;
 
 /// Sets each group's learning rate to its initial one times `lr_lambda(epoch)`: PyTorch's

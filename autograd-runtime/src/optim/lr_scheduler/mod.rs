@@ -4,7 +4,67 @@
 //! 0) and stepped after each [`Optimizer::step`] with the same optimizer; it computes each
 //! learning rate as PyTorch's `step()` does (the recursive "chainable" form, or the closed form
 //! where PyTorch uses it), so [`get_last_lr`](LrScheduler::get_last_lr) prints PyTorch's
-//! numbers. Warm-up is [`LinearLR`] followed by another scheduler in a [`SequentialLR`].
+//! numbers.
+//!
+//! | PyTorch | here |
+//! |---|---|
+//! | `StepLR(opt, step_size, gamma=0.1)` | [`StepLR::new`]`(&mut opt, step_size, gamma)` |
+//! | `MultiStepLR(opt, milestones, gamma=0.1)` | [`MultiStepLR::new`]`(&mut opt, &milestones, gamma)` |
+//! | `ExponentialLR(opt, gamma)` | [`ExponentialLR::new`]`(&mut opt, gamma)` |
+//! | `LambdaLR(opt, lr_lambda)` | [`LambdaLR::new`]`(&mut opt, \|epoch\| ...)`, [`LambdaLR::with_lambdas`] |
+//! | `LinearLR(opt, start_factor, end_factor, total_iters)` | [`LinearLR::new`] |
+//! | `CosineAnnealingLR(opt, T_max, eta_min=0)` | [`CosineAnnealingLR::new`] |
+//! | `OneCycleLR(opt, max_lr, total_steps, ...)` | [`OneCycleLR::new`] with [`OneCycleOptions`] |
+//! | `SequentialLR(opt, schedulers, milestones)` | [`SequentialLR::new`] |
+//! | `ChainedScheduler(schedulers)` | [`ChainedScheduler::new`]`(&mut opt, schedulers)` |
+//! | `ReduceLROnPlateau(opt, mode, factor, ...)`, `step(metric)` | [`ReduceLROnPlateau::new`] with [`ReduceLROnPlateauOptions`], [`step`](ReduceLROnPlateau::step)`(metric, &mut opt)` |
+//!
+//! Warm-up is [`LinearLR`] followed by another scheduler in a [`SequentialLR`] (or multiplied
+//! into it with a [`ChainedScheduler`]), or one [`LambdaLR`].
+//!
+//! # Checkpoints
+//!
+//! [`LrScheduler::state_dict`] (and [`ReduceLROnPlateau::state_dict`]) is PyTorch's
+//! `scheduler.state_dict()` as a JSON object under its keys. Beside an optimizer checkpoint it
+//! goes into the same safetensors file as the metadata key `"lr_scheduler"`, which
+//! `python/autograd_convert.py` reads and writes for PyTorch. To resume, build the optimizer and
+//! the scheduler as before, load the optimizer's state, then the scheduler's: the next step
+//! continues the saved sequence.
+//!
+//! ```
+//! use autograd_runtime::optim::lr_scheduler::{CosineAnnealingLR, LinearLR, LrScheduler, SequentialLR};
+//! use autograd_runtime::optim::{Optimizer, Sgd, SgdOptions};
+//! use autograd_runtime::{StateDict, Tensor};
+//!
+//! fn setup(w: &Tensor) -> autograd_runtime::Result<(Sgd, SequentialLR)> {
+//!     let mut opt = Sgd::new([w.clone()], SgdOptions::default().lr(0.1).momentum(0.9))?;
+//!     let warmup = LinearLR::new(&mut opt, 0.1, 1.0, 5)?;
+//!     let cosine = CosineAnnealingLR::new(&mut opt, 20, 0.0)?;
+//!     let sched = SequentialLR::new(&mut opt, vec![Box::new(warmup), Box::new(cosine)], vec![5])?;
+//!     Ok((opt, sched))
+//! }
+//! let w = Tensor::scalar(1.0f64).requires_grad_(true)?;
+//! let (mut opt, mut sched) = setup(&w)?;
+//! for _ in 0..8 {
+//!     opt.step()?;
+//!     sched.step(&mut opt)?;
+//! }
+//! let mut ckpt = opt.state_dict()?;
+//! ckpt.set_metadata("lr_scheduler", serde_json::Value::Object(sched.state_dict()).to_string());
+//! let bytes = ckpt.to_bytes()?;                    // or ckpt.save("ckpt.safetensors")
+//!
+//! let (mut opt2, mut sched2) = setup(&w)?;
+//! let ckpt = StateDict::from_bytes(&bytes)?;
+//! opt2.load_state_dict(&ckpt)?;
+//! let state: serde_json::Map<_, _> = serde_json::from_str(ckpt.metadata("lr_scheduler").unwrap()).unwrap();
+//! sched2.load_state_dict(&state)?;
+//! for _ in 0..10 {
+//!     sched.step(&mut opt)?;
+//!     sched2.step(&mut opt2)?;
+//!     assert_eq!(sched2.get_last_lr(), sched.get_last_lr());
+//! }
+//! # Ok::<(), autograd_runtime::Error>(())
+//! ```
 //!
 //! # Examples
 //!

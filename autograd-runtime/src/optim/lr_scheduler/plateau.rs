@@ -8,6 +8,25 @@ use crate::optim::Optimizer;
 use crate::{Error, Result};
 
 /// Whether the monitored metric should go down (a loss) or up (an accuracy).
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::optim::lr_scheduler::{PlateauMode, ReduceLROnPlateau, ReduceLROnPlateauOptions};
+/// use autograd_runtime::optim::{Optimizer, Sgd, SgdOptions};
+/// use autograd_runtime::Tensor;
+///
+/// let w = Tensor::scalar(1.0f64).requires_grad_(true)?;
+/// let mut opt = Sgd::new([w], SgdOptions::default().lr(1.0))?;
+/// let o = ReduceLROnPlateauOptions { mode: PlateauMode::Max, patience: 0, factor: 0.5, ..Default::default() };
+/// let mut sched = ReduceLROnPlateau::new(&mut opt, o)?;
+/// for accuracy in [0.5, 0.6, 0.55] {
+///     sched.step(accuracy, &mut opt)?;
+/// }
+/// assert_eq!(sched.best(), 0.6);
+/// assert_eq!(opt.lrs(), [0.5]);           // 0.55 is no improvement on 0.6
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PlateauMode {
     /// PyTorch's `"min"` (the default).
@@ -17,6 +36,25 @@ pub enum PlateauMode {
 }
 
 /// How [`ReduceLROnPlateau`] decides that a value improves on the best one.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::optim::lr_scheduler::{ReduceLROnPlateau, ReduceLROnPlateauOptions, ThresholdMode};
+/// use autograd_runtime::optim::{Optimizer, Sgd, SgdOptions};
+/// use autograd_runtime::Tensor;
+///
+/// let w = Tensor::scalar(1.0f64).requires_grad_(true)?;
+/// let mut opt = Sgd::new([w], SgdOptions::default().lr(1.0))?;
+/// // Only a drop of more than 0.1 counts as an improvement.
+/// let o = ReduceLROnPlateauOptions { threshold_mode: ThresholdMode::Abs, threshold: 0.1, patience: 0, ..Default::default() };
+/// let mut sched = ReduceLROnPlateau::new(&mut opt, o)?;
+/// sched.step(1.0, &mut opt)?;
+/// sched.step(0.95, &mut opt)?;
+/// assert_eq!((sched.best(), sched.num_bad_epochs()), (1.0, 0));
+/// assert!((opt.lrs()[0] - 0.1).abs() < 1e-15);   // cut: 0.95 is not below 1.0 - 0.1
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ThresholdMode {
     /// PyTorch's `"rel"` (the default): better than `best · (1 ∓ threshold)`.
