@@ -9,4 +9,5 @@ mod conv;
 mod functional;
 mod layers;
 mod optim;
+mod optim_schedulers;
 mod repr;

@@ -1,13 +1,10 @@
 //! `autograd::optim` against PyTorch: 100-step trajectories of every optimizer (fused and op
-//! by op), learning-rate schedules, gradient clipping, and Adam checkpoints in both directions
-//! (`benches/record_optim.py` wrote `tests/nn/data/optim*`).
+//! by op), gradient clipping, and Adam checkpoints converted by `python/autograd_convert.py` in
+//! both directions (`benches/record_optim.py` wrote `tests/nn/data/optim*`). Schedulers are in
+//! `optim_schedulers.rs`.
 
 use std::path::PathBuf;
 
-use autograd::optim::lr_scheduler::{
-    Anneal, CosineAnnealingLR, LinearLR, LrScheduler, OneCycleLR, OneCycleOptions, SequentialLR,
-    StepLR,
-};
 use autograd::optim::{
     Adagrad, AdagradOptions, Adam, AdamOptions, AdamW, GroupOptions, Optimizer, ParamGroup,
     RmsProp, RmsPropOptions, Sgd, SgdOptions, clip_grad_norm_, clip_grad_value_,
@@ -366,170 +363,6 @@ fn invalid_options_give_pytorchs_value_errors() {
     );
 }
 
-// ----- schedulers -------------------------------------------------------------------------------
-
-fn schedules() -> Value {
-    let text = std::fs::read_to_string(data("optim_schedules.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
-}
-
-fn sgd_groups(lrs: &[f64]) -> Sgd {
-    let groups = lrs
-        .iter()
-        .map(|&lr| {
-            let p = Tensor::zeros(&[1], DType::F32)
-                .unwrap()
-                .requires_grad_(true)
-                .unwrap();
-            ParamGroup::new(vec![p], SgdOptions::default().lr(lr).momentum(0.9))
-        })
-        .collect();
-    Sgd::with_groups(groups).unwrap()
-}
-
-fn adam_groups(lrs: &[f64]) -> Adam {
-    let groups = lrs
-        .iter()
-        .map(|&lr| {
-            let p = Tensor::zeros(&[1], DType::F32)
-                .unwrap()
-                .requires_grad_(true)
-                .unwrap();
-            ParamGroup::new(vec![p], AdamOptions::default().lr(lr))
-        })
-        .collect();
-    Adam::with_groups(groups).unwrap()
-}
-
-#[track_caller]
-fn check_schedule(
-    name: &str,
-    opt: &mut dyn Optimizer,
-    sched: &mut dyn LrScheduler,
-    momentum: bool,
-) {
-    let rec = &schedules()[name];
-    let want = |key: &str, i: usize| -> Vec<f64> {
-        rec[key][i]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap())
-            .collect()
-    };
-    let steps = rec["lrs"].as_array().unwrap().len();
-    assert_eq!(steps, 31);
-    for i in 0..steps {
-        if i > 0 {
-            opt.step().unwrap();
-            sched.step(opt).unwrap();
-        }
-        let (lrs, theirs) = (sched.get_last_lr().to_vec(), want("lrs", i));
-        assert_eq!(lrs.len(), theirs.len());
-        for (a, b) in lrs.iter().zip(&theirs) {
-            assert!(
-                (a - b).abs() <= 1e-12 * b.abs().max(1e-3),
-                "{name} step {i}: lr {a} vs PyTorch {b}"
-            );
-        }
-        assert_eq!(opt.lrs(), lrs);
-        if momentum {
-            let ours: Vec<f64> = opt
-                .param_groups()
-                .iter()
-                .map(|g| g.momentum().unwrap())
-                .collect();
-            for (a, b) in ours.iter().zip(want("momentum", i)) {
-                assert!(
-                    (a - b).abs() <= 1e-12,
-                    "{name} step {i}: momentum {a} vs PyTorch {b}"
-                );
-            }
-        }
-    }
-}
-
-#[test]
-fn schedulers_give_pytorchs_learning_rates() {
-    let mut o = sgd_groups(&[0.1, 0.03]);
-    let mut s = StepLR::new(&mut o, 7, 0.5).unwrap();
-    check_schedule("step_lr", &mut o, &mut s, false);
-
-    let mut o = sgd_groups(&[0.1, 0.05]);
-    let mut s = CosineAnnealingLR::new(&mut o, 10, 0.001).unwrap();
-    check_schedule("cosine", &mut o, &mut s, false);
-
-    let mut o = sgd_groups(&[0.1]);
-    let mut s = LinearLR::new(&mut o, 0.1, 1.0, 5).unwrap();
-    check_schedule("linear", &mut o, &mut s, false);
-
-    let mut o = sgd_groups(&[0.1]);
-    let mut s = LinearLR::new(&mut o, 1.0, 0.2, 12).unwrap();
-    check_schedule("linear_down", &mut o, &mut s, false);
-
-    let mut o = adam_groups(&[0.1, 0.01]);
-    let mut s = OneCycleLR::new(&mut o, 0.1, 30, OneCycleOptions::default()).unwrap();
-    check_schedule("one_cycle", &mut o, &mut s, true);
-
-    let mut o = sgd_groups(&[0.1]);
-    let opts = OneCycleOptions {
-        anneal: Anneal::Linear,
-        three_phase: true,
-        pct_start: 0.25,
-        ..OneCycleOptions::default()
-    };
-    let mut s = OneCycleLR::new(&mut o, 0.5, 30, opts).unwrap();
-    check_schedule("one_cycle_linear_three_phase", &mut o, &mut s, true);
-    let err = s.step(&mut o).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "Tried to step 31 times. The specified number of total steps is 30"
-    );
-
-    let mut o = sgd_groups(&[0.1, 0.02]);
-    let warmup = LinearLR::new(&mut o, 0.1, 1.0, 5).unwrap();
-    let cosine = CosineAnnealingLR::new(&mut o, 25, 0.0).unwrap();
-    let mut s =
-        SequentialLR::new(&mut o, vec![Box::new(warmup), Box::new(cosine)], vec![5]).unwrap();
-    check_schedule("warmup_cosine", &mut o, &mut s, false);
-
-    let mut o = sgd_groups(&[0.2]);
-    let warmup = LinearLR::new(&mut o, 0.25, 1.0, 4).unwrap();
-    let step = StepLR::new(&mut o, 3, 0.7).unwrap();
-    let mut s = SequentialLR::new(&mut o, vec![Box::new(warmup), Box::new(step)], vec![6]).unwrap();
-    check_schedule("warmup_step", &mut o, &mut s, false);
-}
-
-#[test]
-fn scheduler_errors_use_pytorchs_words() {
-    let mut o = sgd_groups(&[0.1]);
-    let e = LinearLR::new(&mut o, 0.0, 1.0, 5).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "Starting multiplicative factor expected to be greater than 0 and less or equal to 1."
-    );
-    let mut a = Adagrad::new(
-        vec![
-            Tensor::ones(&[1], DType::F32)
-                .unwrap()
-                .requires_grad_(true)
-                .unwrap(),
-        ],
-        AdagradOptions::default(),
-    )
-    .unwrap();
-    let e = OneCycleLR::new(&mut a, 0.1, 10, OneCycleOptions::default()).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
-    );
-    let e = SequentialLR::new(&mut o, vec![], vec![]).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "SequentialLR expects at least one scheduler, but got no scheduler."
-    );
-}
-
 // ----- clipping ---------------------------------------------------------------------------------
 
 fn clipping() -> Value {
@@ -654,7 +487,7 @@ fn adam_config() -> Value {
 }
 
 #[test]
-fn pytorchs_adam_state_loads_and_continues_pytorchs_trajectory() {
+fn torch_to_ours_converted_adam_state_continues_pytorchs_trajectory() {
     let cont = StateDict::load(data("optim_adam_torch_continuation.safetensors")).unwrap();
     let noise = trajectories().get("noise").unwrap().clone();
     let state = StateDict::load(data("optim_adam_torch.safetensors")).unwrap();
@@ -726,7 +559,7 @@ fn same_groups(ours: &Value, theirs: &Value) {
 }
 
 #[test]
-fn our_adam_state_continues_in_pytorch_as_here() {
+fn ours_converted_to_torch_adam_state_continues_as_here() {
     let (params, opt) = three_steps();
     let state = opt.state_dict().unwrap();
     let mut param_dict = StateDict::new();
@@ -756,7 +589,7 @@ fn our_adam_state_continues_in_pytorch_as_here() {
     let torch_groups = &adam_config()["param_groups"];
     same_groups(&groups, torch_groups);
 
-    // PyTorch loaded that file (benches/optim_checkpoint.py's to_torch) and took 3 more steps:
+    // PyTorch loaded that file (python/autograd_convert.py's optimizer_state_from_file) and took 3 more steps:
     // so do we, from a copy of our state loaded into a fresh optimizer.
     let bytes = state.to_bytes().unwrap();
     let noise = trajectories().get("noise").unwrap().clone();

@@ -27,8 +27,9 @@
 //! [`state_dict`](Optimizer::state_dict) names each parameter's state as PyTorch does,
 //! `state.{index}.{name}` (`step` a 0-dim `f32` tensor, `exp_avg`, `exp_avg_sq`, ...), and keeps
 //! the groups' options as the JSON of PyTorch's `param_groups` in the metadata key
-//! `"param_groups"`; `benches/optim_checkpoint.py` converts such a file to and from a
-//! `torch.optim` state dict.
+//! `"param_groups"`; `python/autograd_convert.py` converts such a file to and from a
+//! `torch.optim` state dict (with a scheduler's state beside it: see
+//! [`lr_scheduler`](lr_scheduler#checkpoints)).
 //!
 //! # Examples
 //!
@@ -139,7 +140,7 @@ pub trait Optimizer: fmt::Debug + Send {
     fn state_dict(&self) -> Result<StateDict>;
 
     /// Loads a state written by [`state_dict`](Optimizer::state_dict) (here or, through
-    /// `benches/optim_checkpoint.py`, by PyTorch): the groups' options and each parameter's
+    /// `python/autograd_convert.py`, by PyTorch): the groups' options and each parameter's
     /// state, converted to the parameter's dtype and device.
     ///
     /// # Errors

@@ -2,6 +2,9 @@
 
 use std::f64::consts::PI;
 
+use serde_json::{Map, Value};
+
+use super::state::{Reader, f64_json};
 use super::{Base, Rule, current, impl_scheduler};
 use crate::optim::Optimizer;
 use crate::{Error, Result};
@@ -60,6 +63,23 @@ impl CosineAnnealingLR {
 }
 
 impl Rule for CosineAnnealingLR {
+    const NAME: &'static str = "CosineAnnealingLR";
+    type Hyper = (i64, f64);
+    fn hyper_json(&self, map: &mut Map<String, Value>) {
+        map.insert("T_max".into(), Value::from(self.t_max));
+        map.insert("eta_min".into(), f64_json(self.eta_min));
+    }
+    fn read_hyper(&self, r: &mut Reader<'_>) -> Result<(i64, f64)> {
+        let t_max = r.i64("T_max", self.t_max)?;
+        if t_max <= 0 {
+            return Err(r.error(format!("\"T_max\" must be positive, got {t_max}")));
+        }
+        Ok((t_max, r.f64("eta_min", self.eta_min)?))
+    }
+    fn set_hyper(&mut self, (t_max, eta_min): (i64, f64)) {
+        self.t_max = t_max;
+        self.eta_min = eta_min;
+    }
     fn base(&self) -> &Base {
         &self.base
     }

@@ -1,5 +1,8 @@
 //! `LinearLR`: a linear ramp of the learning rate's factor (warm-up).
 
+use serde_json::{Map, Value};
+
+use super::state::{Reader, f64_json};
 use super::{Base, Rule, current, impl_scheduler};
 use crate::optim::Optimizer;
 use crate::{Error, Result};
@@ -69,6 +72,25 @@ impl LinearLR {
 }
 
 impl Rule for LinearLR {
+    const NAME: &'static str = "LinearLR";
+    type Hyper = (f64, f64, i64);
+    fn hyper_json(&self, map: &mut Map<String, Value>) {
+        map.insert("start_factor".into(), f64_json(self.start_factor));
+        map.insert("end_factor".into(), f64_json(self.end_factor));
+        map.insert("total_iters".into(), Value::from(self.total_iters));
+    }
+    fn read_hyper(&self, r: &mut Reader<'_>) -> Result<(f64, f64, i64)> {
+        Ok((
+            r.f64("start_factor", self.start_factor)?,
+            r.f64("end_factor", self.end_factor)?,
+            r.i64("total_iters", self.total_iters)?,
+        ))
+    }
+    fn set_hyper(&mut self, (s, e, t): (f64, f64, i64)) {
+        self.start_factor = s;
+        self.end_factor = e;
+        self.total_iters = t;
+    }
     fn base(&self) -> &Base {
         &self.base
     }

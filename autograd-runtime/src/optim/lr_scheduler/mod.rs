@@ -4,7 +4,67 @@
 //! 0) and stepped after each [`Optimizer::step`] with the same optimizer; it computes each
 //! learning rate as PyTorch's `step()` does (the recursive "chainable" form, or the closed form
 //! where PyTorch uses it), so [`get_last_lr`](LrScheduler::get_last_lr) prints PyTorch's
-//! numbers. Warm-up is [`LinearLR`] followed by another scheduler in a [`SequentialLR`].
+//! numbers.
+//!
+//! | PyTorch | here |
+//! |---|---|
+//! | `StepLR(opt, step_size, gamma=0.1)` | [`StepLR::new`]`(&mut opt, step_size, gamma)` |
+//! | `MultiStepLR(opt, milestones, gamma=0.1)` | [`MultiStepLR::new`]`(&mut opt, &milestones, gamma)` |
+//! | `ExponentialLR(opt, gamma)` | [`ExponentialLR::new`]`(&mut opt, gamma)` |
+//! | `LambdaLR(opt, lr_lambda)` | [`LambdaLR::new`]`(&mut opt, \|epoch\| ...)`, [`LambdaLR::with_lambdas`] |
+//! | `LinearLR(opt, start_factor, end_factor, total_iters)` | [`LinearLR::new`] |
+//! | `CosineAnnealingLR(opt, T_max, eta_min=0)` | [`CosineAnnealingLR::new`] |
+//! | `OneCycleLR(opt, max_lr, total_steps, ...)` | [`OneCycleLR::new`] with [`OneCycleOptions`] |
+//! | `SequentialLR(opt, schedulers, milestones)` | [`SequentialLR::new`] |
+//! | `ChainedScheduler(schedulers)` | [`ChainedScheduler::new`]`(&mut opt, schedulers)` |
+//! | `ReduceLROnPlateau(opt, mode, factor, ...)`, `step(metric)` | [`ReduceLROnPlateau::new`] with [`ReduceLROnPlateauOptions`], [`step`](ReduceLROnPlateau::step)`(metric, &mut opt)` |
+//!
+//! Warm-up is [`LinearLR`] followed by another scheduler in a [`SequentialLR`] (or multiplied
+//! into it with a [`ChainedScheduler`]), or one [`LambdaLR`].
+//!
+//! # Checkpoints
+//!
+//! [`LrScheduler::state_dict`] (and [`ReduceLROnPlateau::state_dict`]) is PyTorch's
+//! `scheduler.state_dict()` as a JSON object under its keys. Beside an optimizer checkpoint it
+//! goes into the same safetensors file as the metadata key `"lr_scheduler"`, which
+//! `python/autograd_convert.py` reads and writes for PyTorch. To resume, build the optimizer and
+//! the scheduler as before, load the optimizer's state, then the scheduler's: the next step
+//! continues the saved sequence.
+//!
+//! ```
+//! use autograd_runtime::optim::lr_scheduler::{CosineAnnealingLR, LinearLR, LrScheduler, SequentialLR};
+//! use autograd_runtime::optim::{Optimizer, Sgd, SgdOptions};
+//! use autograd_runtime::{StateDict, Tensor};
+//!
+//! fn setup(w: &Tensor) -> autograd_runtime::Result<(Sgd, SequentialLR)> {
+//!     let mut opt = Sgd::new([w.clone()], SgdOptions::default().lr(0.1).momentum(0.9))?;
+//!     let warmup = LinearLR::new(&mut opt, 0.1, 1.0, 5)?;
+//!     let cosine = CosineAnnealingLR::new(&mut opt, 20, 0.0)?;
+//!     let sched = SequentialLR::new(&mut opt, vec![Box::new(warmup), Box::new(cosine)], vec![5])?;
+//!     Ok((opt, sched))
+//! }
+//! let w = Tensor::scalar(1.0f64).requires_grad_(true)?;
+//! let (mut opt, mut sched) = setup(&w)?;
+//! for _ in 0..8 {
+//!     opt.step()?;
+//!     sched.step(&mut opt)?;
+//! }
+//! let mut ckpt = opt.state_dict()?;
+//! ckpt.set_metadata("lr_scheduler", serde_json::Value::Object(sched.state_dict()).to_string());
+//! let bytes = ckpt.to_bytes()?;                    // or ckpt.save("ckpt.safetensors")
+//!
+//! let (mut opt2, mut sched2) = setup(&w)?;
+//! let ckpt = StateDict::from_bytes(&bytes)?;
+//! opt2.load_state_dict(&ckpt)?;
+//! let state: serde_json::Map<_, _> = serde_json::from_str(ckpt.metadata("lr_scheduler").unwrap()).unwrap();
+//! sched2.load_state_dict(&state)?;
+//! for _ in 0..10 {
+//!     sched.step(&mut opt)?;
+//!     sched2.step(&mut opt2)?;
+//!     assert_eq!(sched2.get_last_lr(), sched.get_last_lr());
+//! }
+//! # Ok::<(), autograd_runtime::Error>(())
+//! ```
 //!
 //! # Examples
 //!
@@ -28,18 +88,31 @@
 
 use std::fmt;
 
+use serde_json::{Map, Value};
+
 use super::Optimizer;
 use crate::{Error, Result};
 
+mod chained;
 mod cosine;
+mod exponential;
+mod lambda;
 mod linear;
+mod multi_step;
 mod one_cycle;
+mod plateau;
 mod sequential;
+pub(crate) mod state;
 mod step_lr;
 
+pub use chained::ChainedScheduler;
 pub use cosine::CosineAnnealingLR;
+pub use exponential::ExponentialLR;
+pub use lambda::{LambdaLR, LrLambda};
 pub use linear::LinearLR;
+pub use multi_step::MultiStepLR;
 pub use one_cycle::{Anneal, OneCycleLR, OneCycleOptions};
+pub use plateau::{PlateauMode, ReduceLROnPlateau, ReduceLROnPlateauOptions, ThresholdMode};
 pub use sequential::SequentialLR;
 pub use step_lr::StepLR;
 
@@ -99,6 +172,71 @@ pub trait LrScheduler: fmt::Debug + Send {
     ///
     /// As [`step`](LrScheduler::step).
     fn initial_step(&mut self, optimizer: &mut dyn Optimizer) -> Result<()>;
+
+    /// The scheduler's state: PyTorch's `scheduler.state_dict()` as a JSON object under its
+    /// keys (`last_epoch`, `_step_count`, `base_lrs`, `_last_lr`, the scheduler's own
+    /// hyper-parameters; the nested states of [`SequentialLR`] and [`ChainedScheduler`] under
+    /// `_schedulers`; [`LambdaLR`]'s closures are not saved, as PyTorch does not save lambdas).
+    /// Infinities and NaN are the strings `"inf"`, `"-inf"`, `"nan"`. See the
+    /// [module docs](self) for writing it next to an optimizer checkpoint.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::optim::lr_scheduler::{LrScheduler, StepLR};
+    /// use autograd_runtime::optim::{Sgd, SgdOptions};
+    /// use autograd_runtime::Tensor;
+    ///
+    /// let w = Tensor::scalar(1.0f64).requires_grad_(true)?;
+    /// let mut opt = Sgd::new([w], SgdOptions::default().lr(1.0))?;
+    /// let mut sched = StepLR::new(&mut opt, 2, 0.5)?;
+    /// sched.step(&mut opt)?;
+    /// let state = sched.state_dict();
+    /// assert_eq!(state["last_epoch"], 1);
+    /// assert_eq!(state["_step_count"], 2);
+    /// assert_eq!(state["step_size"], 2);
+    /// assert_eq!(state["gamma"], 0.5);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    fn state_dict(&self) -> Map<String, Value>;
+
+    /// Loads a state written by [`state_dict`](LrScheduler::state_dict) (here, or by PyTorch
+    /// through `python/autograd_convert.py`) into a scheduler built the same way: as PyTorch's
+    /// `load_state_dict`, the keys present replace the scheduler's values, and the next
+    /// [`step`](LrScheduler::step) continues the saved sequence. The optimizer's learning rates
+    /// are not touched: they come back with [`Optimizer::load_state_dict`], which (as in
+    /// PyTorch) is called after the scheduler is built.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::StateDict`] for a key the scheduler does not have, a value of the wrong type,
+    /// or lists whose length is not the number of parameter groups; nothing is changed then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::optim::lr_scheduler::{ExponentialLR, LrScheduler};
+    /// use autograd_runtime::optim::{Optimizer, Sgd, SgdOptions};
+    /// use autograd_runtime::Tensor;
+    ///
+    /// let w = Tensor::scalar(1.0f64).requires_grad_(true)?;
+    /// let mut opt = Sgd::new([w.clone()], SgdOptions::default().lr(1.0))?;
+    /// let mut sched = ExponentialLR::new(&mut opt, 0.5)?;
+    /// sched.step(&mut opt)?;
+    /// let (saved_opt, saved) = (opt.state_dict()?, sched.state_dict());
+    ///
+    /// // Resume: build the same optimizer and scheduler, then load both.
+    /// let mut opt2 = Sgd::new([w], SgdOptions::default().lr(1.0))?;
+    /// let mut sched2 = ExponentialLR::new(&mut opt2, 0.5)?;
+    /// opt2.load_state_dict(&saved_opt)?;
+    /// sched2.load_state_dict(&saved)?;
+    /// sched.step(&mut opt)?;
+    /// sched2.step(&mut opt2)?;
+    /// assert_eq!(sched2.get_last_lr(), [0.25]);
+    /// assert_eq!(sched2.get_last_lr(), sched.get_last_lr());
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    fn load_state_dict(&mut self, state: &Map<String, Value>) -> Result<()>;
 }
 
 /// What every scheduler keeps (PyTorch's `LRScheduler` attributes).
@@ -141,8 +279,19 @@ impl Base {
     }
 }
 
-/// A scheduler's formulas: the recursive one `step` uses and the closed form.
+/// A scheduler's formulas: the recursive one `step` uses and the closed form; and its own
+/// hyper-parameters in its state dict.
 pub(crate) trait Rule {
+    /// PyTorch's class name (for errors).
+    const NAME: &'static str;
+    /// The hyper-parameters [`read_hyper`](Rule::read_hyper) reads.
+    type Hyper;
+    /// Writes the hyper-parameters under PyTorch's attribute names.
+    fn hyper_json(&self, map: &mut Map<String, Value>);
+    /// Reads the hyper-parameters back (absent keys keep their values), changing nothing.
+    fn read_hyper(&self, r: &mut state::Reader<'_>) -> Result<Self::Hyper>;
+    /// Sets what [`read_hyper`](Rule::read_hyper) read.
+    fn set_hyper(&mut self, hyper: Self::Hyper);
     /// The shared state.
     fn base(&self) -> &Base;
     /// The shared state, mutably.
@@ -236,6 +385,27 @@ macro_rules! impl_scheduler {
                 optimizer: &mut dyn $crate::optim::Optimizer,
             ) -> $crate::Result<()> {
                 $crate::optim::lr_scheduler::initial_step(self, optimizer)
+            }
+            fn state_dict(&self) -> serde_json::Map<String, serde_json::Value> {
+                let mut map = serde_json::Map::new();
+                $crate::optim::lr_scheduler::Rule::hyper_json(self, &mut map);
+                self.base.to_json(&mut map);
+                map
+            }
+            fn load_state_dict(
+                &mut self,
+                state: &serde_json::Map<String, serde_json::Value>,
+            ) -> $crate::Result<()> {
+                let mut r = $crate::optim::lr_scheduler::state::Reader::new(
+                    state,
+                    <Self as $crate::optim::lr_scheduler::Rule>::NAME,
+                );
+                let base = r.base(&self.base)?;
+                let hyper = $crate::optim::lr_scheduler::Rule::read_hyper(self, &mut r)?;
+                r.finish()?;
+                self.base = base;
+                $crate::optim::lr_scheduler::Rule::set_hyper(self, hyper);
+                Ok(())
             }
         }
     };

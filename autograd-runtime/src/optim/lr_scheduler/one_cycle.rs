@@ -2,6 +2,9 @@
 
 use std::f64::consts::PI;
 
+use serde_json::{Map, Value};
+
+use super::state::{Reader, as_f64, f64_json};
 use super::{Base, Rule, impl_scheduler};
 use crate::error::py_float;
 use crate::optim::Optimizer;
@@ -63,7 +66,7 @@ impl Default for OneCycleOptions {
 
 /// One phase: where it ends and which values it goes between.
 #[derive(Clone, Copy, Debug)]
-struct Phase {
+pub(crate) struct Phase {
     end_step: f64,
     /// Index into `[initial, max, min]` learning rates.
     start_lr: usize,
@@ -105,6 +108,63 @@ pub struct OneCycleLR {
     lrs: Vec<[f64; 3]>,
     base_momentum: f64,
     max_momentum: f64,
+    /// The optimizer's momentum is Adam's `betas.0` (PyTorch's `use_beta1`).
+    use_beta1: bool,
+}
+
+/// The names PyTorch's `_schedule_phases` give the learning rates, in `lrs`' order.
+const LR_NAMES: [&str; 3] = ["initial_lr", "max_lr", "min_lr"];
+
+impl Phase {
+    /// The phase as PyTorch's `_SchedulePhase` dictionary.
+    fn to_json(self) -> Value {
+        let momentum = |max: bool| if max { "max_momentum" } else { "base_momentum" };
+        let mut m = Map::new();
+        m.insert("end_step".into(), f64_json(self.end_step));
+        m.insert("start_lr".into(), LR_NAMES[self.start_lr].into());
+        m.insert("end_lr".into(), LR_NAMES[self.end_lr].into());
+        m.insert(
+            "start_momentum".into(),
+            momentum(self.start_momentum_max).into(),
+        );
+        m.insert(
+            "end_momentum".into(),
+            momentum(self.end_momentum_max).into(),
+        );
+        Value::Object(m)
+    }
+
+    /// A phase read back from [`to_json`](Phase::to_json)'s form.
+    fn from_json(v: &Value) -> std::result::Result<Phase, String> {
+        let m = v.as_object().ok_or("a phase is not a dictionary")?;
+        let text = |k: &str| {
+            m.get(k)
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("a phase has no string \"{k}\""))
+        };
+        let lr = |k: &str| {
+            let name = text(k)?;
+            LR_NAMES
+                .iter()
+                .position(|n| *n == name)
+                .ok_or_else(|| format!("unknown learning rate {name:?} in a phase"))
+        };
+        let momentum = |k: &str| match text(k)? {
+            "max_momentum" => Ok(true),
+            "base_momentum" => Ok(false),
+            other => Err(format!("unknown momentum {other:?} in a phase")),
+        };
+        Ok(Phase {
+            end_step: m
+                .get("end_step")
+                .and_then(as_f64)
+                .ok_or("a phase has no number \"end_step\"")?,
+            start_lr: lr("start_lr")?,
+            end_lr: lr("end_lr")?,
+            start_momentum_max: momentum("start_momentum")?,
+            end_momentum_max: momentum("end_momentum")?,
+        })
+    }
 }
 
 impl OneCycleLR {
@@ -218,6 +278,11 @@ impl OneCycleLR {
                 g.set_momentum(o.max_momentum);
             }
         }
+        let use_beta1 = o.cycle_momentum
+            && optimizer
+                .param_groups()
+                .first()
+                .is_some_and(|g| g.options_json().contains_key("betas"));
         let mut s = OneCycleLR {
             base: Base::attach(optimizer),
             total_steps: total_steps as i64,
@@ -227,6 +292,7 @@ impl OneCycleLR {
             lrs,
             base_momentum: o.base_momentum,
             max_momentum: o.max_momentum,
+            use_beta1,
         };
         super::initial_step(&mut s, optimizer)?;
         Ok(s)
@@ -241,6 +307,56 @@ impl OneCycleLR {
 }
 
 impl Rule for OneCycleLR {
+    const NAME: &'static str = "OneCycleLR";
+    type Hyper = (i64, Vec<Phase>, Anneal, bool, bool);
+    fn hyper_json(&self, map: &mut Map<String, Value>) {
+        map.insert("total_steps".into(), Value::from(self.total_steps));
+        let phases = self.phases.iter().map(|p| p.to_json()).collect();
+        map.insert("_schedule_phases".into(), Value::Array(phases));
+        let anneal = match self.anneal {
+            Anneal::Cos => "cos",
+            Anneal::Linear => "linear",
+        };
+        map.insert("_anneal_func_type".into(), anneal.into());
+        map.insert("cycle_momentum".into(), self.cycle_momentum.into());
+        map.insert("use_beta1".into(), self.use_beta1.into());
+    }
+    fn read_hyper(&self, r: &mut Reader<'_>) -> Result<Self::Hyper> {
+        let total_steps = r.i64("total_steps", self.total_steps)?;
+        let phases = match r.get("_schedule_phases") {
+            None => self.phases.clone(),
+            Some(v) => v
+                .as_array()
+                .ok_or_else(|| "\"_schedule_phases\" is not a list".to_string())
+                .and_then(|a| a.iter().map(Phase::from_json).collect())
+                .map_err(|e| r.error(e))?,
+        };
+        if phases.is_empty() {
+            return Err(r.error("\"_schedule_phases\" is empty".into()));
+        }
+        let anneal = match r.str("_anneal_func_type")? {
+            None => self.anneal,
+            Some("cos") => Anneal::Cos,
+            Some("linear") => Anneal::Linear,
+            Some(other) => {
+                return Err(r.error(format!(
+                    "anneal_strategy must be one of 'cos' or 'linear', instead got {other}"
+                )));
+            }
+        };
+        let cycle_momentum = r.bool("cycle_momentum", self.cycle_momentum)?;
+        let use_beta1 = r.bool("use_beta1", self.use_beta1)?;
+        Ok((total_steps, phases, anneal, cycle_momentum, use_beta1))
+    }
+    fn set_hyper(&mut self, h: Self::Hyper) {
+        (
+            self.total_steps,
+            self.phases,
+            self.anneal,
+            self.cycle_momentum,
+            self.use_beta1,
+        ) = h;
+    }
     fn base(&self) -> &Base {
         &self.base
     }

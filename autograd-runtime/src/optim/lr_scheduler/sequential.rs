@@ -1,6 +1,9 @@
 //! `SequentialLR`: schedulers one after the other (warm-up, then the main schedule).
 
+use serde_json::{Map, Value};
+
 use super::LrScheduler;
+use super::state::{Reader, f64s_json};
 use crate::optim::Optimizer;
 use crate::{Error, Result};
 
@@ -125,4 +128,89 @@ impl LrScheduler for SequentialLR {
         self.last_lr = self.schedulers[idx].get_last_lr().to_vec();
         Ok(())
     }
+
+    fn state_dict(&self) -> Map<String, Value> {
+        let mut map = Map::new();
+        map.insert("_milestones".into(), Value::from(self.milestones.clone()));
+        map.insert("last_epoch".into(), Value::from(self.last_epoch));
+        map.insert("_last_lr".into(), f64s_json(&self.last_lr));
+        map.insert("_schedulers".into(), nested_states(&self.schedulers));
+        map
+    }
+
+    fn load_state_dict(&mut self, state: &Map<String, Value>) -> Result<()> {
+        let mut r = Reader::new(state, "SequentialLR");
+        let milestones = match r.get("_milestones") {
+            None => self.milestones.clone(),
+            Some(v) => v
+                .as_array()
+                .and_then(|a| a.iter().map(Value::as_i64).collect::<Option<Vec<i64>>>())
+                .filter(|m| m.len() == self.milestones.len())
+                .ok_or_else(|| {
+                    r.error(format!(
+                        "\"_milestones\" is not a list of {} integers: {v}",
+                        self.milestones.len()
+                    ))
+                })?,
+        };
+        let last_epoch = r.i64("last_epoch", self.last_epoch)?;
+        let last_lr = r.f64s("_last_lr", self.last_lr.len(), &self.last_lr)?;
+        let nested = r.get("_schedulers");
+        r.finish()?;
+        if let Some(nested) = nested {
+            load_nested(&mut self.schedulers, nested, "SequentialLR")?;
+        }
+        self.milestones = milestones;
+        self.last_epoch = last_epoch;
+        self.last_lr = last_lr;
+        Ok(())
+    }
+}
+
+/// The states of `schedulers`, as PyTorch's `_schedulers` list.
+pub(crate) fn nested_states(schedulers: &[Box<dyn LrScheduler>]) -> Value {
+    Value::Array(
+        schedulers
+            .iter()
+            .map(|s| Value::Object(s.state_dict()))
+            .collect(),
+    )
+}
+
+/// Loads PyTorch's `_schedulers` list into `schedulers`, all or none: if one fails, those
+/// loaded before it get their previous state back.
+pub(crate) fn load_nested(
+    schedulers: &mut [Box<dyn LrScheduler>],
+    nested: &Value,
+    name: &str,
+) -> Result<()> {
+    let error = |message: String| Error::StateDict {
+        module: name.to_string(),
+        message,
+    };
+    let list = nested
+        .as_array()
+        .ok_or_else(|| error("\"_schedulers\" is not a list".into()))?;
+    if list.len() != schedulers.len() {
+        return Err(error(format!(
+            "\"_schedulers\" has {} states, the scheduler chains {}",
+            list.len(),
+            schedulers.len()
+        )));
+    }
+    let before: Vec<Map<String, Value>> = schedulers.iter().map(|s| s.state_dict()).collect();
+    for (i, (s, v)) in schedulers.iter_mut().zip(list).enumerate() {
+        let result = match v.as_object() {
+            Some(state) => s.load_state_dict(state),
+            None => Err(error(format!("\"_schedulers\"[{i}] is not a dictionary"))),
+        };
+        if let Err(e) = result {
+            for (s, old) in schedulers.iter_mut().zip(&before).take(i) {
+                s.load_state_dict(old)
+                    .expect("invariant: a state the scheduler just wrote loads back");
+            }
+            return Err(e);
+        }
+    }
+    Ok(())
 }

@@ -1,5 +1,8 @@
 //! `StepLR`: decay by `gamma` every `step_size` epochs.
 
+use serde_json::{Map, Value};
+
+use super::state::{Reader, f64_json};
 use super::{Base, Rule, current, impl_scheduler};
 use crate::optim::Optimizer;
 use crate::{Error, Result};
@@ -40,6 +43,23 @@ impl StepLR {
 }
 
 impl Rule for StepLR {
+    const NAME: &'static str = "StepLR";
+    type Hyper = (i64, f64);
+    fn hyper_json(&self, map: &mut Map<String, Value>) {
+        map.insert("step_size".into(), Value::from(self.step_size));
+        map.insert("gamma".into(), f64_json(self.gamma));
+    }
+    fn read_hyper(&self, r: &mut Reader<'_>) -> Result<(i64, f64)> {
+        let step_size = r.i64("step_size", self.step_size)?;
+        if step_size <= 0 {
+            return Err(r.error(format!("\"step_size\" must be positive, got {step_size}")));
+        }
+        Ok((step_size, r.f64("gamma", self.gamma)?))
+    }
+    fn set_hyper(&mut self, (step_size, gamma): (i64, f64)) {
+        self.step_size = step_size;
+        self.gamma = gamma;
+    }
     fn base(&self) -> &Base {
         &self.base
     }
