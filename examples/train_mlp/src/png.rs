@@ -1,5 +1,5 @@
 //! A minimal PNG writer for the loss plot: 8-bit RGB, no filtering, one zlib stream through
-//! `flate2` (already here for the embedded digits), so that the main job does not build an image
+//! `flate2` (already here for gzipped MNIST files), so that the main job does not build an image
 //! library (plotters' `bitmap_encoder` pulls in `image`, with JPEG and more) for one file.
 
 use std::io::{self, Write};
