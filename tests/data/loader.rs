@@ -477,8 +477,11 @@ fn a_dataset_error_is_that_batchs_item_and_the_epoch_goes_on() {
             .batch_size(3)
             .generator(Generator::new())
             .num_workers(workers);
-        let loader = DataLoader::new(data, o).unwrap();
-        let items: Vec<Result<Tensor>> = loader.iter().collect();
+        let loader = Arc::new(DataLoader::new(data, o).unwrap());
+        let items: Vec<Result<Tensor>> = within_30s({
+            let loader = Arc::clone(&loader);
+            move || loader.iter().collect()
+        });
         assert_eq!(items.len(), 4);
         assert_eq!(
             items[1].as_ref().unwrap_err().to_string(),
@@ -491,7 +494,7 @@ fn a_dataset_error_is_that_batchs_item_and_the_epoch_goes_on() {
         // `?` in a training loop stops at the error.
         let run = || -> Result<usize> {
             let mut seen = 0;
-            for batch in &loader {
+            for batch in &*loader {
                 batch?;
                 seen += 1;
             }
@@ -514,8 +517,10 @@ fn a_panic_in_the_data_set_or_the_collate_fn_becomes_an_error() {
             assert!(items[0] != 0, "collate refuses batch 0");
             Ok(items.iter().sum())
         };
-        let loader = within_30s(move || DataLoader::with_collate(data, o, collate).unwrap());
-        let items: Vec<Result<i64>> = loader.iter().collect();
+        let items: Vec<Result<i64>> = within_30s(move || {
+            let loader = DataLoader::with_collate(data, o, collate).unwrap();
+            loader.iter().collect()
+        });
         let worker = |batch: usize| match workers {
             0 => String::new(),
             k => format!(" worker thread {}", batch % k),
@@ -574,4 +579,45 @@ fn a_custom_collate_fn_shapes_the_batch() {
         labels.sort_unstable();
         assert_eq!(labels, (0..6).collect::<Vec<_>>());
     }
+}
+
+/// `0..n`, reporting each index read on a channel.
+struct Reporting {
+    n: usize,
+    reads: std::sync::Mutex<mpsc::Sender<usize>>,
+}
+
+impl Dataset for Reporting {
+    type Item = i64;
+    fn len(&self) -> usize {
+        self.n
+    }
+    fn get(&self, index: usize) -> Result<i64> {
+        let _ = self.reads.lock().unwrap().send(index);
+        Ok(index as i64)
+    }
+}
+
+#[test]
+fn a_worker_makes_the_next_batch_while_the_caller_holds_this_one() {
+    within_30s(|| {
+        let (tx, rx) = mpsc::channel();
+        let data = Reporting {
+            n: 8,
+            reads: std::sync::Mutex::new(tx),
+        };
+        let o = DataLoaderOptions::default()
+            .batch_size(2)
+            .generator(Generator::new())
+            .num_workers(1);
+        let loader = DataLoader::new(data, o).unwrap();
+        let mut it = loader.iter();
+        let first = it.next().unwrap().unwrap();
+        assert_eq!(first.to_vec::<i64>().unwrap(), [0, 1]);
+        // No `next()` call: the worker reads the samples of batches 1 and 2 on its own (2 in
+        // flight, and one more sent when batch 0 was received).
+        let read: Vec<usize> = (0..6).map(|_| rx.recv().unwrap()).collect();
+        assert_eq!(read, [0, 1, 2, 3, 4, 5]);
+        assert_eq!(it.next().unwrap().unwrap().to_vec::<i64>().unwrap(), [2, 3]);
+    });
 }
