@@ -95,7 +95,8 @@ impl<D: Dataset + ?Sized> Dataset for Subset<D> {
 /// Cuts `dataset` into parts of the given lengths, at random (PyTorch's
 /// `random_split(dataset, lengths, generator)`): the parts are consecutive runs of
 /// `torch.randperm(len, generator=g)`, with PyTorch's values. `None` draws from the global
-/// generator (PyTorch's default). Lengths only: PyTorch's fractions are `round`ed lengths.
+/// generator (PyTorch's default). Lengths only: PyTorch also takes fractions, which it turns
+/// into lengths (each floored, the remainder spread one by one from the first).
 ///
 /// # Errors
 ///
