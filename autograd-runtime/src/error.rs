@@ -524,6 +524,28 @@ pub enum Error {
         message: String,
     },
 
+    // ----- data loading ------------------------------------------------------------------------------
+    /// An index past the end of a data set (PyTorch's `IndexError`, in its words for a tensor).
+    #[error("index {index} is out of bounds for dimension {dim} with size {size}")]
+    IndexOutOfBounds {
+        /// The index asked for.
+        index: usize,
+        /// The dimension indexed (0 for a data set).
+        dim: usize,
+        /// That dimension's size (the data set's length).
+        size: usize,
+    },
+    /// A panic in a data set's `get` or a collate function while a
+    /// [`DataLoader`](crate::data::DataLoader) made a batch, caught and reported as PyTorch
+    /// reports an exception in a worker ("Caught ValueError in DataLoader worker process 0").
+    #[error("Caught panic in DataLoader{}: {message}", worker.map(|w| format!(" worker thread {w}")).unwrap_or_default())]
+    DataLoaderPanic {
+        /// The worker thread's number, or `None` for a batch made on the caller's thread.
+        worker: Option<usize>,
+        /// The panic payload, if it was a string.
+        message: String,
+    },
+
     // ----- user code ---------------------------------------------------------------------------------
     /// An error raised by user forward/backward code with [`Error::msg`].
     #[error("{0}")]

@@ -22,6 +22,8 @@
 //!
 //! * [`cuda`]: whether CUDA tensors can run here, device count, synchronisation and the caching
 //!   allocator's figures (`torch.cuda`).
+//! * [`data`]: data sets and the [`data::DataLoader`] that batches them, shuffled from a
+//!   [`Generator`] in PyTorch's order, with background worker threads.
 //! * [`distributed`]: data-parallel training, [`distributed::DistributedDataParallel`] over a
 //!   [`distributed::ProcessGroup`] (threads, MPI, NCCL).
 //! * [`gradcheck`](mod@gradcheck): [`gradcheck()`] and [`gradgradcheck`] against central finite
@@ -51,6 +53,7 @@ mod anomaly;
 mod backend;
 mod checkpoint;
 pub mod cuda;
+pub mod data;
 mod device;
 pub mod distributed;
 mod dtype;

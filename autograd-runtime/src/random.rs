@@ -378,6 +378,13 @@ impl Generator {
             .collect()
     }
 
+    /// A draw of PyTorch's `torch.empty((), dtype=torch.int64).random_(generator=g)`: one
+    /// 64-bit draw modulo 2^63 (`uniform_int_distribution<int64_t>`), the seed the data loader
+    /// takes per epoch and for a shuffle without a generator.
+    pub(crate) fn random_int64(&self) -> u64 {
+        self.lock().random64() % (1 << 63)
+    }
+
     /// A random permutation of `0..n`, as PyTorch's CPU `randperm`.
     pub(crate) fn randperm(&self, n: usize) -> Vec<usize> {
         let mut g = self.lock();

@@ -1,17 +1,14 @@
 //! The data sets: the embedded 8×8 digits (default) and Iris, and MNIST read from IDX files.
 
 use std::fmt;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use flate2::read::GzDecoder;
+use autograd::data::datasets::Digits;
 
 use crate::idx::{self, IdxArray, IdxError};
 use crate::rng::SplitMix64;
 
-/// UCI's optical digits (test part) as scikit-learn ships it; see `data/README.md`.
-const DIGITS_CSV_GZ: &[u8] = include_bytes!("../data/digits.csv.gz");
 /// Fisher's Iris data set, with a header line.
 const IRIS_CSV: &str = include_str!("../data/iris.csv");
 const IRIS_SPECIES: [&str; 3] = ["Iris-setosa", "Iris-versicolor", "Iris-virginica"];
@@ -98,6 +95,8 @@ pub(crate) enum DataError {
         index: usize,
         label: u8,
     },
+    #[error("the library's digits: {0}")]
+    Digits(#[from] autograd::Error),
     #[error("embedded {name} data, line {line}: {message}")]
     Csv {
         name: &'static str,
@@ -192,23 +191,20 @@ fn parse_rows(
     Ok(all)
 }
 
-/// The 1,797 digits, pixels scaled from 0–16 to 0–1; a fixed 20% held out at random.
+/// The 1,797 digits of `autograd::data::datasets::Digits`, pixels scaled from 0–16 to 0–1; a
+/// fixed 20% held out at random.
 fn digits() -> Result<Dataset, DataError> {
     const FEATURES: usize = 64;
-    let mut text = String::new();
-    GzDecoder::new(DIGITS_CSV_GZ)
-        .read_to_string(&mut text)
-        .map_err(|e| DataError::Csv {
-            name: "digits",
-            line: 0,
-            message: format!("cannot decompress: {e}"),
-        })?;
-    let mut all = parse_rows("digits", &text, FEATURES, |s| {
-        s.parse().ok().filter(|&c: &usize| c < 10)
-    })?;
-    for v in &mut all.x {
-        *v /= 16.0;
-    }
+    let digits = Digits::load()?;
+    let all = Split {
+        x: digits.images().to_vec::<f32>()?,
+        y: digits
+            .targets()
+            .to_vec::<i64>()?
+            .into_iter()
+            .map(|c| c as usize)
+            .collect(),
+    };
     let order = SplitMix64::new(DIGITS_SPLIT_SEED).permutation(all.len());
     let n_test = (all.len() as f64 * DIGITS_TEST_FRACTION).round() as usize;
     let (test_rows, train_rows) = order.split_at(n_test);

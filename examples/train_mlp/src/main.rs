@@ -15,8 +15,8 @@
 //! ```
 //!
 //! * Data (`data.rs`, `idx.rs`): by default UCI's 8×8 handwritten digits (1,797 images, 64
-//!   pixels 0–16 scaled to 0–1, 10 classes; embedded from `data/digits.csv.gz`, see
-//!   `data/README.md` in this package), a fixed seeded 20% held out; `--data iris` the Iris
+//!   pixels 0–16 scaled to 0–1, 10 classes; the library's `autograd::data::datasets::Digits`,
+//!   see `autograd-runtime/data/README.md`), a fixed seeded 20% held out; `--data iris` the Iris
 //!   flowers; `--data mnist:DIR` MNIST from its IDX files.
 //! * Model (`model.rs`): an `nn::Sequential` of `nn::Linear` layers of `--hidden` widths with
 //!   `--activation` between them, or (`--model cnn`) `nn::Conv2d`, `nn::MaxPool2d`, `nn::Flatten`

@@ -1,0 +1,9 @@
+//! Data sets the crate ships, ready to load (PyTorch's users find theirs in torchvision).
+//!
+//! * [`Digits`]: 1,797 handwritten digits, 8×8 pixels (UCI's optical digits, as scikit-learn's
+//!   `load_digits`), embedded in the library: about 115 KB, no download.
+
+mod digits;
+mod idx;
+
+pub use digits::Digits;
