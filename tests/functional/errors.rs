@@ -164,6 +164,16 @@ fn jacobian_errors() {
         "jacobian_strict_output_no_grad",
         jacobian(constant, &x, strict),
     );
+    let empty = |a: &[Tensor]| a[0].narrow(0, 0, 0);
+    expect(
+        "jacobian_empty_output",
+        jacobian(empty, &x, JacobianOptions::new()),
+    );
+    let vectorize = JacobianOptions::new().vectorize(true);
+    expect(
+        "jacobian_empty_output_vectorized",
+        jacobian(empty, &x, vectorize),
+    );
     let identity = |a: &[Tensor]| Ok(a[0].clone());
     let forward = JacobianOptions::new().strategy(Strategy::ForwardMode);
     expect(

@@ -153,6 +153,8 @@ ERROR_CALLS = {
     "jacobian_strict_create_graph_linear": lambda: jacobian(
         lambda a: a * 2, x, strict=True, create_graph=True),
     "jacobian_strict_output_no_grad": lambda: jacobian(lambda a: torch.ones(2), x, strict=True),
+    "jacobian_empty_output": lambda: jacobian(lambda a: a[:0], x),
+    "jacobian_empty_output_vectorized": lambda: jacobian(lambda a: a[:0], x, vectorize=True),
     "jacobian_forward_create_graph": lambda: jacobian(
         lambda a: a, x, create_graph=True, strategy="forward-mode"),
     "jacobian_forward_strict": lambda: jacobian(lambda a: a, x, strict=True,
@@ -190,7 +192,7 @@ ERROR_CALLS = {
 def error_of(call):
     try:
         call()
-    except (RuntimeError, NotImplementedError) as e:
+    except (RuntimeError, NotImplementedError, IndexError) as e:
         return str(e)
     raise AssertionError(f"no error from {call}")
 

@@ -184,6 +184,16 @@ fn jacobian_shapes_are_output_shape_then_input_shape() {
             assert_eq!(*v, if k / 6 == k % 6 { 0.5 } else { 0.0 });
         }
     }
+    // An empty output beside another: vectorized, its Jacobian is empty (row by row, PyTorch
+    // fails to stack no rows: errors.rs).
+    let x = vec3([1.0, 2.0, 3.0]);
+    let f = |i: &[Tensor]| Ok((i[0].narrow(0, 0, 0)?, i[0].mul_scalar(2.0)?));
+    let jac = jacobian(f, &x, JacobianOptions::new().vectorize(true)).unwrap();
+    assert_eq!(jac[0][0].shape(), &[0, 3]);
+    assert_eq!(
+        jac[1][0].to_vec::<f64>().unwrap(),
+        [2.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 2.0]
+    );
     // A one-element output of shape [1] keeps its dimension in the Jacobian; the Hessian of it
     // is over the input's shape only (PyTorch squeezes the output).
     let one = |i: &[Tensor]| i[0].sum()?.reshape(&[1]);

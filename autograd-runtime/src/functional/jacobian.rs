@@ -103,6 +103,10 @@ where
                 rows[el_idx].push(row);
             }
         }
+        if out.numel() == 0 {
+            // PyTorch stacks the rows of each input's Jacobian: none for an empty output.
+            return Err(Error::msg("stack expects a non-empty TensorList"));
+        }
         let per_input = rows
             .iter()
             .zip(&inputs)
