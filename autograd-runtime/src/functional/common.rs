@@ -136,7 +136,7 @@ pub(super) fn autograd_grad(
     for (i, out) in outputs.iter().enumerate() {
         if let Some(out) = out.as_ref().filter(|o| o.requires_grad()) {
             kept.push(out.clone());
-            kept_grads.push(grad_outputs.and_then(|g| g[i].clone()));
+            kept_grads.push(grad_outputs.and_then(|g| g.get(i).cloned().flatten()));
         }
     }
     if kept.is_empty() {
