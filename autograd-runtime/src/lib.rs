@@ -26,6 +26,9 @@
 //!   [`Generator`] in PyTorch's order, with background worker threads.
 //! * [`distributed`]: data-parallel training, [`distributed::DistributedDataParallel`] over a
 //!   [`distributed::ProcessGroup`] (threads, MPI, NCCL).
+//! * [`functional`]: derivatives of whole functions, [`functional::vjp`], [`functional::jvp`],
+//!   [`functional::jacobian`], [`functional::hessian`], [`functional::hvp`] and
+//!   [`functional::vhp`] (`torch.autograd.functional`).
 //! * [`gradcheck`](mod@gradcheck): [`gradcheck()`] and [`gradgradcheck`] against central finite
 //!   differences.
 //! * [`graph`]: the backward graph's nodes, edges, saved tensors, hooks and custom functions.
@@ -59,6 +62,7 @@ pub mod distributed;
 mod dtype;
 mod engine;
 mod error;
+pub mod functional;
 mod fusion;
 mod grad_mode;
 pub mod gradcheck;
