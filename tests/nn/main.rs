@@ -6,6 +6,7 @@ mod common;
 
 mod checkpoint;
 mod conv;
+mod derive;
 mod layers;
 mod optim;
 mod repr;
