@@ -1,4 +1,5 @@
-//! Compile-time behaviour of `#[differentiable]` and `#[backward]`: every rule of the DSL has a
+//! Compile-time behaviour of `#[differentiable]`, `#[backward]` and `#[derive(Module)]` (`ui/module/`):
+//! every rule of the DSL has a
 //! compile-fail case under `tests/ui/<macro>/`, every supported form a case under `tests/pass/`.
 //! Regenerate the `.stderr` files with `TRYBUILD=overwrite cargo test -p autograd-macros --test ui`,
 //! then review them.

@@ -356,8 +356,8 @@ fn role<'a>(cx: &Ctxt, field: &'a syn::Field, attrs: &FieldAttrs) -> Option<Role
     let tensor = tensor_type(ty);
     if let Some((_, persistent)) = attrs.buffer {
         let Some(optional) = tensor else {
-            cx.error_at(
-                ty.span(),
+            cx.error_spanned_by(
+                ty,
                 "`#[buffer]` requires a `Tensor` or `Option<Tensor>` field",
             );
             return None;
@@ -384,8 +384,8 @@ fn role<'a>(cx: &Ctxt, field: &'a syn::Field, attrs: &FieldAttrs) -> Option<Role
         Some(inner) => (inner, true),
         None => (ty, false),
     };
-    if let Err((span, message)) = check_child(child) {
-        cx.error_at(span, message);
+    if let Err(e) = check_child(child) {
+        cx.syn_error(e);
         return None;
     }
     Some(Role::Child {
@@ -451,17 +451,16 @@ const SEE_THROUGH: &str = "a field of a `#[derive(Module)]` struct is a paramete
 
 /// Whether the derive can treat `ty` as a child module (rustc then checks that it implements
 /// `Module`); if not, where and why.
-fn check_child(ty: &Type) -> Result<(), (Span, String)> {
+fn check_child(ty: &Type) -> syn::Result<()> {
     let ty = ungroup(ty);
     match ty {
         Type::Path(p) if p.qself.is_none() => {
             if let Some(inner) = generic_arg(ty, symbol::VEC_TYPE) {
                 if tensor_type(inner).is_some() {
-                    return Err((
-                        ty.span(),
+                    return Err(syn::Error::new_spanned(
+                        ty,
                         "`#[derive(Module)]` cannot hold tensors in a `Vec`: give each parameter \
-                         a field, or hold a `Vec` of modules"
-                            .into(),
+                         a field, or hold a `Vec` of modules",
                     ));
                 }
                 return check_nested(inner);
@@ -470,8 +469,8 @@ fn check_child(ty: &Type) -> Result<(), (Span, String)> {
                 return check_boxed(inner);
             }
             if generic_arg(ty, symbol::OPTION_TYPE).is_some() {
-                return Err((
-                    ty.span(),
+                return Err(syn::Error::new_spanned(
+                    ty,
                     format!(
                         "`#[derive(Module)]` cannot see through a nested `Option`: {SEE_THROUGH}"
                     ),
@@ -479,24 +478,23 @@ fn check_child(ty: &Type) -> Result<(), (Span, String)> {
             }
             Ok(())
         }
-        Type::Reference(r) => Err((
-            r.and_token.span(),
+        Type::Reference(r) => Err(syn::Error::new_spanned(
+            r.and_token,
             "a module owns its children: a reference cannot be a child module; hold the module \
-             itself, or mark the field `#[module(skip)]`"
-                .into(),
+             itself, or mark the field `#[module(skip)]`",
         )),
-        _ => Err((
-            ty.span(),
+        _ => Err(syn::Error::new_spanned(
+            ty,
             format!("`#[derive(Module)]` cannot see through this type: {SEE_THROUGH}"),
         )),
     }
 }
 
 /// A `Vec`'s element: a module, not an `Option`.
-fn check_nested(inner: &Type) -> Result<(), (Span, String)> {
+fn check_nested(inner: &Type) -> syn::Result<()> {
     if generic_arg(inner, symbol::OPTION_TYPE).is_some() {
-        return Err((
-            inner.span(),
+        return Err(syn::Error::new_spanned(
+            inner,
             format!("`#[derive(Module)]` cannot see through an `Option` in a `Vec`: {SEE_THROUGH}"),
         ));
     }
@@ -504,7 +502,7 @@ fn check_nested(inner: &Type) -> Result<(), (Span, String)> {
 }
 
 /// A `Box`'s content: a module, or `dyn Module` / `dyn Forward`.
-fn check_boxed(inner: &Type) -> Result<(), (Span, String)> {
+fn check_boxed(inner: &Type) -> syn::Result<()> {
     let Type::TraitObject(object) = ungroup(inner) else {
         return check_nested(inner);
     };
@@ -515,12 +513,9 @@ fn check_boxed(inner: &Type) -> Result<(), (Span, String)> {
     if object.bounds.iter().any(is_module_trait) {
         return Ok(());
     }
-    Err((
-        inner.span(),
-        format!(
-            "`#[derive(Module)]` cannot see through `Box<{}>`: a boxed child is `Box<dyn \
-             Forward>`, `Box<dyn Module>` or `Box<M>` for a module `M`",
-            quote::ToTokens::to_token_stream(inner)
-        ),
+    Err(syn::Error::new_spanned(
+        inner,
+        "`#[derive(Module)]` cannot see through this `Box`: a boxed child is `Box<dyn Forward>`, \
+         `Box<dyn Module>` or `Box<M>` for a module `M`; mark other fields `#[module(skip)]`",
     ))
 }

@@ -369,6 +369,14 @@ pub trait Forward: Module {
 /// let m: &dyn Module = Relu.as_module();
 /// assert_eq!(m.repr(), "ReLU()");
 /// ```
+// The derive reaches each child through this trait: the same message as `Module`'s.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an `nn::Module`",
+    label = "not a parameter, a buffer or a child module",
+    note = "in a `#[derive(Module)]` struct, a field is a parameter (`Tensor`, `Option<Tensor>`), \
+            a buffer (`#[buffer]`), or a child module (a type that implements `Module`, \
+            `Option<M>`, `Vec<M>`, `Box<dyn Forward>`); mark plain data `#[module(skip)]`"
+)]
 pub trait AsModule {
     /// `self` as a module trait object.
     fn as_module(&self) -> &dyn Module;
