@@ -10,7 +10,7 @@ use crate::{DType, Device, Error, Result, StateDict, Tensor};
 /// training mode, `repr`). The computation is [`Forward`] for a module of one input, or an
 /// inherent `forward` method for one of several (attention with a mask).
 ///
-/// Write it with [`#[derive(Module)]`](derive@Module): the derive lists the struct's fields
+/// Write it with [`#[derive(Module)]`](derive@crate::nn::Module): the derive lists the struct's fields
 /// under PyTorch's names. By hand, a module writes
 /// [`named_parameters`](Module::named_parameters) and
 /// [`visit_parameters_mut`](Module::visit_parameters_mut) (the same parameters, in the same
