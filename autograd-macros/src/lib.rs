@@ -1,7 +1,8 @@
 //! Procedural macros of the `autograd` crate: [`macro@differentiable`], [`macro@backward`] and
 //! [`derive@Module`].
 //!
-//! Use them through the facade (`use autograd::{backward, differentiable};`). Runnable examples
+//! Use them through the facade (`use autograd::{backward, differentiable};`, and
+//! `use autograd::nn::Module;` for the derive). Runnable examples
 //! live in the `autograd` crate docs, section "Custom differentiable functions", because doctests
 //! of a proc-macro crate cannot use the runtime.
 //!
