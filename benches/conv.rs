@@ -16,7 +16,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use autograd::nn::{Conv2d, Flatten, MaxPool2d, Module};
+use autograd::nn::{Conv2d, Flatten, Forward, MaxPool2d, Module};
 use autograd::{DType, Result, Tensor, no_grad};
 use criterion::{Criterion, criterion_group, criterion_main};
 

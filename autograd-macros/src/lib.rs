@@ -1,6 +1,8 @@
-//! Procedural macros of the `autograd` crate: [`macro@differentiable`] and [`macro@backward`].
+//! Procedural macros of the `autograd` crate: [`macro@differentiable`], [`macro@backward`] and
+//! [`derive@Module`].
 //!
-//! Use them through the facade (`use autograd::{backward, differentiable};`). Runnable examples
+//! Use them through the facade (`use autograd::{backward, differentiable};`, and
+//! `use autograd::nn::Module;` for the derive). Runnable examples
 //! live in the `autograd` crate docs, section "Custom differentiable functions", because doctests
 //! of a proc-macro crate cannot use the runtime.
 //!
@@ -20,6 +22,7 @@ mod expand;
 mod fallback;
 mod impl_form;
 mod ir;
+mod module;
 mod symbol;
 mod valid;
 
@@ -353,6 +356,78 @@ pub fn backward(args: TokenStream, item: TokenStream) -> TokenStream {
     // The file this attribute is in: a second `#[backward]` of one forward is found there.
     let file = proc_macro::Span::call_site().local_file();
     backward::expand(args.into(), item.into(), file.as_deref()).into()
+}
+
+/// Implements `nn::Module` for a struct from its fields: PyTorch's `nn.Module` bookkeeping
+/// (parameters, buffers, child modules, train/eval, `repr`) without writing a name twice.
+///
+/// Use it through `autograd::nn::Module` (one import brings the trait and the derive):
+///
+/// ```text
+/// use autograd::nn::{Forward, Linear, Module};
+///
+/// #[derive(Debug, Module)]
+/// struct Mlp {
+///     fc1: Linear,                        // child: "fc1.weight", "fc1.bias"
+///     fc2: Linear,
+///     scale: Tensor,                      // parameter "scale"
+///     #[buffer]
+///     steps: Tensor,                      // buffer "steps", in the state dict
+///     #[module(skip)]
+///     hidden: usize,                      // plain data
+/// }
+/// ```
+///
+/// # Fields
+///
+/// | field | role |
+/// |---|---|
+/// | `Tensor` | a parameter |
+/// | `Option<Tensor>` | a parameter when `Some` (a bias turned off) |
+/// | `#[buffer] Tensor` / `Option<Tensor>` | a buffer, in the `state_dict` |
+/// | `#[buffer(persistent = false)]` | a buffer left out of the `state_dict` |
+/// | `M`, `Box<M>`, `Box<dyn Forward>` | a child module (`M: Module`): names `field.` + the child's |
+/// | `Option<M>` | a child when `Some` |
+/// | `Vec<M>` | an `nn.ModuleList` child: `field.0.weight`, `field.1.weight`, .. |
+/// | `#[module(training)] bool` | the module's own training flag, set by `train`/`eval` |
+/// | `#[module(skip)]`, `PhantomData` | not part of the module (sizes, flags, configuration) |
+///
+/// `#[module(rename = "0")]` on a parameter, buffer or child gives it another name (to load a
+/// checkpoint of a PyTorch `nn.Sequential` into named fields).
+///
+/// The order is the fields' order, each module's own parameters first, then its children's, as
+/// PyTorch registers them in `__init__`. `set_training` reaches every child; without a
+/// `#[module(training)]` field, `is_training` answers the first child's (or `true`). A type
+/// parameter used in a child's type gets the bound `Child: Module`.
+///
+/// # Struct options
+///
+/// `#[module(..)]` on the struct:
+///
+/// | option | meaning |
+/// |---|---|
+/// | `name = "ReLU"` | the name `repr` prints (default: the struct's) |
+/// | `extra_repr = path` | a `fn(&Self) -> String` whose text goes inside the parentheses (PyTorch's `extra_repr()`) |
+/// | `transparent` | the struct is its one field that is not skipped, a child module: same names, mode and repr (a wrapper that adds configuration or an inherent `forward`) |
+/// | `crate = "path"` | where the generated code finds the runtime (default `::autograd`; `::autograd_runtime` inside the runtime's package) |
+///
+/// # Generated code
+///
+/// `impl Module` with `named_parameters`, `visit_parameters_mut`, `named_buffers`,
+/// `visit_buffers_mut`, `non_persistent_buffers`, `named_children`, `visit_children_mut`,
+/// `set_training`, `is_training` and `repr` (`nn.Module.__repr__`'s text), and `impl Display`
+/// printing the `repr`. The struct must implement `Debug` itself. Runnable examples are in the
+/// docs of `autograd::nn::Module`.
+///
+/// # Errors
+///
+/// An enum, a union or a tuple struct; a field whose type the derive cannot see through (a
+/// reference, a tuple, `Box<dyn Any>`, `Vec<Tensor>`); `#[buffer]` on a field that is not a
+/// tensor; `#[module(training)]` on a field that is not `bool`; an unknown option. A field type
+/// that is not a module is rustc's error on that field: "`usize` is not an `nn::Module`".
+#[proc_macro_derive(Module, attributes(module, buffer))]
+pub fn derive_module(input: TokenStream) -> TokenStream {
+    module::derive(input.into()).into()
 }
 
 /// Receives a forward's options and signature (from its signature macro) together with a

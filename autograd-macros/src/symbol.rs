@@ -170,6 +170,25 @@ pub(crate) const RESERVED_MACRO_NAMES: &[&str] = &[
     "windows_subsystem",
 ];
 
+/// `#[derive(Module)]`'s attributes: `#[module(..)]` on the struct and on fields, `#[buffer]`
+/// on fields.
+pub(crate) const MODULE: Symbol = Symbol("module");
+pub(crate) const BUFFER: Symbol = Symbol("buffer");
+pub(crate) const SKIP: Symbol = Symbol("skip");
+pub(crate) const TRAINING: Symbol = Symbol("training");
+pub(crate) const PERSISTENT: Symbol = Symbol("persistent");
+pub(crate) const EXTRA_REPR: Symbol = Symbol("extra_repr");
+pub(crate) const RENAME: Symbol = Symbol("rename");
+pub(crate) const TRANSPARENT: Symbol = Symbol("transparent");
+/// The options of `#[module(..)]` on a struct, then on a field, in the order the docs list them.
+pub(crate) const MODULE_OPTIONS: [Symbol; 4] = [NAME, EXTRA_REPR, TRANSPARENT, CRATE];
+pub(crate) const MODULE_FIELD_OPTIONS: [Symbol; 3] = [SKIP, TRAINING, RENAME];
+/// The types `#[derive(Module)]` looks through.
+pub(crate) const BOX_TYPE: Symbol = Symbol("Box");
+pub(crate) const PHANTOM_DATA: Symbol = Symbol("PhantomData");
+/// The traits a boxed child may be a trait object of.
+pub(crate) const MODULE_TRAITS: [Symbol; 2] = [Symbol("Module"), Symbol("Forward")];
+
 impl Symbol {
     pub(crate) fn as_str(self) -> &'static str {
         self.0
@@ -184,6 +203,11 @@ impl Symbol {
             || name
                 .strip_prefix(self.0)
                 .is_some_and(|rest| rest.starts_with('_'))
+    }
+
+    /// `path` is this one word.
+    pub(crate) fn is(self, path: &Path) -> bool {
+        path.get_ident().is_some_and(|i| i == self)
     }
 
     /// The last segment of `path` is this word.

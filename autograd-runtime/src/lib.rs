@@ -52,6 +52,10 @@
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
+// `#[derive(Module)]` names the runtime `::autograd_runtime` inside this package, the layers
+// here included.
+extern crate self as autograd_runtime;
+
 mod anomaly;
 mod backend;
 mod checkpoint;

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use autograd::nn::{Dropout, Linear, Module, Relu, Tanh};
+use autograd::nn::{Dropout, Forward, Linear, Module, Relu, Tanh};
 use autograd::optim::{Adam, AdamOptions, Optimizer};
 use autograd::*;
 
@@ -29,14 +29,14 @@ fn options(reentrant: bool) -> CheckpointOptions {
 }
 
 /// A block: Linear → activation → Dropout (in training mode, so its masks are random draws).
-type Block = Vec<Arc<dyn Module>>;
+type Block = Vec<Arc<dyn Forward>>;
 
 /// An MLP of `autograd::nn` layers in three blocks, built after `manual_seed(seed)`: the same
 /// weights, and the same dropout masks after it, for every `seed` (the caller holds
 /// [`global_rng`](crate::common::global_rng)).
 fn mlp(seed: u64) -> Result<Vec<Block>> {
     autograd::manual_seed(seed);
-    let block = |i: usize, o: usize, act: Arc<dyn Module>| -> Result<Block> {
+    let block = |i: usize, o: usize, act: Arc<dyn Forward>| -> Result<Block> {
         Ok(vec![
             Arc::new(Linear::new(i, o)?),
             act,
@@ -58,7 +58,7 @@ fn parameters(blocks: &[Block]) -> Vec<Tensor> {
         .collect()
 }
 
-fn run_block(block: &[Arc<dyn Module>], x: &Tensor) -> Result<Tensor> {
+fn run_block(block: &[Arc<dyn Forward>], x: &Tensor) -> Result<Tensor> {
     block.iter().try_fold(x.clone(), |h, m| m.forward(&h))
 }
 

@@ -25,7 +25,7 @@ use std::panic::{self, AssertUnwindSafe};
 use autograd::nn::functional::{
     self as F, BceWithLogitsOptions, CrossEntropyOptions, NllLossOptions, Reduction,
 };
-use autograd::nn::{Embedding, GeluApproximate, Linear, Module};
+use autograd::nn::{Embedding, Forward, GeluApproximate, Linear};
 use autograd::{DType, Device, GradOptions, Tensor, grad, no_grad};
 use serde_json::Value;
 

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use autograd::nn::{Linear, Module};
+use autograd::nn::{Forward, Linear, Module};
 use autograd::{DType, Error, Result, StateDict, Tensor};
 use serde_json::Value;
 
@@ -17,10 +17,12 @@ fn data(name: &str) -> PathBuf {
 }
 
 /// PyTorch's `Sequential(Linear(4, 8), Tanh(), Linear(8, 3))`, written as a user would write a
-/// model of their own: two layers and `Module` by hand, under PyTorch's names.
-#[derive(Debug)]
+/// model of their own: two layers under PyTorch's names (the Sequential's positions), derived.
+#[derive(Debug, Module)]
 struct Mlp {
+    #[module(rename = "0")]
     first: Linear,
+    #[module(rename = "2")]
     last: Linear,
 }
 
@@ -36,32 +38,9 @@ impl Mlp {
     }
 }
 
-impl Module for Mlp {
+impl Forward for Mlp {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         self.last.forward(&self.first.forward(x)?.tanh()?)
-    }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        let prefixed = |prefix: &str, layer: &Linear| {
-            layer
-                .named_parameters()
-                .into_iter()
-                .map(|(name, p)| (format!("{prefix}.{name}"), p))
-                .collect::<Vec<_>>()
-        };
-        let mut out = prefixed("0", &self.first);
-        out.extend(prefixed("2", &self.last));
-        out
-    }
-
-    fn visit_parameters_mut(
-        &mut self,
-        f: &mut dyn FnMut(&str, &mut Tensor) -> Result<()>,
-    ) -> Result<()> {
-        self.first
-            .visit_parameters_mut(&mut |name, p| f(&format!("0.{name}"), p))?;
-        self.last
-            .visit_parameters_mut(&mut |name, p| f(&format!("2.{name}"), p))
     }
 }
 

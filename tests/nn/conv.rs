@@ -4,7 +4,7 @@
 //! gradgradcheck, and the shapes through a small CNN.
 
 use autograd::nn::functional as F;
-use autograd::nn::{AvgPool2d, Conv2d, Flatten, MaxPool2d, Module, Size2};
+use autograd::nn::{AvgPool2d, Conv2d, Flatten, Forward, MaxPool2d, Module, Size2};
 use autograd::{BackwardOptions, DType, Error, Result, Tensor, gradcheck, gradgradcheck};
 use serde_json::Value;
 

@@ -17,8 +17,8 @@ use autograd::nn::functional::{
 };
 use autograd::nn::init::{self, FanMode, Nonlinearity};
 use autograd::nn::{
-    Dropout, Embedding, Gelu, GeluApproximate, Identity, LayerNorm, LeakyRelu, Linear, LogSoftmax,
-    Module, Relu, Sequential, Sigmoid, Softmax, Tanh,
+    Dropout, Embedding, Forward, Gelu, GeluApproximate, Identity, LayerNorm, LeakyRelu, Linear,
+    LogSoftmax, Module, Relu, Sequential, Sigmoid, Softmax, Tanh,
 };
 use autograd::{DType, Result, StateDict, Tensor, gradcheck, gradgradcheck};
 use serde_json::Value;

@@ -110,7 +110,7 @@ impl CheckpointOptions {
 /// # Examples
 ///
 /// ```
-/// use autograd_runtime::nn::{Linear, Module};
+/// use autograd_runtime::nn::{Forward, Linear, Module};
 /// use autograd_runtime::{checkpoint, CheckpointOptions, DType, Tensor};
 /// use std::sync::Arc;
 /// let layer = Arc::new(Linear::new(4, 4)?);

@@ -4,7 +4,7 @@
 use std::f64::consts::{FRAC_1_SQRT_2, FRAC_2_SQRT_PI};
 
 use crate::layout::wrap_dim;
-use crate::nn::{Module, parameterless};
+use crate::nn::{Forward, Module};
 use crate::{Result, Tensor};
 
 /// `max(x, 0)` (PyTorch's `nn.ReLU`).
@@ -12,24 +12,20 @@ use crate::{Result, Tensor};
 /// # Examples
 ///
 /// ```
-/// use autograd_runtime::nn::{Module, Relu};
+/// use autograd_runtime::nn::{Forward, Relu};
 /// use autograd_runtime::Tensor;
 /// let y = Relu.forward(&Tensor::from_vec(vec![-1.0f32, 2.0], &[2])?)?;
 /// assert_eq!(y.to_vec::<f32>()?, vec![0.0, 2.0]);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, Module)]
+#[module(name = "ReLU")]
 pub struct Relu;
 
-impl Module for Relu {
-    fn repr(&self) -> String {
-        super::repr::with_one("ReLU", None)
-    }
-
+impl Forward for Relu {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         input.relu()
     }
-    parameterless!();
 }
 
 /// `tanh x` (PyTorch's `nn.Tanh`).
@@ -37,24 +33,19 @@ impl Module for Relu {
 /// # Examples
 ///
 /// ```
-/// use autograd_runtime::nn::{Module, Tanh};
+/// use autograd_runtime::nn::{Forward, Tanh};
 /// use autograd_runtime::Tensor;
 /// let y = Tanh.forward(&Tensor::from_vec(vec![0.0f64], &[1])?)?;
 /// assert_eq!(y.to_vec::<f64>()?, vec![0.0]);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, Module)]
 pub struct Tanh;
 
-impl Module for Tanh {
-    fn repr(&self) -> String {
-        super::repr::with_one("Tanh", None)
-    }
-
+impl Forward for Tanh {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         input.tanh()
     }
-    parameterless!();
 }
 
 /// `1 / (1 + e⁻ˣ)` (PyTorch's `nn.Sigmoid`).
@@ -62,24 +53,19 @@ impl Module for Tanh {
 /// # Examples
 ///
 /// ```
-/// use autograd_runtime::nn::{Module, Sigmoid};
+/// use autograd_runtime::nn::{Forward, Sigmoid};
 /// use autograd_runtime::Tensor;
 /// let y = Sigmoid.forward(&Tensor::from_vec(vec![0.0f64], &[1])?)?;
 /// assert_eq!(y.to_vec::<f64>()?, vec![0.5]);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, Module)]
 pub struct Sigmoid;
 
-impl Module for Sigmoid {
-    fn repr(&self) -> String {
-        super::repr::with_one("Sigmoid", None)
-    }
-
+impl Forward for Sigmoid {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         input.sigmoid()
     }
-    parameterless!();
 }
 
 /// Passes its input through (PyTorch's `nn.Identity`).
@@ -87,24 +73,19 @@ impl Module for Sigmoid {
 /// # Examples
 ///
 /// ```
-/// use autograd_runtime::nn::{Identity, Module};
+/// use autograd_runtime::nn::{Forward, Identity};
 /// use autograd_runtime::Tensor;
 /// let x = Tensor::from_vec(vec![3.0f32], &[1])?;
 /// assert!(Identity.forward(&x)?.is_same(&x));
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, Module)]
 pub struct Identity;
 
-impl Module for Identity {
-    fn repr(&self) -> String {
-        super::repr::with_one("Identity", None)
-    }
-
+impl Forward for Identity {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         Ok(input.clone())
     }
-    parameterless!();
 }
 
 /// Which form of GELU to compute (PyTorch's `approximate` argument).
@@ -122,7 +103,7 @@ pub enum GeluApproximate {
 /// # Examples
 ///
 /// ```
-/// use autograd_runtime::nn::{Gelu, GeluApproximate, Module};
+/// use autograd_runtime::nn::{Forward, Gelu, GeluApproximate};
 /// use autograd_runtime::Tensor;
 /// let x = Tensor::from_vec(vec![1.0f64], &[1])?;
 /// let exact = Gelu::new().forward(&x)?.item::<f64>()?;
@@ -131,8 +112,10 @@ pub enum GeluApproximate {
 /// assert!((tanh - 0.841_191_990_608_276_8).abs() < 1e-15);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, Module)]
+#[module(name = "GELU", extra_repr = Gelu::extra_repr)]
 pub struct Gelu {
+    #[module(skip)]
     approximate: GeluApproximate,
 }
 
@@ -148,19 +131,19 @@ impl Gelu {
     }
 }
 
-impl Module for Gelu {
-    fn repr(&self) -> String {
-        let approximate = match self.approximate {
-            GeluApproximate::None => "'none'",
-            GeluApproximate::Tanh => "'tanh'",
-        };
-        super::repr::with_one("GELU", Some(("approximate", approximate.into())))
+impl Gelu {
+    fn extra_repr(&self) -> String {
+        match self.approximate {
+            GeluApproximate::None => "approximate='none'".into(),
+            GeluApproximate::Tanh => "approximate='tanh'".into(),
+        }
     }
+}
 
+impl Forward for Gelu {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         gelu(input, self.approximate)
     }
-    parameterless!();
 }
 
 /// `x` where positive, `negative_slope · x` elsewhere (PyTorch's `nn.LeakyReLU`, slope 0.01 by
@@ -169,14 +152,16 @@ impl Module for Gelu {
 /// # Examples
 ///
 /// ```
-/// use autograd_runtime::nn::{LeakyRelu, Module};
+/// use autograd_runtime::nn::{Forward, LeakyRelu};
 /// use autograd_runtime::Tensor;
 /// let y = LeakyRelu::new(0.5).forward(&Tensor::from_vec(vec![-2.0f64, 3.0], &[2])?)?;
 /// assert_eq!(y.to_vec::<f64>()?, vec![-1.0, 3.0]);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Module)]
+#[module(name = "LeakyReLU", extra_repr = LeakyRelu::extra_repr)]
 pub struct LeakyRelu {
+    #[module(skip)]
     negative_slope: f64,
 }
 
@@ -194,18 +179,19 @@ impl Default for LeakyRelu {
     }
 }
 
-impl Module for LeakyRelu {
-    fn repr(&self) -> String {
-        super::repr::with_one(
-            "LeakyReLU",
-            Some(("negative_slope", super::repr::py_float(self.negative_slope))),
+impl LeakyRelu {
+    fn extra_repr(&self) -> String {
+        format!(
+            "negative_slope={}",
+            super::repr::py_float(self.negative_slope)
         )
     }
+}
 
+impl Forward for LeakyRelu {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         leaky_relu(input, self.negative_slope)
     }
-    parameterless!();
 }
 
 /// Softmax over `dim` (PyTorch's `nn.Softmax(dim)`; negative dims count from the end).
@@ -213,14 +199,16 @@ impl Module for LeakyRelu {
 /// # Examples
 ///
 /// ```
-/// use autograd_runtime::nn::{Module, Softmax};
+/// use autograd_runtime::nn::{Forward, Softmax};
 /// use autograd_runtime::Tensor;
 /// let y = Softmax::new(-1).forward(&Tensor::from_vec(vec![1.0f64, 1.0], &[1, 2])?)?;
 /// assert_eq!(y.to_vec::<f64>()?, vec![0.5, 0.5]);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Module)]
+#[module(extra_repr = Softmax::extra_repr)]
 pub struct Softmax {
+    #[module(skip)]
     dim: isize,
 }
 
@@ -231,15 +219,16 @@ impl Softmax {
     }
 }
 
-impl Module for Softmax {
-    fn repr(&self) -> String {
-        super::repr::with_one("Softmax", Some(("dim", self.dim.to_string())))
+impl Softmax {
+    fn extra_repr(&self) -> String {
+        format!("dim={}", self.dim)
     }
+}
 
+impl Forward for Softmax {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         softmax(input, self.dim)
     }
-    parameterless!();
 }
 
 /// Log-softmax over `dim` (PyTorch's `nn.LogSoftmax(dim)`; negative dims count from the end).
@@ -247,14 +236,16 @@ impl Module for Softmax {
 /// # Examples
 ///
 /// ```
-/// use autograd_runtime::nn::{LogSoftmax, Module};
+/// use autograd_runtime::nn::{Forward, LogSoftmax};
 /// use autograd_runtime::Tensor;
 /// let y = LogSoftmax::new(1).forward(&Tensor::from_vec(vec![0.0f64, 0.0], &[1, 2])?)?;
 /// assert!((y.to_vec::<f64>()?[0] + 2f64.ln()).abs() < 1e-15);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Module)]
+#[module(extra_repr = LogSoftmax::extra_repr)]
 pub struct LogSoftmax {
+    #[module(skip)]
     dim: isize,
 }
 
@@ -265,15 +256,16 @@ impl LogSoftmax {
     }
 }
 
-impl Module for LogSoftmax {
-    fn repr(&self) -> String {
-        super::repr::with_one("LogSoftmax", Some(("dim", self.dim.to_string())))
+impl LogSoftmax {
+    fn extra_repr(&self) -> String {
+        format!("dim={}", self.dim)
     }
+}
 
+impl Forward for LogSoftmax {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         log_softmax(input, self.dim)
     }
-    parameterless!();
 }
 
 // ----- the functions ----------------------------------------------------------------------------

@@ -14,7 +14,7 @@
 use std::fmt;
 
 use crate::nn::init;
-use crate::nn::{Module, named, visit_named};
+use crate::nn::{Forward, Module};
 use crate::{DType, Error, Generator, GeneratorState, Result, Tensor, default_generator};
 
 /// A size per spatial dim, `[height, width]`: PyTorch's `_size_2_t`, an `int` or a pair.
@@ -337,7 +337,7 @@ pub fn conv2d(
 /// # Examples
 ///
 /// ```
-/// use autograd_runtime::nn::{Conv2d, Module};
+/// use autograd_runtime::nn::{Conv2d, Forward, Module};
 /// use autograd_runtime::{DType, Tensor};
 /// let conv = Conv2d::new(3, 8, 3)?.stride(2).padding(1);
 /// assert_eq!(conv.weight().shape(), &[8, 3, 3, 3]);
@@ -347,23 +347,33 @@ pub fn conv2d(
 /// assert_eq!(names, ["weight", "bias"]);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Module)]
+#[module(extra_repr = Conv2d::extra_repr)]
 pub struct Conv2d {
     weight: Tensor,
     bias: Option<Tensor>,
+    #[module(skip)]
     in_channels: usize,
+    #[module(skip)]
     out_channels: usize,
+    #[module(skip)]
     kernel_size: Size2,
+    #[module(skip)]
     stride: Size2,
+    #[module(skip)]
     padding: Size2,
+    #[module(skip)]
     dilation: Size2,
+    #[module(skip)]
     groups: usize,
     /// The generator the parameters came from and its state before, so that
     /// [`Conv2d::groups`] and [`Conv2d::without_bias`] draw the parameters a layer built with
     /// those options from the start would have.
+    #[module(skip)]
     drawn_from: (Generator, GeneratorState),
     /// The generator's state after the weight was drawn, where [`Conv2d::without_bias`] sets
     /// it back.
+    #[module(skip)]
     after_weight: GeneratorState,
 }
 
@@ -415,7 +425,7 @@ impl Conv2d {
     /// # Examples
     ///
     /// ```
-    /// use autograd_runtime::nn::{Conv2d, Module};
+    /// use autograd_runtime::nn::{Conv2d, Forward, Module};
     /// use autograd_runtime::{DType, Tensor};
     /// let conv = Conv2d::new(1, 1, 2)?.stride((1, 2));
     /// assert_eq!(conv.forward(&Tensor::zeros(&[1, 1, 4, 4], DType::F32)?)?.shape(), &[1, 1, 3, 2]);
@@ -433,7 +443,7 @@ impl Conv2d {
     /// # Examples
     ///
     /// ```
-    /// use autograd_runtime::nn::{Conv2d, Module};
+    /// use autograd_runtime::nn::{Conv2d, Forward, Module};
     /// use autograd_runtime::{DType, Tensor};
     /// let conv = Conv2d::new(1, 1, 3)?.padding(1);
     /// assert_eq!(conv.forward(&Tensor::zeros(&[1, 1, 5, 5], DType::F32)?)?.shape(), &[1, 1, 5, 5]);
@@ -450,7 +460,7 @@ impl Conv2d {
     /// # Examples
     ///
     /// ```
-    /// use autograd_runtime::nn::{Conv2d, Module};
+    /// use autograd_runtime::nn::{Conv2d, Forward, Module};
     /// use autograd_runtime::{DType, Tensor};
     /// let conv = Conv2d::new(1, 1, 3)?.dilation(2); // covers 5×5
     /// assert_eq!(conv.forward(&Tensor::zeros(&[1, 1, 6, 6], DType::F32)?)?.shape(), &[1, 1, 2, 2]);
@@ -512,7 +522,7 @@ impl Conv2d {
     /// # Examples
     ///
     /// ```
-    /// use autograd_runtime::nn::{Conv2d, Module};
+    /// use autograd_runtime::nn::{Conv2d, Forward, Module};
     /// let conv = Conv2d::new(1, 4, 3)?.without_bias();
     /// assert!(conv.bias().is_none());
     /// assert_eq!(conv.named_parameters().len(), 1);
@@ -576,8 +586,8 @@ impl Conv2d {
     }
 }
 
-impl Module for Conv2d {
-    fn repr(&self) -> String {
+impl Conv2d {
+    fn extra_repr(&self) -> String {
         super::repr::conv2d(
             self.in_channels,
             self.out_channels,
@@ -586,7 +596,9 @@ impl Module for Conv2d {
             self.bias.is_some(),
         )
     }
+}
 
+impl Forward for Conv2d {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         conv2d(
             input,
@@ -596,23 +608,6 @@ impl Module for Conv2d {
             self.padding,
             self.dilation,
             self.groups,
-        )
-    }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        named([("weight", Some(&self.weight)), ("bias", self.bias.as_ref())])
-    }
-
-    fn visit_parameters_mut(
-        &mut self,
-        f: &mut dyn FnMut(&str, &mut Tensor) -> Result<()>,
-    ) -> Result<()> {
-        visit_named(
-            [
-                ("weight", Some(&mut self.weight)),
-                ("bias", self.bias.as_mut()),
-            ],
-            f,
         )
     }
 }

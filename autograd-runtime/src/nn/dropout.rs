@@ -1,7 +1,7 @@
 //! `Dropout`: PyTorch's inverted dropout, its masks PyTorch's `bernoulli_` stream.
 
 use crate::error::py_float;
-use crate::nn::{Module, parameterless};
+use crate::nn::{Forward, Module};
 use crate::{DType, Error, Generator, Result, Tensor, default_generator};
 
 /// In training mode, zeroes each element with probability `p` and scales the others by
@@ -12,7 +12,7 @@ use crate::{DType, Error, Generator, Result, Tensor, default_generator};
 /// # Examples
 ///
 /// ```
-/// use autograd_runtime::nn::{Dropout, Module};
+/// use autograd_runtime::nn::{Dropout, Forward, Module};
 /// use autograd_runtime::{DType, Tensor};
 /// let mut drop = Dropout::new(0.5)?;
 /// let x = Tensor::ones(&[1000], DType::F32)?;
@@ -22,9 +22,12 @@ use crate::{DType, Error, Generator, Result, Tensor, default_generator};
 /// assert!(drop.forward(&x)?.is_same(&x));
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Module)]
+#[module(extra_repr = Dropout::extra_repr)]
 pub struct Dropout {
+    #[module(skip)]
     p: f64,
+    #[module(training)]
     training: bool,
 }
 
@@ -64,23 +67,15 @@ impl Dropout {
     }
 }
 
-impl Module for Dropout {
-    fn repr(&self) -> String {
+impl Dropout {
+    fn extra_repr(&self) -> String {
         super::repr::dropout(self.p)
     }
+}
 
+impl Forward for Dropout {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         dropout(input, self.p, self.training)
-    }
-
-    parameterless!();
-
-    fn set_training(&mut self, training: bool) {
-        self.training = training;
-    }
-
-    fn is_training(&self) -> bool {
-        self.training
     }
 }
 

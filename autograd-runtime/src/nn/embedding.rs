@@ -1,7 +1,7 @@
 //! `Embedding`: a lookup table of rows, selected by index (`index_select`), with PyTorch's
 //! `padding_idx`.
 
-use crate::nn::Module;
+use crate::nn::{Forward, Module};
 use crate::{DType, Error, Result, Tensor};
 
 /// A table of `num_embeddings` vectors of size `embedding_dim` (PyTorch's `nn.Embedding`):
@@ -9,7 +9,7 @@ use crate::{DType, Error, Result, Tensor};
 /// generator (PyTorch's `normal_`, so PyTorch's values after [`manual_seed`](crate::manual_seed)), and
 /// forward maps indices of any shape `S` to their rows, `S + [embedding_dim]`.
 ///
-/// [`Module::forward`] takes the indices as PyTorch does, an `I64` (or `I32`) tensor, or as a
+/// [`Forward::forward`] takes the indices as PyTorch does, an `I64` (or `I32`) tensor, or as a
 /// float tensor of integral values (what it took before the library had integer tensors);
 /// [`forward_indices`](Embedding::forward_indices) takes them as `usize`. With a `padding_idx`,
 /// that row starts at zero and never receives a gradient.
@@ -17,7 +17,7 @@ use crate::{DType, Error, Result, Tensor};
 /// # Examples
 ///
 /// ```
-/// use autograd_runtime::nn::{Embedding, Module};
+/// use autograd_runtime::nn::{Embedding, Forward};
 /// use autograd_runtime::Tensor;
 /// let emb = Embedding::new(10, 3)?;
 /// let y = emb.forward(&Tensor::from_vec(vec![1i64, 4, 4, 9], &[2, 2])?)?;
@@ -28,9 +28,11 @@ use crate::{DType, Error, Result, Tensor};
 /// assert_eq!(err.to_string(), "index out of range in self");
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Module)]
+#[module(extra_repr = Embedding::extra_repr)]
 pub struct Embedding {
     weight: Tensor,
+    #[module(skip)]
     padding_idx: Option<usize>,
 }
 
@@ -61,7 +63,7 @@ impl Embedding {
     /// # Examples
     ///
     /// ```
-    /// use autograd_runtime::nn::{Embedding, Module};
+    /// use autograd_runtime::nn::{Embedding, Forward};
     /// use autograd_runtime::Tensor;
     /// let emb = Embedding::new(4, 2)?.with_padding_idx(0)?;
     /// let y = emb.forward_indices(&[0, 2], &[2])?;
@@ -215,26 +217,17 @@ fn float_indices(input: &Tensor) -> Result<Vec<usize>> {
         .collect()
 }
 
-impl Module for Embedding {
-    fn repr(&self) -> String {
+impl Embedding {
+    fn extra_repr(&self) -> String {
         let shape = self.weight.shape();
         super::repr::embedding(shape[0], shape[1], self.padding_idx)
     }
+}
 
+impl Forward for Embedding {
     /// The rows at the indices `input` holds: PyTorch's `I64` (or `I32`) index tensor, or a
     /// float tensor of integral values (see [`forward_indices`](Embedding::forward_indices)).
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         self.forward_indices(&indices_of(input)?, input.shape())
-    }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        vec![("weight".to_string(), self.weight.clone())]
-    }
-
-    fn visit_parameters_mut(
-        &mut self,
-        f: &mut dyn FnMut(&str, &mut Tensor) -> Result<()>,
-    ) -> Result<()> {
-        f("weight", &mut self.weight)
     }
 }

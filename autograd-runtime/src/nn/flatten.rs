@@ -1,7 +1,7 @@
 //! `Flatten`: dims `start_dim..=end_dim` merged into one, PyTorch's `nn.Flatten`.
 
 use crate::layout::wrap_dim;
-use crate::nn::{Module, parameterless};
+use crate::nn::{Forward, Module};
 use crate::{Error, Result, Tensor};
 
 /// Merges dims `start_dim..=end_dim` into one (PyTorch's `nn.Flatten`; negative dims count from
@@ -11,7 +11,7 @@ use crate::{Error, Result, Tensor};
 /// # Examples
 ///
 /// ```
-/// use autograd_runtime::nn::{Flatten, Module};
+/// use autograd_runtime::nn::{Flatten, Forward};
 /// use autograd_runtime::{DType, Tensor};
 /// let x = Tensor::zeros(&[64, 32, 2, 2], DType::F32)?;
 /// assert_eq!(Flatten::new().forward(&x)?.shape(), &[64, 128]);
@@ -19,9 +19,12 @@ use crate::{Error, Result, Tensor};
 /// assert_eq!(Flatten::with_dims(-2, -1).forward(&x)?.shape(), &[64, 32, 4]);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Module)]
+#[module(extra_repr = Flatten::extra_repr)]
 pub struct Flatten {
+    #[module(skip)]
     start_dim: isize,
+    #[module(skip)]
     end_dim: isize,
 }
 
@@ -37,7 +40,7 @@ impl Flatten {
     /// # Examples
     ///
     /// ```
-    /// use autograd_runtime::nn::{Flatten, Module};
+    /// use autograd_runtime::nn::{Flatten, Forward};
     /// use autograd_runtime::{DType, Tensor};
     /// let x = Tensor::zeros(&[8, 2, 3, 3], DType::F32)?;
     /// assert_eq!(Flatten::new().forward(&x)?.shape(), &[8, 18]);
@@ -52,7 +55,7 @@ impl Flatten {
     /// # Examples
     ///
     /// ```
-    /// use autograd_runtime::nn::{Flatten, Module};
+    /// use autograd_runtime::nn::{Flatten, Forward};
     /// use autograd_runtime::{DType, Tensor};
     /// let x = Tensor::zeros(&[2, 3, 4], DType::F32)?;
     /// assert_eq!(Flatten::with_dims(0, 1).forward(&x)?.shape(), &[6, 4]);
@@ -64,11 +67,13 @@ impl Flatten {
     }
 }
 
-impl Module for Flatten {
-    fn repr(&self) -> String {
+impl Flatten {
+    fn extra_repr(&self) -> String {
         super::repr::flatten(self.start_dim, self.end_dim)
     }
+}
 
+impl Forward for Flatten {
     /// # Errors
     ///
     /// [`Error::DimOutOfRange`] for a dim outside the input, and [`Error::InvalidArgument`]
@@ -91,6 +96,4 @@ impl Module for Flatten {
         out.extend_from_slice(&shape[end + 1..]);
         input.reshape(&out)
     }
-
-    parameterless!();
 }

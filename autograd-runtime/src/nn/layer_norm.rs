@@ -1,7 +1,7 @@
 //! `LayerNorm`: normalisation over the trailing dims, written in differentiable ops (so double
 //! backward works).
 
-use crate::nn::{Module, named, visit_named};
+use crate::nn::{Forward, Module};
 use crate::{DType, Error, Result, Tensor};
 
 /// Normalises over the last dims, `normalized_shape`, then scales and shifts elementwise
@@ -11,7 +11,7 @@ use crate::{DType, Error, Result, Tensor};
 /// # Examples
 ///
 /// ```
-/// use autograd_runtime::nn::{LayerNorm, Module};
+/// use autograd_runtime::nn::{Forward, LayerNorm, Module};
 /// use autograd_runtime::Tensor;
 /// let ln = LayerNorm::new(&[2])?;
 /// let y = ln.forward(&Tensor::from_vec(vec![1.0f32, 3.0], &[1, 2])?)?.to_vec::<f32>()?;
@@ -20,9 +20,12 @@ use crate::{DType, Error, Result, Tensor};
 /// assert_eq!(names, ["weight", "bias"]);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Module)]
+#[module(extra_repr = LayerNorm::extra_repr)]
 pub struct LayerNorm {
+    #[module(skip)]
     normalized_shape: Vec<usize>,
+    #[module(skip)]
     eps: f64,
     weight: Option<Tensor>,
     bias: Option<Tensor>,
@@ -47,7 +50,7 @@ impl LayerNorm {
     /// # Examples
     ///
     /// ```
-    /// use autograd_runtime::nn::{LayerNorm, Module};
+    /// use autograd_runtime::nn::{Forward, LayerNorm, Module};
     /// let ln = LayerNorm::with_options(&[3, 4], 1e-6, false)?;
     /// assert!(ln.parameters().is_empty());
     /// # Ok::<(), autograd_runtime::Error>(())
@@ -84,8 +87,8 @@ impl LayerNorm {
     }
 }
 
-impl Module for LayerNorm {
-    fn repr(&self) -> String {
+impl LayerNorm {
+    fn extra_repr(&self) -> String {
         super::repr::layer_norm(
             &self.normalized_shape,
             self.eps,
@@ -93,7 +96,9 @@ impl Module for LayerNorm {
             self.bias.is_some(),
         )
     }
+}
 
+impl Forward for LayerNorm {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         layer_norm(
             input,
@@ -101,26 +106,6 @@ impl Module for LayerNorm {
             self.weight.as_ref(),
             self.bias.as_ref(),
             self.eps,
-        )
-    }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        named([
-            ("weight", self.weight.as_ref()),
-            ("bias", self.bias.as_ref()),
-        ])
-    }
-
-    fn visit_parameters_mut(
-        &mut self,
-        f: &mut dyn FnMut(&str, &mut Tensor) -> Result<()>,
-    ) -> Result<()> {
-        visit_named(
-            [
-                ("weight", self.weight.as_mut()),
-                ("bias", self.bias.as_mut()),
-            ],
-            f,
         )
     }
 }

@@ -1,6 +1,6 @@
 //! `Linear`: `y = x Wᵀ + b`, PyTorch's layout and initialisation.
 
-use crate::nn::{Module, init, named, torch_size, visit_named};
+use crate::nn::{Forward, Module, init, torch_size};
 use crate::{DType, Error, Result, Tensor};
 
 /// `y = x Wᵀ + b` with `W` `[out_features, in_features]` and `b` `[out_features]` (PyTorch's
@@ -13,7 +13,7 @@ use crate::{DType, Error, Result, Tensor};
 /// # Examples
 ///
 /// ```
-/// use autograd_runtime::nn::{Linear, Module};
+/// use autograd_runtime::nn::{Forward, Linear};
 /// use autograd_runtime::{DType, Tensor, manual_seed};
 /// manual_seed(0);
 /// let layer = Linear::new(3, 2)?; // torch.manual_seed(0); nn.Linear(3, 2)
@@ -23,7 +23,8 @@ use crate::{DType, Error, Result, Tensor};
 /// assert_eq!(y.shape(), &[5, 2]);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Module)]
+#[module(extra_repr = Linear::extra_repr)]
 pub struct Linear {
     weight: Tensor,
     bias: Option<Tensor>,
@@ -92,7 +93,7 @@ impl Linear {
     /// # Examples
     ///
     /// ```
-    /// use autograd_runtime::nn::{Linear, Module};
+    /// use autograd_runtime::nn::{Forward, Linear};
     /// use autograd_runtime::Tensor;
     /// let w = Tensor::from_vec(vec![1.0f64, 2.0], &[1, 2])?;
     /// let b = Tensor::from_vec(vec![0.5f64], &[1])?;
@@ -135,34 +136,19 @@ impl Linear {
     }
 }
 
-impl Module for Linear {
-    fn repr(&self) -> String {
+impl Linear {
+    fn extra_repr(&self) -> String {
         let shape = self.weight.shape();
         super::repr::linear(shape[1], shape[0], self.bias.is_some())
     }
+}
 
+impl Forward for Linear {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         let y = input.matmul(&self.weight.transpose(0, 1)?)?;
         match &self.bias {
             Some(b) => y.add(b),
             None => Ok(y),
         }
-    }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        named([("weight", Some(&self.weight)), ("bias", self.bias.as_ref())])
-    }
-
-    fn visit_parameters_mut(
-        &mut self,
-        f: &mut dyn FnMut(&str, &mut Tensor) -> Result<()>,
-    ) -> Result<()> {
-        visit_named(
-            [
-                ("weight", Some(&mut self.weight)),
-                ("bias", self.bias.as_mut()),
-            ],
-            f,
-        )
     }
 }

@@ -7,7 +7,7 @@
 //! order, which is where PyTorch sends the gradient of a tie.
 
 use crate::nn::conv::{Size2, Window, transpose_2d};
-use crate::nn::{Module, parameterless};
+use crate::nn::{Forward, Module};
 use crate::{Error, Result, Tensor};
 
 /// The output size of a pooling along one dim (PyTorch's `pooling_output_shape`), after its
@@ -303,7 +303,7 @@ pub fn avg_pool2d(
 /// # Examples
 ///
 /// ```
-/// use autograd_runtime::nn::{MaxPool2d, Module};
+/// use autograd_runtime::nn::{Forward, MaxPool2d, Module};
 /// use autograd_runtime::{DType, Tensor};
 /// let pool = MaxPool2d::new(2);
 /// assert_eq!(pool.forward(&Tensor::zeros(&[8, 16, 8, 8], DType::F32)?)?.shape(), &[8, 16, 4, 4]);
@@ -312,12 +312,18 @@ pub fn avg_pool2d(
 /// assert!(pool.named_parameters().is_empty());
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Module)]
+#[module(extra_repr = MaxPool2d::extra_repr)]
 pub struct MaxPool2d {
+    #[module(skip)]
     kernel_size: Size2,
+    #[module(skip)]
     stride: Size2,
+    #[module(skip)]
     padding: Size2,
+    #[module(skip)]
     dilation: Size2,
+    #[module(skip)]
     ceil_mode: bool,
 }
 
@@ -327,7 +333,7 @@ impl MaxPool2d {
     /// # Examples
     ///
     /// ```
-    /// use autograd_runtime::nn::{MaxPool2d, Module};
+    /// use autograd_runtime::nn::{Forward, MaxPool2d, Module};
     /// use autograd_runtime::Tensor;
     /// let x = Tensor::from_vec((1..=12).map(f64::from).collect(), &[1, 1, 3, 4])?;
     /// let y = MaxPool2d::new((1, 2)).forward(&x)?;
@@ -377,14 +383,16 @@ impl MaxPool2d {
     }
 }
 
-impl Module for MaxPool2d {
-    fn repr(&self) -> String {
+impl MaxPool2d {
+    fn extra_repr(&self) -> String {
         super::repr::max_pool2d(
             [self.kernel_size, self.stride, self.padding, self.dilation],
             self.ceil_mode,
         )
     }
+}
 
+impl Forward for MaxPool2d {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         max_pool2d(
             input,
@@ -395,8 +403,6 @@ impl Module for MaxPool2d {
             self.ceil_mode,
         )
     }
-
-    parameterless!();
 }
 
 /// 2-D average pooling as a layer (PyTorch's `nn.AvgPool2d`), without parameters: the forward
@@ -406,7 +412,7 @@ impl Module for MaxPool2d {
 /// # Examples
 ///
 /// ```
-/// use autograd_runtime::nn::{AvgPool2d, Module};
+/// use autograd_runtime::nn::{AvgPool2d, Forward};
 /// use autograd_runtime::Tensor;
 /// let x = Tensor::from_vec((1..=9).map(f64::from).collect(), &[1, 3, 3])?; // unbatched
 /// let pool = AvgPool2d::new(2).stride(1);
@@ -415,13 +421,20 @@ impl Module for MaxPool2d {
 /// assert_eq!(ceil.forward(&x)?.to_vec::<f64>()?, vec![3.0, 4.5, 7.5, 9.0]);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Module)]
+#[module(extra_repr = AvgPool2d::extra_repr)]
 pub struct AvgPool2d {
+    #[module(skip)]
     kernel_size: Size2,
+    #[module(skip)]
     stride: Size2,
+    #[module(skip)]
     padding: Size2,
+    #[module(skip)]
     ceil_mode: bool,
+    #[module(skip)]
     count_include_pad: bool,
+    #[module(skip)]
     divisor_override: Option<usize>,
 }
 
@@ -431,7 +444,7 @@ impl AvgPool2d {
     /// # Examples
     ///
     /// ```
-    /// use autograd_runtime::nn::{AvgPool2d, Module};
+    /// use autograd_runtime::nn::{AvgPool2d, Forward};
     /// use autograd_runtime::Tensor;
     /// let x = Tensor::from_vec((1..=8).map(f64::from).collect(), &[1, 1, 2, 4])?;
     /// assert_eq!(AvgPool2d::new(2).forward(&x)?.to_vec::<f64>()?, vec![3.5, 5.5]);
@@ -492,11 +505,13 @@ impl AvgPool2d {
     }
 }
 
-impl Module for AvgPool2d {
-    fn repr(&self) -> String {
+impl AvgPool2d {
+    fn extra_repr(&self) -> String {
         super::repr::avg_pool2d([self.kernel_size, self.stride, self.padding])
     }
+}
 
+impl Forward for AvgPool2d {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         avg_pool2d(
             input,
@@ -508,6 +523,4 @@ impl Module for AvgPool2d {
             self.divisor_override,
         )
     }
-
-    parameterless!();
 }

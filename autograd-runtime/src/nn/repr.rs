@@ -1,15 +1,11 @@
-//! `Display` for modules: PyTorch's `nn.Module.__repr__`, `Name(extra_repr)` for a layer and
-//! one indented `(name): child` line per child for a container, with `_addindent`'s nesting.
+//! PyTorch's `nn.Module.__repr__`: `Name(extra_repr)` for a layer and one indented
+//! `(name): child` line per child for a container, with `_addindent`'s nesting; and the
+//! `extra_repr` texts of the built-in layers.
 //!
-//! A module's text is [`Module::repr`](super::Module::repr); `Display` for every built-in layer
-//! and for `dyn Module` prints it.
+//! A module's text is [`Module::repr`](super::Module::repr); `#[derive(Module)]` writes it with
+//! [`module`], and `Display` prints it.
 
-use std::fmt;
-
-use super::{
-    AvgPool2d, Conv2d, Dropout, Embedding, Flatten, Gelu, Identity, LayerNorm, LeakyRelu, Linear,
-    LogSoftmax, MaxPool2d, Module, Relu, Sequential, Sigmoid, Size2, Softmax, Tanh,
-};
+use super::{Module, Size2};
 
 /// A float as Python's `repr` writes it: the shortest round-trip digits, `1.0` for an integral
 /// value, scientific (`1e-05`) below 1e-4 or from 1e16 on.
@@ -69,62 +65,43 @@ fn pair(s: Size2) -> String {
 }
 
 /// PyTorch's `_addindent(s, 2)`: every line after the first indented by two spaces.
-fn add_indent(s: &str) -> String {
+pub(crate) fn add_indent(s: &str) -> String {
     let mut lines = s.split('\n');
     let first = lines.next().unwrap_or_default().to_owned();
     lines.fold(first, |acc, l| format!("{acc}\n  {l}"))
 }
 
-/// A container's text: `name(` + one `(key): child` line per child + `)`, or `name()` when it
-/// has none.
-pub(crate) fn container<'a>(
+/// `nn.Module.__repr__`: `name(extra)` when there is one line of `extra` and no child;
+/// otherwise `name(`, the lines of `extra` and one `(key): child` line per child, indented, and
+/// `)`; `name()` when there is neither.
+pub(crate) fn module<'a>(
     name: &str,
+    extra: &str,
     children: impl IntoIterator<Item = (String, &'a dyn Module)>,
 ) -> String {
-    let lines: Vec<String> = children
-        .into_iter()
-        .map(|(key, m)| format!("({key}): {}", add_indent(&m.repr())))
-        .collect();
-    if lines.is_empty() {
-        return format!("{name}()");
-    }
-    format!("{name}(\n  {}\n)", lines.join("\n  "))
-}
-
-/// The text of a layer: `name(extra)`.
-fn layer(name: &str, extra: impl fmt::Display) -> String {
-    format!("{name}({extra})")
-}
-
-impl fmt::Display for dyn Module + '_ {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.repr())
+    let mut lines: Vec<String> = if extra.is_empty() {
+        Vec::new()
+    } else {
+        extra.split('\n').map(str::to_owned).collect()
+    };
+    let extra_lines = lines.len();
+    lines.extend(
+        children
+            .into_iter()
+            .map(|(key, m)| format!("({key}): {}", add_indent(&m.repr()))),
+    );
+    match lines.len() {
+        0 => format!("{name}()"),
+        1 if extra_lines == 1 => format!("{name}({extra})"),
+        _ => format!("{name}(\n  {}\n)", lines.join("\n  ")),
     }
 }
 
-macro_rules! display_by_repr {
-    ($($t:ty),* $(,)?) => {$(
-        impl fmt::Display for $t {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&Module::repr(self))
-            }
-        }
-    )*};
-}
-
-display_by_repr!(
-    Linear, Conv2d, Dropout, Embedding, Flatten, LayerNorm, MaxPool2d, AvgPool2d, Relu, Tanh,
-    Sigmoid, Identity, Gelu, LeakyRelu, Softmax, LogSoftmax, Sequential,
-);
-
-/// `Linear`'s text.
+/// `Linear`'s `extra_repr`.
 pub(crate) fn linear(in_features: usize, out_features: usize, bias: bool) -> String {
-    layer(
-        "Linear",
-        format_args!(
-            "in_features={in_features}, out_features={out_features}, bias={}",
-            py_bool(bias)
-        ),
+    format!(
+        "in_features={in_features}, out_features={out_features}, bias={}",
+        py_bool(bias)
     )
 }
 
@@ -158,81 +135,61 @@ pub(crate) fn conv2d(
     if !bias {
         s += ", bias=False";
     }
-    layer("Conv2d", s)
+    s
 }
 
-/// `MaxPool2d`'s text.
+/// `MaxPool2d`'s `extra_repr`.
 pub(crate) fn max_pool2d(
     [kernel, stride, padding, dilation]: [Size2; 4],
     ceil_mode: bool,
 ) -> String {
-    layer(
-        "MaxPool2d",
-        format_args!(
-            "kernel_size={}, stride={}, padding={}, dilation={}, ceil_mode={}",
-            int_or_pair(kernel),
-            int_or_pair(stride),
-            int_or_pair(padding),
-            int_or_pair(dilation),
-            py_bool(ceil_mode)
-        ),
+    format!(
+        "kernel_size={}, stride={}, padding={}, dilation={}, ceil_mode={}",
+        int_or_pair(kernel),
+        int_or_pair(stride),
+        int_or_pair(padding),
+        int_or_pair(dilation),
+        py_bool(ceil_mode)
     )
 }
 
-/// `AvgPool2d`'s text.
+/// `AvgPool2d`'s `extra_repr`.
 pub(crate) fn avg_pool2d([kernel, stride, padding]: [Size2; 3]) -> String {
-    layer(
-        "AvgPool2d",
-        format_args!(
-            "kernel_size={}, stride={}, padding={}",
-            int_or_pair(kernel),
-            int_or_pair(stride),
-            int_or_pair(padding)
-        ),
+    format!(
+        "kernel_size={}, stride={}, padding={}",
+        int_or_pair(kernel),
+        int_or_pair(stride),
+        int_or_pair(padding)
     )
 }
 
-/// `Dropout`'s text.
+/// `Dropout`'s `extra_repr`.
 pub(crate) fn dropout(p: f64) -> String {
-    layer("Dropout", format_args!("p={}, inplace=False", py_float(p)))
+    format!("p={}, inplace=False", py_float(p))
 }
 
-/// `Embedding`'s text.
+/// `Embedding`'s `extra_repr`.
 pub(crate) fn embedding(num: usize, dim: usize, padding_idx: Option<usize>) -> String {
     match padding_idx {
-        Some(i) => layer("Embedding", format_args!("{num}, {dim}, padding_idx={i}")),
-        None => layer("Embedding", format_args!("{num}, {dim}")),
+        Some(i) => format!("{num}, {dim}, padding_idx={i}"),
+        None => format!("{num}, {dim}"),
     }
 }
 
-/// `Flatten`'s text.
+/// `Flatten`'s `extra_repr`.
 pub(crate) fn flatten(start_dim: isize, end_dim: isize) -> String {
-    layer(
-        "Flatten",
-        format_args!("start_dim={start_dim}, end_dim={end_dim}"),
-    )
+    format!("start_dim={start_dim}, end_dim={end_dim}")
 }
 
-/// `LayerNorm`'s text.
+/// `LayerNorm`'s `extra_repr`.
 pub(crate) fn layer_norm(shape: &[usize], eps: f64, affine: bool, bias: bool) -> String {
-    layer(
-        "LayerNorm",
-        format_args!(
-            "{}, eps={}, elementwise_affine={}, bias={}",
-            py_tuple(shape),
-            py_float(eps),
-            py_bool(affine),
-            py_bool(bias)
-        ),
+    format!(
+        "{}, eps={}, elementwise_affine={}, bias={}",
+        py_tuple(shape),
+        py_float(eps),
+        py_bool(affine),
+        py_bool(bias)
     )
-}
-
-/// A layer with an `extra_repr` of one `key=value` (`Softmax(dim=1)`), or none (`ReLU()`).
-pub(crate) fn with_one(name: &str, key_value: Option<(&str, String)>) -> String {
-    match key_value {
-        Some((key, value)) => layer(name, format_args!("{key}={value}")),
-        None => layer(name, ""),
-    }
 }
 
 #[cfg(test)]

@@ -1,8 +1,10 @@
 //! `Sequential`: modules applied one after the other, named by position as PyTorch names them.
 
+use std::fmt;
 use std::ops::Index;
 
-use crate::nn::Module;
+use super::derive_support as private;
+use crate::nn::{Forward, Module};
 use crate::{Result, Tensor};
 
 /// Modules applied in order, each to the previous one's output (PyTorch's `nn.Sequential`).
@@ -13,7 +15,7 @@ use crate::{Result, Tensor};
 /// # Examples
 ///
 /// ```
-/// use autograd_runtime::nn::{Linear, Module, Relu, Sequential};
+/// use autograd_runtime::nn::{Forward, Linear, Module, Relu, Sequential};
 /// use autograd_runtime::{DType, Tensor};
 /// let model = Sequential::new()
 ///     .add(Linear::new(4, 8)?)
@@ -29,7 +31,7 @@ use crate::{Result, Tensor};
 #[derive(Debug)]
 pub struct Sequential {
     /// The layers, in the order `forward` applies them.
-    layers: Vec<Box<dyn Module>>,
+    layers: Vec<Box<dyn Forward>>,
     /// The container's own mode, set with its children's by `set_training`.
     training: bool,
 }
@@ -54,14 +56,14 @@ impl Sequential {
         clippy::should_implement_trait,
         reason = "a builder method, as candle-nn's `seq().add(..)`; `Sequential + layer` would read oddly"
     )]
-    pub fn add<M: Module + 'static>(mut self, layer: M) -> Sequential {
+    pub fn add<M: Forward + 'static>(mut self, layer: M) -> Sequential {
         self.push(Box::new(layer));
         self
     }
 
     /// Appends a boxed layer (PyTorch's `append`). The layer keeps its own mode, as in PyTorch:
     /// call [`train`](Module::train) or [`eval`](Module::eval) on the container afterwards.
-    pub fn push(&mut self, layer: Box<dyn Module>) {
+    pub fn push(&mut self, layer: Box<dyn Forward>) {
         self.layers.push(layer);
     }
 
@@ -87,45 +89,95 @@ impl Sequential {
     /// assert!(model[1].parameters().is_empty());
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn get(&self, index: usize) -> Option<&dyn Module> {
+    pub fn get(&self, index: usize) -> Option<&dyn Forward> {
         self.layers.get(index).map(|m| &**m)
     }
 
     /// The layer at `index`, mutably, if there is one.
-    pub fn get_mut(&mut self, index: usize) -> Option<&mut (dyn Module + 'static)> {
+    pub fn get_mut(&mut self, index: usize) -> Option<&mut (dyn Forward + 'static)> {
         self.layers.get_mut(index).map(|m| &mut **m)
     }
 
     /// The layers in order.
-    pub fn iter(&self) -> impl Iterator<Item = &dyn Module> {
+    pub fn iter(&self) -> impl Iterator<Item = &dyn Forward> {
         self.layers.iter().map(|m| &**m)
     }
 }
 
 impl Index<usize> for Sequential {
-    type Output = dyn Module;
+    type Output = dyn Forward;
 
     /// The layer at `index`.
     ///
     /// # Panics
     ///
     /// If `index >= len()`, as slices do.
-    fn index(&self, index: usize) -> &(dyn Module + 'static) {
+    fn index(&self, index: usize) -> &(dyn Forward + 'static) {
         &*self.layers[index]
     }
 }
 
+/// PyTorch's `Sequential`: the children are the layers, named by position.
 impl Module for Sequential {
-    fn repr(&self) -> String {
-        super::repr::container(
-            "Sequential",
-            self.layers
-                .iter()
-                .enumerate()
-                .map(|(i, l)| (i.to_string(), &**l as &dyn Module)),
-        )
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        private::named([], self, |m| m.named_parameters())
     }
 
+    fn visit_parameters_mut(
+        &mut self,
+        f: &mut dyn FnMut(&str, &mut Tensor) -> Result<()>,
+    ) -> Result<()> {
+        private::visit_children_parameters(self, f)
+    }
+
+    fn named_buffers(&self) -> Vec<(String, Tensor)> {
+        private::named([], self, |m| m.named_buffers())
+    }
+
+    fn visit_buffers_mut(
+        &mut self,
+        f: &mut dyn FnMut(&str, &mut Tensor) -> Result<()>,
+    ) -> Result<()> {
+        private::visit_children_buffers(self, f)
+    }
+
+    fn non_persistent_buffers(&self) -> Vec<String> {
+        private::non_persistent(&[], self)
+    }
+
+    fn named_children(&self) -> Vec<(String, &dyn Module)> {
+        self.layers
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (i.to_string(), &**l as &dyn Module))
+            .collect()
+    }
+
+    fn visit_children_mut(
+        &mut self,
+        f: &mut dyn FnMut(&str, &mut dyn Module) -> Result<()>,
+    ) -> Result<()> {
+        for (i, layer) in self.layers.iter_mut().enumerate() {
+            f(&i.to_string(), &mut **layer)?;
+        }
+        Ok(())
+    }
+
+    fn set_training(&mut self, training: bool) {
+        self.training = training;
+        private::set_children_training(self, training);
+    }
+
+    fn is_training(&self) -> bool {
+        self.training
+    }
+
+    fn repr(&self) -> String {
+        private::repr("Sequential", None, self)
+    }
+}
+
+impl Forward for Sequential {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         let mut x = input.clone();
         for layer in &self.layers {
@@ -133,35 +185,10 @@ impl Module for Sequential {
         }
         Ok(x)
     }
+}
 
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        let mut out = Vec::new();
-        for (i, layer) in self.layers.iter().enumerate() {
-            for (name, p) in layer.named_parameters() {
-                out.push((format!("{i}.{name}"), p));
-            }
-        }
-        out
-    }
-
-    fn visit_parameters_mut(
-        &mut self,
-        f: &mut dyn FnMut(&str, &mut Tensor) -> Result<()>,
-    ) -> Result<()> {
-        for (i, layer) in self.layers.iter_mut().enumerate() {
-            layer.visit_parameters_mut(&mut |name, p| f(&format!("{i}.{name}"), p))?;
-        }
-        Ok(())
-    }
-
-    fn set_training(&mut self, training: bool) {
-        self.training = training;
-        for layer in &mut self.layers {
-            layer.set_training(training);
-        }
-    }
-
-    fn is_training(&self) -> bool {
-        self.training
+impl fmt::Display for Sequential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.repr())
     }
 }

@@ -36,7 +36,7 @@
 //! A training loop: a linear model, Adam, a warm-up followed by cosine annealing, clipping.
 //!
 //! ```
-//! use autograd_runtime::nn::{Linear, Module};
+//! use autograd_runtime::nn::{Forward, Linear, Module};
 //! use autograd_runtime::optim::lr_scheduler::{CosineAnnealingLR, LinearLR, LrScheduler, SequentialLR};
 //! use autograd_runtime::optim::{Adam, AdamOptions, Optimizer, clip_grad_norm_};
 //! use autograd_runtime::{DType, Tensor};

@@ -8,7 +8,9 @@
 //! which recomputes them from the block's input. The gradients, hence the trained weights, are
 //! the same bit for bit.
 
-use autograd::nn::{Conv2d, Flatten, Linear, MaxPool2d, Module, Relu, Sequential, Sigmoid, Tanh};
+use autograd::nn::{
+    Conv2d, Flatten, Forward, Linear, MaxPool2d, Module, Relu, Sequential, Sigmoid, Tanh,
+};
 use autograd::{CheckpointOptions, Device, Result, Tensor, checkpoint, is_grad_enabled};
 use clap::ValueEnum;
 
@@ -48,7 +50,7 @@ pub(crate) enum ActivationCheckpoint {
 }
 
 impl Activation {
-    fn layer(self) -> Box<dyn Module> {
+    fn layer(self) -> Box<dyn Forward> {
         match self {
             Activation::Relu => Box::new(Relu),
             Activation::Tanh => Box::new(Tanh),
@@ -58,18 +60,25 @@ impl Activation {
 }
 
 /// A classifier: inputs `[n, features]` (rows of pixels for the CNN) to logits `[n, classes]`.
-#[derive(Debug)]
+/// As a module it is its network (`transparent`): the parameters keep the `Sequential`'s names.
+#[derive(Debug, Module)]
+#[module(transparent)]
 pub(crate) struct Model {
     net: Sequential,
     /// The shape of one example as the network takes it (`[features]`, or `[1, side, side]`).
+    #[module(skip)]
     example_shape: Vec<usize>,
     /// "MLP 64-128-64-10 (relu)", "CNN 8x8, 3x3 convs 32-64, 10 classes".
+    #[module(skip)]
     description: String,
     /// The MLP's activation (`None` for the CNN): `net` is `hidden_blocks` pairs (linear,
     /// activation) then the output layer.
+    #[module(skip)]
     activation: Option<Activation>,
+    #[module(skip)]
     hidden_blocks: usize,
     /// `--activation-checkpoint`.
+    #[module(skip)]
     activation_checkpoint: ActivationCheckpoint,
 }
 
@@ -213,7 +222,7 @@ impl Model {
     }
 }
 
-impl Module for Model {
+impl Forward for Model {
     /// Logits `[n, classes]` of inputs `[n, features]`.
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let mut shape = vec![x.shape()[0]];
@@ -232,25 +241,6 @@ impl Module for Model {
             }
             _ => self.net.forward(&x),
         }
-    }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        self.net.named_parameters()
-    }
-
-    fn visit_parameters_mut(
-        &mut self,
-        f: &mut dyn FnMut(&str, &mut Tensor) -> Result<()>,
-    ) -> Result<()> {
-        self.net.visit_parameters_mut(f)
-    }
-
-    fn set_training(&mut self, training: bool) {
-        self.net.set_training(training);
-    }
-
-    fn is_training(&self) -> bool {
-        self.net.is_training()
     }
 }
 

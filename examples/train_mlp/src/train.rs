@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use autograd::distributed::{CommBuffer, DdpOptions, DistributedDataParallel, ProcessGroup};
-use autograd::nn::Module;
+use autograd::nn::{Forward, Module};
 use autograd::optim::Optimizer;
 use autograd::optim::lr_scheduler::LrScheduler;
 use autograd::{DType, Device, Tensor, no_grad};

@@ -7,7 +7,7 @@ use super::*;
 
 #[test]
 fn activations_match_pytorch() -> Result<()> {
-    let modules: Vec<(&str, Box<dyn Module>)> = vec![
+    let modules: Vec<(&str, Box<dyn Forward>)> = vec![
         ("relu", Box::new(Relu)),
         ("tanh", Box::new(Tanh)),
         ("sigmoid", Box::new(Sigmoid)),
