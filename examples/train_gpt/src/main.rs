@@ -208,7 +208,7 @@ fn run(args: &Args) -> Result<()> {
     let seconds = began.elapsed().as_secs_f64();
     let tokens = (args.steps - start) * args.batch_size * args.block_size;
     if let Some(&(_, val)) = val_curve.last() {
-        say!("validation loss {val:.4} after {} steps", args.steps);
+        say!("validation loss {val:.6} after {} steps", args.steps);
     }
     say!(
         "{:.1} s, {:.0} tokens/s ({} tokens per step)",
