@@ -8,6 +8,7 @@ mod checkpoint;
 mod conv;
 mod derive;
 mod functional;
+mod hooks;
 mod layers;
 mod optim;
 mod optim_schedulers;

@@ -38,7 +38,8 @@
 //! [`LogSoftmax`], [`Identity`]. Losses in [`functional`]: `cross_entropy` (label smoothing,
 //! ignore index, class weights), `nll_loss`, `mse_loss`, `binary_cross_entropy_with_logits`,
 //! and as values that keep their options: [`CrossEntropyLoss`], [`NllLoss`], [`MseLoss`],
-//! [`BceWithLogitsLoss`].
+//! [`BceWithLogitsLoss`]. Module hooks (forward pre/post, full backward pre/post, in PyTorch's
+//! order) on a layer wrapped in [`Hooked`].
 //! Initialisers in [`init`]: `uniform_`, `normal_`, `constant_`, `zeros_`, `ones_`,
 //! `xavier_uniform_`, `xavier_normal_`, `kaiming_uniform_`, `kaiming_normal_`. Every random draw
 //! (initialisation, dropout masks) comes from the global generator as PyTorch's does, so after
@@ -52,6 +53,7 @@ mod dropout;
 mod embedding;
 mod flatten;
 pub mod functional;
+mod hooks;
 pub mod init;
 mod layer_norm;
 mod linear;
@@ -73,6 +75,7 @@ pub use conv::{Conv2d, Size2};
 pub use dropout::Dropout;
 pub use embedding::Embedding;
 pub use flatten::Flatten;
+pub use hooks::{Hooked, ModuleHookHandle};
 pub use layer_norm::LayerNorm;
 pub use linear::Linear;
 pub use loss::{BceWithLogitsLoss, CrossEntropyLoss, MseLoss, NllLoss};
