@@ -6,6 +6,7 @@ mod common;
 
 mod checkpoint;
 mod conv;
+mod conv_layers;
 mod derive;
 mod functional;
 mod hooks;

@@ -128,6 +128,23 @@ impl Window {
             .index_select(0, &index)?
             .reshape(&[planes * kh * kw, positions * batch])
     }
+
+    /// col2im, the adjoint of [`Window::columns`]: `columns` is `[planes·kh·kw, L·batch]`; the
+    /// result is `[planes·H·W, batch]`, each input position the sum of the column entries that
+    /// read it (entries that read padding are dropped). One differentiable
+    /// `index_add` (whose gradient is `index_select`: im2col again).
+    pub(super) fn image(&self, columns: &Tensor, planes: usize, batch: usize) -> Result<Tensor> {
+        let plane_rows = planes * self.input[0] * self.input[1];
+        let (index, padded) = self.index(planes, plane_rows);
+        let entries = columns.reshape(&[index.len(), batch])?;
+        let image =
+            entries.index_add_into(&[plane_rows + usize::from(padded), batch], 0, &index)?;
+        if padded {
+            image.narrow(0, 0, plane_rows)
+        } else {
+            Ok(image)
+        }
+    }
 }
 
 /// `x` read as a row-major `[rows, cols]` matrix, transposed into a contiguous `[cols, rows]`
@@ -612,10 +629,7 @@ impl Forward for Conv2d {
     }
 }
 
-/// PyTorch's default `Conv2d` initialisation from the global generator: `kaiming_uniform_(a=√5)`
-/// on the weight, which is uniform in `±1/√fan_in` (`fan_in = in_channels / groups · kh · kw`),
-/// then the bias uniform in `±1/√fan_in`; f32 leaves that require grad, and the generator's state
-/// between the two.
+/// PyTorch's default `Conv2d` initialisation from the global generator (see [`init_parameters`]).
 fn init(
     in_channels: usize,
     out_channels: usize,
@@ -623,8 +637,20 @@ fn init(
     groups: usize,
     bias: bool,
 ) -> Result<(Tensor, Option<Tensor>, GeneratorState)> {
-    let per_group = in_channels / groups;
-    let weight = Tensor::zeros(&[out_channels, per_group, kh, kw], DType::F32)?;
+    let weight_shape = [out_channels, in_channels / groups, kh, kw];
+    init_parameters(&weight_shape, bias.then_some(out_channels))
+}
+
+/// PyTorch's `_ConvNd.reset_parameters` from the global generator, for any convolution:
+/// `kaiming_uniform_(a=√5)` on a `weight_shape` weight, which is uniform in `±1/√fan_in`
+/// (`fan_in = weight_shape[1] · kernel volume`, as `_calculate_fan_in_and_fan_out`), then a
+/// bias of `bias` elements (if any) uniform in `±1/√fan_in`; f32 leaves that require grad, and
+/// the generator's state between the two.
+pub(super) fn init_parameters(
+    weight_shape: &[usize],
+    bias: Option<usize>,
+) -> Result<(Tensor, Option<Tensor>, GeneratorState)> {
+    let weight = Tensor::zeros(weight_shape, DType::F32)?;
     init::kaiming_uniform_(
         &weight,
         5f64.sqrt(),
@@ -632,18 +658,19 @@ fn init(
         init::Nonlinearity::LeakyRelu,
     )?;
     let after_weight = default_generator().get_state();
-    let bias = if bias {
-        let fan_in = per_group * kh * kw;
-        let bound = if fan_in > 0 {
-            1.0 / (fan_in as f64).sqrt()
-        } else {
-            0.0
-        };
-        let b = Tensor::zeros(&[out_channels], DType::F32)?;
-        init::uniform_(&b, -bound, bound)?;
-        Some(b.requires_grad_(true)?)
-    } else {
-        None
+    let bias = match bias {
+        Some(len) => {
+            let fan_in: usize = weight_shape[1..].iter().product();
+            let bound = if fan_in > 0 {
+                1.0 / (fan_in as f64).sqrt()
+            } else {
+                0.0
+            };
+            let b = Tensor::zeros(&[len], DType::F32)?;
+            init::uniform_(&b, -bound, bound)?;
+            Some(b.requires_grad_(true)?)
+        }
+        None => None,
     };
     Ok((weight.requires_grad_(true)?, bias, after_weight))
 }

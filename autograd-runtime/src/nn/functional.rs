@@ -6,6 +6,8 @@ pub use super::attention::{
     MultiHeadAttentionOptions, multi_head_attention_forward, scaled_dot_product_attention,
 };
 pub use super::conv::conv2d;
+pub use super::conv_transpose::conv_transpose2d;
+pub use super::conv1d::conv1d;
 pub use super::dropout::{dropout, dropout_with};
 pub use super::layer_norm::layer_norm;
 pub use super::loss::{

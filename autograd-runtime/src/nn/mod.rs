@@ -33,6 +33,7 @@
 //! ```
 //!
 //! Layers: [`Linear`], [`Sequential`], [`Conv2d`], [`MaxPool2d`], [`AvgPool2d`], [`Flatten`],
+//! [`Conv1d`], [`ConvTranspose2d`],
 //! [`Embedding`], [`LayerNorm`], [`Dropout`];
 //! activations [`Relu`], [`Tanh`], [`Sigmoid`], [`Gelu`], [`LeakyRelu`], [`Softmax`],
 //! [`LogSoftmax`], [`Identity`]. Losses in [`functional`]: `cross_entropy` (label smoothing,
@@ -48,6 +49,8 @@
 mod activation;
 mod attention;
 mod conv;
+mod conv1d;
+mod conv_transpose;
 mod derive_support;
 mod dropout;
 mod embedding;
@@ -72,6 +75,8 @@ pub use activation::{
     Gelu, GeluApproximate, Identity, LeakyRelu, LogSoftmax, Relu, Sigmoid, Softmax, Tanh,
 };
 pub use conv::{Conv2d, Size2};
+pub use conv_transpose::ConvTranspose2d;
+pub use conv1d::Conv1d;
 pub use dropout::Dropout;
 pub use embedding::Embedding;
 pub use flatten::Flatten;
