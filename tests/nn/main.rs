@@ -14,3 +14,4 @@ mod layers;
 mod optim;
 mod optim_schedulers;
 mod repr;
+mod transformer_layers;

@@ -60,10 +60,40 @@ impl LayerNorm {
         eps: f64,
         elementwise_affine: bool,
     ) -> Result<LayerNorm> {
+        LayerNorm::with_bias(normalized_shape, eps, elementwise_affine, true)
+    }
+
+    /// With all of PyTorch's options: `bias = false` (PyTorch's `bias=False`) keeps the weight
+    /// (when `elementwise_affine`) but no bias.
+    ///
+    /// # Errors
+    ///
+    /// Allocation errors only.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::nn::{LayerNorm, Module};
+    /// let ln = LayerNorm::with_bias(&[4], 1e-5, true, false)?;
+    /// let keys: Vec<String> = ln.state_dict().keys().map(String::from).collect();
+    /// assert_eq!(keys, ["weight"]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn with_bias(
+        normalized_shape: &[usize],
+        eps: f64,
+        elementwise_affine: bool,
+        bias: bool,
+    ) -> Result<LayerNorm> {
         let (weight, bias) = if elementwise_affine {
+            let b = if bias {
+                Some(Tensor::zeros(normalized_shape, DType::F32)?.requires_grad_(true)?)
+            } else {
+                None
+            };
             (
                 Some(Tensor::ones(normalized_shape, DType::F32)?.requires_grad_(true)?),
-                Some(Tensor::zeros(normalized_shape, DType::F32)?.requires_grad_(true)?),
+                b,
             )
         } else {
             (None, None)

@@ -34,7 +34,8 @@
 //!
 //! Layers: [`Linear`], [`Sequential`], [`Conv2d`], [`MaxPool2d`], [`AvgPool2d`], [`Flatten`],
 //! [`Conv1d`], [`ConvTranspose2d`],
-//! [`Embedding`], [`LayerNorm`], [`Dropout`];
+//! [`Embedding`], [`LayerNorm`], [`Dropout`], [`MultiheadAttention`], [`TransformerEncoderLayer`],
+//! [`TransformerDecoderLayer`], [`TransformerEncoder`], [`TransformerDecoder`];
 //! activations [`Relu`], [`Tanh`], [`Sigmoid`], [`Gelu`], [`LeakyRelu`], [`Softmax`],
 //! [`LogSoftmax`], [`Identity`]. Losses in [`functional`]: `cross_entropy` (label smoothing,
 //! ignore index, class weights), `nll_loss`, `mse_loss`, `binary_cross_entropy_with_logits`,
@@ -63,6 +64,7 @@ mod linear;
 mod loss;
 mod module;
 mod module_list;
+mod multihead_attention;
 mod norm;
 mod pointwise;
 mod pool;
@@ -70,6 +72,7 @@ mod repr;
 mod rnn_cell;
 mod sequential;
 mod state;
+mod transformer;
 
 pub use activation::{
     Gelu, GeluApproximate, Identity, LeakyRelu, LogSoftmax, Relu, Sigmoid, Softmax, Tanh,
@@ -85,10 +88,17 @@ pub use layer_norm::LayerNorm;
 pub use linear::Linear;
 pub use loss::{BceWithLogitsLoss, CrossEntropyLoss, MseLoss, NllLoss};
 pub use module::{AsModule, Forward, Module};
+pub use multihead_attention::{
+    MultiheadAttention, MultiheadAttentionConfig, MultiheadAttentionForwardOptions,
+};
 pub use pool::{AvgPool2d, MaxPool2d};
 pub use sequential::Sequential;
 pub use state::IncompatibleKeys;
 pub(crate) use state::torch_size;
+pub use transformer::{
+    Activation, DecoderForwardOptions, EncoderForwardOptions, TransformerDecoder,
+    TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer, TransformerLayerConfig,
+};
 
 /// `#[derive(Module)]`: implements [`Module`](trait@Module) from a struct's fields (tensors are
 /// parameters, `#[buffer]` tensors buffers, other fields child modules, `#[module(skip)]` fields

@@ -1,0 +1,817 @@
+//! PyTorch's transformer layers: `TransformerEncoderLayer`, `TransformerDecoderLayer` and the
+//! `TransformerEncoder`/`TransformerDecoder` stacks, with PyTorch's children, names,
+//! initialisation and standard (non-fused) computation.
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::activation::{GeluApproximate, gelu, relu};
+use super::multihead_attention::{
+    MultiheadAttention, MultiheadAttentionConfig, MultiheadAttentionForwardOptions,
+    copy_state_from, linear_layer,
+};
+use super::{Dropout, Forward, LayerNorm, Linear, Module};
+use crate::{DType, Error, Result, Tensor};
+
+/// The activation of a transformer layer's feed-forward block (PyTorch's `activation="relu"` or
+/// `"gelu"`, the exact erf GELU). Parses from PyTorch's strings.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::Activation;
+/// assert_eq!("gelu".parse::<Activation>()?, Activation::Gelu);
+/// let err = "tanh".parse::<Activation>().unwrap_err();
+/// assert_eq!(err.to_string(), "activation should be relu/gelu, not tanh");
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Activation {
+    /// `F.relu` (PyTorch's default).
+    #[default]
+    Relu,
+    /// `F.gelu` (exact, with `erf`).
+    Gelu,
+}
+
+impl Activation {
+    fn apply(self, x: &Tensor) -> Result<Tensor> {
+        match self {
+            Activation::Relu => relu(x),
+            Activation::Gelu => gelu(x, GeluApproximate::None),
+        }
+    }
+}
+
+impl FromStr for Activation {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Activation> {
+        match s {
+            "relu" => Ok(Activation::Relu),
+            "gelu" => Ok(Activation::Gelu),
+            other => Err(Error::InvalidArgument(format!(
+                "activation should be relu/gelu, not {other}"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for Activation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Activation::Relu => "relu",
+            Activation::Gelu => "gelu",
+        })
+    }
+}
+
+/// The construction options of [`TransformerEncoderLayer`] and [`TransformerDecoderLayer`]
+/// besides `d_model` and `nhead`: PyTorch's keyword arguments with its defaults ([`Default`]):
+/// `dim_feedforward=2048, dropout=0.1, activation=relu, layer_norm_eps=1e-5, batch_first=False,
+/// norm_first=False, bias=True`.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::{Activation, TransformerLayerConfig};
+/// let cfg = TransformerLayerConfig { dim_feedforward: 64, activation: Activation::Gelu, norm_first: true, ..Default::default() };
+/// assert_eq!(cfg.dropout, 0.1);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TransformerLayerConfig {
+    /// The hidden size of the feed-forward block (default 2048).
+    pub dim_feedforward: usize,
+    /// The dropout probability everywhere in the layer, the attention weights included (default
+    /// 0.1).
+    pub dropout: f64,
+    /// The feed-forward activation (default ReLU).
+    pub activation: Activation,
+    /// The layer norms' `eps` (default 1e-5).
+    pub layer_norm_eps: f64,
+    /// Inputs and outputs are `[N, L, E]` instead of `[L, N, E]` (default false).
+    pub batch_first: bool,
+    /// Pre-norm: each block normalises its input, instead of the sum (default false).
+    pub norm_first: bool,
+    /// Biases in the linear layers, the attention and the layer norms (default true).
+    pub bias: bool,
+}
+
+impl Default for TransformerLayerConfig {
+    fn default() -> TransformerLayerConfig {
+        TransformerLayerConfig {
+            dim_feedforward: 2048,
+            dropout: 0.1,
+            activation: Activation::Relu,
+            layer_norm_eps: 1e-5,
+            batch_first: false,
+            norm_first: false,
+            bias: true,
+        }
+    }
+}
+
+/// The arguments of [`TransformerEncoderLayer::forward`] and [`TransformerEncoder::forward`]
+/// besides `src`, with PyTorch's defaults ([`Default`]: no masks, `is_causal` unset).
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::EncoderForwardOptions;
+/// let opts = EncoderForwardOptions::default();
+/// assert!(opts.src_mask.is_none() && opts.is_causal.is_none());
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EncoderForwardOptions<'a> {
+    /// `[S, S]` or `[N·nhead, S, S]`: the self-attention mask (PyTorch's `src_mask`, the
+    /// stack's `mask`): bool, true = may **not** attend, or float, added to the scores.
+    pub src_mask: Option<&'a Tensor>,
+    /// `[N, S]` (`[S]` unbatched): true (or a float added) for padding keys.
+    pub src_key_padding_mask: Option<&'a Tensor>,
+    /// The hint that `src_mask` is the causal mask. `None`: for the layer, false (PyTorch's
+    /// default); for the stack, detected by comparing `src_mask` with the causal mask (PyTorch's
+    /// `_detect_is_causal_mask`).
+    pub is_causal: Option<bool>,
+}
+
+/// The arguments of [`TransformerDecoderLayer::forward`] and [`TransformerDecoder::forward`]
+/// besides `tgt` and `memory`, with PyTorch's defaults ([`Default`]).
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::DecoderForwardOptions;
+/// let opts = DecoderForwardOptions::default();
+/// assert!(opts.tgt_mask.is_none() && !opts.memory_is_causal);
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DecoderForwardOptions<'a> {
+    /// `[T, T]` or `[N·nhead, T, T]`: the self-attention mask.
+    pub tgt_mask: Option<&'a Tensor>,
+    /// `[T, S]` or `[N·nhead, T, S]`: the mask over the memory.
+    pub memory_mask: Option<&'a Tensor>,
+    /// `[N, T]`: padding in the target.
+    pub tgt_key_padding_mask: Option<&'a Tensor>,
+    /// `[N, S]`: padding in the memory.
+    pub memory_key_padding_mask: Option<&'a Tensor>,
+    /// The hint that `tgt_mask` is the causal mask. `None`: for the layer, false; for the
+    /// stack, detected from `tgt_mask`.
+    pub tgt_is_causal: Option<bool>,
+    /// The hint that `memory_mask` is the causal mask (default false).
+    pub memory_is_causal: bool,
+}
+
+/// PyTorch's `_canonical_mask`: a bool mask becomes `-inf` where true and 0 elsewhere in
+/// `dtype`; a float mask stays; other dtypes are an error naming the mask.
+fn canonical_mask(mask: Option<&Tensor>, name: &str, dtype: DType) -> Result<Option<Tensor>> {
+    let Some(mask) = mask else { return Ok(None) };
+    match mask.dtype() {
+        DType::Bool => Ok(Some(
+            Tensor::zeros(mask.shape(), dtype)?
+                .to(mask.device())?
+                .masked_fill(mask, f64::NEG_INFINITY)?,
+        )),
+        d if d.is_floating_point() => Ok(Some(mask.clone())),
+        _ => Err(Error::InvalidArgument(format!(
+            "only bool and floating types of {name} are supported"
+        ))),
+    }
+}
+
+/// PyTorch's `_get_seq_len`: the sequence length of a `[S, E]`, `[S, N, E]` or `[N, S, E]`
+/// input.
+fn seq_len(src: &Tensor, batch_first: bool) -> Option<usize> {
+    if src.ndim() == 2 {
+        Some(src.shape()[0])
+    } else {
+        src.shape().get(usize::from(batch_first)).copied()
+    }
+}
+
+/// PyTorch's `_detect_is_causal_mask`: the hint when given; otherwise whether `mask` equals
+/// the causal mask of the sequence (`-inf` above the diagonal and 0 elsewhere, in the mask's
+/// dtype; for a bool mask, true above the diagonal).
+fn detect_is_causal_mask(
+    mask: Option<&Tensor>,
+    is_causal: Option<bool>,
+    size: Option<usize>,
+) -> Result<bool> {
+    if let Some(hint) = is_causal {
+        return Ok(hint);
+    }
+    let Some(mask) = mask else { return Ok(false) };
+    let sz = match size {
+        Some(s) => s,
+        None if mask.ndim() >= 2 => mask.shape()[mask.ndim() - 2],
+        None => return Ok(false),
+    };
+    if mask.shape() != [sz, sz] {
+        return Ok(false);
+    }
+    let causal = if mask.dtype() == DType::Bool {
+        Tensor::ones(&[sz, sz], DType::Bool)?.triu(1)?
+    } else {
+        Tensor::full(&[sz, sz], f64::NEG_INFINITY, mask.dtype())?.triu(1)?
+    };
+    let same = mask.eq(&causal.to(mask.device())?)?.all()?;
+    same.item::<bool>()
+}
+
+/// The layer norm of a transformer layer: over `d_model`, PyTorch's `bias=bias`.
+fn norm(d_model: usize, config: &TransformerLayerConfig) -> Result<LayerNorm> {
+    LayerNorm::with_bias(&[d_model], config.layer_norm_eps, true, config.bias)
+}
+
+fn attention(
+    d_model: usize,
+    nhead: usize,
+    config: &TransformerLayerConfig,
+    draw: bool,
+) -> Result<MultiheadAttention> {
+    let cfg = MultiheadAttentionConfig {
+        dropout: config.dropout,
+        bias: config.bias,
+        batch_first: config.batch_first,
+        ..MultiheadAttentionConfig::default()
+    };
+    MultiheadAttention::build(d_model, nhead, cfg, draw)
+}
+
+/// `linear2(dropout(activation(linear1(x))))`, then the block's dropout (PyTorch's
+/// `_ff_block`).
+fn feed_forward(
+    x: &Tensor,
+    linear1: &Linear,
+    dropout: &Dropout,
+    linear2: &Linear,
+    activation: Activation,
+    out_dropout: &Dropout,
+) -> Result<Tensor> {
+    let h = dropout.forward(&activation.apply(&linear1.forward(x)?)?)?;
+    out_dropout.forward(&linear2.forward(&h)?)
+}
+
+/// One transformer encoder layer (PyTorch's `nn.TransformerEncoderLayer`): self-attention,
+/// then a feed-forward block (`linear2(dropout(activation(linear1(x))))`), each with dropout, a
+/// residual connection and a layer norm: after the sum (post-norm, the default) or on the
+/// block's input (`norm_first`).
+///
+/// Children as PyTorch's, in its order: `self_attn` ([`MultiheadAttention`]), `linear1`,
+/// `dropout`, `linear2`, `norm1`, `norm2`, `dropout1`, `dropout2`; so the state dict and the
+/// `repr` are PyTorch's, and after [`manual_seed`](crate::manual_seed) the initial weights are
+/// too. The computation is PyTorch's standard path; its fused fast path (evaluation, no grad)
+/// computes the same values.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::{EncoderForwardOptions, Module, TransformerEncoderLayer, TransformerLayerConfig};
+/// use autograd_runtime::{DType, Tensor, manual_seed};
+/// manual_seed(0);
+/// let cfg = TransformerLayerConfig { dim_feedforward: 32, batch_first: true, ..Default::default() };
+/// let mut layer = TransformerEncoderLayer::with_config(16, 4, cfg)?;
+/// layer.eval();
+/// let src = Tensor::randn_seeded(&[2, 10, 16], DType::F32, 1)?; // [N, S, E]
+/// let y = layer.forward(&src, &EncoderForwardOptions::default())?;
+/// assert_eq!(y.shape(), &[2, 10, 16]);
+/// assert_eq!(layer.state_dict().len(), 12);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+#[derive(Debug, Module)]
+pub struct TransformerEncoderLayer {
+    self_attn: MultiheadAttention,
+    linear1: Linear,
+    dropout: Dropout,
+    linear2: Linear,
+    norm1: LayerNorm,
+    norm2: LayerNorm,
+    dropout1: Dropout,
+    dropout2: Dropout,
+    #[module(skip)]
+    d_model: usize,
+    #[module(skip)]
+    nhead: usize,
+    #[module(skip)]
+    config: TransformerLayerConfig,
+    #[module(training)]
+    training: bool,
+}
+
+impl TransformerEncoderLayer {
+    /// PyTorch's `nn.TransformerEncoderLayer(d_model, nhead)` with its defaults.
+    ///
+    /// # Errors
+    ///
+    /// As [`with_config`](TransformerEncoderLayer::with_config).
+    pub fn new(d_model: usize, nhead: usize) -> Result<TransformerEncoderLayer> {
+        TransformerEncoderLayer::with_config(d_model, nhead, TransformerLayerConfig::default())
+    }
+
+    /// With PyTorch's keyword arguments.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] with PyTorch's messages: [`MultiheadAttention`]'s (`embed_dim
+    /// must be divisible by num_heads`), `dropout probability has to be between 0 and 1, but
+    /// got 1.5`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::nn::{TransformerEncoderLayer, TransformerLayerConfig};
+    /// let cfg = TransformerLayerConfig { dropout: 1.5, ..Default::default() };
+    /// let err = TransformerEncoderLayer::with_config(8, 2, cfg).unwrap_err();
+    /// assert_eq!(err.to_string(), "dropout probability has to be between 0 and 1, but got 1.5");
+    /// ```
+    pub fn with_config(
+        d_model: usize,
+        nhead: usize,
+        config: TransformerLayerConfig,
+    ) -> Result<TransformerEncoderLayer> {
+        TransformerEncoderLayer::build(d_model, nhead, config, true)
+    }
+
+    fn build(
+        d_model: usize,
+        nhead: usize,
+        config: TransformerLayerConfig,
+        draw: bool,
+    ) -> Result<TransformerEncoderLayer> {
+        let self_attn = attention(d_model, nhead, &config, draw)?;
+        let linear1 = linear_layer(d_model, config.dim_feedforward, config.bias, draw)?;
+        let dropout = Dropout::new(config.dropout)?;
+        let linear2 = linear_layer(config.dim_feedforward, d_model, config.bias, draw)?;
+        Ok(TransformerEncoderLayer {
+            self_attn,
+            linear1,
+            dropout,
+            linear2,
+            norm1: norm(d_model, &config)?,
+            norm2: norm(d_model, &config)?,
+            dropout1: Dropout::new(config.dropout)?,
+            dropout2: Dropout::new(config.dropout)?,
+            d_model,
+            nhead,
+            config,
+            training: true,
+        })
+    }
+
+    /// A copy with its own parameters and the same mode (PyTorch's `copy.deepcopy`), drawing
+    /// nothing from the generator.
+    fn deep_copy(&self) -> Result<TransformerEncoderLayer> {
+        let mut copy =
+            TransformerEncoderLayer::build(self.d_model, self.nhead, self.config, false)?;
+        copy_state_from(&mut copy, self)?;
+        Ok(copy)
+    }
+
+    /// The configuration the layer was built with.
+    pub fn config(&self) -> TransformerLayerConfig {
+        self.config
+    }
+
+    /// The self-attention (`self_attn`).
+    pub fn self_attn(&self) -> &MultiheadAttention {
+        &self.self_attn
+    }
+
+    /// PyTorch's `forward(src, src_mask=None, src_key_padding_mask=None, is_causal=False)`:
+    /// `src` `[S, N, E]` (`[N, S, E]` with `batch_first`, `[S, E]` unbatched) to the same shape.
+    ///
+    /// # Errors
+    ///
+    /// PyTorch's messages as [`Error::InvalidArgument`]: `only bool and floating types of
+    /// src_key_padding_mask are supported` (and of `src_mask`), and those of
+    /// [`MultiheadAttention::forward`] and [`LayerNorm`].
+    pub fn forward(&self, src: &Tensor, options: &EncoderForwardOptions<'_>) -> Result<Tensor> {
+        let dtype = src.dtype();
+        let kpm = canonical_mask(options.src_key_padding_mask, "src_key_padding_mask", dtype)?;
+        let mask = canonical_mask(options.src_mask, "src_mask", dtype)?;
+        let is_causal = options.is_causal.unwrap_or(false);
+        let sa_block = |x: &Tensor| -> Result<Tensor> {
+            let opts = MultiheadAttentionForwardOptions {
+                key_padding_mask: kpm.as_ref(),
+                need_weights: false,
+                attn_mask: mask.as_ref(),
+                is_causal,
+                ..MultiheadAttentionForwardOptions::default()
+            };
+            self.dropout1
+                .forward(&self.self_attn.forward(x, x, x, &opts)?.0)
+        };
+        let ff_block = |x: &Tensor| {
+            feed_forward(
+                x,
+                &self.linear1,
+                &self.dropout,
+                &self.linear2,
+                self.config.activation,
+                &self.dropout2,
+            )
+        };
+        if self.config.norm_first {
+            let x = src.add(&sa_block(&self.norm1.forward(src)?)?)?;
+            x.add(&ff_block(&self.norm2.forward(&x)?)?)
+        } else {
+            let x = self.norm1.forward(&src.add(&sa_block(src)?)?)?;
+            self.norm2.forward(&x.add(&ff_block(&x)?)?)
+        }
+    }
+}
+
+/// One transformer decoder layer (PyTorch's `nn.TransformerDecoderLayer`): self-attention over
+/// the target, attention over the memory (the encoder's output), and a feed-forward block, each
+/// with dropout, a residual connection and a layer norm (post-norm, or `norm_first`).
+///
+/// Children as PyTorch's, in its order: `self_attn`, `multihead_attn`, `linear1`, `dropout`,
+/// `linear2`, `norm1`, `norm2`, `norm3`, `dropout1`, `dropout2`, `dropout3`.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::{DecoderForwardOptions, TransformerDecoderLayer, TransformerLayerConfig};
+/// use autograd_runtime::{DType, Tensor};
+/// let cfg = TransformerLayerConfig { dim_feedforward: 32, ..Default::default() };
+/// let layer = TransformerDecoderLayer::with_config(16, 4, cfg)?;
+/// let tgt = Tensor::randn_seeded(&[7, 2, 16], DType::F32, 0)?; // [T, N, E]
+/// let memory = Tensor::randn_seeded(&[10, 2, 16], DType::F32, 1)?; // [S, N, E]
+/// let y = layer.forward(&tgt, &memory, &DecoderForwardOptions::default())?;
+/// assert_eq!(y.shape(), &[7, 2, 16]);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+#[derive(Debug, Module)]
+pub struct TransformerDecoderLayer {
+    self_attn: MultiheadAttention,
+    multihead_attn: MultiheadAttention,
+    linear1: Linear,
+    dropout: Dropout,
+    linear2: Linear,
+    norm1: LayerNorm,
+    norm2: LayerNorm,
+    norm3: LayerNorm,
+    dropout1: Dropout,
+    dropout2: Dropout,
+    dropout3: Dropout,
+    #[module(skip)]
+    d_model: usize,
+    #[module(skip)]
+    nhead: usize,
+    #[module(skip)]
+    config: TransformerLayerConfig,
+    #[module(training)]
+    training: bool,
+}
+
+impl TransformerDecoderLayer {
+    /// PyTorch's `nn.TransformerDecoderLayer(d_model, nhead)` with its defaults.
+    ///
+    /// # Errors
+    ///
+    /// As [`with_config`](TransformerDecoderLayer::with_config).
+    pub fn new(d_model: usize, nhead: usize) -> Result<TransformerDecoderLayer> {
+        TransformerDecoderLayer::with_config(d_model, nhead, TransformerLayerConfig::default())
+    }
+
+    /// With PyTorch's keyword arguments.
+    ///
+    /// # Errors
+    ///
+    /// As [`TransformerEncoderLayer::with_config`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::nn::{Module, TransformerDecoderLayer, TransformerLayerConfig};
+    /// let cfg = TransformerLayerConfig { dim_feedforward: 8, bias: false, ..Default::default() };
+    /// let layer = TransformerDecoderLayer::with_config(4, 2, cfg)?;
+    /// let keys: Vec<String> = layer.state_dict().keys().map(String::from).collect();
+    /// assert_eq!(keys[..3], ["self_attn.in_proj_weight", "self_attn.out_proj.weight", "multihead_attn.in_proj_weight"]);
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    pub fn with_config(
+        d_model: usize,
+        nhead: usize,
+        config: TransformerLayerConfig,
+    ) -> Result<TransformerDecoderLayer> {
+        TransformerDecoderLayer::build(d_model, nhead, config, true)
+    }
+
+    fn build(
+        d_model: usize,
+        nhead: usize,
+        config: TransformerLayerConfig,
+        draw: bool,
+    ) -> Result<TransformerDecoderLayer> {
+        let self_attn = attention(d_model, nhead, &config, draw)?;
+        let multihead_attn = attention(d_model, nhead, &config, draw)?;
+        let linear1 = linear_layer(d_model, config.dim_feedforward, config.bias, draw)?;
+        let dropout = Dropout::new(config.dropout)?;
+        let linear2 = linear_layer(config.dim_feedforward, d_model, config.bias, draw)?;
+        Ok(TransformerDecoderLayer {
+            self_attn,
+            multihead_attn,
+            linear1,
+            dropout,
+            linear2,
+            norm1: norm(d_model, &config)?,
+            norm2: norm(d_model, &config)?,
+            norm3: norm(d_model, &config)?,
+            dropout1: Dropout::new(config.dropout)?,
+            dropout2: Dropout::new(config.dropout)?,
+            dropout3: Dropout::new(config.dropout)?,
+            d_model,
+            nhead,
+            config,
+            training: true,
+        })
+    }
+
+    /// A copy with its own parameters and the same mode (PyTorch's `copy.deepcopy`).
+    fn deep_copy(&self) -> Result<TransformerDecoderLayer> {
+        let mut copy =
+            TransformerDecoderLayer::build(self.d_model, self.nhead, self.config, false)?;
+        copy_state_from(&mut copy, self)?;
+        Ok(copy)
+    }
+
+    /// The configuration the layer was built with.
+    pub fn config(&self) -> TransformerLayerConfig {
+        self.config
+    }
+
+    /// The self-attention (`self_attn`).
+    pub fn self_attn(&self) -> &MultiheadAttention {
+        &self.self_attn
+    }
+
+    /// The attention over the memory (`multihead_attn`).
+    pub fn multihead_attn(&self) -> &MultiheadAttention {
+        &self.multihead_attn
+    }
+
+    /// PyTorch's `forward(tgt, memory, tgt_mask=None, memory_mask=None,
+    /// tgt_key_padding_mask=None, memory_key_padding_mask=None, tgt_is_causal=False,
+    /// memory_is_causal=False)`: `tgt` `[T, N, E]` and `memory` `[S, N, E]` (batch first with
+    /// `batch_first`; `[T, E]` and `[S, E]` unbatched) to `tgt`'s shape.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`MultiheadAttention::forward`] (masks named as there) and [`LayerNorm`].
+    pub fn forward(
+        &self,
+        tgt: &Tensor,
+        memory: &Tensor,
+        options: &DecoderForwardOptions<'_>,
+    ) -> Result<Tensor> {
+        let sa_block = |x: &Tensor| -> Result<Tensor> {
+            let opts = MultiheadAttentionForwardOptions {
+                key_padding_mask: options.tgt_key_padding_mask,
+                need_weights: false,
+                attn_mask: options.tgt_mask,
+                is_causal: options.tgt_is_causal.unwrap_or(false),
+                ..MultiheadAttentionForwardOptions::default()
+            };
+            self.dropout1
+                .forward(&self.self_attn.forward(x, x, x, &opts)?.0)
+        };
+        let mha_block = |x: &Tensor| -> Result<Tensor> {
+            let opts = MultiheadAttentionForwardOptions {
+                key_padding_mask: options.memory_key_padding_mask,
+                need_weights: false,
+                attn_mask: options.memory_mask,
+                is_causal: options.memory_is_causal,
+                ..MultiheadAttentionForwardOptions::default()
+            };
+            self.dropout2
+                .forward(&self.multihead_attn.forward(x, memory, memory, &opts)?.0)
+        };
+        let ff_block = |x: &Tensor| {
+            feed_forward(
+                x,
+                &self.linear1,
+                &self.dropout,
+                &self.linear2,
+                self.config.activation,
+                &self.dropout3,
+            )
+        };
+        if self.config.norm_first {
+            let x = tgt.add(&sa_block(&self.norm1.forward(tgt)?)?)?;
+            let x = x.add(&mha_block(&self.norm2.forward(&x)?)?)?;
+            x.add(&ff_block(&self.norm3.forward(&x)?)?)
+        } else {
+            let x = self.norm1.forward(&tgt.add(&sa_block(tgt)?)?)?;
+            let x = self.norm2.forward(&x.add(&mha_block(&x)?)?)?;
+            self.norm3.forward(&x.add(&ff_block(&x)?)?)
+        }
+    }
+}
+
+/// PyTorch's `_get_clones`: `num_layers` deep copies of `layer` (each its own parameters, all
+/// starting from `layer`'s values), drawing nothing.
+fn clones<M>(layer: M, num_layers: usize, copy: fn(&M) -> Result<M>) -> Result<Vec<M>> {
+    let mut layers = Vec::with_capacity(num_layers);
+    for _ in 1..num_layers {
+        layers.push(copy(&layer)?);
+    }
+    if num_layers > 0 {
+        // The last copy can be the layer itself: nothing else holds it.
+        layers.push(layer);
+    }
+    Ok(layers)
+}
+
+/// A stack of `num_layers` encoder layers and an optional final norm (PyTorch's
+/// `nn.TransformerEncoder`). As PyTorch's `_get_clones`, the layers are copies of the layer
+/// given: they start with the same weights and are trained separately. The state dict is
+/// PyTorch's (`layers.0.self_attn.in_proj_weight`, .., `norm.weight`).
+///
+/// The computation is PyTorch's standard path. (PyTorch's nested-tensor fast path, taken in
+/// evaluation without grad with a key padding mask, gives zeros at padded positions instead;
+/// the other positions agree.)
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::{EncoderForwardOptions, LayerNorm, Module, TransformerEncoder, TransformerEncoderLayer, TransformerLayerConfig};
+/// use autograd_runtime::{DType, Tensor};
+/// let cfg = TransformerLayerConfig { dim_feedforward: 16, ..Default::default() };
+/// let layer = TransformerEncoderLayer::with_config(8, 2, cfg)?;
+/// let encoder = TransformerEncoder::new(layer, 3, Some(LayerNorm::new(&[8])?))?;
+/// let sd = encoder.state_dict();
+/// assert_eq!(sd.len(), 3 * 12 + 2);
+/// // All layers start alike.
+/// assert_eq!(
+///     sd.get("layers.0.linear1.weight").unwrap().to_vec::<f32>()?,
+///     sd.get("layers.2.linear1.weight").unwrap().to_vec::<f32>()?,
+/// );
+/// let src = Tensor::randn_seeded(&[5, 2, 8], DType::F32, 0)?;
+/// assert_eq!(encoder.forward(&src, &EncoderForwardOptions::default())?.shape(), &[5, 2, 8]);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+#[derive(Debug, Module)]
+pub struct TransformerEncoder {
+    layers: Vec<TransformerEncoderLayer>,
+    norm: Option<LayerNorm>,
+    #[module(training)]
+    training: bool,
+}
+
+impl TransformerEncoder {
+    /// PyTorch's `nn.TransformerEncoder(encoder_layer, num_layers, norm=None)`: `num_layers`
+    /// copies of `encoder_layer` (with its mode), then `norm` on the output when given.
+    ///
+    /// # Errors
+    ///
+    /// Allocation errors only.
+    pub fn new(
+        encoder_layer: TransformerEncoderLayer,
+        num_layers: usize,
+        norm: Option<LayerNorm>,
+    ) -> Result<TransformerEncoder> {
+        Ok(TransformerEncoder {
+            layers: clones(
+                encoder_layer,
+                num_layers,
+                TransformerEncoderLayer::deep_copy,
+            )?,
+            norm,
+            training: true,
+        })
+    }
+
+    /// The layers.
+    pub fn layers(&self) -> &[TransformerEncoderLayer] {
+        &self.layers
+    }
+
+    /// The final norm, if any.
+    pub fn norm(&self) -> Option<&LayerNorm> {
+        self.norm.as_ref()
+    }
+
+    /// PyTorch's `forward(src, mask=None, src_key_padding_mask=None, is_causal=None)`: the
+    /// layers in turn, then the norm. Without an `is_causal` hint, a `src_mask` equal to the
+    /// causal mask is detected as causal (PyTorch's `_detect_is_causal_mask`).
+    ///
+    /// # Errors
+    ///
+    /// `index 0 is out of range` for a stack of no layers (PyTorch's), and those of
+    /// [`TransformerEncoderLayer::forward`] (its masks named `mask` and
+    /// `src_key_padding_mask`).
+    pub fn forward(&self, src: &Tensor, options: &EncoderForwardOptions<'_>) -> Result<Tensor> {
+        let dtype = src.dtype();
+        let kpm = canonical_mask(options.src_key_padding_mask, "src_key_padding_mask", dtype)?;
+        let mask = canonical_mask(options.src_mask, "mask", dtype)?;
+        let Some(first) = self.layers.first() else {
+            return Err(Error::InvalidArgument("index 0 is out of range".into()));
+        };
+        let len = seq_len(src, first.config.batch_first);
+        let is_causal = detect_is_causal_mask(mask.as_ref(), options.is_causal, len)?;
+        let layer_opts = EncoderForwardOptions {
+            src_mask: mask.as_ref(),
+            src_key_padding_mask: kpm.as_ref(),
+            is_causal: Some(is_causal),
+        };
+        let mut output = src.clone();
+        for layer in &self.layers {
+            output = layer.forward(&output, &layer_opts)?;
+        }
+        match &self.norm {
+            Some(norm) => norm.forward(&output),
+            None => Ok(output),
+        }
+    }
+}
+
+/// A stack of `num_layers` decoder layers and an optional final norm (PyTorch's
+/// `nn.TransformerDecoder`), the layers copies of the one given (PyTorch's `_get_clones`).
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::{DecoderForwardOptions, TransformerDecoder, TransformerDecoderLayer, TransformerLayerConfig};
+/// use autograd_runtime::{DType, Tensor};
+/// let cfg = TransformerLayerConfig { dim_feedforward: 16, dropout: 0.0, ..Default::default() };
+/// let decoder = TransformerDecoder::new(TransformerDecoderLayer::with_config(8, 2, cfg)?, 2, None)?;
+/// let tgt = Tensor::randn_seeded(&[4, 1, 8], DType::F32, 0)?;
+/// let memory = Tensor::randn_seeded(&[6, 1, 8], DType::F32, 1)?;
+/// let y = decoder.forward(&tgt, &memory, &DecoderForwardOptions::default())?;
+/// assert_eq!(y.shape(), &[4, 1, 8]);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+#[derive(Debug, Module)]
+pub struct TransformerDecoder {
+    layers: Vec<TransformerDecoderLayer>,
+    norm: Option<LayerNorm>,
+    #[module(training)]
+    training: bool,
+}
+
+impl TransformerDecoder {
+    /// PyTorch's `nn.TransformerDecoder(decoder_layer, num_layers, norm=None)`.
+    ///
+    /// # Errors
+    ///
+    /// Allocation errors only.
+    pub fn new(
+        decoder_layer: TransformerDecoderLayer,
+        num_layers: usize,
+        norm: Option<LayerNorm>,
+    ) -> Result<TransformerDecoder> {
+        Ok(TransformerDecoder {
+            layers: clones(
+                decoder_layer,
+                num_layers,
+                TransformerDecoderLayer::deep_copy,
+            )?,
+            norm,
+            training: true,
+        })
+    }
+
+    /// The layers.
+    pub fn layers(&self) -> &[TransformerDecoderLayer] {
+        &self.layers
+    }
+
+    /// The final norm, if any.
+    pub fn norm(&self) -> Option<&LayerNorm> {
+        self.norm.as_ref()
+    }
+
+    /// PyTorch's `forward(tgt, memory, tgt_mask=None, memory_mask=None,
+    /// tgt_key_padding_mask=None, memory_key_padding_mask=None, tgt_is_causal=None,
+    /// memory_is_causal=False)`: the layers in turn, then the norm; without a `tgt_is_causal`
+    /// hint, a `tgt_mask` equal to the causal mask is detected as causal.
+    ///
+    /// # Errors
+    ///
+    /// `index 0 is out of range` for a stack of no layers, and those of
+    /// [`TransformerDecoderLayer::forward`].
+    pub fn forward(
+        &self,
+        tgt: &Tensor,
+        memory: &Tensor,
+        options: &DecoderForwardOptions<'_>,
+    ) -> Result<Tensor> {
+        let Some(first) = self.layers.first() else {
+            return Err(Error::InvalidArgument("index 0 is out of range".into()));
+        };
+        let len = seq_len(tgt, first.config.batch_first);
+        let tgt_is_causal = detect_is_causal_mask(options.tgt_mask, options.tgt_is_causal, len)?;
+        let layer_opts = DecoderForwardOptions {
+            tgt_is_causal: Some(tgt_is_causal),
+            ..*options
+        };
+        let mut output = tgt.clone();
+        for layer in &self.layers {
+            output = layer.forward(&output, memory, &layer_opts)?;
+        }
+        match &self.norm {
+            Some(norm) => norm.forward(&output),
+            None => Ok(output),
+        }
+    }
+}
