@@ -9,6 +9,7 @@ mod conv;
 mod derive;
 mod functional;
 mod layers;
+mod norm_layers;
 mod optim;
 mod optim_schedulers;
 mod repr;

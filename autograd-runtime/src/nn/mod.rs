@@ -34,8 +34,11 @@
 //!
 //! Layers: [`Linear`], [`Sequential`], [`Conv2d`], [`MaxPool2d`], [`AvgPool2d`], [`Flatten`],
 //! [`Embedding`], [`LayerNorm`], [`Dropout`];
+//! normalisation [`BatchNorm1d`], [`BatchNorm2d`], [`BatchNorm3d`], [`GroupNorm`], [`RmsNorm`];
+//! resampling [`AdaptiveAvgPool2d`], [`Upsample`];
 //! activations [`Relu`], [`Tanh`], [`Sigmoid`], [`Gelu`], [`LeakyRelu`], [`Softmax`],
-//! [`LogSoftmax`], [`Identity`]. Losses in [`functional`]: `cross_entropy` (label smoothing,
+//! [`LogSoftmax`], [`Identity`], [`Silu`], [`Mish`], [`Softplus`], [`Hardtanh`], [`Relu6`],
+//! [`Elu`], [`Selu`], [`Celu`]. Losses in [`functional`]: `cross_entropy` (label smoothing,
 //! ignore index, class weights), `nll_loss`, `mse_loss`, `binary_cross_entropy_with_logits`,
 //! and as values that keep their options: [`CrossEntropyLoss`], [`NllLoss`], [`MseLoss`],
 //! [`BceWithLogitsLoss`].
@@ -45,13 +48,17 @@
 //! [`manual_seed`](crate::manual_seed) a model starts from PyTorch's weights.
 
 mod activation;
+mod activation_modules;
+mod adaptive_pool;
 mod attention;
+mod batch_norm;
 mod conv;
 mod derive_support;
 mod dropout;
 mod embedding;
 mod flatten;
 pub mod functional;
+mod group_norm;
 pub mod init;
 mod layer_norm;
 mod linear;
@@ -65,14 +72,19 @@ mod repr;
 mod rnn_cell;
 mod sequential;
 mod state;
+mod upsample;
 
 pub use activation::{
     Gelu, GeluApproximate, Identity, LeakyRelu, LogSoftmax, Relu, Sigmoid, Softmax, Tanh,
 };
+pub use activation_modules::{Celu, Elu, Hardtanh, Mish, Relu6, Selu, Silu, Softplus};
+pub use adaptive_pool::AdaptiveAvgPool2d;
+pub use batch_norm::{BatchNorm1d, BatchNorm2d, BatchNorm3d};
 pub use conv::{Conv2d, Size2};
 pub use dropout::Dropout;
 pub use embedding::Embedding;
 pub use flatten::Flatten;
+pub use group_norm::{GroupNorm, RmsNorm};
 pub use layer_norm::LayerNorm;
 pub use linear::Linear;
 pub use loss::{BceWithLogitsLoss, CrossEntropyLoss, MseLoss, NllLoss};
@@ -81,6 +93,7 @@ pub use pool::{AvgPool2d, MaxPool2d};
 pub use sequential::Sequential;
 pub use state::IncompatibleKeys;
 pub(crate) use state::torch_size;
+pub use upsample::{InterpolateMode, Spatial, Upsample};
 
 /// `#[derive(Module)]`: implements [`Module`](trait@Module) from a struct's fields (tensors are
 /// parameters, `#[buffer]` tensors buffers, other fields child modules, `#[module(skip)]` fields
