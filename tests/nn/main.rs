@@ -11,6 +11,7 @@ mod derive;
 mod functional;
 mod hooks;
 mod layers;
+mod norm_layers;
 mod optim;
 mod optim_schedulers;
 mod repr;

@@ -2,6 +2,7 @@
 //! normalisation, convolution and pooling on plain tensors, for models written without modules.
 
 pub use super::activation::{gelu, leaky_relu, log_softmax, relu, softmax};
+pub use super::adaptive_pool::adaptive_avg_pool2d;
 pub use super::attention::{
     MultiHeadAttentionOptions, multi_head_attention_forward, scaled_dot_product_attention,
 };
@@ -19,3 +20,4 @@ pub use super::norm::{batch_norm, group_norm, rms_norm};
 pub use super::pointwise::{celu, elu, hardtanh, mish, relu6, selu, sigmoid, silu, softplus, tanh};
 pub use super::pool::{avg_pool2d, max_pool2d};
 pub use super::rnn_cell::{gru_cell, lstm_cell};
+pub use super::upsample::interpolate;

@@ -36,8 +36,11 @@
 //! [`Conv1d`], [`ConvTranspose2d`],
 //! [`Embedding`], [`LayerNorm`], [`Dropout`], [`MultiheadAttention`], [`TransformerEncoderLayer`],
 //! [`TransformerDecoderLayer`], [`TransformerEncoder`], [`TransformerDecoder`];
+//! normalisation [`BatchNorm1d`], [`BatchNorm2d`], [`BatchNorm3d`], [`GroupNorm`], [`RmsNorm`];
+//! resampling [`AdaptiveAvgPool2d`], [`Upsample`];
 //! activations [`Relu`], [`Tanh`], [`Sigmoid`], [`Gelu`], [`LeakyRelu`], [`Softmax`],
-//! [`LogSoftmax`], [`Identity`]. Losses in [`functional`]: `cross_entropy` (label smoothing,
+//! [`LogSoftmax`], [`Identity`], [`Silu`], [`Mish`], [`Softplus`], [`Hardtanh`], [`Relu6`],
+//! [`Elu`], [`Selu`], [`Celu`]. Losses in [`functional`]: `cross_entropy` (label smoothing,
 //! ignore index, class weights), `nll_loss`, `mse_loss`, `binary_cross_entropy_with_logits`,
 //! and as values that keep their options: [`CrossEntropyLoss`], [`NllLoss`], [`MseLoss`],
 //! [`BceWithLogitsLoss`]. Module hooks (forward pre/post, full backward pre/post, in PyTorch's
@@ -48,7 +51,10 @@
 //! [`manual_seed`](crate::manual_seed) a model starts from PyTorch's weights.
 
 mod activation;
+mod activation_modules;
+mod adaptive_pool;
 mod attention;
+mod batch_norm;
 mod conv;
 mod conv1d;
 mod conv_transpose;
@@ -58,6 +64,7 @@ mod embedding;
 mod flatten;
 pub mod functional;
 mod hooks;
+mod group_norm;
 pub mod init;
 mod layer_norm;
 mod linear;
@@ -73,10 +80,14 @@ mod rnn_cell;
 mod sequential;
 mod state;
 mod transformer;
+mod upsample;
 
 pub use activation::{
     Gelu, GeluApproximate, Identity, LeakyRelu, LogSoftmax, Relu, Sigmoid, Softmax, Tanh,
 };
+pub use activation_modules::{Celu, Elu, Hardtanh, Mish, Relu6, Selu, Silu, Softplus};
+pub use adaptive_pool::AdaptiveAvgPool2d;
+pub use batch_norm::{BatchNorm1d, BatchNorm2d, BatchNorm3d};
 pub use conv::{Conv2d, Size2};
 pub use conv_transpose::ConvTranspose2d;
 pub use conv1d::Conv1d;
@@ -84,6 +95,8 @@ pub use dropout::Dropout;
 pub use embedding::Embedding;
 pub use flatten::Flatten;
 pub use hooks::{Hooked, ModuleHookHandle};
+//! normalisation [`BatchNorm1d`], [`BatchNorm2d`], [`BatchNorm3d`], [`GroupNorm`], [`RmsNorm`];
+//! resampling [`AdaptiveAvgPool2d`], [`Upsample`];
 pub use layer_norm::LayerNorm;
 pub use linear::Linear;
 pub use loss::{BceWithLogitsLoss, CrossEntropyLoss, MseLoss, NllLoss};
@@ -99,6 +112,8 @@ pub use transformer::{
     Activation, DecoderForwardOptions, EncoderForwardOptions, TransformerDecoder,
     TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer, TransformerLayerConfig,
 };
+//! normalisation [`BatchNorm1d`], [`BatchNorm2d`], [`BatchNorm3d`], [`GroupNorm`], [`RmsNorm`];
+//! resampling [`AdaptiveAvgPool2d`], [`Upsample`];
 
 /// `#[derive(Module)]`: implements [`Module`](trait@Module) from a struct's fields (tensors are
 /// parameters, `#[buffer]` tensors buffers, other fields child modules, `#[module(skip)]` fields

@@ -111,10 +111,11 @@ pub fn batch_norm(
     }
     wrap_dim(1, ndim)?;
     let channels = shape[1];
-    check_channels("weight", weight, channels)?;
-    check_channels("bias", bias, channels)?;
+    // PyTorch's order (`_batch_norm_impl_index`): the running statistics first.
     check_channels("running_mean", running_mean, channels)?;
     check_channels("running_var", running_var, channels)?;
+    check_channels("weight", weight, channels)?;
+    check_channels("bias", bias, channels)?;
     if is_grad_enabled() {
         for (name, t) in [("running_mean", running_mean), ("running_var", running_var)] {
             if t.is_some_and(Tensor::requires_grad) {
