@@ -801,3 +801,50 @@ fn resnet_block_loads_pytorchs_checkpoint_and_matches_it_in_train_and_eval_mode(
     );
     Ok(())
 }
+
+#[test]
+fn integer_inputs_are_refused_as_pytorch_refuses_them() -> Result<()> {
+    // PyTorch 2.15, int32 inputs of 3 channels: each mode's kernel refuses the dtype.
+    let cases: [(&[usize], InterpolateMode, Vec<usize>, &str); 5] = [
+        (
+            &[1, 3, 2, 2],
+            InterpolateMode::Bilinear,
+            vec![3, 3],
+            "upsample_bilinear2d_channels_last",
+        ),
+        (
+            &[1, 3, 2, 2],
+            InterpolateMode::Nearest,
+            vec![3, 3],
+            "upsample_nearest2d_channels_last",
+        ),
+        (
+            &[1, 3, 2],
+            InterpolateMode::Linear,
+            vec![3],
+            "compute_indices_weights_linear",
+        ),
+        (
+            &[1, 3, 2],
+            InterpolateMode::Nearest,
+            vec![3],
+            "compute_indices_weights_nearest",
+        ),
+        (
+            &[1, 3, 2, 2],
+            InterpolateMode::Area,
+            vec![3, 3],
+            "adaptive_avg_pool2d",
+        ),
+    ];
+    for (shape, mode, size, kernel) in cases {
+        let x = Tensor::ones(shape, DType::I32)?;
+        let err = F::interpolate(&x, Some(Spatial::Each(size)), None, mode, None, None)
+            .expect_err("an integer input is refused");
+        assert_eq!(
+            err.to_string(),
+            format!("\"{kernel}\" not implemented for 'Int'")
+        );
+    }
+    Ok(())
+}

@@ -63,8 +63,8 @@ mod dropout;
 mod embedding;
 mod flatten;
 pub mod functional;
-mod hooks;
 mod group_norm;
+mod hooks;
 pub mod init;
 mod layer_norm;
 mod linear;
@@ -94,9 +94,8 @@ pub use conv1d::Conv1d;
 pub use dropout::Dropout;
 pub use embedding::Embedding;
 pub use flatten::Flatten;
+pub use group_norm::{GroupNorm, RmsNorm};
 pub use hooks::{Hooked, ModuleHookHandle};
-//! normalisation [`BatchNorm1d`], [`BatchNorm2d`], [`BatchNorm3d`], [`GroupNorm`], [`RmsNorm`];
-//! resampling [`AdaptiveAvgPool2d`], [`Upsample`];
 pub use layer_norm::LayerNorm;
 pub use linear::Linear;
 pub use loss::{BceWithLogitsLoss, CrossEntropyLoss, MseLoss, NllLoss};
@@ -112,8 +111,7 @@ pub use transformer::{
     Activation, DecoderForwardOptions, EncoderForwardOptions, TransformerDecoder,
     TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer, TransformerLayerConfig,
 };
-//! normalisation [`BatchNorm1d`], [`BatchNorm2d`], [`BatchNorm3d`], [`GroupNorm`], [`RmsNorm`];
-//! resampling [`AdaptiveAvgPool2d`], [`Upsample`];
+pub use upsample::{InterpolateMode, Spatial, Upsample};
 
 /// `#[derive(Module)]`: implements [`Module`](trait@Module) from a struct's fields (tensors are
 /// parameters, `#[buffer]` tensors buffers, other fields child modules, `#[module(skip)]` fields

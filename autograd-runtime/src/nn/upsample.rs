@@ -409,6 +409,24 @@ pub fn interpolate(
             need + 2
         )));
     }
+    if !input.dtype().is_floating_point() {
+        // PyTorch's kernels are floating-point only; the name is the kernel that refuses.
+        let kernel = match (mode, dims) {
+            (InterpolateMode::Area, d) => format!("adaptive_avg_pool{d}d"),
+            (InterpolateMode::Nearest | InterpolateMode::NearestExact, 2) => {
+                "upsample_nearest2d_channels_last".to_string()
+            }
+            (InterpolateMode::Bilinear, 2) => "upsample_bilinear2d_channels_last".to_string(),
+            (InterpolateMode::Nearest | InterpolateMode::NearestExact, _) => {
+                "compute_indices_weights_nearest".to_string()
+            }
+            _ => "compute_indices_weights_linear".to_string(),
+        };
+        return Err(Error::InvalidArgument(format!(
+            "\"{kernel}\" not implemented for '{}'",
+            input.dtype().scalar_type_name()
+        )));
+    }
     if mode == InterpolateMode::Area {
         // `adaptive_avg_pool{1,2,3}d`: the same windows in every dim.
         return adaptive_avg_pool(input, output_size.as_deref().unwrap_or(&[]));
