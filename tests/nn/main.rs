@@ -12,3 +12,4 @@ mod layers;
 mod optim;
 mod optim_schedulers;
 mod repr;
+mod rnn_layers;

@@ -34,6 +34,7 @@
 //!
 //! Layers: [`Linear`], [`Sequential`], [`Conv2d`], [`MaxPool2d`], [`AvgPool2d`], [`Flatten`],
 //! [`Embedding`], [`LayerNorm`], [`Dropout`];
+//! recurrent [`Lstm`], [`Gru`], [`Rnn`], [`LstmCell`], [`GruCell`], [`RnnCell`];
 //! activations [`Relu`], [`Tanh`], [`Sigmoid`], [`Gelu`], [`LeakyRelu`], [`Softmax`],
 //! [`LogSoftmax`], [`Identity`]. Losses in [`functional`]: `cross_entropy` (label smoothing,
 //! ignore index, class weights), `nll_loss`, `mse_loss`, `binary_cross_entropy_with_logits`,
@@ -62,7 +63,9 @@ mod norm;
 mod pointwise;
 mod pool;
 mod repr;
+mod rnn;
 mod rnn_cell;
+mod rnn_cells;
 mod sequential;
 mod state;
 
@@ -78,6 +81,8 @@ pub use linear::Linear;
 pub use loss::{BceWithLogitsLoss, CrossEntropyLoss, MseLoss, NllLoss};
 pub use module::{AsModule, Forward, Module};
 pub use pool::{AvgPool2d, MaxPool2d};
+pub use rnn::{Gru, Lstm, Rnn, RnnNonlinearity, RnnOptions};
+pub use rnn_cells::{GruCell, LstmCell, RnnCell};
 pub use sequential::Sequential;
 pub use state::IncompatibleKeys;
 pub(crate) use state::torch_size;
