@@ -405,7 +405,7 @@ fn state_dict_round_trips_between_layers() -> Result<()> {
     Ok(())
 }
 
-// ----- PyTorch's error texts -----------------------------------------------------------------------
+// ----- PyTorch's error texts ---------------------------------------------------------------
 
 fn expect_err(name: &str, got: Result<impl Sized>) {
     let want = data()["errors"][name].as_str().unwrap();

@@ -65,7 +65,6 @@ mod pool;
 mod repr;
 mod rnn;
 mod rnn_cell;
-mod rnn_cells;
 mod sequential;
 mod state;
 
@@ -81,8 +80,7 @@ pub use linear::Linear;
 pub use loss::{BceWithLogitsLoss, CrossEntropyLoss, MseLoss, NllLoss};
 pub use module::{AsModule, Forward, Module};
 pub use pool::{AvgPool2d, MaxPool2d};
-pub use rnn::{Gru, Lstm, Rnn, RnnNonlinearity, RnnOptions};
-pub use rnn_cells::{GruCell, LstmCell, RnnCell};
+pub use rnn::{Gru, GruCell, Lstm, LstmCell, Rnn, RnnCell, RnnNonlinearity, RnnOptions};
 pub use sequential::Sequential;
 pub use state::IncompatibleKeys;
 pub(crate) use state::torch_size;

@@ -1,9 +1,9 @@
 //! `RnnCell`, `LstmCell`, `GruCell`: one step of a recurrence as a module (PyTorch's
 //! `nn.RNNCell`, `nn.LSTMCell`, `nn.GRUCell`), over the functional cells.
 
-use super::functional::{gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell};
-use super::rnn::RnnNonlinearity;
-use super::{Module, init};
+use super::RnnNonlinearity;
+use crate::nn::functional::{gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell};
+use crate::nn::{Module, init};
 use crate::{DType, Error, Result, Tensor};
 
 /// PyTorch's `RNNCellBase.__init__` and `reset_parameters`: `weight_ih` `[gates·H, I]`,
