@@ -15,4 +15,5 @@ mod norm_layers;
 mod optim;
 mod optim_schedulers;
 mod repr;
+mod rnn_layers;
 mod transformer_layers;

@@ -19,5 +19,5 @@ pub use super::loss::{
 pub use super::norm::{batch_norm, group_norm, rms_norm};
 pub use super::pointwise::{celu, elu, hardtanh, mish, relu6, selu, sigmoid, silu, softplus, tanh};
 pub use super::pool::{avg_pool2d, max_pool2d};
-pub use super::rnn_cell::{gru_cell, lstm_cell};
+pub use super::rnn_cell::{gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell};
 pub use super::upsample::interpolate;

@@ -38,6 +38,7 @@
 //! [`TransformerDecoderLayer`], [`TransformerEncoder`], [`TransformerDecoder`];
 //! normalisation [`BatchNorm1d`], [`BatchNorm2d`], [`BatchNorm3d`], [`GroupNorm`], [`RmsNorm`];
 //! resampling [`AdaptiveAvgPool2d`], [`Upsample`];
+//! recurrent [`Lstm`], [`Gru`], [`Rnn`], [`LstmCell`], [`GruCell`], [`RnnCell`];
 //! activations [`Relu`], [`Tanh`], [`Sigmoid`], [`Gelu`], [`LeakyRelu`], [`Softmax`],
 //! [`LogSoftmax`], [`Identity`], [`Silu`], [`Mish`], [`Softplus`], [`Hardtanh`], [`Relu6`],
 //! [`Elu`], [`Selu`], [`Celu`]. Losses in [`functional`]: `cross_entropy` (label smoothing,
@@ -76,6 +77,7 @@ mod norm;
 mod pointwise;
 mod pool;
 mod repr;
+mod rnn;
 mod rnn_cell;
 mod sequential;
 mod state;
@@ -104,6 +106,7 @@ pub use multihead_attention::{
     MultiheadAttention, MultiheadAttentionConfig, MultiheadAttentionForwardOptions,
 };
 pub use pool::{AvgPool2d, MaxPool2d};
+pub use rnn::{Gru, GruCell, Lstm, LstmCell, Rnn, RnnCell, RnnNonlinearity, RnnOptions};
 pub use sequential::Sequential;
 pub use state::IncompatibleKeys;
 pub(crate) use state::torch_size;

@@ -1,6 +1,7 @@
-//! One step of an LSTM and of a GRU (PyTorch's `torch.lstm_cell` and `torch.gru_cell`, the
-//! math of `nn.LSTMCell`, `nn.GRUCell` and of each step of `nn.LSTM`, `nn.GRU`), with PyTorch's
-//! gate order and checks, written in differentiable ops.
+//! One step of an LSTM, a GRU and an Elman RNN (PyTorch's `torch.lstm_cell`, `torch.gru_cell`,
+//! `torch.rnn_tanh_cell` and `torch.rnn_relu_cell`, the math of `nn.LSTMCell`, `nn.GRUCell`,
+//! `nn.RNNCell` and of each step of `nn.LSTM`, `nn.GRU`, `nn.RNN`), with PyTorch's gate order
+//! and checks, written in differentiable ops.
 
 use crate::{Error, Result, Tensor};
 
@@ -37,7 +38,7 @@ fn check_hidden(batch: usize, hx: &Tensor, hidden_size: usize, label: usize) -> 
         [b, h] => (*b, *h),
         _ => {
             return Err(Error::InvalidArgument(format!(
-                "Expected 2D hidden{label} (batch x hidden), but got {}D hidden{label}",
+                "Expected 2D hidden{label} (batch x hidden_size), but got {}D tensor",
                 hx.ndim()
             )));
         }
@@ -175,4 +176,81 @@ pub fn gru_cell(
     let n = ig[2].add(&hg[2].mul(&r)?)?.tanh()?;
     // PyTorch's `(hidden - new_gate) * input_gate + new_gate`.
     hx.sub(&n)?.mul(&z)?.add(&n)
+}
+
+/// One step of an Elman RNN with `tanh` (PyTorch's `torch.rnn_tanh_cell(input, hx, w_ih, w_hh,
+/// b_ih=None, b_hh=None)`, `nn.RNNCell`'s math): `h' = tanh(x Wᵢₕᵀ + bᵢₕ + h Wₕₕᵀ + bₕₕ)` with
+/// `w_ih` `[H, I]`, `w_hh` `[H, H]` and the biases `[H]`.
+///
+/// `input` is `[N, I]` and `hx` `[N, H]`; returns `h'`.
+///
+/// # Errors
+///
+/// As [`lstm_cell`]'s, with `1 * hidden_size`.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::functional::rnn_tanh_cell;
+/// use autograd_runtime::Tensor;
+/// let x = Tensor::from_vec(vec![1.0f64, 2.0], &[1, 2])?;
+/// let h = Tensor::from_vec(vec![0.5f64], &[1, 1])?;
+/// let w_ih = Tensor::from_vec(vec![1.0f64, -1.0], &[1, 2])?;
+/// let w_hh = Tensor::from_vec(vec![2.0f64], &[1, 1])?;
+/// let h1 = rnn_tanh_cell(&x, &h, &w_ih, &w_hh, None, None)?;
+/// assert_eq!(h1.to_vec::<f64>()?, vec![0.0]); // tanh(1 - 2 + 2 · 0.5)
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn rnn_tanh_cell(
+    input: &Tensor,
+    hx: &Tensor,
+    w_ih: &Tensor,
+    w_hh: &Tensor,
+    b_ih: Option<&Tensor>,
+    b_hh: Option<&Tensor>,
+) -> Result<Tensor> {
+    simple_cell(input, hx, [w_ih, w_hh], [b_ih, b_hh])?.tanh()
+}
+
+/// One step of an Elman RNN with ReLU (PyTorch's `torch.rnn_relu_cell`, `nn.RNNCell(...,
+/// nonlinearity='relu')`'s math): `h' = relu(x Wᵢₕᵀ + bᵢₕ + h Wₕₕᵀ + bₕₕ)`.
+///
+/// # Errors
+///
+/// As [`rnn_tanh_cell`]'s.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::functional::rnn_relu_cell;
+/// use autograd_runtime::Tensor;
+/// let x = Tensor::from_vec(vec![1.0f64, -3.0], &[2, 1])?;
+/// let h = Tensor::from_vec(vec![0.0f64, 0.0], &[2, 1])?;
+/// let w = Tensor::from_vec(vec![1.0f64], &[1, 1])?;
+/// let h1 = rnn_relu_cell(&x, &h, &w, &w, None, None)?;
+/// assert_eq!(h1.to_vec::<f64>()?, vec![1.0, 0.0]);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn rnn_relu_cell(
+    input: &Tensor,
+    hx: &Tensor,
+    w_ih: &Tensor,
+    w_hh: &Tensor,
+    b_ih: Option<&Tensor>,
+    b_hh: Option<&Tensor>,
+) -> Result<Tensor> {
+    simple_cell(input, hx, [w_ih, w_hh], [b_ih, b_hh])?.relu()
+}
+
+/// The pre-activation of an Elman step, `h Wₕₕᵀ + bₕₕ + x Wᵢₕᵀ + bᵢₕ`, after PyTorch's checks.
+fn simple_cell(
+    input: &Tensor,
+    hx: &Tensor,
+    [w_ih, w_hh]: [&Tensor; 2],
+    [b_ih, b_hh]: [Option<&Tensor>; 2],
+) -> Result<Tensor> {
+    let (input_size, hidden_size) = check_weights(w_ih, w_hh, 1)?;
+    let batch = check_input(input, input_size)?;
+    check_hidden(batch, hx, hidden_size, 0)?;
+    linear(hx, w_hh, b_hh)?.add(&linear(input, w_ih, b_ih)?)
 }
