@@ -178,8 +178,10 @@ fn run(args: &Args) -> Result<()> {
     );
     let bar = progress(args, start);
     let (mut train_curve, mut val_curve) = (Vec::new(), Vec::new());
+    let mut train_seconds = 0.0;
     let began = Instant::now();
     for step in start..args.steps {
+        let step_began = Instant::now();
         set_lr(&mut opt, args, step);
         let offsets = data::offsets(&corpus.train, args.block_size, args.batch_size, &batches)?;
         let (x, y) = data::batch(&corpus.train, &offsets, args.block_size)?;
@@ -188,6 +190,7 @@ fn run(args: &Args) -> Result<()> {
         loss.backward()?;
         opt.step()?;
         let loss = loss.to(Device::Cpu)?.item::<f32>()? as f64;
+        train_seconds += step_began.elapsed().as_secs_f64();
         train_curve.push((step + 1, loss));
         if (step + 1).is_multiple_of(args.eval_interval) || step + 1 == args.steps {
             let val = validation_loss(&model, &corpus, args)?;
@@ -211,9 +214,9 @@ fn run(args: &Args) -> Result<()> {
         say!("validation loss {val:.6} after {} steps", args.steps);
     }
     say!(
-        "{:.1} s, {:.0} tokens/s ({} tokens per step)",
+        "{:.1} s in all, {:.0} tokens/s in the training steps ({} tokens per step)",
         seconds,
-        tokens as f64 / seconds.max(1e-9),
+        tokens as f64 / train_seconds.max(1e-9),
         args.batch_size * args.block_size
     );
     // A prompt of characters the text never uses starts from a new line instead.
