@@ -1,26 +1,4 @@
-//! Module hooks: PyTorch's `register_forward_pre_hook`, `register_forward_hook`,
-//! `register_full_backward_pre_hook` and `register_full_backward_hook`, on a module wrapped in
-//! [`Hooked`].
-//!
-//! PyTorch keeps hooks inside every module and runs them in `module(x)`. Here a module is a
-//! plain struct and `forward` is its own code, so the hooks live in a wrapper: `Hooked<M>` has
-//! `M`'s parameters, names and printout (it is transparent to `state_dict` and `print`), and its
-//! [`Forward::forward`] runs the hooks around `M`'s, in PyTorch's order:
-//!
-//! 1. forward pre-hooks, in registration order, each may replace the input;
-//! 2. with backward hooks: the input passes through an identity node
-//!    (`BackwardHookFunctionBackward`, as PyTorch's `BackwardHook`), whose gradient is the
-//!    gradient with respect to the module's input;
-//! 3. `M`'s forward;
-//! 4. forward hooks, each may replace the output;
-//! 5. with backward hooks: the output passes through an identity node too. When the backward
-//!    pass reaches it, the backward pre-hooks see (and may replace) the output's gradient; when it
-//!    reaches the input's node, the full backward hooks see `(grad_input, grad_output)` and may
-//!    replace `grad_input`. If the input does not require grad, they run at the output with
-//!    `grad_input = [None]`, as PyTorch's.
-//!
-//! Each `register_*` returns a [`ModuleHookHandle`] whose [`remove`](ModuleHookHandle::remove)
-//! unregisters the hook (PyTorch's `RemovableHandle`).
+//! Module hooks: the [`Hooked`] wrapper (its docs say how and in which order they run).
 
 use std::fmt;
 
@@ -91,8 +69,28 @@ impl fmt::Debug for ModuleHookHandle {
     }
 }
 
-/// A module with PyTorch's module hooks (see the [module docs](self)): `M`'s parameters, names
-/// and printout, and a [`Forward`] that runs the hooks around `M`'s.
+/// A module with PyTorch's module hooks: `register_forward_pre_hook`, `register_forward_hook`,
+/// `register_full_backward_pre_hook` and `register_full_backward_hook`.
+///
+/// PyTorch keeps hooks inside every module and runs them in `module(x)`. Here a module is a
+/// plain struct and `forward` is its own code, so the hooks live in a wrapper: `Hooked<M>` has
+/// `M`'s parameters, names and printout (it is transparent to `state_dict` and `print`), and its
+/// [`Forward::forward`] runs the hooks around `M`'s, in PyTorch's order:
+///
+/// 1. forward pre-hooks, in registration order, each may replace the input;
+/// 2. with backward hooks: the input passes through an identity node
+///    (`BackwardHookFunctionBackward`, as PyTorch's `BackwardHook`), whose gradient is the
+///    gradient with respect to the module's input;
+/// 3. `M`'s forward;
+/// 4. forward hooks, each may replace the output;
+/// 5. with backward hooks: the output passes through an identity node too. When the backward
+///    pass reaches it, the backward pre-hooks see (and may replace) the output's gradient; when it
+///    reaches the input's node, the full backward hooks see `(grad_input, grad_output)` and may
+///    replace `grad_input`. If the input does not require grad, they run at the output with
+///    `grad_input = [None]`, as PyTorch's.
+///
+/// Each `register_*` returns a [`ModuleHookHandle`] whose [`remove`](ModuleHookHandle::remove)
+/// unregisters the hook (PyTorch's `RemovableHandle`).
 ///
 /// # Examples
 ///
