@@ -476,11 +476,21 @@ pub(crate) fn where_(
             y.broadcast(at(&shape)).expect("invariant: broadcast shape"),
             c.broadcast(at(&shape)).expect("invariant: broadcast shape"),
         );
-        let v: Vec<T> = bc
-            .iter()
-            .zip(bx.iter().zip(by.iter()))
-            .map(|(&k, (&p, &q))| if k { p } else { q })
-            .collect();
+        // `Zip` walks the three (broadcast) views a contiguous inner run at a time, where zipped
+        // element iterators would step an `IxDyn` index per element (a masked softmax's mask
+        // is broadcast over batch and heads: the hot case).
+        let n: usize = shape.iter().product();
+        let Some(&fill) = bx.iter().next() else {
+            return Ok(out::<T>(Vec::new(), &shape));
+        };
+        let mut v: Vec<T> = vec![fill; n];
+        let dst = ndarray::ArrayViewMutD::from_shape(at(&shape), &mut v)
+            .expect("invariant: a standard-layout buffer of the broadcast shape");
+        ndarray::Zip::from(dst)
+            .and(&bc)
+            .and(&bx)
+            .and(&by)
+            .for_each(|o, &k, &p, &q| *o = if k { p } else { q });
         Ok(out::<T>(v, &shape))
     })
 }

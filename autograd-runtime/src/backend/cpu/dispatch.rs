@@ -228,12 +228,21 @@ pub(crate) fn unary(op: UnaryOp, x: &Buffer, lx: &Layout) -> Out {
 }
 
 /// `op` of every element ([`MapOp`]): one pass over the elements in the order the layout
-/// lists them.
+/// lists them, split over the intra-op threads when there are more than a grain of them.
 pub(crate) fn map(op: MapOp, x: &Buffer, lx: &Layout) -> Out {
     with_view!(x, lx, |a| {
         let shape = a.shape().to_vec();
         let a = standard(a);
-        let v: Vec<_> = std_slice(&a).iter().map(|&v| map_one(op, v)).collect();
+        let src = std_slice(&a);
+        // SAFETY: each chunk's every element is written, from the same positions of `src`.
+        let v = unsafe {
+            super::parallel::collect_chunks(src.len(), |start, chunk| {
+                let n = chunk.len();
+                for (o, &x) in chunk.iter_mut().zip(&src[start..start + n]) {
+                    o.write(map_one(op, x));
+                }
+            })
+        };
         tensor_of(v, &shape)
     })
 }
