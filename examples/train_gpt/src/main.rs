@@ -41,13 +41,13 @@ mod plot;
 
 /// Trains a character-level GPT on the embedded Shakespeare and prints what it writes.
 ///
-/// By default a 2-layer, 4-head, 64-wide model with a 64-character context, 600 AdamW steps of
+/// By default a 2-layer, 4-head, 64-wide model with a 64-character context, 1500 AdamW steps of
 /// 16 windows: about a minute on 2 cores, enough for words, names and line structure.
 #[derive(Clone, Debug, Parser)]
 #[command(name = "train_gpt", version, about, long_about)]
 struct Args {
     /// Optimizer steps (with `--resume`: the step to train up to).
-    #[arg(long, default_value_t = 600)]
+    #[arg(long, default_value_t = 1500)]
     steps: usize,
     /// Windows per batch.
     #[arg(long, default_value_t = 16)]
@@ -70,13 +70,13 @@ struct Args {
     /// Steps of the learning-rate schedule: warm-up over the first 5%, then a cosine down to a
     /// tenth of `--lr` at this step (and flat after). Independent of `--steps`, so that a run
     /// stopped early and resumed follows the same schedule as a straight one.
-    #[arg(long, default_value_t = 600)]
+    #[arg(long, default_value_t = 1500)]
     decay_steps: usize,
     /// AdamW's decoupled weight decay.
     #[arg(long, default_value_t = 0.1)]
     weight_decay: f64,
     /// Steps between validation-loss estimates.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 300)]
     eval_interval: usize,
     /// Batches averaged for each validation-loss estimate.
     #[arg(long, default_value_t = 20)]
