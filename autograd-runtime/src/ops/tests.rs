@@ -315,7 +315,7 @@ fn node_names_are_pytorchs() -> Result<()> {
         (x.mul_scalar(2.0)?, "MulBackward0"),
         (x.add_scalar(2.0)?, "AddBackward0"),
         (x.sub_scalar(2.0)?, "AddBackward0"),
-        (x.div_scalar(2.0)?, "MulBackward0"),
+        (x.div_scalar(2.0)?, "DivBackward0"),
         (x.rsub_scalar(2.0)?, "RsubBackward1"),
         (x.rdiv_scalar(2.0)?, "MulBackward0"),
         (x.reciprocal()?, "ReciprocalBackward0"),
