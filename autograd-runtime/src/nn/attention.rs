@@ -315,8 +315,13 @@ fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> 
 }
 
 /// PyTorch's `_canonical_mask`: a bool mask becomes `-inf` where true and 0 elsewhere, in
-/// `dtype`; a float mask stays as it is.
-fn canonical_mask(mask: Option<&Tensor>, name: &str, dtype: DType) -> Result<Option<Tensor>> {
+/// `dtype`; a float mask stays as it is; other dtypes are an error naming the mask. (The
+/// transformer layers use it too.)
+pub(super) fn canonical_mask(
+    mask: Option<&Tensor>,
+    name: &str,
+    dtype: DType,
+) -> Result<Option<Tensor>> {
     let Some(mask) = mask else { return Ok(None) };
     match mask.dtype() {
         DType::Bool => Ok(Some(

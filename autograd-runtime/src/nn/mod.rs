@@ -82,6 +82,7 @@ mod rnn_cell;
 mod sequential;
 mod state;
 mod transformer;
+mod transformer_stack;
 mod upsample;
 
 pub use activation::{
@@ -111,9 +112,10 @@ pub use sequential::Sequential;
 pub use state::IncompatibleKeys;
 pub(crate) use state::torch_size;
 pub use transformer::{
-    Activation, DecoderForwardOptions, EncoderForwardOptions, TransformerDecoder,
-    TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer, TransformerLayerConfig,
+    Activation, DecoderForwardOptions, EncoderForwardOptions, TransformerDecoderLayer,
+    TransformerEncoderLayer, TransformerLayerConfig,
 };
+pub use transformer_stack::{TransformerDecoder, TransformerEncoder};
 pub use upsample::{InterpolateMode, Spatial, Upsample};
 
 /// `#[derive(Module)]`: implements [`Module`](trait@Module) from a struct's fields (tensors are

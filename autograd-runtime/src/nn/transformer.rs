@@ -1,11 +1,12 @@
-//! PyTorch's transformer layers: `TransformerEncoderLayer`, `TransformerDecoderLayer` and the
-//! `TransformerEncoder`/`TransformerDecoder` stacks, with PyTorch's children, names,
-//! initialisation and standard (non-fused) computation.
+//! PyTorch's transformer layers, `TransformerEncoderLayer` and `TransformerDecoderLayer`, with
+//! PyTorch's children, names, initialisation and standard (non-fused) computation, and what
+//! they share with the stacks of `transformer_stack.rs` (configuration, forward options, masks).
 
 use std::fmt;
 use std::str::FromStr;
 
 use super::activation::{GeluApproximate, gelu, relu};
+pub(super) use super::attention::canonical_mask;
 use super::multihead_attention::{
     MultiheadAttention, MultiheadAttentionConfig, MultiheadAttentionForwardOptions,
     copy_state_from, linear_layer,
@@ -111,7 +112,7 @@ impl Default for TransformerLayerConfig {
     }
 }
 
-/// The arguments of [`TransformerEncoderLayer::forward`] and [`TransformerEncoder::forward`]
+/// The arguments of [`TransformerEncoderLayer::forward`] and [`TransformerEncoder::forward`](super::TransformerEncoder::forward)
 /// besides `src`, with PyTorch's defaults ([`Default`]: no masks, `is_causal` unset).
 ///
 /// # Examples
@@ -134,7 +135,7 @@ pub struct EncoderForwardOptions<'a> {
     pub is_causal: Option<bool>,
 }
 
-/// The arguments of [`TransformerDecoderLayer::forward`] and [`TransformerDecoder::forward`]
+/// The arguments of [`TransformerDecoderLayer::forward`] and [`TransformerDecoder::forward`](super::TransformerDecoder::forward)
 /// besides `tgt` and `memory`, with PyTorch's defaults ([`Default`]).
 ///
 /// # Examples
@@ -161,26 +162,9 @@ pub struct DecoderForwardOptions<'a> {
     pub memory_is_causal: bool,
 }
 
-/// PyTorch's `_canonical_mask`: a bool mask becomes `-inf` where true and 0 elsewhere in
-/// `dtype`; a float mask stays; other dtypes are an error naming the mask.
-fn canonical_mask(mask: Option<&Tensor>, name: &str, dtype: DType) -> Result<Option<Tensor>> {
-    let Some(mask) = mask else { return Ok(None) };
-    match mask.dtype() {
-        DType::Bool => Ok(Some(
-            Tensor::zeros(mask.shape(), dtype)?
-                .to(mask.device())?
-                .masked_fill(mask, f64::NEG_INFINITY)?,
-        )),
-        d if d.is_floating_point() => Ok(Some(mask.clone())),
-        _ => Err(Error::InvalidArgument(format!(
-            "only bool and floating types of {name} are supported"
-        ))),
-    }
-}
-
 /// PyTorch's `_get_seq_len`: the sequence length of a `[S, E]`, `[S, N, E]` or `[N, S, E]`
 /// input.
-fn seq_len(src: &Tensor, batch_first: bool) -> Option<usize> {
+pub(super) fn seq_len(src: &Tensor, batch_first: bool) -> Option<usize> {
     if src.ndim() == 2 {
         Some(src.shape()[0])
     } else {
@@ -191,7 +175,7 @@ fn seq_len(src: &Tensor, batch_first: bool) -> Option<usize> {
 /// PyTorch's `_detect_is_causal_mask`: the hint when given; otherwise whether `mask` equals
 /// the causal mask of the sequence (`-inf` above the diagonal and 0 elsewhere, in the mask's
 /// dtype; for a bool mask, true above the diagonal).
-fn detect_is_causal_mask(
+pub(super) fn detect_is_causal_mask(
     mask: Option<&Tensor>,
     is_causal: Option<bool>,
     size: Option<usize>,
@@ -359,7 +343,7 @@ impl TransformerEncoderLayer {
 
     /// A copy with its own parameters and the same mode (PyTorch's `copy.deepcopy`), drawing
     /// nothing from the generator.
-    fn deep_copy(&self) -> Result<TransformerEncoderLayer> {
+    pub(super) fn deep_copy(&self) -> Result<TransformerEncoderLayer> {
         let mut copy =
             TransformerEncoderLayer::build(self.d_model, self.nhead, self.config, false)?;
         copy_state_from(&mut copy, self)?;
@@ -528,7 +512,7 @@ impl TransformerDecoderLayer {
     }
 
     /// A copy with its own parameters and the same mode (PyTorch's `copy.deepcopy`).
-    fn deep_copy(&self) -> Result<TransformerDecoderLayer> {
+    pub(super) fn deep_copy(&self) -> Result<TransformerDecoderLayer> {
         let mut copy =
             TransformerDecoderLayer::build(self.d_model, self.nhead, self.config, false)?;
         copy_state_from(&mut copy, self)?;
@@ -604,214 +588,6 @@ impl TransformerDecoderLayer {
             let x = self.norm1.forward(&tgt.add(&sa_block(tgt)?)?)?;
             let x = self.norm2.forward(&x.add(&mha_block(&x)?)?)?;
             self.norm3.forward(&x.add(&ff_block(&x)?)?)
-        }
-    }
-}
-
-/// PyTorch's `_get_clones`: `num_layers` deep copies of `layer` (each its own parameters, all
-/// starting from `layer`'s values), drawing nothing.
-fn clones<M>(layer: M, num_layers: usize, copy: fn(&M) -> Result<M>) -> Result<Vec<M>> {
-    let mut layers = Vec::with_capacity(num_layers);
-    for _ in 1..num_layers {
-        layers.push(copy(&layer)?);
-    }
-    if num_layers > 0 {
-        // The last copy can be the layer itself: nothing else holds it.
-        layers.push(layer);
-    }
-    Ok(layers)
-}
-
-/// A stack of `num_layers` encoder layers and an optional final norm (PyTorch's
-/// `nn.TransformerEncoder`). As PyTorch's `_get_clones`, the layers are copies of the layer
-/// given: they start with the same weights and are trained separately. The state dict is
-/// PyTorch's (`layers.0.self_attn.in_proj_weight`, .., `norm.weight`).
-///
-/// The computation is PyTorch's standard path. (PyTorch's nested-tensor fast path, taken in
-/// evaluation without grad with a key padding mask, gives zeros at padded positions instead;
-/// the other positions agree.)
-///
-/// # Examples
-///
-/// ```
-/// use autograd_runtime::nn::{EncoderForwardOptions, LayerNorm, Module, TransformerEncoder, TransformerEncoderLayer, TransformerLayerConfig};
-/// use autograd_runtime::{DType, Tensor};
-/// let cfg = TransformerLayerConfig { dim_feedforward: 16, ..Default::default() };
-/// let layer = TransformerEncoderLayer::with_config(8, 2, cfg)?;
-/// let encoder = TransformerEncoder::new(layer, 3, Some(LayerNorm::new(&[8])?))?;
-/// let sd = encoder.state_dict();
-/// assert_eq!(sd.len(), 3 * 12 + 2);
-/// // All layers start alike.
-/// assert_eq!(
-///     sd.get("layers.0.linear1.weight").unwrap().to_vec::<f32>()?,
-///     sd.get("layers.2.linear1.weight").unwrap().to_vec::<f32>()?,
-/// );
-/// let src = Tensor::randn_seeded(&[5, 2, 8], DType::F32, 0)?;
-/// assert_eq!(encoder.forward(&src, &EncoderForwardOptions::default())?.shape(), &[5, 2, 8]);
-/// # Ok::<(), autograd_runtime::Error>(())
-/// ```
-#[derive(Debug, Module)]
-pub struct TransformerEncoder {
-    layers: Vec<TransformerEncoderLayer>,
-    norm: Option<LayerNorm>,
-    #[module(training)]
-    training: bool,
-}
-
-impl TransformerEncoder {
-    /// PyTorch's `nn.TransformerEncoder(encoder_layer, num_layers, norm=None)`: `num_layers`
-    /// copies of `encoder_layer` (with its mode), then `norm` on the output when given.
-    ///
-    /// # Errors
-    ///
-    /// Allocation errors only.
-    pub fn new(
-        encoder_layer: TransformerEncoderLayer,
-        num_layers: usize,
-        norm: Option<LayerNorm>,
-    ) -> Result<TransformerEncoder> {
-        Ok(TransformerEncoder {
-            layers: clones(
-                encoder_layer,
-                num_layers,
-                TransformerEncoderLayer::deep_copy,
-            )?,
-            norm,
-            training: true,
-        })
-    }
-
-    /// The layers.
-    pub fn layers(&self) -> &[TransformerEncoderLayer] {
-        &self.layers
-    }
-
-    /// The final norm, if any.
-    pub fn norm(&self) -> Option<&LayerNorm> {
-        self.norm.as_ref()
-    }
-
-    /// PyTorch's `forward(src, mask=None, src_key_padding_mask=None, is_causal=None)`: the
-    /// layers in turn, then the norm. Without an `is_causal` hint, a `src_mask` equal to the
-    /// causal mask is detected as causal (PyTorch's `_detect_is_causal_mask`).
-    ///
-    /// # Errors
-    ///
-    /// `index 0 is out of range` for a stack of no layers (PyTorch's), and those of
-    /// [`TransformerEncoderLayer::forward`] (its masks named `mask` and
-    /// `src_key_padding_mask`).
-    pub fn forward(&self, src: &Tensor, options: &EncoderForwardOptions<'_>) -> Result<Tensor> {
-        let dtype = src.dtype();
-        let kpm = canonical_mask(options.src_key_padding_mask, "src_key_padding_mask", dtype)?;
-        let mask = canonical_mask(options.src_mask, "mask", dtype)?;
-        let Some(first) = self.layers.first() else {
-            return Err(Error::InvalidArgument("index 0 is out of range".into()));
-        };
-        let len = seq_len(src, first.config.batch_first);
-        let is_causal = detect_is_causal_mask(mask.as_ref(), options.is_causal, len)?;
-        let layer_opts = EncoderForwardOptions {
-            src_mask: mask.as_ref(),
-            src_key_padding_mask: kpm.as_ref(),
-            is_causal: Some(is_causal),
-        };
-        let mut output = src.clone();
-        for layer in &self.layers {
-            output = layer.forward(&output, &layer_opts)?;
-        }
-        match &self.norm {
-            Some(norm) => norm.forward(&output),
-            None => Ok(output),
-        }
-    }
-}
-
-/// A stack of `num_layers` decoder layers and an optional final norm (PyTorch's
-/// `nn.TransformerDecoder`), the layers copies of the one given (PyTorch's `_get_clones`).
-///
-/// # Examples
-///
-/// ```
-/// use autograd_runtime::nn::{DecoderForwardOptions, TransformerDecoder, TransformerDecoderLayer, TransformerLayerConfig};
-/// use autograd_runtime::{DType, Tensor};
-/// let cfg = TransformerLayerConfig { dim_feedforward: 16, dropout: 0.0, ..Default::default() };
-/// let decoder = TransformerDecoder::new(TransformerDecoderLayer::with_config(8, 2, cfg)?, 2, None)?;
-/// let tgt = Tensor::randn_seeded(&[4, 1, 8], DType::F32, 0)?;
-/// let memory = Tensor::randn_seeded(&[6, 1, 8], DType::F32, 1)?;
-/// let y = decoder.forward(&tgt, &memory, &DecoderForwardOptions::default())?;
-/// assert_eq!(y.shape(), &[4, 1, 8]);
-/// # Ok::<(), autograd_runtime::Error>(())
-/// ```
-#[derive(Debug, Module)]
-pub struct TransformerDecoder {
-    layers: Vec<TransformerDecoderLayer>,
-    norm: Option<LayerNorm>,
-    #[module(training)]
-    training: bool,
-}
-
-impl TransformerDecoder {
-    /// PyTorch's `nn.TransformerDecoder(decoder_layer, num_layers, norm=None)`.
-    ///
-    /// # Errors
-    ///
-    /// Allocation errors only.
-    pub fn new(
-        decoder_layer: TransformerDecoderLayer,
-        num_layers: usize,
-        norm: Option<LayerNorm>,
-    ) -> Result<TransformerDecoder> {
-        Ok(TransformerDecoder {
-            layers: clones(
-                decoder_layer,
-                num_layers,
-                TransformerDecoderLayer::deep_copy,
-            )?,
-            norm,
-            training: true,
-        })
-    }
-
-    /// The layers.
-    pub fn layers(&self) -> &[TransformerDecoderLayer] {
-        &self.layers
-    }
-
-    /// The final norm, if any.
-    pub fn norm(&self) -> Option<&LayerNorm> {
-        self.norm.as_ref()
-    }
-
-    /// PyTorch's `forward(tgt, memory, tgt_mask=None, memory_mask=None,
-    /// tgt_key_padding_mask=None, memory_key_padding_mask=None, tgt_is_causal=None,
-    /// memory_is_causal=False)`: the layers in turn, then the norm; without a `tgt_is_causal`
-    /// hint, a `tgt_mask` equal to the causal mask is detected as causal.
-    ///
-    /// # Errors
-    ///
-    /// `index 0 is out of range` for a stack of no layers, and those of
-    /// [`TransformerDecoderLayer::forward`].
-    pub fn forward(
-        &self,
-        tgt: &Tensor,
-        memory: &Tensor,
-        options: &DecoderForwardOptions<'_>,
-    ) -> Result<Tensor> {
-        let Some(first) = self.layers.first() else {
-            return Err(Error::InvalidArgument("index 0 is out of range".into()));
-        };
-        let len = seq_len(tgt, first.config.batch_first);
-        let tgt_is_causal = detect_is_causal_mask(options.tgt_mask, options.tgt_is_causal, len)?;
-        let layer_opts = DecoderForwardOptions {
-            tgt_is_causal: Some(tgt_is_causal),
-            ..*options
-        };
-        let mut output = tgt.clone();
-        for layer in &self.layers {
-            output = layer.forward(&output, memory, &layer_opts)?;
-        }
-        match &self.norm {
-            Some(norm) => norm.forward(&output),
-            None => Ok(output),
         }
     }
 }
