@@ -325,12 +325,12 @@
 
 pub use autograd_runtime::*;
 
-pub use autograd_macros::{backward, differentiable};
+pub use autograd_macros::{backward, differentiable, jvp};
 
 /// Reached by the code `#[differentiable]` generates, to check a `#[backward]` against its
 /// forward. Not a public API.
 #[doc(hidden)]
-pub use autograd_macros::__check_backward;
+pub use autograd_macros::{__check_backward, __check_jvp};
 
 /// The README's examples, compiled and run as doctests so the README stays true.
 #[doc = include_str!("../README.md")]

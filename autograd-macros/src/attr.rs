@@ -49,6 +49,9 @@ pub(crate) struct DiffArgs {
     /// (default: the function's name), generated from its declaration as a user function's is.
     /// Runtime-internal: not listed among the options.
     pub(crate) rule: Option<RuleName>,
+    /// Set (never parsed) on the hidden pair `#[differentiable(derive)]` expands to: its body's
+    /// ops propagate forward-mode tangents themselves, so it needs no `#[jvp]`.
+    pub(crate) derived: bool,
 }
 
 /// `rule` or `rule = name`.

@@ -97,7 +97,8 @@ fn expand_pair(
         .unwrap_or_else(|| LitStr::new(&user.default_node_name(), user.ident.span()));
     let krate_str = LitStr::new(&quote!(#krate).to_string(), user.ident.span());
     let args_tokens = quote!(name = #name, materialize_grads = false, crate = #krate_str);
-    let args: DiffArgs = syn::parse2(args_tokens.clone())?;
+    let mut args: DiffArgs = syn::parse2(args_tokens.clone())?;
+    args.derived = true;
     let forward: ItemFn = syn::parse2(d.forward)?;
     let backward: ItemFn = syn::parse2(d.backward)?;
     let cx = Ctxt::new();
@@ -134,10 +135,20 @@ fn refuse_backward(user: &DiffFn<'_>) -> TokenStream {
         user.name()
     );
     let error = quote_spanned!(user.ident.span()=> ::core::compile_error!(#message););
+    let jvp_message = format!(
+        "`{}` is `#[differentiable(derive)]`: its forward derivative is derived with its backward; remove the `#[jvp({})]` function, or `derive` to keep it",
+        user.name(),
+        user.name()
+    );
+    let jvp_error = quote_spanned!(user.ident.span()=> ::core::compile_error!(#jvp_message););
     quote! {
         #[doc(hidden)]
         #[allow(unused_macros)]
         macro_rules! #signature {
+            (@jvp { $($path:tt)* } { $jvp:ident } $($rest:tt)*) => {
+                #jvp_error
+                const _: () = { let _ = $jvp; };
+            };
             ({ $($path:tt)* } { $backward:ident } $($rest:tt)*) => {
                 #error
                 const _: () = { let _ = $backward; };

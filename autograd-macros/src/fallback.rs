@@ -35,6 +35,9 @@ pub(crate) fn forward_with_error(func: &ItemFn, err: syn::Error) -> TokenStream 
         #[doc(hidden)]
         #[allow(unused_macros)]
         macro_rules! #signature {
+            (@jvp { $($path:tt)* } { $jvp:ident } $($rest:tt)*) => {
+                const _: () = { let _ = $jvp; };
+            };
             ({ $($path:tt)* } { $backward:ident } $($rest:tt)*) => {
                 const _: () = { let _ = $backward; };
             };

@@ -22,6 +22,7 @@ mod expand;
 mod fallback;
 mod impl_form;
 mod ir;
+mod jvp;
 mod module;
 mod symbol;
 mod valid;
@@ -428,6 +429,51 @@ pub fn backward(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_derive(Module, attributes(module, buffer))]
 pub fn derive_module(input: TokenStream) -> TokenStream {
     module::derive(input.into()).into()
+}
+
+/// Declares a custom function's forward derivative (PyTorch's `autograd.Function.jvp`), for
+/// forward-mode AD (`forward_ad`): `#[jvp(f)]` beside `f`'s `#[backward(f)]`, checked against
+/// `f` at compile time as the backward is.
+///
+/// The jvp takes one tangent per tensor input of `f` first (`&Tensor`, or `Option<&Tensor>`
+/// for an optional input; an input without a tangent gets zeros, as PyTorch materialises them),
+/// then any of `f`'s parameters and outputs by name (`result`, or `result_0`, `result_1`, ..),
+/// and returns the tangent of each tensor output (`Tensor` or a tuple of them, in a `Result`
+/// when it can fail):
+///
+/// ```text
+/// #[differentiable]
+/// fn scaled_exp(x: &Tensor, scale: f64) -> Result<Tensor> {
+///     x.exp()?.mul_scalar(scale)
+/// }
+///
+/// #[backward(scaled_exp)]
+/// fn scaled_exp_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
+///     grad.mul(result)
+/// }
+///
+/// #[jvp(scaled_exp)]
+/// fn scaled_exp_jvp(x_t: &Tensor, result: &Tensor) -> Result<Tensor> {
+///     x_t.mul(result)
+/// }
+/// ```
+///
+/// Without a `#[jvp]`, a function with a hand-written backward called on dual tensors gives
+/// PyTorch's error ("You must implement the jvp function for custom autograd.Function to use it
+/// with forward mode AD."); a `#[differentiable(derive)]` function needs none (its body's ops
+/// carry the tangents). A tangent or a name that does not fit `f` is a compile error at that
+/// parameter.
+#[proc_macro_attribute]
+pub fn jvp(args: TokenStream, item: TokenStream) -> TokenStream {
+    jvp::expand(args.into(), item.into()).into()
+}
+
+/// Receives a forward's options and signature together with a `#[jvp]`'s, checks one against
+/// the other and emits the forward's jvp items. Not a public API.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __check_jvp(input: TokenStream) -> TokenStream {
+    jvp::check(input.into()).into()
 }
 
 /// Receives a forward's options and signature (from its signature macro) together with a

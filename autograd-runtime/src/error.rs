@@ -546,6 +546,55 @@ pub enum Error {
         message: String,
     },
 
+    // ----- forward-mode AD -------------------------------------------------------------------------
+    /// `make_dual` outside a dual level.
+    #[error(
+        "Trying to create a dual Tensor for forward AD but no level exists, make sure to enter_dual_level() first."
+    )]
+    NoDualLevel,
+
+    /// A dual level entered while one is open.
+    #[error("Nested forward mode AD is not supported at the moment")]
+    NestedDualLevel,
+
+    /// `exit_dual_level` of a level that is not the open one.
+    #[error(
+        "Trying to exit a forward AD level that was not the last one that was created. This is not supported."
+    )]
+    ExitDualLevel,
+
+    /// A tangent whose shape is not its primal's.
+    #[error(
+        "Trying to set a forward gradient that has a different size than that of the original Tensor, this is not supported. Tensor is of size {primal:?} while the given forward gradient is of size {tangent:?}."
+    )]
+    TangentSize {
+        /// The primal's shape.
+        primal: Vec<usize>,
+        /// The tangent's shape.
+        tangent: Vec<usize>,
+    },
+
+    /// An integer or bool primal or tangent given to `make_dual`.
+    #[error("Expected {what} to be floating point or complex, but got: {}", dtype.torch_name())]
+    DualNotFloat {
+        /// `"primal"` or `"tangent"`.
+        what: &'static str,
+        /// Its dtype.
+        dtype: DType,
+    },
+
+    /// `make_dual` of a tensor that has a tangent at the open level already.
+    #[error(
+        "Making a dual Tensor based on a Tensor that already has a forward gradient at the same level 0 is not supported."
+    )]
+    AlreadyDual,
+
+    /// A custom function with a hand-written backward and no `#[jvp]`, called on dual tensors.
+    #[error(
+        "You must implement the jvp function for custom autograd.Function to use it with forward mode AD."
+    )]
+    CustomFunctionJvp,
+
     // ----- user code ---------------------------------------------------------------------------------
     /// An error raised by user forward/backward code with [`Error::msg`].
     #[error("{0}")]

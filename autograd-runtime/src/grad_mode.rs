@@ -15,6 +15,10 @@ impl AutogradState {
     const GRAD: u8 = 1;
     const INFERENCE: u8 = 2;
     const MULTITHREADING: u8 = 4;
+    /// Forward-mode AD is suspended on this thread: an op computing its tangents (or the
+    /// backward it computes them through) runs its own ops without propagating tangents again
+    /// (`forward_ad/`). Carried to the threads of a backward pass with the other modes.
+    const FORWARD_AD_SUSPENDED: u8 = 8;
     /// A new thread's: grad mode on, inference mode off, multithreading on.
     const DEFAULT: AutogradState = AutogradState(Self::GRAD | Self::MULTITHREADING);
 
@@ -36,6 +40,11 @@ impl AutogradState {
     #[inline]
     fn with(self, flag: u8, on: bool) -> AutogradState {
         AutogradState(if on { self.0 | flag } else { self.0 & !flag })
+    }
+
+    #[inline]
+    pub(crate) fn forward_ad_suspended(self) -> bool {
+        self.0 & Self::FORWARD_AD_SUSPENDED != 0
     }
 
     /// This state with grad mode `enabled`.
@@ -76,6 +85,28 @@ fn replace_flag(flag: u8, on: bool) -> bool {
         s.set(old.with(flag, on));
         old.0 & flag != 0
     })
+}
+
+/// Suspends forward-mode AD on this thread until the guard drops (see `forward_ad/`).
+pub(crate) fn suspend_forward_ad() -> ForwardAdSuspension {
+    ForwardAdSuspension {
+        previous: replace_flag(AutogradState::FORWARD_AD_SUSPENDED, true),
+        _not_send: PhantomData,
+    }
+}
+
+/// Restores forward-mode AD's previous suspension when dropped.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct ForwardAdSuspension {
+    previous: bool,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Drop for ForwardAdSuspension {
+    fn drop(&mut self) {
+        replace_flag(AutogradState::FORWARD_AD_SUSPENDED, self.previous);
+    }
 }
 
 /// Whether ops on this thread record a backward graph (default `true`).

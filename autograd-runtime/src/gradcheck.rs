@@ -4,14 +4,17 @@
 
 use crate::{DType, Error, GradOptions, Result, Tensor, grad, no_grad};
 
-/// Tolerances of [`gradcheck_with`].
+/// Tolerances of [`gradcheck_with`], and which Jacobians it checks (PyTorch's
+/// `check_backward_ad`, on by default, and `check_forward_ad`, off by default).
 ///
 /// # Examples
 ///
 /// ```
 /// use autograd_runtime::{gradcheck_with, GradcheckOptions, Tensor};
 /// let x = Tensor::from_vec(vec![0.3f64, -0.7], &[2])?.requires_grad_(true)?;
-/// gradcheck_with(|i| i[0].tanh(), &[x], GradcheckOptions { atol: 1e-6, ..Default::default() })?;
+/// gradcheck_with(|i| i[0].tanh(), &[x.clone()], GradcheckOptions { atol: 1e-6, ..Default::default() })?;
+/// // The forward-mode Jacobian too (dual tensors, see `forward_ad`).
+/// gradcheck_with(|i| i[0].tanh(), &[x], GradcheckOptions { check_forward_ad: true, ..Default::default() })?;
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug)]
@@ -22,6 +25,12 @@ pub struct GradcheckOptions {
     pub atol: f64,
     /// Relative tolerance.
     pub rtol: f64,
+    /// Check the Jacobian reverse mode computes (one vector-Jacobian product per output
+    /// element). Default `true`.
+    pub check_backward_ad: bool,
+    /// Check the Jacobian forward mode computes (one Jacobian-vector product per input element,
+    /// under a dual level of its own). Default `false`, as in PyTorch.
+    pub check_forward_ad: bool,
 }
 
 impl Default for GradcheckOptions {
@@ -30,6 +39,8 @@ impl Default for GradcheckOptions {
             eps: 1e-6,
             atol: 1e-5,
             rtol: 1e-3,
+            check_backward_ad: true,
+            check_forward_ad: false,
         }
     }
 }
@@ -94,9 +105,61 @@ where
     }
     let out = f(inputs)?;
     let n_out = out.numel();
-    let diff_inputs: Vec<Tensor> = diff.iter().map(|&i| inputs[i].clone()).collect();
+    let analytical = if options.check_backward_ad {
+        Some(reverse_jacobian(&out, inputs, &diff)?)
+    } else {
+        None
+    };
+    let forward = if options.check_forward_ad {
+        Some(forward_jacobian(&f, inputs, &diff)?)
+    } else {
+        None
+    };
 
-    // Analytical: one vector-Jacobian product per output element.
+    // Numerical: central differences, one input element at a time.
+    let _g = no_grad();
+    for (k, &i) in diff.iter().enumerate() {
+        let base = inputs[i].to_vec::<f64>()?;
+        for e in 0..base.len() {
+            let eval = |delta: f64| -> Result<Vec<f64>> {
+                let mut v = base.clone();
+                v[e] += delta;
+                let mut args = inputs.to_vec();
+                args[i] = Tensor::from_vec(v, inputs[i].shape())?;
+                f(&args)?.to_dtype(DType::F64)?.to_vec::<f64>()
+            };
+            let (plus, minus) = (eval(options.eps)?, eval(-options.eps)?);
+            for j in 0..n_out {
+                let numerical = (plus[j] - minus[j]) / (2.0 * options.eps);
+                let close = |a: f64| {
+                    (a - numerical).abs() <= options.atol + options.rtol * numerical.abs()
+                        && a.is_nan() == numerical.is_nan()
+                };
+                if let Some(a) = analytical.as_ref().map(|m| m[k][j][e])
+                    && !close(a)
+                {
+                    return Err(Error::msg(format!(
+                        "Jacobian mismatch for output {j} with respect to input {i} (element {e}): numerical {numerical}, analytical {a}"
+                    )));
+                }
+                if let Some(a) = forward.as_ref().map(|m| m[k][e][j])
+                    && !close(a)
+                {
+                    return Err(Error::msg(format!(
+                        "Jacobian computed with forward mode mismatch for output {j} with respect to input {i} (element {e}): numerical {numerical}, analytical {a}"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The Jacobian by reverse mode, `[input k][output j][input element]`: one vector-Jacobian
+/// product per output element.
+fn reverse_jacobian(out: &Tensor, inputs: &[Tensor], diff: &[usize]) -> Result<Vec<Vec<Vec<f64>>>> {
+    let n_out = out.numel();
+    let diff_inputs: Vec<Tensor> = diff.iter().map(|&i| inputs[i].clone()).collect();
     let mut analytical: Vec<Vec<Vec<f64>>> = diff.iter().map(|_| vec![Vec::new(); n_out]).collect();
     for j in 0..n_out {
         let mut onehot = vec![0.0f64; n_out];
@@ -124,34 +187,41 @@ where
             };
         }
     }
+    Ok(analytical)
+}
 
-    // Numerical: central differences, one input element at a time.
-    let _g = no_grad();
-    for (k, &i) in diff.iter().enumerate() {
-        let base = inputs[i].to_vec::<f64>()?;
-        for e in 0..base.len() {
-            let eval = |delta: f64| -> Result<Vec<f64>> {
-                let mut v = base.clone();
-                v[e] += delta;
-                let mut args = inputs.to_vec();
-                args[i] = Tensor::from_vec(v, inputs[i].shape())?;
-                f(&args)?.to_dtype(DType::F64)?.to_vec::<f64>()
-            };
-            let (plus, minus) = (eval(options.eps)?, eval(-options.eps)?);
-            for j in 0..n_out {
-                let numerical = (plus[j] - minus[j]) / (2.0 * options.eps);
-                let a = analytical[k][j][e];
-                if (a - numerical).abs() > options.atol + options.rtol * numerical.abs()
-                    || a.is_nan() != numerical.is_nan()
-                {
-                    return Err(Error::msg(format!(
-                        "Jacobian mismatch for output {j} with respect to input {i} (element {e}): numerical {numerical}, analytical {a}"
-                    )));
+/// The Jacobian by forward mode, `[input k][input element][output j]`: one Jacobian-vector
+/// product per input element (a one-hot tangent on that element, zero tangents elsewhere),
+/// under a dual level of its own.
+fn forward_jacobian<F>(f: &F, inputs: &[Tensor], diff: &[usize]) -> Result<Vec<Vec<Vec<f64>>>>
+where
+    F: Fn(&[Tensor]) -> Result<Tensor>,
+{
+    let _level = crate::forward_ad::dual_level()?;
+    let mut jacobian = Vec::with_capacity(diff.len());
+    for &i in diff {
+        let n = inputs[i].numel();
+        let mut columns = Vec::with_capacity(n);
+        for e in 0..n {
+            let mut args = inputs.to_vec();
+            for &d in diff {
+                let mut tangent = vec![0.0f64; inputs[d].numel()];
+                if d == i {
+                    tangent[e] = 1.0;
                 }
+                let tangent = Tensor::from_vec(tangent, inputs[d].shape())?;
+                args[d] = crate::forward_ad::make_dual(&inputs[d], &tangent)?;
             }
+            let out = f(&args)?;
+            let column = match crate::forward_ad::unpack_dual(&out)?.tangent {
+                Some(t) => t.to_dtype(DType::F64)?.to_vec::<f64>()?,
+                None => vec![0.0; out.numel()],
+            };
+            columns.push(column);
         }
+        jacobian.push(columns);
     }
-    Ok(())
+    Ok(jacobian)
 }
 
 /// Checks second derivatives: runs [`gradcheck`] on the function that maps the inputs to the

@@ -66,6 +66,7 @@ pub mod distributed;
 mod dtype;
 mod engine;
 mod error;
+pub mod forward_ad;
 pub mod functional;
 mod fusion;
 mod grad_mode;
@@ -121,7 +122,7 @@ pub use warning::{WarningHandler, is_warn_always_enabled, set_warn_always, set_w
 /// crate, and through the facade elsewhere), to check a `#[backward]` against its forward. Not a
 /// public API.
 #[doc(hidden)]
-pub use autograd_macros::__check_backward;
+pub use autograd_macros::{__check_backward, __check_jvp};
 
 /// Items used by code that `#[differentiable]` and `#[backward]` generate. Not a stable API.
 #[doc(hidden)]
@@ -138,6 +139,14 @@ pub mod __private {
         keep, keep_ref, needing_grad, reduce_grad,
     };
     pub use smallvec;
+
+    /// Forward-mode AD: what the generated code calls to propagate tangents (`forward_ad/`).
+    pub mod forward_ad {
+        pub use crate::forward_ad::{
+            DualCall, InputRef, NoJvp, dual_edges, engaged, fail_outputs, has_tangent, jvp_missing,
+            record_dual, set_tangents, suspend, suspend_for, tangents_of,
+        };
+    }
 
     /// Fusion: element-wise derived bodies run as one generated kernel each way (`fusion/`).
     pub mod fusion {

@@ -137,6 +137,9 @@ pub(crate) fn forward(
         #[doc(hidden)]
         #[allow(unused_macros)]
         macro_rules! #signature {
+            (@jvp $($jvp:tt)*) => {
+                #krate::__check_jvp! { { #args_tokens } { #sig } $($jvp)* }
+            };
             ($($backward:tt)*) => {
                 #krate::__check_backward! { { #args_tokens } { #sig } $($backward)* }
             };

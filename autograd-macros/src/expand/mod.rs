@@ -17,9 +17,10 @@ mod node;
 pub(crate) mod rule;
 mod slots;
 
+pub(crate) use aliases::{output_type, param_type};
 pub(crate) use backward::{backward_attr, link_impl, link_stub};
 pub(crate) use forward::forward;
-pub(crate) use names::{Names, signature_alias};
+pub(crate) use names::{Names, aliasable, sibling, signature_alias};
 
 #[cfg(test)]
 mod snapshots;

@@ -102,7 +102,7 @@ pub(super) fn slice_elem(ty: &Type) -> Option<&Type> {
 }
 
 /// `T` in `Result<T>` or `Result<T, E>` (any path ending in `Result`).
-pub(super) fn result_ok_type(ty: &Type) -> Option<&Type> {
+pub(crate) fn result_ok_type(ty: &Type) -> Option<&Type> {
     generic_arg(ty, symbol::RESULT_TYPE)
 }
 

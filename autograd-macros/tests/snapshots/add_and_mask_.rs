@@ -43,6 +43,11 @@ pub(crate) type __autograd_add_and_mask__output = Result<(Tensor, Tensor)>;
 #[doc(hidden)]
 #[allow(unused_macros)]
 macro_rules! __autograd_add_and_mask__signature {
+    (@ jvp $($jvp:tt)*) => {
+        crate ::__check_jvp! { { builtin, dirty(x), non_differentiable(result_1), crate =
+        "crate" } { fn add_and_mask_(x : & Tensor, y : & Tensor) -> Result < (Tensor,
+        Tensor) > } $($jvp)* }
+    };
     ($($backward:tt)*) => {
         crate ::__check_backward! { { builtin, dirty(x), non_differentiable(result_1),
         crate = "crate" } { fn add_and_mask_(x : & Tensor, y : & Tensor) -> Result <
@@ -122,22 +127,34 @@ const _: () = {
                     return ::core::result::Result::Err(::core::convert::Into::into(__e));
                 }
             };
-            if !crate::is_grad_enabled() {
+            let __fw: bool = crate::__private::forward_ad::engaged();
+            if !__fw && !crate::is_grad_enabled() {
                 return __autograd_add_and_mask__forward(x, y);
             }
-            let ::core::option::Option::Some(__edges) = (match crate::__private::try_next_edges(
+            let (__edges, __dual) = match crate::__private::forward_ad::dual_edges(
+                (match crate::__private::try_next_edges(&[x, y]) {
+                    ::core::result::Result::Ok(__v) => __v,
+                    ::core::result::Result::Err(__e) => {
+                        return ::core::result::Result::Err(
+                            ::core::convert::Into::into(__e),
+                        );
+                    }
+                }),
+                __fw,
                 &[x, y],
             ) {
                 ::core::result::Result::Ok(__v) => __v,
                 ::core::result::Result::Err(__e) => {
                     return ::core::result::Result::Err(::core::convert::Into::into(__e));
                 }
-            }) else {
+            };
+            let ::core::option::Option::Some(__edges) = __edges else {
                 let _no_grad = crate::no_grad();
                 return __autograd_add_and_mask__forward(x, y);
             };
             let __output = {
                 let _no_grad = crate::no_grad();
+                let _fw = crate::__private::forward_ad::suspend_for(__dual.as_deref());
                 __autograd_add_and_mask__forward(x, y)
             };
             let __output = match __output {
@@ -174,11 +191,31 @@ const _: () = {
                 "a `builtin` forward returns new tensors (or its `dirty` inputs)"
             );
             let __out1_alias = __out1.detach();
-            let __node = crate::__private::record_node(
-                __edges,
-                &[&__out0, &__out1_alias],
-                |__save| __AutogradNode {},
-            );
+            let __node = match __dual {
+                ::core::option::Option::None => {
+                    crate::__private::record_node(
+                        __edges,
+                        &[&__out0, &__out1_alias],
+                        |__save| __AutogradNode {},
+                    )
+                }
+                ::core::option::Option::Some(__d) => {
+                    match crate::__private::forward_ad::record_dual(
+                        __edges,
+                        &[&__out0, &__out1_alias],
+                        |__save| __AutogradNode {},
+                        __d,
+                        true,
+                    ) {
+                        ::core::result::Result::Ok(__n) => __n,
+                        ::core::result::Result::Err(__e) => {
+                            return ::core::result::Result::Err(
+                                ::core::convert::Into::into(__e),
+                            );
+                        }
+                    }
+                }
+            };
             ::core::result::Result::Ok((__out0, __out1))
         }
     }

@@ -51,6 +51,10 @@ pub(crate) type __autograd_linear_output = Result<Tensor>;
 #[doc(hidden)]
 #[allow(unused_macros)]
 macro_rules! __autograd_linear_signature {
+    (@ jvp $($jvp:tt)*) => {
+        ::autograd::__check_jvp! { {} { fn linear(x : & Tensor, w : & Tensor, bias :
+        Option < & Tensor >) -> Result < Tensor > } $($jvp)* }
+    };
     ($($backward:tt)*) => {
         ::autograd::__check_backward! { {} { fn linear(x : & Tensor, w : & Tensor, bias :
         Option < & Tensor >) -> Result < Tensor > } $($backward)* }
@@ -195,6 +199,23 @@ const _: () = {
             w: __autograd_linear_param1<'_>,
             bias: __autograd_linear_param2<'_>,
         ) -> __autograd_linear_output {
+            let __fw_missing: bool = ::autograd::__private::forward_ad::engaged()
+                && {
+                    ::autograd::__private::forward_ad::has_tangent(
+                        &[
+                            ::core::option::Option::Some(x),
+                            ::core::option::Option::Some(w),
+                            bias,
+                        ],
+                    )
+                };
+            if __fw_missing {
+                #[allow(unused_imports)]
+                use ::autograd::__private::forward_ad::NoJvp as _;
+                if <__autograd_linear_marker>::__AUTOGRAD_HAS_JVP {
+                    return <__autograd_linear_marker>::__autograd_jvp_call((x, w, bias));
+                }
+            }
             let __edges = if ::autograd::is_grad_enabled() {
                 (match ::autograd::__private::try_next_edges_opt(
                     &[
@@ -259,6 +280,9 @@ const _: () = {
                         &[__is_dirty0],
                         0usize,
                     );
+                    if __fw_missing {
+                        ::autograd::__private::forward_ad::jvp_missing(&[&__out0]);
+                    }
                     ::core::result::Result::Ok(__out0)
                 };
             };
@@ -311,6 +335,9 @@ const _: () = {
                 &[__is_dirty0],
                 1usize,
             );
+            if __fw_missing {
+                ::autograd::__private::forward_ad::jvp_missing(&[&__out0]);
+            }
             ::core::result::Result::Ok(__out0)
         }
     }

@@ -50,6 +50,11 @@ pub(crate) type __autograd_max_along_residual0 = Vec<usize>;
 #[doc(hidden)]
 #[allow(unused_macros)]
 macro_rules! __autograd_max_along_signature {
+    (@ jvp $($jvp:tt)*) => {
+        ::autograd::__check_jvp! { { name = "MaxBackward0", save(argmax) } { fn
+        max_along(x : & Tensor, dims : & [usize]) -> Result < (Tensor, Vec < usize >) > }
+        $($jvp)* }
+    };
     ($($backward:tt)*) => {
         ::autograd::__check_backward! { { name = "MaxBackward0", save(argmax) } { fn
         max_along(x : & Tensor, dims : & [usize]) -> Result < (Tensor, Vec < usize >) > }
@@ -164,6 +169,15 @@ const _: () = {
             x: __autograd_max_along_param0<'_>,
             dims: __autograd_max_along_param1<'_>,
         ) -> __autograd_max_along_output {
+            let __fw_missing: bool = ::autograd::__private::forward_ad::engaged()
+                && { ::autograd::__private::forward_ad::has_tangent(&[x]) };
+            if __fw_missing {
+                #[allow(unused_imports)]
+                use ::autograd::__private::forward_ad::NoJvp as _;
+                if <__autograd_max_along_marker>::__AUTOGRAD_HAS_JVP {
+                    return <__autograd_max_along_marker>::__autograd_jvp_call((x, dims));
+                }
+            }
             let __edges = if ::autograd::is_grad_enabled() {
                 (match ::autograd::__private::try_next_edges(&[x]) {
                     ::core::result::Result::Ok(__e) => __e,
@@ -214,6 +228,9 @@ const _: () = {
                         &[__is_dirty0],
                         0usize,
                     );
+                    if __fw_missing {
+                        ::autograd::__private::forward_ad::jvp_missing(&[&__out0]);
+                    }
                     ::core::result::Result::Ok(__out0)
                 };
             };
@@ -248,6 +265,9 @@ const _: () = {
                 &[__is_dirty0],
                 1usize,
             );
+            if __fw_missing {
+                ::autograd::__private::forward_ad::jvp_missing(&[&__out0]);
+            }
             ::core::result::Result::Ok(__out0)
         }
     }

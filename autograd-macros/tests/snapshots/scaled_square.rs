@@ -72,6 +72,10 @@ const __autograd_scaled_square_rule: ::autograd::__private::Rule<
 #[doc(hidden)]
 #[allow(unused_macros)]
 macro_rules! __autograd_scaled_square_signature {
+    (@ jvp $($jvp:tt)*) => {
+        ::autograd::__check_jvp! { {} { fn scaled_square(x : & Tensor, scale : f64) ->
+        Tensor } $($jvp)* }
+    };
     ($($backward:tt)*) => {
         ::autograd::__check_backward! { {} { fn scaled_square(x : & Tensor, scale : f64)
         -> Tensor } $($backward)* }
@@ -160,6 +164,18 @@ const _: () = {
             x: __autograd_scaled_square_param0<'_>,
             scale: __autograd_scaled_square_param1,
         ) -> __autograd_scaled_square_output {
+            let __fw_missing: bool = ::autograd::__private::forward_ad::engaged()
+                && { ::autograd::__private::forward_ad::has_tangent(&[x]) };
+            if __fw_missing {
+                #[allow(unused_imports)]
+                use ::autograd::__private::forward_ad::NoJvp as _;
+                if <__autograd_scaled_square_marker>::__AUTOGRAD_HAS_JVP {
+                    return <__autograd_scaled_square_marker>::__autograd_jvp_call((
+                        x,
+                        scale,
+                    ));
+                }
+            }
             let __edges = if ::autograd::is_grad_enabled() {
                 ::autograd::__private::next_edges(&[x])
             } else {
@@ -185,6 +201,9 @@ const _: () = {
                         &[__is_dirty0],
                         0usize,
                     );
+                    if __fw_missing {
+                        ::autograd::__private::forward_ad::jvp_missing(&[&__out0]);
+                    }
                     __out0
                 };
             };
@@ -212,6 +231,9 @@ const _: () = {
                 &[__is_dirty0],
                 1usize,
             );
+            if __fw_missing {
+                ::autograd::__private::forward_ad::jvp_missing(&[&__out0]);
+            }
             __out0
         }
         const READS: ::autograd::__private::Reads = ::autograd::__private::Reads {

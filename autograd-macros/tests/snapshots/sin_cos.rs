@@ -37,6 +37,10 @@ pub(crate) type __autograd_sin_cos_output = Result<(Tensor, Tensor)>;
 #[doc(hidden)]
 #[allow(unused_macros)]
 macro_rules! __autograd_sin_cos_signature {
+    (@ jvp $($jvp:tt)*) => {
+        ::autograd::__check_jvp! { {} { fn sin_cos(x : & Tensor) -> Result < (Tensor,
+        Tensor) > } $($jvp)* }
+    };
     ($($backward:tt)*) => {
         ::autograd::__check_backward! { {} { fn sin_cos(x : & Tensor) -> Result <
         (Tensor, Tensor) > } $($backward)* }
@@ -136,6 +140,15 @@ const _: () = {
     }
     impl __autograd_sin_cos_backward for __autograd_sin_cos_marker {
         fn call(x: __autograd_sin_cos_param0<'_>) -> __autograd_sin_cos_output {
+            let __fw_missing: bool = ::autograd::__private::forward_ad::engaged()
+                && { ::autograd::__private::forward_ad::has_tangent(&[x]) };
+            if __fw_missing {
+                #[allow(unused_imports)]
+                use ::autograd::__private::forward_ad::NoJvp as _;
+                if <__autograd_sin_cos_marker>::__AUTOGRAD_HAS_JVP {
+                    return <__autograd_sin_cos_marker>::__autograd_jvp_call((x,));
+                }
+            }
             let __edges = if ::autograd::is_grad_enabled() {
                 (match ::autograd::__private::try_next_edges(&[x]) {
                     ::core::result::Result::Ok(__e) => __e,
@@ -208,6 +221,11 @@ const _: () = {
                         &[__is_dirty0, __is_dirty1],
                         0usize,
                     );
+                    if __fw_missing {
+                        ::autograd::__private::forward_ad::jvp_missing(
+                            &[&__out0, &__out1],
+                        );
+                    }
                     ::core::result::Result::Ok((__out0, __out1))
                 };
             };
@@ -284,6 +302,9 @@ const _: () = {
                 &[__is_dirty0, __is_dirty1],
                 2usize,
             );
+            if __fw_missing {
+                ::autograd::__private::forward_ad::jvp_missing(&[&__out0, &__out1]);
+            }
             ::core::result::Result::Ok((__out0, __out1))
         }
     }

@@ -130,6 +130,14 @@ impl OutputMask {
         let previous = OUTPUT_MASK.with(|m| m.replace(Some((NonNull::from(task), mask))));
         OutputMask { previous }
     }
+
+    /// No mask until dropped: a node run outside the pass's scheduling (forward-mode AD runs an
+    /// op's backward to compute its tangents, `forward_ad/`) computes every output it is asked
+    /// for, whatever pass is running on this thread.
+    pub(crate) fn clear() -> OutputMask {
+        let previous = OUTPUT_MASK.with(|m| m.replace(None));
+        OutputMask { previous }
+    }
 }
 
 impl Drop for OutputMask {

@@ -42,8 +42,11 @@ pub fn runs() -> u64 {
 pub fn fuses_on(t: &Tensor) -> bool {
     // Generated kernels are written for f32 and f64; other dtypes run op by op (halves in f32
     // per op, as PyTorch's eager kernels do).
+    // Under a dual level, a derived body runs op by op, so that its ops propagate tangents
+    // (a generated kernel computes none).
     if !ENABLED.load(Ordering::Relaxed)
         || !matches!(t.dtype(), crate::DType::F32 | crate::DType::F64)
+        || crate::forward_ad::level_open()
     {
         return false;
     }

@@ -94,6 +94,25 @@ impl<B: Backward> Node for FunctionNode<B> {
     }
 }
 
+impl<B: Backward> FunctionNode<B> {
+    /// Runs this node's backward as if its next edges were `edges` (same outputs), outside any
+    /// pass: forward-mode AD computes an op's tangents through it (`forward_ad/`), with edges
+    /// for the inputs that carry a tangent, whether or not they require grad. `grads` are all
+    /// defined.
+    pub(crate) fn backward_with_edges(
+        &self,
+        edges: SmallVec<[Option<Edge>; 2]>,
+        grads: GradVec,
+    ) -> Result<GradVec> {
+        let meta = NodeMeta::new(
+            edges,
+            self.meta.input_metadata_all().iter().cloned().collect(),
+        );
+        let _unmasked = crate::engine::per_thread::OutputMask::clear();
+        self.backward.backward(&meta, grads)
+    }
+}
+
 impl<B> std::fmt::Debug for FunctionNode<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FunctionNode")
@@ -335,7 +354,7 @@ fn finish_packs(node: &NodeRef) -> Result<()> {
 /// The node over `outputs`, and whether a pack hook modified its input while `make` saved.
 /// Always inlined, for the reason given in the body.
 #[inline(always)]
-fn build_node<B: Backward>(
+pub(crate) fn build_node<B: Backward>(
     edges: SmallVec<[Option<Edge>; 2]>,
     outputs: &[&Tensor],
     make: impl FnOnce(&SaveContext<'_>) -> B,
@@ -363,7 +382,7 @@ fn build_node<B: Backward>(
 
 /// Makes `node` the grad_fn of each output, output `i` of it.
 #[inline]
-fn attach<B: Backward>(node: Arc<FunctionNode<B>>, outputs: &[&Tensor]) -> NodeRef {
+pub(crate) fn attach<B: Backward>(node: Arc<FunctionNode<B>>, outputs: &[&Tensor]) -> NodeRef {
     let node = NodeRef::new(node);
     for (i, t) in outputs.iter().enumerate() {
         t.set_grad_fn(node.clone(), i);
@@ -387,6 +406,16 @@ fn attach<B: Backward>(node: Arc<FunctionNode<B>>, outputs: &[&Tensor]) -> NodeR
 /// [`mark_custom_outputs`] finishes the job once the node is attached.
 #[doc(hidden)]
 pub fn custom_output(out: Tensor, input: bool, dirty: bool, differentiable: bool) -> Tensor {
+    let processed = process_custom_output(&out, input, dirty, differentiable);
+    if !processed.is_same(&out) {
+        // A derived function's output carries the tangent its body's ops computed.
+        crate::forward_ad::carry(&out, &processed);
+    }
+    processed
+}
+
+fn process_custom_output(out: &Tensor, input: bool, dirty: bool, differentiable: bool) -> Tensor {
+    let out = out.clone();
     if dirty {
         return if !differentiable && out.requires_grad() {
             out.detach()

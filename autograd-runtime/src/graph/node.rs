@@ -264,6 +264,11 @@ impl NodeMeta {
         self.input_metadata.len()
     }
 
+    /// The metadata of every input.
+    pub(crate) fn input_metadata_all(&self) -> &[InputMetadata] {
+        &self.input_metadata
+    }
+
     /// Metadata of input `i`.
     pub fn input_metadata(&self, i: usize) -> &InputMetadata {
         &self.input_metadata[i]

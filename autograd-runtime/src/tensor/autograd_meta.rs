@@ -53,6 +53,9 @@ pub(crate) struct AutogradMeta {
     /// Set by `detach_()` on a tensor that had a grad_fn: a node that saved it must refuse to use
     /// it (B15).
     pub(crate) detached_in_place: bool,
+    /// The tangent forward-mode AD carries for this tensor at a dual level (`forward_ad/`);
+    /// boxed, as almost no tensor has one.
+    pub(crate) forward_grad: Option<Box<crate::forward_ad::ForwardGrad>>,
 }
 
 impl Tensor {

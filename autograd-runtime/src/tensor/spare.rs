@@ -65,6 +65,7 @@ fn reset(meta: &mut AutogradMeta) {
         retains_grad,
         leaf_hooks,
         detached_in_place,
+        forward_grad,
     } = meta;
     *requires_grad = false;
     *grad = None;
@@ -76,6 +77,14 @@ fn reset(meta: &mut AutogradMeta) {
         drop_leaf_hooks(hooks);
     }
     *detached_in_place = false;
+    if forward_grad.is_some() {
+        drop_forward_grad(forward_grad.take());
+    }
+}
+
+#[inline(never)]
+fn drop_forward_grad(grad: Option<Box<crate::forward_ad::ForwardGrad>>) {
+    drop(grad);
 }
 
 #[inline(never)]

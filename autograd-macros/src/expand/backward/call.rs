@@ -227,14 +227,22 @@ impl LinkPlan<'_> {
         // A built-in op's path without a node is the forward call alone: it returns at once when
         // recording is off, with no guard. A custom function's processes its outputs, so it is
         // written once, behind both ways of not recording.
+        let forward_ad = quote_spanned!(loc=> #krate::__private::forward_ad);
         let edges_or_return = if self.builtin {
+            // Forward-mode AD: with a dual level open and an input carrying a tangent, the op
+            // goes on to its recording (a node built for the tangents, `forward_ad/`).
+            let dual_edges = self.try_(quote_spanned! {loc=>
+                #forward_ad::dual_edges(#edges, __fw, #input_refs)
+            });
             quote_spanned! {loc=>
-                if !#krate::is_grad_enabled() {
+                let __fw: bool = #forward_ad::engaged();
+                if !__fw && !#krate::is_grad_enabled() {
                     // Recording is off already (a backward pass without `create_graph`).
                     return #unrecorded;
                 }
                 #build_inputs
-                let ::core::option::Option::Some(__edges) = #edges else {
+                let (__edges, __dual) = #dual_edges;
+                let ::core::option::Option::Some(__edges) = __edges else {
                     #no_grad
                     return #unrecorded;
                 };
@@ -253,9 +261,14 @@ impl LinkPlan<'_> {
                 };
             }
         };
+        let jvp_dispatch = self.jvp_dispatch(&forward_ad, &build_inputs, &input_refs);
+        let suspend = self
+            .builtin
+            .then(|| quote_spanned!(loc=> let _fw = #forward_ad::suspend_for(__dual.as_deref());));
         quote_spanned! {loc=>
                     fn call(#params) #ret {
                         #dirty_prechecks
+                        #jvp_dispatch
                         #edges_or_return
                         #needed
                         #originals
@@ -263,6 +276,7 @@ impl LinkPlan<'_> {
                         #attr_clones
                         let __output = {
                             #no_grad
+                            #suspend
                             #forward_fn(#(#idents),*)
                         };
                         #unwrap
@@ -278,6 +292,37 @@ impl LinkPlan<'_> {
                         #value
                     }
         }
+    }
+
+    /// Forward-mode AD for a custom function called on dual inputs: its `#[jvp]` when it has
+    /// one (found through the marker, see `forward_ad::NoJvp`); otherwise `__fw_missing`, and
+    /// its outputs carry PyTorch's error. A derived function's body propagates the tangents
+    /// itself; a built-in op computes them at its recording.
+    fn jvp_dispatch(
+        &self,
+        forward_ad: &TokenStream,
+        build_inputs: &TokenStream,
+        input_refs: &TokenStream,
+    ) -> Option<TokenStream> {
+        if self.builtin || self.args.derived {
+            return None;
+        }
+        let loc = self.linked.loc;
+        let marker = &self.linked.marker;
+        let idents = &self.idents;
+        Some(quote_spanned! {loc=>
+            let __fw_missing: bool = #forward_ad::engaged() && {
+                #build_inputs
+                #forward_ad::has_tangent(#input_refs)
+            };
+            if __fw_missing {
+                #[allow(unused_imports)]
+                use #forward_ad::NoJvp as _;
+                if <#marker>::__AUTOGRAD_HAS_JVP {
+                    return <#marker>::__autograd_jvp_call((#(#idents,)*));
+                }
+            }
+        })
     }
 
     /// The rule a derived body calls the forward through (`rule/`), where it has one.

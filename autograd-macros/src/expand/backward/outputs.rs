@@ -219,6 +219,7 @@ impl LinkPlan<'_> {
             return None;
         }
         let mark = quote_spanned!(loc=> #krate::__private::mark_custom_outputs);
+        let missing = self.jvp_missing();
         if self.fwd.output.vec {
             let out = &outs[0];
             let differentiable = if recorded {
@@ -228,6 +229,7 @@ impl LinkPlan<'_> {
             };
             return Some(quote_spanned! {loc=>
                 #mark(&#out.iter().collect::<::std::vec::Vec<&#krate::Tensor>>(), &[], #differentiable);
+                #missing
             });
         }
         let flags = (0..outs.len()).map(|j| format_ident!("__is_dirty{}", j, span = loc));
@@ -238,6 +240,27 @@ impl LinkPlan<'_> {
         };
         Some(quote_spanned! {loc=>
             #mark(&[#(&#outs),*], &[#(#flags),*], #differentiable);
+            #missing
+        })
+    }
+
+    /// A hand-written custom function called on dual inputs without a `#[jvp]`: its outputs'
+    /// tangents hold PyTorch's error (see `jvp_dispatch`).
+    fn jvp_missing(&self) -> Option<TokenStream> {
+        if self.builtin || self.args.derived {
+            return None;
+        }
+        let (loc, krate, outs) = (self.linked.loc, &self.krate, &self.outs);
+        let refs = if self.fwd.output.vec {
+            let out = &outs[0];
+            quote_spanned!(loc=> &#out.iter().collect::<::std::vec::Vec<&#krate::Tensor>>())
+        } else {
+            quote_spanned!(loc=> &[#(&#outs),*])
+        };
+        Some(quote_spanned! {loc=>
+            if __fw_missing {
+                #krate::__private::forward_ad::jvp_missing(#refs);
+            }
         })
     }
 

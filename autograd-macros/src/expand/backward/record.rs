@@ -54,30 +54,61 @@ impl LinkPlan<'_> {
             )
         });
         let finish = quote_spanned!(loc=> #krate::__private::finish_output_packs(&__node));
-        if self.fwd.output.fallible && self.slots.iter().any(Slot::is_tensor) {
+        let convert = if self.fwd.output.fallible {
             let at = Span::mixed_site().located_at(error_type_span(self.fwd, loc));
-            let convert = quote_spanned!(at=> ::core::convert::Into::into(__e));
-            let finish = saves_output.then(|| {
-                quote_spanned! {loc=>
-                    if let ::core::result::Result::Err(__e) = #finish {
-                        return ::core::result::Result::Err(#convert);
-                    }
-                }
-            });
-            quote_spanned! {loc=>
-                let __node = match #krate::__private::try_record_node(__edges, #record_refs, #make) {
+            Some(quote_spanned!(at=> ::core::convert::Into::into(__e)))
+        } else {
+            None
+        };
+        let record = match &convert {
+            Some(convert) if self.slots.iter().any(Slot::is_tensor) => quote_spanned! {loc=>
+                match #krate::__private::try_record_node(__edges, #record_refs, #make) {
                     ::core::result::Result::Ok(__n) => __n,
                     ::core::result::Result::Err(__e) => return ::core::result::Result::Err(#convert),
-                };
-                #finish
+                }
+            },
+            // A failure stays in its slot, reported when the tensor is used.
+            _ => quote_spanned!(loc=> #krate::__private::record_node(__edges, #record_refs, #make)),
+        };
+        // A built-in op called on dual inputs records (or only builds) its node through
+        // `forward_ad`, which sets the outputs' tangents.
+        let record = if self.builtin {
+            let fallible = convert.is_some();
+            let dual = quote_spanned! {loc=>
+                #krate::__private::forward_ad::record_dual(__edges, #record_refs, #make, __d, #fallible)
+            };
+            let ret_err = match &convert {
+                Some(convert) => quote_spanned!(loc=> return ::core::result::Result::Err(#convert)),
+                None => {
+                    quote_spanned!(loc=> ::core::unreachable!("invariant: an infallible record_dual returns Ok"))
+                }
+            };
+            quote_spanned! {loc=>
+                match __dual {
+                    ::core::option::Option::None => #record,
+                    ::core::option::Option::Some(__d) => match #dual {
+                        ::core::result::Result::Ok(__n) => __n,
+                        ::core::result::Result::Err(__e) => { #ret_err }
+                    },
+                }
             }
         } else {
-            // A failure stays in its slot, reported when the tensor is used.
-            let finish = saves_output.then(|| quote_spanned!(loc=> let _ = #finish;));
-            quote_spanned! {loc=>
-                let __node = #krate::__private::record_node(__edges, #record_refs, #make);
-                #finish
-            }
+            record
+        };
+        let finish =
+            saves_output.then(
+                || match (&convert, self.slots.iter().any(Slot::is_tensor)) {
+                    (Some(convert), true) => quote_spanned! {loc=>
+                        if let ::core::result::Result::Err(__e) = #finish {
+                            return ::core::result::Result::Err(#convert);
+                        }
+                    },
+                    _ => quote_spanned!(loc=> let _ = #finish;),
+                },
+            );
+        quote_spanned! {loc=>
+            let __node = #record;
+            #finish
         }
     }
 }

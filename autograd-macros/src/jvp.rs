@@ -1,0 +1,506 @@
+//! `#[jvp(f)]`: a custom function's forward derivative (PyTorch's `autograd.Function.jvp`), and
+//! the hidden `__check_jvp!` it reaches through `f`'s signature macro, as `#[backward(f)]`
+//! reaches `__check_backward!` (see `backward.rs`).
+//!
+//! The jvp takes one tangent per tensor input of `f` first (`&Tensor`; `Option<&Tensor>` for an
+//! optional input), then any of `f`'s parameters and outputs by name (`result`, `result_0`, ..),
+//! and returns one tangent per tensor output (`Tensor` or a tuple, in a `Result` when it can
+//! fail). The check emits, on `f`'s marker, the inherent items the link's `call` looks for
+//! (`forward_ad::NoJvp` is the fallback): `__autograd_jvp_call` runs the forward as usual (with
+//! tangent propagation suspended), then the jvp, and sets the outputs' tangents.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
+use syn::{FnArg, Ident, ItemFn, Pat, Path, ReturnType, Signature, Type};
+
+use crate::attr::{CheckInput, DiffArgs};
+use crate::ctxt::Ctxt;
+use crate::expand::Names;
+use crate::ir::{DiffFn, ParamKind, Source, is_option_tensor_ref, is_tensor, is_tensor_ref};
+use crate::{fallback, ir};
+
+/// `#[jvp(path)]`: the function as written, and the hand-over of its signature to the forward's
+/// signature macro.
+pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
+    let func: ItemFn = match syn::parse2(item.clone()) {
+        Ok(f) => f,
+        Err(e) => {
+            let e = syn::Error::new(e.span(), format!("`#[jvp]` applies to free functions: {e}"));
+            return fallback::item_with_error(item, e);
+        }
+    };
+    let path: Path = match syn::parse::Parser::parse2(Path::parse_mod_style, args.clone()) {
+        Ok(p) if !p.segments.is_empty() => p,
+        _ => {
+            let e = syn::Error::new_spanned(
+                &args,
+                "expected `#[jvp(f)]`, naming the `#[differentiable]` function",
+            );
+            return fallback::item_with_error(quote!(#func), e);
+        }
+    };
+    if let Some(FnArg::Receiver(r)) = func.sig.inputs.first() {
+        let e = syn::Error::new_spanned(
+            r,
+            "methods are not supported by `#[jvp]`; write a plain free function",
+        );
+        return fallback::item_with_error(quote!(#func), e);
+    }
+    let last = &path.segments.last().expect("checked non-empty").ident;
+    let signature = if crate::expand::aliasable(last) {
+        path.clone()
+    } else {
+        crate::expand::sibling(&path, &Names::of(last).signature)
+    };
+    let ident = &func.sig.ident;
+    let sig = &func.sig;
+    quote! {
+        #func
+        #signature! { @jvp { #path } { #ident } { #sig } }
+    }
+}
+
+/// `__check_jvp!`: checks the jvp against its forward, then emits the marker's jvp items.
+pub(crate) fn check(input: TokenStream) -> TokenStream {
+    let input: CheckInput = match syn::parse2(input) {
+        Ok(i) => i,
+        Err(e) => return e.into_compile_error(),
+    };
+    let args: DiffArgs = match syn::parse2(input.args.clone()) {
+        Ok(a) => a,
+        Err(e) => return e.into_compile_error(),
+    };
+    let cx = Ctxt::new();
+    let fwd = DiffFn::from_syn_hand_written(&cx, &input.forward, args.save());
+    if cx.is_ok() {
+        let plan = check_jvp(&cx, &fwd, &input.backward);
+        if let (true, Some(plan)) = (cx.is_ok(), plan) {
+            let generated = emit(&args, &fwd, &input.forward_path, &input.backward, &plan);
+            return cx
+                .check()
+                .map_or_else(|e| e.into_compile_error(), |()| generated);
+        }
+    }
+    let err = cx.check().err().map(syn::Error::into_compile_error);
+    // Marks the jvp used, so that its errors come alone.
+    let ident = &input.backward.ident;
+    let used = input
+        .backward
+        .generics
+        .params
+        .is_empty()
+        .then(|| quote!(const _: () = { let _ = #ident; };));
+    quote!(#err #used)
+}
+
+/// What a jvp parameter after the tangents is.
+enum Named {
+    /// A tensor input of the forward (its `&Tensor`, or `Option<&Tensor>`).
+    Input(usize),
+    /// A non-tensor parameter, passed by value (cloned before the forward runs).
+    Attr(usize),
+    /// Tensor output number `.0`.
+    Output(usize),
+}
+
+/// The checked jvp.
+struct JvpPlan {
+    named: Vec<Named>,
+    /// Its return type is a `Result`.
+    fallible: bool,
+}
+
+/// Checks the jvp's parameters and return type against the forward's; errors go to `cx`.
+fn check_jvp(cx: &Ctxt, fwd: &DiffFn<'_>, jvp: &Signature) -> Option<JvpPlan> {
+    let f = fwd.name();
+    if fwd.output.vec || fwd.has_slices() || !fwd.residuals.is_empty() {
+        cx.error_spanned_by(
+            &jvp.ident,
+            format!(
+                "`#[jvp]` does not support `{f}` yet: forwards with `&[Tensor]` inputs, a `Vec<Tensor>` output or `save(..)` residuals have no forward derivative rule"
+            ),
+        );
+        return None;
+    }
+    let params: Vec<(&Ident, &Type)> = jvp
+        .inputs
+        .iter()
+        .filter_map(|a| match a {
+            FnArg::Typed(p) => match &*p.pat {
+                Pat::Ident(i) => Some((&i.ident, &*p.ty)),
+                other => {
+                    cx.error_spanned_by(other, "`#[jvp]` parameters are plain names");
+                    None
+                }
+            },
+            FnArg::Receiver(_) => None,
+        })
+        .collect();
+    let inputs: Vec<&ir::Param<'_>> = fwd.tensor_inputs().collect();
+    // The tangents, one per tensor input, in order.
+    for (k, input) in inputs.iter().enumerate() {
+        let expected = if input.optional {
+            "Option<&Tensor>"
+        } else {
+            "&Tensor"
+        };
+        match params.get(k) {
+            Some((_, ty)) if fits(ty, input.optional) => {}
+            Some((ident, ty)) => cx.error_spanned_by(
+                ty,
+                format!(
+                    "`{}` is the tangent of `{}`, input {k} of `{f}`: expected `{expected}`",
+                    ident.unraw(),
+                    input.ident.unraw()
+                ),
+            ),
+            None => cx.error_at(
+                ir::params_end(jvp),
+                format!(
+                    "`#[jvp({f})]` takes one tangent per tensor input of `{f}` first: missing the tangent of `{}` (`{expected}`)",
+                    input.ident.unraw()
+                ),
+            ),
+        }
+    }
+    let mut named = Vec::new();
+    for (ident, ty) in params.iter().skip(inputs.len()) {
+        let source = fwd.resolve(ident);
+        let param = |i: usize| &fwd.params[i];
+        match source {
+            Some(Source::Param(i)) if param(i).kind == ParamKind::Attr => {
+                if ir::type_string(ty) != ir::type_string(param(i).ty) {
+                    cx.error_spanned_by(
+                        ty,
+                        format!(
+                            "`{}` has type `{}` in `{f}`",
+                            ident.unraw(),
+                            ir::type_string(param(i).ty)
+                        ),
+                    );
+                }
+                named.push(Named::Attr(i));
+            }
+            Some(Source::Param(i)) => {
+                let optional = param(i).optional;
+                if !fits(ty, optional) {
+                    let expected = if optional {
+                        "Option<&Tensor>"
+                    } else {
+                        "&Tensor"
+                    };
+                    cx.error_spanned_by(
+                        ty,
+                        format!(
+                            "`{}` is an input of `{f}`: expected `{expected}`",
+                            ident.unraw()
+                        ),
+                    );
+                }
+                let ParamKind::Tensor(k) = param(i).kind else {
+                    return None;
+                };
+                named.push(Named::Input(k));
+            }
+            Some(Source::Output(j)) => {
+                if !is_tensor_ref(ty) {
+                    cx.error_spanned_by(
+                        ty,
+                        format!(
+                            "`{}` is an output of `{f}`: expected `&Tensor`",
+                            ident.unraw()
+                        ),
+                    );
+                }
+                named.push(Named::Output(j));
+            }
+            _ => {
+                let mut known: Vec<String> = fwd
+                    .params
+                    .iter()
+                    .map(|p| p.ident.unraw().to_string())
+                    .collect();
+                known.extend(fwd.output_names());
+                cx.error_spanned_by(
+                    ident,
+                    format!(
+                        "`{}` names nothing of `{f}`: after the tangents, a `#[jvp]` takes `{f}`'s parameters and outputs by name ({})",
+                        ident.unraw(),
+                        known
+                            .iter()
+                            .map(|n| format!("`{n}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                );
+            }
+        }
+    }
+    let fallible = check_return(cx, fwd, jvp);
+    Some(JvpPlan { named, fallible })
+}
+
+fn fits(ty: &Type, optional: bool) -> bool {
+    if optional {
+        is_option_tensor_ref(ty)
+    } else {
+        is_tensor_ref(ty)
+    }
+}
+
+/// The jvp returns one tangent per tensor output: `Tensor` or a tuple of them, in a `Result`
+/// when it can fail (then only for a fallible forward). Returns whether it is a `Result`.
+fn check_return(cx: &Ctxt, fwd: &DiffFn<'_>, jvp: &Signature) -> bool {
+    let f = fwd.name();
+    let m = fwd.output.tensors.len();
+    let expected = if m == 1 {
+        "Tensor".to_string()
+    } else {
+        format!("({})", vec!["Tensor"; m].join(", "))
+    };
+    let ReturnType::Type(_, ty) = &jvp.output else {
+        cx.error_at(
+            ir::params_end(jvp),
+            format!(
+                "`#[jvp({f})]` returns the tangent of each tensor output of `{f}`: `{expected}`"
+            ),
+        );
+        return false;
+    };
+    let (inner, fallible) = match ir::result_ok_type(ty) {
+        Some(inner) => (inner, true),
+        None => (&**ty, false),
+    };
+    let ok = match inner {
+        Type::Tuple(t) => m > 1 && t.elems.len() == m && t.elems.iter().all(is_tensor),
+        other => m == 1 && is_tensor(other),
+    };
+    if !ok {
+        cx.error_spanned_by(
+            ty,
+            format!(
+                "`#[jvp({f})]` returns the tangent of each tensor output of `{f}`: expected `{expected}` (or a `Result` of it)"
+            ),
+        );
+    }
+    if fallible && !fwd.output.fallible {
+        cx.error_spanned_by(
+            ty,
+            format!("a fallible `#[jvp]` needs a fallible forward: `{f}` returns no `Result`"),
+        );
+    }
+    fallible
+}
+
+/// The marker's jvp items.
+fn emit(
+    args: &DiffArgs,
+    fwd: &DiffFn<'_>,
+    fwd_path: &Path,
+    jvp: &Signature,
+    plan: &JvpPlan,
+) -> TokenStream {
+    let krate = args.krate();
+    let last = &fwd_path.segments.last().expect("a path").ident;
+    let loc = Span::mixed_site().located_at(last.span());
+    let names = Names::of(last);
+    let marker = crate::expand::sibling(fwd_path, &names.marker);
+    let link = crate::expand::sibling(fwd_path, &names.link);
+    let forward_ad = quote_spanned!(loc=> #krate::__private::forward_ad);
+    let idents: Vec<&Ident> = fwd.params.iter().map(|p| p.ident).collect();
+    let tys = (0..fwd.params.len()).map(|i| crate::expand::param_type(fwd_path, fwd, i, false));
+    let ret = crate::expand::output_type(fwd_path, fwd);
+    let inputs: Vec<TokenStream> = fwd
+        .tensor_inputs()
+        .map(|p| {
+            let ident = p.ident;
+            if p.optional {
+                quote_spanned!(loc=> #ident)
+            } else {
+                quote_spanned!(loc=> ::core::option::Option::Some(#ident))
+            }
+        })
+        .collect();
+    // The attributes the jvp names, cloned before the forward takes them.
+    let clones = plan.named.iter().filter_map(|n| match n {
+        Named::Attr(i) => {
+            let ident = fwd.params[*i].ident;
+            let local = format_ident!("__jvp_{}", ident.unraw(), span = loc);
+            Some(quote_spanned!(loc=> let #local = ::core::clone::Clone::clone(&#ident);))
+        }
+        _ => None,
+    });
+    let m = fwd.output.tensors.len();
+    let outs: Vec<Ident> = (0..m)
+        .map(|j| format_ident!("__o{}", j, span = loc))
+        .collect();
+    let value = format_ident!("__value", span = loc);
+    let bind_outs = bind_outputs(fwd, &value, &outs, loc);
+    let tangents: Vec<TokenStream> = (0..fwd.tensor_inputs().count())
+        .map(|k| {
+            let optional = fwd.tensor_inputs().nth(k).is_some_and(|p| p.optional);
+            if optional {
+                quote_spanned!(loc=> __tangents[#k].as_ref())
+            } else {
+                quote_spanned!(loc=> __tangents[#k].as_ref().expect("invariant: tangents_of gives a present input a tangent"))
+            }
+        })
+        .collect();
+    let tensor_params: Vec<&Ident> = fwd.tensor_inputs().map(|p| p.ident).collect();
+    let named = plan.named.iter().map(|n| match n {
+        Named::Input(k) => {
+            let ident = tensor_params[*k];
+            quote_spanned!(loc=> #ident)
+        }
+        Named::Attr(i) => {
+            let local = format_ident!("__jvp_{}", fwd.params[*i].ident.unraw(), span = loc);
+            quote_spanned!(loc=> #local)
+        }
+        Named::Output(j) => {
+            let out = &outs[*j];
+            quote_spanned!(loc=> #out)
+        }
+    });
+    let jvp_ident = &jvp.ident;
+    let call = quote_spanned!(loc=> #jvp_ident(#(#tangents,)* #(#named),*));
+    let fail = if fwd.output.fallible {
+        quote_spanned!(loc=> return ::core::result::Result::Err(::core::convert::Into::into(__e)))
+    } else {
+        quote_spanned!(loc=> { #forward_ad::fail_outputs(&[#(#outs),*], __e); return #value; })
+    };
+    let result = if plan.fallible {
+        quote_spanned!(loc=> match #call {
+            ::core::result::Result::Ok(__t) => __t,
+            ::core::result::Result::Err(__e) => #fail,
+        })
+    } else {
+        call
+    };
+    let collect = if m == 1 {
+        quote_spanned!(loc=> ::std::vec![::core::option::Option::Some(__t)])
+    } else {
+        let idx = (0..m).map(syn::Index::from);
+        quote_spanned!(loc=> ::std::vec![#(::core::option::Option::Some(__t.#idx)),*])
+    };
+    let early_fail = if fwd.output.fallible {
+        quote_spanned!(loc=> return ::core::result::Result::Err(::core::convert::Into::into(__e)))
+    } else {
+        quote_spanned!(loc=> {
+            let #value = <#marker as #link>::call(#(#idents),*);
+            #bind_outs
+            #forward_ad::fail_outputs(&[#(#outs),*], __e);
+            return #value;
+        })
+    };
+    quote_spanned! {loc=>
+        const _: () = {
+            #[allow(unused_imports)]
+            use #forward_ad::NoJvp as _;
+            impl #marker {
+                #[doc(hidden)]
+                #[allow(dead_code)]
+                pub(crate) const __AUTOGRAD_HAS_JVP: bool = true;
+
+                #[doc(hidden)]
+                #[allow(dead_code, clippy::all)]
+                pub(crate) fn __autograd_jvp_call((#(#idents,)*): (#(#tys,)*)) #ret {
+                    let __tangents = match #forward_ad::tangents_of(&[#(#inputs),*]) {
+                        ::core::result::Result::Ok(__t) => __t,
+                        ::core::result::Result::Err(__e) => #early_fail,
+                    };
+                    #(#clones)*
+                    let #value = {
+                        let _fw = #forward_ad::suspend();
+                        <#marker as #link>::call(#(#idents),*)
+                    };
+                    #bind_outs
+                    let __t = {
+                        let _fw = #forward_ad::suspend();
+                        #result
+                    };
+                    if let ::core::result::Result::Err(__e) = #forward_ad::set_tangents(&[#(#outs),*], #collect) {
+                        #fail
+                    }
+                    #value
+                }
+            }
+        };
+    }
+}
+
+/// `let (__o0, ..) = ..;`: references to the tensor outputs in the forward's value (returning
+/// an `Err` value as it is).
+fn bind_outputs(fwd: &DiffFn<'_>, value: &Ident, outs: &[Ident], loc: Span) -> TokenStream {
+    let ok = if fwd.output.fallible {
+        quote_spanned!(loc=> match &#value {
+            ::core::result::Result::Ok(__v) => __v,
+            ::core::result::Result::Err(_) => return #value,
+        })
+    } else {
+        quote_spanned!(loc=> &#value)
+    };
+    if !fwd.output.tuple {
+        let out = &outs[0];
+        return quote_spanned!(loc=> let #out: &_ = #ok;);
+    }
+    let pattern = fwd.output.elems.iter().map(|e| match e {
+        Some(j) => {
+            let out = &outs[*j];
+            quote_spanned!(loc=> #out)
+        }
+        None => quote_spanned!(loc=> _),
+    });
+    quote_spanned!(loc=> let (#(#pattern,)*) = #ok;)
+}
+
+#[cfg(test)]
+mod tests {
+    use quote::quote;
+
+    fn check_errors(forward: proc_macro2::TokenStream, jvp: proc_macro2::TokenStream) -> String {
+        let f: syn::Signature = syn::parse2(forward).unwrap();
+        let j: syn::Signature = syn::parse2(jvp).unwrap();
+        let ident = &j.ident;
+        let out = super::check(quote!({} { #f } { f } { #ident } { #j }));
+        out.to_string()
+    }
+
+    #[test]
+    fn a_tangent_of_the_wrong_type_is_reported() {
+        let out = check_errors(
+            quote!(fn f(x: &Tensor, s: f64) -> Tensor),
+            quote!(fn f_jvp(x_t: Tensor, x: &Tensor) -> Tensor),
+        );
+        assert!(out.contains("is the tangent of `x`"), "{out}");
+    }
+
+    #[test]
+    fn an_unknown_name_lists_what_fits() {
+        let out = check_errors(
+            quote!(fn f(x: &Tensor, s: f64) -> Tensor),
+            quote!(fn f_jvp(x_t: &Tensor, y: &Tensor) -> Tensor),
+        );
+        assert!(out.contains("`y` names nothing of `f`"), "{out}");
+        assert!(out.contains("`x`, `s`, `result`"), "{out}");
+    }
+
+    #[test]
+    fn one_tangent_per_output() {
+        let out = check_errors(
+            quote!(fn f(x: &Tensor) -> (Tensor, Tensor)),
+            quote!(fn f_jvp(x_t: &Tensor) -> Tensor),
+        );
+        assert!(out.contains("expected `(Tensor, Tensor)`"), "{out}");
+    }
+
+    #[test]
+    fn a_valid_jvp_emits_the_marker_items() {
+        let out = check_errors(
+            quote!(fn f(x: &Tensor, s: f64) -> Result<Tensor>),
+            quote!(fn f_jvp(x_t: &Tensor, x: &Tensor, s: f64, result: &Tensor) -> Result<Tensor>),
+        );
+        assert!(out.contains("__AUTOGRAD_HAS_JVP"), "{out}");
+        assert!(!out.contains("compile_error"), "{out}");
+    }
+}

@@ -1,0 +1,543 @@
+//! Tangents on tensors, and what the code `#[differentiable]` generates calls to propagate them:
+//! [`dual_edges`] and [`record_dual`] for built-in ops (the tangent through the op's backward,
+//! see the module docs of `forward_ad`), [`has_tangent`], [`tangents_of`] and [`jvp_missing`]
+//! for custom functions, [`NoJvp`] for the `#[jvp]` lookup.
+
+use smallvec::SmallVec;
+
+use super::level;
+use crate::graph::function::{attach, build_node};
+use crate::graph::{Backward, Edge, FunctionNode, GradVec, Node, NodeMeta, NodeRef, SaveContext};
+use crate::layout::Layout;
+use crate::sync::Arc;
+use crate::sync::statics::OnceLock;
+use crate::{Error, GradOptions, Result, Tensor};
+
+/// A tensor's tangent, with the level generation it was set under.
+pub(crate) struct ForwardGrad {
+    pub(super) generation: u64,
+    tangent: Tangent,
+}
+
+enum Tangent {
+    Value(Tensor),
+    /// The op that made this tensor could not compute its tangent (a custom function without a
+    /// `#[jvp]` whose forward cannot return our error): reported when the tangent is read.
+    Failed(Failure),
+}
+
+#[derive(Clone)]
+enum Failure {
+    CustomJvp,
+    /// An op's tangent computation failed where its forward cannot return the error.
+    Op(Arc<str>),
+}
+
+impl Failure {
+    fn error(&self) -> Error {
+        match self {
+            Failure::CustomJvp => Error::CustomFunctionJvp,
+            Failure::Op(message) => Error::msg(message),
+        }
+    }
+}
+
+/// `t`'s tangent at level `generation`.
+pub(super) fn tangent_at(t: &Tensor, generation: u64) -> Result<Option<Tensor>> {
+    let meta = t.0.autograd.lock();
+    match meta.forward_grad.as_deref() {
+        Some(ForwardGrad {
+            generation: g,
+            tangent,
+        }) if *g == generation => match tangent {
+            Tangent::Value(t) => Ok(Some(t.clone())),
+            Tangent::Failed(f) => Err(f.error()),
+        },
+        _ => Ok(None),
+    }
+}
+
+/// Sets `t`'s tangent at level `generation`.
+pub(super) fn set_tangent(t: &Tensor, tangent: Tensor, generation: u64) {
+    set(t, Tangent::Value(tangent), generation);
+}
+
+fn set(t: &Tensor, tangent: Tangent, generation: u64) {
+    let old =
+        t.0.autograd
+            .lock()
+            .forward_grad
+            .replace(Box::new(ForwardGrad {
+                generation,
+                tangent,
+            }));
+    // Dropped unlocked: an old tangent may be the last handle of a graph.
+    drop(old);
+    level::register(t);
+}
+
+/// The tangents of `inputs` at the open level, one per input.
+fn input_tangents<'a>(
+    inputs: impl Iterator<Item = Option<&'a Tensor>>,
+    generation: u64,
+) -> Result<SmallVec<[Option<Tensor>; 2]>> {
+    inputs
+        .map(|t| t.map_or(Ok(None), |t| tangent_at(t, generation)))
+        .collect()
+}
+
+/// An entry of the input list the generated code passes: `&Tensor`, or `Option<&Tensor>` for
+/// optional inputs.
+#[doc(hidden)]
+pub trait InputRef {
+    fn tensor(&self) -> Option<&Tensor>;
+}
+
+impl InputRef for &Tensor {
+    #[inline(always)]
+    fn tensor(&self) -> Option<&Tensor> {
+        Some(self)
+    }
+}
+
+impl InputRef for Option<&Tensor> {
+    #[inline(always)]
+    fn tensor(&self) -> Option<&Tensor> {
+        *self
+    }
+}
+
+type Edges = SmallVec<[Option<Edge>; 2]>;
+
+/// What a built-in op called on dual inputs carries from its edges to its recording.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct DualCall {
+    /// The op's tensor inputs, one per edge.
+    inputs: SmallVec<[Option<Tensor>; 2]>,
+    /// Their tangents.
+    tangents: SmallVec<[Option<Tensor>; 2]>,
+    /// The edges made only so that the backward computes a tangent's product (an input with a
+    /// tangent that does not require grad); the recorded node has none there.
+    sinks: SmallVec<[bool; 2]>,
+    /// Whether a node is recorded (some input requires grad and grad mode is on): otherwise
+    /// the node is built for the tangents only, and made no output's grad_fn.
+    attach: bool,
+    generation: u64,
+}
+
+/// A built-in op's next edges when forward mode is `engaged` (see
+/// [`engaged`](super::engaged)): when an input carries a tangent, the edges get one for every
+/// such input (to a sink, where it does not require grad), so that the node saves what the
+/// tangent needs and the op goes on to [`record_dual`] even when nothing is recorded.
+///
+/// # Errors
+///
+/// The error an earlier op left in an input's tangent slot.
+#[doc(hidden)]
+#[inline(always)]
+pub fn dual_edges<T: InputRef>(
+    edges: Option<Edges>,
+    engaged: bool,
+    inputs: &[T],
+) -> Result<(Option<Edges>, Option<Box<DualCall>>)> {
+    if !engaged {
+        return Ok((edges, None));
+    }
+    dual_edges_engaged(edges, inputs)
+}
+
+#[inline(never)]
+fn dual_edges_engaged<T: InputRef>(
+    edges: Option<Edges>,
+    inputs: &[T],
+) -> Result<(Option<Edges>, Option<Box<DualCall>>)> {
+    let Some(generation) = level::current() else {
+        return Ok((edges, None));
+    };
+    let tangents = input_tangents(inputs.iter().map(InputRef::tensor), generation)?;
+    if tangents.iter().all(Option::is_none) {
+        return Ok((edges, None));
+    }
+    let attach = edges.is_some();
+    let mut edges = edges.unwrap_or_else(|| inputs.iter().map(|_| None).collect());
+    let sinks: SmallVec<[bool; 2]> = edges
+        .iter_mut()
+        .zip(&tangents)
+        .map(|(e, t)| {
+            let sink = e.is_none() && t.is_some();
+            if sink {
+                *e = Some(Edge::new(sink_node(), 0));
+            }
+            sink
+        })
+        .collect();
+    let call = DualCall {
+        inputs: inputs.iter().map(|t| t.tensor().cloned()).collect(),
+        tangents,
+        sinks,
+        attach,
+        generation,
+    };
+    Ok((Some(edges), Some(Box::new(call))))
+}
+
+/// Records a built-in op's node as [`record_node`](crate::graph::function::record_node) does
+/// when a node is to be recorded (otherwise builds it for the tangents only), then sets the
+/// tangents of `outputs`.
+///
+/// # Errors
+///
+/// For a `fallible` forward (one that returns `Result`): a saved-tensor pack hook's failure, as
+/// [`try_record_node`](crate::graph::function::try_record_node), or the failure of the op's
+/// backward run for the tangents (an op whose backward cannot be differentiated). Otherwise
+/// neither: the tangent failure is left in the outputs' tangent slots, reported when read.
+#[doc(hidden)]
+pub fn record_dual<B: Backward>(
+    edges: Edges,
+    outputs: &[&Tensor],
+    make: impl FnOnce(&SaveContext<'_>) -> B,
+    dual: Box<DualCall>,
+    fallible: bool,
+) -> Result<NodeRef> {
+    let real: Edges = edges
+        .iter()
+        .zip(&dual.sinks)
+        .map(|(e, sink)| if *sink { None } else { e.clone() })
+        .collect();
+    let (node, failure) = build_node(real, outputs, make);
+    if let (Some(e), true) = (failure, fallible) {
+        return Err(e);
+    }
+    let mut tangents = view_tangents(outputs, &dual);
+    let computed = if needs_products(outputs, &tangents) {
+        through_backward(&node, edges, outputs, &dual).map(Some)
+    } else {
+        Ok(None)
+    };
+    let node = if dual.attach {
+        attach(node, outputs)
+    } else {
+        NodeRef::new(node)
+    };
+    match computed {
+        Ok(computed) => {
+            for (slot, c) in tangents.iter_mut().zip(computed.into_iter().flatten()) {
+                if slot.is_none() {
+                    *slot = c;
+                }
+            }
+        }
+        Err(e) => return fail(e, fallible, outputs, dual.generation).map(|()| node),
+    }
+    match set_output_tangents(outputs, tangents, &dual) {
+        Ok(()) => Ok(node),
+        Err(e) => fail(e, fallible, outputs, dual.generation).map(|()| node),
+    }
+}
+
+/// A tangent computation's failure: returned for a fallible forward, left in the outputs'
+/// tangent slots otherwise.
+fn fail(e: Error, fallible: bool, outputs: &[&Tensor], generation: u64) -> Result<()> {
+    if fallible {
+        return Err(e);
+    }
+    let failure = Failure::Op(e.to_string().into());
+    for out in outputs {
+        set(out, Tangent::Failed(failure.clone()), generation);
+    }
+    Ok(())
+}
+
+/// Whether some floating output still needs its tangent computed.
+fn needs_products(outputs: &[&Tensor], tangents: &[Option<Tensor>]) -> bool {
+    outputs
+        .iter()
+        .zip(tangents)
+        .any(|(o, t)| t.is_none() && o.dtype().is_floating_point())
+}
+
+/// For each output that is a view of an input whose tangent has that input's layout: the same
+/// view of the tangent (PyTorch's view tangents, so that an in-place op on either side is seen
+/// by the other).
+fn view_tangents(outputs: &[&Tensor], dual: &DualCall) -> Vec<Option<Tensor>> {
+    outputs
+        .iter()
+        .map(|out| {
+            if !out.is_view() || !out.dtype().is_floating_point() {
+                return None;
+            }
+            dual.inputs
+                .iter()
+                .zip(&dual.tangents)
+                .find_map(|(x, t)| match (x, t) {
+                    (Some(x), Some(t)) if !x.is_same(out) => view_of(out, x, t),
+                    _ => None,
+                })
+        })
+        .collect()
+}
+
+/// `out`'s geometry applied to `t`, the tangent of `x`, when `out` views `x`'s storage within
+/// `x`'s elements and `t` has `x`'s layout (so `t`'s storage holds every element the view
+/// reaches).
+fn view_of(out: &Tensor, x: &Tensor, t: &Tensor) -> Option<Tensor> {
+    if !out.shares_storage(x) || t.layout() != x.layout() || t.dtype() != out.dtype() {
+        return None;
+    }
+    let (lo, hi) = span(out.layout())?;
+    let (xlo, xhi) = span(x.layout())?;
+    (lo >= xlo && hi <= xhi).then(|| t.alias_with_layout(out.layout().clone()))
+}
+
+/// The first and last storage positions a layout reaches; `None` for no element.
+fn span(layout: &Layout) -> Option<(usize, usize)> {
+    if layout.shape.iter().any(|&n| n == 0) {
+        return None;
+    }
+    let reach: usize = layout
+        .shape
+        .iter()
+        .zip(layout.strides.iter())
+        .map(|(n, s)| (n - 1) * s)
+        .sum();
+    Some((layout.offset, layout.offset + reach))
+}
+
+/// The tangents of `outputs` through the op's backward: with zero gradients `g` that require
+/// grad, `v = backward(g)` is linear in `g`, and the gradient of `Σ ⟨v_i, t_i⟩` w.r.t. `g` is
+/// `J·t`. Runs with tangent propagation suspended (the backward's own ops must not propagate
+/// the saved inputs' tangents) and grad mode on; recorded further (`create_graph`) when a
+/// tangent or an input requires grad, so that the tangent can be differentiated backward.
+fn through_backward<B: Backward>(
+    node: &FunctionNode<B>,
+    edges: Edges,
+    outputs: &[&Tensor],
+    dual: &DualCall,
+) -> Result<Vec<Option<Tensor>>> {
+    let _suspended = super::suspend();
+    let _grad = crate::enable_grad();
+    let mut seeds = Vec::with_capacity(outputs.len());
+    let mut grads = GradVec::with_capacity(outputs.len());
+    for out in outputs {
+        let zeros = out.zeros_like()?;
+        if out.dtype().is_floating_point() {
+            let seed = zeros.requires_grad_(true)?;
+            seeds.push(Some(seed.clone()));
+            grads.push(Some(seed));
+        } else {
+            seeds.push(None);
+            grads.push(Some(zeros));
+        }
+    }
+    let vjps = node.backward_with_edges(edges, grads)?;
+    let (mut products, mut directions) = (Vec::new(), Vec::new());
+    for ((v, t), x) in vjps.iter().zip(&dual.tangents).zip(&dual.inputs) {
+        if let (Some(v), Some(t), Some(x)) = (v, t, x)
+            && v.requires_grad()
+        {
+            // The engine reduces a gradient to its input's shape when it validates a node's
+            // outputs (`validate_outputs`); here the node's result is used directly.
+            let v = if v.shape() == x.shape() {
+                v.clone()
+            } else {
+                v.sum_to_shape(x.shape())?
+            };
+            directions.push(Some(t.to_dtype(v.dtype())?));
+            products.push(v);
+        }
+    }
+    let live: Vec<Tensor> = seeds.iter().flatten().cloned().collect();
+    let mut tangents: Vec<Option<Tensor>> = vec![None; outputs.len()];
+    if !products.is_empty() && !live.is_empty() {
+        let create_graph = dual
+            .tangents
+            .iter()
+            .chain(&dual.inputs)
+            .flatten()
+            .any(Tensor::requires_grad);
+        let options = GradOptions::new()
+            .grad_outputs(directions)
+            .allow_unused(true)
+            .create_graph(create_graph);
+        let mut jvps = crate::grad(&products, &live, options)?.into_iter();
+        for (slot, seed) in tangents.iter_mut().zip(&seeds) {
+            if seed.is_some() {
+                *slot = jvps.next().flatten();
+            }
+        }
+    }
+    // An output no product reaches has a zero tangent (`sign`, a comparison's mask).
+    for (slot, out) in tangents.iter_mut().zip(outputs) {
+        if slot.is_none() && out.dtype().is_floating_point() {
+            let _no_grad = crate::no_grad();
+            *slot = Some(out.zeros_like()?);
+        }
+    }
+    Ok(tangents)
+}
+
+/// Gives each output its tangent. An output that is one of the inputs (an in-place op) writes
+/// the new tangent into the input's tangent, so that views of that tangent see it.
+fn set_output_tangents(
+    outputs: &[&Tensor],
+    tangents: Vec<Option<Tensor>>,
+    dual: &DualCall,
+) -> Result<()> {
+    for (out, tangent) in outputs.iter().zip(tangents) {
+        let Some(tangent) = tangent else {
+            continue;
+        };
+        let old = dual
+            .inputs
+            .iter()
+            .position(|x| x.as_ref().is_some_and(|x| x.is_same(out)))
+            .and_then(|i| dual.tangents[i].as_ref());
+        match old {
+            Some(old) if old.shape() == tangent.shape() && old.dtype() == tangent.dtype() => {
+                let _suspended = super::suspend();
+                old.copy_(&tangent)?;
+            }
+            _ => set_tangent(out, tangent, dual.generation),
+        }
+    }
+    Ok(())
+}
+
+/// The node sink edges lead to: never run (its edges exist only while an op computes its
+/// tangents, on a node no pass reaches through them).
+struct TangentSink {
+    meta: NodeMeta,
+}
+
+impl Node for TangentSink {
+    fn name(&self) -> &str {
+        "TangentSink"
+    }
+
+    fn meta(&self) -> &NodeMeta {
+        &self.meta
+    }
+
+    fn apply(&self, _grads: GradVec) -> Result<GradVec> {
+        Ok(GradVec::new())
+    }
+}
+
+fn sink_node() -> NodeRef {
+    static SINK: OnceLock<NodeRef> = OnceLock::new();
+    SINK.get_or_init(|| {
+        NodeRef::new(Arc::new(TangentSink {
+            meta: NodeMeta::new(SmallVec::new(), SmallVec::new()),
+        }))
+    })
+    .clone()
+}
+
+// ----- custom functions --------------------------------------------------------------------------
+
+/// Whether forward mode is engaged and an input carries a tangent (or a failure): what a custom
+/// function asks before its forward.
+#[doc(hidden)]
+pub fn has_tangent<T: InputRef>(inputs: &[T]) -> bool {
+    let Some(generation) = level::current() else {
+        return false;
+    };
+    inputs.iter().filter_map(InputRef::tensor).any(|t| {
+        let meta = t.0.autograd.lock();
+        meta.forward_grad
+            .as_ref()
+            .is_some_and(|g| g.generation == generation)
+    })
+}
+
+/// The tangents of a custom function's inputs for its `#[jvp]`: an input without a tangent gets
+/// zeros of its shape and dtype (PyTorch materialises them); an absent optional input, `None`.
+///
+/// # Errors
+///
+/// An input's failed tangent.
+#[doc(hidden)]
+pub fn tangents_of<T: InputRef>(inputs: &[T]) -> Result<Vec<Option<Tensor>>> {
+    let generation = level::current().ok_or(Error::NoDualLevel)?;
+    let _no_grad = crate::no_grad();
+    inputs
+        .iter()
+        .map(|t| match t.tensor() {
+            None => Ok(None),
+            Some(t) => match tangent_at(t, generation)? {
+                Some(tangent) => Ok(Some(tangent)),
+                None => t.zeros_like().map(Some),
+            },
+        })
+        .collect()
+}
+
+/// Sets the tangents a custom function's `#[jvp]` computed on its outputs (`None`: that output
+/// has none, as an integer output).
+#[doc(hidden)]
+pub fn set_tangents(outputs: &[&Tensor], tangents: Vec<Option<Tensor>>) -> Result<()> {
+    let generation = level::current().ok_or(Error::NoDualLevel)?;
+    for (out, t) in outputs.iter().zip(tangents) {
+        if let Some(t) = t {
+            if t.shape() != out.shape() {
+                return Err(Error::TangentSize {
+                    primal: out.shape().to_vec(),
+                    tangent: t.shape().to_vec(),
+                });
+            }
+            set_tangent(out, t, generation);
+        }
+    }
+    Ok(())
+}
+
+/// Marks the outputs of a custom function called on dual inputs without a `#[jvp]`: their
+/// tangent slot holds PyTorch's error, raised when it is read.
+#[doc(hidden)]
+pub fn jvp_missing(outputs: &[&Tensor]) {
+    let Some(generation) = level::current() else {
+        return;
+    };
+    for out in outputs {
+        set(out, Tangent::Failed(Failure::CustomJvp), generation);
+    }
+}
+
+/// Leaves `error` (a custom function's `#[jvp]` failed, where its forward cannot return it) in
+/// the outputs' tangent slots, reported when they are read.
+#[doc(hidden)]
+pub fn fail_outputs(outputs: &[&Tensor], error: Error) {
+    let Some(generation) = level::current() else {
+        return;
+    };
+    let failure = Failure::Op(error.to_string().into());
+    for out in outputs {
+        set(out, Tangent::Failed(failure.clone()), generation);
+    }
+}
+
+/// Carries `from`'s tangent to `to`, an alias a custom function's output processing made of it.
+pub(crate) fn carry(from: &Tensor, to: &Tensor) {
+    let Some(generation) = level::current() else {
+        return;
+    };
+    if let Ok(Some(t)) = tangent_at(from, generation) {
+        set_tangent(to, t, generation);
+    }
+}
+
+/// The `#[jvp]` lookup's fallback: a custom function's marker without a `#[jvp]` answers
+/// `false`; `#[jvp(f)]` gives `f`'s marker inherent items of the same names, which take
+/// precedence.
+#[doc(hidden)]
+pub trait NoJvp {
+    const __AUTOGRAD_HAS_JVP: bool = false;
+
+    /// Never called: the generated code calls it only when `__AUTOGRAD_HAS_JVP` is true.
+    fn __autograd_jvp_call<A, R>(_args: A) -> R {
+        unreachable!("invariant: a custom function without a `#[jvp]` is not called through it")
+    }
+}
+
+impl<T> NoJvp for T {}
