@@ -171,10 +171,11 @@ impl Live {
 /// use autograd_runtime::optim::{Optimizer, Sgd, SgdOptions};
 /// use autograd_runtime::{DType, Tensor};
 ///
-/// let w = Tensor::from_vec(vec![0.5f32, -1.0], &[2, 1])?.requires_grad_(true)?;
+/// let w = Tensor::from_vec(vec![3.0f32, -1.0], &[2, 1])?.requires_grad_(true)?;
 /// let mut opt = Sgd::new([w.clone()], SgdOptions::default().lr(0.1))?;
 /// // A scale so large that the first scaled gradients overflow f32.
-/// let mut scaler = GradScaler::new(GradScalerOptions::default().device("cpu").init_scale(2f64.powi(127)))?;
+/// let options = GradScalerOptions::default().device("cpu").init_scale(2f64.powi(127));
+/// let mut scaler = GradScaler::new(options)?;
 /// let x = Tensor::ones(&[4, 2], DType::F32)?;
 /// let mut skipped = 0;
 /// for _ in 0..10 {
@@ -331,8 +332,8 @@ impl GradScaler {
     /// clip_grad_norm_(&[w.clone()], 1.0, 2.0)?;   // on the true gradients
     /// assert!(scaler.step(&mut opt)?);
     /// scaler.update(None)?;
-    /// let err = scaler.unscale_(&mut opt); // a new iteration: fine again
-    /// assert!(err.is_ok());
+    /// scaler.unscale_(&mut opt)?; // a new iteration: allowed again
+    /// assert!(scaler.unscale_(&mut opt).is_err()); // but once only
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn unscale_<O: Optimizer + ?Sized>(&mut self, optimizer: &mut O) -> Result<()> {
