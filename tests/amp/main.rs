@@ -28,12 +28,12 @@ fn f32s(v: &Value) -> Vec<f32> {
         .collect()
 }
 
-fn assert_close(ours: &[f32], theirs: &[f32], what: &str) {
+fn assert_close(ours: &[f32], theirs: &[f32], (rtol, atol): (f64, f64), what: &str) {
     assert_eq!(ours.len(), theirs.len(), "{what}: lengths");
     for (i, (&a, &b)) in ours.iter().zip(theirs).enumerate() {
         let (a, b) = (f64::from(a), f64::from(b));
         assert!(
-            (a - b).abs() <= ATOL + RTOL * b.abs(),
+            (a - b).abs() <= atol + rtol * b.abs(),
             "{what}: element {i}: ours {a:e}, PyTorch {b:e}"
         );
     }
@@ -44,14 +44,16 @@ fn cpu() -> GradScalerOptions {
     GradScalerOptions::default().device("cpu")
 }
 
-/// The recorded MLP: `w1` [4, 3], `b1` [3], `w2` [3, 1], `b2` [1], as fresh leaves.
-fn model_params(data: &Value) -> Vec<Tensor> {
+/// The recorded MLP: `w1` [4, 3], `b1` [3], `w2` [3, 1], `b2` [1], as fresh leaves on `device`.
+fn model_params(data: &Value, device: Device) -> Vec<Tensor> {
     let shapes: [&[usize]; 4] = [&[4, 3], &[3], &[3, 1], &[1]];
     shapes
         .iter()
         .zip(data["init"].as_array().unwrap())
         .map(|(shape, v)| {
             Tensor::from_vec(f32s(v), shape)
+                .unwrap()
+                .to(device)
                 .unwrap()
                 .requires_grad_(true)
                 .unwrap()
@@ -66,12 +68,24 @@ fn loss_of(params: &[Tensor], x: &Tensor, target: &Tensor) -> Result<Tensor> {
     d.mul(&d)?.mean()
 }
 
-/// Replays the recorded run `kind` (see the recording script) and compares every step.
+/// Replays the recorded run `kind` (see the recording script) on the CPU and compares every
+/// step.
 fn replay(kind: &str) -> Result<()> {
+    replay_on(kind, Device::Cpu, cpu(), (RTOL, ATOL))
+}
+
+/// Replays the run `kind` with the model on `device` and a scaler made from `options`: scales,
+/// skips and state dict exactly, the loss and the parameters within `tol` (relative, absolute).
+fn replay_on(
+    kind: &str,
+    device: Device,
+    options: GradScalerOptions,
+    tol: (f64, f64),
+) -> Result<()> {
     let data = recorded();
-    let x = Tensor::from_vec(f32s(&data["x"]), &[8, 4])?;
-    let target = Tensor::from_vec(f32s(&data["target"]), &[8, 1])?;
-    let params = model_params(&data);
+    let x = Tensor::from_vec(f32s(&data["x"]), &[8, 4])?.to(device)?;
+    let target = Tensor::from_vec(f32s(&data["target"]), &[8, 1])?.to(device)?;
+    let params = model_params(&data, device);
     let sgd_lr = data["sgd_lr"].as_f64().unwrap();
     let sgd = || SgdOptions::default().lr(sgd_lr).momentum(0.9);
     let adam = || AdamOptions::default().lr(0.05);
@@ -85,7 +99,7 @@ fn replay(kind: &str) -> Result<()> {
     };
     let init_scale = data["init_scale"].as_f64().unwrap();
     let interval = data["growth_interval"].as_i64().unwrap();
-    let mut scaler = GradScaler::new(cpu().init_scale(init_scale).growth_interval(interval))?;
+    let mut scaler = GradScaler::new(options.init_scale(init_scale).growth_interval(interval))?;
     let run = &data["runs"][kind];
     for (t, want) in run["steps"].as_array().unwrap().iter().enumerate() {
         for o in &opts {
@@ -103,11 +117,8 @@ fn replay(kind: &str) -> Result<()> {
         }
         scaler.update(None)?;
         let what = format!("{kind} step {t}");
-        assert_close(
-            &[loss.item::<f32>()?],
-            &[want["loss"].as_f64().unwrap() as f32],
-            &what,
-        );
+        let want_loss = want["loss"].as_f64().unwrap() as f32;
+        assert_close(&[loss.item::<f32>()?], &[want_loss], tol, &what);
         assert_eq!(Value::Array(skipped), want["skipped"], "{what}: skipped");
         assert_eq!(
             scaler.get_scale(),
@@ -124,7 +135,8 @@ fn replay(kind: &str) -> Result<()> {
             .zip(want["params"].as_array().unwrap())
             .enumerate()
         {
-            assert_close(&p.to_vec::<f32>()?, &f32s(w), &format!("{what}: param {i}"));
+            let ours = p.to(Device::Cpu)?.to_vec::<f32>()?;
+            assert_close(&ours, &f32s(w), tol, &format!("{what}: param {i}"));
         }
     }
     assert_eq!(Value::Object(scaler.state_dict()), run["state_dict"]);
@@ -146,6 +158,27 @@ fn adam_with_unscale_and_clipping_is_pytorchs() -> Result<()> {
 #[test]
 fn two_optimizers_skip_separately_as_pytorch() -> Result<()> {
     replay("two")
+}
+
+/// The recorded runs on `cuda:0` with PyTorch's default `"cuda"` scaler: the checks and the
+/// unscaling run on the device, the same steps are skipped and the scales are the same; the
+/// parameters within 1e-4 (CUDA's `tanh` and products round differently from the CPU's). Without
+/// a GPU this prints `skipped` and passes.
+#[test]
+fn runs_on_cuda_skip_the_same_steps() -> Result<()> {
+    if !autograd::cuda::is_available() {
+        println!("skipped runs_on_cuda_skip_the_same_steps: no CUDA device");
+        return Ok(());
+    }
+    for kind in ["sgd", "adam", "two"] {
+        replay_on(
+            kind,
+            Device::Cuda(0),
+            GradScalerOptions::default(),
+            (1e-4, 1e-5),
+        )?;
+    }
+    Ok(())
 }
 
 /// `_amp_update_scale_`'s arithmetic with factors that are not powers of two: f64 products
