@@ -20,6 +20,7 @@
 //! [`Engine`]), grad modes ([`no_grad`], [`inference_mode`]), anomaly mode, [`checkpoint`],
 //! [`StateDict`] and the CPU thread and cache settings. The public modules:
 //!
+//! * [`amp`]: mixed-precision training, [`amp::GradScaler`] (`torch.amp.GradScaler`).
 //! * [`cuda`]: whether CUDA tensors can run here, device count, synchronisation and the caching
 //!   allocator's figures (`torch.cuda`).
 //! * [`data`]: data sets and the [`data::DataLoader`] that batches them, shuffled from a
@@ -56,6 +57,7 @@
 // here included.
 extern crate self as autograd_runtime;
 
+pub mod amp;
 mod anomaly;
 mod backend;
 mod checkpoint;
