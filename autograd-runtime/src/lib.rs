@@ -2,7 +2,7 @@
 //! engine that executes it with PyTorch's semantics.
 //!
 //! Most users depend on the `autograd` facade, which re-exports this crate together with the
-//! `#[differentiable]` and `#[backward]` macros.
+//! `#[differentiable]`, `#[backward]` and `#[jvp]` macros.
 //!
 //! # Tour
 //!
@@ -27,6 +27,9 @@
 //!   [`Generator`] in PyTorch's order, with background worker threads.
 //! * [`distributed`]: data-parallel training, [`distributed::DistributedDataParallel`] over a
 //!   [`distributed::ProcessGroup`] (threads, MPI, NCCL).
+//! * [`forward_ad`]: forward-mode AD with dual tensors, [`forward_ad::make_dual`] and
+//!   [`forward_ad::unpack_dual`] inside a [`forward_ad::dual_level`]
+//!   (`torch.autograd.forward_ad`).
 //! * [`functional`]: derivatives of whole functions, [`functional::vjp`], [`functional::jvp`],
 //!   [`functional::jacobian`], [`functional::hessian`], [`functional::hvp`] and
 //!   [`functional::vhp`] (`torch.autograd.functional`).

@@ -405,8 +405,8 @@ fn gradients_on_two_devices() -> Result<()> {
 #[test]
 fn bf16_gradients_are_unscaled() -> Result<()> {
     let w = Tensor::ones(&[3], DType::BF16)?.requires_grad_(true)?;
-    // The op-by-op step: the fused kernels take f32 and f64 only.
-    let options = SgdOptions::default().lr(0.25).fused(Some(false));
+    // The default (`fused: None`) steps half parameters op by op.
+    let options = SgdOptions::default().lr(0.25);
     let mut opt = Sgd::new([w.clone()], options)?;
     let mut s = GradScaler::new(cpu().init_scale(256.0))?;
     let loss = w.to_dtype(DType::F32)?.sum()?;

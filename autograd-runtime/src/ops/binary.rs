@@ -1,7 +1,7 @@
 //! Element-wise binary ops with PyTorch broadcasting (`add sub mul div`), and their scalar forms.
 //! Gradients are reduced back to each input's shape by the engine's `validate_outputs` (B07).
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 
 use super::Scalar;
 use super::derivative_rules::{Read, Reads, Rule, UnaryWith};
@@ -49,6 +49,11 @@ fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 #[backward(add)]
 fn add_backward(grad: &Tensor, needs_input_grad: [bool; 2]) -> (Tensor, Option<Tensor>) {
     (grad.clone(), needs_input_grad[1].then(|| grad.clone()))
+}
+
+#[jvp(add)]
+fn add_jvp(a_t: &Tensor, b_t: &Tensor) -> Result<Tensor> {
+    a_t.add(b_t)
 }
 
 #[differentiable(builtin, crate = "crate", rule)]
@@ -122,6 +127,11 @@ fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     a.binary_kernel(BinaryOp::Mul, "mul", b)
 }
 
+#[jvp(mul)]
+fn mul_jvp(a_t: &Tensor, b_t: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a_t.mul(b)?.add(&a.mul(b_t)?)
+}
+
 #[backward(mul)]
 fn mul_backward(
     grad: &Tensor,
@@ -171,6 +181,11 @@ fn mul_scalar_backward(grad: &Tensor, s: f64) -> Result<Tensor> {
     grad.mul_scalar_last_use(s)
 }
 
+#[jvp(mul_scalar)]
+fn mul_scalar_jvp(x_t: &Tensor, s: f64) -> Result<Tensor> {
+    x_t.mul_scalar(s)
+}
+
 #[differentiable(builtin, crate = "crate", name = "AddBackward0", rule)]
 fn add_scalar(x: &Tensor, s: f64) -> Result<Tensor> {
     x.scalar_kernel(BinaryOp::Add, s, false)
@@ -179,6 +194,11 @@ fn add_scalar(x: &Tensor, s: f64) -> Result<Tensor> {
 #[backward(add_scalar)]
 fn add_scalar_backward(grad: &Tensor) -> Tensor {
     grad.clone()
+}
+
+#[jvp(add_scalar)]
+fn add_scalar_jvp(x_t: &Tensor) -> Tensor {
+    x_t.clone()
 }
 
 /// `s - x`.

@@ -1,6 +1,6 @@
 //! Matrix multiplication: 2-D and batched (leading dims broadcast).
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 
 use crate::backend;
 use crate::tensor::kernels;
@@ -10,6 +10,12 @@ use crate::{Error, Result, Tensor};
 #[differentiable(builtin, crate = "crate", name = "MmBackward0", rule)]
 fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     kernels::of_pair("matmul", a, b)?.matmul(a, b)
+}
+
+/// The product rule: `ȧ b + a ḃ`.
+#[jvp(matmul)]
+fn matmul_jvp(a_t: &Tensor, b_t: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a_t.matmul(b)?.add(&a.matmul(b_t)?)
 }
 
 #[backward(matmul)]

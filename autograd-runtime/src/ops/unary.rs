@@ -1,7 +1,7 @@
 //! Element-wise unary ops (`neg exp log sin cos tanh sigmoid relu sqrt abs pow`). Each gradient
 //! formula saves either the input or the result, as PyTorch's `derivatives.yaml` does.
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 
 use super::records;
 use crate::backend::{BinaryOp, GradFormula, UnaryOp};
@@ -76,6 +76,11 @@ fn exp_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
     grad.last_use(BinaryOp::Mul, result)
 }
 
+#[jvp(exp)]
+fn exp_jvp(x_t: &Tensor, result: &Tensor) -> Result<Tensor> {
+    x_t.mul(result)
+}
+
 /// d log x = 1/x.
 #[differentiable(builtin, crate = "crate", rule)]
 fn log(x: &Tensor) -> Result<Tensor> {
@@ -120,6 +125,11 @@ fn tanh_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
     grad.mul(&result.mul(result)?.rsub_scalar(1.0)?)
 }
 
+#[jvp(tanh)]
+fn tanh_jvp(x_t: &Tensor, result: &Tensor) -> Result<Tensor> {
+    x_t.mul(&result.mul(result)?.rsub_scalar(1.0)?)
+}
+
 /// d σ(x) = σ(x)(1 - σ(x)): saves the result.
 #[differentiable(builtin, crate = "crate", rule)]
 fn sigmoid(x: &Tensor) -> Result<Tensor> {
@@ -131,6 +141,11 @@ fn sigmoid_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
     grad.mul(&result.mul(&result.rsub_scalar(1.0)?)?)
 }
 
+#[jvp(sigmoid)]
+fn sigmoid_jvp(x_t: &Tensor, result: &Tensor) -> Result<Tensor> {
+    x_t.mul(&result.mul(&result.rsub_scalar(1.0)?)?)
+}
+
 /// The gradient flows where the result is positive.
 #[differentiable(builtin, crate = "crate", rule)]
 fn relu(x: &Tensor) -> Result<Tensor> {
@@ -140,6 +155,11 @@ fn relu(x: &Tensor) -> Result<Tensor> {
 #[backward(relu, formula = GradFormula::Relu)]
 fn relu_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
     grad.mul(&positive_mask(result)?)
+}
+
+#[jvp(relu)]
+fn relu_jvp(x_t: &Tensor, result: &Tensor) -> Result<Tensor> {
+    x_t.mul(&positive_mask(result)?)
 }
 
 /// 1 where `x > 0`, else 0: relu's gradient mask. Recorded with a zero derivative, so that a

@@ -234,8 +234,20 @@ impl LinkPlan<'_> {
             let dual_edges = self.try_(quote_spanned! {loc=>
                 #forward_ad::dual_edges(#edges, __fw, #input_refs)
             });
+            let marker = &self.linked.marker;
+            let idents = &self.idents;
             quote_spanned! {loc=>
                 let __fw: bool = #forward_ad::engaged();
+                // An op with a `#[jvp]` rule computes its tangents with it (the constant is
+                // `false`, and the branch gone, for the others).
+                #[allow(unused_imports)]
+                use #forward_ad::NoJvp as _;
+                if __fw && <#marker>::__AUTOGRAD_HAS_JVP {
+                    #build_inputs
+                    if #forward_ad::has_tangent(#input_refs) {
+                        return <#marker>::__autograd_jvp_call((#(#idents,)*));
+                    }
+                }
                 if !__fw && !#krate::is_grad_enabled() {
                     // Recording is off already (a backward pass without `create_graph`).
                     return #unrecorded;
