@@ -392,6 +392,7 @@ pub struct Conv2d {
     /// it back.
     #[module(skip)]
     after_weight: GeneratorState,
+    training: bool,
 }
 
 impl Conv2d {
@@ -433,6 +434,7 @@ impl Conv2d {
             groups: 1,
             drawn_from: (generator, before),
             after_weight,
+            training: true,
         })
     }
 

@@ -203,6 +203,7 @@ pub struct Conv1d {
     /// The generator's state after the weight was drawn, where `without_bias` sets it back.
     #[module(skip)]
     after_weight: GeneratorState,
+    training: bool,
 }
 
 impl Conv1d {
@@ -246,6 +247,7 @@ impl Conv1d {
             groups: 1,
             drawn_from: (generator, before),
             after_weight,
+            training: true,
         })
     }
 

@@ -280,6 +280,7 @@ pub struct ConvTranspose2d {
     /// The generator's state after the weight was drawn, where `without_bias` sets it back.
     #[module(skip)]
     after_weight: GeneratorState,
+    training: bool,
 }
 
 impl ConvTranspose2d {
@@ -325,6 +326,7 @@ impl ConvTranspose2d {
             dilation: Size2([1, 1]),
             drawn_from: (generator, before),
             after_weight,
+            training: true,
         })
     }
 
