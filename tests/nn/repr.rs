@@ -14,7 +14,11 @@ fn modules_print_as_pytorchs_repr() -> autograd::Result<()> {
     let model = Sequential::new()
         .add(Linear::new(4, 16)?)
         .add(Relu::new())
-        .add(Sequential::new().add(Tanh::new()).add(Linear::no_bias(16, 2)?))
+        .add(
+            Sequential::new()
+                .add(Tanh::new())
+                .add(Linear::no_bias(16, 2)?),
+        )
         .add(Conv2d::new(3, 16, 3)?.padding(1))
         .add(Conv2d::new(3, 8, (3, 5))?.stride(2).without_bias())
         .add(Dropout::new(0.5)?)

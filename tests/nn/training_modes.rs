@@ -8,7 +8,7 @@ use autograd::nn::{
     AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, BatchNorm3d, Celu, Conv1d, Conv2d,
     ConvTranspose2d, Dropout, Elu, Embedding, Flatten, Forward, Gelu, GroupNorm, Gru, GruCell,
     Hardtanh, Identity, LayerNorm, LeakyRelu, Linear, LogSoftmax, Lstm, LstmCell, MaxPool2d, Mish,
-    Module, MultiheadAttention, Relu, Relu6, Rnn, RnnCell, RmsNorm, Selu, Sequential, Sigmoid,
+    Module, MultiheadAttention, Relu, Relu6, RmsNorm, Rnn, RnnCell, Selu, Sequential, Sigmoid,
     Silu, Softmax, Softplus, Tanh, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
     TransformerEncoderLayer, Upsample,
 };
@@ -163,7 +163,11 @@ fn a_leaf_layer_keeps_its_own_mode() -> Result<()> {
         .add(relu)
         .add(Flatten::new());
     assert_eq!(
-        model.modules().iter().map(|m| m.is_training()).collect::<Vec<_>>(),
+        model
+            .modules()
+            .iter()
+            .map(|m| m.is_training())
+            .collect::<Vec<_>>(),
         [true, true, false, true]
     );
     model.eval();
