@@ -366,7 +366,8 @@ pub trait Forward: Module {
 ///
 /// ```
 /// use autograd_runtime::nn::{AsModule, Module, Relu};
-/// let m: &dyn Module = Relu::new().as_module();
+/// let relu = Relu::new();
+/// let m: &dyn Module = relu.as_module();
 /// assert_eq!(m.repr(), "ReLU()");
 /// ```
 // The derive reaches each child through this trait: the same message as `Module`'s.
