@@ -390,16 +390,20 @@ pub fn backward(args: TokenStream, item: TokenStream) -> TokenStream {
 /// | `M`, `Box<M>`, `Box<dyn Forward>` | a child module (`M: Module`): names `field.` + the child's |
 /// | `Option<M>` | a child when `Some` |
 /// | `Vec<M>` | an `nn.ModuleList` child: `field.0.weight`, `field.1.weight`, .. |
-/// | `#[module(training)] bool` | the module's own training flag, set by `train`/`eval` |
+/// | `training: bool`, `#[module(training)] bool` | the module's own training flag (PyTorch's `self.training`), set by `train`/`eval` |
 /// | `#[module(skip)]`, `PhantomData` | not part of the module (sizes, flags, configuration) |
 ///
 /// `#[module(rename = "0")]` on a parameter, buffer or child gives it another name (to load a
 /// checkpoint of a PyTorch `nn.Sequential` into named fields).
 ///
 /// The order is the fields' order, each module's own parameters first, then its children's, as
-/// PyTorch registers them in `__init__`. `set_training` reaches every child; without a
-/// `#[module(training)]` field, `is_training` answers the first child's (or `true`). A type
-/// parameter used in a child's type gets the bound `Child: Module`.
+/// PyTorch registers them in `__init__`. `set_training` reaches every child. A module keeps its
+/// mode in its flag field: a field `training: bool` is the flag as it is (PyTorch's attribute
+/// name), another `bool` field with `#[module(training)]`. A struct without one has nowhere to
+/// keep a mode of its own: `is_training` answers its first child's, or `true` for a struct
+/// without children, whatever `eval()` said. So give a leaf module (one without children) a
+/// `training: bool` field, as every built-in layer has, when anything asks for its mode. A
+/// type parameter used in a child's type gets the bound `Child: Module`.
 ///
 /// # Struct options
 ///

@@ -44,8 +44,8 @@ fn mlp(seed: u64) -> Result<Vec<Block>> {
         ])
     };
     Ok(vec![
-        block(6, 16, Arc::new(Relu))?,
-        block(16, 16, Arc::new(Tanh))?,
+        block(6, 16, Arc::new(Relu::new()))?,
+        block(16, 16, Arc::new(Tanh::new()))?,
         vec![Arc::new(Linear::new(16, 3)?)],
     ])
 }

@@ -381,14 +381,14 @@ impl Decoder {
                         .padding(1)
                         .output_padding(1),
                 )
-                .add(Tanh)
+                .add(Tanh::new())
                 .add(
                     ConvTranspose2d::new(6, 4, 4)?
                         .stride(2)
                         .padding(1)
                         .groups(2)?,
                 )
-                .add(Tanh)
+                .add(Tanh::new())
                 .add(
                     ConvTranspose2d::new(4, 1, 4)?
                         .stride(2)

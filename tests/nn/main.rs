@@ -16,4 +16,5 @@ mod optim;
 mod optim_schedulers;
 mod repr;
 mod rnn_layers;
+mod training_modes;
 mod transformer_layers;

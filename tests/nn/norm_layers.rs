@@ -141,13 +141,13 @@ fn layer(name: &str) -> Result<Box<dyn Forward>> {
                 .eps(Some(1e-2))
                 .without_elementwise_affine(),
         ),
-        "silu" => Box::new(Silu),
-        "mish" => Box::new(Mish),
+        "silu" => Box::new(Silu::new()),
+        "mish" => Box::new(Mish::new()),
         "softplus" => Box::new(Softplus::with_options(2.0, 1.5)),
         "hardtanh" => Box::new(Hardtanh::with_range(-0.5, 0.75)?),
-        "relu6" => Box::new(Relu6),
+        "relu6" => Box::new(Relu6::new()),
         "elu" => Box::new(Elu::new(0.7)),
-        "selu" => Box::new(Selu),
+        "selu" => Box::new(Selu::new()),
         "celu" => Box::new(Celu::new(1.3)),
         other => panic!("no layer for case {other}"),
     })
@@ -657,8 +657,8 @@ fn reprs_are_pytorchs() -> Result<()> {
             "up_scale_pair",
             Box::new(Upsample::with_scale_factor((2.0, 1.5)).mode(InterpolateMode::NearestExact)),
         ),
-        ("silu", Box::new(Silu)),
-        ("mish", Box::new(Mish)),
+        ("silu", Box::new(Silu::new())),
+        ("mish", Box::new(Mish::new())),
         ("softplus", Box::new(Softplus::new())),
         (
             "softplus_options",
@@ -669,9 +669,9 @@ fn reprs_are_pytorchs() -> Result<()> {
             "hardtanh_options",
             Box::new(Hardtanh::with_range(-2.0, 3.0)?),
         ),
-        ("relu6", Box::new(Relu6)),
+        ("relu6", Box::new(Relu6::new())),
         ("elu", Box::new(Elu::default())),
-        ("selu", Box::new(Selu)),
+        ("selu", Box::new(Selu::new())),
         ("celu", Box::new(Celu::new(0.5))),
     ];
     assert_eq!(modules.len() + 1, r.as_object().unwrap().len());

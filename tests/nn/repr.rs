@@ -13,8 +13,12 @@ fn modules_print_as_pytorchs_repr() -> autograd::Result<()> {
     let _rng = crate::common::global_rng(0);
     let model = Sequential::new()
         .add(Linear::new(4, 16)?)
-        .add(Relu)
-        .add(Sequential::new().add(Tanh).add(Linear::no_bias(16, 2)?))
+        .add(Relu::new())
+        .add(
+            Sequential::new()
+                .add(Tanh::new())
+                .add(Linear::no_bias(16, 2)?),
+        )
         .add(Conv2d::new(3, 16, 3)?.padding(1))
         .add(Conv2d::new(3, 8, (3, 5))?.stride(2).without_bias())
         .add(Dropout::new(0.5)?)
@@ -30,8 +34,8 @@ fn modules_print_as_pytorchs_repr() -> autograd::Result<()> {
         .add(LeakyRelu::new(0.01))
         .add(Softmax::new(1))
         .add(LogSoftmax::new(-1))
-        .add(Identity)
-        .add(Sigmoid);
+        .add(Identity::new())
+        .add(Sigmoid::new());
     let want = "\
 Sequential(
   (0): Linear(in_features=4, out_features=16, bias=True)

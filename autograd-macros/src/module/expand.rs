@@ -381,8 +381,11 @@ fn repr(input: &Input<'_>, paths: &Paths) -> TokenStream {
         Some(lit) => lit.value(),
         None => syn::ext::IdentExt::unraw(&input.original.ident).to_string(),
     };
+    // `self` keeps the derive's own span: spanned like the path, it would not be the method's
+    // `self` when the struct comes out of a `macro_rules!` (hygiene).
+    let this = quote!(self);
     let extra = match &input.opts.extra_repr {
-        Some(path) => quote_spanned!(path.span()=> ::core::option::Option::Some(#path(self))),
+        Some(path) => quote_spanned!(path.span()=> ::core::option::Option::Some(#path(#this))),
         None => quote!(::core::option::Option::None),
     };
     quote! {

@@ -51,7 +51,7 @@ pub(crate) enum Role<'a> {
     Buffer { optional: bool, persistent: bool },
     /// A child module: the field's type (or `Option`'s argument, `optional`).
     Child { ty: &'a Type, optional: bool },
-    /// `#[module(training)] bool`.
+    /// `#[module(training)] bool`, or a field `training: bool` (PyTorch's attribute).
     Training,
     /// `#[module(skip)]`, or `PhantomData`.
     Skip,
@@ -376,6 +376,15 @@ fn role<'a>(cx: &Ctxt, field: &'a syn::Field, attrs: &FieldAttrs) -> Option<Role
     }
     if let Some(optional) = tensor {
         return Some(Role::Parameter { optional });
+    }
+    // PyTorch's attribute: a `training: bool` field is the flag without being marked.
+    if field
+        .ident
+        .as_ref()
+        .is_some_and(|i| i.unraw() == "training")
+        && is_path(ty, symbol::BOOL)
+    {
+        return Some(Role::Training);
     }
     if is_path(ty, symbol::PHANTOM_DATA) {
         return Some(Role::Skip);

@@ -252,26 +252,7 @@ where
     O: Outputs,
     I: Inputs + ?Sized,
 {
-    let Options {
-        create_graph,
-        strict,
-    } = options;
-    let is_inputs_tuple = inputs.is_tuple();
-    let (inputs, output, jac, v) = {
-        let _grad = enable_grad();
-        let inputs = preprocess(inputs.tensors(), create_graph, true)?;
-        let v = input_v(v, &inputs, is_inputs_tuple, create_graph)?;
-        let (output, jac) = recorded_jacobian(func, &inputs, strict, "vhp")?;
-        (inputs, output, jac, v)
-    };
-    let v = v.as_deref().map(some);
-    let vhp = {
-        let _grad = set_grad_enabled(create_graph || is_grad_enabled());
-        let grads = autograd_grad(&jac, &inputs, v.as_deref(), create_graph, None, false)?;
-        fill_in_zeros(grads, &inputs, strict, create_graph, Stage::DoubleBack)?
-    };
-    let output = postprocess(vec![output], create_graph).swap_remove(0);
-    Ok((output, postprocess(vhp, create_graph)))
+    hessian_product(func, inputs, v, options, "vhp", Stage::DoubleBack)
 }
 
 /// The Hessian-vector product `H·v` of a scalar `func` at `inputs`
@@ -313,38 +294,56 @@ where
     O: Outputs,
     I: Inputs + ?Sized,
 {
+    hessian_product(func, inputs, v, options, "hvp", Stage::DoubleBackTrick)
+}
+
+/// [`vhp`] (`stage` [`Stage::DoubleBack`]: the recorded gradient differentiated along `v`) and
+/// [`hvp`] ([`Stage::DoubleBackTrick`]: the gradient's vjp with zeros `g` that require grad,
+/// differentiated with respect to `g` along `v`), as PyTorch's two functions do.
+fn hessian_product<F, O, I>(
+    func: F,
+    inputs: &I,
+    v: Option<&[Tensor]>,
+    options: Options,
+    api: &str,
+    stage: Stage,
+) -> Result<(Tensor, Vec<Tensor>)>
+where
+    F: FnOnce(&[Tensor]) -> Result<O>,
+    O: Outputs,
+    I: Inputs + ?Sized,
+{
     let Options {
         create_graph,
         strict,
     } = options;
     let is_inputs_tuple = inputs.is_tuple();
-    let (inputs, output, grad_jac, double_back, v) = {
+    let (inputs, output, outputs, wrt, v) = {
         let _grad = enable_grad();
         let inputs = preprocess(inputs.tensors(), create_graph, true)?;
         let v = input_v(v, &inputs, is_inputs_tuple, create_graph)?;
-        let (output, jac) = recorded_jacobian(func, &inputs, strict, "hvp")?;
-        let grad_jac = inputs
-            .iter()
-            .map(|i| i.zeros_like()?.requires_grad_(true))
-            .collect::<Result<Vec<_>>>()?;
-        let double_back = autograd_grad(&jac, &inputs, Some(&some(&grad_jac)), true, None, false)?;
-        // PyTorch checks `jac` once more here ("hessian"), which the check above already
-        // passed: nothing to do.
-        (inputs, output, grad_jac, double_back, v)
+        let (output, jac) = recorded_jacobian(func, &inputs, strict, api)?;
+        let (outputs, wrt) = if matches!(stage, Stage::DoubleBackTrick) {
+            let grad_jac = inputs
+                .iter()
+                .map(|i| i.zeros_like()?.requires_grad_(true))
+                .collect::<Result<Vec<_>>>()?;
+            let double_back =
+                autograd_grad(&jac, &inputs, Some(&some(&grad_jac)), true, None, false)?;
+            // PyTorch checks `jac` once more here ("hessian"), which the check above already
+            // passed: nothing to do.
+            (double_back, grad_jac)
+        } else {
+            (jac, inputs.clone())
+        };
+        (inputs, output, outputs, wrt, v)
     };
     let v = v.as_deref().map(some);
-    let hvp = {
+    let product = {
         let _grad = set_grad_enabled(create_graph || is_grad_enabled());
-        let grads = autograd_grad(
-            &double_back,
-            &grad_jac,
-            v.as_deref(),
-            create_graph,
-            None,
-            false,
-        )?;
-        fill_in_zeros(grads, &inputs, strict, create_graph, Stage::DoubleBackTrick)?
+        let grads = autograd_grad(&outputs, &wrt, v.as_deref(), create_graph, None, false)?;
+        fill_in_zeros(grads, &inputs, strict, create_graph, stage)?
     };
     let output = postprocess(vec![output], create_graph).swap_remove(0);
-    Ok((output, postprocess(hvp, create_graph)))
+    Ok((output, postprocess(product, create_graph)))
 }

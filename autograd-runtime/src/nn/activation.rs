@@ -7,6 +7,27 @@ use crate::layout::wrap_dim;
 use crate::nn::{Forward, Module};
 use crate::{Result, Tensor};
 
+/// `new()` and `Default` for layers without arguments: a new module trains, as PyTorch's do.
+macro_rules! without_arguments {
+    ($($ty:ident),*) => {$(
+        impl $ty {
+            #[doc = concat!("A new `", stringify!($ty), "` (in training mode, as every new module).")]
+            pub fn new() -> $ty {
+                $ty { training: true }
+            }
+        }
+
+        impl Default for $ty {
+            fn default() -> $ty {
+                $ty::new()
+            }
+        }
+    )*};
+}
+pub(super) use without_arguments;
+
+without_arguments!(Relu, Tanh, Sigmoid, Identity);
+
 /// `max(x, 0)` (PyTorch's `nn.ReLU`).
 ///
 /// # Examples
@@ -14,13 +35,15 @@ use crate::{Result, Tensor};
 /// ```
 /// use autograd_runtime::nn::{Forward, Relu};
 /// use autograd_runtime::Tensor;
-/// let y = Relu.forward(&Tensor::from_vec(vec![-1.0f32, 2.0], &[2])?)?;
+/// let y = Relu::new().forward(&Tensor::from_vec(vec![-1.0f32, 2.0], &[2])?)?;
 /// assert_eq!(y.to_vec::<f32>()?, vec![0.0, 2.0]);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy, Default, Module)]
+#[derive(Debug, Clone, Copy, Module)]
 #[module(name = "ReLU")]
-pub struct Relu;
+pub struct Relu {
+    training: bool,
+}
 
 impl Forward for Relu {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
@@ -35,12 +58,14 @@ impl Forward for Relu {
 /// ```
 /// use autograd_runtime::nn::{Forward, Tanh};
 /// use autograd_runtime::Tensor;
-/// let y = Tanh.forward(&Tensor::from_vec(vec![0.0f64], &[1])?)?;
+/// let y = Tanh::new().forward(&Tensor::from_vec(vec![0.0f64], &[1])?)?;
 /// assert_eq!(y.to_vec::<f64>()?, vec![0.0]);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy, Default, Module)]
-pub struct Tanh;
+#[derive(Debug, Clone, Copy, Module)]
+pub struct Tanh {
+    training: bool,
+}
 
 impl Forward for Tanh {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
@@ -55,12 +80,14 @@ impl Forward for Tanh {
 /// ```
 /// use autograd_runtime::nn::{Forward, Sigmoid};
 /// use autograd_runtime::Tensor;
-/// let y = Sigmoid.forward(&Tensor::from_vec(vec![0.0f64], &[1])?)?;
+/// let y = Sigmoid::new().forward(&Tensor::from_vec(vec![0.0f64], &[1])?)?;
 /// assert_eq!(y.to_vec::<f64>()?, vec![0.5]);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy, Default, Module)]
-pub struct Sigmoid;
+#[derive(Debug, Clone, Copy, Module)]
+pub struct Sigmoid {
+    training: bool,
+}
 
 impl Forward for Sigmoid {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
@@ -76,11 +103,13 @@ impl Forward for Sigmoid {
 /// use autograd_runtime::nn::{Forward, Identity};
 /// use autograd_runtime::Tensor;
 /// let x = Tensor::from_vec(vec![3.0f32], &[1])?;
-/// assert!(Identity.forward(&x)?.is_same(&x));
+/// assert!(Identity::new().forward(&x)?.is_same(&x));
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy, Default, Module)]
-pub struct Identity;
+#[derive(Debug, Clone, Copy, Module)]
+pub struct Identity {
+    training: bool,
+}
 
 impl Forward for Identity {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
@@ -112,22 +141,32 @@ pub enum GeluApproximate {
 /// assert!((tanh - 0.841_191_990_608_276_8).abs() < 1e-15);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy, Default, Module)]
+#[derive(Debug, Clone, Copy, Module)]
 #[module(name = "GELU", extra_repr = Gelu::extra_repr)]
 pub struct Gelu {
     #[module(skip)]
     approximate: GeluApproximate,
+    training: bool,
 }
 
 impl Gelu {
     /// The exact GELU (`approximate="none"`).
     pub fn new() -> Gelu {
-        Gelu::default()
+        Gelu::with_approximate(GeluApproximate::None)
     }
 
     /// The GELU of the given form.
     pub fn with_approximate(approximate: GeluApproximate) -> Gelu {
-        Gelu { approximate }
+        Gelu {
+            approximate,
+            training: true,
+        }
+    }
+}
+
+impl Default for Gelu {
+    fn default() -> Gelu {
+        Gelu::new()
     }
 }
 
@@ -163,12 +202,16 @@ impl Forward for Gelu {
 pub struct LeakyRelu {
     #[module(skip)]
     negative_slope: f64,
+    training: bool,
 }
 
 impl LeakyRelu {
     /// With the given slope for negative inputs.
     pub fn new(negative_slope: f64) -> LeakyRelu {
-        LeakyRelu { negative_slope }
+        LeakyRelu {
+            negative_slope,
+            training: true,
+        }
     }
 }
 
@@ -210,12 +253,16 @@ impl Forward for LeakyRelu {
 pub struct Softmax {
     #[module(skip)]
     dim: isize,
+    training: bool,
 }
 
 impl Softmax {
     /// Over `dim`.
     pub fn new(dim: isize) -> Softmax {
-        Softmax { dim }
+        Softmax {
+            dim,
+            training: true,
+        }
     }
 }
 
@@ -247,12 +294,16 @@ impl Forward for Softmax {
 pub struct LogSoftmax {
     #[module(skip)]
     dim: isize,
+    training: bool,
 }
 
 impl LogSoftmax {
     /// Over `dim`.
     pub fn new(dim: isize) -> LogSoftmax {
-        LogSoftmax { dim }
+        LogSoftmax {
+            dim,
+            training: true,
+        }
     }
 }
 

@@ -7,6 +7,8 @@ use super::repr::py_float;
 use crate::nn::{Forward, Module};
 use crate::{Error, Result, Tensor};
 
+super::activation::without_arguments!(Silu, Mish, Relu6, Selu);
+
 /// `x σ(x)` (PyTorch's `nn.SiLU`, [`silu`](super::functional::silu)).
 ///
 /// # Examples
@@ -14,14 +16,16 @@ use crate::{Error, Result, Tensor};
 /// ```
 /// use autograd_runtime::nn::{Forward, Module, Silu};
 /// use autograd_runtime::Tensor;
-/// let y = Silu.forward(&Tensor::from_vec(vec![0.0f64, 1.0], &[2])?)?.to_vec::<f64>()?;
+/// let y = Silu::new().forward(&Tensor::from_vec(vec![0.0f64, 1.0], &[2])?)?.to_vec::<f64>()?;
 /// assert!(y[0] == 0.0 && (y[1] - 1.0 / (1.0 + (-1f64).exp())).abs() < 1e-15);
-/// assert_eq!(Silu.to_string(), "SiLU()");
+/// assert_eq!(Silu::new().to_string(), "SiLU()");
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy, Default, Module)]
+#[derive(Debug, Clone, Copy, Module)]
 #[module(name = "SiLU")]
-pub struct Silu;
+pub struct Silu {
+    training: bool,
+}
 
 impl Forward for Silu {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
@@ -36,13 +40,15 @@ impl Forward for Silu {
 /// ```
 /// use autograd_runtime::nn::{Forward, Mish, Module};
 /// use autograd_runtime::Tensor;
-/// let y = Mish.forward(&Tensor::scalar(1.0f64))?.item::<f64>()?;
+/// let y = Mish::new().forward(&Tensor::scalar(1.0f64))?.item::<f64>()?;
 /// assert!((y - (1f64.exp().ln_1p()).tanh()).abs() < 1e-15);
-/// assert_eq!(Mish.to_string(), "Mish()");
+/// assert_eq!(Mish::new().to_string(), "Mish()");
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy, Default, Module)]
-pub struct Mish;
+#[derive(Debug, Clone, Copy, Module)]
+pub struct Mish {
+    training: bool,
+}
 
 impl Forward for Mish {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
@@ -71,6 +77,7 @@ pub struct Softplus {
     beta: f64,
     #[module(skip)]
     threshold: f64,
+    training: bool,
 }
 
 impl Default for Softplus {
@@ -87,7 +94,11 @@ impl Softplus {
 
     /// With PyTorch's `beta` and `threshold`.
     pub fn with_options(beta: f64, threshold: f64) -> Softplus {
-        Softplus { beta, threshold }
+        Softplus {
+            beta,
+            threshold,
+            training: true,
+        }
     }
 
     fn extra_repr(&self) -> String {
@@ -129,6 +140,7 @@ pub struct Hardtanh {
     min_val: f64,
     #[module(skip)]
     max_val: f64,
+    training: bool,
 }
 
 impl Default for Hardtanh {
@@ -143,6 +155,7 @@ impl Hardtanh {
         Hardtanh {
             min_val: -1.0,
             max_val: 1.0,
+            training: true,
         }
     }
 
@@ -159,7 +172,11 @@ impl Hardtanh {
                 py_float(min_val)
             )));
         }
-        Ok(Hardtanh { min_val, max_val })
+        Ok(Hardtanh {
+            min_val,
+            max_val,
+            training: true,
+        })
     }
 
     fn extra_repr(&self) -> String {
@@ -184,14 +201,16 @@ impl Forward for Hardtanh {
 /// ```
 /// use autograd_runtime::nn::{Forward, Module, Relu6};
 /// use autograd_runtime::Tensor;
-/// let y = Relu6.forward(&Tensor::from_vec(vec![-2.0f64, 0.5, 7.0], &[3])?)?;
+/// let y = Relu6::new().forward(&Tensor::from_vec(vec![-2.0f64, 0.5, 7.0], &[3])?)?;
 /// assert_eq!(y.to_vec::<f64>()?, [0.0, 0.5, 6.0]);
-/// assert_eq!(Relu6.to_string(), "ReLU6()");
+/// assert_eq!(Relu6::new().to_string(), "ReLU6()");
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy, Default, Module)]
+#[derive(Debug, Clone, Copy, Module)]
 #[module(name = "ReLU6")]
-pub struct Relu6;
+pub struct Relu6 {
+    training: bool,
+}
 
 impl Forward for Relu6 {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
@@ -217,6 +236,7 @@ impl Forward for Relu6 {
 pub struct Elu {
     #[module(skip)]
     alpha: f64,
+    training: bool,
 }
 
 impl Default for Elu {
@@ -228,7 +248,10 @@ impl Default for Elu {
 impl Elu {
     /// With PyTorch's `alpha` (`1.0` by default: [`Elu::default`]).
     pub fn new(alpha: f64) -> Elu {
-        Elu { alpha }
+        Elu {
+            alpha,
+            training: true,
+        }
     }
 
     fn extra_repr(&self) -> String {
@@ -250,14 +273,16 @@ impl Forward for Elu {
 /// ```
 /// use autograd_runtime::nn::{Forward, Module, Selu};
 /// use autograd_runtime::Tensor;
-/// let y = Selu.forward(&Tensor::from_vec(vec![1.0f64], &[1])?)?;
+/// let y = Selu::new().forward(&Tensor::from_vec(vec![1.0f64], &[1])?)?;
 /// assert!((y.item::<f64>()? - 1.050_700_987_355_480_5).abs() < 1e-15);
-/// assert_eq!(Selu.to_string(), "SELU()");
+/// assert_eq!(Selu::new().to_string(), "SELU()");
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy, Default, Module)]
+#[derive(Debug, Clone, Copy, Module)]
 #[module(name = "SELU")]
-pub struct Selu;
+pub struct Selu {
+    training: bool,
+}
 
 impl Forward for Selu {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
@@ -283,6 +308,7 @@ impl Forward for Selu {
 pub struct Celu {
     #[module(skip)]
     alpha: f64,
+    training: bool,
 }
 
 impl Default for Celu {
@@ -294,7 +320,10 @@ impl Default for Celu {
 impl Celu {
     /// With PyTorch's `alpha` (`1.0` by default: [`Celu::default`]).
     pub fn new(alpha: f64) -> Celu {
-        Celu { alpha }
+        Celu {
+            alpha,
+            training: true,
+        }
     }
 
     fn extra_repr(&self) -> String {

@@ -159,6 +159,7 @@ pub fn adaptive_avg_pool2d(
 pub struct AdaptiveAvgPool2d {
     #[module(skip)]
     output_size: Spatial<Option<usize>>,
+    training: bool,
 }
 
 impl AdaptiveAvgPool2d {
@@ -167,6 +168,7 @@ impl AdaptiveAvgPool2d {
     pub fn new(output_size: impl Into<Spatial<Option<usize>>>) -> AdaptiveAvgPool2d {
         AdaptiveAvgPool2d {
             output_size: output_size.into(),
+            training: true,
         }
     }
 

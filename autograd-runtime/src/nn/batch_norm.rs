@@ -79,8 +79,37 @@ fn forward(
     batch_norm(input, rm, rv, weight, bias, bn_training, factor, eps)
 }
 
+/// A batch-norm layer: the struct (`$doc` its documentation), its constructor and builders,
+/// and a forward that takes inputs whose dimension count `$check` accepts (`None`) or names
+/// what it expects.
 macro_rules! batch_norm_layer {
-    ($name:ident, $check:expr) => {
+    ($(#[$doc:meta])* $name:ident, $check:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Module)]
+        #[module(extra_repr = $name::extra_repr)]
+        pub struct $name {
+            weight: Option<Tensor>,
+            bias: Option<Tensor>,
+            #[buffer]
+            running_mean: Option<Tensor>,
+            #[buffer]
+            running_var: Option<Tensor>,
+            #[buffer]
+            num_batches_tracked: Option<Tensor>,
+            #[module(skip)]
+            num_features: usize,
+            #[module(skip)]
+            eps: f64,
+            #[module(skip)]
+            momentum: Option<f64>,
+            #[module(skip)]
+            affine: bool,
+            #[module(skip)]
+            track_running_stats: bool,
+            #[module(training)]
+            training: bool,
+        }
+
         impl $name {
             #[doc = concat!(
                 "A layer over `num_features` channels with PyTorch's defaults (`nn.",
@@ -260,179 +289,113 @@ macro_rules! batch_norm_layer {
     };
 }
 
-/// Batch normalisation over the channels of a `[N, C]` or `[N, C, L]` input (PyTorch's
-/// `nn.BatchNorm1d`): in training mode each channel is normalised by the batch's mean and
-/// biased variance, and the running statistics (buffers `running_mean`, `running_var`,
-/// `num_batches_tracked`, in PyTorch's order and names) move towards the batch's (the
-/// unbiased variance) by `momentum`; in evaluation mode the running statistics normalise.
-/// Then the weight scales and the bias shifts each channel.
-///
-/// # Errors
-///
-/// The forward refuses an input that is not 2-D or 3-D with PyTorch's `expected 2D or 3D
-/// input (got 4D input)`, and otherwise returns
-/// [`functional::batch_norm`](super::functional::batch_norm)'s errors.
-///
-/// # Examples
-///
-/// ```
-/// use autograd_runtime::nn::{BatchNorm1d, Forward, Module};
-/// use autograd_runtime::{DType, Tensor};
-/// let mut bn = BatchNorm1d::new(2)?.eps(0.0);
-/// let keys: Vec<String> = bn.state_dict().keys().map(String::from).collect();
-/// assert_eq!(keys, ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]);
-/// let x = Tensor::from_vec(vec![1.0f64, 10.0, 3.0, 30.0], &[2, 2])?;
-/// bn.to_dtype(DType::F64)?;
-/// assert_eq!(bn.forward(&x)?.to_vec::<f64>()?, [-1.0, -1.0, 1.0, 1.0]);
-/// // The running mean moved a tenth of the way to the batch mean (2, 20).
-/// let rm = bn.running_mean().unwrap().to_vec::<f64>()?;
-/// assert!((rm[0] - 0.2).abs() < 1e-15 && (rm[1] - 2.0).abs() < 1e-15);
-/// assert_eq!(bn.num_batches_tracked().unwrap().item::<i64>()?, 1);
-/// bn.eval(); // now the running statistics normalise: (1 - 0.2) / √(0.9 + 0.1 · 2)
-/// let y = bn.forward(&x)?.to_vec::<f64>()?;
-/// assert!((y[0] - 0.8 / 1.1f64.sqrt()).abs() < 1e-12);
-/// assert_eq!(
-///     bn.to_string(),
-///     "BatchNorm1d(2, eps=0.0, momentum=0.1, affine=True, bias=True, track_running_stats=True)"
-/// );
-/// assert_eq!(
-///     bn.forward(&Tensor::zeros(&[2, 2, 3, 3], DType::F32)?).unwrap_err().to_string(),
-///     "expected 2D or 3D input (got 4D input)"
-/// );
-/// # Ok::<(), autograd_runtime::Error>(())
-/// ```
-#[derive(Debug, Module)]
-#[module(extra_repr = BatchNorm1d::extra_repr)]
-pub struct BatchNorm1d {
-    weight: Option<Tensor>,
-    bias: Option<Tensor>,
-    #[buffer]
-    running_mean: Option<Tensor>,
-    #[buffer]
-    running_var: Option<Tensor>,
-    #[buffer]
-    num_batches_tracked: Option<Tensor>,
-    #[module(skip)]
-    num_features: usize,
-    #[module(skip)]
-    eps: f64,
-    #[module(skip)]
-    momentum: Option<f64>,
-    #[module(skip)]
-    affine: bool,
-    #[module(skip)]
-    track_running_stats: bool,
-    #[module(training)]
-    training: bool,
-}
+batch_norm_layer!(
+    /// Batch normalisation over the channels of a `[N, C]` or `[N, C, L]` input (PyTorch's
+    /// `nn.BatchNorm1d`): in training mode each channel is normalised by the batch's mean and
+    /// biased variance, and the running statistics (buffers `running_mean`, `running_var`,
+    /// `num_batches_tracked`, in PyTorch's order and names) move towards the batch's (the
+    /// unbiased variance) by `momentum`; in evaluation mode the running statistics normalise.
+    /// Then the weight scales and the bias shifts each channel.
+    ///
+    /// # Errors
+    ///
+    /// The forward refuses an input that is not 2-D or 3-D with PyTorch's `expected 2D or 3D
+    /// input (got 4D input)`, and otherwise returns
+    /// [`functional::batch_norm`](super::functional::batch_norm)'s errors.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::nn::{BatchNorm1d, Forward, Module};
+    /// use autograd_runtime::{DType, Tensor};
+    /// let mut bn = BatchNorm1d::new(2)?.eps(0.0);
+    /// let keys: Vec<String> = bn.state_dict().keys().map(String::from).collect();
+    /// assert_eq!(keys, ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]);
+    /// let x = Tensor::from_vec(vec![1.0f64, 10.0, 3.0, 30.0], &[2, 2])?;
+    /// bn.to_dtype(DType::F64)?;
+    /// assert_eq!(bn.forward(&x)?.to_vec::<f64>()?, [-1.0, -1.0, 1.0, 1.0]);
+    /// // The running mean moved a tenth of the way to the batch mean (2, 20).
+    /// let rm = bn.running_mean().unwrap().to_vec::<f64>()?;
+    /// assert!((rm[0] - 0.2).abs() < 1e-15 && (rm[1] - 2.0).abs() < 1e-15);
+    /// assert_eq!(bn.num_batches_tracked().unwrap().item::<i64>()?, 1);
+    /// bn.eval(); // now the running statistics normalise: (1 - 0.2) / √(0.9 + 0.1 · 2)
+    /// let y = bn.forward(&x)?.to_vec::<f64>()?;
+    /// assert!((y[0] - 0.8 / 1.1f64.sqrt()).abs() < 1e-12);
+    /// assert_eq!(
+    ///     bn.to_string(),
+    ///     "BatchNorm1d(2, eps=0.0, momentum=0.1, affine=True, bias=True, track_running_stats=True)"
+    /// );
+    /// assert_eq!(
+    ///     bn.forward(&Tensor::zeros(&[2, 2, 3, 3], DType::F32)?).unwrap_err().to_string(),
+    ///     "expected 2D or 3D input (got 4D input)"
+    /// );
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    BatchNorm1d,
+    |d| (d != 2 && d != 3).then_some("2D or 3D")
+);
 
-batch_norm_layer!(BatchNorm1d, |d| (d != 2 && d != 3).then_some("2D or 3D"));
+batch_norm_layer!(
+    /// Batch normalisation over the channels of an `[N, C, H, W]` input (PyTorch's
+    /// `nn.BatchNorm2d`), as [`BatchNorm1d`] does over `[N, C, L]`: batch statistics and
+    /// updated running statistics in training mode, running statistics in evaluation mode.
+    ///
+    /// # Errors
+    ///
+    /// The forward refuses an input that is not 4-D with PyTorch's `expected 4D input (got 3D
+    /// input)`, and otherwise returns
+    /// [`functional::batch_norm`](super::functional::batch_norm)'s errors.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::nn::{BatchNorm2d, Forward, Module};
+    /// use autograd_runtime::{DType, Tensor};
+    /// let mut bn = BatchNorm2d::new(3)?.momentum(None).eps(1e-3);
+    /// let x = Tensor::rand(&[4, 3, 5, 5], DType::F32)?;
+    /// let y = bn.forward(&x)?;
+    /// // Each channel now has mean 0 over the batch and the positions.
+    /// let means = y.mean_dims(&[0, 2, 3], false)?.to_vec::<f32>()?;
+    /// assert!(means.iter().all(|m| m.abs() < 1e-5));
+    /// // With `momentum = None`, the first batch's statistics become the running ones.
+    /// let batch_mean = x.mean_dims(&[0, 2, 3], false)?.to_vec::<f32>()?;
+    /// let running = bn.running_mean().unwrap().to_vec::<f32>()?;
+    /// assert!(running.iter().zip(&batch_mean).all(|(r, m)| (r - m).abs() < 1e-6));
+    /// let bn = BatchNorm2d::new(3)?.affine(false)?.track_running_stats(false)?;
+    /// assert!(bn.state_dict().is_empty());
+    /// assert_eq!(
+    ///     bn.to_string(),
+    ///     "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)"
+    /// );
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    BatchNorm2d,
+    |d| (d != 4).then_some("4D")
+);
 
-/// Batch normalisation over the channels of an `[N, C, H, W]` input (PyTorch's
-/// `nn.BatchNorm2d`), as [`BatchNorm1d`] does over `[N, C, L]`: batch statistics and
-/// updated running statistics in training mode, running statistics in evaluation mode.
-///
-/// # Errors
-///
-/// The forward refuses an input that is not 4-D with PyTorch's `expected 4D input (got 3D
-/// input)`, and otherwise returns
-/// [`functional::batch_norm`](super::functional::batch_norm)'s errors.
-///
-/// # Examples
-///
-/// ```
-/// use autograd_runtime::nn::{BatchNorm2d, Forward, Module};
-/// use autograd_runtime::{DType, Tensor};
-/// let mut bn = BatchNorm2d::new(3)?.momentum(None).eps(1e-3);
-/// let x = Tensor::rand(&[4, 3, 5, 5], DType::F32)?;
-/// let y = bn.forward(&x)?;
-/// // Each channel now has mean 0 over the batch and the positions.
-/// let means = y.mean_dims(&[0, 2, 3], false)?.to_vec::<f32>()?;
-/// assert!(means.iter().all(|m| m.abs() < 1e-5));
-/// // With `momentum = None`, the first batch's statistics become the running ones.
-/// let batch_mean = x.mean_dims(&[0, 2, 3], false)?.to_vec::<f32>()?;
-/// let running = bn.running_mean().unwrap().to_vec::<f32>()?;
-/// assert!(running.iter().zip(&batch_mean).all(|(r, m)| (r - m).abs() < 1e-6));
-/// let bn = BatchNorm2d::new(3)?.affine(false)?.track_running_stats(false)?;
-/// assert!(bn.state_dict().is_empty());
-/// assert_eq!(
-///     bn.to_string(),
-///     "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)"
-/// );
-/// # Ok::<(), autograd_runtime::Error>(())
-/// ```
-#[derive(Debug, Module)]
-#[module(extra_repr = BatchNorm2d::extra_repr)]
-pub struct BatchNorm2d {
-    weight: Option<Tensor>,
-    bias: Option<Tensor>,
-    #[buffer]
-    running_mean: Option<Tensor>,
-    #[buffer]
-    running_var: Option<Tensor>,
-    #[buffer]
-    num_batches_tracked: Option<Tensor>,
-    #[module(skip)]
-    num_features: usize,
-    #[module(skip)]
-    eps: f64,
-    #[module(skip)]
-    momentum: Option<f64>,
-    #[module(skip)]
-    affine: bool,
-    #[module(skip)]
-    track_running_stats: bool,
-    #[module(training)]
-    training: bool,
-}
-
-batch_norm_layer!(BatchNorm2d, |d| (d != 4).then_some("4D"));
-
-/// Batch normalisation over the channels of an `[N, C, D, H, W]` input (PyTorch's
-/// `nn.BatchNorm3d`), as [`BatchNorm2d`] over `[N, C, H, W]`.
-///
-/// # Errors
-///
-/// The forward refuses an input that is not 5-D with PyTorch's `expected 5D input (got 4D
-/// input)`, and otherwise returns
-/// [`functional::batch_norm`](super::functional::batch_norm)'s errors.
-///
-/// # Examples
-///
-/// ```
-/// use autograd_runtime::nn::{BatchNorm3d, Forward, Module};
-/// use autograd_runtime::{DType, Tensor};
-/// let bn = BatchNorm3d::new(2)?;
-/// assert_eq!(bn.forward(&Tensor::rand(&[2, 2, 3, 3, 3], DType::F32)?)?.shape(), &[2, 2, 3, 3, 3]);
-/// assert_eq!(
-///     bn.forward(&Tensor::zeros(&[2, 2, 3, 3], DType::F32)?).unwrap_err().to_string(),
-///     "expected 5D input (got 4D input)"
-/// );
-/// # Ok::<(), autograd_runtime::Error>(())
-/// ```
-#[derive(Debug, Module)]
-#[module(extra_repr = BatchNorm3d::extra_repr)]
-pub struct BatchNorm3d {
-    weight: Option<Tensor>,
-    bias: Option<Tensor>,
-    #[buffer]
-    running_mean: Option<Tensor>,
-    #[buffer]
-    running_var: Option<Tensor>,
-    #[buffer]
-    num_batches_tracked: Option<Tensor>,
-    #[module(skip)]
-    num_features: usize,
-    #[module(skip)]
-    eps: f64,
-    #[module(skip)]
-    momentum: Option<f64>,
-    #[module(skip)]
-    affine: bool,
-    #[module(skip)]
-    track_running_stats: bool,
-    #[module(training)]
-    training: bool,
-}
-
-batch_norm_layer!(BatchNorm3d, |d| (d != 5).then_some("5D"));
+batch_norm_layer!(
+    /// Batch normalisation over the channels of an `[N, C, D, H, W]` input (PyTorch's
+    /// `nn.BatchNorm3d`), as [`BatchNorm2d`] over `[N, C, H, W]`.
+    ///
+    /// # Errors
+    ///
+    /// The forward refuses an input that is not 5-D with PyTorch's `expected 5D input (got 4D
+    /// input)`, and otherwise returns
+    /// [`functional::batch_norm`](super::functional::batch_norm)'s errors.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use autograd_runtime::nn::{BatchNorm3d, Forward, Module};
+    /// use autograd_runtime::{DType, Tensor};
+    /// let bn = BatchNorm3d::new(2)?;
+    /// assert_eq!(bn.forward(&Tensor::rand(&[2, 2, 3, 3, 3], DType::F32)?)?.shape(), &[2, 2, 3, 3, 3]);
+    /// assert_eq!(
+    ///     bn.forward(&Tensor::zeros(&[2, 2, 3, 3], DType::F32)?).unwrap_err().to_string(),
+    ///     "expected 5D input (got 4D input)"
+    /// );
+    /// # Ok::<(), autograd_runtime::Error>(())
+    /// ```
+    BatchNorm3d,
+    |d| (d != 5).then_some("5D")
+);

@@ -13,9 +13,9 @@
 
 use std::fmt;
 
-use crate::nn::init;
+use crate::nn::conv_params::{Drawn, check_groups, conv_repr};
 use crate::nn::{Forward, Module};
-use crate::{DType, Error, Generator, GeneratorState, Result, Tensor, default_generator};
+use crate::{Error, Result, Tensor};
 
 /// A size per spatial dim, `[height, width]`: PyTorch's `_size_2_t`, an `int` or a pair.
 ///
@@ -383,15 +383,12 @@ pub struct Conv2d {
     dilation: Size2,
     #[module(skip)]
     groups: usize,
-    /// The generator the parameters came from and its state before, so that
-    /// [`Conv2d::groups`] and [`Conv2d::without_bias`] draw the parameters a layer built with
-    /// those options from the start would have.
+    /// Where the parameters were drawn, so that [`Conv2d::groups`] and
+    /// [`Conv2d::without_bias`] draw the parameters a layer built with those options from the
+    /// start would have.
     #[module(skip)]
-    drawn_from: (Generator, GeneratorState),
-    /// The generator's state after the weight was drawn, where [`Conv2d::without_bias`] sets
-    /// it back.
-    #[module(skip)]
-    after_weight: GeneratorState,
+    drawn: Drawn,
+    training: bool,
 }
 
 impl Conv2d {
@@ -418,9 +415,9 @@ impl Conv2d {
         kernel_size: impl Into<Size2>,
     ) -> Result<Conv2d> {
         let kernel_size = kernel_size.into();
-        let generator = default_generator();
-        let before = generator.get_state();
-        let (weight, bias, after_weight) = init(in_channels, out_channels, kernel_size, 1, true)?;
+        let [kh, kw] = kernel_size.0;
+        let (weight, bias, drawn) =
+            Drawn::new(&[out_channels, in_channels, kh, kw], Some(out_channels))?;
         Ok(Conv2d {
             weight,
             bias,
@@ -431,8 +428,8 @@ impl Conv2d {
             padding: Size2([0, 0]),
             dilation: Size2([1, 1]),
             groups: 1,
-            drawn_from: (generator, before),
-            after_weight,
+            drawn,
+            training: true,
         })
     }
 
@@ -513,24 +510,12 @@ impl Conv2d {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn groups(mut self, groups: usize) -> Result<Conv2d> {
-        if groups == 0 {
-            return Err(Error::InvalidArgument(
-                "groups must be a positive integer".into(),
-            ));
-        }
-        if !self.in_channels.is_multiple_of(groups) {
-            return Err(Error::InvalidArgument(
-                "in_channels must be divisible by groups".into(),
-            ));
-        }
-        if !self.out_channels.is_multiple_of(groups) {
-            return Err(Error::InvalidArgument(
-                "out_channels must be divisible by groups".into(),
-            ));
-        }
+        check_groups(self.in_channels, self.out_channels, groups)?;
         self.groups = groups;
-        let bias = self.bias.is_some();
-        self.redraw(bias)?;
+        let [kh, kw] = self.kernel_size.0;
+        let weight_shape = [self.out_channels, self.in_channels / groups, kh, kw];
+        let bias = self.bias.is_some().then_some(self.out_channels);
+        (self.weight, self.bias) = self.drawn.redraw(&weight_shape, bias)?;
         Ok(self)
     }
 
@@ -547,28 +532,8 @@ impl Conv2d {
     /// ```
     #[must_use]
     pub fn without_bias(mut self) -> Conv2d {
-        if self.bias.take().is_some() {
-            // PyTorch's layer without a bias draws no bias: undo its draws.
-            self.drawn_from.0.set_state(&self.after_weight);
-        }
+        self.drawn.drop_bias(&mut self.bias);
         self
-    }
-
-    /// Draws the parameters again for the current options from the state [`Conv2d::new`]
-    /// started from.
-    fn redraw(&mut self, bias: bool) -> Result<()> {
-        self.drawn_from.0.set_state(&self.drawn_from.1);
-        let (weight, b, after_weight) = init(
-            self.in_channels,
-            self.out_channels,
-            self.kernel_size,
-            self.groups,
-            bias,
-        )?;
-        self.weight = weight;
-        self.bias = b;
-        self.after_weight = after_weight;
-        Ok(())
     }
 
     /// The weight, `[out_channels, in_channels / groups, kh, kw]`.
@@ -605,10 +570,15 @@ impl Conv2d {
 
 impl Conv2d {
     fn extra_repr(&self) -> String {
-        super::repr::conv2d(
+        conv_repr(
             self.in_channels,
             self.out_channels,
-            [self.kernel_size, self.stride, self.padding, self.dilation],
+            &[
+                ("kernel_size", &self.kernel_size.0, None),
+                ("stride", &self.stride.0, None),
+                ("padding", &self.padding.0, Some(0)),
+                ("dilation", &self.dilation.0, Some(1)),
+            ],
             self.groups,
             self.bias.is_some(),
         )
@@ -627,50 +597,4 @@ impl Forward for Conv2d {
             self.groups,
         )
     }
-}
-
-/// PyTorch's default `Conv2d` initialisation from the global generator (see [`init_parameters`]).
-fn init(
-    in_channels: usize,
-    out_channels: usize,
-    Size2([kh, kw]): Size2,
-    groups: usize,
-    bias: bool,
-) -> Result<(Tensor, Option<Tensor>, GeneratorState)> {
-    let weight_shape = [out_channels, in_channels / groups, kh, kw];
-    init_parameters(&weight_shape, bias.then_some(out_channels))
-}
-
-/// PyTorch's `_ConvNd.reset_parameters` from the global generator, for any convolution:
-/// `kaiming_uniform_(a=√5)` on a `weight_shape` weight, which is uniform in `±1/√fan_in`
-/// (`fan_in = weight_shape[1] · kernel volume`, as `_calculate_fan_in_and_fan_out`), then a
-/// bias of `bias` elements (if any) uniform in `±1/√fan_in`; f32 leaves that require grad, and
-/// the generator's state between the two.
-pub(super) fn init_parameters(
-    weight_shape: &[usize],
-    bias: Option<usize>,
-) -> Result<(Tensor, Option<Tensor>, GeneratorState)> {
-    let weight = Tensor::zeros(weight_shape, DType::F32)?;
-    init::kaiming_uniform_(
-        &weight,
-        5f64.sqrt(),
-        init::FanMode::FanIn,
-        init::Nonlinearity::LeakyRelu,
-    )?;
-    let after_weight = default_generator().get_state();
-    let bias = match bias {
-        Some(len) => {
-            let fan_in: usize = weight_shape[1..].iter().product();
-            let bound = if fan_in > 0 {
-                1.0 / (fan_in as f64).sqrt()
-            } else {
-                0.0
-            };
-            let b = Tensor::zeros(&[len], DType::F32)?;
-            init::uniform_(&b, -bound, bound)?;
-            Some(b.requires_grad_(true)?)
-        }
-        None => None,
-    };
-    Ok((weight.requires_grad_(true)?, bias, after_weight))
 }

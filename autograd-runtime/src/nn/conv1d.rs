@@ -6,10 +6,10 @@
 //! (PyTorch computes its `conv1d` the same way), differentiable twice like `conv2d`. The shape
 //! checks are made here first, so the errors name the 1-D shapes as PyTorch's do.
 
-use crate::nn::conv::{conv2d, init_parameters};
-use crate::nn::repr::py_tuple;
+use crate::nn::conv::conv2d;
+use crate::nn::conv_params::{Drawn, check_groups, conv_repr};
 use crate::nn::{Forward, Module};
-use crate::{Error, Generator, GeneratorState, Result, Tensor, default_generator};
+use crate::{Error, Result, Tensor};
 
 /// 1-D convolution (PyTorch's `torch.nn.functional.conv1d`, a cross-correlation as there):
 /// `input` `[N, C, L]` (or unbatched `[C, L]`), `weight` `[O, C / groups, k]`, optional `bias`
@@ -197,12 +197,10 @@ pub struct Conv1d {
     dilation: usize,
     #[module(skip)]
     groups: usize,
-    /// The generator the parameters came from and its state before (see `Conv2d`).
+    /// Where the parameters were drawn (see `Conv2d`).
     #[module(skip)]
-    drawn_from: (Generator, GeneratorState),
-    /// The generator's state after the weight was drawn, where `without_bias` sets it back.
-    #[module(skip)]
-    after_weight: GeneratorState,
+    drawn: Drawn,
+    training: bool,
 }
 
 impl Conv1d {
@@ -228,9 +226,7 @@ impl Conv1d {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn new(in_channels: usize, out_channels: usize, kernel_size: usize) -> Result<Conv1d> {
-        let generator = default_generator();
-        let before = generator.get_state();
-        let (weight, bias, after_weight) = init_parameters(
+        let (weight, bias, drawn) = Drawn::new(
             &[out_channels, in_channels, kernel_size],
             Some(out_channels),
         )?;
@@ -244,8 +240,8 @@ impl Conv1d {
             padding: 0,
             dilation: 1,
             groups: 1,
-            drawn_from: (generator, before),
-            after_weight,
+            drawn,
+            training: true,
         })
     }
 
@@ -326,14 +322,13 @@ impl Conv1d {
     pub fn groups(mut self, groups: usize) -> Result<Conv1d> {
         check_groups(self.in_channels, self.out_channels, groups)?;
         self.groups = groups;
-        self.drawn_from.0.set_state(&self.drawn_from.1);
         let weight_shape = [
             self.out_channels,
             self.in_channels / groups,
             self.kernel_size,
         ];
         let bias = self.bias.is_some().then_some(self.out_channels);
-        (self.weight, self.bias, self.after_weight) = init_parameters(&weight_shape, bias)?;
+        (self.weight, self.bias) = self.drawn.redraw(&weight_shape, bias)?;
         Ok(self)
     }
 
@@ -350,10 +345,7 @@ impl Conv1d {
     /// ```
     #[must_use]
     pub fn without_bias(mut self) -> Conv1d {
-        if self.bias.take().is_some() {
-            // PyTorch's layer without a bias draws no bias: undo its draws.
-            self.drawn_from.0.set_state(&self.after_weight);
-        }
+        self.drawn.drop_bias(&mut self.bias);
         self
     }
 
@@ -413,43 +405,4 @@ impl Forward for Conv1d {
             self.groups,
         )
     }
-}
-
-/// `_ConvNd.__init__`'s checks of `groups`, in PyTorch's words.
-pub(super) fn check_groups(in_channels: usize, out_channels: usize, groups: usize) -> Result<()> {
-    let message = if groups == 0 {
-        "groups must be a positive integer"
-    } else if !in_channels.is_multiple_of(groups) {
-        "in_channels must be divisible by groups"
-    } else if !out_channels.is_multiple_of(groups) {
-        "out_channels must be divisible by groups"
-    } else {
-        return Ok(());
-    };
-    Err(Error::InvalidArgument(message.into()))
-}
-
-/// `_ConvNd.extra_repr`: `in, out, kernel_size=(..), stride=(..)`, then each remaining
-/// `(name, value, default)` that differs from its default, `groups` when not 1 and
-/// `bias=False` without a bias.
-pub(super) fn conv_repr(
-    in_channels: usize,
-    out_channels: usize,
-    sizes: &[(&str, &[usize], Option<usize>)],
-    groups: usize,
-    bias: bool,
-) -> String {
-    let mut s = format!("{in_channels}, {out_channels}");
-    for (name, value, default) in sizes {
-        if default.is_none_or(|d| value.iter().any(|&v| v != d)) {
-            s += &format!(", {name}={}", py_tuple(value));
-        }
-    }
-    if groups != 1 {
-        s += &format!(", groups={groups}");
-    }
-    if !bias {
-        s += ", bias=False";
-    }
-    s
 }

@@ -8,10 +8,10 @@
 //! (the `index_add`'s gradient is im2col's `index_select`), so the backward is `conv2d`'s
 //! forward and there is a double backward, on every device that has those ops.
 
-use crate::nn::conv::{Size2, Window, init_parameters, transpose_2d};
-use crate::nn::conv1d::{check_groups, conv_repr};
+use crate::nn::conv::{Size2, Window, transpose_2d};
+use crate::nn::conv_params::{Drawn, check_groups, conv_repr};
 use crate::nn::{Forward, Module, torch_size};
-use crate::{Error, Generator, GeneratorState, Result, Tensor, default_generator};
+use crate::{Error, Result, Tensor};
 
 /// 2-D transposed convolution (PyTorch's `torch.nn.functional.conv_transpose2d`, the gradient
 /// of [`conv2d`](super::functional::conv2d) with respect to its input): `input`
@@ -274,12 +274,10 @@ pub struct ConvTranspose2d {
     groups: usize,
     #[module(skip)]
     dilation: Size2,
-    /// The generator the parameters came from and its state before (see `Conv2d`).
+    /// Where the parameters were drawn (see `Conv2d`).
     #[module(skip)]
-    drawn_from: (Generator, GeneratorState),
-    /// The generator's state after the weight was drawn, where `without_bias` sets it back.
-    #[module(skip)]
-    after_weight: GeneratorState,
+    drawn: Drawn,
+    training: bool,
 }
 
 impl ConvTranspose2d {
@@ -307,11 +305,9 @@ impl ConvTranspose2d {
         kernel_size: impl Into<Size2>,
     ) -> Result<ConvTranspose2d> {
         let kernel_size = kernel_size.into();
-        let generator = default_generator();
-        let before = generator.get_state();
         let [kh, kw] = kernel_size.0;
-        let (weight, bias, after_weight) =
-            init_parameters(&[in_channels, out_channels, kh, kw], Some(out_channels))?;
+        let (weight, bias, drawn) =
+            Drawn::new(&[in_channels, out_channels, kh, kw], Some(out_channels))?;
         Ok(ConvTranspose2d {
             weight,
             bias,
@@ -323,8 +319,8 @@ impl ConvTranspose2d {
             output_padding: Size2([0, 0]),
             groups: 1,
             dilation: Size2([1, 1]),
-            drawn_from: (generator, before),
-            after_weight,
+            drawn,
+            training: true,
         })
     }
 
@@ -410,11 +406,10 @@ impl ConvTranspose2d {
     pub fn groups(mut self, groups: usize) -> Result<ConvTranspose2d> {
         check_groups(self.in_channels, self.out_channels, groups)?;
         self.groups = groups;
-        self.drawn_from.0.set_state(&self.drawn_from.1);
         let [kh, kw] = self.kernel_size.0;
         let weight_shape = [self.in_channels, self.out_channels / groups, kh, kw];
         let bias = self.bias.is_some().then_some(self.out_channels);
-        (self.weight, self.bias, self.after_weight) = init_parameters(&weight_shape, bias)?;
+        (self.weight, self.bias) = self.drawn.redraw(&weight_shape, bias)?;
         Ok(self)
     }
 
@@ -431,10 +426,7 @@ impl ConvTranspose2d {
     /// ```
     #[must_use]
     pub fn without_bias(mut self) -> ConvTranspose2d {
-        if self.bias.take().is_some() {
-            // PyTorch's layer without a bias draws no bias: undo its draws.
-            self.drawn_from.0.set_state(&self.after_weight);
-        }
+        self.drawn.drop_bias(&mut self.bias);
         self
     }
 

@@ -34,6 +34,7 @@ pub struct Embedding {
     weight: Tensor,
     #[module(skip)]
     padding_idx: Option<usize>,
+    training: bool,
 }
 
 impl Embedding {
@@ -50,6 +51,7 @@ impl Embedding {
         Ok(Embedding {
             weight,
             padding_idx: None,
+            training: true,
         })
     }
 
@@ -109,6 +111,7 @@ impl Embedding {
         Ok(Embedding {
             weight,
             padding_idx: None,
+            training: true,
         })
     }
 

@@ -26,6 +26,7 @@ pub struct Flatten {
     start_dim: isize,
     #[module(skip)]
     end_dim: isize,
+    training: bool,
 }
 
 impl Default for Flatten {
@@ -63,7 +64,11 @@ impl Flatten {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn with_dims(start_dim: isize, end_dim: isize) -> Flatten {
-        Flatten { start_dim, end_dim }
+        Flatten {
+            start_dim,
+            end_dim,
+            training: true,
+        }
     }
 }
 

@@ -47,6 +47,7 @@ pub struct GroupNorm {
     num_channels: usize,
     #[module(skip)]
     eps: f64,
+    training: bool,
 }
 
 impl GroupNorm {
@@ -69,6 +70,7 @@ impl GroupNorm {
             num_groups,
             num_channels,
             eps: 1e-5,
+            training: true,
         })
     }
 
@@ -167,6 +169,7 @@ pub struct RmsNorm {
     normalized_shape: Vec<usize>,
     #[module(skip)]
     eps: Option<f64>,
+    training: bool,
 }
 
 impl RmsNorm {
@@ -181,6 +184,7 @@ impl RmsNorm {
             weight: Some(Tensor::ones(normalized_shape, DType::F32)?.requires_grad_(true)?),
             normalized_shape: normalized_shape.to_vec(),
             eps: None,
+            training: true,
         })
     }
 

@@ -29,6 +29,7 @@ pub struct LayerNorm {
     eps: f64,
     weight: Option<Tensor>,
     bias: Option<Tensor>,
+    training: bool,
 }
 
 impl LayerNorm {
@@ -103,6 +104,7 @@ impl LayerNorm {
             eps,
             weight,
             bias,
+            training: true,
         })
     }
 

@@ -28,6 +28,7 @@ use crate::{DType, Error, Result, Tensor};
 pub struct Linear {
     weight: Tensor,
     bias: Option<Tensor>,
+    training: bool,
 }
 
 impl Linear {
@@ -78,6 +79,7 @@ impl Linear {
         Ok(Linear {
             weight: weight.requires_grad_(true)?,
             bias: None,
+            training: true,
         })
     }
 
@@ -122,7 +124,11 @@ impl Linear {
                 b.device()
             )));
         }
-        Ok(Linear { weight, bias })
+        Ok(Linear {
+            weight,
+            bias,
+            training: true,
+        })
     }
 
     /// The weight, `[out_features, in_features]`.

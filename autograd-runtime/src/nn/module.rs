@@ -138,7 +138,7 @@ pub trait Module: AsModule + fmt::Debug + Send + Sync {
     ///
     /// ```
     /// use autograd_runtime::nn::{Linear, Module, Relu, Sequential};
-    /// let model = Sequential::new().add(Linear::new(4, 8)?).add(Relu);
+    /// let model = Sequential::new().add(Linear::new(4, 8)?).add(Relu::new());
     /// assert_eq!(
     ///     model.to_string(),
     ///     "Sequential(\n  (0): Linear(in_features=4, out_features=8, bias=True)\n  (1): ReLU()\n)"
@@ -169,7 +169,7 @@ pub trait Module: AsModule + fmt::Debug + Send + Sync {
     ///
     /// ```
     /// use autograd_runtime::nn::{Linear, Module, Relu, Sequential};
-    /// let model = Sequential::new().add(Linear::new(4, 8)?).add(Relu);
+    /// let model = Sequential::new().add(Linear::new(4, 8)?).add(Relu::new());
     /// let names: Vec<String> = model.named_modules().into_iter().map(|(n, _)| n).collect();
     /// assert_eq!(names, ["", "0", "1"]);
     /// # Ok::<(), autograd_runtime::Error>(())
@@ -198,7 +198,7 @@ pub trait Module: AsModule + fmt::Debug + Send + Sync {
     ///
     /// ```
     /// use autograd_runtime::nn::{Linear, Module, Relu, Sequential, init};
-    /// let mut model = Sequential::new().add(Linear::new(4, 8)?).add(Relu);
+    /// let mut model = Sequential::new().add(Linear::new(4, 8)?).add(Relu::new());
     /// let mut seen = Vec::new();
     /// model.apply(&mut |m| {
     ///     seen.push(m.repr().split('(').next().unwrap_or_default().to_string());
@@ -343,7 +343,7 @@ pub trait Module: AsModule + fmt::Debug + Send + Sync {
 ///     }
 /// }
 ///
-/// let block = Block { fc: Linear::new(3, 2)?, act: Relu };
+/// let block = Block { fc: Linear::new(3, 2)?, act: Relu::new() };
 /// let y = block.forward(&Tensor::ones(&[4, 3], DType::F32)?)?;
 /// assert_eq!(y.shape(), &[4, 2]);
 /// assert!(y.to_vec::<f32>()?.iter().all(|&v| v >= 0.0));
@@ -366,7 +366,8 @@ pub trait Forward: Module {
 ///
 /// ```
 /// use autograd_runtime::nn::{AsModule, Module, Relu};
-/// let m: &dyn Module = Relu.as_module();
+/// let relu = Relu::new();
+/// let m: &dyn Module = relu.as_module();
 /// assert_eq!(m.repr(), "ReLU()");
 /// ```
 // The derive reaches each child through this trait: the same message as `Module`'s.

@@ -325,6 +325,7 @@ pub struct MaxPool2d {
     dilation: Size2,
     #[module(skip)]
     ceil_mode: bool,
+    training: bool,
 }
 
 impl MaxPool2d {
@@ -351,6 +352,7 @@ impl MaxPool2d {
             padding: Size2([0, 0]),
             dilation: Size2([1, 1]),
             ceil_mode: false,
+            training: true,
         }
     }
 
@@ -436,6 +438,7 @@ pub struct AvgPool2d {
     count_include_pad: bool,
     #[module(skip)]
     divisor_override: Option<usize>,
+    training: bool,
 }
 
 impl AvgPool2d {
@@ -465,6 +468,7 @@ impl AvgPool2d {
             ceil_mode: false,
             count_include_pad: true,
             divisor_override: None,
+            training: true,
         }
     }
 

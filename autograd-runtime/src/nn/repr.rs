@@ -58,12 +58,6 @@ fn int_or_pair(s: Size2) -> String {
     }
 }
 
-/// A `Size2` as a tuple (what a convolution stores).
-fn pair(s: Size2) -> String {
-    let [a, b] = s.0;
-    format!("({a}, {b})")
-}
-
 /// PyTorch's `_addindent(s, 2)`: every line after the first indented by two spaces.
 pub(crate) fn add_indent(s: &str) -> String {
     let mut lines = s.split('\n');
@@ -108,34 +102,6 @@ pub(crate) fn linear(in_features: usize, out_features: usize, bias: bool) -> Str
 /// Python's `True`/`False`.
 fn py_bool(b: bool) -> &'static str {
     if b { "True" } else { "False" }
-}
-
-/// `Conv2d`'s `extra_repr`: the defaults left out as PyTorch leaves them out.
-pub(crate) fn conv2d(
-    in_channels: usize,
-    out_channels: usize,
-    [kernel, stride, padding, dilation]: [Size2; 4],
-    groups: usize,
-    bias: bool,
-) -> String {
-    let mut s = format!(
-        "{in_channels}, {out_channels}, kernel_size={}, stride={}",
-        pair(kernel),
-        pair(stride)
-    );
-    if padding.0 != [0, 0] {
-        s += &format!(", padding={}", pair(padding));
-    }
-    if dilation.0 != [1, 1] {
-        s += &format!(", dilation={}", pair(dilation));
-    }
-    if groups != 1 {
-        s += &format!(", groups={groups}");
-    }
-    if !bias {
-        s += ", bias=False";
-    }
-    s
 }
 
 /// `MaxPool2d`'s `extra_repr`.

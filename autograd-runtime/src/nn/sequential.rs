@@ -19,7 +19,7 @@ use crate::{Result, Tensor};
 /// use autograd_runtime::{DType, Tensor};
 /// let model = Sequential::new()
 ///     .add(Linear::new(4, 8)?)
-///     .add(Relu)
+///     .add(Relu::new())
 ///     .add(Linear::new(8, 2)?);
 /// let y = model.forward(&Tensor::ones(&[3, 4], DType::F32)?)?;
 /// assert_eq!(y.shape(), &[3, 2]);
@@ -83,7 +83,7 @@ impl Sequential {
     ///
     /// ```
     /// use autograd_runtime::nn::{Linear, Module, Relu, Sequential};
-    /// let model = Sequential::new().add(Linear::new(2, 2)?).add(Relu);
+    /// let model = Sequential::new().add(Linear::new(2, 2)?).add(Relu::new());
     /// assert_eq!(model.get(0).unwrap().parameters().len(), 2);
     /// assert!(model.get(2).is_none());
     /// assert!(model[1].parameters().is_empty());

@@ -235,6 +235,43 @@ fn feed_forward(
     out_dropout.forward(&linear2.forward(&h)?)
 }
 
+/// PyTorch's `_sa_block` / `_mha_block`: `dropout(attn(query, kv, kv))`, without weights.
+fn attention_block(
+    attn: &MultiheadAttention,
+    dropout: &Dropout,
+    query: &Tensor,
+    kv: &Tensor,
+    key_padding_mask: Option<&Tensor>,
+    attn_mask: Option<&Tensor>,
+    is_causal: bool,
+) -> Result<Tensor> {
+    let opts = MultiheadAttentionForwardOptions {
+        key_padding_mask,
+        need_weights: false,
+        attn_mask,
+        is_causal,
+        ..MultiheadAttentionForwardOptions::default()
+    };
+    dropout.forward(&attn.forward(query, kv, kv, &opts)?.0)
+}
+
+/// A sub-block of a layer (`_sa_block`, `_mha_block`, `_ff_block`) with the norm after it.
+type Residual<'a> = (&'a LayerNorm, &'a dyn Fn(&Tensor) -> Result<Tensor>);
+
+/// The layers' residual connections, block after block: `x + block(norm(x))` with
+/// `norm_first`, `norm(x + block(x))` otherwise (post-norm).
+fn residuals(x: &Tensor, norm_first: bool, blocks: &[Residual<'_>]) -> Result<Tensor> {
+    let mut x = x.clone();
+    for (norm, block) in blocks {
+        x = if norm_first {
+            x.add(&block(&norm.forward(&x)?)?)?
+        } else {
+            norm.forward(&x.add(&block(&x)?)?)?
+        };
+    }
+    Ok(x)
+}
+
 /// One transformer encoder layer (PyTorch's `nn.TransformerEncoderLayer`): self-attention,
 /// then a feed-forward block (`linear2(dropout(activation(linear1(x))))`), each with dropout, a
 /// residual connection and a layer norm: after the sum (post-norm, the default) or on the
@@ -373,16 +410,9 @@ impl TransformerEncoderLayer {
         let kpm = canonical_mask(options.src_key_padding_mask, "src_key_padding_mask", dtype)?;
         let mask = canonical_mask(options.src_mask, "src_mask", dtype)?;
         let is_causal = options.is_causal.unwrap_or(false);
-        let sa_block = |x: &Tensor| -> Result<Tensor> {
-            let opts = MultiheadAttentionForwardOptions {
-                key_padding_mask: kpm.as_ref(),
-                need_weights: false,
-                attn_mask: mask.as_ref(),
-                is_causal,
-                ..MultiheadAttentionForwardOptions::default()
-            };
-            self.dropout1
-                .forward(&self.self_attn.forward(x, x, x, &opts)?.0)
+        let sa_block = |x: &Tensor| {
+            let (kpm, mask) = (kpm.as_ref(), mask.as_ref());
+            attention_block(&self.self_attn, &self.dropout1, x, x, kpm, mask, is_causal)
         };
         let ff_block = |x: &Tensor| {
             feed_forward(
@@ -394,13 +424,11 @@ impl TransformerEncoderLayer {
                 &self.dropout2,
             )
         };
-        if self.config.norm_first {
-            let x = src.add(&sa_block(&self.norm1.forward(src)?)?)?;
-            x.add(&ff_block(&self.norm2.forward(&x)?)?)
-        } else {
-            let x = self.norm1.forward(&src.add(&sa_block(src)?)?)?;
-            self.norm2.forward(&x.add(&ff_block(&x)?)?)
-        }
+        residuals(
+            src,
+            self.config.norm_first,
+            &[(&self.norm1, &sa_block), (&self.norm2, &ff_block)],
+        )
     }
 }
 
@@ -548,27 +576,23 @@ impl TransformerDecoderLayer {
         memory: &Tensor,
         options: &DecoderForwardOptions<'_>,
     ) -> Result<Tensor> {
-        let sa_block = |x: &Tensor| -> Result<Tensor> {
-            let opts = MultiheadAttentionForwardOptions {
-                key_padding_mask: options.tgt_key_padding_mask,
-                need_weights: false,
-                attn_mask: options.tgt_mask,
-                is_causal: options.tgt_is_causal.unwrap_or(false),
-                ..MultiheadAttentionForwardOptions::default()
-            };
-            self.dropout1
-                .forward(&self.self_attn.forward(x, x, x, &opts)?.0)
+        let sa_block = |x: &Tensor| {
+            let (kpm, mask) = (options.tgt_key_padding_mask, options.tgt_mask);
+            let is_causal = options.tgt_is_causal.unwrap_or(false);
+            attention_block(&self.self_attn, &self.dropout1, x, x, kpm, mask, is_causal)
         };
-        let mha_block = |x: &Tensor| -> Result<Tensor> {
-            let opts = MultiheadAttentionForwardOptions {
-                key_padding_mask: options.memory_key_padding_mask,
-                need_weights: false,
-                attn_mask: options.memory_mask,
-                is_causal: options.memory_is_causal,
-                ..MultiheadAttentionForwardOptions::default()
-            };
-            self.dropout2
-                .forward(&self.multihead_attn.forward(x, memory, memory, &opts)?.0)
+        let mha_block = |x: &Tensor| {
+            let (kpm, mask) = (options.memory_key_padding_mask, options.memory_mask);
+            let (attn, dropout) = (&self.multihead_attn, &self.dropout2);
+            attention_block(
+                attn,
+                dropout,
+                x,
+                memory,
+                kpm,
+                mask,
+                options.memory_is_causal,
+            )
         };
         let ff_block = |x: &Tensor| {
             feed_forward(
@@ -580,14 +604,11 @@ impl TransformerDecoderLayer {
                 &self.dropout3,
             )
         };
-        if self.config.norm_first {
-            let x = tgt.add(&sa_block(&self.norm1.forward(tgt)?)?)?;
-            let x = x.add(&mha_block(&self.norm2.forward(&x)?)?)?;
-            x.add(&ff_block(&self.norm3.forward(&x)?)?)
-        } else {
-            let x = self.norm1.forward(&tgt.add(&sa_block(tgt)?)?)?;
-            let x = self.norm2.forward(&x.add(&mha_block(&x)?)?)?;
-            self.norm3.forward(&x.add(&ff_block(&x)?)?)
-        }
+        let blocks: [Residual<'_>; 3] = [
+            (&self.norm1, &sa_block),
+            (&self.norm2, &mha_block),
+            (&self.norm3, &ff_block),
+        ];
+        residuals(tgt, self.config.norm_first, &blocks)
     }
 }

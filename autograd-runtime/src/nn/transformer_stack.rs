@@ -22,6 +22,32 @@ fn clones<M>(layer: M, num_layers: usize, copy: fn(&M) -> Result<M>) -> Result<V
     Ok(layers)
 }
 
+/// The stacks' forward: `is_causal` as PyTorch's `_detect_is_causal_mask` reads it off `mask`
+/// (the sequence length from `input` and the first layer's `batch_first`), then each layer
+/// (`layer(l, x, is_causal)`) and the final norm.
+fn run_stack<L>(
+    layers: &[L],
+    norm: Option<&LayerNorm>,
+    input: &Tensor,
+    batch_first: fn(&L) -> bool,
+    (mask, is_causal): (Option<&Tensor>, Option<bool>),
+    layer: impl Fn(&L, &Tensor, bool) -> Result<Tensor>,
+) -> Result<Tensor> {
+    let Some(first) = layers.first() else {
+        return Err(Error::InvalidArgument("index 0 is out of range".into()));
+    };
+    let len = seq_len(input, batch_first(first));
+    let is_causal = detect_is_causal_mask(mask, is_causal, len)?;
+    let mut output = input.clone();
+    for l in layers {
+        output = layer(l, &output, is_causal)?;
+    }
+    match norm {
+        Some(norm) => norm.forward(&output),
+        None => Ok(output),
+    }
+}
+
 /// A stack of `num_layers` encoder layers and an optional final norm (PyTorch's
 /// `nn.TransformerEncoder`). As PyTorch's `_get_clones`, the layers are copies of the layer
 /// given: they start with the same weights and are trained separately. The state dict is
@@ -104,24 +130,21 @@ impl TransformerEncoder {
         let dtype = src.dtype();
         let kpm = canonical_mask(options.src_key_padding_mask, "src_key_padding_mask", dtype)?;
         let mask = canonical_mask(options.src_mask, "mask", dtype)?;
-        let Some(first) = self.layers.first() else {
-            return Err(Error::InvalidArgument("index 0 is out of range".into()));
-        };
-        let len = seq_len(src, first.config().batch_first);
-        let is_causal = detect_is_causal_mask(mask.as_ref(), options.is_causal, len)?;
-        let layer_opts = EncoderForwardOptions {
-            src_mask: mask.as_ref(),
-            src_key_padding_mask: kpm.as_ref(),
-            is_causal: Some(is_causal),
-        };
-        let mut output = src.clone();
-        for layer in &self.layers {
-            output = layer.forward(&output, &layer_opts)?;
-        }
-        match &self.norm {
-            Some(norm) => norm.forward(&output),
-            None => Ok(output),
-        }
+        run_stack(
+            &self.layers,
+            self.norm.as_ref(),
+            src,
+            |l| l.config().batch_first,
+            (mask.as_ref(), options.is_causal),
+            |l, x, is_causal| {
+                let layer_opts = EncoderForwardOptions {
+                    src_mask: mask.as_ref(),
+                    src_key_padding_mask: kpm.as_ref(),
+                    is_causal: Some(is_causal),
+                };
+                l.forward(x, &layer_opts)
+            },
+        )
     }
 }
 
@@ -196,22 +219,19 @@ impl TransformerDecoder {
         memory: &Tensor,
         options: &DecoderForwardOptions<'_>,
     ) -> Result<Tensor> {
-        let Some(first) = self.layers.first() else {
-            return Err(Error::InvalidArgument("index 0 is out of range".into()));
-        };
-        let len = seq_len(tgt, first.config().batch_first);
-        let tgt_is_causal = detect_is_causal_mask(options.tgt_mask, options.tgt_is_causal, len)?;
-        let layer_opts = DecoderForwardOptions {
-            tgt_is_causal: Some(tgt_is_causal),
-            ..*options
-        };
-        let mut output = tgt.clone();
-        for layer in &self.layers {
-            output = layer.forward(&output, memory, &layer_opts)?;
-        }
-        match &self.norm {
-            Some(norm) => norm.forward(&output),
-            None => Ok(output),
-        }
+        run_stack(
+            &self.layers,
+            self.norm.as_ref(),
+            tgt,
+            |l| l.config().batch_first,
+            (options.tgt_mask, options.tgt_is_causal),
+            |l, x, tgt_is_causal| {
+                let layer_opts = DecoderForwardOptions {
+                    tgt_is_causal: Some(tgt_is_causal),
+                    ..*options
+                };
+                l.forward(x, memory, &layer_opts)
+            },
+        )
     }
 }

@@ -493,6 +493,7 @@ pub struct Upsample {
     align_corners: Option<bool>,
     #[module(skip)]
     recompute_scale_factor: Option<bool>,
+    training: bool,
 }
 
 impl Upsample {
@@ -505,6 +506,7 @@ impl Upsample {
             mode: InterpolateMode::Nearest,
             align_corners: None,
             recompute_scale_factor: None,
+            training: true,
         }
     }
 

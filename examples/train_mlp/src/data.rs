@@ -4,9 +4,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use autograd::data::datasets::Digits;
+use autograd::data::datasets::{Digits, Mnist};
 
-use crate::idx::{self, IdxArray, IdxError};
 use crate::rng::SplitMix64;
 
 /// Fisher's Iris data set, with a header line.
@@ -18,14 +17,6 @@ const IRIS_SPECIES: [&str; 3] = ["Iris-setosa", "Iris-versicolor", "Iris-virgini
 const DIGITS_SPLIT_SEED: u64 = 0x5eed_d161;
 /// Share of the digits held out for testing.
 const DIGITS_TEST_FRACTION: f64 = 0.2;
-
-/// The four MNIST files, by their standard names (`.gz` variants are accepted too).
-pub(crate) const MNIST_FILES: [&str; 4] = [
-    "train-images-idx3-ubyte",
-    "train-labels-idx1-ubyte",
-    "t10k-images-idx3-ubyte",
-    "t10k-labels-idx1-ubyte",
-];
 
 /// Which data set to train on (`--data`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,33 +61,15 @@ impl fmt::Display for DataSource {
 /// Why a data set could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum DataError {
-    #[error("MNIST directory {} does not exist or is not a directory", dir.display())]
-    NoSuchDirectory { dir: PathBuf },
-    #[error("MNIST file `{name}` (or `{name}.gz`) not found in {}", dir.display())]
-    MissingFile { dir: PathBuf, name: &'static str },
+    /// The library's data sets (the digits, MNIST's files) say what is wrong, naming the file.
     #[error(transparent)]
-    Idx(#[from] IdxError),
+    Library(#[from] autograd::Error),
     #[error("{}: expected {expected}, found dimensions {found:?}", path.display())]
     WrongShape {
         path: PathBuf,
         expected: &'static str,
         found: Vec<usize>,
     },
-    #[error("{images} has {n_images} images but {labels} has {n_labels} labels", images = images.display(), labels = labels.display())]
-    CountMismatch {
-        images: PathBuf,
-        n_images: usize,
-        labels: PathBuf,
-        n_labels: usize,
-    },
-    #[error("{}: label {label} at position {index} is not a digit 0-9", path.display())]
-    BadLabel {
-        path: PathBuf,
-        index: usize,
-        label: u8,
-    },
-    #[error("the library's digits: {0}")]
-    Digits(#[from] autograd::Error),
     #[error("embedded {name} data, line {line}: {message}")]
     Csv {
         name: &'static str,
@@ -282,80 +255,30 @@ pub(crate) fn standardise(train: &mut Split, test: &mut Split, features: usize) 
     }
 }
 
-/// `DIR/name`, or `DIR/name.gz` when only that exists.
-fn find_file(dir: &Path, name: &'static str) -> Result<PathBuf, DataError> {
-    let plain = dir.join(name);
-    if plain.is_file() {
-        return Ok(plain);
-    }
-    let gz = dir.join(format!("{name}.gz"));
-    if gz.is_file() {
-        return Ok(gz);
-    }
-    Err(DataError::MissingFile {
-        dir: dir.to_owned(),
-        name,
-    })
-}
-
-/// Reads one MNIST pair: images `[n, rows, cols]` scaled to 0–1, labels `[n]` in 0–9.
-fn mnist_split(
-    dir: &Path,
-    images: &'static str,
-    labels: &'static str,
-) -> Result<(Split, usize), DataError> {
-    let images = find_file(dir, images)?;
-    let labels = find_file(dir, labels)?;
-    let IdxArray { dims, data } = idx::read_file(&images)?;
-    let &[n_images, rows, cols] = dims.as_slice() else {
-        return Err(DataError::WrongShape {
-            path: images,
-            expected: "3 dimensions (images, rows, columns)",
-            found: dims,
-        });
-    };
-    let label_file = idx::read_file(&labels)?;
-    let &[n_labels] = label_file.dims.as_slice() else {
-        return Err(DataError::WrongShape {
-            path: labels,
-            expected: "1 dimension (one label per image)",
-            found: label_file.dims,
-        });
-    };
-    if n_images != n_labels {
-        return Err(DataError::CountMismatch {
-            images,
-            n_images,
-            labels,
-            n_labels,
-        });
-    }
-    if let Some((index, &label)) = label_file.data.iter().enumerate().find(|&(_, &l)| l > 9) {
-        return Err(DataError::BadLabel {
-            path: labels,
-            index,
-            label,
-        });
-    }
+/// One MNIST split of `autograd::data::datasets::Mnist` as rows of `rows · cols` pixels
+/// (already scaled to 0–1), and the pixels per image.
+fn mnist_split(dir: &Path, train: bool) -> Result<(Split, usize), DataError> {
+    let mnist = Mnist::new(dir, train)?;
+    let features = mnist.images().shape()[2..].iter().product();
     let split = Split {
-        x: data.iter().map(|&p| f32::from(p) / 255.0).collect(),
-        y: label_file.data.iter().map(|&l| usize::from(l)).collect(),
+        x: mnist.images().to_vec::<f32>()?,
+        y: mnist
+            .targets()
+            .to_vec::<i64>()?
+            .into_iter()
+            .map(|c| c as usize)
+            .collect(),
     };
-    Ok((split, rows * cols))
+    Ok((split, features))
 }
 
 /// MNIST from `dir`: the 60,000 training and 10,000 test images as distributed.
 fn mnist(dir: &Path) -> Result<Dataset, DataError> {
-    if !dir.is_dir() {
-        return Err(DataError::NoSuchDirectory {
-            dir: dir.to_owned(),
-        });
-    }
-    let (train, features) = mnist_split(dir, MNIST_FILES[0], MNIST_FILES[1])?;
-    let (test, test_features) = mnist_split(dir, MNIST_FILES[2], MNIST_FILES[3])?;
+    let (train, features) = mnist_split(dir, true)?;
+    let (test, test_features) = mnist_split(dir, false)?;
     if features != test_features {
         return Err(DataError::WrongShape {
-            path: dir.join(MNIST_FILES[2]),
+            path: dir.to_owned(),
             expected: "test images of the training images' size",
             found: vec![test.len(), test_features],
         });

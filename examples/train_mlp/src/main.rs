@@ -14,10 +14,10 @@
 //!     mpirun -np 2 target/release/train_mlp --ddp       # data-parallel, 2 processes
 //! ```
 //!
-//! * Data (`data.rs`, `idx.rs`): by default UCI's 8×8 handwritten digits (1,797 images, 64
+//! * Data (`data.rs`): by default UCI's 8×8 handwritten digits (1,797 images, 64
 //!   pixels 0–16 scaled to 0–1, 10 classes; the library's `autograd::data::datasets::Digits`,
 //!   see `autograd-runtime/data/README.md`), a fixed seeded 20% held out; `--data iris` the Iris
-//!   flowers; `--data mnist:DIR` MNIST from its IDX files.
+//!   flowers; `--data mnist:DIR` MNIST from its IDX files (`autograd::data::datasets::Mnist`).
 //! * Model (`model.rs`): an `nn::Sequential` of `nn::Linear` layers of `--hidden` widths with
 //!   `--activation` between them, or (`--model cnn`) `nn::Conv2d`, `nn::MaxPool2d`, `nn::Flatten`
 //!   and `nn::Linear`; f32, on `--device` (`cpu`, `virtual:N`, `cuda:N`). With
@@ -49,7 +49,6 @@ macro_rules! say {
 mod checkpoint;
 mod cli;
 mod data;
-mod idx;
 mod inspect;
 mod loss;
 mod model;

@@ -52,9 +52,9 @@ pub(crate) enum ActivationCheckpoint {
 impl Activation {
     fn layer(self) -> Box<dyn Forward> {
         match self {
-            Activation::Relu => Box::new(Relu),
-            Activation::Tanh => Box::new(Tanh),
-            Activation::Sigmoid => Box::new(Sigmoid),
+            Activation::Relu => Box::new(Relu::new()),
+            Activation::Tanh => Box::new(Tanh::new()),
+            Activation::Sigmoid => Box::new(Sigmoid::new()),
         }
     }
 }
@@ -140,10 +140,10 @@ impl Model {
         let pooled = side / 4;
         let net = Sequential::new()
             .add(Conv2d::new(1, c1, 3)?.padding(1))
-            .add(Relu)
+            .add(Relu::new())
             .add(MaxPool2d::new(2))
             .add(Conv2d::new(c1, c2, 3)?.padding(1))
-            .add(Relu)
+            .add(Relu::new())
             .add(MaxPool2d::new(2))
             .add(Flatten::new())
             .add(Linear::new(c2 * pooled * pooled, classes)?);

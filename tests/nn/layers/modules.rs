@@ -8,9 +8,9 @@ use super::*;
 #[test]
 fn activations_match_pytorch() -> Result<()> {
     let modules: Vec<(&str, Box<dyn Forward>)> = vec![
-        ("relu", Box::new(Relu)),
-        ("tanh", Box::new(Tanh)),
-        ("sigmoid", Box::new(Sigmoid)),
+        ("relu", Box::new(Relu::new())),
+        ("tanh", Box::new(Tanh::new())),
+        ("sigmoid", Box::new(Sigmoid::new())),
         ("gelu", Box::new(Gelu::new())),
         (
             "gelu_tanh",
@@ -21,7 +21,7 @@ fn activations_match_pytorch() -> Result<()> {
         ("softmax_1", Box::new(Softmax::new(1))),
         ("softmax_0", Box::new(Softmax::new(0))),
         ("log_softmax_m1", Box::new(LogSoftmax::new(-1))),
-        ("identity", Box::new(Identity)),
+        ("identity", Box::new(Identity::new())),
     ];
     for (name, m) in modules {
         let x = input("act_x");
@@ -181,10 +181,10 @@ fn embedding_takes_int64_indices_as_pytorch() -> Result<()> {
 fn mlp() -> Result<Sequential> {
     Ok(Sequential::new()
         .add(Linear::new(4, 8)?)
-        .add(Relu)
+        .add(Relu::new())
         .add(Dropout::new(0.1)?)
         .add(Linear::new(8, 3)?)
-        .add(Tanh)
+        .add(Tanh::new())
         .add(LayerNorm::new(&[3])?)
         .add(Linear::no_bias(3, 2)?))
 }

@@ -108,7 +108,7 @@ fn layers_start_from_pytorchs_weights() -> Result<()> {
     manual_seed(0);
     let m = Sequential::new()
         .add(Linear::new(4, 8)?)
-        .add(Relu)
+        .add(Relu::new())
         .add(Linear::new(8, 2)?);
     let sums: Vec<u64> = m.parameters().iter().map(checksum).collect();
     assert_eq!(
