@@ -209,3 +209,20 @@ fn a_tangent_can_be_differentiated_backward() -> Result<()> {
     assert_eq!(x.grad().unwrap().to_vec::<f64>()?, [6.0, 6.0, -12.0]);
     Ok(())
 }
+
+#[test]
+fn forward_over_reverse_gives_a_hessian_vector_product() -> Result<()> {
+    let _serial = crate::serial();
+    // f(x) = Σ x³ + x₀x₁: ∇f = 3x² + (x₁, x₀, 0), H = diag(6x) + the x₀x₁ block, so with
+    // v = (1, 2, 3) at x = (1, 2, -1): H·v = (6 + 2, 24 + 1, -18).
+    let x = vec(&[1.0, 2.0, -1.0])?;
+    let v = vec(&[1.0, 2.0, 3.0])?;
+    let _level = forward_ad::dual_level()?;
+    let d = forward_ad::make_dual(&x, &v)?.requires_grad_(true)?;
+    let y = d.pow(3.0)?.sum()?.add(&d.select(0, 0)?.mul(&d.select(0, 1)?)?)?;
+    let g = autograd::grad(&[y], &[d.clone()], autograd::GradOptions::new().create_graph(true))?;
+    let g = g[0].clone().expect("a gradient");
+    assert_eq!(g.to_vec::<f64>()?, [3.0 + 2.0, 12.0 + 1.0, 3.0]);
+    assert_eq!(tangent(&g)?, [8.0, 25.0, -18.0]);
+    Ok(())
+}

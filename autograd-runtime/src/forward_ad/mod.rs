@@ -43,7 +43,10 @@
 //! tangent (when the tangent has the input's layout, which [`make_dual`] arranges), and an
 //! in-place op on a dual tensor writes the new tangent into the old one, so views of the tangent
 //! see it, as in PyTorch. Tangent computations are ops themselves: they are recorded when a
-//! tangent or a primal requires grad, so a tangent can be differentiated backward.
+//! tangent or a primal requires grad, so a tangent can be differentiated backward (reverse over
+//! forward); and a backward pass run with `create_graph` on dual tensors propagates tangents
+//! through its ops, so the tangent of a gradient is a Hessian-vector product (forward over
+//! reverse).
 //!
 //! Integer and bool results carry no tangent. Grad mode does not affect forward mode (a dual
 //! op under [`no_grad`](crate::no_grad) still computes its tangent).
