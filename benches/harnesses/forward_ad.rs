@@ -100,7 +100,11 @@ fn main() -> Result<()> {
         let y = mlp.forward(&forward_ad::make_dual(&x, &v)?)?;
         forward_ad::unpack_dual(&y)?.tangent.expect("a tangent")
     };
-    let diff = fwd.sub(&reverse[0])?.abs()?.amax(&[0, 1], false)?.item::<f32>()?;
+    let diff = fwd
+        .sub(&reverse[0])?
+        .abs()?
+        .amax(&[0, 1], false)?
+        .item::<f32>()?;
     println!("mlp_forward_ms={forward:.3}");
     println!("mlp_jvp_forward_mode_ms={dual:.3}");
     println!("mlp_jvp_double_vjp_ms={double_vjp:.3}");

@@ -219,8 +219,15 @@ fn forward_over_reverse_gives_a_hessian_vector_product() -> Result<()> {
     let v = vec(&[1.0, 2.0, 3.0])?;
     let _level = forward_ad::dual_level()?;
     let d = forward_ad::make_dual(&x, &v)?.requires_grad_(true)?;
-    let y = d.pow(3.0)?.sum()?.add(&d.select(0, 0)?.mul(&d.select(0, 1)?)?)?;
-    let g = autograd::grad(&[y], &[d.clone()], autograd::GradOptions::new().create_graph(true))?;
+    let y = d
+        .pow(3.0)?
+        .sum()?
+        .add(&d.select(0, 0)?.mul(&d.select(0, 1)?)?)?;
+    let g = autograd::grad(
+        &[y],
+        &[d.clone()],
+        autograd::GradOptions::new().create_graph(true),
+    )?;
     let g = g[0].clone().expect("a gradient");
     assert_eq!(g.to_vec::<f64>()?, [3.0 + 2.0, 12.0 + 1.0, 3.0]);
     assert_eq!(tangent(&g)?, [8.0, 25.0, -18.0]);

@@ -19,7 +19,11 @@ pub(super) fn preprocess(
                 let shape: Vec<isize> = t.shape().iter().map(|&d| d as isize).collect();
                 t.view(&shape)
             } else {
-                t.detach().requires_grad_(need_graph)
+                let fresh = t.detach();
+                // A dual input keeps its tangent: a forward-mode Jacobian of this function
+                // (a forward-over-reverse Hessian) differentiates through it.
+                crate::forward_ad::carry(t, &fresh);
+                fresh.requires_grad_(need_graph)
             }
         })
         .collect()

@@ -19,9 +19,9 @@ use crate::{Error, Result, Tensor, enable_grad};
 /// gradients. ...", "Output i of the user-provided function is independent of input j. ..." and
 /// (with `create_graph`) "The jacobian of the user-provided function is independent of input
 /// i. ..." (which, as PyTorch's, names the output's index); "... `strict=True` and
-/// `vectorized=True` are not supported together. ..."; for [`Strategy::ForwardMode`], PyTorch's
-/// errors for `create_graph`, `strict` and no `vectorize`, then an error saying forward-mode AD
-/// is not available; and any error of `func` or of a backward pass.
+/// `vectorized=True` are not supported together. ..."; for [`Strategy::ForwardMode`] (computed
+/// with [`forward_ad`](crate::forward_ad), one pass per input element), PyTorch's errors for
+/// `create_graph`, `strict` and no `vectorize`; and any error of `func` or of a backward pass.
 ///
 /// # Examples
 ///
@@ -53,7 +53,8 @@ where
         strategy,
     } = options;
     if strategy == Strategy::ForwardMode {
-        return forward_mode(create_graph, strict, vectorize);
+        check_forward_mode(create_graph, strict, vectorize)?;
+        return forward_mode(&func, inputs.tensors());
     }
     let _grad = enable_grad();
     let inputs = preprocess(inputs.tensors(), create_graph, true)?;
@@ -159,9 +160,8 @@ fn vectorized(
         .collect())
 }
 
-/// `strategy="forward-mode"`: PyTorch's argument checks, in its order; past them, an error, as
-/// forward-mode AD is not available yet.
-fn forward_mode(create_graph: bool, strict: bool, vectorize: bool) -> Result<Vec<Vec<Tensor>>> {
+/// `strategy="forward-mode"`: PyTorch's argument checks, in its order.
+fn check_forward_mode(create_graph: bool, strict: bool, vectorize: bool) -> Result<()> {
     if create_graph {
         return Err(Error::msg(
             "torch.autograd.functional.jacobian: `create_graph=True` and \
@@ -183,10 +183,74 @@ fn forward_mode(create_graph: bool, strict: bool, vectorize: bool) -> Result<Vec
              implemented for `vectorize=True`.",
         ));
     }
-    Err(Error::msg(
-        "jacobian: `strategy=\"forward-mode\"` needs forward-mode AD, which this crate does not \
-         implement yet; use `Strategy::ReverseMode`",
-    ))
+    Ok(())
+}
+
+/// The Jacobian by forward mode (PyTorch's `_jacfwd`): under a dual level, one pass per input
+/// element with a one-hot tangent on it (the other inputs' tangents zero); the output tangents
+/// are the Jacobian's columns. Results are detached, as with `create_graph=False`.
+fn forward_mode<F, O>(func: &F, inputs: &[Tensor]) -> Result<Vec<Vec<Tensor>>>
+where
+    F: Fn(&[Tensor]) -> Result<O>,
+    O: Outputs,
+{
+    use crate::forward_ad;
+    let inputs: Vec<Tensor> = inputs.iter().map(Tensor::detach).collect();
+    let _level = forward_ad::dual_level()?;
+    // columns[input][element][output]
+    let mut columns: Vec<Vec<Vec<Tensor>>> = Vec::with_capacity(inputs.len());
+    let mut out_shapes: Vec<Vec<usize>> = Vec::new();
+    for (i, input) in inputs.iter().enumerate() {
+        let mut per_element = Vec::with_capacity(input.numel());
+        for e in 0..input.numel() {
+            let duals = inputs
+                .iter()
+                .enumerate()
+                .map(|(k, x)| {
+                    let tangent = if k == i {
+                        one_hot(x, e)?
+                    } else {
+                        x.zeros_like()?
+                    };
+                    forward_ad::make_dual(x, &tangent)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let (outputs, _) = func(&duals)?.into_tensors();
+            out_shapes = outputs.iter().map(|o| o.shape().to_vec()).collect();
+            let tangents = outputs
+                .iter()
+                .map(|o| match forward_ad::unpack_dual(o)?.tangent {
+                    Some(t) => Ok(t.detach()),
+                    None => o.zeros_like(),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            per_element.push(tangents);
+        }
+        columns.push(per_element);
+    }
+    (0..out_shapes.len())
+        .map(|j| {
+            inputs
+                .iter()
+                .zip(&columns)
+                .map(|(input, per_element)| {
+                    let shape = [out_shapes[j].as_slice(), input.shape()].concat();
+                    if per_element.is_empty() {
+                        return Tensor::zeros(&shape, input.dtype());
+                    }
+                    let cols: Vec<Tensor> = per_element.iter().map(|c| c[j].clone()).collect();
+                    Tensor::stack(&cols, out_shapes[j].len())?.reshape(&shape)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Zeros of `x`'s shape and dtype with a one at flat position `e`.
+fn one_hot(x: &Tensor, e: usize) -> Result<Tensor> {
+    let mut values = vec![0.0f64; x.numel()];
+    values[e] = 1.0;
+    Tensor::from_vec(values, x.shape())?.to_dtype(x.dtype())
 }
 
 /// The Hessian of the scalar `func` at `inputs` (`torch.autograd.functional.hessian`):

@@ -37,12 +37,13 @@
 //!   is on, which makes it (and outputs that do not require grad, and, with `create_graph`,
 //!   results that cannot be differentiated) an error with PyTorch's message.
 //!
-//! Everything is reverse mode: [`jvp`] and [`hvp`] use the "double-vjp" trick PyTorch
-//! documents (a backward pass through the backward pass), so they cost about twice a [`vjp`] or
-//! [`vhp`]. [`jacobian`] and [`hessian`] run one backward pass per output element; with
-//! [`vectorize`](JacobianOptions::vectorize) they hand the rows of the identity to
+//! As PyTorch's, [`jvp`] and [`hvp`] use the "double-vjp" trick (a backward pass through the
+//! backward pass), so they cost about twice a [`vjp`] or [`vhp`]; forward mode itself is
+//! [`crate::forward_ad`]. [`jacobian`] and [`hessian`] run one backward pass per output element;
+//! with [`vectorize`](JacobianOptions::vectorize) they hand the rows of the identity to
 //! [`grad`](crate::grad) at once with `is_grads_batched`, which here runs the same passes.
-//! [`Strategy::ForwardMode`] needs forward-mode AD, which this crate does not have yet.
+//! [`Strategy::ForwardMode`] runs one forward-mode pass per input element instead (for a
+//! [`hessian`], forward over reverse).
 //!
 //! # Examples
 //!
@@ -118,7 +119,8 @@ impl Options {
 /// use autograd_runtime::Tensor;
 /// let x = Tensor::scalar(1.0f64);
 /// let forward = JacobianOptions::new().strategy(Strategy::ForwardMode).vectorize(true);
-/// assert!(jacobian(|x: &[Tensor]| x[0].exp(), &x, forward).is_err()); // not available yet
+/// let jac = jacobian(|x: &[Tensor]| x[0].exp(), &x, forward)?; // one forward-mode pass
+/// assert_eq!(jac[0][0].item::<f64>()?, 1.0f64.exp());
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -126,8 +128,8 @@ pub enum Strategy {
     /// `"reverse-mode"` (the default): one backward pass per output element.
     #[default]
     ReverseMode,
-    /// `"forward-mode"`: one forward-mode pass per input element. PyTorch's argument checks
-    /// apply; past them, an error, as this crate has no forward-mode AD yet.
+    /// `"forward-mode"`: one forward-mode pass per input element ([`crate::forward_ad`]), with
+    /// PyTorch's argument checks (`vectorize` on, `create_graph` and `strict` off).
     ForwardMode,
 }
 
