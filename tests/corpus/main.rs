@@ -31,6 +31,7 @@ use serde_json::Value;
 
 mod custom;
 mod dtypes;
+mod forward;
 
 const VIEWS_CORPUS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
