@@ -106,6 +106,9 @@ enum Named {
 
 /// The checked jvp.
 struct JvpPlan {
+    /// Per tangent: taken as `Option<&Tensor>` (`None` when the input carries no tangent),
+    /// rather than as `&Tensor` (zeros then).
+    optional_tangents: Vec<bool>,
     named: Vec<Named>,
     /// Its return type is a `Result`.
     fallible: bool,
@@ -138,15 +141,23 @@ fn check_jvp(cx: &Ctxt, fwd: &DiffFn<'_>, jvp: &Signature) -> Option<JvpPlan> {
         })
         .collect();
     let inputs: Vec<&ir::Param<'_>> = fwd.tensor_inputs().collect();
-    // The tangents, one per tensor input, in order.
+    // The tangents, one per tensor input, in order: `&Tensor` (zeros for an input without a
+    // tangent, as PyTorch materialises them) or `Option<&Tensor>` (`None` then, so that a rule
+    // can skip the term: an optional input's tangent is always that).
+    let mut optional_tangents = Vec::with_capacity(inputs.len());
     for (k, input) in inputs.iter().enumerate() {
         let expected = if input.optional {
             "Option<&Tensor>"
         } else {
-            "&Tensor"
+            "&Tensor` or `Option<&Tensor>"
         };
+        optional_tangents.push(
+            params
+                .get(k)
+                .is_some_and(|(_, ty)| is_option_tensor_ref(ty)),
+        );
         match params.get(k) {
-            Some((_, ty)) if fits(ty, input.optional) => {}
+            Some((_, ty)) if fits(ty, input.optional) || is_option_tensor_ref(ty) => {}
             Some((ident, ty)) => cx.error_spanned_by(
                 ty,
                 format!(
@@ -238,7 +249,11 @@ fn check_jvp(cx: &Ctxt, fwd: &DiffFn<'_>, jvp: &Signature) -> Option<JvpPlan> {
         }
     }
     let fallible = check_return(cx, fwd, jvp);
-    Some(JvpPlan { named, fallible })
+    Some(JvpPlan {
+        optional_tangents,
+        named,
+        fallible,
+    })
 }
 
 fn fits(ty: &Type, optional: bool) -> bool {
@@ -337,13 +352,13 @@ fn emit(
         .collect();
     let value = format_ident!("__value", span = loc);
     let bind_outs = bind_outputs(fwd, &value, &outs, loc);
+    let zeros = plan.optional_tangents.iter().map(|o| !o);
     let tangents: Vec<TokenStream> = (0..fwd.tensor_inputs().count())
         .map(|k| {
-            let optional = fwd.tensor_inputs().nth(k).is_some_and(|p| p.optional);
-            if optional {
+            if plan.optional_tangents[k] {
                 quote_spanned!(loc=> __tangents[#k].as_ref())
             } else {
-                quote_spanned!(loc=> __tangents[#k].as_ref().expect("invariant: tangents_of gives a present input a tangent"))
+                quote_spanned!(loc=> __tangents[#k].as_ref().expect("invariant: tangents_of gives zeros where asked"))
             }
         })
         .collect();
@@ -405,7 +420,7 @@ fn emit(
                 #[doc(hidden)]
                 #[allow(dead_code, clippy::all)]
                 pub(crate) fn __autograd_jvp_call((#(#idents,)*): (#(#tys,)*)) #ret {
-                    let __tangents = match #forward_ad::tangents_of(&[#(#inputs),*]) {
+                    let __tangents = match #forward_ad::tangents_of(&[#(#inputs),*], &[#(#zeros),*]) {
                         ::core::result::Result::Ok(__t) => __t,
                         ::core::result::Result::Err(__e) => #early_fail,
                     };

@@ -65,7 +65,7 @@ fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--threads") {
         let n: usize = args[i + 1].parse().expect("--threads N");
-        autograd::set_num_threads(n);
+        autograd::set_num_threads(n)?;
     }
     autograd::manual_seed(0);
     let mlp = Mlp::new(&[64, 128, 128, 10])?;

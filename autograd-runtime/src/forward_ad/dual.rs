@@ -451,23 +451,27 @@ pub fn has_tangent<T: InputRef>(inputs: &[T]) -> bool {
     })
 }
 
-/// The tangents of a custom function's inputs for its `#[jvp]`: an input without a tangent gets
-/// zeros of its shape and dtype (PyTorch materialises them); an absent optional input, `None`.
+/// The tangents of a custom function's inputs for its `#[jvp]`. An input without a tangent
+/// gets zeros of its shape and dtype where `zeros[i]` asks (a `&Tensor` tangent: PyTorch
+/// materialises them), `None` otherwise (an `Option<&Tensor>` tangent); an absent optional
+/// input, `None`.
 ///
 /// # Errors
 ///
 /// An input's failed tangent.
 #[doc(hidden)]
-pub fn tangents_of<T: InputRef>(inputs: &[T]) -> Result<Vec<Option<Tensor>>> {
+pub fn tangents_of<T: InputRef>(inputs: &[T], zeros: &[bool]) -> Result<Vec<Option<Tensor>>> {
     let generation = level::current().ok_or(Error::NoDualLevel)?;
     let _no_grad = crate::no_grad();
     inputs
         .iter()
-        .map(|t| match t.tensor() {
+        .zip(zeros)
+        .map(|(t, &zeros)| match t.tensor() {
             None => Ok(None),
             Some(t) => match tangent_at(t, generation)? {
                 Some(tangent) => Ok(Some(tangent)),
-                None => t.zeros_like().map(Some),
+                None if zeros => t.zeros_like().map(Some),
+                None => Ok(None),
             },
         })
         .collect()

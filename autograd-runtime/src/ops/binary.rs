@@ -52,8 +52,13 @@ fn add_backward(grad: &Tensor, needs_input_grad: [bool; 2]) -> (Tensor, Option<T
 }
 
 #[jvp(add)]
-fn add_jvp(a_t: &Tensor, b_t: &Tensor) -> Result<Tensor> {
-    a_t.add(b_t)
+fn add_jvp(a_t: Option<&Tensor>, b_t: Option<&Tensor>, result: &Tensor) -> Result<Tensor> {
+    match (a_t, b_t) {
+        (Some(a_t), Some(b_t)) => a_t.add(b_t),
+        // A copy: the result's tangent must not be the input's.
+        (Some(t), None) | (None, Some(t)) => t.broadcast_to(result.shape())?.copy(),
+        (None, None) => result.zeros_like(),
+    }
 }
 
 #[differentiable(builtin, crate = "crate", rule)]
@@ -128,8 +133,20 @@ fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 }
 
 #[jvp(mul)]
-fn mul_jvp(a_t: &Tensor, b_t: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    a_t.mul(b)?.add(&a.mul(b_t)?)
+fn mul_jvp(a_t: Option<&Tensor>, b_t: Option<&Tensor>, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    product_rule(a_t.map(|t| t.mul(b)), b_t.map(|t| a.mul(t)))
+}
+
+/// `ȧ·b + a·ḃ` from the terms present (the tangents given; at least one is).
+pub(super) fn product_rule(
+    left: Option<Result<Tensor>>,
+    right: Option<Result<Tensor>>,
+) -> Result<Tensor> {
+    match (left.transpose()?, right.transpose()?) {
+        (Some(l), Some(r)) => l.add(&r),
+        (Some(t), None) | (None, Some(t)) => Ok(t),
+        (None, None) => Err(Error::msg("internal error: a product rule with no tangent")),
+    }
 }
 
 #[backward(mul)]

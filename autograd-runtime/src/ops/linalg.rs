@@ -12,10 +12,15 @@ fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     kernels::of_pair("matmul", a, b)?.matmul(a, b)
 }
 
-/// The product rule: `ȧ b + a ḃ`.
+/// The product rule: `ȧ b + a ḃ`, with the terms of the tangents given.
 #[jvp(matmul)]
-fn matmul_jvp(a_t: &Tensor, b_t: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    a_t.matmul(b)?.add(&a.matmul(b_t)?)
+fn matmul_jvp(
+    a_t: Option<&Tensor>,
+    b_t: Option<&Tensor>,
+    a: &Tensor,
+    b: &Tensor,
+) -> Result<Tensor> {
+    super::binary::product_rule(a_t.map(|t| t.matmul(b)), b_t.map(|t| a.matmul(t)))
 }
 
 #[backward(matmul)]
