@@ -13,6 +13,7 @@
 
 use std::fmt;
 
+use crate::backend::Patches;
 use crate::nn::init;
 use crate::nn::{Forward, Module};
 use crate::{DType, Error, Generator, GeneratorState, Result, Tensor, default_generator};
@@ -301,38 +302,66 @@ pub fn conv2d(
 
     let output =
         [0, 1].map(|d| conv_output_size([h, w][d], kernel[d], stride[d], padding[d], dilation[d]));
-    let window = Window {
-        kernel,
-        stride,
-        padding,
-        dilation,
-        input: [h, w],
-        output,
-    };
-    // [N, C, H, W] -> [C·H·W, N]: one row per input position, the batch inner.
-    let rows = transpose_2d(&x, n, c * h * w)?;
-    let columns = window.columns(&rows, c, 0.0)?; // [C·kh·kw, L·N]
     let positions = output[0] * output[1];
-    let patch = ws[1] * kernel[0] * kernel[1];
-    let y = if groups == 1 {
-        weight.reshape(&[out_channels, patch])?.matmul(&columns)?
-    } else {
-        let per_group = out_channels / groups;
-        weight
-            .reshape(&[groups, per_group, patch])?
-            .matmul(&columns.reshape(&[groups, patch, positions * n])?)?
-            .reshape(&[out_channels, positions * n])?
-    }; // [O, L·N]
-    let y = match bias {
-        Some(b) => y.add(&b.reshape(&[out_channels, 1])?)?,
-        None => y,
+    let gemm = |columns: &Tensor| -> Result<Tensor> {
+        let y = matmul_grouped(weight, columns, groups)?; // [O, N·L]
+        match bias {
+            Some(b) => y.add(&b.reshape(&[out_channels, 1])?),
+            None => Ok(y),
+        }
     };
-    // [O, L·N] = [O·L, N] -> [N, O·L]: contiguous, as PyTorch's result.
-    let y = transpose_2d(&y, out_channels * positions, n)?;
+    let y = if x.device().is_host() && x.dtype().is_floating_point() {
+        // The patch matrix `[C·kh·kw, N·L]` (batch outside the positions) written directly, and
+        // `[O, N, L]` -> `[N, O, L]`: a copy of whole rows of `L` values.
+        let patches = Patches {
+            batch: n,
+            channels: c,
+            input: [h, w],
+            kernel,
+            stride,
+            padding,
+            dilation,
+            output,
+        };
+        let y = gemm(&super::conv_patches::columns(&x, patches)?)?;
+        y.reshape(&[out_channels, n, positions])?
+            .transpose(0, 1)?
+            .contiguous()?
+    } else {
+        let window = Window {
+            kernel,
+            stride,
+            padding,
+            dilation,
+            input: [h, w],
+            output,
+        };
+        // [N, C, H, W] -> [C·H·W, N]: one row per input position, the batch inner.
+        let rows = transpose_2d(&x, n, c * h * w)?;
+        let y = gemm(&window.columns(&rows, c, 0.0)?)?; // [O, L·N]
+        // [O, L·N] = [O·L, N] -> [N, O·L]: contiguous, as PyTorch's result.
+        transpose_2d(&y, out_channels * positions, n)?
+    };
     if unbatched {
         y.reshape(&[out_channels, output[0], output[1]])
     } else {
         y.reshape(&[n, out_channels, output[0], output[1]])
+    }
+}
+
+/// `weight` (`[O, C / groups, kh, kw]`) times the patch matrix `columns` (`[C·kh·kw, P]`), group
+/// by group: `[O, P]`.
+fn matmul_grouped(weight: &Tensor, columns: &Tensor, groups: usize) -> Result<Tensor> {
+    let ws = weight.shape();
+    let (out_channels, patch) = (ws[0], ws[1] * ws[2] * ws[3]);
+    let width = columns.shape()[1];
+    if groups == 1 {
+        weight.reshape(&[out_channels, patch])?.matmul(columns)
+    } else {
+        weight
+            .reshape(&[groups, out_channels / groups, patch])?
+            .matmul(&columns.reshape(&[groups, patch, width])?)?
+            .reshape(&[out_channels, width])
     }
 }
 

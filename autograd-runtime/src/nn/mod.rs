@@ -58,6 +58,7 @@ mod attention;
 mod batch_norm;
 mod conv;
 mod conv1d;
+mod conv_patches;
 mod conv_transpose;
 mod derive_support;
 mod dropout;
