@@ -224,7 +224,7 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
     fn matmul(&self, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Out>;
 
     // ----- convolution ---------------------------------------------------------------------------
-    /// im2col: the `[C·kh·kw, N·OH·OW]` patch matrix of the `[N, C, H, W]` image `x` (float),
+    /// im2col: the `[N, C·kh·kw, OH·OW]` patch matrices of the `[N, C, H, W]` image `x` (float),
     /// laid out as [`Patches`] says. By default refused: convolution falls back to an index
     /// gather on a backend without it.
     fn im2col(&self, x: &Buffer, lx: &Layout, p: &Patches) -> Result<Out> {
@@ -261,9 +261,9 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
 
 /// The geometry of a 2-D convolution's patch matrix (im2col): a batch of `batch` images of
 /// `channels` planes of `input` (`[height, width]`) read by a `kernel` window with `stride`,
-/// zero `padding` and `dilation`, at `output` positions per dim. The patch matrix is
-/// `[channels·kh·kw, batch, oh·ow]`: row `(c, ki, kj)` holds, per batch entry and output
-/// position, the value the window reads at kernel offset `(ki, kj)` of plane `c` (0 in padding).
+/// zero `padding` and `dilation`, at `output` positions per dim. The patch matrices are
+/// `[batch, channels·kh·kw, oh·ow]`: row `(c, ki, kj)` of an entry holds, per output position,
+/// the value the window reads at kernel offset `(ki, kj)` of plane `c` (0 in padding).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Patches {
     pub(crate) batch: usize,
@@ -277,11 +277,12 @@ pub(crate) struct Patches {
 }
 
 impl Patches {
-    /// The patch matrix's shape as a matrix, `[C·kh·kw, N·OH·OW]`.
-    pub(crate) fn columns_shape(&self) -> [usize; 2] {
+    /// The patch matrices' shape, `[N, C·kh·kw, OH·OW]`.
+    pub(crate) fn columns_shape(&self) -> [usize; 3] {
         [
+            self.batch,
             self.channels * self.kernel[0] * self.kernel[1],
-            self.batch * self.output[0] * self.output[1],
+            self.output[0] * self.output[1],
         ]
     }
 

@@ -303,16 +303,14 @@ pub fn conv2d(
     let output =
         [0, 1].map(|d| conv_output_size([h, w][d], kernel[d], stride[d], padding[d], dilation[d]));
     let positions = output[0] * output[1];
-    let gemm = |columns: &Tensor| -> Result<Tensor> {
-        let y = matmul_grouped(weight, columns, groups)?; // [O, N·L]
-        match bias {
-            Some(b) => y.add(&b.reshape(&[out_channels, 1])?),
-            None => Ok(y),
-        }
+    let add_bias = |y: Tensor, shape: &[usize]| match bias {
+        Some(b) => y.add(&b.reshape(shape)?),
+        None => Ok(y),
     };
     let y = if x.device().is_host() && x.dtype().is_floating_point() {
-        // The patch matrix `[C·kh·kw, N·L]` (batch outside the positions) written directly, and
-        // `[O, N, L]` -> `[N, O, L]`: a copy of whole rows of `L` values.
+        // One patch matrix `[C·kh·kw, L]` per batch entry, written directly, and one GEMM per
+        // entry and group with the weight, giving `[N, O, L]`, PyTorch's layout, with no
+        // transpose (one GEMM over the whole batch is slower: see `backend/cpu/conv.rs`).
         let patches = Patches {
             batch: n,
             channels: c,
@@ -323,10 +321,14 @@ pub fn conv2d(
             dilation,
             output,
         };
-        let y = gemm(&super::conv_patches::columns(&x, patches)?)?;
-        y.reshape(&[out_channels, n, positions])?
-            .transpose(0, 1)?
-            .contiguous()?
+        let columns = super::conv_patches::columns(&x, patches)?; // [N, C·kh·kw, L]
+        let patch = ws[1] * kernel[0] * kernel[1];
+        let y = super::conv_patches::grouped_matmul(
+            &weight.reshape(&[groups, out_channels / groups, patch])?,
+            &columns.reshape(&[n, groups, patch, positions])?,
+        )?
+        .reshape(&[n, out_channels, positions])?;
+        add_bias(y, &[out_channels, 1])?
     } else {
         let window = Window {
             kernel,
@@ -338,7 +340,8 @@ pub fn conv2d(
         };
         // [N, C, H, W] -> [C·H·W, N]: one row per input position, the batch inner.
         let rows = transpose_2d(&x, n, c * h * w)?;
-        let y = gemm(&window.columns(&rows, c, 0.0)?)?; // [O, L·N]
+        let y = matmul_grouped(weight, &window.columns(&rows, c, 0.0)?, groups)?; // [O, L·N]
+        let y = add_bias(y, &[out_channels, 1])?;
         // [O, L·N] = [O·L, N] -> [N, O·L]: contiguous, as PyTorch's result.
         transpose_2d(&y, out_channels * positions, n)?
     };

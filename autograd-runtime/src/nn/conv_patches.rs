@@ -11,8 +11,7 @@ use crate::backend::Patches;
 use crate::tensor::kernels;
 use crate::{Result, Tensor};
 
-/// The `[C·kh·kw, N·OH·OW]` patch matrix of the `[N, C, H, W]` image `x`, laid out as
-/// [`Patches`] says (the batch between the kernel offsets and the output positions).
+/// The `[N, C·kh·kw, OH·OW]` patch matrices of the `[N, C, H, W]` image `x` (see [`Patches`]).
 #[differentiable(builtin, crate = "crate", name = "Im2ColBackward0")]
 fn im2col(x: &Tensor, patches: Patches) -> Result<Tensor> {
     kernels::of_tensor(x)?.im2col(x, &patches)
@@ -23,8 +22,8 @@ fn im2col_backward(grad: &Tensor, patches: Patches) -> Result<Tensor> {
     col2im(grad, patches)
 }
 
-/// The `[N, C, H, W]` image whose elements sum the entries of the patch matrix `cols` that read
-/// them: the adjoint of [`im2col`].
+/// The `[N, C, H, W]` image whose elements sum the entries of the patch matrices `cols` that
+/// read them: the adjoint of [`im2col`].
 #[differentiable(builtin, crate = "crate", name = "Col2ImBackward0")]
 fn col2im(cols: &Tensor, patches: Patches) -> Result<Tensor> {
     kernels::of_tensor(cols)?.col2im(cols, &patches)
@@ -35,9 +34,48 @@ fn col2im_backward(grad: &Tensor, patches: Patches) -> Result<Tensor> {
     im2col(grad, patches)
 }
 
-/// The patch matrix of `x` (`[N, C, H, W]`, on a host device, floating point) for `patches`.
+/// `weight` (`[G, O/G, K]`, `K = C/G·kh·kw`) times every batch entry's patch matrix of each
+/// group (`cols`, `[N, G, K, L]`): `[N, G, O/G, L]`, one GEMM per entry and group (the
+/// weight broadcast over the batch). A `matmul` of its own for its backward's orientation:
+/// the weight's gradient is summed over the batch as `cols @ gradᵀ`, whose operands `gemm`
+/// reads about twice as fast as `grad @ colsᵀ`'s (`[576, 1024] @ [1024, 64]`: 0.51 ms against
+/// 1.08 on one core of a Xeon with AVX-512).
+#[differentiable(builtin, crate = "crate", name = "BmmBackward0")]
+fn weight_matmul(weight: &Tensor, cols: &Tensor) -> Result<Tensor> {
+    kernels::of_pair("matmul", weight, cols)?.matmul(weight, cols)
+}
+
+#[backward(weight_matmul)]
+fn weight_matmul_backward(
+    grad: &Tensor,
+    #[needed_for(cols)] weight: Option<&Tensor>,
+    #[needed_for(weight)] cols: Option<&Tensor>,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    // [N, G, K, L] @ [N, G, L, O/G] -> [N, G, K, O/G], summed over N, -> [G, O/G, K].
+    let grad_weight = match cols {
+        Some(c) => Some(
+            c.matmul(&grad.transpose(2, 3)?)?
+                .sum_dims(&[0], false)?
+                .transpose(1, 2)?,
+        ),
+        None => None,
+    };
+    let grad_cols = match weight {
+        Some(w) => Some(w.transpose(1, 2)?.matmul(grad)?),
+        None => None,
+    };
+    Ok((grad_weight, grad_cols))
+}
+
+/// The patch matrices of `x` (`[N, C, H, W]`, on a host device, floating point) for `patches`.
 pub(super) fn columns(x: &Tensor, patches: Patches) -> Result<Tensor> {
     im2col(x, patches)
+}
+
+/// [`weight_matmul`]: `weight` `[G, O/G, K]`, `cols` `[N, G, K, L]`, both of one dtype and
+/// device (checked by the caller).
+pub(super) fn grouped_matmul(weight: &Tensor, cols: &Tensor) -> Result<Tensor> {
+    weight_matmul(weight, cols)
 }
 
 #[cfg(test)]
@@ -62,6 +100,16 @@ mod tests {
         }
     }
 
+    /// The GEMM of the weight and the patch matrices, to first and second order (f64).
+    #[test]
+    fn weight_matmul_passes_gradcheck_and_gradgradcheck() -> Result<()> {
+        let w = Tensor::randn_seeded(&[2, 3, 4], crate::DType::F64, 5)?.requires_grad_(true)?;
+        let c = Tensor::randn_seeded(&[3, 2, 4, 5], crate::DType::F64, 6)?.requires_grad_(true)?;
+        let f = |i: &[Tensor]| weight_matmul(&i[0], &i[1]);
+        gradcheck(f, &[w.clone(), c.clone()])?;
+        gradgradcheck(f, &[w, c])
+    }
+
     /// Both ops are checked against finite differences to first and second order (f64).
     #[test]
     fn im2col_and_col2im_pass_gradcheck_and_gradgradcheck() -> Result<()> {
@@ -70,8 +118,8 @@ mod tests {
         let f = |i: &[Tensor]| im2col(&i[0], p);
         gradcheck(f, std::slice::from_ref(&x))?;
         gradgradcheck(f, std::slice::from_ref(&x))?;
-        let [rows, cols] = p.columns_shape();
-        let c = Tensor::randn_seeded(&[rows, cols], crate::DType::F64, 4)?.requires_grad_(true)?;
+        let c = Tensor::randn_seeded(&p.columns_shape(), crate::DType::F64, 4)?;
+        let c = c.requires_grad_(true)?;
         let g = |i: &[Tensor]| col2im(&i[0], p);
         gradcheck(g, std::slice::from_ref(&c))?;
         gradgradcheck(g, std::slice::from_ref(&c))?;
