@@ -1,15 +1,20 @@
-//! `Conv2d` and `functional::conv2d`: 2-D convolution as im2col and one GEMM.
+//! `Conv2d` and `functional::conv2d`: 2-D convolution as im2col and GEMMs.
 //!
-//! The input's patches are gathered by one [`index_select`](Tensor::index_select) with a
-//! precomputed index list (im2col), and multiplied by the weight with
-//! [`matmul`](Tensor::matmul). Both ops are differentiable twice (`index_select`'s gradient is
-//! `index_add`, whose gradient is `index_select` again: col2im and im2col), on every device
-//! that has them, so convolution needs no kernel of its own and has a double backward.
+//! On host memory (`Cpu`, `Virtual`) and a float dtype, each batch entry's patch matrix
+//! `[C·kh·kw, L]` (`L = out_h·out_w`) is written directly by the im2col kernel (contiguous row
+//! copies, padding as zero fill) and meets the weight in one GEMM per entry and group, giving
+//! `[N, O, L]`, PyTorch's layout. im2col's gradient is col2im (adding the rows back), whose
+//! gradient is im2col again, and the GEMM's backward is made of `matmul`s
+//! (`nn/conv_patches.rs`): convolution is differentiable twice with no kernel of its own.
 //!
-//! Layout: the batch is the innermost dim of the patch matrix. An `[N, C, H, W]` input becomes
-//! `[C·H·W (+1), N]` (the extra row holds the padding value), the gather copies whole rows of
-//! `N` values, and the patch matrix `[C·kh·kw, L·N]` (`L = out_h·out_w`) meets the weight
-//! `[O, C·kh·kw]` in a single GEMM for the whole batch. [`Window`] is shared with the pools.
+//! Elsewhere (CUDA), the input's patches are gathered by one
+//! [`index_select`](Tensor::index_select) with a precomputed index list, and multiplied by the
+//! weight with [`matmul`](Tensor::matmul); `index_select`'s gradient is `index_add`, whose
+//! gradient is `index_select` again. Layout there: the batch is the innermost dim of the patch
+//! matrix. An `[N, C, H, W]` input becomes `[C·H·W (+1), N]` (the extra row holds the padding
+//! value), the gather copies whole rows of `N` values, and the patch matrix `[C·kh·kw, L·N]`
+//! meets the weight `[O, C·kh·kw]` in a single GEMM for the whole batch. [`Window`] is shared
+//! with the pools.
 
 use std::fmt;
 
@@ -169,9 +174,10 @@ fn conv_output_size(input: usize, kernel: usize, stride: usize, pad: usize, dil:
 /// `[O, C / groups, kh, kw]`, optional `bias` `[O]`; the result is `[N, O, out_h, out_w]` with
 /// `out = (in + 2·padding − dilation·(k − 1) − 1) / stride + 1` per dim (rounded down).
 ///
-/// Computed as im2col (an [`index_select`](Tensor::index_select) of the input's patches) and
-/// one [`matmul`](Tensor::matmul) per group, so it is differentiable twice with respect to
-/// input, weight and bias, on every device.
+/// Computed as im2col (the input's patches written into one matrix per batch entry on the
+/// CPU, an [`index_select`](Tensor::index_select) elsewhere) and GEMMs with the weight, each
+/// group apart, so it is differentiable twice with respect to input, weight and bias, on every
+/// device.
 ///
 /// # Errors
 ///
