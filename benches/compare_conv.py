@@ -59,10 +59,23 @@ def conv_forward_backward():
     conv2(x2).sum().backward()
 
 
+block1 = nn.Conv2d(64, 64, 3, padding=1)
+block2 = nn.Conv2d(64, 64, 3, padding=1)
+x3 = torch.randn(16, 64, 32, 32, requires_grad=True)
+
+
+def resnet_block_forward_backward():
+    block1.zero_grad()
+    block2.zero_grad()
+    x3.grad = None
+    torch.relu(block2(torch.relu(block1(x3))) + x3).sum().backward()
+
+
 for threads in (2, 1):
     torch.set_num_threads(threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads: median, fastest")
     for name, f in [("cnn_8x8/forward_backward", forward_backward), ("cnn_8x8/forward", forward),
-                    ("conv_16_32/forward_backward", conv_forward_backward)]:
+                    ("conv_16_32/forward_backward", conv_forward_backward),
+                    ("resnet_block/forward_backward", resnet_block_forward_backward)]:
         median, fastest = timeit(f)
         print(f"  {name:30s} {median * 1e6:9.1f} µs {fastest * 1e6:9.1f} µs")

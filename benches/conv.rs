@@ -11,7 +11,10 @@
 //!   `backward` to both layers' weights and biases;
 //! * `cnn_8x8/forward`: the same forward under `no_grad`;
 //! * `conv_16_32/forward_backward`: the second convolution alone, `[64, 16, 4, 4]` input
-//!   requiring grad (im2col, GEMM, col2im).
+//!   requiring grad (im2col, GEMM, col2im);
+//! * `resnet_block/forward_backward`: a ResNet basic block without normalisation,
+//!   `relu(conv2(relu(conv1(x))) + x)` with two 3×3 convolutions 64→64 (padding 1, bias), on an
+//!   f32 `[16, 64, 32, 32]` input requiring grad, summed, then `backward` (issue 38's block).
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -87,12 +90,39 @@ fn bench_cnn(c: &mut Criterion) {
     group.finish();
 }
 
+fn bench_resnet_block(c: &mut Criterion) {
+    let mut group = c.benchmark_group("resnet_block");
+    let conv1 = Conv2d::new(64, 64, 3).expect("conv1").padding(1);
+    let conv2 = Conv2d::new(64, 64, 3).expect("conv2").padding(1);
+    let x = Tensor::randn_seeded(&[16, 64, 32, 32], DType::F32, 9)
+        .and_then(|x| x.requires_grad_(true))
+        .expect("randn");
+    group.bench_function("forward_backward", |b| {
+        b.iter(|| {
+            conv1.zero_grad();
+            conv2.zero_grad();
+            x.set_grad(None).expect("set_grad");
+            let y = conv1
+                .forward(&x)
+                .and_then(|h| h.relu())
+                .and_then(|h| conv2.forward(&h))
+                .and_then(|h| h.add(&x))
+                .and_then(|h| h.relu())
+                .and_then(|h| h.sum())
+                .expect("forward");
+            y.backward().expect("backward");
+            black_box(x.grad());
+        })
+    });
+    group.finish();
+}
+
 criterion_group! {
     name = conv;
     config = Criterion::default()
         .sample_size(30)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = bench_cnn
+    targets = bench_cnn, bench_resnet_block
 }
 criterion_main!(conv);

@@ -223,6 +223,27 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
     /// PyTorch's `matmul` (shapes checked by the caller except the batch broadcast).
     fn matmul(&self, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Out>;
 
+    // ----- convolution ---------------------------------------------------------------------------
+    /// im2col: the `[N, C·kh·kw, OH·OW]` patch matrices of the `[N, C, H, W]` image `x` (float),
+    /// laid out as [`Patches`] says. By default refused: convolution falls back to an index
+    /// gather on a backend without it.
+    fn im2col(&self, x: &Buffer, lx: &Layout, p: &Patches) -> Result<Out> {
+        let _ = (lx, p);
+        Err(crate::Error::NotImplementedForDType {
+            op: "im2col".into(),
+            dtype: x.dtype(),
+        })
+    }
+    /// col2im, the adjoint of [`Backend::im2col`]: the `[N, C, H, W]` image whose elements sum
+    /// the entries of the patch matrix `cols` that read them. Refused by default, as `im2col`.
+    fn col2im(&self, cols: &Buffer, lc: &Layout, p: &Patches) -> Result<Out> {
+        let _ = (lc, p);
+        Err(crate::Error::NotImplementedForDType {
+            op: "col2im".into(),
+            dtype: cols.dtype(),
+        })
+    }
+
     // ----- optimizers ---------------------------------------------------------------------------
     /// One fused optimizer step (PyTorch's `fused=True`) over `sets`, one parameter group of one
     /// algorithm and dtype: each parameter and its state updated in place from its gradient
@@ -236,6 +257,39 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
     /// backend's, the dtypes differ or a tensor's elements run past its buffer (nothing is
     /// updated then); a device error.
     fn fused_step(&self, sets: Vec<StepSet<'_>>) -> Result<()>;
+}
+
+/// The geometry of a 2-D convolution's patch matrix (im2col): a batch of `batch` images of
+/// `channels` planes of `input` (`[height, width]`) read by a `kernel` window with `stride`,
+/// zero `padding` and `dilation`, at `output` positions per dim. The patch matrices are
+/// `[batch, channels·kh·kw, oh·ow]`: row `(c, ki, kj)` of an entry holds, per output position,
+/// the value the window reads at kernel offset `(ki, kj)` of plane `c` (0 in padding).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Patches {
+    pub(crate) batch: usize,
+    pub(crate) channels: usize,
+    pub(crate) input: [usize; 2],
+    pub(crate) kernel: [usize; 2],
+    pub(crate) stride: [usize; 2],
+    pub(crate) padding: [usize; 2],
+    pub(crate) dilation: [usize; 2],
+    pub(crate) output: [usize; 2],
+}
+
+impl Patches {
+    /// The patch matrices' shape, `[N, C·kh·kw, OH·OW]`.
+    pub(crate) fn columns_shape(&self) -> [usize; 3] {
+        [
+            self.batch,
+            self.channels * self.kernel[0] * self.kernel[1],
+            self.output[0] * self.output[1],
+        ]
+    }
+
+    /// The image's shape, `[N, C, H, W]`.
+    pub(crate) fn image_shape(&self) -> [usize; 4] {
+        [self.batch, self.channels, self.input[0], self.input[1]]
+    }
 }
 
 /// Device indices are below this (PyTorch's `c10::Device` index is 8-bit; its engine starts a

@@ -1,18 +1,24 @@
-//! `Conv2d` and `functional::conv2d`: 2-D convolution as im2col and one GEMM.
+//! `Conv2d` and `functional::conv2d`: 2-D convolution as im2col and GEMMs.
 //!
-//! The input's patches are gathered by one [`index_select`](Tensor::index_select) with a
-//! precomputed index list (im2col), and multiplied by the weight with
-//! [`matmul`](Tensor::matmul). Both ops are differentiable twice (`index_select`'s gradient is
-//! `index_add`, whose gradient is `index_select` again: col2im and im2col), on every device
-//! that has them, so convolution needs no kernel of its own and has a double backward.
+//! On host memory (`Cpu`, `Virtual`) and a float dtype, each batch entry's patch matrix
+//! `[C·kh·kw, L]` (`L = out_h·out_w`) is written directly by the im2col kernel (contiguous row
+//! copies, padding as zero fill) and meets the weight in one GEMM per entry and group, giving
+//! `[N, O, L]`, PyTorch's layout. im2col's gradient is col2im (adding the rows back), whose
+//! gradient is im2col again, and the GEMM's backward is made of `matmul`s
+//! (`nn/conv_patches.rs`): convolution is differentiable twice with no kernel of its own.
 //!
-//! Layout: the batch is the innermost dim of the patch matrix. An `[N, C, H, W]` input becomes
-//! `[C·H·W (+1), N]` (the extra row holds the padding value), the gather copies whole rows of
-//! `N` values, and the patch matrix `[C·kh·kw, L·N]` (`L = out_h·out_w`) meets the weight
-//! `[O, C·kh·kw]` in a single GEMM for the whole batch. [`Window`] is shared with the pools.
+//! Elsewhere (CUDA), the input's patches are gathered by one
+//! [`index_select`](Tensor::index_select) with a precomputed index list, and multiplied by the
+//! weight with [`matmul`](Tensor::matmul); `index_select`'s gradient is `index_add`, whose
+//! gradient is `index_select` again. Layout there: the batch is the innermost dim of the patch
+//! matrix. An `[N, C, H, W]` input becomes `[C·H·W (+1), N]` (the extra row holds the padding
+//! value), the gather copies whole rows of `N` values, and the patch matrix `[C·kh·kw, L·N]`
+//! meets the weight `[O, C·kh·kw]` in a single GEMM for the whole batch. [`Window`] is shared
+//! with the pools.
 
 use std::fmt;
 
+use crate::backend::Patches;
 use crate::nn::conv_params::{Drawn, check_groups, conv_repr};
 use crate::nn::{Forward, Module};
 use crate::{Error, Result, Tensor};
@@ -168,9 +174,10 @@ fn conv_output_size(input: usize, kernel: usize, stride: usize, pad: usize, dil:
 /// `[O, C / groups, kh, kw]`, optional `bias` `[O]`; the result is `[N, O, out_h, out_w]` with
 /// `out = (in + 2·padding − dilation·(k − 1) − 1) / stride + 1` per dim (rounded down).
 ///
-/// Computed as im2col (an [`index_select`](Tensor::index_select) of the input's patches) and
-/// one [`matmul`](Tensor::matmul) per group, so it is differentiable twice with respect to
-/// input, weight and bias, on every device.
+/// Computed as im2col (the input's patches written into one matrix per batch entry on the
+/// CPU, an [`index_select`](Tensor::index_select) elsewhere) and GEMMs with the weight, each
+/// group apart, so it is differentiable twice with respect to input, weight and bias, on every
+/// device.
 ///
 /// # Errors
 ///
@@ -301,38 +308,69 @@ pub fn conv2d(
 
     let output =
         [0, 1].map(|d| conv_output_size([h, w][d], kernel[d], stride[d], padding[d], dilation[d]));
-    let window = Window {
-        kernel,
-        stride,
-        padding,
-        dilation,
-        input: [h, w],
-        output,
-    };
-    // [N, C, H, W] -> [C·H·W, N]: one row per input position, the batch inner.
-    let rows = transpose_2d(&x, n, c * h * w)?;
-    let columns = window.columns(&rows, c, 0.0)?; // [C·kh·kw, L·N]
     let positions = output[0] * output[1];
-    let patch = ws[1] * kernel[0] * kernel[1];
-    let y = if groups == 1 {
-        weight.reshape(&[out_channels, patch])?.matmul(&columns)?
-    } else {
-        let per_group = out_channels / groups;
-        weight
-            .reshape(&[groups, per_group, patch])?
-            .matmul(&columns.reshape(&[groups, patch, positions * n])?)?
-            .reshape(&[out_channels, positions * n])?
-    }; // [O, L·N]
-    let y = match bias {
-        Some(b) => y.add(&b.reshape(&[out_channels, 1])?)?,
-        None => y,
+    let add_bias = |y: Tensor, shape: &[usize]| match bias {
+        Some(b) => y.add(&b.reshape(shape)?),
+        None => Ok(y),
     };
-    // [O, L·N] = [O·L, N] -> [N, O·L]: contiguous, as PyTorch's result.
-    let y = transpose_2d(&y, out_channels * positions, n)?;
+    let y = if x.device().is_host() && x.dtype().is_floating_point() {
+        // One patch matrix `[C·kh·kw, L]` per batch entry, written directly, and one GEMM per
+        // entry and group with the weight, giving `[N, O, L]`, PyTorch's layout, with no
+        // transpose (one GEMM over the whole batch is slower: see `backend/cpu/conv.rs`).
+        let patches = Patches {
+            batch: n,
+            channels: c,
+            input: [h, w],
+            kernel,
+            stride,
+            padding,
+            dilation,
+            output,
+        };
+        let columns = super::conv_patches::columns(&x, patches)?; // [N, C·kh·kw, L]
+        let patch = ws[1] * kernel[0] * kernel[1];
+        let y = super::conv_patches::grouped_matmul(
+            &weight.reshape(&[groups, out_channels / groups, patch])?,
+            &columns.reshape(&[n, groups, patch, positions])?,
+        )?
+        .reshape(&[n, out_channels, positions])?;
+        add_bias(y, &[out_channels, 1])?
+    } else {
+        let window = Window {
+            kernel,
+            stride,
+            padding,
+            dilation,
+            input: [h, w],
+            output,
+        };
+        // [N, C, H, W] -> [C·H·W, N]: one row per input position, the batch inner.
+        let rows = transpose_2d(&x, n, c * h * w)?;
+        let y = matmul_grouped(weight, &window.columns(&rows, c, 0.0)?, groups)?; // [O, L·N]
+        let y = add_bias(y, &[out_channels, 1])?;
+        // [O, L·N] = [O·L, N] -> [N, O·L]: contiguous, as PyTorch's result.
+        transpose_2d(&y, out_channels * positions, n)?
+    };
     if unbatched {
         y.reshape(&[out_channels, output[0], output[1]])
     } else {
         y.reshape(&[n, out_channels, output[0], output[1]])
+    }
+}
+
+/// `weight` (`[O, C / groups, kh, kw]`) times the patch matrix `columns` (`[C·kh·kw, P]`), group
+/// by group: `[O, P]`.
+fn matmul_grouped(weight: &Tensor, columns: &Tensor, groups: usize) -> Result<Tensor> {
+    let ws = weight.shape();
+    let (out_channels, patch) = (ws[0], ws[1] * ws[2] * ws[3]);
+    let width = columns.shape()[1];
+    if groups == 1 {
+        weight.reshape(&[out_channels, patch])?.matmul(columns)
+    } else {
+        weight
+            .reshape(&[groups, out_channels / groups, patch])?
+            .matmul(&columns.reshape(&[groups, patch, width])?)?
+            .reshape(&[out_channels, width])
     }
 }
 

@@ -59,6 +59,7 @@ mod batch_norm;
 mod conv;
 mod conv1d;
 mod conv_params;
+mod conv_patches;
 mod conv_transpose;
 mod derive_support;
 mod dropout;

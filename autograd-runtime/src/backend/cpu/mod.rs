@@ -16,6 +16,7 @@
 
 mod any;
 pub(crate) mod buffer_cache;
+mod conv;
 mod dense;
 pub(crate) mod dispatch;
 mod elementwise;

@@ -11,7 +11,9 @@ use super::dispatch::{
     unary,
 };
 use crate::backend::step::StepSet;
-use crate::backend::{Backend, BinaryOp, Buffer, CompareOp, GradFormula, MapOp, Out, UnaryOp};
+use crate::backend::{
+    Backend, BinaryOp, Buffer, CompareOp, GradFormula, MapOp, Out, Patches, UnaryOp,
+};
 use crate::layout::Layout;
 use crate::{DType, Device, Result};
 
@@ -281,5 +283,13 @@ impl Backend for Cpu {
 
     fn matmul(&self, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Out> {
         matmul(a, la, b, lb)
+    }
+
+    fn im2col(&self, x: &Buffer, lx: &Layout, p: &Patches) -> Result<Out> {
+        super::conv::im2col_buffer(x, lx, p)
+    }
+
+    fn col2im(&self, cols: &Buffer, lc: &Layout, p: &Patches) -> Result<Out> {
+        super::conv::col2im_buffer(cols, lc, p)
     }
 }

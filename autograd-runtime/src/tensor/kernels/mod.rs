@@ -622,6 +622,24 @@ impl Kernels {
         let out = read2(a, b, |x, y| self.0.matmul(x, a.layout(), y, b.layout()))?;
         Ok(wrap(out, a.device()))
     }
+
+    /// See [`Backend::im2col`].
+    pub(crate) fn im2col(self, x: &Tensor, p: &backend::Patches) -> Result<Tensor> {
+        if let Some(w) = Widen::of(x.dtype()) {
+            return w.run(self, [x], |[x]| self.im2col(x, p));
+        }
+        let out = read(x, |b, l| self.0.im2col(b, l, p))?;
+        Ok(wrap(out, x.device()))
+    }
+
+    /// See [`Backend::col2im`].
+    pub(crate) fn col2im(self, cols: &Tensor, p: &backend::Patches) -> Result<Tensor> {
+        if let Some(w) = Widen::of(cols.dtype()) {
+            return w.run(self, [cols], |[c]| self.col2im(c, p));
+        }
+        let out = read(cols, |b, l| self.0.col2im(b, l, p))?;
+        Ok(wrap(out, cols.device()))
+    }
 }
 
 // ----- the rest of the tensor layer's calls into the backend -----------------------------------

@@ -1,0 +1,128 @@
+//! im2col and col2im as differentiable ops, for convolution on host memory.
+//!
+//! [`im2col`] writes the patch matrix of an image with contiguous row copies (the CPU kernel in
+//! `backend/cpu/conv.rs`); its gradient is [`col2im`], which adds the rows back, and whose
+//! gradient is `im2col` again: both are linear, so convolution built from them and `matmul` is
+//! differentiable any number of times. The nodes take PyTorch's names for `unfold` and `fold`.
+
+use autograd_macros::{backward, differentiable};
+
+use crate::backend::Patches;
+use crate::tensor::kernels;
+use crate::{Result, Tensor};
+
+/// The `[N, C·kh·kw, OH·OW]` patch matrices of the `[N, C, H, W]` image `x` (see [`Patches`]).
+#[differentiable(builtin, crate = "crate", name = "Im2ColBackward0")]
+fn im2col(x: &Tensor, patches: Patches) -> Result<Tensor> {
+    kernels::of_tensor(x)?.im2col(x, &patches)
+}
+
+#[backward(im2col)]
+fn im2col_backward(grad: &Tensor, patches: Patches) -> Result<Tensor> {
+    col2im(grad, patches)
+}
+
+/// The `[N, C, H, W]` image whose elements sum the entries of the patch matrices `cols` that
+/// read them: the adjoint of [`im2col`].
+#[differentiable(builtin, crate = "crate", name = "Col2ImBackward0")]
+fn col2im(cols: &Tensor, patches: Patches) -> Result<Tensor> {
+    kernels::of_tensor(cols)?.col2im(cols, &patches)
+}
+
+#[backward(col2im)]
+fn col2im_backward(grad: &Tensor, patches: Patches) -> Result<Tensor> {
+    im2col(grad, patches)
+}
+
+/// `weight` (`[G, O/G, K]`, `K = C/G·kh·kw`) times every batch entry's patch matrix of each
+/// group (`cols`, `[N, G, K, L]`): `[N, G, O/G, L]`, one GEMM per entry and group (the
+/// weight broadcast over the batch). A `matmul` of its own for its backward's orientation:
+/// the weight's gradient is summed over the batch as `cols @ gradᵀ`, whose operands `gemm`
+/// reads about twice as fast as `grad @ colsᵀ`'s (`[576, 1024] @ [1024, 64]`: 0.51 ms against
+/// 1.08 on one core of a Xeon with AVX-512).
+#[differentiable(builtin, crate = "crate", name = "BmmBackward0")]
+fn weight_matmul(weight: &Tensor, cols: &Tensor) -> Result<Tensor> {
+    kernels::of_pair("matmul", weight, cols)?.matmul(weight, cols)
+}
+
+#[backward(weight_matmul)]
+fn weight_matmul_backward(
+    grad: &Tensor,
+    #[needed_for(cols)] weight: Option<&Tensor>,
+    #[needed_for(weight)] cols: Option<&Tensor>,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    // [N, G, K, L] @ [N, G, L, O/G] -> [N, G, K, O/G], summed over N, -> [G, O/G, K].
+    let grad_weight = match cols {
+        Some(c) => Some(
+            c.matmul(&grad.transpose(2, 3)?)?
+                .sum_dims(&[0], false)?
+                .transpose(1, 2)?,
+        ),
+        None => None,
+    };
+    let grad_cols = match weight {
+        Some(w) => Some(w.transpose(1, 2)?.matmul(grad)?),
+        None => None,
+    };
+    Ok((grad_weight, grad_cols))
+}
+
+/// The patch matrices of `x` (`[N, C, H, W]`, on a host device, floating point) for `patches`.
+pub(super) fn columns(x: &Tensor, patches: Patches) -> Result<Tensor> {
+    im2col(x, patches)
+}
+
+/// [`weight_matmul`]: `weight` `[G, O/G, K]`, `cols` `[N, G, K, L]`, both of one dtype and
+/// device (checked by the caller).
+pub(super) fn grouped_matmul(weight: &Tensor, cols: &Tensor) -> Result<Tensor> {
+    weight_matmul(weight, cols)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{gradcheck, gradgradcheck};
+
+    fn patches(shape: [usize; 4], kernel: [usize; 2], stride: [usize; 2]) -> Patches {
+        let (padding, dilation) = ([1, 2], [2, 1]);
+        let output = [0, 1].map(|d| {
+            (shape[2 + d] + 2 * padding[d] - dilation[d] * (kernel[d] - 1) - 1) / stride[d] + 1
+        });
+        Patches {
+            batch: shape[0],
+            channels: shape[1],
+            input: [shape[2], shape[3]],
+            kernel,
+            stride,
+            padding,
+            dilation,
+            output,
+        }
+    }
+
+    /// The GEMM of the weight and the patch matrices, to first and second order (f64).
+    #[test]
+    fn weight_matmul_passes_gradcheck_and_gradgradcheck() -> Result<()> {
+        let w = Tensor::randn_seeded(&[2, 3, 4], crate::DType::F64, 5)?.requires_grad_(true)?;
+        let c = Tensor::randn_seeded(&[3, 2, 4, 5], crate::DType::F64, 6)?.requires_grad_(true)?;
+        let f = |i: &[Tensor]| weight_matmul(&i[0], &i[1]);
+        gradcheck(f, &[w.clone(), c.clone()])?;
+        gradgradcheck(f, &[w, c])
+    }
+
+    /// Both ops are checked against finite differences to first and second order (f64).
+    #[test]
+    fn im2col_and_col2im_pass_gradcheck_and_gradgradcheck() -> Result<()> {
+        let p = patches([2, 2, 5, 4], [2, 3], [2, 1]);
+        let x = Tensor::randn_seeded(&[2, 2, 5, 4], crate::DType::F64, 3)?.requires_grad_(true)?;
+        let f = |i: &[Tensor]| im2col(&i[0], p);
+        gradcheck(f, std::slice::from_ref(&x))?;
+        gradgradcheck(f, std::slice::from_ref(&x))?;
+        let c = Tensor::randn_seeded(&p.columns_shape(), crate::DType::F64, 4)?;
+        let c = c.requires_grad_(true)?;
+        let g = |i: &[Tensor]| col2im(&i[0], p);
+        gradcheck(g, std::slice::from_ref(&c))?;
+        gradgradcheck(g, std::slice::from_ref(&c))?;
+        Ok(())
+    }
+}
