@@ -148,7 +148,8 @@ pub(crate) fn softplus_slope<T: num_traits::Float>(x: T, beta: T, threshold: T) 
 }
 
 /// The error function of one f64: the vector math's `erf` (`vmath/erf.rs`), within about 0.6 ulp,
-/// the same bits as the element-wise kernels give.
+/// the same bits as the element-wise kernels give (for the tests of `ops/erf.rs`).
+#[cfg(test)]
 pub(crate) fn erf_f64(x: f64) -> f64 {
     super::vmath::eval(super::vmath::MathFn::Erf, x)
 }
