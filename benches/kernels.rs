@@ -8,7 +8,9 @@
 //! * `wide_tanh/{forward,backward}`: the workload of the CPU-kernels issue (10 layers of
 //!   `y = tanh(y * w + b)` over 2^20 f32 elements, every `w`, `b` a leaf); the forward records
 //!   the graph and ends in `sum`, the backward runs on a freshly built graph each iteration;
-//! * `unary_2^20/*`: one element-wise op over 2^20 f32 elements (throughput in elements);
+//! * `unary_2^20/*`: one element-wise op over 2^20 f32 elements (throughput in elements),
+//!   `gelu` the exact one (`erf`) as `nn::functional::gelu` composes it, `gelu_fwd_bwd` that
+//!   recorded on a leaf and its backward from `sum`;
 //! * `reduce_2^20/*`: `sum`, `sum_dims` over rows and columns, `softmax` over rows of a
 //!   1024 x 1024 f32 tensor.
 //!
@@ -18,6 +20,8 @@
 use std::hint::black_box;
 use std::time::Duration;
 
+use autograd::nn::GeluApproximate;
+use autograd::nn::functional::gelu;
 use autograd::{DType, Tensor, no_grad};
 mod workloads;
 use workloads::{wide_tanh, wide_tanh_loss};
@@ -52,7 +56,7 @@ fn bench_unary(c: &mut Criterion) {
     let mut group = c.benchmark_group("unary_2^20");
     group.throughput(Throughput::Elements(WIDTH as u64));
     let x = Tensor::randn_seeded(&[WIDTH], DType::F32, 7).expect("randn");
-    let _g = no_grad();
+    let guard = no_grad();
     group.bench_function("tanh", |b| b.iter(|| black_box(x.tanh().expect("tanh"))));
     group.bench_function("exp", |b| b.iter(|| black_box(x.exp().expect("exp"))));
     group.bench_function("sigmoid", |b| {
@@ -60,6 +64,19 @@ fn bench_unary(c: &mut Criterion) {
     });
     group.bench_function("sin", |b| b.iter(|| black_box(x.sin().expect("sin"))));
     group.bench_function("mul", |b| b.iter(|| black_box(x.mul(&x).expect("mul"))));
+    group.bench_function("erf", |b| b.iter(|| black_box(x.erf().expect("erf"))));
+    group.bench_function("gelu", |b| {
+        b.iter(|| black_box(gelu(&x, GeluApproximate::None).expect("gelu")))
+    });
+    drop(guard);
+    let leaf = x.detach().requires_grad_(true).expect("leaf");
+    group.bench_function("gelu_fwd_bwd", |b| {
+        b.iter(|| {
+            let y = gelu(&leaf, GeluApproximate::None).expect("gelu");
+            y.sum().expect("sum").backward().expect("backward");
+            leaf.set_grad(None).expect("set_grad");
+        })
+    });
     group.finish();
 }
 

@@ -245,12 +245,29 @@ pub(crate) fn cat(parts: &[(&Buffer, &Layout)], dim: usize) -> Result<Out> {
     })
 }
 
-/// The slices of `x` at `index` along `dim`, in that order.
+/// The slices of `x` at `index` along `dim`, in that order: each slice of the inner dimensions
+/// copied as one run (ndarray's `select` builds a view per index and concatenates them, which
+/// cost the `tril` of the GPT main job's 64 x 64 boolean attention mask about 6% of a training
+/// step).
+///
+/// # Panics
+///
+/// If an index is out of bounds for `dim` (checked by the caller).
 pub(crate) fn index_select(x: &Buffer, lx: &Layout, dim: usize, index: &[usize]) -> Out {
     with_data!(x, |d: T| {
-        let picked = view(d, lx).select(Axis(dim), index);
-        let shape = picked.shape().to_vec();
-        out::<T>(picked.iter().copied().collect(), &shape)
+        let src = collect::<T>(d, lx);
+        let (len, inner) = (lx.shape[dim], lx.shape[dim + 1..].iter().product::<usize>());
+        let mut shape = lx.shape.to_vec();
+        shape[dim] = index.len();
+        let mut v = Vec::with_capacity(shape.iter().product());
+        if len * inner > 0 {
+            for block in src.chunks_exact(len * inner) {
+                for &i in index {
+                    v.extend_from_slice(&block[i * inner..(i + 1) * inner]);
+                }
+            }
+        }
+        out::<T>(v, &shape)
     })
 }
 

@@ -228,17 +228,24 @@ pub(crate) fn unary(op: UnaryOp, x: &Buffer, lx: &Layout) -> Out {
 }
 
 /// `op` of every element ([`MapOp`]): one pass over the elements in the order the layout
-/// lists them, split over the intra-op threads when there are more than a grain of them.
+/// lists them, split over the intra-op threads when there are more than a grain of them. `erf`
+/// runs on SIMD lanes (`vmath`).
 pub(crate) fn map(op: MapOp, x: &Buffer, lx: &Layout) -> Out {
     with_view!(x, lx, |a| {
         let shape = a.shape().to_vec();
         let a = standard(a);
         let src = std_slice(&a);
-        // SAFETY: each chunk's every element is written, from the same positions of `src`.
+        // SAFETY: each chunk's every element is written, from the same positions of `src`
+        // (`map_into` writes all of its `dst`).
         let v = unsafe {
             super::parallel::collect_chunks(src.len(), |start, chunk| {
                 let n = chunk.len();
-                for (o, &x) in chunk.iter_mut().zip(&src[start..start + n]) {
+                let src = &src[start..start + n];
+                if let MapOp::Erf = op {
+                    super::vmath::map_into(super::vmath::MathFn::Erf, src, chunk);
+                    return;
+                }
+                for (o, &x) in chunk.iter_mut().zip(src) {
                     o.write(map_one(op, x));
                 }
             })
@@ -249,7 +256,7 @@ pub(crate) fn map(op: MapOp, x: &Buffer, lx: &Layout) -> Out {
 
 /// `op` of one element.
 #[inline]
-fn map_one<T: Element>(op: MapOp, x: T) -> T {
+fn map_one<T: Element + super::vmath::VMath>(op: MapOp, x: T) -> T {
     match op {
         MapOp::Clamp { lo, hi } => {
             let (lo, hi) = (T::from_f64(lo), T::from_f64(hi));
@@ -263,7 +270,7 @@ fn map_one<T: Element>(op: MapOp, x: T) -> T {
                 T::zero()
             }
         }
-        MapOp::Erf => T::from_f64(super::erf_f64(x.to_f64())),
+        MapOp::Erf => super::vmath::eval(super::vmath::MathFn::Erf, x),
         MapOp::Softplus { beta, threshold } => {
             super::formulas::softplus(x, T::from_f64(beta), T::from_f64(threshold))
         }

@@ -6,7 +6,7 @@
 //! operand order), and those functions give each element the same bits wherever it sits in a
 //! block, so a fused derived function gives the op-by-op path's bits.
 
-use super::formulas::{erf_f64, softplus, softplus_slope, with_binary_fn, with_unary_fn};
+use super::formulas::{softplus, softplus_slope, with_binary_fn, with_unary_fn};
 use super::parallel::{GRAIN, SendPtr, is_parallel, run_chunks};
 use std::mem::MaybeUninit;
 
@@ -273,11 +273,7 @@ unsafe fn block<T: Element + VMath>(
                     };
                 }
             }
-            Inst::Erf(x) => {
-                for (d, &x) in dst.iter_mut().zip(reg(x)) {
-                    *d = T::from_f64(erf_f64(x.to_f64()));
-                }
-            }
+            Inst::Erf(x) => math(MathFn::Erf, reg(x), dst),
             Inst::Softplus(x, beta, threshold) => {
                 let (b, t) = (reg(beta)[0], reg(threshold)[0]);
                 for (d, &x) in dst.iter_mut().zip(reg(x)) {
@@ -308,16 +304,22 @@ fn unary<T: Element + VMath>(op: UnaryOp, x: &[T], dst: &mut [T]) {
         _ => None,
     };
     if let Some(f) = math {
-        // SAFETY: `MaybeUninit<T>` has `T`'s layout, and `map_into` writes every element, so
-        // `dst` stays initialised.
-        let out = unsafe { &mut *(std::ptr::from_mut(dst) as *mut [MaybeUninit<T>]) };
-        map_into(f, x, out);
+        self::math(f, x, dst);
     } else {
         with_unary_fn!(op, T, |f| dst
             .iter_mut()
             .zip(x)
             .for_each(|(d, &x)| *d = f(x)));
     }
+}
+
+/// `f` of every element of `x` into `dst`, on SIMD lanes.
+#[inline(always)]
+fn math<T: VMath>(f: MathFn, x: &[T], dst: &mut [T]) {
+    // SAFETY: `MaybeUninit<T>` has `T`'s layout, and `map_into` writes every element, so `dst`
+    // stays initialised.
+    let out = unsafe { &mut *(std::ptr::from_mut(dst) as *mut [MaybeUninit<T>]) };
+    map_into(f, x, out);
 }
 
 /// `x^e` with `dense::pow_scalar`'s exact cases.

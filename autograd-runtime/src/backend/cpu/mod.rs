@@ -42,7 +42,9 @@ use crate::Element;
 pub(crate) use crate::backend::op::{BinaryOp, UnaryOp};
 pub use buffer_cache::{cached_bytes, empty_cache, set_cache_limit};
 pub(crate) use elementwise::{BroadcastError, broadcast_shapes};
-pub(crate) use formulas::{erf_f64, maximum, min_share, minimum, remainder};
+#[cfg(test)]
+pub(crate) use formulas::erf_f64;
+pub(crate) use formulas::{maximum, min_share, minimum, remainder};
 pub(crate) use matmul::matmul;
 pub(crate) use movement::to_contiguous;
 pub use parallel::{num_threads, set_num_threads};

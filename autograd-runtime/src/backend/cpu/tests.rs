@@ -127,6 +127,35 @@ fn kernels_run_on_plain_buffers_through_any_layout() -> crate::Result<()> {
     Ok(())
 }
 
+/// `index_select` of a non-float buffer (`any`): whole inner runs picked along `dim`, repeats and
+/// any order, through a transposed layout; an empty index gives an empty dimension.
+#[test]
+fn index_select_of_integers_and_bools_through_any_layout() {
+    use crate::layout::Layout;
+    let ints = crate::backend::Buffer::host::<i64>(crate::backend::ElemVec::from_slice(&[
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+    ]));
+    let l = Layout::contiguous(&[2, 3, 2]);
+    let (y, shape) = any::index_select(&ints, &l, 1, &[2, 0, 2]);
+    assert_eq!(&shape[..], &[2, 3, 2]);
+    let want: &[i64] = &[4, 5, 0, 1, 4, 5, 10, 11, 6, 7, 10, 11];
+    assert_eq!(y.as_slice::<i64>(), Some(want));
+    // Transposed to [2, 3, 2] -> [3, 2, 2] over dims 0, 1: picks rows of the transpose.
+    let lt = l.transpose(0, 1);
+    let (y, shape) = any::index_select(&ints, &lt, 0, &[1]);
+    assert_eq!(&shape[..], &[1, 2, 2]);
+    assert_eq!(y.as_slice::<i64>(), Some(&[2i64, 3, 8, 9][..]));
+    let (y, shape) = any::index_select(&ints, &l, 2, &[]);
+    assert_eq!(&shape[..], &[2, 3, 0]);
+    assert_eq!(y.as_slice::<i64>().map(<[i64]>::len), Some(0));
+    let bools = crate::backend::Buffer::host::<bool>(crate::backend::ElemVec::from_slice(&[
+        true, false, false, true,
+    ]));
+    let (y, _) = any::index_select(&bools, &Layout::contiguous(&[2, 2]), 1, &[1, 1, 0]);
+    let want: &[bool] = &[false, false, true, true, true, false];
+    assert_eq!(y.as_slice::<bool>(), Some(want));
+}
+
 #[test]
 fn in_place_kernels_write_through_the_target_layout_only() -> crate::Result<()> {
     use crate::layout::Layout;

@@ -174,7 +174,7 @@ fn fma(a: f64, b: f64, c: f64) -> f64 {
 
 /// `c[0] + c[1] x + ... + c[N-1] x^(N-1)` by Horner's rule with fused steps.
 #[inline(always)]
-fn poly<const N: usize>(x: f64, c: &[f64; N]) -> f64 {
+pub(super) fn poly<const N: usize>(x: f64, c: &[f64; N]) -> f64 {
     let mut acc = c[N - 1];
     let mut i = N - 1;
     while i > 0 {
@@ -227,7 +227,7 @@ fn pow2i(k: i64) -> f64 {
 /// `p * 2^n` for `n` in `[-1100, 1100]` with a single rounding: two exact-or-final scalings, so
 /// subnormal results round once and overflow gives inf.
 #[inline(always)]
-fn scale(p: f64, n: i64) -> f64 {
+pub(super) fn scale(p: f64, n: i64) -> f64 {
     // floor(n / 2) without an arithmetic shift (there is none for 64-bit lanes before AVX-512).
     let n1 = ((n.wrapping_add(2048) as u64) >> 1) as i64 - 1024;
     let n2 = n.wrapping_sub(n1);
@@ -262,7 +262,7 @@ fn split_mantissa(x: f64) -> (f64, f64) {
 /// `q = r + (t + rl (1 + r + t))` with `t = r^2 Q(r)`, summed as a double-double so that the only
 /// error left is the polynomial's and the rounding of the small term `t` (`<= 0.06 u` relative).
 #[inline(always)]
-fn exp_parts(x: f64, xl: f64) -> (i64, f64, f64) {
+pub(super) fn exp_parts(x: f64, xl: f64) -> (i64, f64, f64) {
     let (nf, n) = split_round(fma(x, INV_LN2, SHIFT));
     let r1 = fma(-nf, LN2_HI, x);
     let r = fma(-nf, LN2_LO, r1);

@@ -31,14 +31,22 @@ use std::mem::MaybeUninit;
 
 use super::*;
 
-const ALL_FNS: [MathFn; 6] = [
+const ALL_FNS: [MathFn; 7] = [
     MathFn::Exp,
     MathFn::Log,
     MathFn::Tanh,
     MathFn::Sigmoid,
     MathFn::Sin,
     MathFn::Cos,
+    MathFn::Erf,
 ];
+
+// SAFETY: C's `erf` from the platform's libm (linked by std on every target it supports): a pure
+// function of one `double`, with no precondition.
+unsafe extern "C" {
+    #[link_name = "erf"]
+    safe fn libm_erf(x: f64) -> f64;
+}
 
 fn full_sweep() -> bool {
     std::env::var("AUTOGRAD_VMATH_SWEEP").is_ok_and(|v| v == "full")
@@ -434,6 +442,8 @@ fn reference32(f: MathFn, x: f64) -> f64 {
         MathFn::Sigmoid => 1.0 / (1.0 + (-x).exp()),
         MathFn::Sin => x.sin(),
         MathFn::Cos => x.cos(),
+        // glibc's `erf`: within 1 ulp of the correctly rounded value (documented and measured).
+        MathFn::Erf => libm_erf(x),
     }
 }
 
@@ -478,6 +488,7 @@ fn range_of(f: MathFn) -> (f64, f64) {
         MathFn::Tanh => (-20.0, 20.0),
         MathFn::Sigmoid => (-746.0, 40.0),
         MathFn::Sin | MathFn::Cos => (-1e4, 1e4),
+        MathFn::Erf => (-6.5, 6.5),
     }
 }
 
@@ -523,6 +534,8 @@ fn accuracy32_with(f: MathFn, what: &str, map: &(dyn Fn(&[f32]) -> Vec<f32> + Sy
         ],
         MathFn::Sigmoid => &[(-104.5, -86.5), (15.0, 18.0)],
         MathFn::Sin | MathFn::Cos => &[(1e6, 1e7), (TRIG_MAX_F32 * 0.999, TRIG_MAX_F32 * 1.001)],
+        // The cut between the methods, where the result rounds to 1, subnormal results.
+        MathFn::Erf => &[(0.99, 1.01), (3.8, 4.0), (1e-45, 1e-36), (-1.01, -0.99)],
     };
     for &(a, b) in edges {
         let n = if full { 1 << 22 } else { 150_000 };
@@ -565,6 +578,12 @@ fn accuracy64(f: MathFn) {
         MathFn::Sin | MathFn::Cos => &[
             (1e8, 1e9),
             (lanes64::TRIG_MAX * 0.999_999, lanes64::TRIG_MAX * 1.000_001),
+        ],
+        MathFn::Erf => &[
+            (0.999, 1.001),
+            (5.8, 6.1),
+            (1e-320, 1e-300),
+            (-1.001, -0.999),
         ],
     };
     for &(a, b) in edges {
@@ -636,6 +655,11 @@ fn cos_f32_accuracy() {
 }
 
 #[test]
+fn erf_f32_accuracy() {
+    accuracy32(MathFn::Erf);
+}
+
+#[test]
 fn exp_f64_accuracy() {
     accuracy64(MathFn::Exp);
 }
@@ -663,6 +687,48 @@ fn sin_f64_accuracy() {
 #[test]
 fn cos_f64_accuracy() {
     accuracy64(MathFn::Cos);
+}
+
+#[test]
+fn erf_f64_accuracy() {
+    accuracy64(MathFn::Erf);
+}
+
+/// Exact special values of `erf`: signed zeros and infinities, NaN, saturation to ±1 in both lane
+/// types, and the `f32` result of a subnormal input (`2/sqrt(pi) x`, rounded once).
+#[test]
+fn erf_special_values() {
+    let x64 = [
+        0.0f64,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        6.0,
+        -7.5,
+        1e300,
+    ];
+    let want64 = [0.0f64, -0.0, 1.0, -1.0, 1.0, -1.0, 1.0];
+    for (got, want) in mapped(MathFn::Erf, &x64).into_iter().zip(want64) {
+        assert_eq!(
+            got.to_bits(),
+            want.to_bits(),
+            "erf f64: got {got}, want {want}"
+        );
+    }
+    let x32 = [0.0f32, -0.0, f32::INFINITY, f32::NEG_INFINITY, 3.95, -4.0];
+    let want32 = [0.0f32, -0.0, 1.0, -1.0, 1.0, -1.0];
+    for (got, want) in mapped(MathFn::Erf, &x32).into_iter().zip(want32) {
+        assert_eq!(
+            got.to_bits(),
+            want.to_bits(),
+            "erf f32: got {got}, want {want}"
+        );
+    }
+    assert!(eval(MathFn::Erf, f64::NAN).is_nan() && eval(MathFn::Erf, f32::NAN).is_nan());
+    let tiny = f32::from_bits(1000);
+    let want = (f64::from(tiny) * std::f64::consts::FRAC_2_SQRT_PI) as f32;
+    assert_eq!(eval(MathFn::Erf, tiny), want);
+    assert_eq!(eval(MathFn::Erf, -tiny), -want);
 }
 
 mod pow;
