@@ -172,7 +172,7 @@ fn reverse_jacobian(out: &Tensor, inputs: &[Tensor], diff: &[usize]) -> Result<V
             continue;
         }
         let gs = grad(
-            std::slice::from_ref(&out),
+            std::slice::from_ref(out),
             &diff_inputs,
             GradOptions::new()
                 .grad_outputs(vec![Some(v)])

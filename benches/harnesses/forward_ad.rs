@@ -76,7 +76,7 @@ fn main() -> Result<()> {
     let dual = median_ms(50, || {
         let _level = forward_ad::dual_level()?;
         let y = mlp.forward(&forward_ad::make_dual(&x, &v)?)?;
-        forward_ad::unpack_dual(&y)?.tangent.map(drop);
+        drop(forward_ad::unpack_dual(&y)?.tangent);
         Ok(())
     })?;
     let double_vjp = median_ms(50, || {

@@ -292,7 +292,7 @@ fn view_of(out: &Tensor, x: &Tensor, t: &Tensor) -> Option<Tensor> {
 
 /// The first and last storage positions a layout reaches; `None` for no element.
 fn span(layout: &Layout) -> Option<(usize, usize)> {
-    if layout.shape.iter().any(|&n| n == 0) {
+    if layout.shape.contains(&0) {
         return None;
     }
     let reach: usize = layout
