@@ -165,11 +165,11 @@ pub fn exit_dual_level(level: usize) -> Result<()> {
 /// # Examples
 ///
 /// ```
-/// use autograd_runtime::{forward_ad, Tensor};
+/// use autograd_runtime::{forward_ad, DType, Tensor};
 /// let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
 /// assert!(forward_ad::make_dual(&x, &x).is_err()); // no level
 /// let _level = forward_ad::dual_level()?;
-/// let d = forward_ad::make_dual(&x, &Tensor::ones(&[2])?)?;
+/// let d = forward_ad::make_dual(&x, &Tensor::ones(&[2], DType::F32)?)?;
 /// assert!(d.shares_storage(&x));
 /// let y = d.mul(&d)?; // d(x²)·t = 2x·t
 /// assert_eq!(forward_ad::unpack_dual(&y)?.tangent.unwrap().to_vec::<f32>()?, [2.0, 4.0]);
