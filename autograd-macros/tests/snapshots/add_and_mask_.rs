@@ -128,6 +128,16 @@ const _: () = {
                 }
             };
             let __fw: bool = crate::__private::forward_ad::engaged();
+            #[allow(unused_imports)]
+            use crate::__private::forward_ad::NoJvp as _;
+            if __fw && <__autograd_add_and_mask__marker>::__AUTOGRAD_HAS_JVP {
+                if crate::__private::forward_ad::has_tangent(&[x, y]) {
+                    return <__autograd_add_and_mask__marker>::__autograd_jvp_call((
+                        x,
+                        y,
+                    ));
+                }
+            }
             if !__fw && !crate::is_grad_enabled() {
                 return __autograd_add_and_mask__forward(x, y);
             }
