@@ -1,4 +1,6 @@
-//! Matrix multiplication with PyTorch `matmul` semantics, on top of the `gemm` crate.
+//! Matrix multiplication with PyTorch `matmul` semantics, on top of the `gemm` family of crates
+//! (`gemm-f32` and `gemm-f64` directly: the `gemm` facade would also compile the complex kernels,
+//! about a tenth of a first build's CPU time).
 //!
 //! Operands are passed to `gemm` with their own row and column strides, so transposed views (the
 //! backward computes `a.t() @ g` and `g @ b.t()`) are never copied first. Batch dimensions
@@ -6,7 +8,9 @@
 
 use std::mem::MaybeUninit;
 
-use gemm::Parallelism;
+use std::any::TypeId;
+
+use gemm_common::Parallelism;
 use ndarray::{ArrayD, ArrayView2, ArrayViewD, Axis, Ix2, IxDyn, s};
 
 use super::parallel::{SendPtr, run_chunks};
@@ -280,36 +284,78 @@ unsafe fn gemm_raw<T: Element>(
     let (&[lhs_rs, lhs_cs], &[rhs_rs, rhs_cs]) = (lhs.strides(), rhs.strides()) else {
         unreachable!("invariant: 2-D views have two strides")
     };
-    // SAFETY: `gemm` reads lhs[i * lhs_rs + p * lhs_cs] for i < m, p < k and
-    // rhs[p * rhs_rs + j * rhs_cs] for p < k, j < n: exactly the elements of the views `lhs`
-    // (m x k) and `rhs` (k x n), whose pointers and strides come from ndarray, which guarantees
-    // they address initialised elements that stay borrowed (read-only) for this call. It writes
-    // dst[i * dst_rs + j] for i < m, j < n, which the caller promises are writable and ours
-    // alone, so they cannot alias the shared views. With `read_dst == false` the old contents
-    // are never read (they may be uninitialised), so `alpha` is ignored, and `beta == 1` gives
-    // dst = lhs @ rhs. `T` is f32 or f64 (any other type makes gemm panic, not misbehave, as it
-    // dispatches on `TypeId`).
+    let (m, n, dst_cs, dst_rs) = (m as isize, n as isize, 1isize, dst_rs as isize);
+    // The kernels prefer a column-major destination: with unit column stride, compute the
+    // transposed product `dstᵀ = rhsᵀ lhsᵀ` instead (what the `gemm` facade does before it
+    // dispatches), by swapping the operands and their strides.
+    let transpose = dst_cs < dst_rs;
+    let (m, n, dst_cs, dst_rs) = if transpose {
+        (n, m, dst_rs, dst_cs)
+    } else {
+        (m, n, dst_cs, dst_rs)
+    };
+    let (lhs_p, lhs_cs, lhs_rs, rhs_p, rhs_cs, rhs_rs) = if transpose {
+        (rhs.as_ptr(), rhs_rs, rhs_cs, lhs.as_ptr(), lhs_rs, lhs_cs)
+    } else {
+        (lhs.as_ptr(), lhs_cs, lhs_rs, rhs.as_ptr(), rhs_cs, rhs_rs)
+    };
+    let (m, n) = (m as usize, n as usize);
+    // SAFETY: the kernel reads lhs_p[i * lhs_rs + p * lhs_cs] for i < m, p < k and
+    // rhs_p[p * rhs_rs + j * rhs_cs] for p < k, j < n, and writes dst[i * dst_rs + j * dst_cs]
+    // for i < m, j < n, in the (possibly transposed) roles chosen above, which name exactly the
+    // elements of the views `lhs` (m x k) and `rhs` (k x n) and of the destination rows the
+    // caller promises: ndarray guarantees the views address initialised elements that stay
+    // borrowed (read-only) for this call, and the destination is writable and ours alone, so
+    // it cannot alias them. With `read_dst == false` the old contents are never read (they may
+    // be uninitialised) and `alpha` is ignored; `beta == 1` gives dst = lhs @ rhs. The pointer
+    // casts are identities: each branch runs only when `T` is that type.
     unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            dst,
-            1,
-            dst_rs as isize,
-            false,
-            lhs.as_ptr(),
-            lhs_cs,
-            lhs_rs,
-            rhs.as_ptr(),
-            rhs_cs,
-            rhs_rs,
-            T::zero(),
-            T::one(),
-            false,
-            false,
-            false,
-            Parallelism::None,
-        );
+        if TypeId::of::<T>() == TypeId::of::<f32>() {
+            gemm_f32::gemm::f32::get_gemm_fn()(
+                m,
+                n,
+                k,
+                dst.cast::<f32>(),
+                dst_cs,
+                dst_rs,
+                false,
+                lhs_p.cast::<f32>(),
+                lhs_cs,
+                lhs_rs,
+                rhs_p.cast::<f32>(),
+                rhs_cs,
+                rhs_rs,
+                0.0,
+                1.0,
+                false,
+                false,
+                false,
+                Parallelism::None,
+            );
+        } else if TypeId::of::<T>() == TypeId::of::<f64>() {
+            gemm_f64::gemm::f64::get_gemm_fn()(
+                m,
+                n,
+                k,
+                dst.cast::<f64>(),
+                dst_cs,
+                dst_rs,
+                false,
+                lhs_p.cast::<f64>(),
+                lhs_cs,
+                lhs_rs,
+                rhs_p.cast::<f64>(),
+                rhs_cs,
+                rhs_rs,
+                0.0,
+                1.0,
+                false,
+                false,
+                false,
+                Parallelism::None,
+            );
+        } else {
+            unreachable!("invariant: the GEMM runs on f32 or f64 elements")
+        }
     }
 }
