@@ -277,6 +277,31 @@ pub(crate) struct Patches {
 }
 
 impl Patches {
+    /// The geometry of `image` (`[N, C, H, W]`) read with these window parameters; the output
+    /// positions per dim are `(in + 2·padding − dilation·(k − 1) − 1) / stride + 1`. The caller
+    /// has checked that the dilated kernel fits the padded input and that strides are positive.
+    pub(crate) fn new(
+        image: [usize; 4],
+        kernel: [usize; 2],
+        stride: [usize; 2],
+        padding: [usize; 2],
+        dilation: [usize; 2],
+    ) -> Patches {
+        let output = [0, 1].map(|d| {
+            (image[2 + d] + 2 * padding[d] - dilation[d] * (kernel[d] - 1) - 1) / stride[d] + 1
+        });
+        Patches {
+            batch: image[0],
+            channels: image[1],
+            input: [image[2], image[3]],
+            kernel,
+            stride,
+            padding,
+            dilation,
+            output,
+        }
+    }
+
     /// The patch matrices' shape, `[N, C·kh·kw, OH·OW]`.
     pub(crate) fn columns_shape(&self) -> [usize; 3] {
         [

@@ -67,20 +67,15 @@ impl<B: Backward> Node for FunctionNode<B> {
 
     fn apply(&self, mut grads: GradVec) -> Result<GradVec> {
         // One defined gradient (nearly every node): nothing to skip or to materialise.
-        if !matches!(grads.as_slice(), [Some(_)]) {
-            // One pass over the gradients answers both questions below.
-            let slots = grads.as_mut_slice();
-            let defined = slots.iter().filter(|g| g.is_some()).count();
-            if B::SKIP_IF_NO_GRAD && defined == 0 {
-                return Ok(smallvec::smallvec![None; self.meta.num_outputs()]);
-            }
-            if B::MATERIALIZE_GRADS && defined < slots.len() {
-                for (i, g) in slots.iter_mut().enumerate() {
-                    if g.is_none() {
-                        *g = Some(self.meta.input_metadata(i).zeros()?);
-                    }
-                }
-            }
+        if !matches!(grads.as_slice(), [Some(_)])
+            && let Some(skipped) = prepare_grads(
+                &self.meta,
+                &mut grads,
+                B::SKIP_IF_NO_GRAD,
+                B::MATERIALIZE_GRADS,
+            )?
+        {
+            return Ok(skipped);
         }
         self.backward.backward(&self.meta, grads)
     }
@@ -92,6 +87,33 @@ impl<B: Backward> Node for FunctionNode<B> {
     fn visit_saved_tensors(&self, visit: &mut dyn FnMut(&str, &SavedTensor)) {
         self.backward.visit_saved(visit);
     }
+}
+
+/// The incoming gradients of a node whose slots are not exactly one defined gradient: `Some`
+/// (the node's all-`None` result) when none is defined and the backward skips (`skip`),
+/// otherwise the undefined slots filled with zeros when it materialises them (`materialize`).
+/// Not generic: one copy for every node type.
+#[inline(never)]
+fn prepare_grads(
+    meta: &NodeMeta,
+    grads: &mut GradVec,
+    skip: bool,
+    materialize: bool,
+) -> Result<Option<GradVec>> {
+    // One pass over the gradients answers both questions.
+    let slots = grads.as_mut_slice();
+    let defined = slots.iter().filter(|g| g.is_some()).count();
+    if skip && defined == 0 {
+        return Ok(Some(smallvec::smallvec![None; meta.num_outputs()]));
+    }
+    if materialize && defined < slots.len() {
+        for (i, g) in slots.iter_mut().enumerate() {
+            if g.is_none() {
+                *g = Some(meta.input_metadata(i).zeros()?);
+            }
+        }
+    }
+    Ok(None)
 }
 
 impl<B: Backward> FunctionNode<B> {
@@ -383,7 +405,12 @@ pub(crate) fn build_node<B: Backward>(
 /// Makes `node` the grad_fn of each output, output `i` of it.
 #[inline]
 pub(crate) fn attach<B: Backward>(node: Arc<FunctionNode<B>>, outputs: &[&Tensor]) -> NodeRef {
-    let node = NodeRef::new(node);
+    attach_ref(NodeRef::new(node), outputs)
+}
+
+/// [`attach`] of a node already type-erased: one copy for every op.
+#[inline]
+pub(crate) fn attach_ref(node: NodeRef, outputs: &[&Tensor]) -> NodeRef {
     for (i, t) in outputs.iter().enumerate() {
         t.set_grad_fn(node.clone(), i);
     }

@@ -161,12 +161,6 @@ pub(super) fn transpose_2d(x: &Tensor, rows: usize, cols: usize) -> Result<Tenso
     x.reshape(&[rows, cols])?.transpose(0, 1)?.contiguous()
 }
 
-/// The output size of a convolution along one dim (the caller has checked that the dilated
-/// kernel fits the padded input).
-fn conv_output_size(input: usize, kernel: usize, stride: usize, pad: usize, dil: usize) -> usize {
-    (input + 2 * pad - dil * (kernel - 1) - 1) / stride + 1
-}
-
 // ----- the function ---------------------------------------------------------------------------------
 
 /// 2-D convolution (PyTorch's `torch.nn.functional.conv2d`; strictly a cross-correlation, as
@@ -306,8 +300,8 @@ pub fn conv2d(
         x.check_same_dtype_device("conv2d", b)?;
     }
 
-    let output =
-        [0, 1].map(|d| conv_output_size([h, w][d], kernel[d], stride[d], padding[d], dilation[d]));
+    let patches = Patches::new([n, c, h, w], kernel, stride, padding, dilation);
+    let output = patches.output;
     let positions = output[0] * output[1];
     let add_bias = |y: Tensor, shape: &[usize]| match bias {
         Some(b) => y.add(&b.reshape(shape)?),
@@ -317,16 +311,6 @@ pub fn conv2d(
         // One patch matrix `[C·kh·kw, L]` per batch entry, written directly, and one GEMM per
         // entry and group with the weight, giving `[N, O, L]`, PyTorch's layout, with no
         // transpose (one GEMM over the whole batch is slower: see `backend/cpu/conv.rs`).
-        let patches = Patches {
-            batch: n,
-            channels: c,
-            input: [h, w],
-            kernel,
-            stride,
-            padding,
-            dilation,
-            output,
-        };
         let columns = super::conv_patches::columns(&x, patches)?; // [N, C·kh·kw, L]
         let patch = ws[1] * kernel[0] * kernel[1];
         let y = super::conv_patches::grouped_matmul(

@@ -84,20 +84,7 @@ mod tests {
     use crate::{gradcheck, gradgradcheck};
 
     fn patches(shape: [usize; 4], kernel: [usize; 2], stride: [usize; 2]) -> Patches {
-        let (padding, dilation) = ([1, 2], [2, 1]);
-        let output = [0, 1].map(|d| {
-            (shape[2 + d] + 2 * padding[d] - dilation[d] * (kernel[d] - 1) - 1) / stride[d] + 1
-        });
-        Patches {
-            batch: shape[0],
-            channels: shape[1],
-            input: [shape[2], shape[3]],
-            kernel,
-            stride,
-            padding,
-            dilation,
-            output,
-        }
+        Patches::new(shape, kernel, stride, [1, 2], [2, 1])
     }
 
     /// The GEMM of the weight and the patch matrices, to first and second order (f64).
