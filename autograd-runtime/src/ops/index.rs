@@ -106,8 +106,20 @@ fn scatter_argmax(g: &Tensor, shape: &[usize], argmax: Argmax) -> Result<Tensor>
 
 #[backward(scatter_argmax)]
 fn scatter_argmax_backward(grad: &Tensor, argmax: &Argmax) -> Result<Tensor> {
-    // A kernel, not an op: this gradient is not differentiated again.
-    kernels::of_tensor(grad)?.gather(grad, argmax.dim, &argmax.indices.get()?)
+    grad.gather_argmax(argmax)
+}
+
+/// `g` (shaped like `x`) read at the argmax positions, keepdim-shaped: the gradient of
+/// `scatter_argmax`, whose own gradient scatters again (so `max_dim` is differentiable any
+/// number of times, as PyTorch's, whose `value_selecting_reduction_backward` is a `scatter`).
+#[differentiable(builtin, crate = "crate", name = "GatherBackward0")]
+fn gather_argmax(g: &Tensor, argmax: Argmax) -> Result<Tensor> {
+    kernels::of_tensor(g)?.gather(g, argmax.dim, &argmax.indices.get()?)
+}
+
+#[backward(gather_argmax)]
+fn gather_argmax_backward(grad: &Tensor, g: &InputMetadata, argmax: &Argmax) -> Result<Tensor> {
+    grad.scatter_argmax(g.shape(), argmax)
 }
 
 impl Tensor {
@@ -196,6 +208,11 @@ impl Tensor {
     /// Zeros of `shape` with this (keepdim-shaped) tensor written at the argmax positions.
     fn scatter_argmax(&self, shape: &[usize], argmax: &Argmax) -> Result<Tensor> {
         scatter_argmax(self, shape, argmax.clone())
+    }
+
+    /// This tensor's entries at the argmax positions, keepdim-shaped.
+    fn gather_argmax(&self, argmax: &Argmax) -> Result<Tensor> {
+        gather_argmax(self, argmax.clone())
     }
 }
 
