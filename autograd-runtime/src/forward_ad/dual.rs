@@ -398,10 +398,60 @@ fn set_output_tangents(
                 let _suspended = super::suspend();
                 old.copy_(&tangent)?;
             }
-            _ => set_tangent(out, tangent, dual.generation),
+            Some(_) => set_tangent(out, tangent, dual.generation),
+            None if dual.inputs.iter().flatten().any(|x| x.is_same(out)) => {
+                let tangent = through_view_base(out, tangent, dual.generation)?;
+                set_tangent(out, tangent, dual.generation);
+            }
+            None => set_tangent(out, tangent, dual.generation),
         }
     }
     Ok(())
+}
+
+/// The tangent an in-place op gives `out`, which had none: when `out` is a view of a base
+/// without a tangent either, the base gets one (zeros) and `out` the same view of it, holding
+/// `tangent`'s values, so that the base sees the change as its values do (PyTorch's
+/// `set_fw_grad` for an in-place op on a view); otherwise `tangent` itself.
+fn through_view_base(out: &Tensor, tangent: Tensor, generation: u64) -> Result<Tensor> {
+    let Some(base) = out.view_base() else {
+        return Ok(tangent);
+    };
+    if tangent_at(base, generation)?.is_some() || tangent.dtype() != out.dtype() {
+        return Ok(tangent);
+    }
+    let _suspended = super::suspend();
+    let zeros = base.zeros_like()?;
+    let Some(view) = view_of(out, base, &zeros) else {
+        return Ok(tangent);
+    };
+    view.copy_(&tangent)?;
+    set_tangent(base, zeros, generation);
+    Ok(view)
+}
+
+/// The tangent an in-place op built-in with a `#[jvp]` leaves on `out`, the tensor it modified,
+/// from `new`, the rule's: written into `old`, `out`'s tangent before the op, where the two
+/// have one shape and dtype (so that the views of that tangent see it, as PyTorch's in-place
+/// formulas `self_t.op_(..)`); without an old tangent, through `out`'s base when it is a view
+/// (see `through_view_base`); `new` otherwise. As `set_output_tangents` does for the others.
+///
+/// # Errors
+///
+/// The copy's (a tangent whose elements overlap).
+pub(crate) fn in_place_tangent(out: &Tensor, old: Option<&Tensor>, new: Tensor) -> Result<Tensor> {
+    match old {
+        Some(old) if old.is_same(&new) => Ok(new),
+        Some(old) if old.shape() == new.shape() && old.dtype() == new.dtype() => {
+            old.copy_(&new)?;
+            Ok(old.clone())
+        }
+        Some(_) => Ok(new),
+        None => match level::current() {
+            Some(generation) => through_view_base(out, new, generation),
+            None => Ok(new),
+        },
+    }
 }
 
 /// The node sink edges lead to: never run (its edges exist only while an op computes its

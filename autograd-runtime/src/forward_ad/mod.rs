@@ -59,7 +59,7 @@ pub use dual::{
     DualCall, InputRef, NoJvp, dual_edges, fail_outputs, has_tangent, jvp_missing, record_dual,
     set_tangents, tangents_of,
 };
-pub(crate) use dual::{ForwardGrad, carry};
+pub(crate) use dual::{ForwardGrad, carry, in_place_tangent};
 
 use crate::grad_mode::{self, ForwardAdSuspension};
 use crate::{Error, Result, Tensor};

@@ -2,13 +2,13 @@
 
 use std::fmt;
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 
 use crate::nn::{Forward, Module};
 use crate::sync::Ordering;
 use crate::sync::atomic::AtomicU64;
 use crate::sync::{Arc, Mutex, Weak};
-use crate::{Result, Tensor, is_grad_enabled};
+use crate::{Error, Result, Tensor, is_grad_enabled};
 
 /// A forward pre-hook: `(module, input) -> Some(new input)` or `None` to keep it.
 type PreHook<M> = Arc<dyn Fn(&M, &Tensor) -> Result<Option<Tensor>> + Send + Sync>;
@@ -235,6 +235,13 @@ fn backward_hook_identity(x: &Tensor) -> Result<Tensor> {
 #[backward(backward_hook_identity)]
 fn backward_hook_identity_backward(grad: &Tensor) -> Result<Tensor> {
     Ok(grad.clone())
+}
+
+/// PyTorch's `BackwardHookFunction` is a custom `autograd.Function` without a `jvp`: a module
+/// with backward hooks called on dual tensors (when it records) fails with its error.
+#[jvp(backward_hook_identity)]
+fn backward_hook_identity_jvp(_x_t: &Tensor) -> Result<Tensor> {
+    Err(Error::CustomFunctionJvp)
 }
 
 /// Runs the full backward hooks in order; each may replace `grad_input`.
