@@ -330,22 +330,38 @@ fn through_backward<B: Backward>(
             grads.push(Some(zeros));
         }
     }
-    let vjps = node.backward_with_edges(edges, grads)?;
+    let vjps = node.backward_with_edges(edges.clone(), grads)?;
     let (mut products, mut directions) = (Vec::new(), Vec::new());
-    for ((v, t), x) in vjps.iter().zip(&dual.tangents).zip(&dual.inputs) {
-        if let (Some(v), Some(t), Some(x)) = (v, t, x)
-            && v.requires_grad()
-        {
-            // The engine reduces a gradient to its input's shape when it validates a node's
-            // outputs (`validate_outputs`); here the node's result is used directly.
-            let v = if v.shape() == x.shape() {
-                v.clone()
-            } else {
-                v.sum_to_shape(x.shape())?
-            };
-            directions.push(Some(t.to_dtype(v.dtype())?));
-            products.push(v);
+    let (mut recorded, mut unrecorded) = (Vec::new(), Vec::new());
+    for (i, ((v, t), x)) in vjps
+        .iter()
+        .zip(&dual.tangents)
+        .zip(&dual.inputs)
+        .enumerate()
+    {
+        let (Some(v), Some(t), Some(x)) = (v, t, x) else {
+            continue;
+        };
+        if !v.requires_grad() {
+            unrecorded.push(i);
+            continue;
         }
+        recorded.push(i);
+        // The engine reduces a gradient to its input's shape when it validates a node's
+        // outputs (`validate_outputs`); here the node's result is used directly.
+        let v = if v.shape() == x.shape() {
+            v.clone()
+        } else {
+            v.sum_to_shape(x.shape())?
+        };
+        directions.push(Some(t.to_dtype(v.dtype())?));
+        products.push(v);
+    }
+    let every_seed: Vec<bool> = seeds.iter().map(Option::is_some).collect();
+    // A gradient computed without recording is a constant (zero) or the backward's escape.
+    if !unrecorded.is_empty() && backward_depends(node, &edges, outputs, &every_seed, &unrecorded)?
+    {
+        return Err(not_implemented(node.name()));
     }
     let live: Vec<Tensor> = seeds.iter().flatten().cloned().collect();
     let mut tangents: Vec<Option<Tensor>> = vec![None; outputs.len()];
@@ -360,11 +376,28 @@ fn through_backward<B: Backward>(
             .grad_outputs(directions)
             .allow_unused(true)
             .create_graph(create_graph);
-        let mut jvps = crate::grad(&products, &live, options)?.into_iter();
+        let mut jvps = crate::grad(&products, &live, options)
+            .map_err(|e| match e {
+                // The backward is `once_differentiable` and its error node was reached.
+                Error::OnceDifferentiable => not_implemented(node.name()),
+                e => e,
+            })?
+            .into_iter();
         for (slot, seed) in tangents.iter_mut().zip(&seeds) {
             if seed.is_some() {
                 *slot = jvps.next().flatten();
             }
+        }
+        // A seed no product reaches: the recorded gradients do not depend on it, and the
+        // backward's results must not either (a `once_differentiable` backward's results
+        // hang from an error node without a path to the seeds).
+        let unreached: Vec<bool> = (seeds.iter().zip(&tangents))
+            .map(|(seed, t)| seed.is_some() && t.is_none())
+            .collect();
+        if unreached.contains(&true)
+            && backward_depends(node, &edges, outputs, &unreached, &recorded)?
+        {
+            return Err(not_implemented(node.name()));
         }
     }
     // An output no product reaches has a zero tangent (`sign`, a comparison's mask).
@@ -375,6 +408,62 @@ fn through_backward<B: Backward>(
         }
     }
     Ok(tangents)
+}
+
+/// Whether the backward's results for the inputs `inputs` depend on the incoming gradients of
+/// the outputs `seeds` marks: run again, unrecorded, with ones for those gradients and zeros
+/// for the others (a linear backward gives zeros exactly where it does not depend on them).
+/// Asked only where the recorded run showed no dependence: a result computed without
+/// recording, or a seed no result reaches. A dependence there is one the recorded run lost
+/// (a kernel, `no_grad`, `once_differentiable`): the backward cannot be differentiated, and
+/// the double-vjp trick has no tangent to give; none means a constant, as `sign`'s zero.
+fn backward_depends<B: Backward>(
+    node: &FunctionNode<B>,
+    edges: &Edges,
+    outputs: &[&Tensor],
+    seeds: &[bool],
+    inputs: &[usize],
+) -> Result<bool> {
+    let _no_grad = crate::no_grad();
+    let grads = (outputs.iter().zip(seeds))
+        .map(|(out, &seed)| {
+            if seed && out.dtype().is_floating_point() {
+                out.ones_like().map(Some)
+            } else {
+                out.zeros_like().map(Some)
+            }
+        })
+        .collect::<Result<GradVec>>()?;
+    let vjps = node.backward_with_edges(edges.clone(), grads)?;
+    for &i in inputs {
+        if let Some(Some(v)) = vjps.get(i) {
+            let magnitude = v.abs()?.sum()?.to_dtype(crate::DType::F64)?.item::<f64>()?;
+            // NaN counts as not zero.
+            if magnitude != 0.0 {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// PyTorch's error for an op without a forward derivative, named after its node
+/// (`MaxBackwardBackward0`: `max_backward`).
+fn not_implemented(node: &str) -> Error {
+    let stem = node.trim_end_matches(|c: char| c.is_ascii_digit());
+    let stem = stem.strip_suffix("Backward").unwrap_or(stem);
+    let mut op = String::with_capacity(stem.len() + 4);
+    for (i, c) in stem.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                op.push('_');
+            }
+            op.push(c.to_ascii_lowercase());
+        } else {
+            op.push(c);
+        }
+    }
+    Error::ForwardAdNotImplemented { op }
 }
 
 /// Gives each output its tangent. An output that is one of the inputs (an in-place op) writes
