@@ -89,6 +89,11 @@ impl fmt::Debug for ModuleHookHandle {
 ///    replace `grad_input`. If the input does not require grad, they run at the output with
 ///    `grad_input = [None]`, as PyTorch's.
 ///
+/// The identity nodes are applied only when grad mode is on and the tensor requires grad. They
+/// have no forward derivative (PyTorch's `BackwardHookFunction` is a custom function without
+/// `jvp`): with backward hooks, a call on a dual tensor that records fails with PyTorch's
+/// [`CustomFunctionJvp`](crate::Error::CustomFunctionJvp) error.
+///
 /// Each `register_*` returns a [`ModuleHookHandle`] whose [`remove`](ModuleHookHandle::remove)
 /// unregisters the hook (PyTorch's `RemovableHandle`).
 ///
