@@ -595,6 +595,17 @@ pub enum Error {
     )]
     CustomFunctionJvp,
 
+    /// An op called on dual tensors that has no forward derivative: its backward cannot be
+    /// differentiated (`once_differentiable`, or computed outside autograd), so the tangent
+    /// through it does not exist.
+    #[error(
+        "Trying to use forward AD with {op} that does not support it because it has not been implemented yet.\nPlease file an issue to PyTorch at https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so that we can prioritize its implementation or submit a PR adding the implementation to derivatives.yaml"
+    )]
+    ForwardAdNotImplemented {
+        /// The op, named after its node.
+        op: String,
+    },
+
     // ----- user code ---------------------------------------------------------------------------------
     /// An error raised by user forward/backward code with [`Error::msg`].
     #[error("{0}")]

@@ -4,7 +4,9 @@
 
 mod api;
 mod custom;
+mod no_derivative;
 mod ops;
+mod rules_structural;
 
 use std::sync::{Mutex, MutexGuard};
 

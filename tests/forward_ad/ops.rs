@@ -6,13 +6,26 @@ use autograd::functional::{self, Options};
 use autograd::nn::functional as F;
 use autograd::{DType, Result, Tensor, forward_ad};
 
-type Op = fn(&[Tensor]) -> Result<Tensor>;
+pub(crate) type Op = fn(&[Tensor]) -> Result<Tensor>;
 
 /// Checks op `f` at `inputs` along random tangents.
-fn check(name: &str, f: Op, inputs: &[Tensor]) -> Result<()> {
+pub(crate) fn check(name: &str, f: Op, inputs: &[Tensor]) -> Result<()> {
+    check_some(name, f, inputs, &vec![true; inputs.len()])
+}
+
+/// Checks op `f` at `inputs` along random tangents for the inputs `dual` marks; the others are
+/// plain tensors (their tangent is zero).
+pub(crate) fn check_some(name: &str, f: Op, inputs: &[Tensor], dual: &[bool]) -> Result<()> {
     let tangents: Vec<Tensor> = inputs
         .iter()
-        .map(|x| Tensor::randn(x.shape(), DType::F64))
+        .zip(dual)
+        .map(|(x, &d)| {
+            if d {
+                Tensor::randn(x.shape(), DType::F64)
+            } else {
+                Tensor::zeros(x.shape(), DType::F64)
+            }
+        })
         .collect::<Result<_>>()?;
     let forward = {
         let _serial = crate::serial();
@@ -20,7 +33,14 @@ fn check(name: &str, f: Op, inputs: &[Tensor]) -> Result<()> {
         let duals: Vec<Tensor> = inputs
             .iter()
             .zip(&tangents)
-            .map(|(x, t)| forward_ad::make_dual(x, t))
+            .zip(dual)
+            .map(|((x, t), &d)| {
+                if d {
+                    forward_ad::make_dual(x, t)
+                } else {
+                    Ok(x.clone())
+                }
+            })
             .collect::<Result<_>>()?;
         let y = f(&duals)?;
         let u = forward_ad::unpack_dual(&y)?;

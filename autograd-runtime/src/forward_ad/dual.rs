@@ -210,7 +210,8 @@ pub fn record_dual<B: Backward>(
         return Err(e);
     }
     // Only the node's construction and its backward depend on `B`: the rest is one function for
-    // every op, not one copy per op (a tenth of the crate's code before optimisation, measured with `cargo llvm-lines`).
+    // every op, not one copy per op (these were a tenth of the crate's code before optimisation,
+    // by `cargo llvm-lines`).
     let erased = NodeRef::new(node.clone());
     let backward = |edges: Edges, grads: GradVec| node.backward_with_edges(edges, grads);
     finish_dual(erased, &backward, edges, outputs, &dual, fallible)
@@ -229,7 +230,7 @@ fn finish_dual(
 ) -> Result<NodeRef> {
     let mut tangents = view_tangents(outputs, dual);
     let computed = if needs_products(outputs, &tangents) {
-        through_backward(backward, edges, outputs, dual).map(Some)
+        through_backward(backward, node.name(), edges, outputs, dual).map(Some)
     } else {
         Ok(None)
     };
@@ -329,6 +330,7 @@ fn span(layout: &Layout) -> Option<(usize, usize)> {
 /// tangent or an input requires grad, so that the tangent can be differentiated backward.
 fn through_backward(
     backward: &dyn Fn(Edges, GradVec) -> Result<GradVec>,
+    name: &str,
     edges: Edges,
     outputs: &[&Tensor],
     dual: &DualCall,
@@ -348,22 +350,39 @@ fn through_backward(
             grads.push(Some(zeros));
         }
     }
-    let vjps = backward(edges, grads)?;
+    let vjps = backward(edges.clone(), grads)?;
     let (mut products, mut directions) = (Vec::new(), Vec::new());
-    for ((v, t), x) in vjps.iter().zip(&dual.tangents).zip(&dual.inputs) {
-        if let (Some(v), Some(t), Some(x)) = (v, t, x)
-            && v.requires_grad()
-        {
-            // The engine reduces a gradient to its input's shape when it validates a node's
-            // outputs (`validate_outputs`); here the node's result is used directly.
-            let v = if v.shape() == x.shape() {
-                v.clone()
-            } else {
-                v.sum_to_shape(x.shape())?
-            };
-            directions.push(Some(t.to_dtype(v.dtype())?));
-            products.push(v);
+    let (mut recorded, mut unrecorded) = (Vec::new(), Vec::new());
+    for (i, ((v, t), x)) in vjps
+        .iter()
+        .zip(&dual.tangents)
+        .zip(&dual.inputs)
+        .enumerate()
+    {
+        let (Some(v), Some(t), Some(x)) = (v, t, x) else {
+            continue;
+        };
+        if !v.requires_grad() {
+            unrecorded.push(i);
+            continue;
         }
+        recorded.push(i);
+        // The engine reduces a gradient to its input's shape when it validates a node's
+        // outputs (`validate_outputs`); here the node's result is used directly.
+        let v = if v.shape() == x.shape() {
+            v.clone()
+        } else {
+            v.sum_to_shape(x.shape())?
+        };
+        directions.push(Some(t.to_dtype(v.dtype())?));
+        products.push(v);
+    }
+    let every_seed: Vec<bool> = seeds.iter().map(Option::is_some).collect();
+    // A gradient computed without recording is a constant (zero) or the backward's escape.
+    if !unrecorded.is_empty()
+        && backward_depends(backward, &edges, outputs, &every_seed, &unrecorded)?
+    {
+        return Err(not_implemented(name));
     }
     let live: Vec<Tensor> = seeds.iter().flatten().cloned().collect();
     let mut tangents: Vec<Option<Tensor>> = vec![None; outputs.len()];
@@ -378,11 +397,28 @@ fn through_backward(
             .grad_outputs(directions)
             .allow_unused(true)
             .create_graph(create_graph);
-        let mut jvps = crate::grad(&products, &live, options)?.into_iter();
+        let mut jvps = crate::grad(&products, &live, options)
+            .map_err(|e| match e {
+                // The backward is `once_differentiable` and its error node was reached.
+                Error::OnceDifferentiable => not_implemented(name),
+                e => e,
+            })?
+            .into_iter();
         for (slot, seed) in tangents.iter_mut().zip(&seeds) {
             if seed.is_some() {
                 *slot = jvps.next().flatten();
             }
+        }
+        // A seed no product reaches: the recorded gradients do not depend on it, and the
+        // backward's results must not either (a `once_differentiable` backward's results
+        // hang from an error node without a path to the seeds).
+        let unreached: Vec<bool> = (seeds.iter().zip(&tangents))
+            .map(|(seed, t)| seed.is_some() && t.is_none())
+            .collect();
+        if unreached.contains(&true)
+            && backward_depends(backward, &edges, outputs, &unreached, &recorded)?
+        {
+            return Err(not_implemented(name));
         }
     }
     // An output no product reaches has a zero tangent (`sign`, a comparison's mask).
@@ -393,6 +429,62 @@ fn through_backward(
         }
     }
     Ok(tangents)
+}
+
+/// Whether the backward's results for the inputs `inputs` depend on the incoming gradients of
+/// the outputs `seeds` marks: run again, unrecorded, with ones for those gradients and zeros
+/// for the others (a linear backward gives zeros exactly where it does not depend on them).
+/// Asked only where the recorded run showed no dependence: a result computed without
+/// recording, or a seed no result reaches. A dependence there is one the recorded run lost
+/// (a kernel, `no_grad`, `once_differentiable`): the backward cannot be differentiated, and
+/// the double-vjp trick has no tangent to give; none means a constant, as `sign`'s zero.
+fn backward_depends(
+    backward: &dyn Fn(Edges, GradVec) -> Result<GradVec>,
+    edges: &Edges,
+    outputs: &[&Tensor],
+    seeds: &[bool],
+    inputs: &[usize],
+) -> Result<bool> {
+    let _no_grad = crate::no_grad();
+    let grads = (outputs.iter().zip(seeds))
+        .map(|(out, &seed)| {
+            if seed && out.dtype().is_floating_point() {
+                out.ones_like().map(Some)
+            } else {
+                out.zeros_like().map(Some)
+            }
+        })
+        .collect::<Result<GradVec>>()?;
+    let vjps = backward(edges.clone(), grads)?;
+    for &i in inputs {
+        if let Some(Some(v)) = vjps.get(i) {
+            let magnitude = v.abs()?.sum()?.to_dtype(crate::DType::F64)?.item::<f64>()?;
+            // NaN counts as not zero.
+            if magnitude != 0.0 {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// PyTorch's error for an op without a forward derivative, named after its node
+/// (`MaxBackwardBackward0`: `max_backward`).
+fn not_implemented(node: &str) -> Error {
+    let stem = node.trim_end_matches(|c: char| c.is_ascii_digit());
+    let stem = stem.strip_suffix("Backward").unwrap_or(stem);
+    let mut op = String::with_capacity(stem.len() + 4);
+    for (i, c) in stem.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                op.push('_');
+            }
+            op.push(c.to_ascii_lowercase());
+        } else {
+            op.push(c);
+        }
+    }
+    Error::ForwardAdNotImplemented { op }
 }
 
 /// Gives each output its tangent. An output that is one of the inputs (an in-place op) writes
@@ -416,10 +508,60 @@ fn set_output_tangents(
                 let _suspended = super::suspend();
                 old.copy_(&tangent)?;
             }
-            _ => set_tangent(out, tangent, dual.generation),
+            Some(_) => set_tangent(out, tangent, dual.generation),
+            None if dual.inputs.iter().flatten().any(|x| x.is_same(out)) => {
+                let tangent = through_view_base(out, tangent, dual.generation)?;
+                set_tangent(out, tangent, dual.generation);
+            }
+            None => set_tangent(out, tangent, dual.generation),
         }
     }
     Ok(())
+}
+
+/// The tangent an in-place op gives `out`, which had none: when `out` is a view of a base
+/// without a tangent either, the base gets one (zeros) and `out` the same view of it, holding
+/// `tangent`'s values, so that the base sees the change as its values do (PyTorch's
+/// `set_fw_grad` for an in-place op on a view); otherwise `tangent` itself.
+fn through_view_base(out: &Tensor, tangent: Tensor, generation: u64) -> Result<Tensor> {
+    let Some(base) = out.view_base() else {
+        return Ok(tangent);
+    };
+    if tangent_at(base, generation)?.is_some() || tangent.dtype() != out.dtype() {
+        return Ok(tangent);
+    }
+    let _suspended = super::suspend();
+    let zeros = base.zeros_like()?;
+    let Some(view) = view_of(out, base, &zeros) else {
+        return Ok(tangent);
+    };
+    view.copy_(&tangent)?;
+    set_tangent(base, zeros, generation);
+    Ok(view)
+}
+
+/// The tangent an in-place op built-in with a `#[jvp]` leaves on `out`, the tensor it modified,
+/// from `new`, the rule's: written into `old`, `out`'s tangent before the op, where the two
+/// have one shape and dtype (so that the views of that tangent see it, as PyTorch's in-place
+/// formulas `self_t.op_(..)`); without an old tangent, through `out`'s base when it is a view
+/// (see `through_view_base`); `new` otherwise. As `set_output_tangents` does for the others.
+///
+/// # Errors
+///
+/// The copy's (a tangent whose elements overlap).
+pub(crate) fn in_place_tangent(out: &Tensor, old: Option<&Tensor>, new: Tensor) -> Result<Tensor> {
+    match old {
+        Some(old) if old.is_same(&new) => Ok(new),
+        Some(old) if old.shape() == new.shape() && old.dtype() == new.dtype() => {
+            old.copy_(&new)?;
+            Ok(old.clone())
+        }
+        Some(_) => Ok(new),
+        None => match level::current() {
+            Some(generation) => through_view_base(out, new, generation),
+            None => Ok(new),
+        },
+    }
 }
 
 /// The node sink edges lead to: never run (its edges exist only while an op computes its

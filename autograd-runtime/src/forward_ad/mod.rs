@@ -32,7 +32,10 @@
 //! - any other built-in op computes it through its backward, which is linear in the incoming
 //!   gradient: with `g` a zero gradient that requires grad, `v = backward(g)` is recorded, and
 //!   the gradient of `Σ ⟨v_i, t_i⟩` with respect to `g` is `J·t` (the "double-vjp trick"), so
-//!   every op with a twice-differentiable backward has a forward derivative;
+//!   every op with a twice-differentiable backward has a forward derivative; one whose
+//!   backward cannot be differentiated (`once_differentiable`, or computed outside autograd)
+//!   fails with PyTorch's error ([`Error::ForwardAdNotImplemented`]) rather than give a wrong
+//!   tangent;
 //! - a `#[differentiable(derive)]` function's body runs its ops on the dual inputs, each
 //!   propagating its own tangent, so a derived function has both modes from the same rules;
 //! - a custom function with a hand-written `#[backward]` needs a `#[jvp]`, as PyTorch's
@@ -59,7 +62,7 @@ pub use dual::{
     DualCall, InputRef, NoJvp, dual_edges, fail_outputs, has_tangent, jvp_missing, record_dual,
     set_tangents, tangents_of,
 };
-pub(crate) use dual::{ForwardGrad, carry};
+pub(crate) use dual::{ForwardGrad, carry, in_place_tangent};
 
 use crate::grad_mode::{self, ForwardAdSuspension};
 use crate::{Error, Result, Tensor};

@@ -5,7 +5,7 @@
 //! gradient is `im2col` again: both are linear, so convolution built from them and `matmul` is
 //! differentiable any number of times. The nodes take PyTorch's names for `unfold` and `fold`.
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 
 use crate::backend::Patches;
 use crate::tensor::kernels;
@@ -22,6 +22,12 @@ fn im2col_backward(grad: &Tensor, patches: Patches) -> Result<Tensor> {
     col2im(grad, patches)
 }
 
+// Both are linear: the same op on the tangent.
+#[jvp(im2col)]
+fn im2col_jvp(x_t: &Tensor, patches: Patches) -> Result<Tensor> {
+    im2col(x_t, patches)
+}
+
 /// The `[N, C, H, W]` image whose elements sum the entries of the patch matrices `cols` that
 /// read them: the adjoint of [`im2col`].
 #[differentiable(builtin, crate = "crate", name = "Col2ImBackward0")]
@@ -32,6 +38,11 @@ fn col2im(cols: &Tensor, patches: Patches) -> Result<Tensor> {
 #[backward(col2im)]
 fn col2im_backward(grad: &Tensor, patches: Patches) -> Result<Tensor> {
     im2col(grad, patches)
+}
+
+#[jvp(col2im)]
+fn col2im_jvp(cols_t: &Tensor, patches: Patches) -> Result<Tensor> {
+    col2im(cols_t, patches)
 }
 
 /// `weight` (`[G, O/G, K]`, `K = C/G·kh·kw`) times every batch entry's patch matrix of each
@@ -65,6 +76,22 @@ fn weight_matmul_backward(
         None => None,
     };
     Ok((grad_weight, grad_cols))
+}
+
+/// The product rule.
+#[jvp(weight_matmul)]
+fn weight_matmul_jvp(
+    weight_t: Option<&Tensor>,
+    cols_t: Option<&Tensor>,
+    weight: &Tensor,
+    cols: &Tensor,
+) -> Result<Tensor> {
+    match (weight_t, cols_t) {
+        (Some(w), Some(c)) => weight_matmul(w, cols)?.add(&weight_matmul(weight, c)?),
+        (Some(w), None) => weight_matmul(w, cols),
+        (None, Some(c)) => weight_matmul(weight, c),
+        (None, None) => weight_matmul(weight, cols)?.zeros_like(),
+    }
 }
 
 /// The patch matrices of `x` (`[N, C, H, W]`, on a host device, floating point) for `patches`.

@@ -2,13 +2,13 @@
 
 use std::fmt;
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 
 use crate::nn::{Forward, Module};
 use crate::sync::Ordering;
 use crate::sync::atomic::AtomicU64;
 use crate::sync::{Arc, Mutex, Weak};
-use crate::{Result, Tensor, is_grad_enabled};
+use crate::{Error, Result, Tensor, is_grad_enabled};
 
 /// A forward pre-hook: `(module, input) -> Some(new input)` or `None` to keep it.
 type PreHook<M> = Arc<dyn Fn(&M, &Tensor) -> Result<Option<Tensor>> + Send + Sync>;
@@ -88,6 +88,11 @@ impl fmt::Debug for ModuleHookHandle {
 ///    reaches the input's node, the full backward hooks see `(grad_input, grad_output)` and may
 ///    replace `grad_input`. If the input does not require grad, they run at the output with
 ///    `grad_input = [None]`, as PyTorch's.
+///
+/// The identity nodes are applied only when grad mode is on and the tensor requires grad. They
+/// have no forward derivative (PyTorch's `BackwardHookFunction` is a custom function without
+/// `jvp`): with backward hooks, a call on a dual tensor that records fails with PyTorch's
+/// [`CustomFunctionJvp`](crate::Error::CustomFunctionJvp) error.
 ///
 /// Each `register_*` returns a [`ModuleHookHandle`] whose [`remove`](ModuleHookHandle::remove)
 /// unregisters the hook (PyTorch's `RemovableHandle`).
@@ -235,6 +240,13 @@ fn backward_hook_identity(x: &Tensor) -> Result<Tensor> {
 #[backward(backward_hook_identity)]
 fn backward_hook_identity_backward(grad: &Tensor) -> Result<Tensor> {
     Ok(grad.clone())
+}
+
+/// PyTorch's `BackwardHookFunction` is a custom `autograd.Function` without a `jvp`: a module
+/// with backward hooks called on dual tensors (when it records) fails with its error.
+#[jvp(backward_hook_identity)]
+fn backward_hook_identity_jvp(_x_t: &Tensor) -> Result<Tensor> {
+    Err(Error::CustomFunctionJvp)
 }
 
 /// Runs the full backward hooks in order; each may replace `grad_input`.

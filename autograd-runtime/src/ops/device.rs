@@ -1,7 +1,7 @@
 //! Moving tensors between devices: `to(device)` copies the data (host memory for `Cpu` and
 //! `Virtual(i)`) and records a node that moves the gradient back.
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 
 #[cfg(doc)]
 use crate::Error;
@@ -19,6 +19,15 @@ fn to_device(x: &Tensor, device: Device) -> Result<Tensor> {
 #[backward(to_device)]
 fn to_device_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
     grad.to(x.device())
+}
+
+/// A copy on the device, as the result (a tangent may be there already).
+#[jvp(to_device)]
+fn to_device_jvp(x_t: &Tensor, device: Device) -> Result<Tensor> {
+    if x_t.device() == device {
+        return x_t.copy();
+    }
+    to_device(x_t, device)
 }
 
 impl Tensor {

@@ -7,7 +7,7 @@
 //! Rust has no overloads; PyTorch's `squeeze()`, `squeeze(dim)` and `squeeze(dims)` are
 //! `squeeze`, `squeeze_dim` and `squeeze_dims`, with its node names (`SqueezeBackward0/1/2`).
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 
 use crate::graph::InputMetadata;
 use crate::layout::{Dims, Layout, wrap_dim};
@@ -34,6 +34,12 @@ fn unsqueeze(x: &Tensor, dim: usize) -> Result<Tensor> {
 #[backward(unsqueeze)]
 fn unsqueeze_backward(grad: &Tensor, dim: usize) -> Result<Tensor> {
     grad.squeeze_dim(dim as isize)
+}
+
+// Each view's tangent is the same view of the input's tangent (see `shape.rs`).
+#[jvp(unsqueeze)]
+fn unsqueeze_jvp(x_t: &Tensor, dim: usize) -> Result<Tensor> {
+    super::tangent_view(unsqueeze(x_t, dim), x_t)
 }
 
 /// The layout of `x` without the size-1 dims among `dims` (wrapped; others stay).
@@ -65,6 +71,11 @@ fn squeeze_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
     grad.reshape(x.shape())
 }
 
+#[jvp(squeeze)]
+fn squeeze_jvp(x_t: &Tensor) -> Result<Tensor> {
+    super::tangent_view(squeeze(x_t), x_t)
+}
+
 /// `squeeze(dim)`; `dim` is wrapped.
 #[differentiable(builtin, crate = "crate", name = "SqueezeBackward1")]
 fn squeeze_dim(x: &Tensor, dim: usize) -> Result<Tensor> {
@@ -76,6 +87,11 @@ fn squeeze_dim_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
     grad.reshape(x.shape())
 }
 
+#[jvp(squeeze_dim)]
+fn squeeze_dim_jvp(x_t: &Tensor, dim: usize) -> Result<Tensor> {
+    super::tangent_view(squeeze_dim(x_t, dim), x_t)
+}
+
 /// `squeeze(dims)`; `dims` are wrapped and distinct.
 #[differentiable(builtin, crate = "crate", name = "SqueezeBackward2")]
 fn squeeze_dims(x: &Tensor, dims: Dims) -> Result<Tensor> {
@@ -85,6 +101,11 @@ fn squeeze_dims(x: &Tensor, dims: Dims) -> Result<Tensor> {
 #[backward(squeeze_dims)]
 fn squeeze_dims_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
     grad.reshape(x.shape())
+}
+
+#[jvp(squeeze_dims)]
+fn squeeze_dims_jvp(x_t: &Tensor, dims: Dims) -> Result<Tensor> {
+    super::tangent_view(squeeze_dims(x_t, dims), x_t)
 }
 
 /// `t()` of a tensor with at most 2 dims.
@@ -101,6 +122,11 @@ fn t(x: &Tensor) -> Result<Tensor> {
 #[backward(t)]
 fn t_backward(grad: &Tensor) -> Result<Tensor> {
     grad.t()
+}
+
+#[jvp(t)]
+fn t_jvp(x_t: &Tensor) -> Result<Tensor> {
+    super::tangent_view(t(x_t), x_t)
 }
 
 // ----- shapes with `-1` -------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 //! Indexing ops: `index_select` and `max_dim` (values and indices), and the scatter/gather pairs
 //! that are their gradients (each differentiable, so double backward works).
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 
 use super::derivative_rules::{Read, Reads, Rule};
 use crate::graph::{InputMetadata, SavedIndices};
@@ -50,6 +50,12 @@ fn index_select_backward(
     grad.index_add_into(x.shape(), dim, &index.get()?)
 }
 
+// Linear: each op's tangent is the same op on the input's tangent.
+#[jvp(index_select)]
+fn index_select_jvp(x_t: &Tensor, dim: usize, index: &SavedIndices) -> Result<Tensor> {
+    index_select(x_t, dim, index)
+}
+
 /// Zeros of `shape` with `g`'s slices added at `index` along `dim`: the gradient of
 /// `index_select`, whose own gradient selects the same slices again.
 #[differentiable(builtin, crate = "crate")]
@@ -60,6 +66,16 @@ fn index_add(g: &Tensor, shape: &[usize], dim: usize, index: &SavedIndices) -> R
 #[backward(index_add)]
 fn index_add_backward(grad: &Tensor, dim: usize, index: &SavedIndices) -> Result<Tensor> {
     grad.index_select(dim, &index.get()?)
+}
+
+#[jvp(index_add)]
+fn index_add_jvp(
+    g_t: &Tensor,
+    shape: &[usize],
+    dim: usize,
+    index: &SavedIndices,
+) -> Result<Tensor> {
+    index_add(g_t, shape, dim, index)
 }
 
 /// The maxima of `x` over `dim` (the node's output), their positions (returned to the caller,
@@ -106,8 +122,30 @@ fn scatter_argmax(g: &Tensor, shape: &[usize], argmax: Argmax) -> Result<Tensor>
 
 #[backward(scatter_argmax)]
 fn scatter_argmax_backward(grad: &Tensor, argmax: &Argmax) -> Result<Tensor> {
-    // A kernel, not an op: this gradient is not differentiated again.
-    kernels::of_tensor(grad)?.gather(grad, argmax.dim, &argmax.indices.get()?)
+    grad.gather_argmax(argmax)
+}
+
+#[jvp(scatter_argmax)]
+fn scatter_argmax_jvp(g_t: &Tensor, shape: &[usize], argmax: Argmax) -> Result<Tensor> {
+    scatter_argmax(g_t, shape, argmax)
+}
+
+/// `g` (shaped like `x`) read at the argmax positions, keepdim-shaped: the gradient of
+/// `scatter_argmax`, whose own gradient scatters again (so `max_dim` is differentiable any
+/// number of times, as PyTorch's, whose `value_selecting_reduction_backward` is a `scatter`).
+#[differentiable(builtin, crate = "crate", name = "GatherBackward0")]
+fn gather_argmax(g: &Tensor, argmax: Argmax) -> Result<Tensor> {
+    kernels::of_tensor(g)?.gather(g, argmax.dim, &argmax.indices.get()?)
+}
+
+#[backward(gather_argmax)]
+fn gather_argmax_backward(grad: &Tensor, g: &InputMetadata, argmax: &Argmax) -> Result<Tensor> {
+    grad.scatter_argmax(g.shape(), argmax)
+}
+
+#[jvp(gather_argmax)]
+fn gather_argmax_jvp(g_t: &Tensor, argmax: Argmax) -> Result<Tensor> {
+    gather_argmax(g_t, argmax)
 }
 
 impl Tensor {
@@ -196,6 +234,11 @@ impl Tensor {
     /// Zeros of `shape` with this (keepdim-shaped) tensor written at the argmax positions.
     fn scatter_argmax(&self, shape: &[usize], argmax: &Argmax) -> Result<Tensor> {
         scatter_argmax(self, shape, argmax.clone())
+    }
+
+    /// This tensor's entries at the argmax positions, keepdim-shaped.
+    fn gather_argmax(&self, argmax: &Argmax) -> Result<Tensor> {
+        gather_argmax(self, argmax.clone())
     }
 }
 

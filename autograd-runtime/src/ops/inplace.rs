@@ -2,7 +2,7 @@
 //! `no_grad`), refuse leaves and views that are part of a graph (B35), and rebase the tensor's
 //! history onto a new node when recording.
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 
 use crate::backend::BinaryOp;
 use crate::grad_mode::is_recording;
@@ -29,6 +29,19 @@ fn add_inplace_backward(grad: &Tensor, needs_input_grad: [bool; 2]) -> (Tensor, 
     (grad.clone(), needs_input_grad[1].then(|| grad.clone()))
 }
 
+// Each rule runs after the op (its `x` is the result) and gives the new tangent, which
+// `forward_ad::in_place_tangent` writes into `x`'s old one, as PyTorch's `self_t.op_(..)`.
+#[jvp(add_)]
+fn add_inplace_jvp(x_t: Option<&Tensor>, other_t: Option<&Tensor>, x: &Tensor) -> Result<Tensor> {
+    let new = match (x_t, other_t) {
+        (Some(x_t), Some(o_t)) => x_t.add(o_t)?,
+        (Some(x_t), None) => return Ok(x_t.clone()),
+        (None, Some(o_t)) => o_t.expand_to(x.shape())?.copy()?,
+        (None, None) => x.zeros_like()?,
+    };
+    crate::forward_ad::in_place_tangent(x, x_t, new)
+}
+
 #[differentiable(builtin, crate = "crate", dirty(x), name = "SubBackward0")]
 fn sub_(x: &Tensor, other: &Tensor) -> Result<Tensor> {
     x.inplace_kernel(BinaryOp::Sub, other)?;
@@ -46,6 +59,17 @@ fn sub_inplace_backward(
         None
     };
     Ok((grad.clone(), gb))
+}
+
+#[jvp(sub_)]
+fn sub_inplace_jvp(x_t: Option<&Tensor>, other_t: Option<&Tensor>, x: &Tensor) -> Result<Tensor> {
+    let new = match (x_t, other_t) {
+        (Some(x_t), Some(o_t)) => x_t.sub(o_t)?,
+        (Some(x_t), None) => return Ok(x_t.clone()),
+        (None, Some(o_t)) => o_t.neg()?.expand_to(x.shape())?.copy()?,
+        (None, None) => x.zeros_like()?,
+    };
+    crate::forward_ad::in_place_tangent(x, x_t, new)
 }
 
 /// `other` is saved if `x` needs its gradient; `x` before the op (a differentiable copy, so that
@@ -98,6 +122,23 @@ fn div_inplace_backward(
     Ok((ga, gb))
 }
 
+/// `(ẋ - result · ȯ) / other`: the quotient rule in terms of the result (`x` is gone).
+#[jvp(div_)]
+fn div_inplace_jvp(
+    x_t: Option<&Tensor>,
+    other_t: Option<&Tensor>,
+    other: &Tensor,
+    result: &Tensor,
+) -> Result<Tensor> {
+    let numerator = match (x_t, other_t) {
+        (Some(x_t), Some(o_t)) => x_t.sub(&result.mul(o_t)?)?,
+        (Some(x_t), None) => x_t.clone(),
+        (None, Some(o_t)) => result.mul(o_t)?.neg()?,
+        (None, None) => result.zeros_like()?,
+    };
+    crate::forward_ad::in_place_tangent(result, x_t, numerator.div(other)?)
+}
+
 /// Named as PyTorch names `fill_.Scalar`'s node (`fill_` has entries of its own in
 /// `derivatives.yaml`).
 #[differentiable(builtin, crate = "crate", dirty(x), name = "FillBackward2")]
@@ -111,6 +152,11 @@ fn fill_inplace_backward(grad: &Tensor) -> Result<Tensor> {
     grad.zeros_like()
 }
 
+#[jvp(fill_)]
+fn fill_inplace_jvp(x_t: &Tensor, x: &Tensor) -> Result<Tensor> {
+    crate::forward_ad::in_place_tangent(x, Some(x_t), x_t.zeros_like()?)
+}
+
 #[differentiable(builtin, crate = "crate", dirty(x), name = "ZeroBackward0")]
 fn zero_(x: &Tensor) -> Result<Tensor> {
     x.fill_kernel(0.0)?;
@@ -120,6 +166,11 @@ fn zero_(x: &Tensor) -> Result<Tensor> {
 #[backward(zero_)]
 fn zero_inplace_backward(grad: &Tensor) -> Result<Tensor> {
     grad.zeros_like()
+}
+
+#[jvp(zero_)]
+fn zero_inplace_jvp(x_t: &Tensor, x: &Tensor) -> Result<Tensor> {
+    crate::forward_ad::in_place_tangent(x, Some(x_t), x_t.zeros_like()?)
 }
 
 /// `x`'s old values are overwritten, so its gradient is zero; `src`'s is the gradient itself,
@@ -155,6 +206,16 @@ fn copy_inplace_backward(
         None
     };
     Ok((gx, gsrc))
+}
+
+/// `src`'s tangent, broadcast to `x` (zeros without one).
+#[jvp(copy_)]
+fn copy_inplace_jvp(x_t: Option<&Tensor>, src_t: Option<&Tensor>, x: &Tensor) -> Result<Tensor> {
+    let new = match src_t {
+        Some(s_t) => s_t.expand_to(x.shape())?.copy()?,
+        None => x.zeros_like()?,
+    };
+    crate::forward_ad::in_place_tangent(x, x_t, new)
 }
 
 /// Refuses in-place ops PyTorch refuses, before anything is modified (PyTorch's

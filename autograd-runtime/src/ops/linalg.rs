@@ -197,6 +197,12 @@ fn bmm_backward(
     Ok((ga, gb))
 }
 
+/// The product rule, as `matmul`'s.
+#[jvp(bmm)]
+fn bmm_jvp(a_t: Option<&Tensor>, b_t: Option<&Tensor>, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    super::binary::product_rule(a_t.map(|t| bmm(t, b)), b_t.map(|t| bmm(a, t)))
+}
+
 impl Tensor {
     /// Checks `self` and `other` as PyTorch's `bmm` does: both 3-D, the same batch size, and
     /// `self`'s columns matching `other`'s rows.

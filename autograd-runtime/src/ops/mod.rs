@@ -63,7 +63,7 @@ pub use inplace::check_inplace;
 pub use promote::{Scalar, result_type};
 
 use crate::backend::BroadcastError;
-use crate::{Error, Tensor};
+use crate::{Error, Result, Tensor};
 
 impl From<BroadcastError> for Error {
     fn from(e: BroadcastError) -> Error {
@@ -73,6 +73,38 @@ impl From<BroadcastError> for Error {
             dim: e.dim,
         }
     }
+}
+
+// ----- helpers of the `#[jvp]` rules ---------------------------------------------------------------
+
+/// `view`, a view op applied to `x_t` (an input's tangent) by the op's `#[jvp]`, marked as made
+/// from `x_t` the way the public view methods mark their results.
+pub(crate) fn tangent_view(view: Result<Tensor>, x_t: &Tensor) -> Result<Tensor> {
+    let view = view?;
+    view.set_view_creation(x_t, false);
+    Ok(view)
+}
+
+/// An absent tangent as zeros of `like`'s shape and dtype (for a rule that applies its op to
+/// every input's tangent).
+pub(crate) fn tangent_or_zeros(t: Option<&Tensor>, like: &Tensor) -> Result<Tensor> {
+    match t {
+        Some(t) => Ok(t.clone()),
+        None => like.zeros_like(),
+    }
+}
+
+/// The tangents of a two-input op that applies itself to both: absent ones as zeros, both in
+/// their promoted dtype (the op's kernels take one dtype).
+pub(crate) fn tangent_pair(
+    a_t: Option<&Tensor>,
+    b_t: Option<&Tensor>,
+    a: &Tensor,
+    b: &Tensor,
+) -> Result<(Tensor, Tensor)> {
+    let (a_t, b_t) = (tangent_or_zeros(a_t, a)?, tangent_or_zeros(b_t, b)?);
+    let dtype = result_type(&a_t, &b_t);
+    Ok((a_t.to_dtype(dtype)?, b_t.to_dtype(dtype)?))
 }
 
 /// Whether a backward formula over `inputs` is itself recorded (a `create_graph` pass where one

@@ -1,7 +1,7 @@
 //! Reductions: `sum`, `sum_dims`, `mean`, and `sum_to_shape` (the reduction of a broadcast
 //! gradient back to an input's shape).
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 
 use super::derivative_rules::Rule;
 use crate::backend::BinaryOp;
@@ -20,6 +20,12 @@ fn sum(x: &Tensor) -> Result<Tensor> {
 #[backward(sum)]
 fn sum_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
     grad.expand_to(x.shape())
+}
+
+// Linear: each reduction's tangent is the same reduction of the input's tangent.
+#[jvp(sum)]
+fn sum_jvp(x_t: &Tensor) -> Result<Tensor> {
+    sum(x_t)
 }
 
 #[differentiable(builtin, crate = "crate", rule)]
@@ -41,6 +47,11 @@ fn mean_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
     // Scale before expanding: the incoming gradient is small, the expanded view is not.
     let n = x.shape().iter().product::<usize>() as f64;
     grad.mul_scalar(1.0 / n)?.expand_to(x.shape())
+}
+
+#[jvp(mean)]
+fn mean_jvp(x_t: &Tensor) -> Result<Tensor> {
+    mean(x_t)
 }
 
 /// `sum(dims)`, PyTorch's `SumBackward1`; `axes` are validated and wrapped.
@@ -66,6 +77,11 @@ fn sum_dims_backward(
     grad.reshape(&kept)?.expand_to(x.shape())
 }
 
+#[jvp(sum_dims)]
+fn sum_dims_jvp(x_t: &Tensor, axes: Dims, keepdim: bool) -> Result<Tensor> {
+    sum_dims(x_t, axes, keepdim)
+}
+
 /// The reduction of a broadcast result back to `shape` (`SumBackward1` in PyTorch's graphs of
 /// `sum_to_size`).
 #[differentiable(builtin, crate = "crate", name = "SumBackward1")]
@@ -76,6 +92,11 @@ fn sum_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
 #[backward(sum_to)]
 fn sum_to_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
     grad.expand_to(x.shape())
+}
+
+#[jvp(sum_to)]
+fn sum_to_jvp(x_t: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    sum_to(x_t, shape)
 }
 
 impl Tensor {

@@ -5,7 +5,7 @@
 //! exact zeros whatever they held, NaN included) or a copy of an expanded layout (`repeat`); each
 //! gradient is the same kind of op on the gradient, so it is differentiable again.
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 
 use crate::graph::InputMetadata;
 use crate::layout::{Dims, Layout, contiguous_strides, wrap_dim};
@@ -70,6 +70,12 @@ fn repeat_backward(grad: &Tensor, x: &InputMetadata, sizes: &[usize]) -> Result<
         .reshape(x.shape())
 }
 
+// Linear: each op's tangent is the same op on the input's tangent.
+#[jvp(repeat)]
+fn repeat_jvp(x_t: &Tensor, sizes: &[usize]) -> Result<Tensor> {
+    repeat(x_t, sizes)
+}
+
 /// `dims` are wrapped and distinct.
 #[differentiable(builtin, crate = "crate", name = "FlipBackward0")]
 fn flip(x: &Tensor, dims: Dims) -> Result<Tensor> {
@@ -85,6 +91,11 @@ fn flip(x: &Tensor, dims: Dims) -> Result<Tensor> {
 #[backward(flip)]
 fn flip_backward(grad: &Tensor, dims: &Dims) -> Result<Tensor> {
     flip(grad, dims.clone())
+}
+
+#[jvp(flip)]
+fn flip_jvp(x_t: &Tensor, dims: Dims) -> Result<Tensor> {
+    flip(x_t, dims)
 }
 
 /// `shifts` are in `0..size` of their dims (`dims` wrapped); no dims: the flattened tensor
@@ -127,6 +138,11 @@ fn roll_backward(grad: &Tensor, shifts: &Dims, dims: &Dims) -> Result<Tensor> {
     roll(grad, back, dims.clone())
 }
 
+#[jvp(roll)]
+fn roll_jvp(x_t: &Tensor, shifts: Dims, dims: Dims) -> Result<Tensor> {
+    roll(x_t, shifts, dims)
+}
+
 /// The entries of the last two dims kept by `tril`/`triu` with `diagonal`, others zero.
 fn triangle(x: &Tensor, diagonal: isize, lower: bool) -> Result<Tensor> {
     let nd = x.ndim();
@@ -164,6 +180,11 @@ fn tril_backward(grad: &Tensor, diagonal: isize) -> Result<Tensor> {
     tril(grad, diagonal)
 }
 
+#[jvp(tril)]
+fn tril_jvp(x_t: &Tensor, diagonal: isize) -> Result<Tensor> {
+    tril(x_t, diagonal)
+}
+
 #[differentiable(builtin, crate = "crate", name = "TriuBackward0")]
 fn triu(x: &Tensor, diagonal: isize) -> Result<Tensor> {
     triangle(x, diagonal, false)
@@ -172,6 +193,11 @@ fn triu(x: &Tensor, diagonal: isize) -> Result<Tensor> {
 #[backward(triu)]
 fn triu_backward(grad: &Tensor, diagonal: isize) -> Result<Tensor> {
     triu(grad, diagonal)
+}
+
+#[jvp(triu)]
+fn triu_jvp(x_t: &Tensor, diagonal: isize) -> Result<Tensor> {
+    triu(x_t, diagonal)
 }
 
 impl Tensor {

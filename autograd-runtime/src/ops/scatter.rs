@@ -11,7 +11,7 @@
 //! gradients are the same ops again, so double backward works: `gather`'s gradient adds into
 //! zeros at the positions (repeated indices sum), and that op's gradient gathers.
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 use smallvec::smallvec;
 
 use super::Scalar;
@@ -63,6 +63,14 @@ fn gather_at_backward(grad: &Tensor, x: &InputMetadata, flat: &SavedIndices) -> 
     scatter_add_zeros(grad, x.shape(), flat)
 }
 
+// Every op here is linear in its tensor inputs (jointly, for the writes): its tangent is the
+// same op on the tangents, an absent one as zeros (PyTorch's `scatter(self_t, dim, index,
+// src_t)` and so on).
+#[jvp(gather_at)]
+fn gather_at_jvp(x_t: &Tensor, shape: &[usize], flat: &SavedIndices) -> Result<Tensor> {
+    gather_at(x_t, shape, flat)
+}
+
 /// Zeros of `shape` with `g` added at the positions: the gradient of `gather` and
 /// `masked_select` (PyTorch's `new_zeros(..).scatter_add_(..)`, hence its node's name).
 #[differentiable(builtin, crate = "crate", name = "ScatterAddBackward0")]
@@ -79,6 +87,11 @@ fn scatter_add_zeros_backward(
     gather_at(grad, g.shape(), flat)
 }
 
+#[jvp(scatter_add_zeros)]
+fn scatter_add_zeros_jvp(g_t: &Tensor, shape: &[usize], flat: &SavedIndices) -> Result<Tensor> {
+    scatter_add_zeros(g_t, shape, flat)
+}
+
 #[differentiable(builtin, crate = "crate", name = "MaskedSelectBackward0")]
 fn masked_select_at(x: &Tensor, shape: &[usize], flat: &SavedIndices) -> Result<Tensor> {
     take(x, shape, &flat.get()?)
@@ -91,6 +104,11 @@ fn masked_select_at_backward(
     flat: &SavedIndices,
 ) -> Result<Tensor> {
     scatter_add_zeros(grad, x.shape(), flat)
+}
+
+#[jvp(masked_select_at)]
+fn masked_select_at_jvp(x_t: &Tensor, shape: &[usize], flat: &SavedIndices) -> Result<Tensor> {
+    masked_select_at(x_t, shape, flat)
 }
 
 #[differentiable(builtin, crate = "crate", name = "ScatterBackward0")]
@@ -106,6 +124,18 @@ fn scatter_src_backward(
     needs_input_grad: [bool; 2],
 ) -> Result<(Option<Tensor>, Option<Tensor>)> {
     put_backward(grad, src.shape(), flat, needs_input_grad)
+}
+
+#[jvp(scatter_src)]
+fn scatter_src_jvp(
+    x_t: Option<&Tensor>,
+    src_t: Option<&Tensor>,
+    x: &Tensor,
+    src: &Tensor,
+    flat: &SavedIndices,
+) -> Result<Tensor> {
+    let (x_t, src_t) = super::tangent_pair(x_t, src_t, x, src)?;
+    scatter_src(&x_t, &src_t, flat)
 }
 
 /// The gradients of a write of `source` at `flat` (`scatter` with a source, `masked_scatter`):
@@ -142,6 +172,12 @@ fn scatter_value_backward(grad: &Tensor, flat: &SavedIndices) -> Result<Tensor> 
     scatter_value(grad, flat, 0.0)
 }
 
+/// The written entries are constants: PyTorch's `self_t.scatter(dim, index, 0)`.
+#[jvp(scatter_value)]
+fn scatter_value_jvp(x_t: &Tensor, flat: &SavedIndices) -> Result<Tensor> {
+    scatter_value(x_t, flat, 0.0)
+}
+
 #[differentiable(builtin, crate = "crate", name = "ScatterAddBackward0")]
 fn scatter_add_src(x: &Tensor, src: &Tensor, flat: &SavedIndices) -> Result<Tensor> {
     kernels::of_tensor(x)?.put(x, src, &flat.get()?, true)
@@ -161,6 +197,18 @@ fn scatter_add_src_backward(
         None
     };
     Ok((gx, gs))
+}
+
+#[jvp(scatter_add_src)]
+fn scatter_add_src_jvp(
+    x_t: Option<&Tensor>,
+    src_t: Option<&Tensor>,
+    x: &Tensor,
+    src: &Tensor,
+    flat: &SavedIndices,
+) -> Result<Tensor> {
+    let (x_t, src_t) = super::tangent_pair(x_t, src_t, x, src)?;
+    scatter_add_src(&x_t, &src_t, flat)
 }
 
 /// `x` with `alpha * source` added at the positions; `alpha` is already in `x`'s category
@@ -197,6 +245,19 @@ fn index_add_src_backward(
     Ok((gx, gs))
 }
 
+#[jvp(index_add_src)]
+fn index_add_src_jvp(
+    x_t: Option<&Tensor>,
+    source_t: Option<&Tensor>,
+    x: &Tensor,
+    source: &Tensor,
+    flat: &SavedIndices,
+    alpha: f64,
+) -> Result<Tensor> {
+    let (x_t, source_t) = super::tangent_pair(x_t, source_t, x, source)?;
+    index_add_src(&x_t, &source_t, flat, alpha)
+}
+
 #[differentiable(builtin, crate = "crate", name = "MaskedScatterBackward0")]
 fn masked_scatter_at(x: &Tensor, source: &Tensor, flat: &SavedIndices) -> Result<Tensor> {
     kernels::of_tensor(x)?.put(x, source, &flat.get()?, false)
@@ -210,6 +271,18 @@ fn masked_scatter_at_backward(
     needs_input_grad: [bool; 2],
 ) -> Result<(Option<Tensor>, Option<Tensor>)> {
     put_backward(grad, source.shape(), flat, needs_input_grad)
+}
+
+#[jvp(masked_scatter_at)]
+fn masked_scatter_at_jvp(
+    x_t: Option<&Tensor>,
+    source_t: Option<&Tensor>,
+    x: &Tensor,
+    source: &Tensor,
+    flat: &SavedIndices,
+) -> Result<Tensor> {
+    let (x_t, source_t) = super::tangent_pair(x_t, source_t, x, source)?;
+    masked_scatter_at(&x_t, &source_t, flat)
 }
 
 // ----- index checks ---------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 //! Shape and data-movement ops: views (`reshape` where strides allow, `transpose`, `permute`,
 //! `expand`, `narrow`, `chunk`/`split`), and copies (`copy`, `cat`, `stack`, `to_dtype`).
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 use smallvec::smallvec;
 
 use super::derivative_rules::{Rule, Unary};
@@ -29,6 +29,14 @@ fn reshape_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
     grad.reshape(x.shape())
 }
 
+// The tangent of a view is the same view of the input's tangent (PyTorch's `auto_linear` for
+// view ops): a view of it, so that in-place ops on either side are seen by the other, whatever
+// the tangent's layout (`reshape` copies only where no view of it describes the new shape).
+#[jvp(reshape)]
+fn reshape_jvp(x_t: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    x_t.reshape(shape)
+}
+
 /// `reshape` of strided data that a view with `strides` describes: PyTorch's `_reshape_alias`,
 /// `ReshapeAliasBackward0`.
 #[differentiable(builtin, crate = "crate", name = "ReshapeAliasBackward0")]
@@ -43,6 +51,11 @@ fn reshape_alias(x: &Tensor, shape: &[usize], strides: Dims) -> Result<Tensor> {
 #[backward(reshape_alias)]
 fn reshape_alias_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
     grad.reshape(x.shape())
+}
+
+#[jvp(reshape_alias)]
+fn reshape_alias_jvp(x_t: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    x_t.reshape(shape)
 }
 
 /// The new shape of the contiguous `x` as a tensor that is not a view of it: PyTorch's
@@ -65,6 +78,12 @@ fn unsafe_view_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
     grad.reshape(x.shape())
 }
 
+/// PyTorch's `_unsafe_view(self_t, size)`: not a view, like the result.
+#[jvp(unsafe_view)]
+fn unsafe_view_jvp(x_t: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    unsafe_view(&x_t.contiguous()?, shape)
+}
+
 /// `d0`, `d1` are wrapped.
 #[differentiable(builtin, crate = "crate", rule)]
 fn transpose(x: &Tensor, d0: usize, d1: usize) -> Result<Tensor> {
@@ -82,6 +101,11 @@ fn transpose_backward(grad: &Tensor, d0: usize, d1: usize) -> Result<Tensor> {
     grad.transpose(d0, d1)
 }
 
+#[jvp(transpose)]
+fn transpose_jvp(x_t: &Tensor, d0: usize, d1: usize) -> Result<Tensor> {
+    x_t.transpose(d0, d1)
+}
+
 /// `dims` is a validated permutation.
 #[differentiable(builtin, crate = "crate", rule = permute_dims)]
 fn permute(x: &Tensor, dims: Dims) -> Result<Tensor> {
@@ -97,6 +121,11 @@ fn permute_backward(grad: &Tensor, dims: &Dims) -> Result<Tensor> {
     grad.permute(&inverse)
 }
 
+#[jvp(permute)]
+fn permute_jvp(x_t: &Tensor, dims: Dims) -> Result<Tensor> {
+    x_t.permute(&dims)
+}
+
 #[differentiable(builtin, crate = "crate", rule)]
 fn expand(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
     Ok(x.alias_with_layout(x.layout().expand(shape)?))
@@ -105,6 +134,11 @@ fn expand(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
 #[backward(expand)]
 fn expand_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
     grad.sum_to_shape(x.shape())
+}
+
+#[jvp(expand)]
+fn expand_jvp(x_t: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    x_t.expand(shape)
 }
 
 /// `narrow`, PyTorch's `SliceBackward0`.
@@ -117,6 +151,11 @@ fn narrow(x: &Tensor, dim: usize, start: usize, len: usize) -> Result<Tensor> {
 fn narrow_backward(grad: &Tensor, x: &InputMetadata, dim: usize, start: usize) -> Result<Tensor> {
     let dim = wrap_dim(dim as isize, x.shape().len())?;
     grad.narrow_scatter(x.shape(), dim, start)
+}
+
+#[jvp(narrow)]
+fn narrow_jvp(x_t: &Tensor, dim: usize, start: usize, len: usize) -> Result<Tensor> {
+    x_t.narrow(dim, start, len)
 }
 
 /// Zeros of `shape` with `g` written at `start..` along `dim`: the gradient of `narrow`, whose
@@ -136,6 +175,11 @@ fn narrow_scatter_backward(
     grad.narrow(dim, start, g.shape()[dim])
 }
 
+#[jvp(narrow_scatter)]
+fn narrow_scatter_jvp(g_t: &Tensor, shape: &[usize], dim: usize, start: usize) -> Result<Tensor> {
+    narrow_scatter(g_t, shape, dim, start)
+}
+
 /// `select`: entry `index` of the (wrapped, in range) `dim`, that dim removed.
 #[differentiable(builtin, crate = "crate", name = "SelectBackward0")]
 fn select(x: &Tensor, dim: usize, index: usize) -> Result<Tensor> {
@@ -152,6 +196,11 @@ fn select_backward(grad: &Tensor, x: &InputMetadata, dim: usize, index: usize) -
     grad.reshape(&kept)?.narrow_scatter(x.shape(), dim, index)
 }
 
+#[jvp(select)]
+fn select_jvp(x_t: &Tensor, dim: usize, index: usize) -> Result<Tensor> {
+    x_t.select(dim, index)
+}
+
 /// PyTorch's `clone()`, `CloneBackward0`.
 #[differentiable(builtin, crate = "crate", name = "CloneBackward0", rule)]
 fn copy(x: &Tensor) -> Result<Tensor> {
@@ -163,6 +212,11 @@ fn copy_backward(grad: &Tensor) -> Tensor {
     grad.clone()
 }
 
+#[jvp(copy)]
+fn copy_jvp(x_t: &Tensor) -> Result<Tensor> {
+    x_t.copy()
+}
+
 /// `to(dtype)`, PyTorch's `ToCopyBackward0`.
 #[differentiable(builtin, crate = "crate", name = "ToCopyBackward0", rule)]
 fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
@@ -172,6 +226,15 @@ fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
 #[backward(to_dtype)]
 fn to_dtype_backward(grad: &Tensor, x: &InputMetadata) -> Result<Tensor> {
     grad.to_dtype(x.dtype())
+}
+
+/// PyTorch's `_to_copy(self_t)`: always a copy (a tangent may have the target dtype already).
+#[jvp(to_dtype)]
+fn to_dtype_jvp(x_t: &Tensor, dtype: DType) -> Result<Tensor> {
+    if x_t.dtype() == dtype {
+        return x_t.copy();
+    }
+    to_dtype(x_t, dtype)
 }
 
 impl Tensor {

@@ -17,7 +17,7 @@
 //! tensor return [`Error::NotImplementedForDType`]; the indices of `max_dim`/`min_dim` of a
 //! CUDA tensor are a host tensor (this build keeps `I64` tensors on the host).
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 
 use crate::graph::{InputMetadata, SavedIndices};
 use crate::layout::wrap_dim;
@@ -113,6 +113,13 @@ fn sort_values_backward(grad: &Tensor, x: &InputMetadata, flat: &SavedIndices) -
     unpick(grad, x, flat)
 }
 
+// The values are the input's elements at fixed positions: their tangents are the tangent's
+// elements at the same positions (PyTorch's `gather(self_t, dim, indices)`).
+#[jvp(sort_values)]
+fn sort_values_jvp(x_t: &Tensor, shape: &[usize], flat: &SavedIndices) -> Result<Tensor> {
+    sort_values(x_t, shape, flat)
+}
+
 #[differentiable(builtin, crate = "crate", name = "TopkBackward0")]
 fn topk_values(x: &Tensor, shape: &[usize], flat: &SavedIndices) -> Result<Tensor> {
     pick(x, &flat.get()?, shape)
@@ -121,6 +128,11 @@ fn topk_values(x: &Tensor, shape: &[usize], flat: &SavedIndices) -> Result<Tenso
 #[backward(topk_values)]
 fn topk_values_backward(grad: &Tensor, x: &InputMetadata, flat: &SavedIndices) -> Result<Tensor> {
     unpick(grad, x, flat)
+}
+
+#[jvp(topk_values)]
+fn topk_values_jvp(x_t: &Tensor, shape: &[usize], flat: &SavedIndices) -> Result<Tensor> {
+    topk_values(x_t, shape, flat)
 }
 
 #[differentiable(builtin, crate = "crate", name = "MinBackward0")]
@@ -133,6 +145,11 @@ fn min_values_backward(grad: &Tensor, x: &InputMetadata, flat: &SavedIndices) ->
     unpick(grad, x, flat)
 }
 
+#[jvp(min_values)]
+fn min_values_jvp(x_t: &Tensor, shape: &[usize], flat: &SavedIndices) -> Result<Tensor> {
+    min_values(x_t, shape, flat)
+}
+
 #[differentiable(builtin, crate = "crate", name = "MaxBackward1")]
 fn max_all(x: &Tensor) -> Result<Tensor> {
     extreme_all(x, true)
@@ -141,6 +158,12 @@ fn max_all(x: &Tensor) -> Result<Tensor> {
 #[backward(max_all)]
 fn max_all_backward(grad: &Tensor, x: &Tensor, result: &Tensor) -> Result<Tensor> {
     evenly_distribute(grad, x, result)
+}
+
+/// PyTorch's `evenly_read_jvp`: the mean of the tangent over the entries equal to the result.
+#[jvp(max_all)]
+fn max_all_jvp(x_t: &Tensor, x: &Tensor, result: &Tensor) -> Result<Tensor> {
+    evenly_read(x_t, x, result)
 }
 
 #[differentiable(builtin, crate = "crate", name = "MinBackward1")]
@@ -153,6 +176,11 @@ fn min_all_backward(grad: &Tensor, x: &Tensor, result: &Tensor) -> Result<Tensor
     evenly_distribute(grad, x, result)
 }
 
+#[jvp(min_all)]
+fn min_all_jvp(x_t: &Tensor, x: &Tensor, result: &Tensor) -> Result<Tensor> {
+    evenly_read(x_t, x, result)
+}
+
 /// The maximum (or minimum) of all of `x`'s elements (at least one), 0-dim.
 fn extreme_all(x: &Tensor, largest: bool) -> Result<Tensor> {
     let flat = x.reshape(&[x.numel()])?;
@@ -163,15 +191,29 @@ fn extreme_all(x: &Tensor, largest: bool) -> Result<Tensor> {
 /// PyTorch's `evenly_distribute_backward`: `grad` shared among the entries of `x` equal to
 /// `result` (the NaNs when it is NaN).
 fn evenly_distribute(grad: &Tensor, x: &Tensor, result: &Tensor) -> Result<Tensor> {
+    let share = equal_to_result(x, result, grad.dtype())?;
+    let count = share.sum()?;
+    share.div(&count)?.mul(grad)
+}
+
+/// The tangent of `max()`/`min()` (PyTorch's `evenly_read_jvp`): the mean of `x_t` over the
+/// entries of `x` equal to `result`.
+fn evenly_read(x_t: &Tensor, x: &Tensor, result: &Tensor) -> Result<Tensor> {
+    let share = equal_to_result(x, result, x_t.dtype())?;
+    let count = share.sum()?;
+    x_t.mul(&share)?.sum()?.div(&count)
+}
+
+/// Not recorded: 1 (in `dtype`) at the entries of `x` equal to the 0-dim `result` (the NaNs
+/// when it is NaN), 0 elsewhere.
+fn equal_to_result(x: &Tensor, result: &Tensor, dtype: crate::DType) -> Result<Tensor> {
     let (x, r) = (x.detach(), result.detach());
     let mask = if r.item::<f64>()?.is_nan() {
         x.ne(&x)?
     } else {
         x.eq(&r)?
     };
-    let share = mask.to_dtype(grad.dtype())?;
-    let count = share.sum()?;
-    share.div(&count)?.mul(grad)
+    mask.to_dtype(dtype)
 }
 
 impl Tensor {

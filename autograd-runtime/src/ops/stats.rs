@@ -17,7 +17,7 @@
 //! result with zeros among the entries too; `amax`/`amin` share theirs evenly among ties, as
 //! PyTorch's.
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 
 use crate::backend::{MapOp, UnaryOp};
 use crate::layout::{Dims, wrap_dim};
@@ -73,6 +73,11 @@ fn mean_dims_backward(
     unreduce(&grad.mul_scalar(1.0 / n)?, x.shape(), axes, keepdim)?.expand_to(x.shape())
 }
 
+#[jvp(mean_dims)]
+fn mean_dims_jvp(x_t: &Tensor, axes: Dims, keepdim: bool) -> Result<Tensor> {
+    mean_dims(x_t, axes, keepdim)
+}
+
 /// `var` over the wrapped `axes`, PyTorch's `VarBackward0`.
 #[differentiable(builtin, crate = "crate", name = "VarBackward0")]
 fn var_dims(x: &Tensor, axes: Dims, correction: f64, keepdim: bool) -> Result<Tensor> {
@@ -93,6 +98,28 @@ fn var_dims_backward(
     let g = unreduce(grad, x.shape(), axes, keepdim)?;
     let dev = x.sub(&x.mean_dims_wrapped(axes, true)?)?;
     g.mul_scalar(2.0)?.div_scalar(dof)?.mul(&dev)
+}
+
+/// PyTorch's `var_jvp`: (2 / (N - correction)) · Σ ẋ · (x - mean).
+#[jvp(var_dims)]
+fn var_dims_jvp(
+    x_t: &Tensor,
+    x: &Tensor,
+    axes: Dims,
+    correction: f64,
+    keepdim: bool,
+) -> Result<Tensor> {
+    let n = reduced_count(x.shape(), &axes) as f64;
+    let dof = (n - correction).max(0.0);
+    centered_dot(x_t, x, &axes, keepdim)?
+        .mul_scalar(2.0)?
+        .div_scalar(dof)
+}
+
+/// `Σ ẋ · (x - mean(x))` over `axes`: the tangent of `var` up to its factor.
+fn centered_dot(x_t: &Tensor, x: &Tensor, axes: &[usize], keepdim: bool) -> Result<Tensor> {
+    let dev = x.sub(&x.mean_dims_wrapped(axes, true)?)?;
+    x_t.mul(&dev)?.sum_dims(axes, keepdim)
 }
 
 /// `std` over the wrapped `axes`: the square root of `var_dims`.
@@ -120,6 +147,22 @@ fn std_dims_backward(
     g.div(&nonzero_denominator(&r)?.mul_scalar(dof)?)?.mul(&dev)
 }
 
+/// PyTorch's `std_jvp`: `var_jvp / (2 result)`, 0 where the result is 0.
+#[jvp(std_dims)]
+fn std_dims_jvp(
+    x_t: &Tensor,
+    x: &Tensor,
+    result: &Tensor,
+    axes: Dims,
+    correction: f64,
+    keepdim: bool,
+) -> Result<Tensor> {
+    let n = reduced_count(x.shape(), &axes) as f64;
+    let dof = (n - correction).max(0.0);
+    // Where the result is 0 every deviation is: the sum is 0, and so the quotient.
+    centered_dot(x_t, x, &axes, keepdim)?.div(&nonzero_denominator(result)?.mul_scalar(dof)?)
+}
+
 /// The product of all elements.
 #[differentiable(builtin, crate = "crate", name = "ProdBackward0")]
 fn prod(x: &Tensor) -> Result<Tensor> {
@@ -133,6 +176,15 @@ fn prod_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
     grad.expand(&[x.numel()])?
         .mul(&others_product(&flat, 0)?)?
         .reshape(x.shape())
+}
+
+/// Σ ẋ · (the product of the other entries), PyTorch's result with zeros among the entries too.
+#[jvp(prod)]
+fn prod_jvp(x_t: &Tensor, x: &Tensor) -> Result<Tensor> {
+    let flat = x.reshape(&[x.numel()])?;
+    x_t.reshape(&[x.numel()])?
+        .mul(&others_product(&flat, 0)?)?
+        .sum()
 }
 
 /// The product along the wrapped `dim`.
@@ -153,6 +205,14 @@ fn prod_dim_backward(grad: &Tensor, x: &Tensor, dim: usize, keepdim: bool) -> Re
     unreduce(grad, x.shape(), &[dim], keepdim)?
         .expand_to(x.shape())?
         .mul(&others_product(x, dim)?)
+}
+
+#[jvp(prod_dim)]
+fn prod_dim_jvp(x_t: &Tensor, x: &Tensor, dim: usize, keepdim: bool) -> Result<Tensor> {
+    if x.ndim() == 0 {
+        return x_t.copy();
+    }
+    x_t.mul(&others_product(x, dim)?)?.sum_dims(&[dim], keepdim)
 }
 
 /// Running sums along the wrapped `dim`.
@@ -185,6 +245,11 @@ fn cumsum_backward(grad: &Tensor, dim: usize) -> Result<Tensor> {
     grad.flip(&d)?.cumsum(dim as isize)?.flip(&d)
 }
 
+#[jvp(cumsum)]
+fn cumsum_jvp(x_t: &Tensor, dim: usize) -> Result<Tensor> {
+    cumsum(x_t, dim)
+}
+
 /// `log Σ exp(x)` over the wrapped `axes`, shifted by the maximum for stability.
 #[differentiable(builtin, crate = "crate", name = "LogsumexpBackward0")]
 fn logsumexp(x: &Tensor, axes: Dims, keepdim: bool) -> Result<Tensor> {
@@ -215,6 +280,19 @@ fn logsumexp_backward(
     let g = unreduce(grad, x.shape(), axes, keepdim)?;
     let r = unreduce(result, x.shape(), axes, keepdim)?;
     g.mul(&x.sub(&r)?.exp()?)
+}
+
+/// PyTorch's `logsumexp_jvp`: Σ ẋ · softmax(x), with `exp(x - result)` as the softmax.
+#[jvp(logsumexp)]
+fn logsumexp_jvp(
+    x_t: &Tensor,
+    x: &Tensor,
+    result: &Tensor,
+    axes: Dims,
+    keepdim: bool,
+) -> Result<Tensor> {
+    let r = unreduce(result, x.shape(), &axes, keepdim)?;
+    x_t.mul(&x.sub(&r)?.exp()?)?.sum_dims(&axes, keepdim)
 }
 
 /// The `p`-norm over the wrapped `axes` (`p` finite, non-zero).
@@ -254,6 +332,32 @@ fn norm_backward(
         .mul(&sgn.mul(&x.abs()?.pow(p - 1.0)?)?)
 }
 
+/// PyTorch's `norm_jvp`: Σ ẋ · sgn(x) |x|^(p-1) / norm^(p-1) (for p = 2: Σ ẋ x / norm), 0 where
+/// the norm is 0.
+#[jvp(norm)]
+fn norm_jvp(
+    x_t: &Tensor,
+    x: &Tensor,
+    result: &Tensor,
+    p: f64,
+    axes: Dims,
+    keepdim: bool,
+) -> Result<Tensor> {
+    if p == 2.0 {
+        return x_t
+            .mul(x)?
+            .sum_dims(&axes, keepdim)?
+            .div(&nonzero_denominator(result)?);
+    }
+    let sgn = kernels::of_tensor(x)?.unary(UnaryOp::Sign, x)?;
+    if p == 1.0 {
+        return x_t.mul(&sgn)?.sum_dims(&axes, keepdim);
+    }
+    x_t.mul(&sgn.mul(&x.abs()?.pow(p - 1.0)?)?)?
+        .sum_dims(&axes, keepdim)?
+        .div(&nonzero_denominator(result)?.pow(p - 1.0)?)
+}
+
 /// `r` (a norm or a standard deviation, so `>= 0`) with its zeros replaced by 1: a denominator
 /// whose quotient the caller multiplies by something that is 0 wherever `r` is. Exact where `r`
 /// is positive (`r + 0`), unlike a clamp, which would change the gradient of results below the
@@ -286,6 +390,18 @@ fn amax_backward(
     extreme_backward(grad, x, result, axes, keepdim, false)
 }
 
+/// PyTorch's `amaxamin_jvp`: the mean of the tangent over the entries equal to the result.
+#[jvp(amax)]
+fn amax_jvp(
+    x_t: &Tensor,
+    x: &Tensor,
+    result: &Tensor,
+    axes: Dims,
+    keepdim: bool,
+) -> Result<Tensor> {
+    extreme_jvp(x_t, x, result, &axes, keepdim, false)
+}
+
 #[differentiable(builtin, crate = "crate", name = "AminBackward0")]
 fn amin(x: &Tensor, axes: Dims, keepdim: bool) -> Result<Tensor> {
     extreme(x, &axes, keepdim, true)
@@ -300,6 +416,17 @@ fn amin_backward(
     keepdim: bool,
 ) -> Result<Tensor> {
     extreme_backward(grad, x, result, axes, keepdim, true)
+}
+
+#[jvp(amin)]
+fn amin_jvp(
+    x_t: &Tensor,
+    x: &Tensor,
+    result: &Tensor,
+    axes: Dims,
+    keepdim: bool,
+) -> Result<Tensor> {
+    extreme_jvp(x_t, x, result, &axes, keepdim, true)
 }
 
 /// `amax` (or `amin`) over `axes`, a tensor of its own.
@@ -330,9 +457,43 @@ fn extreme_backward(
     min: bool,
 ) -> Result<Tensor> {
     let g = unreduce(grad, x.shape(), axes, keepdim)?;
+    let (ties, count) = extreme_ties(x, result, axes, keepdim, min)?;
+    g.div(&count)?.mul(&ties)
+}
+
+/// The tangent of `amax`/`amin`: the mean of `x_t` over the entries equal to the result.
+fn extreme_jvp(
+    x_t: &Tensor,
+    x: &Tensor,
+    result: &Tensor,
+    axes: &[usize],
+    keepdim: bool,
+    min: bool,
+) -> Result<Tensor> {
+    if axes.is_empty() {
+        return x_t.copy();
+    }
+    let (ties, count) = extreme_ties(x, result, axes, keepdim, min)?;
+    let count = if keepdim {
+        count
+    } else {
+        count.reshape(result.shape())?
+    };
+    x_t.mul(&ties)?.sum_dims(axes, keepdim)?.div(&count)
+}
+
+/// Not recorded: 1 at the entries of `x` equal to the result (the ties), 0 elsewhere, and how
+/// many there are in each reduced slice (keepdim-shaped).
+fn extreme_ties(
+    x: &Tensor,
+    result: &Tensor,
+    axes: &[usize],
+    keepdim: bool,
+    min: bool,
+) -> Result<(Tensor, Tensor)> {
     let r = unreduce(&result.detach(), x.shape(), axes, keepdim)?;
-    // Not recorded: how far each entry is from the result, on the losing side (< 0) or at it
-    // (0); `ClampInterior` is 1 strictly inside (-inf, 0), so 1 - it marks the ties.
+    // How far each entry is from the result, on the losing side (< 0) or at it (0);
+    // `ClampInterior` is 1 strictly inside (-inf, 0), so 1 - it marks the ties.
     let below = if min {
         r.sub(&x.detach())?
     } else {
@@ -347,7 +508,7 @@ fn extreme_backward(
     )?;
     let ties = interior.rsub_scalar(1.0)?;
     let count = ties.sum_dims(axes, true)?;
-    g.div(&count)?.mul(&ties)
+    Ok((ties, count))
 }
 
 /// The contiguous new tensor `t` (a kernel's result) read with `shape`: not a view, so an op's

@@ -3,7 +3,7 @@
 //! views (`CopySlices`, the regenerated `AsStridedBackward0`, in `graph/copy_slices.rs`); each is
 //! the other's gradient, so double backward through those nodes is recorded like any op's.
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 
 use crate::graph::copy_slices::StridedGeometry;
 use crate::{Result, Tensor};
@@ -18,6 +18,13 @@ fn as_strided(x: &Tensor, geometry: &StridedGeometry) -> Result<Tensor> {
 #[backward(as_strided)]
 fn as_strided_backward(grad: &Tensor, geometry: &StridedGeometry) -> Result<Tensor> {
     geometry.scatter_view_grad(grad)
+}
+
+// Both are linear (jointly, for the scatter): the same op on the tangents, an absent one as
+// zeros. The geometry is the base's shape and memory order, whatever the tangent's layout.
+#[jvp(as_strided)]
+fn as_strided_jvp(x_t: &Tensor, geometry: &StridedGeometry) -> Result<Tensor> {
+    as_strided(x_t, geometry)
 }
 
 /// A copy of `x` (shaped like the base, in the base's memory order) whose view elements are
@@ -57,6 +64,18 @@ fn as_strided_scatter_backward(
         None
     };
     Ok((for_x, for_src))
+}
+
+#[jvp(as_strided_scatter)]
+fn as_strided_scatter_jvp(
+    x_t: Option<&Tensor>,
+    src_t: Option<&Tensor>,
+    x: &Tensor,
+    src: &Tensor,
+    geometry: &StridedGeometry,
+) -> Result<Tensor> {
+    let (x_t, src_t) = super::tangent_pair(x_t, src_t, x, src)?;
+    as_strided_scatter(&x_t, &src_t, geometry)
 }
 
 impl Tensor {
