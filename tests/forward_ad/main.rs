@@ -5,6 +5,7 @@
 mod api;
 mod custom;
 mod ops;
+mod rules_elementwise;
 
 use std::sync::{Mutex, MutexGuard};
 
