@@ -363,6 +363,48 @@ fn binary_rules_promote_with_the_operand_without_a_tangent() -> Result<()> {
     Ok(())
 }
 
+/// An integer operand (which has no tangent), either side: the dual operand's tangent promotes
+/// with it to the result's float dtype, as the f64 operand of the same values gives.
+#[test]
+fn binary_rules_with_an_integer_operand() -> Result<()> {
+    autograd::manual_seed(22);
+    for (name, f, da, db) in binary_cases() {
+        for int_side in [0, 1] {
+            // Divisors 2 and 3, dividends ±5: away from where fmod and remainder jump.
+            let v = if int_side == 0 { [5i64, -5] } else { [2, 3] };
+            for (int, shape) in [
+                (Tensor::from_vec(vec![v[0], v[1], v[0], v[1]], &[4])?, "[4]"),
+                (Tensor::from_vec(vec![v[0]], &[])?, "0-dim"),
+            ] {
+                let dual = if int_side == 0 {
+                    db(&[3, 4])?
+                } else {
+                    da(&[3, 4])?
+                };
+                let t = randn(&[3, 4])?;
+                let operands = |int: Tensor| {
+                    if int_side == 0 {
+                        [int, dual.clone()]
+                    } else {
+                        [dual.clone(), int]
+                    }
+                };
+                let tangents = if int_side == 0 {
+                    [None, Some(t.clone())]
+                } else {
+                    [Some(t.clone()), None]
+                };
+                let label = format!("{name}, an i64 {shape} operand {int_side}");
+                let (_, tangent) = forward(f, &operands(int.clone()), &tangents)?;
+                assert_eq!(tangent.dtype(), DType::F64, "{label}: the tangent's dtype");
+                let (_, reference) = forward(f, &operands(int.to_dtype(DType::F64)?), &tangents)?;
+                assert_close(&label, &tangent, &reference, 1e-15)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Where the operands tie, `minimum` and `maximum` share the tangent half and half (the
 /// backward's split), in both modes.
 #[test]
