@@ -6,6 +6,7 @@ mod api;
 mod custom;
 mod no_derivative;
 mod ops;
+mod rules_elementwise;
 mod rules_structural;
 
 use std::sync::{Mutex, MutexGuard};

@@ -2,7 +2,7 @@
 //! (`silu`, `mish`, `softplus`, `hardtanh`, `relu6`, `sigmoid`, `tanh`) and the ELU family
 //! (`elu`, `selu`, `celu`), written in differentiable ops.
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 
 use crate::{Error, Result, Tensor};
 
@@ -159,6 +159,18 @@ fn elu_op_backward(
     grad.mul(&elu_slope(x, alpha, scale, input_scale)?)
 }
 
+/// `result: auto_element_wise`: `ẋ` times the backward's slope.
+#[jvp(elu_op)]
+fn elu_op_jvp(
+    x_t: &Tensor,
+    x: &Tensor,
+    alpha: f64,
+    scale: f64,
+    input_scale: f64,
+) -> Result<Tensor> {
+    elu_op_backward(x_t, x, alpha, scale, input_scale)
+}
+
 /// `celu(x, alpha)`: `elu(x, alpha, 1, 1/alpha)`, one `CeluBackward0` node.
 #[differentiable(builtin, crate = "crate", name = "CeluBackward0")]
 fn celu_op(x: &Tensor, alpha: f64) -> Result<Tensor> {
@@ -170,6 +182,12 @@ fn celu_op_backward(grad: &Tensor, x: &Tensor, alpha: f64) -> Result<Tensor> {
     // derivatives.yaml: `elu_backward(grad, alpha, 1, 1.0/alpha.toFloat(), false, self)`: the
     // gradient's input scale is that of `alpha` rounded to f32, as PyTorch's.
     grad.mul(&elu_slope(x, alpha, 1.0, 1.0 / f64::from(alpha as f32))?)
+}
+
+/// `result: auto_element_wise`: `ẋ` times the backward's slope.
+#[jvp(celu_op)]
+fn celu_op_jvp(x_t: &Tensor, x: &Tensor, alpha: f64) -> Result<Tensor> {
+    celu_op_backward(x_t, x, alpha)
 }
 
 /// The forward of PyTorch's ELU kernel, in ops.

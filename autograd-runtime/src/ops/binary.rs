@@ -51,14 +51,54 @@ fn add_backward(grad: &Tensor, needs_input_grad: [bool; 2]) -> (Tensor, Option<T
     (grad.clone(), needs_input_grad[1].then(|| grad.clone()))
 }
 
+/// `ȧ + ḃ`.
 #[jvp(add)]
 fn add_jvp(a_t: Option<&Tensor>, b_t: Option<&Tensor>, result: &Tensor) -> Result<Tensor> {
     match (a_t, b_t) {
         (Some(a_t), Some(b_t)) => a_t.add(b_t),
         // A copy: the result's tangent must not be the input's.
-        (Some(t), None) | (None, Some(t)) => t.broadcast_to(result.shape())?.copy(),
-        (None, None) => result.zeros_like(),
+        (Some(t), None) | (None, Some(t)) => spread(t, result),
+        (None, None) => no_tangent(),
     }
+}
+
+/// An input's tangent `t` as the tangent of `result`, the other operand's tangent being zero:
+/// broadcast to `result`'s shape and promoted with `result`'s dtype, as PyTorch's sum with the
+/// other operand's zero tangent (`_efficientzerotensor`, of that operand's dtype) gives it, and
+/// always a tensor of its own (the result's tangent may not be the input's: an in-place op on
+/// one would write into the other).
+pub(super) fn spread(t: &Tensor, result: &Tensor) -> Result<Tensor> {
+    let dtype = t.dtype().promote(result.dtype());
+    let expanded;
+    let t = if t.shape() == result.shape() {
+        t
+    } else {
+        expanded = t.broadcast_to(result.shape())?;
+        &expanded
+    };
+    if dtype == t.dtype() {
+        t.copy()
+    } else {
+        t.to_dtype(dtype)
+    }
+}
+
+/// [`spread`] for a term computed by the rule (a tensor of its own already): broadcast and
+/// promoted only where it needs to be.
+pub(super) fn spread_term(t: Tensor, result: &Tensor) -> Result<Tensor> {
+    if t.shape() == result.shape() && t.dtype().promote(result.dtype()) == t.dtype() {
+        Ok(t)
+    } else {
+        spread(&t, result)
+    }
+}
+
+/// The tangent of a binary op called with no input tangent: never, as the op runs its rule
+/// only when an input has one.
+pub(super) fn no_tangent() -> Result<Tensor> {
+    Err(Error::msg(
+        "internal error: a forward derivative rule with no tangent",
+    ))
 }
 
 #[differentiable(builtin, crate = "crate", rule)]
@@ -115,6 +155,12 @@ fn div_scalar_backward(grad: &Tensor, s: f64) -> Result<Tensor> {
     div_scalar(grad, s)
 }
 
+/// `ẋ / s`: the forward's own kernel.
+#[jvp(div_scalar)]
+fn div_scalar_jvp(x_t: &Tensor, s: f64) -> Result<Tensor> {
+    div_scalar(x_t, s)
+}
+
 #[backward(sub)]
 fn sub_backward(grad: &Tensor, needs_input_grad: [bool; 2]) -> Result<(Tensor, Option<Tensor>)> {
     let gb = if needs_input_grad[1] {
@@ -125,6 +171,17 @@ fn sub_backward(grad: &Tensor, needs_input_grad: [bool; 2]) -> Result<(Tensor, O
     Ok((grad.clone(), gb))
 }
 
+/// `ȧ - ḃ`.
+#[jvp(sub)]
+fn sub_jvp(a_t: Option<&Tensor>, b_t: Option<&Tensor>, result: &Tensor) -> Result<Tensor> {
+    match (a_t, b_t) {
+        (Some(a_t), Some(b_t)) => a_t.sub(b_t),
+        (Some(a_t), None) => spread(a_t, result),
+        (None, Some(b_t)) => spread_term(b_t.neg()?, result),
+        (None, None) => no_tangent(),
+    }
+}
+
 /// Each operand is saved only if the other one needs its gradient (B14: with only `a` requiring
 /// grad, `a` is not saved and may be modified in place before backward).
 #[differentiable(builtin, crate = "crate", rule)]
@@ -132,6 +189,7 @@ fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     a.binary_kernel(BinaryOp::Mul, "mul", b)
 }
 
+/// `ȧ b + a ḃ`.
 #[jvp(mul)]
 fn mul_jvp(a_t: Option<&Tensor>, b_t: Option<&Tensor>, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     product_rule(a_t.map(|t| t.mul(b)), b_t.map(|t| a.mul(t)))
@@ -145,7 +203,7 @@ pub(super) fn product_rule(
     match (left.transpose()?, right.transpose()?) {
         (Some(l), Some(r)) => l.add(&r),
         (Some(t), None) | (None, Some(t)) => Ok(t),
-        (None, None) => Err(Error::msg("internal error: a product rule with no tangent")),
+        (None, None) => no_tangent(),
     }
 }
 
@@ -188,6 +246,22 @@ fn div_backward(
     Ok((ga, gb))
 }
 
+/// `(ȧ - ḃ · result) / b`, from the result as PyTorch's.
+#[jvp(div)]
+fn div_jvp(
+    a_t: Option<&Tensor>,
+    b_t: Option<&Tensor>,
+    b: &Tensor,
+    result: &Tensor,
+) -> Result<Tensor> {
+    match (a_t, b_t) {
+        (Some(a_t), Some(b_t)) => a_t.sub(&b_t.mul(result)?)?.div(b),
+        (Some(a_t), None) => a_t.div(b),
+        (None, Some(b_t)) => b_t.mul(result)?.div(b)?.neg(),
+        (None, None) => no_tangent(),
+    }
+}
+
 #[differentiable(builtin, crate = "crate", name = "MulBackward0", rule)]
 fn mul_scalar(x: &Tensor, s: f64) -> Result<Tensor> {
     x.scalar_kernel(BinaryOp::Mul, s, false)
@@ -198,6 +272,7 @@ fn mul_scalar_backward(grad: &Tensor, s: f64) -> Result<Tensor> {
     grad.mul_scalar_last_use(s)
 }
 
+/// `ẋ s`.
 #[jvp(mul_scalar)]
 fn mul_scalar_jvp(x_t: &Tensor, s: f64) -> Result<Tensor> {
     x_t.mul_scalar(s)
@@ -213,9 +288,10 @@ fn add_scalar_backward(grad: &Tensor) -> Tensor {
     grad.clone()
 }
 
+/// `result: self_t.clone()`: a copy, as the result's tangent may not be the input's.
 #[jvp(add_scalar)]
-fn add_scalar_jvp(x_t: &Tensor) -> Tensor {
-    x_t.clone()
+fn add_scalar_jvp(x_t: &Tensor) -> Result<Tensor> {
+    x_t.copy()
 }
 
 /// `s - x`.
@@ -229,6 +305,12 @@ fn rsub_scalar_backward(grad: &Tensor) -> Result<Tensor> {
     grad.neg()
 }
 
+/// `-ẋ`.
+#[jvp(rsub_scalar)]
+fn rsub_scalar_jvp(x_t: &Tensor) -> Result<Tensor> {
+    x_t.neg()
+}
+
 /// `1 / x`, PyTorch's `reciprocal`: saves its result (not `x`), as PyTorch does.
 #[differentiable(builtin, crate = "crate")]
 fn reciprocal(x: &Tensor) -> Result<Tensor> {
@@ -239,6 +321,12 @@ fn reciprocal(x: &Tensor) -> Result<Tensor> {
 fn reciprocal_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
     // d(1/x)/dx = -1/x² = -result²
     grad.mul(&result.mul(result)?)?.neg()
+}
+
+/// `-ẋ · result²`, from the result as PyTorch's.
+#[jvp(reciprocal)]
+fn reciprocal_jvp(x_t: &Tensor, result: &Tensor) -> Result<Tensor> {
+    x_t.mul(&result.mul(result)?)?.neg()
 }
 
 /// d(s/x)/dx = -s / x²: the derivative rule of `s / x` in `#[differentiable(derive)]` bodies.

@@ -5,7 +5,7 @@
 //! The kernels are the backend's element maps (`MapOp::Clamp` and its gradient mask
 //! `MapOp::ClampInterior`): one pass on the host, one launch on a device.
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 
 use crate::backend::MapOp;
 use crate::tensor::kernels;
@@ -20,6 +20,12 @@ fn clamp(x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
 #[backward(clamp)]
 fn clamp_backward(grad: &Tensor, x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
     grad.mul(&kernels::of_tensor(x)?.map(MapOp::ClampInterior { lo, hi }, x)?)
+}
+
+/// `result: auto_element_wise`: `ẋ` where `lo < x < hi`, as the backward's mask.
+#[jvp(clamp)]
+fn clamp_jvp(x_t: &Tensor, x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
+    clamp_backward(x_t, x, lo, hi)
 }
 
 impl Tensor {

@@ -5,9 +5,10 @@
 //! int64, which never require grad); `where` and `masked_fill` are, through their value
 //! operands.
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 
 use super::Scalar;
+use super::binary::{no_tangent, spread_term};
 use super::derivative_rules::{Binary, Read, Reads, Rule, UnaryWith, reduce_grad};
 use crate::backend::CompareOp;
 use crate::layout::wrap_dim;
@@ -44,6 +45,25 @@ fn where_self_backward(
     Ok((ga, gb))
 }
 
+/// `where(condition, self_t, other_t)`, a zero for an operand without a tangent.
+#[jvp(where_self)]
+fn where_self_jvp(
+    a_t: Option<&Tensor>,
+    b_t: Option<&Tensor>,
+    cond: &Mask,
+    result: &Tensor,
+) -> Result<Tensor> {
+    let zero = |t: &Tensor| Tensor::filled(&[], 0.0, t.dtype(), t.device());
+    let t = match (a_t, b_t) {
+        (Some(a_t), Some(b_t)) => Tensor::where_(&cond.0, a_t, b_t)?,
+        (Some(a_t), None) => Tensor::where_(&cond.0, a_t, &zero(a_t)?)?,
+        (None, Some(b_t)) => Tensor::where_(&cond.0, &zero(b_t)?, b_t)?,
+        (None, None) => return no_tangent(),
+    };
+    // The condition and the operand with a tangent may not span the result.
+    spread_term(t, result)
+}
+
 #[differentiable(builtin, crate = "crate", name = "MaskedFillBackward0")]
 fn masked_fill(x: &Tensor, mask: &Mask, value: f64) -> Result<Tensor> {
     let fill = Tensor::filled(&[], value, x.dtype(), x.device())?;
@@ -64,6 +84,12 @@ fn masked_fill(x: &Tensor, mask: &Mask, value: f64) -> Result<Tensor> {
 #[backward(masked_fill)]
 fn masked_fill_backward(grad: &Tensor, mask: &Mask) -> Result<Tensor> {
     grad.masked_fill(&mask.0, 0.0)
+}
+
+/// `self_t.masked_fill(mask, 0)`.
+#[jvp(masked_fill)]
+fn masked_fill_jvp(x_t: &Tensor, mask: &Mask) -> Result<Tensor> {
+    masked_fill(x_t, mask, 0.0)
 }
 
 /// `mask` checked to be a bool tensor, as PyTorch's `where` and `masked_fill` require.

@@ -9,7 +9,7 @@
 
 use std::f64::consts::FRAC_2_SQRT_PI;
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 
 use crate::backend::MapOp;
 use crate::tensor::kernels;
@@ -24,6 +24,12 @@ fn erf(x: &Tensor) -> Result<Tensor> {
 #[backward(erf)]
 fn erf_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
     grad.mul(&x.mul(x)?.neg()?.exp()?.mul_scalar(FRAC_2_SQRT_PI)?)
+}
+
+/// `result: auto_element_wise`: `ẋ · 2/√π · e^(-x²)`.
+#[jvp(erf)]
+fn erf_jvp(x_t: &Tensor, x: &Tensor) -> Result<Tensor> {
+    erf_backward(x_t, x)
 }
 
 impl Tensor {

@@ -6,9 +6,10 @@
 
 use std::f64::consts::LN_2;
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 
-use crate::backend::{BinaryOp, MapOp, UnaryOp};
+use super::binary::{no_tangent, product_rule, spread, spread_term};
+use crate::backend::{BinaryOp, GradFormula, MapOp, UnaryOp};
 use crate::tensor::kernels;
 use crate::{Error, Result, Tensor};
 
@@ -25,6 +26,12 @@ fn log1p_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
     grad.div(&x.add_scalar(1.0)?)
 }
 
+/// `result: auto_element_wise`: `ẋ / (x + 1)`.
+#[jvp(log1p)]
+fn log1p_jvp(x_t: &Tensor, x: &Tensor) -> Result<Tensor> {
+    x_t.div(&x.add_scalar(1.0)?)
+}
+
 /// `expm1: grad * (result + 1)`.
 #[differentiable(builtin, crate = "crate", name = "Expm1Backward0", rule)]
 fn expm1(x: &Tensor) -> Result<Tensor> {
@@ -34,6 +41,12 @@ fn expm1(x: &Tensor) -> Result<Tensor> {
 #[backward(expm1)]
 fn expm1_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
     grad.mul(&result.add_scalar(1.0)?)
+}
+
+/// `ẋ (result + 1)`.
+#[jvp(expm1)]
+fn expm1_jvp(x_t: &Tensor, result: &Tensor) -> Result<Tensor> {
+    x_t.mul(&result.add_scalar(1.0)?)
 }
 
 /// `log2: grad / (self * M_LN2)`.
@@ -47,6 +60,12 @@ fn log2_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
     grad.div(&x.mul_scalar(LN_2)?)
 }
 
+/// `ẋ / (x ln 2)`.
+#[jvp(log2)]
+fn log2_jvp(x_t: &Tensor, x: &Tensor) -> Result<Tensor> {
+    x_t.div(&x.mul_scalar(LN_2)?)
+}
+
 /// `exp2: grad * result * M_LN2`.
 #[differentiable(builtin, crate = "crate", name = "Exp2Backward0", rule)]
 fn exp2(x: &Tensor) -> Result<Tensor> {
@@ -56,6 +75,12 @@ fn exp2(x: &Tensor) -> Result<Tensor> {
 #[backward(exp2)]
 fn exp2_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
     grad.mul(result)?.mul_scalar(LN_2)
+}
+
+/// `ẋ · result · ln 2`.
+#[jvp(exp2)]
+fn exp2_jvp(x_t: &Tensor, result: &Tensor) -> Result<Tensor> {
+    x_t.mul(result)?.mul_scalar(LN_2)
 }
 
 /// `rsqrt: -0.5 * grad * result.pow(3)`.
@@ -69,6 +94,12 @@ fn rsqrt_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
     grad.mul_scalar(-0.5)?.mul(&result.pow(3.0)?)
 }
 
+/// `-0.5 ẋ · result³`.
+#[jvp(rsqrt)]
+fn rsqrt_jvp(x_t: &Tensor, result: &Tensor) -> Result<Tensor> {
+    x_t.mul(&result.pow(3.0)?)?.mul_scalar(-0.5)
+}
+
 /// `silu: infinitely_differentiable_silu_backward`: `grad * σ(x) * (1 + x (1 - σ(x)))`.
 #[differentiable(builtin, crate = "crate", name = "SiluBackward0", rule)]
 fn silu(x: &Tensor) -> Result<Tensor> {
@@ -80,6 +111,12 @@ fn silu_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
     let s = x.sigmoid()?;
     grad.mul(&s)?
         .mul(&x.mul(&s.rsub_scalar(1.0)?)?.add_scalar(1.0)?)
+}
+
+/// `ẋ σ(x) (1 + x (1 - σ(x)))`.
+#[jvp(silu)]
+fn silu_jvp(x_t: &Tensor, x: &Tensor) -> Result<Tensor> {
+    silu_backward(x_t, x)
 }
 
 /// `mish: infinitely_differentiable_mish_backward`:
@@ -97,6 +134,12 @@ fn mish_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
     grad.mul(&t.add(&inner)?)
 }
 
+/// `ẋ (t + x σ(x) (1 - t²))`.
+#[jvp(mish)]
+fn mish_jvp(x_t: &Tensor, x: &Tensor) -> Result<Tensor> {
+    mish_backward(x_t, x)
+}
+
 /// `softplus: softplus_backward(grad, self, beta, threshold)`: `grad` times the slope
 /// `σ(βx)` (1 above the threshold).
 #[differentiable(builtin, crate = "crate", name = "SoftplusBackward0")]
@@ -107,6 +150,12 @@ fn softplus(x: &Tensor, beta: f64, threshold: f64) -> Result<Tensor> {
 #[backward(softplus)]
 fn softplus_backward(grad: &Tensor, x: &Tensor, beta: f64, threshold: f64) -> Result<Tensor> {
     grad.mul(&softplus_slope(x, beta, threshold)?)
+}
+
+/// `ẋ σ(βx)` (`ẋ` above the threshold).
+#[jvp(softplus)]
+fn softplus_jvp(x_t: &Tensor, x: &Tensor, beta: f64, threshold: f64) -> Result<Tensor> {
+    x_t.mul(&softplus_slope(x, beta, threshold)?)
 }
 
 /// Softplus's slope `s = σ(βx)` (1 above the threshold), recorded so that softplus is
@@ -120,6 +169,15 @@ fn softplus_slope(x: &Tensor, beta: f64, threshold: f64) -> Result<Tensor> {
 #[backward(softplus_slope)]
 fn softplus_slope_backward(grad: &Tensor, result: &Tensor, beta: f64) -> Result<Tensor> {
     grad.mul(&result.mul(&result.rsub_scalar(1.0)?)?.mul_scalar(beta)?)
+}
+
+/// `β ẋ s (1 - s)`: sigmoid's backward kernel on the result, then `β`.
+#[jvp(softplus_slope)]
+fn softplus_slope_jvp(x_t: &Tensor, result: &Tensor, beta: f64) -> Result<Tensor> {
+    x_t.tangent_formula_or(GradFormula::Sigmoid, result, || {
+        x_t.mul(&result.mul(&result.rsub_scalar(1.0)?)?)
+    })?
+    .mul_scalar(beta)
 }
 
 /// `hardtanh: hardtanh_backward`: the gradient passes where `min_val < x < max_val`.
@@ -143,6 +201,12 @@ fn hardtanh_backward(grad: &Tensor, x: &Tensor, min_val: f64, max_val: f64) -> R
     grad.mul(&kernels::of_tensor(x)?.map(interior, x)?)
 }
 
+/// `ẋ` where `min_val < x < max_val`.
+#[jvp(hardtanh)]
+fn hardtanh_jvp(x_t: &Tensor, x: &Tensor, min_val: f64, max_val: f64) -> Result<Tensor> {
+    hardtanh_backward(x_t, x, min_val, max_val)
+}
+
 /// `floor: zeros_like(grad)`.
 #[differentiable(builtin, crate = "crate", name = "FloorBackward0", rule)]
 fn floor(x: &Tensor) -> Result<Tensor> {
@@ -152,6 +216,12 @@ fn floor(x: &Tensor) -> Result<Tensor> {
 #[backward(floor)]
 fn floor_backward(grad: &Tensor) -> Result<Tensor> {
     grad.zeros_like()
+}
+
+/// A zero tangent: the function is flat.
+#[jvp(floor)]
+fn floor_jvp(x_t: &Tensor) -> Result<Tensor> {
+    x_t.zeros_like()
 }
 
 /// `ceil: zeros_like(grad)`.
@@ -165,6 +235,12 @@ fn ceil_backward(grad: &Tensor) -> Result<Tensor> {
     grad.zeros_like()
 }
 
+/// A zero tangent: the function is flat.
+#[jvp(ceil)]
+fn ceil_jvp(x_t: &Tensor) -> Result<Tensor> {
+    x_t.zeros_like()
+}
+
 /// `round: zeros_like(grad)`.
 #[differentiable(builtin, crate = "crate", name = "RoundBackward0", rule)]
 fn round(x: &Tensor) -> Result<Tensor> {
@@ -176,6 +252,12 @@ fn round_backward(grad: &Tensor) -> Result<Tensor> {
     grad.zeros_like()
 }
 
+/// A zero tangent: the function is flat.
+#[jvp(round)]
+fn round_jvp(x_t: &Tensor) -> Result<Tensor> {
+    x_t.zeros_like()
+}
+
 /// `trunc: zeros_like(grad)`.
 #[differentiable(builtin, crate = "crate", name = "TruncBackward0", rule)]
 fn trunc(x: &Tensor) -> Result<Tensor> {
@@ -185,6 +267,12 @@ fn trunc(x: &Tensor) -> Result<Tensor> {
 #[backward(trunc)]
 fn trunc_backward(grad: &Tensor) -> Result<Tensor> {
     grad.zeros_like()
+}
+
+/// A zero tangent: the function is flat.
+#[jvp(trunc)]
+fn trunc_jvp(x_t: &Tensor) -> Result<Tensor> {
+    x_t.zeros_like()
 }
 
 // ----- binary -----------------------------------------------------------------------------------
@@ -218,6 +306,22 @@ fn minimum_backward(
     Ok((ga, gb))
 }
 
+/// Each tangent times its operand's share of the minimum (PyTorch's
+/// `other_t + where(self == other, 0.5, self < other) * (self_t - other_t)`, with the shares of
+/// the backward, so that the two modes agree where the operands tie or are NaN).
+#[jvp(minimum)]
+fn minimum_jvp(
+    a_t: Option<&Tensor>,
+    b_t: Option<&Tensor>,
+    a: &Tensor,
+    b: &Tensor,
+) -> Result<Tensor> {
+    product_rule(
+        a_t.map(|t| min_share(t, a, b)),
+        b_t.map(|t| min_share(t, b, a)),
+    )
+}
+
 /// `maximum`: `self: where(self == other, grad / 2, grad).masked_fill(self < other, 0)`,
 /// `other` the same with `self > other`.
 #[differentiable(builtin, crate = "crate", name = "MaximumBackward0", rule)]
@@ -241,6 +345,20 @@ fn maximum_backward(
     Ok((ga, gb))
 }
 
+/// Each tangent times its operand's share of the maximum, as [`minimum_jvp`].
+#[jvp(maximum)]
+fn maximum_jvp(
+    a_t: Option<&Tensor>,
+    b_t: Option<&Tensor>,
+    a: &Tensor,
+    b: &Tensor,
+) -> Result<Tensor> {
+    product_rule(
+        a_t.map(|t| min_share(t, b, a)),
+        b_t.map(|t| min_share(t, a, b)),
+    )
+}
+
 /// `fmod.Tensor`: `self: grad`, `other: -grad * self.div(other, rounding_mode="trunc")`.
 #[differentiable(builtin, crate = "crate", name = "FmodBackward1", rule)]
 fn fmod(a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -261,6 +379,34 @@ fn fmod_backward(
     Ok((ga, gb))
 }
 
+/// `self_t - other_t * self.div(other, rounding_mode="trunc")`.
+#[jvp(fmod)]
+fn fmod_jvp(
+    a_t: Option<&Tensor>,
+    b_t: Option<&Tensor>,
+    a: &Tensor,
+    b: &Tensor,
+    result: &Tensor,
+) -> Result<Tensor> {
+    rounded_quotient_jvp(a_t, b_t, result, || a.div(b)?.trunc())
+}
+
+/// `ȧ - ḃ q` for `fmod` and `remainder`, `q` the rounded quotient (made only when `ḃ` is
+/// given).
+fn rounded_quotient_jvp(
+    a_t: Option<&Tensor>,
+    b_t: Option<&Tensor>,
+    result: &Tensor,
+    quotient: impl FnOnce() -> Result<Tensor>,
+) -> Result<Tensor> {
+    match (a_t, b_t) {
+        (Some(a_t), Some(b_t)) => a_t.sub(&b_t.mul(&quotient()?)?),
+        (Some(a_t), None) => spread(a_t, result),
+        (None, Some(b_t)) => spread_term(b_t.mul(&quotient()?)?.neg()?, result),
+        (None, None) => no_tangent(),
+    }
+}
+
 /// `remainder.Tensor`: `self: grad`, `other: -grad * self.div(other, rounding_mode="floor")`.
 #[differentiable(builtin, crate = "crate", name = "RemainderBackward1", rule)]
 fn remainder(a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -279,6 +425,18 @@ fn remainder_backward(
         .map(|a| grad.mul(&a.div(b)?.floor()?)?.neg())
         .transpose()?;
     Ok((ga, gb))
+}
+
+/// `self_t - other_t * self.div(other, rounding_mode="floor")`.
+#[jvp(remainder)]
+fn remainder_jvp(
+    a_t: Option<&Tensor>,
+    b_t: Option<&Tensor>,
+    a: &Tensor,
+    b: &Tensor,
+    result: &Tensor,
+) -> Result<Tensor> {
+    rounded_quotient_jvp(a_t, b_t, result, || a.div(b)?.floor())
 }
 
 /// `atan2: atan2_backward`: with `r = 1 / (self² + other²)`, `self: grad * other * r`,
@@ -305,6 +463,18 @@ fn atan2_backward(
     Ok((ga, gb))
 }
 
+/// `(other · self_t - self · other_t) / (self² + other²)`.
+#[jvp(atan2)]
+fn atan2_jvp(a_t: Option<&Tensor>, b_t: Option<&Tensor>, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let numerator = match (a_t, b_t) {
+        (Some(a_t), Some(b_t)) => a_t.mul(b)?.sub(&b_t.mul(a)?)?,
+        (Some(a_t), None) => a_t.mul(b)?,
+        (None, Some(b_t)) => b_t.mul(a)?.neg()?,
+        (None, None) => return no_tangent(),
+    };
+    numerator.div(&a.mul(a)?.add(&b.mul(b)?)?)
+}
+
 /// `fmod.Scalar: grad`.
 #[differentiable(builtin, crate = "crate", name = "FmodBackward0", rule)]
 fn fmod_scalar(x: &Tensor, other: f64) -> Result<Tensor> {
@@ -316,6 +486,12 @@ fn fmod_scalar_backward(grad: &Tensor) -> Tensor {
     grad.clone()
 }
 
+/// `ẋ`, in a tensor of its own.
+#[jvp(fmod_scalar)]
+fn fmod_scalar_jvp(x_t: &Tensor) -> Result<Tensor> {
+    x_t.copy()
+}
+
 /// `remainder.Scalar: grad`.
 #[differentiable(builtin, crate = "crate", name = "RemainderBackward0", rule)]
 fn remainder_scalar(x: &Tensor, other: f64) -> Result<Tensor> {
@@ -325,6 +501,12 @@ fn remainder_scalar(x: &Tensor, other: f64) -> Result<Tensor> {
 #[backward(remainder_scalar)]
 fn remainder_scalar_backward(grad: &Tensor) -> Tensor {
     grad.clone()
+}
+
+/// `ẋ`, in a tensor of its own.
+#[jvp(remainder_scalar)]
+fn remainder_scalar_jvp(x_t: &Tensor) -> Result<Tensor> {
+    x_t.copy()
 }
 
 impl Tensor {

@@ -57,6 +57,33 @@ impl Tensor {
         }
     }
 
+    /// The tangent `self · f'(x)` of an op whose backward is the grad formula `op` (`self` the
+    /// input's tangent, `saved` what the backward saves): `g · f'(x)` and `ẋ · f'(x)` are the
+    /// same product, so forward mode runs the backward's fused kernel, one pass. As
+    /// [`Tensor::grad_formula_or`], `in_ops` (the rule in differentiable ops) when the formula
+    /// is recorded (the tangent or `saved` requires grad), and also when the tangent has another
+    /// dtype than `saved` (a tangent may be of another floating dtype than its primal, and the
+    /// ops then promote, as PyTorch's) or lives elsewhere, which the kernel does not take.
+    ///
+    /// Writing over the tangent's buffer (when uniquely owned) cannot be observed: an input's
+    /// tangent is also held by the input, and zeros made for an input without one by no one.
+    #[inline]
+    pub(crate) fn tangent_formula_or(
+        &self,
+        op: GradFormula,
+        saved: &Tensor,
+        in_ops: impl FnOnce() -> Result<Tensor>,
+    ) -> Result<Tensor> {
+        if self.dtype() == saved.dtype()
+            && self.shape() == saved.shape()
+            && self.device() == saved.device()
+        {
+            self.grad_formula_or(op, saved, in_ops)
+        } else {
+            in_ops()
+        }
+    }
+
     /// Whether any element is NaN (anomaly mode).
     pub(crate) fn has_nan(&self) -> Result<bool> {
         kernels::of_tensor(self)?.has_nan(self)
@@ -76,6 +103,7 @@ fn exp_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
     grad.last_use(BinaryOp::Mul, result)
 }
 
+/// `ẋ eˣ`, from the result.
 #[jvp(exp)]
 fn exp_jvp(x_t: &Tensor, result: &Tensor) -> Result<Tensor> {
     x_t.mul(result)
@@ -92,6 +120,12 @@ fn log_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
     grad.last_use(BinaryOp::Div, x)
 }
 
+/// `result: auto_element_wise`: `ẋ / x`.
+#[jvp(log)]
+fn log_jvp(x_t: &Tensor, x: &Tensor) -> Result<Tensor> {
+    x_t.div(x)
+}
+
 /// d sin x = cos x.
 #[differentiable(builtin, crate = "crate", rule)]
 fn sin(x: &Tensor) -> Result<Tensor> {
@@ -101,6 +135,12 @@ fn sin(x: &Tensor) -> Result<Tensor> {
 #[backward(sin, formula = GradFormula::Sin)]
 fn sin_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
     grad.mul(&x.cos()?)
+}
+
+/// `ẋ cos x`: the backward's kernel.
+#[jvp(sin)]
+fn sin_jvp(x_t: &Tensor, x: &Tensor) -> Result<Tensor> {
+    x_t.tangent_formula_or(GradFormula::Sin, x, || x_t.mul(&x.cos()?))
 }
 
 /// d cos x = -sin x.
@@ -114,6 +154,12 @@ fn cos_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
     grad.mul(&x.sin()?)?.neg()
 }
 
+/// `-ẋ sin x`: the backward's kernel.
+#[jvp(cos)]
+fn cos_jvp(x_t: &Tensor, x: &Tensor) -> Result<Tensor> {
+    x_t.tangent_formula_or(GradFormula::Cos, x, || x_t.mul(&x.sin()?)?.neg())
+}
+
 /// d tanh x = 1 - tanh² x: saves the result.
 #[differentiable(builtin, crate = "crate", rule)]
 fn tanh(x: &Tensor) -> Result<Tensor> {
@@ -125,9 +171,12 @@ fn tanh_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
     grad.mul(&result.mul(result)?.rsub_scalar(1.0)?)
 }
 
+/// `ẋ (1 - y²)`: the backward's kernel.
 #[jvp(tanh)]
 fn tanh_jvp(x_t: &Tensor, result: &Tensor) -> Result<Tensor> {
-    x_t.mul(&result.mul(result)?.rsub_scalar(1.0)?)
+    x_t.tangent_formula_or(GradFormula::Tanh, result, || {
+        x_t.mul(&result.mul(result)?.rsub_scalar(1.0)?)
+    })
 }
 
 /// d σ(x) = σ(x)(1 - σ(x)): saves the result.
@@ -141,9 +190,12 @@ fn sigmoid_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
     grad.mul(&result.mul(&result.rsub_scalar(1.0)?)?)
 }
 
+/// `ẋ y (1 - y)`: the backward's kernel.
 #[jvp(sigmoid)]
 fn sigmoid_jvp(x_t: &Tensor, result: &Tensor) -> Result<Tensor> {
-    x_t.mul(&result.mul(&result.rsub_scalar(1.0)?)?)
+    x_t.tangent_formula_or(GradFormula::Sigmoid, result, || {
+        x_t.mul(&result.mul(&result.rsub_scalar(1.0)?)?)
+    })
 }
 
 /// The gradient flows where the result is positive.
@@ -157,9 +209,12 @@ fn relu_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
     grad.mul(&positive_mask(result)?)
 }
 
+/// `ẋ` where `y > 0`: the backward's kernel.
 #[jvp(relu)]
 fn relu_jvp(x_t: &Tensor, result: &Tensor) -> Result<Tensor> {
-    x_t.mul(&positive_mask(result)?)
+    x_t.tangent_formula_or(GradFormula::Relu, result, || {
+        x_t.mul(&positive_mask(result)?)
+    })
 }
 
 /// 1 where `x > 0`, else 0: relu's gradient mask. Recorded with a zero derivative, so that a
@@ -176,6 +231,13 @@ fn positive_mask_backward(grad: &Tensor) -> Result<Tensor> {
     grad.zeros_like()
 }
 
+/// A zero tangent (a mask is flat), reached when relu's gradient is taken with `create_graph`
+/// on dual tensors.
+#[jvp(positive_mask)]
+fn positive_mask_jvp(x_t: &Tensor) -> Result<Tensor> {
+    x_t.zeros_like()
+}
+
 /// d √x = 1 / (2√x): saves the result.
 #[differentiable(builtin, crate = "crate", rule)]
 fn sqrt(x: &Tensor) -> Result<Tensor> {
@@ -187,6 +249,14 @@ fn sqrt_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
     grad.div(&result.mul_scalar(2.0)?)
 }
 
+/// `ẋ / (2y)`, from the result as PyTorch's: the backward's kernel.
+#[jvp(sqrt)]
+fn sqrt_jvp(x_t: &Tensor, result: &Tensor) -> Result<Tensor> {
+    x_t.tangent_formula_or(GradFormula::Sqrt, result, || {
+        x_t.div(&result.mul_scalar(2.0)?)
+    })
+}
+
 /// d |x| = sign x.
 #[differentiable(builtin, crate = "crate", rule)]
 fn abs(x: &Tensor) -> Result<Tensor> {
@@ -196,6 +266,12 @@ fn abs(x: &Tensor) -> Result<Tensor> {
 #[backward(abs, formula = GradFormula::Abs)]
 fn abs_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
     grad.mul(&sgn(x)?)
+}
+
+/// `ẋ sgn x`: the backward's kernel.
+#[jvp(abs)]
+fn abs_jvp(x_t: &Tensor, x: &Tensor) -> Result<Tensor> {
+    x_t.tangent_formula_or(GradFormula::Abs, x, || x_t.mul(&sgn(x)?))
 }
 
 /// The sign of `x` (0 at 0): abs's gradient. Recorded with a zero derivative, as PyTorch's
@@ -211,6 +287,12 @@ fn sgn_backward(grad: &Tensor) -> Result<Tensor> {
     grad.zeros_like()
 }
 
+/// A zero tangent (`sgn_backward` of a real tensor).
+#[jvp(sgn)]
+fn sgn_jvp(x_t: &Tensor) -> Result<Tensor> {
+    x_t.zeros_like()
+}
+
 #[differentiable(builtin, crate = "crate", rule)]
 fn neg(x: &Tensor) -> Result<Tensor> {
     x.unary_kernel(UnaryOp::Neg)
@@ -219,6 +301,12 @@ fn neg(x: &Tensor) -> Result<Tensor> {
 #[backward(neg)]
 fn neg_backward(grad: &Tensor) -> Result<Tensor> {
     grad.neg()
+}
+
+/// `result: auto_linear`: `-ẋ`.
+#[jvp(neg)]
+fn neg_jvp(x_t: &Tensor) -> Result<Tensor> {
+    x_t.neg()
 }
 
 #[differentiable(builtin, crate = "crate", rule)]
@@ -233,6 +321,18 @@ fn pow_backward(grad: &Tensor, x: &Tensor, exponent: f64) -> Result<Tensor> {
     } else {
         grad.mul(&x.pow(exponent - 1.0)?.mul_scalar(exponent)?)
     }
+}
+
+/// `pow_backward(ẋ, x, e)`: the backward's kernel (zeros for `e = 0`).
+#[jvp(pow)]
+fn pow_jvp(x_t: &Tensor, x: &Tensor, exponent: f64) -> Result<Tensor> {
+    x_t.tangent_formula_or(GradFormula::Pow { exponent }, x, || {
+        if exponent == 0.0 {
+            x_t.zeros_like()
+        } else {
+            x_t.mul(&x.pow(exponent - 1.0)?.mul_scalar(exponent)?)
+        }
+    })
 }
 
 impl Tensor {
