@@ -231,8 +231,37 @@ pub fn record_dual<B: Backward>(
         Err(e) => return fail(e, fallible, outputs, dual.generation).map(|()| node),
     }
     match set_output_tangents(outputs, tangents, &dual) {
-        Ok(()) => Ok(node),
+        Ok(()) => {
+            if dual.attach {
+                share_with_saved(outputs, dual.generation);
+            }
+            Ok(node)
+        }
         Err(e) => fail(e, fallible, outputs, dual.generation).map(|()| node),
+    }
+}
+
+/// Gives the outputs' tangents to the slots of their grad_fn that saved them (a saved output
+/// keeps a detached alias of its data, which the tangent set after the node was recorded does
+/// not reach), as PyTorch's `SavedVariable` keeps an output's forward grad: a backward pass run
+/// on dual tensors (forward over reverse, a forward-mode Hessian) then sees the tangent of a
+/// saved result (`exp`'s, `tanh`'s, `softmax`'s).
+fn share_with_saved(outputs: &[&Tensor], generation: u64) {
+    for out in outputs {
+        // The grad_fn as set, read without regenerating a view's.
+        let (node, nr) = {
+            let meta = out.0.autograd.lock();
+            (meta.grad_fn.clone(), meta.output_nr)
+        };
+        let Some(node) = node else { continue };
+        let Ok(Some(tangent)) = tangent_at(out, generation) else {
+            continue;
+        };
+        node.visit_saved_tensors(&mut |_, saved| {
+            if let Some(data) = saved.output_data(nr) {
+                set_tangent(&data, tangent.clone(), generation);
+            }
+        });
     }
 }
 
@@ -374,6 +403,17 @@ fn through_backward<B: Backward>(
             *slot = Some(out.zeros_like()?);
         }
     }
+    // Where the backward hands its gradient on unchanged (`clone()`'s), the engine returns the
+    // direction itself: the output's tangent would be the input's, and an in-place op on the
+    // output (or on a view of it) would change the input's tangent too. A copy, as PyTorch's
+    // `clone` formula makes one.
+    for slot in tangents.iter_mut() {
+        if let Some(t) = slot
+            && dual.tangents.iter().flatten().any(|d| t.shares_storage(d))
+        {
+            *slot = Some(t.copy()?);
+        }
+    }
     Ok(tangents)
 }
 
@@ -493,6 +533,7 @@ pub fn set_tangents(outputs: &[&Tensor], tangents: Vec<Option<Tensor>>) -> Resul
             set_tangent(out, t, generation);
         }
     }
+    share_with_saved(outputs, generation);
     Ok(())
 }
 
@@ -521,7 +562,8 @@ pub fn fail_outputs(outputs: &[&Tensor], error: Error) {
     }
 }
 
-/// Carries `from`'s tangent to `to`, an alias a custom function's output processing made of it.
+/// Carries `from`'s tangent to `to`, an alias of it (a custom function's processed output, a
+/// function's detached input, an unpacked saved output).
 pub(crate) fn carry(from: &Tensor, to: &Tensor) {
     let Some(generation) = level::current() else {
         return;
