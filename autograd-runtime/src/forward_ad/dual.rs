@@ -21,6 +21,9 @@ pub(crate) struct ForwardGrad {
 
 enum Tangent {
     Value(Tensor),
+    /// None, and none derived from a base: a view that is not a forward view (the primal
+    /// [`unpack_dual`](super::unpack_dual) returns, PyTorch's `_fw_primal`).
+    Absent,
     /// The op that made this tensor could not compute its tangent (a custom function without a
     /// `#[jvp]` whose forward cannot return our error): reported when the tangent is read.
     Failed(Failure),
@@ -42,19 +45,46 @@ impl Failure {
     }
 }
 
-/// `t`'s tangent at level `generation`.
+/// `t`'s tangent at level `generation`. A view without a tangent of its own sees its base's,
+/// as PyTorch's `AutogradMeta::fw_grad` gives a view the view of its base's tangent: a view
+/// taken before its base got a tangent (an in-place op with a dual operand) has one after.
 pub(super) fn tangent_at(t: &Tensor, generation: u64) -> Result<Option<Tensor>> {
+    if let Some(own) = own_tangent(t, generation) {
+        return own;
+    }
+    let Some(base) = t.view_base() else {
+        return Ok(None);
+    };
+    let Some(Ok(Some(base_tangent))) = own_tangent(base, generation) else {
+        return Ok(None);
+    };
+    let derived = view_of(t, base, &base_tangent);
+    if let Some(d) = &derived {
+        set_tangent(t, d.clone(), generation);
+    }
+    Ok(derived)
+}
+
+/// `t`'s own tangent slot at level `generation`: `None` when it has none (nothing was set, or
+/// under another level).
+fn own_tangent(t: &Tensor, generation: u64) -> Option<Result<Option<Tensor>>> {
     let meta = t.0.autograd.lock();
     match meta.forward_grad.as_deref() {
         Some(ForwardGrad {
             generation: g,
             tangent,
-        }) if *g == generation => match tangent {
+        }) if *g == generation => Some(match tangent {
             Tangent::Value(t) => Ok(Some(t.clone())),
+            Tangent::Absent => Ok(None),
             Tangent::Failed(f) => Err(f.error()),
-        },
-        _ => Ok(None),
+        }),
+        _ => None,
     }
+}
+
+/// Marks `t`, a view, as having no tangent at level `generation`, whatever its base's.
+pub(super) fn set_absent(t: &Tensor, generation: u64) {
+    set(t, Tangent::Absent, generation);
 }
 
 /// Sets `t`'s tangent at level `generation`.
@@ -438,10 +468,48 @@ fn set_output_tangents(
                 let _suspended = super::suspend();
                 old.copy_(&tangent)?;
             }
+            None if dual.inputs.iter().flatten().any(|x| x.is_same(out)) => {
+                // An in-place op on a view without a tangent: as PyTorch, its base gets zeros
+                // as its tangent, and the view the view of them with the new tangent written
+                // in, so that the base (and its other views) see it.
+                match base_tangent_view(out, dual.generation)? {
+                    Some(view) => {
+                        let _suspended = super::suspend();
+                        view.copy_(&tangent)?;
+                        set_tangent(out, view, dual.generation);
+                    }
+                    None => set_tangent(out, tangent, dual.generation),
+                }
+            }
             _ => set_tangent(out, tangent, dual.generation),
         }
     }
     Ok(())
+}
+
+/// For a view `out` whose base has no tangent: zeros given to the base as its tangent (where
+/// they can have the base's layout), and `out`'s view of them; `None` for a tensor that is not
+/// a view, or a base whose layout zeros cannot have.
+fn base_tangent_view(out: &Tensor, generation: u64) -> Result<Option<Tensor>> {
+    let Some(base) = out.view_base() else {
+        return Ok(None);
+    };
+    if !base.dtype().is_floating_point() || own_tangent(base, generation).is_some() {
+        return Ok(None);
+    }
+    let zeros = {
+        let _suspended = super::suspend();
+        let _no_grad = crate::no_grad();
+        base.zeros_like()?
+    };
+    if zeros.layout() != base.layout() {
+        return Ok(None);
+    }
+    let view = view_of(out, base, &zeros);
+    if view.is_some() {
+        set_tangent(base, zeros, generation);
+    }
+    Ok(view)
 }
 
 /// The node sink edges lead to: never run (its edges exist only while an op computes its
