@@ -93,7 +93,10 @@ fn check(p: &Program, k: usize) -> Result<(), String> {
 #[test]
 fn ops_corpus_forward_mode_agrees_with_pytorchs_gradients() {
     let programs = load_corpus(OPS_CORPUS);
-    let _level = forward_ad::dual_level().expect("no other level is open in this binary");
+    let _lock = super::DUAL_LEVEL_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let _level = forward_ad::dual_level().expect("no other test holds a level: the lock");
     let (mut checked, mut failures, mut report) = (0, 0, String::new());
     for p in &programs {
         let Some(k) = backward_step(p) else { continue };

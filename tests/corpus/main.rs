@@ -32,6 +32,11 @@ use serde_json::Value;
 mod custom;
 mod dtypes;
 mod forward;
+mod func;
+
+/// Held by the tests that open a dual level: PyTorch allows one level at a time, process-wide,
+/// and the tests of this binary run on parallel threads.
+static DUAL_LEVEL_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 const VIEWS_CORPUS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

@@ -21,6 +21,9 @@ pub(crate) struct ForwardGrad {
 
 enum Tangent {
     Value(Tensor),
+    /// None, and none derived from a base: a view that is not a forward view (the primal
+    /// [`unpack_dual`](super::unpack_dual) returns, PyTorch's `_fw_primal`).
+    Absent,
     /// The op that made this tensor could not compute its tangent (a custom function without a
     /// `#[jvp]` whose forward cannot return our error): reported when the tangent is read.
     Failed(Failure),
@@ -42,19 +45,46 @@ impl Failure {
     }
 }
 
-/// `t`'s tangent at level `generation`.
+/// `t`'s tangent at level `generation`. A view without a tangent of its own sees its base's,
+/// as PyTorch's `AutogradMeta::fw_grad` gives a view the view of its base's tangent: a view
+/// taken before its base got a tangent (an in-place op with a dual operand) has one after.
 pub(super) fn tangent_at(t: &Tensor, generation: u64) -> Result<Option<Tensor>> {
+    if let Some(own) = own_tangent(t, generation) {
+        return own;
+    }
+    let Some(base) = t.view_base() else {
+        return Ok(None);
+    };
+    let Some(Ok(Some(base_tangent))) = own_tangent(base, generation) else {
+        return Ok(None);
+    };
+    let derived = view_of(t, base, &base_tangent);
+    if let Some(d) = &derived {
+        set_tangent(t, d.clone(), generation);
+    }
+    Ok(derived)
+}
+
+/// `t`'s own tangent slot at level `generation`: `None` when it has none (nothing was set, or
+/// under another level).
+fn own_tangent(t: &Tensor, generation: u64) -> Option<Result<Option<Tensor>>> {
     let meta = t.0.autograd.lock();
     match meta.forward_grad.as_deref() {
         Some(ForwardGrad {
             generation: g,
             tangent,
-        }) if *g == generation => match tangent {
+        }) if *g == generation => Some(match tangent {
             Tangent::Value(t) => Ok(Some(t.clone())),
+            Tangent::Absent => Ok(None),
             Tangent::Failed(f) => Err(f.error()),
-        },
-        _ => Ok(None),
+        }),
+        _ => None,
     }
+}
+
+/// Marks `t`, a view, as having no tangent at level `generation`, whatever its base's.
+pub(super) fn set_absent(t: &Tensor, generation: u64) {
+    set(t, Tangent::Absent, generation);
 }
 
 /// Sets `t`'s tangent at level `generation`.
@@ -250,8 +280,37 @@ fn finish_dual(
         Err(e) => return fail(e, fallible, outputs, dual.generation).map(|()| node),
     }
     match set_output_tangents(outputs, tangents, dual) {
-        Ok(()) => Ok(node),
+        Ok(()) => {
+            if dual.attach {
+                share_with_saved(outputs, dual.generation);
+            }
+            Ok(node)
+        }
         Err(e) => fail(e, fallible, outputs, dual.generation).map(|()| node),
+    }
+}
+
+/// Gives the outputs' tangents to the slots of their grad_fn that saved them (a saved output
+/// keeps a detached alias of its data, which the tangent set after the node was recorded does
+/// not reach), as PyTorch's `SavedVariable` keeps an output's forward grad: a backward pass run
+/// on dual tensors (forward over reverse, a forward-mode Hessian) then sees the tangent of a
+/// saved result (`exp`'s, `tanh`'s, `softmax`'s).
+fn share_with_saved(outputs: &[&Tensor], generation: u64) {
+    for out in outputs {
+        // The grad_fn as set, read without regenerating a view's.
+        let (node, nr) = {
+            let meta = out.0.autograd.lock();
+            (meta.grad_fn.clone(), meta.output_nr)
+        };
+        let Some(node) = node else { continue };
+        let Ok(Some(tangent)) = tangent_at(out, generation) else {
+            continue;
+        };
+        node.visit_saved_tensors(&mut |_, saved| {
+            if let Some(data) = saved.output_data(nr) {
+                set_tangent(&data, tangent.clone(), generation);
+            }
+        });
     }
 }
 
@@ -428,6 +487,17 @@ fn through_backward(
             *slot = Some(out.zeros_like()?);
         }
     }
+    // Where the backward hands its gradient on unchanged (`clone()`'s), the engine returns the
+    // direction itself: the output's tangent would be the input's, and an in-place op on the
+    // output (or on a view of it) would change the input's tangent too. A copy, as PyTorch's
+    // `clone` formula makes one.
+    for slot in tangents.iter_mut() {
+        if let Some(t) = slot
+            && dual.tangents.iter().flatten().any(|d| t.shares_storage(d))
+        {
+            *slot = Some(t.copy()?);
+        }
+    }
     Ok(tangents)
 }
 
@@ -527,11 +597,20 @@ fn through_view_base(out: &Tensor, tangent: Tensor, generation: u64) -> Result<T
     let Some(base) = out.view_base() else {
         return Ok(tangent);
     };
-    if tangent_at(base, generation)?.is_some() || tangent.dtype() != out.dtype() {
+    if !base.dtype().is_floating_point()
+        || own_tangent(base, generation).is_some()
+        || tangent.dtype() != out.dtype()
+    {
         return Ok(tangent);
     }
     let _suspended = super::suspend();
-    let zeros = base.zeros_like()?;
+    let zeros = {
+        let _no_grad = crate::no_grad();
+        base.zeros_like()?
+    };
+    if zeros.layout() != base.layout() {
+        return Ok(tangent);
+    }
     let Some(view) = view_of(out, base, &zeros) else {
         return Ok(tangent);
     };
@@ -653,6 +732,7 @@ pub fn set_tangents(outputs: &[&Tensor], tangents: Vec<Option<Tensor>>) -> Resul
             set_tangent(out, t, generation);
         }
     }
+    share_with_saved(outputs, generation);
     Ok(())
 }
 
@@ -681,7 +761,8 @@ pub fn fail_outputs(outputs: &[&Tensor], error: Error) {
     }
 }
 
-/// Carries `from`'s tangent to `to`, an alias a custom function's output processing made of it.
+/// Carries `from`'s tangent to `to`, an alias of it (a custom function's processed output, a
+/// function's detached input, an unpacked saved output).
 pub(crate) fn carry(from: &Tensor, to: &Tensor) {
     let Some(generation) = level::current() else {
         return;

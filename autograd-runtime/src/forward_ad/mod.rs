@@ -251,6 +251,10 @@ pub fn unpack_dual(tensor: &Tensor) -> Result<UnpackedDual> {
         let _suspended = suspend();
         alias(tensor)?
     };
+    if let Some(generation) = level::current() {
+        // Not a forward view: it does not see the tensor's tangent (PyTorch's `_fw_primal`).
+        dual::set_absent(&primal, generation);
+    }
     Ok(UnpackedDual { primal, tangent })
 }
 

@@ -228,6 +228,11 @@ where
         }
         columns.push(per_element);
     }
+    if inputs.iter().all(|x| x.numel() == 0) {
+        // No pass ran: the outputs' shapes from one call (the Jacobians have no element).
+        let (outputs, _) = func(&inputs)?.into_tensors();
+        out_shapes = outputs.iter().map(|o| o.shape().to_vec()).collect();
+    }
     (0..out_shapes.len())
         .map(|j| {
             inputs
@@ -246,11 +251,13 @@ where
         .collect()
 }
 
-/// Zeros of `x`'s shape and dtype with a one at flat position `e`.
+/// Zeros of `x`'s shape, dtype and device with a one at flat position `e`.
 fn one_hot(x: &Tensor, e: usize) -> Result<Tensor> {
     let mut values = vec![0.0f64; x.numel()];
     values[e] = 1.0;
-    Tensor::from_vec(values, x.shape())?.to_dtype(x.dtype())
+    Tensor::from_vec(values, x.shape())?
+        .to_dtype(x.dtype())?
+        .to(x.device())
 }
 
 /// The Hessian of the scalar `func` at `inputs` (`torch.autograd.functional.hessian`):

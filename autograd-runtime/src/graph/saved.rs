@@ -352,11 +352,26 @@ impl SavedTensor {
                     return Ok(Some(data.clone()));
                 }
                 let t = data.detach();
+                // Forward mode: the output's tangent, which `data` was given (`output_data`).
+                crate::forward_ad::carry(data, &t);
                 if let Some(node) = grad_fn.upgrade() {
                     t.set_grad_fn(NodeRef::new(node), *output_nr);
                 }
                 Ok(Some(t))
             }
+        }
+    }
+
+    /// The data of a saved output number `output_nr` of its node (not unpacked, no check), for
+    /// forward mode to give it that output's tangent: `None` for any other slot.
+    pub(crate) fn output_data(&self, output_nr: usize) -> Option<Tensor> {
+        match &*self.state.lock() {
+            State::Output {
+                data,
+                output_nr: nr,
+                ..
+            } if *nr == output_nr => Some(data.clone()),
+            _ => None,
         }
     }
 
