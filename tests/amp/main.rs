@@ -3,6 +3,8 @@
 //! arithmetic, the error texts and the state dict (`tests/amp/record_grad_scaler.py` wrote
 //! `tests/amp/data/grad_scaler.json`), and the pass-through of a disabled scaler.
 
+mod autocast;
+
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
