@@ -657,6 +657,9 @@ fn gradients_flow_back_through_the_casts_in_each_input_s_dtype() -> Result<()> {
 fn unsupported_dtypes_warn_and_disable_as_pytorch_s() -> Result<()> {
     let rec = recorded();
     let msgs = &rec["messages"];
+    let _handler = super::WARNING_HANDLER
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));
     let s = seen.clone();
     autograd::set_warning_handler(Some(Box::new(move |w: &str| {
@@ -802,4 +805,48 @@ fn cuda_lists_are_pytorch_s() {
         Some(CastPolicy::Fp32)
     );
     assert_eq!(autocast_policy(Device::Virtual(0), "matmul"), None);
+}
+
+#[test]
+fn checkpoint_recomputes_under_the_forward_s_autocast_state() -> Result<()> {
+    // PyTorch's checkpoint re-enters the forward's autocast state for the recomputation, so the
+    // recomputed tensors are those of the forward (else the non-reentrant variant's metadata
+    // check fails on their dtypes) and the gradients those without checkpointing.
+    let x = det(&[2, 3], 1).requires_grad_(true)?;
+    let w = det(&[3, 3], 2).requires_grad_(true)?;
+    let plain = {
+        let y = {
+            let _region = autocast(Device::Cpu, DType::BF16)?;
+            x.matmul(&w)?.tanh()?.matmul(&w)?
+        };
+        autograd::grad(
+            &[y.to_dtype(DType::F32)?.sum()?],
+            &[x.clone(), w.clone()],
+            Default::default(),
+        )?
+    };
+    for use_reentrant in [false, true] {
+        let wc = w.clone();
+        let y = {
+            let _region = autocast(Device::Cpu, DType::BF16)?;
+            autograd::checkpoint(
+                move |xs: &[Tensor]| Ok(vec![xs[0].matmul(&wc)?.tanh()?.matmul(&wc)?]),
+                &[x.clone()],
+                autograd::CheckpointOptions::new().use_reentrant(use_reentrant),
+            )?
+            .remove(0)
+        };
+        assert_eq!(y.dtype(), DType::BF16);
+        x.set_grad(None)?;
+        w.set_grad(None)?;
+        y.to_dtype(DType::F32)?.sum()?.backward()?; // outside the region
+        for (p, g) in [&x, &w].into_iter().zip(&plain) {
+            assert_eq!(
+                values(&p.grad().unwrap()),
+                values(g.as_ref().unwrap()),
+                "use_reentrant={use_reentrant}"
+            );
+        }
+    }
+    Ok(())
 }

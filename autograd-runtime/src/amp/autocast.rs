@@ -449,6 +449,57 @@ pub fn is_autocast_cache_enabled() -> bool {
     CACHE_ENABLED.with(Cell::get)
 }
 
+/// This thread's autocast state as a checkpointed region's forward saw it: PyTorch's
+/// `checkpoint` records the device's and the CPU's autocast arguments in the forward and
+/// recomputes the region inside `torch.autocast` regions made of them (`checkpoint/`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Captured {
+    bits: u16,
+    cache_enabled: bool,
+}
+
+/// The current autocast state, for [`Captured::enter`] later.
+pub(crate) fn capture() -> Captured {
+    Captured {
+        bits: bits(),
+        cache_enabled: CACHE_ENABLED.with(Cell::get),
+    }
+}
+
+impl Captured {
+    /// Makes the captured state current until the guard drops: a region (it counts in the
+    /// nesting that clears the cache) with the captured flags, dtypes and cache switch.
+    pub(crate) fn enter(self) -> Reentered {
+        NESTING.with(|n| n.set(n.get() + 1));
+        Reentered {
+            bits: replace_bits(self.bits),
+            cache_enabled: CACHE_ENABLED.with(|c| c.replace(self.cache_enabled)),
+            _not_send: PhantomData,
+        }
+    }
+}
+
+/// Restores the autocast state [`Captured::enter`] replaced.
+pub(crate) struct Reentered {
+    bits: u16,
+    cache_enabled: bool,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Drop for Reentered {
+    fn drop(&mut self) {
+        let left = NESTING.with(|n| {
+            n.set(n.get().saturating_sub(1));
+            n.get()
+        });
+        if left == 0 {
+            clear_cache();
+        }
+        replace_bits(self.bits);
+        CACHE_ENABLED.with(|c| c.set(self.cache_enabled));
+    }
+}
+
 /// How autocast treats an op's floating-point inputs (PyTorch's `at::autocast::CastPolicy`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CastPolicy {
