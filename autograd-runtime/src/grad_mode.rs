@@ -1,7 +1,8 @@
 //! Thread-local autograd modes, as PyTorch's `c10::AutogradState`: grad mode (whether ops record
 //! the graph: `no_grad`, `enable_grad`, `set_grad_enabled`), inference mode (`inference_mode`)
-//! and whether backward may use device threads (`set_multithreading_enabled`). They are bits of one thread-local byte, so an op
-//! reads its mode with one load, and the engine installs a pass's whole state around each node
+//! and whether backward may use device threads (`set_multithreading_enabled`), plus autocast's
+//! enabled flags and dtypes (`amp/autocast.rs`). They are bits of one thread-local `u16`, so an
+//! op reads its mode with one load, and the engine installs a pass's whole state around each node
 //! with one store.
 
 use std::cell::Cell;
@@ -9,18 +10,26 @@ use std::marker::PhantomData;
 
 /// The modes of one thread (PyTorch's `AutogradState`): a set of flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct AutogradState(u8);
+pub(crate) struct AutogradState(u16);
 
 impl AutogradState {
-    const GRAD: u8 = 1;
-    const INFERENCE: u8 = 2;
-    const MULTITHREADING: u8 = 4;
+    const GRAD: u16 = 1;
+    const INFERENCE: u16 = 2;
+    const MULTITHREADING: u16 = 4;
     /// Forward-mode AD is suspended on this thread: an op computing its tangents (or the
     /// backward it computes them through) runs its own ops without propagating tangents again
     /// (`forward_ad/`). Carried to the threads of a backward pass with the other modes.
-    const FORWARD_AD_SUSPENDED: u8 = 8;
-    /// A new thread's: grad mode on, inference mode off, multithreading on.
-    const DEFAULT: AutogradState = AutogradState(Self::GRAD | Self::MULTITHREADING);
+    const FORWARD_AD_SUSPENDED: u16 = 8;
+    /// Autocast's part (`amp/autocast.rs` encodes it): bit 4 CPU autocast on, bit 5 CUDA
+    /// autocast on, bits 8-10 and 11-13 the CPU and CUDA autocast dtypes (indices into
+    /// `DType::ALL`). PyTorch keeps these in its dispatch-key TLS and `autocast_dtypes_`, both
+    /// in the `ThreadLocalState` a backward pass carries, as the engine carries this.
+    pub(crate) const AUTOCAST_ENABLED: u16 = 0x30;
+    pub(crate) const AUTOCAST: u16 = 0x3F30;
+    /// A new thread's: grad mode on, inference mode off, multithreading on, autocast off with
+    /// PyTorch's default dtypes (CPU bf16, index 5; CUDA f16, index 4).
+    const DEFAULT: AutogradState =
+        AutogradState(Self::GRAD | Self::MULTITHREADING | (5 << 8) | (4 << 11));
 
     #[inline]
     pub(crate) fn grad(self) -> bool {
@@ -37,8 +46,20 @@ impl AutogradState {
         self.0 & Self::MULTITHREADING != 0
     }
 
+    /// Autocast's bits ([`AutogradState::AUTOCAST`]).
     #[inline]
-    fn with(self, flag: u8, on: bool) -> AutogradState {
+    pub(crate) fn autocast(self) -> u16 {
+        self.0 & Self::AUTOCAST
+    }
+
+    /// This state with autocast's bits replaced by `bits`.
+    #[inline]
+    pub(crate) fn with_autocast(self, bits: u16) -> AutogradState {
+        AutogradState((self.0 & !Self::AUTOCAST) | (bits & Self::AUTOCAST))
+    }
+
+    #[inline]
+    fn with(self, flag: u16, on: bool) -> AutogradState {
         AutogradState(if on { self.0 | flag } else { self.0 & !flag })
     }
 
@@ -79,7 +100,7 @@ pub(crate) fn set_state(state: AutogradState) {
 
 /// Changes one flag of this thread's modes, returning its previous value.
 #[inline]
-fn replace_flag(flag: u8, on: bool) -> bool {
+fn replace_flag(flag: u16, on: bool) -> bool {
     STATE.with(|s| {
         let old = s.get();
         s.set(old.with(flag, on));
@@ -362,8 +383,9 @@ pub fn inference_mode_with(mode: bool) -> InferenceModeGuard {
     } else {
         AutogradState(AutogradState::GRAD | AutogradState::MULTITHREADING)
     };
+    // Autocast's state is kept, as PyTorch's `InferenceMode` keeps the autocast keys.
     InferenceModeGuard {
-        previous: replace_state(modes),
+        previous: replace_state(modes.with_autocast(state().autocast())),
         _not_send: PhantomData,
     }
 }

@@ -3,6 +3,8 @@
 //! arithmetic, the error texts and the state dict (`tests/amp/record_grad_scaler.py` wrote
 //! `tests/amp/data/grad_scaler.json`), and the pass-through of a disabled scaler.
 
+mod autocast;
+
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -14,6 +16,10 @@ use serde_json::{Map, Value};
 /// Relative tolerance of the f32 trajectories, and the absolute one for values near zero.
 const RTOL: f64 = 1e-6;
 const ATOL: f64 = 1e-7;
+
+/// Held by the tests that install the process-wide warning handler, which would otherwise see
+/// each other's warnings or remove each other's handler.
+static WARNING_HANDLER: Mutex<()> = Mutex::new(());
 
 fn recorded() -> Value {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/amp/data/grad_scaler.json");
@@ -350,6 +356,7 @@ fn disabled_scaler_is_a_pass_through() -> Result<()> {
 /// PyTorch's default `device="cuda"` disables the scaler, with a warning, where CUDA is missing.
 #[test]
 fn cuda_scaler_without_cuda_is_disabled() -> Result<()> {
+    let _handler = WARNING_HANDLER.lock().unwrap_or_else(|e| e.into_inner());
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
     autograd::set_warning_handler(Some(Box::new(move |w: &str| {

@@ -66,6 +66,8 @@ struct Frame {
     inputs: Vec<SavedTensor>,
     /// The forward's random draws (set once the forward returned), when `preserve_rng_state`.
     rng: Mutex<Option<RngState>>,
+    /// The forward's autocast state, made current again for the recomputation, as PyTorch's.
+    autocast: crate::amp::autocast::Captured,
     /// The holders packed in the forward, in order, held weakly: a holder goes with its node.
     holders: Mutex<Vec<Weak<Holder>>>,
     /// What each packed tensor looked like, for the determinism check (empty when it is off).
@@ -96,6 +98,7 @@ pub(super) fn checkpoint(
         function,
         inputs: saved_inputs,
         rng: Mutex::new(None),
+        autocast: crate::amp::autocast::capture(),
         holders: Mutex::new(Vec::new()),
         metadata: Mutex::new(Vec::new()),
         determinism_check,
@@ -213,6 +216,7 @@ impl Frame {
         );
         let rng = self.rng.lock().clone();
         let _replay = rng.as_ref().map(Replay::start);
+        let _autocast = self.autocast.enter();
         let _g = enable_grad();
         (self.function)(&inputs)?;
         let saved = count.load(Ordering::Relaxed);

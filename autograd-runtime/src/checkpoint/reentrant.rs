@@ -21,6 +21,8 @@ struct CheckpointFunctionBackward {
     inputs: Vec<SavedTensor>,
     /// The forward's random draws, when `preserve_rng_state`.
     rng: Option<RngState>,
+    /// The forward's autocast state, made current again for the recomputation, as PyTorch's.
+    autocast: crate::amp::autocast::Captured,
 }
 
 pub(super) fn checkpoint(
@@ -53,6 +55,7 @@ pub(super) fn checkpoint(
         function,
         inputs: inputs.iter().map(|t| save.input(t)).collect(),
         rng,
+        autocast: crate::amp::autocast::capture(),
     });
     Ok(outputs)
 }
@@ -84,6 +87,7 @@ impl Backward for CheckpointFunctionBackward {
             .collect::<Result<Vec<Tensor>>>()?;
         let outputs = {
             let _replay = self.rng.as_ref().map(Replay::start);
+            let _autocast = self.autocast.enter();
             let _g = enable_grad();
             (self.function)(&detached)?
         };

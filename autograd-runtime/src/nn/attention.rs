@@ -174,6 +174,8 @@ pub fn scaled_dot_product_attention(
     is_causal: bool,
     scale: Option<f64>,
 ) -> Result<Tensor> {
+    #[rustfmt::skip]
+    crate::amp::autocast_entry!(sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale));
     validate_sdpa_input(query, key, value, attn_mask)?;
     if is_causal && attn_mask.is_some() {
         return Err(Error::InvalidArgument(
@@ -307,11 +309,7 @@ impl<'a> MultiHeadAttentionOptions<'a> {
 
 /// `x Wᵀ + b` (PyTorch's `F.linear`).
 fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
-    let y = x.matmul(&weight.transpose(0, 1)?)?;
-    match bias {
-        Some(b) => y.add(b),
-        None => Ok(y),
-    }
+    super::linear::linear(x, weight, bias)
 }
 
 /// PyTorch's `_canonical_mask`: a bool mask becomes `-inf` where true and 0 elsewhere, in

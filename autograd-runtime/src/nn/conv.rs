@@ -207,6 +207,9 @@ pub fn conv2d(
 ) -> Result<Tensor> {
     let (Size2(stride), Size2(padding), Size2(dilation)) =
         (stride.into(), padding.into(), dilation.into());
+    crate::amp::autocast_entry!(conv2d(
+        input, weight, bias, stride, padding, dilation, groups
+    ));
     let invalid = |message: String| Err(Error::InvalidArgument(message));
     let unbatched = match input.ndim() {
         3 => true,

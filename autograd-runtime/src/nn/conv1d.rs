@@ -50,6 +50,9 @@ pub fn conv1d(
     dilation: usize,
     groups: usize,
 ) -> Result<Tensor> {
+    crate::amp::autocast_entry!(conv1d(
+        input, weight, bias, stride, padding, dilation, groups
+    ));
     let invalid = |message: String| Err(Error::InvalidArgument(message));
     let unbatched = match input.ndim() {
         2 => true,

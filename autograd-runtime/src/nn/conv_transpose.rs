@@ -66,6 +66,16 @@ pub fn conv_transpose2d(
         output_padding.into(),
         dilation.into(),
     );
+    crate::amp::autocast_entry!(conv_transpose2d(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation
+    ));
     let invalid = |message: String| Err(Error::InvalidArgument(message));
     let unbatched = match input.ndim() {
         3 => true,

@@ -11,6 +11,7 @@ pub use super::conv_transpose::conv_transpose2d;
 pub use super::conv1d::conv1d;
 pub use super::dropout::{dropout, dropout_with};
 pub use super::layer_norm::layer_norm;
+pub use super::linear::linear;
 pub use super::loss::{
     BceWithLogitsOptions, CrossEntropyOptions, NllLossOptions, Reduction,
     binary_cross_entropy_with_logits, cross_entropy, cross_entropy_tensor, mse_loss, nll_loss,

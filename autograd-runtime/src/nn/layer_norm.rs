@@ -169,6 +169,7 @@ pub fn layer_norm(
     bias: Option<&Tensor>,
     eps: f64,
 ) -> Result<Tensor> {
+    crate::amp::autocast_entry!(layer_norm(input, normalized_shape, weight, bias, eps));
     let k = normalized_shape.len();
     let shape = input.shape();
     if k == 0 || shape.len() < k || shape[shape.len() - k..] != *normalized_shape {

@@ -151,10 +151,35 @@ impl Linear {
 
 impl Forward for Linear {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
-        let y = input.matmul(&self.weight.transpose(0, 1)?)?;
-        match &self.bias {
-            Some(b) => y.add(b),
-            None => Ok(y),
-        }
+        linear(input, &self.weight, self.bias.as_ref())
+    }
+}
+
+/// `input Wᵀ + b` (PyTorch's `F.linear`): `weight` is `[out_features, in_features]`, `bias`
+/// `[out_features]`; `input`'s last dim is the features, the others batch dims. Under
+/// [`autocast`](crate::amp::autocast) all three run in the region's dtype, as PyTorch's.
+///
+/// # Errors
+///
+/// As [`Tensor::matmul`] for mismatched features, and [`Tensor::add`] for a bias that does not
+/// broadcast.
+///
+/// # Examples
+///
+/// ```
+/// use autograd_runtime::nn::functional::linear;
+/// use autograd_runtime::Tensor;
+/// let x = Tensor::from_vec(vec![1.0f64, 2.0], &[1, 2])?;
+/// let w = Tensor::from_vec(vec![1.0f64, 1.0, 0.0, 1.0, 2.0, 0.0], &[3, 2])?;
+/// let b = Tensor::from_vec(vec![0.5f64, 0.0, -1.0], &[3])?;
+/// assert_eq!(linear(&x, &w, Some(&b))?.to_vec::<f64>()?, vec![3.5, 2.0, 1.0]);
+/// # Ok::<(), autograd_runtime::Error>(())
+/// ```
+pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    crate::amp::autocast_entry!(linear(input, weight, bias));
+    let y = input.matmul(&weight.transpose(0, 1)?)?;
+    match bias {
+        Some(b) => y.add(b),
+        None => Ok(y),
     }
 }

@@ -228,6 +228,7 @@ impl Targets {
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
 pub fn nll_loss(input: &Tensor, targets: &[usize], options: &NllLossOptions) -> Result<Tensor> {
+    crate::amp::autocast_entry!(nll_loss(input, targets, options));
     let weight = options.weight.as_ref();
     let (rows, out_shape) = as_rows(input, targets)?;
     let t = Targets::check(&rows, targets, options.ignore_index, weight)?;
@@ -288,6 +289,7 @@ pub fn cross_entropy(
     targets: &[usize],
     options: &CrossEntropyOptions,
 ) -> Result<Tensor> {
+    crate::amp::autocast_entry!(cross_entropy(input, targets, options));
     let eps = options.label_smoothing;
     if !(0.0..=1.0).contains(&eps) {
         return Err(Error::InvalidArgument(format!(
@@ -414,6 +416,7 @@ pub fn nll_loss_tensor(
     target: &Tensor,
     options: &NllLossOptions,
 ) -> Result<Tensor> {
+    crate::amp::autocast_entry!(nll_loss_tensor(input, target, options));
     let (targets, ignore_index) = tensor_targets(input, target, options.ignore_index)?;
     let options = NllLossOptions {
         ignore_index,
@@ -447,6 +450,7 @@ pub fn cross_entropy_tensor(
     target: &Tensor,
     options: &CrossEntropyOptions,
 ) -> Result<Tensor> {
+    crate::amp::autocast_entry!(cross_entropy_tensor(input, target, options));
     let (targets, ignore_index) = tensor_targets(input, target, options.ignore_index)?;
     let options = CrossEntropyOptions {
         ignore_index,
@@ -473,6 +477,7 @@ pub fn cross_entropy_tensor(
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
 pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+    crate::amp::autocast_entry!(mse_loss(input, target, reduction));
     let d = input.sub(target)?;
     reduce(d.mul(&d)?, reduction)
 }
@@ -510,6 +515,7 @@ pub fn binary_cross_entropy_with_logits(
     target: &Tensor,
     options: &BceWithLogitsOptions,
 ) -> Result<Tensor> {
+    crate::amp::autocast_entry!(binary_cross_entropy_with_logits(input, target, options));
     if input.shape() != target.shape() {
         return Err(Error::InvalidArgument(format!(
             "Target size ({}) must be the same as input size ({})",

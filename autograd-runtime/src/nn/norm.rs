@@ -208,6 +208,7 @@ pub fn group_norm(
     bias: Option<&Tensor>,
     eps: f64,
 ) -> Result<Tensor> {
+    crate::amp::autocast_entry!(group_norm(input, num_groups, weight, bias, eps));
     let shape = input.shape().to_vec();
     let ndim = shape.len();
     if ndim < 2 {
@@ -311,6 +312,7 @@ pub fn rms_norm(
     weight: Option<&Tensor>,
     eps: Option<f64>,
 ) -> Result<Tensor> {
+    crate::amp::autocast_entry!(rms_norm(input, normalized_shape, weight, eps));
     let k = normalized_shape.len();
     if k == 0 {
         return Err(Error::InvalidArgument(format!(

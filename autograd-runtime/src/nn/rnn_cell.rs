@@ -7,11 +7,7 @@ use crate::{Error, Result, Tensor};
 
 /// `x Wᵀ + b`.
 fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
-    let y = x.matmul(&weight.transpose(0, 1)?)?;
-    match bias {
-        Some(b) => y.add(b),
-        None => Ok(y),
-    }
+    super::linear::linear(x, weight, bias)
 }
 
 /// PyTorch's `check_rnn_cell_forward_input` (and the 2-D check before it); returns the batch
@@ -117,6 +113,7 @@ pub fn lstm_cell(
     b_ih: Option<&Tensor>,
     b_hh: Option<&Tensor>,
 ) -> Result<(Tensor, Tensor)> {
+    crate::amp::autocast_entry!(lstm_cell(input, hx, w_ih, w_hh, b_ih, b_hh));
     let (input_size, hidden_size) = check_weights(w_ih, w_hh, 4)?;
     let batch = check_input(input, input_size)?;
     check_hidden(batch, hx.0, hidden_size, 0)?;
@@ -166,6 +163,7 @@ pub fn gru_cell(
     b_ih: Option<&Tensor>,
     b_hh: Option<&Tensor>,
 ) -> Result<Tensor> {
+    crate::amp::autocast_entry!(gru_cell(input, hx, w_ih, w_hh, b_ih, b_hh));
     let (input_size, hidden_size) = check_weights(w_ih, w_hh, 3)?;
     let batch = check_input(input, input_size)?;
     check_hidden(batch, hx, hidden_size, 0)?;
@@ -209,6 +207,7 @@ pub fn rnn_tanh_cell(
     b_ih: Option<&Tensor>,
     b_hh: Option<&Tensor>,
 ) -> Result<Tensor> {
+    crate::amp::autocast_entry!(rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih, b_hh));
     simple_cell(input, hx, [w_ih, w_hh], [b_ih, b_hh])?.tanh()
 }
 
@@ -239,6 +238,7 @@ pub fn rnn_relu_cell(
     b_ih: Option<&Tensor>,
     b_hh: Option<&Tensor>,
 ) -> Result<Tensor> {
+    crate::amp::autocast_entry!(rnn_relu_cell(input, hx, w_ih, w_hh, b_ih, b_hh));
     simple_cell(input, hx, [w_ih, w_hh], [b_ih, b_hh])?.relu()
 }
 

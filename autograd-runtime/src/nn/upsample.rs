@@ -312,6 +312,16 @@ pub fn interpolate(
     align_corners: Option<bool>,
     recompute_scale_factor: Option<bool>,
 ) -> Result<Tensor> {
+    if mode != InterpolateMode::Area {
+        crate::amp::autocast_entry!(interpolate(
+            input,
+            &size,
+            &scale_factor,
+            mode,
+            align_corners,
+            recompute_scale_factor
+        ));
+    }
     let align_corners = if mode.linear_dims().is_none() {
         if align_corners.is_some() {
             return Err(Error::InvalidArgument(

@@ -699,6 +699,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn reciprocal(&self) -> Result<Tensor> {
+        crate::amp::autocast_op!(Reciprocal, self, |x| x.reciprocal());
         reciprocal(self)
     }
 }

@@ -358,6 +358,7 @@ fn sum_product_pair(left: &Tensor, right: &Tensor, sum_dims: &[usize]) -> Result
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
 pub fn einsum(equation: &str, operands: &[&Tensor]) -> Result<Tensor> {
+    crate::amp::autocast_entry!(einsum(equation, operands));
     if operands.is_empty() {
         return Err(Error::msg(
             "einsum(): must specify the equation string and at least one operand, or at least one operand and its subscripts list",

@@ -198,6 +198,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn cat(tensors: &[Tensor], dim: usize) -> Result<Tensor> {
+        crate::amp::autocast_op!(Cat, tensors, |ts| Tensor::cat(&ts, dim));
         let first = tensors
             .first()
             .ok_or_else(|| Error::shape("cat", "expected a non-empty list of Tensors"))?;
@@ -260,6 +261,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn stack(tensors: &[Tensor], dim: usize) -> Result<Tensor> {
+        crate::amp::autocast_op!(Stack, tensors, |ts| Tensor::stack(&ts, dim));
         let first = tensors
             .first()
             .ok_or_else(|| Error::shape("stack", "expected a non-empty list of Tensors"))?;

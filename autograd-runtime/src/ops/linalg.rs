@@ -70,6 +70,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
+        crate::amp::autocast_op!(Matmul, (self, other), |(a, b)| a.matmul(&b));
         let (a, b) = (self.shape(), other.shape());
         let (ra, rb) = (a.len(), b.len());
         let too_small = |what: &str| {
@@ -247,6 +248,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn bmm(&self, other: &Tensor) -> Result<Tensor> {
+        crate::amp::autocast_op!(Bmm, (self, other), |(a, b)| a.bmm(&b));
         self.check_bmm(other)?;
         let (a, b) = (self.shape(), other.shape());
         let numel = crate::layout::checked_numel("bmm", &[a[0], a[1], b[2]])?;
@@ -281,6 +283,7 @@ impl Tensor {
         beta: f64,
         alpha: f64,
     ) -> Result<Tensor> {
+        crate::amp::autocast_entry!(baddbmm(self, batch1, batch2, beta, alpha));
         batch1.check_bmm(batch2)?;
         let shape = [batch1.shape()[0], batch1.shape()[1], batch2.shape()[2]];
         // The shape check first, as PyTorch's.

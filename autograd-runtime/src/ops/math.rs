@@ -525,6 +525,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn log1p(&self) -> Result<Tensor> {
+        crate::amp::autocast_op!(Log1p, self, |x| x.log1p());
         log1p(self)
     }
 
@@ -543,6 +544,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn expm1(&self) -> Result<Tensor> {
+        crate::amp::autocast_op!(Expm1, self, |x| x.expm1());
         expm1(self)
     }
 
@@ -561,6 +563,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn log2(&self) -> Result<Tensor> {
+        crate::amp::autocast_op!(Log2, self, |x| x.log2());
         log2(self)
     }
 
@@ -597,6 +600,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn rsqrt(&self) -> Result<Tensor> {
+        crate::amp::autocast_op!(Rsqrt, self, |x| x.rsqrt());
         rsqrt(self)
     }
 
@@ -810,6 +814,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn atan2(&self, other: &Tensor) -> Result<Tensor> {
+        crate::amp::autocast_op!(Atan2, (self, other), |(a, b)| a.atan2(&b));
         atan2(self, other)
     }
 
@@ -885,6 +890,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn softplus(&self, beta: f64, threshold: f64) -> Result<Tensor> {
+        crate::amp::autocast_op!(Softplus, self, |x| x.softplus(beta, threshold));
         softplus(self, beta, threshold)
     }
 

@@ -116,6 +116,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn sum(&self) -> Result<Tensor> {
+        crate::amp::autocast_op!(Sum, self, |x| x.sum());
         sum(self)
     }
 
@@ -160,6 +161,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn sum_dims(&self, dims: &[usize], keepdim: bool) -> Result<Tensor> {
+        crate::amp::autocast_op!(Sum, self, |x| x.sum_dims(dims, keepdim));
         let mut axes = Dims::with_capacity(dims.len());
         for &d in dims {
             let d = wrap_dim(d as isize, self.ndim())?;

@@ -548,6 +548,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn scatter_add(&self, dim: isize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        crate::amp::autocast_entry!(scatter_add(self, dim, index, src));
         let (flat, src) = self.scatter_args(dim, index, src)?;
         scatter_add_src(self, &src, &SavedIndices::new(&flat))
     }

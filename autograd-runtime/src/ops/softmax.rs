@@ -59,6 +59,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn softmax(&self, dim: usize) -> Result<Tensor> {
+        crate::amp::autocast_op!(Softmax, self, |x| x.softmax(dim));
         let dim = wrap_dim(dim as isize, self.ndim())?.min(self.ndim().saturating_sub(1));
         softmax(self, dim)
     }
@@ -79,6 +80,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn log_softmax(&self, dim: usize) -> Result<Tensor> {
+        crate::amp::autocast_op!(LogSoftmax, self, |x| x.log_softmax(dim));
         let dim = wrap_dim(dim as isize, self.ndim())?.min(self.ndim().saturating_sub(1));
         log_softmax(self, dim)
     }

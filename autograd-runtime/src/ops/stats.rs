@@ -712,6 +712,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn prod(&self) -> Result<Tensor> {
+        crate::amp::autocast_op!(Prod, self, |x| x.prod());
         prod(self)
     }
 
@@ -731,6 +732,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn prod_dim(&self, dim: isize, keepdim: bool) -> Result<Tensor> {
+        crate::amp::autocast_op!(Prod, self, |x| x.prod_dim(dim, keepdim));
         let d = wrap_dim(dim, self.ndim())?;
         prod_dim(self, d, keepdim)
     }
@@ -751,6 +753,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn cumsum(&self, dim: isize) -> Result<Tensor> {
+        crate::amp::autocast_op!(Cumsum, self, |x| x.cumsum(dim));
         let d = wrap_dim(dim, self.ndim())?;
         cumsum(self, d)
     }
@@ -773,6 +776,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn logsumexp(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+        crate::amp::autocast_op!(Logsumexp, self, |x| x.logsumexp(dims, keepdim));
         let axes = self.reduction_axes(dims)?;
         if axes.iter().any(|&a| self.shape()[a] == 0) {
             return Err(Error::shape(
@@ -799,6 +803,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn norm(&self) -> Result<Tensor> {
+        crate::amp::autocast_op!(VectorNorm, self, |x| x.norm());
         self.norm_dims(2.0, &[], false)
     }
 
@@ -819,6 +824,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn norm_dims(&self, p: f64, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+        crate::amp::autocast_op!(VectorNorm, self, |x| x.norm_dims(p, dims, keepdim));
         if p == 0.0 || !p.is_finite() {
             return Err(Error::shape(
                 "norm",

@@ -351,6 +351,7 @@ impl Tensor {
     /// [`Error::DeviceUnavailable`](crate::Error::DeviceUnavailable) if this build has no kernels
     /// for the tensor's device.
     pub fn exp(&self) -> Result<Tensor> {
+        crate::amp::autocast_op!(Exp, self, |x| x.exp());
         exp(self)
     }
 
@@ -369,6 +370,7 @@ impl Tensor {
     /// [`Error::DeviceUnavailable`](crate::Error::DeviceUnavailable) if this build has no kernels
     /// for the tensor's device.
     pub fn log(&self) -> Result<Tensor> {
+        crate::amp::autocast_op!(Log, self, |x| x.log());
         log(self)
     }
 
@@ -537,6 +539,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn pow(&self, exponent: f64) -> Result<Tensor> {
+        crate::amp::autocast_op!(Pow, self, |x| x.pow(exponent));
         pow(self, exponent)
     }
 }

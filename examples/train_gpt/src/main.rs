@@ -7,6 +7,7 @@
 //! cargo run --release -p train-gpt -- --steps 300 --save target/train_gpt/ck.safetensors
 //! cargo run --release -p train-gpt -- --steps 600 --resume target/train_gpt/ck.safetensors
 //! cargo run --release -p train-gpt --features cuda -- --device cuda:0
+//! cargo run --release -p train-gpt -- --autocast bf16          # mixed precision (CPU: bf16, f16)
 //! ```
 //!
 //! * Data (`data.rs`): the embedded Shakespeare text, one token per character, the first 90%
@@ -29,9 +30,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+use autograd::amp::{AutocastGuard, GradScaler, GradScalerOptions, autocast};
 use autograd::nn::Module;
 use autograd::optim::{AdamOptions, AdamW, Optimizer};
-use autograd::{Device, Error, Generator, Result, StateDict, manual_seed, no_grad};
+use autograd::{DType, Device, Error, Generator, Result, StateDict, manual_seed, no_grad};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use train_gpt::model::Sampling;
@@ -114,6 +116,27 @@ struct Args {
     /// No progress output.
     #[arg(long)]
     quiet: bool,
+    /// Mixed precision: run the forward passes and the loss under autocast in this dtype
+    /// (`bf16` or `f16`), as PyTorch's `torch.autocast(device_type, dtype)` around them, the
+    /// backward pass outside; with `f16` the loss is scaled by a `GradScaler`, as nanoGPT does.
+    #[arg(long, value_parser = parse_autocast)]
+    autocast: Option<DType>,
+}
+
+/// `--autocast`'s values.
+fn parse_autocast(s: &str) -> std::result::Result<DType, String> {
+    match s {
+        "bf16" | "bfloat16" => Ok(DType::BF16),
+        "f16" | "float16" => Ok(DType::F16),
+        _ => Err(format!("expected bf16 or f16, got {s:?}")),
+    }
+}
+
+/// The autocast region of `--autocast` (none without it).
+fn autocast_region(args: &Args) -> Result<Option<AutocastGuard>> {
+    args.autocast
+        .map(|dtype| autocast(args.device, dtype))
+        .transpose()
 }
 
 /// `println!` that does not panic when stdout is closed early.
@@ -156,6 +179,20 @@ fn run(args: &Args) -> Result<()> {
             .lr(args.lr)
             .weight_decay(args.weight_decay),
     )?;
+    // f16's small gradients need loss scaling (nanoGPT's `GradScaler(enabled=dtype == float16)`).
+    let mut scaler = match args.autocast {
+        Some(DType::F16) => {
+            let device_type = if matches!(args.device, Device::Cuda(_)) {
+                "cuda"
+            } else {
+                "cpu"
+            };
+            Some(GradScaler::new(
+                GradScalerOptions::default().device(device_type),
+            )?)
+        }
+        _ => None,
+    };
     let batches = Generator::new().manual_seed(args.seed);
     let mut start = 0;
     if let Some(path) = &args.resume {
@@ -185,10 +222,22 @@ fn run(args: &Args) -> Result<()> {
         set_lr(&mut opt, args, step);
         let offsets = data::offsets(&corpus.train, args.block_size, args.batch_size, &batches)?;
         let (x, y) = data::batch(&corpus.train, &offsets, args.block_size)?;
-        let loss = model.loss(&x.to(args.device)?, &y.to(args.device)?)?;
+        let loss = {
+            let _autocast = autocast_region(args)?;
+            model.loss(&x.to(args.device)?, &y.to(args.device)?)?
+        };
         opt.zero_grad();
-        loss.backward()?;
-        opt.step()?;
+        match &mut scaler {
+            Some(scaler) => {
+                scaler.scale(&loss)?.backward()?;
+                scaler.step(&mut opt)?;
+                scaler.update(None)?;
+            }
+            None => {
+                loss.backward()?;
+                opt.step()?;
+            }
+        }
         let loss = loss.to(Device::Cpu)?.item::<f32>()? as f64;
         train_seconds += step_began.elapsed().as_secs_f64();
         train_curve.push((step + 1, loss));
@@ -298,6 +347,7 @@ fn set_lr(opt: &mut AdamW, args: &Args, step: usize) {
 /// so evaluating does not move the training batches).
 fn validation_loss(model: &Gpt, corpus: &Corpus, args: &Args) -> Result<f64> {
     let _no_grad = no_grad();
+    let _autocast = autocast_region(args)?;
     let g = Generator::new().manual_seed(args.seed ^ 0x5eed);
     let mut total = 0.0;
     for _ in 0..args.eval_batches {
