@@ -5,6 +5,7 @@
 mod api;
 mod custom;
 mod ops;
+mod rules_norm;
 
 use std::sync::{Mutex, MutexGuard};
 

@@ -6,10 +6,10 @@ use autograd::functional::{self, Options};
 use autograd::nn::functional as F;
 use autograd::{DType, Result, Tensor, forward_ad};
 
-type Op = fn(&[Tensor]) -> Result<Tensor>;
+pub(crate) type Op = fn(&[Tensor]) -> Result<Tensor>;
 
 /// Checks op `f` at `inputs` along random tangents.
-fn check(name: &str, f: Op, inputs: &[Tensor]) -> Result<()> {
+pub(crate) fn check(name: &str, f: Op, inputs: &[Tensor]) -> Result<()> {
     let tangents: Vec<Tensor> = inputs
         .iter()
         .map(|x| Tensor::randn(x.shape(), DType::F64))

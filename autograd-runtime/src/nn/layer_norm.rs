@@ -1,7 +1,14 @@
-//! `LayerNorm`: normalisation over the trailing dims, written in differentiable ops (so double
-//! backward works).
+//! `LayerNorm`: normalisation over the trailing dims. On a backend with fused row kernels (the
+//! CPU) it is one op, `NativeLayerNormBackward0` as in PyTorch: one kernel forward, one backward;
+//! under `create_graph` the backward is written in differentiable ops, so double backward works.
+//! Elsewhere it is composed of differentiable ops.
 
+use autograd_macros::{backward, differentiable, jvp};
+
+use crate::backend::NormSpec;
 use crate::nn::{Forward, Module};
+use crate::ops::records;
+use crate::tensor::kernels;
 use crate::{DType, Error, Result, Tensor};
 
 /// Normalises over the last dims, `normalized_shape`, then scales and shifts elementwise
@@ -191,6 +198,14 @@ pub fn layer_norm(
             )));
         }
     }
+    let spec = NormSpec {
+        n: normalized_shape.iter().product(),
+        eps,
+        centre: true,
+    };
+    if fusable(input, &[weight, bias])? {
+        return native_layer_norm(input, weight, bias, normalized_shape, spec);
+    }
     let dims: Vec<usize> = (shape.len() - k..shape.len()).collect();
     let n = normalized_shape.iter().product::<usize>() as f64;
     let mean = input.sum_dims(&dims, true)?.div_scalar(n)?;
@@ -208,4 +223,189 @@ pub fn layer_norm(
         y = y.add(b)?;
     }
     Ok(y)
+}
+
+/// Whether a norm of `input` with these parameters runs as one fused op: a floating input on a
+/// backend with fused row kernels, and parameters of its dtype and device (others take the
+/// composition, which promotes them as PyTorch's ops do).
+pub(super) fn fusable(input: &Tensor, params: &[Option<&Tensor>]) -> Result<bool> {
+    Ok(input.dtype().is_floating_point()
+        && kernels::of_tensor(input)?.fused_rows()
+        && params
+            .iter()
+            .flatten()
+            .all(|p| p.dtype() == input.dtype() && p.device() == input.device()))
+}
+
+/// PyTorch's `native_layer_norm` (its `y`): one kernel, one pass per row. The backward
+/// recomputes each row's statistics from `input` rather than keeping them.
+#[differentiable(builtin, crate = "crate", name = "NativeLayerNormBackward0")]
+fn native_layer_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    normalized_shape: &[usize],
+    spec: NormSpec,
+) -> Result<Tensor> {
+    let _ = normalized_shape; // the backward's: the shape of the parameters' gradients
+    kernels::of_tensor(input)?.norm(input, weight, bias, spec)
+}
+
+#[backward(native_layer_norm)]
+fn native_layer_norm_backward(
+    grad: &Tensor,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    normalized_shape: &[usize],
+    spec: NormSpec,
+    needs_input_grad: [bool; 3],
+) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+    let [dx, dw, db] = norm_backward(
+        grad,
+        input,
+        weight,
+        normalized_shape,
+        spec,
+        needs_input_grad,
+    )?;
+    Ok((dx, dw, db))
+}
+
+#[jvp(native_layer_norm)]
+fn native_layer_norm_jvp(
+    input_t: Option<&Tensor>,
+    weight_t: Option<&Tensor>,
+    bias_t: Option<&Tensor>,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    spec: NormSpec,
+    result: &Tensor,
+) -> Result<Tensor> {
+    norm_jvp([input_t, weight_t, bias_t], input, weight, spec, result)
+}
+
+/// The gradients of a fused layer or RMS norm (`[input, weight, bias]`, where `needs` asks):
+/// the fused kernel, unless the backward is recorded
+/// (`create_graph` with an operand that requires grad); then PyTorch's formula in
+/// differentiable ops, with the statistics recomputed from `input` so that their own
+/// dependence on it is differentiated too.
+pub(super) fn norm_backward(
+    grad: &Tensor,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    normalized_shape: &[usize],
+    spec: NormSpec,
+    needs: [bool; 3],
+) -> Result<[Option<Tensor>; 3]> {
+    let needs = [needs[0], needs[1] && weight.is_some(), needs[2]];
+    let mut operands = vec![grad, input];
+    operands.extend(weight);
+    if !records(&operands) {
+        let [dx, dw, db] =
+            kernels::of_tensor(input)?.norm_backward(grad, input, weight, spec, needs)?;
+        let param = |t: Option<Tensor>| t.map(|t| t.reshape(normalized_shape)).transpose();
+        return Ok([dx, param(dw)?, param(db)?]);
+    }
+    let (g, w, xhat, rstd) = recomputed(grad, input, weight, spec)?;
+    let n = spec.n as f64;
+    let dx = if needs[0] {
+        let gw = match &w {
+            Some(w) => g.mul(w)?,
+            None => g.clone(),
+        };
+        let b = gw.mul(&xhat)?.sum_dims(&[1], true)?.div_scalar(n)?;
+        let mut inner = gw.clone();
+        if spec.centre {
+            inner = inner.sub(&gw.sum_dims(&[1], true)?.div_scalar(n)?)?;
+        }
+        Some(
+            inner
+                .sub(&xhat.mul(&b)?)?
+                .mul(&rstd)?
+                .reshape(input.shape())?,
+        )
+    } else {
+        None
+    };
+    let dw = if needs[1] {
+        Some(
+            g.mul(&xhat)?
+                .sum_dims(&[0], false)?
+                .reshape(normalized_shape)?,
+        )
+    } else {
+        None
+    };
+    let db = if needs[2] {
+        Some(g.sum_dims(&[0], false)?.reshape(normalized_shape)?)
+    } else {
+        None
+    };
+    Ok([dx, dw, db])
+}
+
+/// The rows of `grad` (`[rows, n]`), the weight as `[n]`, and `x̂` and `rstd` recomputed from
+/// `input` in differentiable ops.
+type Recomputed = (Tensor, Option<Tensor>, Tensor, Tensor);
+
+/// See [`Recomputed`]; `grad` may be `input` itself (the jvp has no gradient).
+fn recomputed(
+    grad: &Tensor,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    spec: NormSpec,
+) -> Result<Recomputed> {
+    let n = spec.n;
+    let rows = input.numel().checked_div(n).unwrap_or(0);
+    let x = input.reshape(&[rows, n])?;
+    let g = grad.reshape(&[rows, n])?;
+    let w = weight.map(|w| w.reshape(&[n])).transpose()?;
+    let nf = n as f64;
+    let centred = if spec.centre {
+        x.sub(&x.sum_dims(&[1], true)?.div_scalar(nf)?)?
+    } else {
+        x.clone()
+    };
+    let var = centred
+        .mul(&centred)?
+        .sum_dims(&[1], true)?
+        .div_scalar(nf)?;
+    let rstd = var.add_scalar(spec.eps)?.sqrt()?.reciprocal()?;
+    let xhat = centred.mul(&rstd)?;
+    Ok((g, w, xhat, rstd))
+}
+
+/// The tangent of a layer or RMS norm from the tangents of `[input, weight, bias]` (PyTorch's
+/// `layer_norm_jvp`): `ŷ = rstd · (ṫ − mean(ṫ) − x̂ · mean(x̂ ⊙ ṫ)) · w + x̂ · ẇ + ḃ`, without
+/// the `mean(ṫ)` term for RMS norm.
+pub(super) fn norm_jvp(
+    tangents: [Option<&Tensor>; 3],
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    spec: NormSpec,
+    result: &Tensor,
+) -> Result<Tensor> {
+    let (_, w, xhat, rstd) = recomputed(input, input, weight, spec)?;
+    let n = spec.n as f64;
+    let rows = xhat.shape()[0];
+    let mut y_t = Tensor::zeros(&[rows, spec.n], result.dtype())?.to(result.device())?;
+    if let Some(t) = tangents[0] {
+        let t = t.reshape(&[rows, spec.n])?;
+        let mut inner = t.sub(&xhat.mul(&xhat.mul(&t)?.sum_dims(&[1], true)?.div_scalar(n)?)?)?;
+        if spec.centre {
+            inner = inner.sub(&t.sum_dims(&[1], true)?.div_scalar(n)?)?;
+        }
+        let mut d = inner.mul(&rstd)?;
+        if let Some(w) = &w {
+            d = d.mul(w)?;
+        }
+        y_t = y_t.add(&d)?;
+    }
+    if let Some(wt) = tangents[1] {
+        y_t = y_t.add(&xhat.mul(&wt.reshape(&[spec.n])?)?)?;
+    }
+    if let Some(bt) = tangents[2] {
+        y_t = y_t.add(&bt.reshape(&[spec.n])?)?;
+    }
+    y_t.reshape(result.shape())
 }
