@@ -409,3 +409,126 @@ pub(super) fn norm_jvp(
     }
     y_t.reshape(result.shape())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::layer_norm;
+    use crate::nn::functional::{rms_norm, scaled_dot_product_attention};
+    use crate::{DType, Result, Tensor, gradcheck, gradgradcheck};
+
+    fn randn(shape: &[usize], seed: u64) -> Result<Tensor> {
+        Tensor::randn_seeded(shape, DType::F64, seed)?.requires_grad_(true)
+    }
+
+    /// The fused layer and RMS norms, their backward kernels (gradcheck) and their recorded
+    /// backward formulas (gradgradcheck), with and without parameters, over two trailing dims,
+    /// on a transposed (strided) input too.
+    #[test]
+    fn fused_norms_pass_gradcheck_and_gradgradcheck() -> Result<()> {
+        let (x, w, b) = (
+            randn(&[3, 4, 5], 1)?,
+            randn(&[4, 5], 2)?,
+            randn(&[4, 5], 3)?,
+        );
+        let inputs = [x, w, b];
+        let y = layer_norm(
+            &inputs[0],
+            &[4, 5],
+            Some(&inputs[1]),
+            Some(&inputs[2]),
+            1e-5,
+        )?;
+        let name = y.grad_fn().map(|n| n.name().to_string());
+        assert_eq!(name.as_deref(), Some("NativeLayerNormBackward0"));
+        let cases: [fn(&[Tensor]) -> Result<Tensor>; 5] = [
+            |t| layer_norm(&t[0], &[4, 5], Some(&t[1]), Some(&t[2]), 1e-5),
+            |t| layer_norm(&t[0], &[5], None, Some(&t[2].select(0, 1)?), 1e-3),
+            |t| layer_norm(&t[0].transpose(0, 1)?, &[3, 5], None, None, 1e-5),
+            |t| rms_norm(&t[0], &[4, 5], Some(&t[1]), Some(1e-4)),
+            |t| rms_norm(&t[0].transpose(1, 2)?, &[4], None, None),
+        ];
+        for f in cases {
+            gradcheck(f, &inputs)?;
+            gradgradcheck(f, &inputs)?;
+        }
+        Ok(())
+    }
+
+    /// Softmax and log-softmax over each dim, and attention's masked softmax (causal, a bool
+    /// mask that masks a whole row, a float mask), to first and second order.
+    #[test]
+    fn fused_softmaxes_pass_gradcheck_and_gradgradcheck() -> Result<()> {
+        let x = randn(&[2, 3, 4], 4)?;
+        for dim in 0..3 {
+            gradcheck(|t| t[0].softmax(dim), std::slice::from_ref(&x))?;
+            gradgradcheck(|t| t[0].softmax(dim), std::slice::from_ref(&x))?;
+            gradcheck(|t| t[0].log_softmax(dim), std::slice::from_ref(&x))?;
+            gradgradcheck(|t| t[0].log_softmax(dim), std::slice::from_ref(&x))?;
+        }
+        let qkv = [
+            randn(&[2, 3, 3], 5)?,
+            randn(&[2, 4, 3], 6)?,
+            randn(&[2, 4, 2], 7)?,
+        ];
+        let keep = Tensor::from_vec(
+            vec![
+                true, false, true, true, //
+                false, false, false, false, //
+                true, true, false, true,
+            ],
+            &[3, 4],
+        )?;
+        let add = Tensor::from_vec(vec![0.5f64, -1.0, 0.0, 2.0], &[4])?;
+        let cases: [Box<dyn Fn(&[Tensor]) -> Result<Tensor>>; 3] = [
+            Box::new(|t| scaled_dot_product_attention(&t[0], &t[1], &t[2], None, 0.0, true, None)),
+            Box::new(|t| {
+                scaled_dot_product_attention(&t[0], &t[1], &t[2], Some(&keep), 0.0, false, None)
+            }),
+            Box::new(|t| {
+                scaled_dot_product_attention(&t[0], &t[1], &t[2], Some(&add), 0.0, false, Some(0.3))
+            }),
+        ];
+        for f in &cases {
+            gradcheck(f, &qkv)?;
+            gradgradcheck(f, &qkv)?;
+        }
+        // The query row whose keys are all masked gives zeros and passes no gradient.
+        let y = cases[1](&qkv)?;
+        let row = y.select(1, 1)?.to_vec::<f64>()?;
+        assert!(row.iter().all(|&v| v == 0.0), "{row:?}");
+        Ok(())
+    }
+
+    /// A float mask that requires grad is added to the scores (its gradient is the scores'),
+    /// as PyTorch's math path does; the fused kernel is used only for masks without one.
+    #[test]
+    fn a_float_mask_that_requires_grad_gets_its_gradient() -> Result<()> {
+        let qkv = [
+            randn(&[3, 2], 8)?,
+            randn(&[4, 2], 9)?,
+            randn(&[4, 2], 10)?,
+            randn(&[3, 4], 11)?,
+        ];
+        let f = |t: &[Tensor]| {
+            scaled_dot_product_attention(&t[0], &t[1], &t[2], Some(&t[3]), 0.0, false, None)
+        };
+        gradcheck(f, &qkv)?;
+        gradgradcheck(f, &qkv)
+    }
+
+    /// Half inputs are computed in f32 and rounded once: the bf16 result is the f32 one rounded.
+    #[test]
+    fn half_inputs_compute_in_f32() -> Result<()> {
+        let x = Tensor::randn_seeded(&[4, 8], DType::F32, 12)?.to_dtype(DType::BF16)?;
+        let w = Tensor::randn_seeded(&[8], DType::F32, 13)?.to_dtype(DType::BF16)?;
+        let up = |t: &Tensor| t.to_dtype(DType::F32);
+        let want = layer_norm(&up(&x)?, &[8], Some(&up(&w)?), None, 1e-5)?.to_dtype(DType::BF16)?;
+        let got = layer_norm(&x, &[8], Some(&w), None, 1e-5)?;
+        assert_eq!(got.dtype(), DType::BF16);
+        assert_eq!(up(&got)?.to_vec::<f32>()?, up(&want)?.to_vec::<f32>()?);
+        let want = rms_norm(&up(&x)?, &[8], Some(&up(&w)?), None)?.to_dtype(DType::BF16)?;
+        let got = rms_norm(&x, &[8], Some(&w), None)?;
+        assert_eq!(up(&got)?.to_vec::<f32>()?, up(&want)?.to_vec::<f32>()?);
+        Ok(())
+    }
+}
