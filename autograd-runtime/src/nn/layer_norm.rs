@@ -416,6 +416,9 @@ mod tests {
     use crate::nn::functional::{rms_norm, scaled_dot_product_attention};
     use crate::{DType, Result, Tensor, gradcheck, gradgradcheck};
 
+    type Op = fn(&[Tensor]) -> Result<Tensor>;
+    type BoxedOp<'a> = Box<dyn Fn(&[Tensor]) -> Result<Tensor> + 'a>;
+
     fn randn(shape: &[usize], seed: u64) -> Result<Tensor> {
         Tensor::randn_seeded(shape, DType::F64, seed)?.requires_grad_(true)
     }
@@ -440,7 +443,7 @@ mod tests {
         )?;
         let name = y.grad_fn().map(|n| n.name().to_string());
         assert_eq!(name.as_deref(), Some("NativeLayerNormBackward0"));
-        let cases: [fn(&[Tensor]) -> Result<Tensor>; 5] = [
+        let cases: [Op; 5] = [
             |t| layer_norm(&t[0], &[4, 5], Some(&t[1]), Some(&t[2]), 1e-5),
             |t| layer_norm(&t[0], &[5], None, Some(&t[2].select(0, 1)?), 1e-3),
             |t| layer_norm(&t[0].transpose(0, 1)?, &[3, 5], None, None, 1e-5),
@@ -479,7 +482,7 @@ mod tests {
             &[3, 4],
         )?;
         let add = Tensor::from_vec(vec![0.5f64, -1.0, 0.0, 2.0], &[4])?;
-        let cases: [Box<dyn Fn(&[Tensor]) -> Result<Tensor>>; 3] = [
+        let cases: [BoxedOp<'_>; 3] = [
             Box::new(|t| scaled_dot_product_attention(&t[0], &t[1], &t[2], None, 0.0, true, None)),
             Box::new(|t| {
                 scaled_dot_product_attention(&t[0], &t[1], &t[2], Some(&keep), 0.0, false, None)

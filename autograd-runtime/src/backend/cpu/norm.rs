@@ -117,10 +117,10 @@ fn forward_row<T: Element>(
         .zip(x)
         .for_each(|(y, &x)| *y = (x - mean) * rstd);
     if let Some(w) = weight {
-        y.iter_mut().zip(w).for_each(|(y, &w)| *y = *y * w);
+        y.iter_mut().zip(w).for_each(|(y, &w)| *y *= w);
     }
     if let Some(b) = bias {
-        y.iter_mut().zip(b).for_each(|(y, &b)| *y = *y + b);
+        y.iter_mut().zip(b).for_each(|(y, &b)| *y += b);
     }
 }
 
@@ -134,6 +134,9 @@ struct Rows<'a, T> {
     eps: T,
     centre: bool,
 }
+
+/// One chunk's weight and bias gradients (each empty when not wanted).
+type Partial<T> = (Vec<T>, Vec<T>);
 
 /// The gradients of [`forward`]: `[dx, dweight, dbias]`, each computed when `needs` asks.
 pub(crate) fn backward<T: Element>(
@@ -150,7 +153,7 @@ pub(crate) fn backward<T: Element>(
     let per = rows_per_chunk(n);
     let chunks = rows.div_ceil(per);
     // Each chunk's partial weight and bias gradients, added in chunk order afterwards.
-    let partials: Mutex<Vec<Option<(Vec<T>, Vec<T>)>>> = Mutex::new(vec![None; chunks]);
+    let partials: Mutex<Vec<Option<Partial<T>>>> = Mutex::new(vec![None; chunks]);
     let dxp = dx.as_mut().map(|v| SendPtr(v.as_mut_ptr()));
     let op = Rows {
         g,

@@ -142,13 +142,13 @@ fn masked_row<T: Element + VMath>(
         rest.fill(T::zero());
         return;
     }
-    z.iter_mut().for_each(|v| *v = *v - m);
+    z.iter_mut().for_each(|v| *v -= m);
     if log {
         scratch.clear();
         scratch.extend_from_slice(z);
         vmath::map_inplace(MathFn::Exp, scratch);
         let l = pairwise_sum(scratch).ln();
-        z.iter_mut().for_each(|v| *v = *v - l);
+        z.iter_mut().for_each(|v| *v -= l);
         rest.fill(neg_inf);
     } else {
         vmath::map_inplace(MathFn::Exp, z);
