@@ -7,6 +7,7 @@ mod custom;
 mod no_derivative;
 mod ops;
 mod rules_elementwise;
+mod rules_norm;
 mod rules_structural;
 
 use std::sync::{Mutex, MutexGuard};

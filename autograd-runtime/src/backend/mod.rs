@@ -123,6 +123,77 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
     fn sum_to(&self, x: &Buffer, lx: &Layout, shape: &[usize]) -> Result<Out>;
     /// Softmax (`log == false`) or log-softmax over `dim`, numerically stable.
     fn softmax(&self, x: &Buffer, lx: &Layout, dim: usize, log: bool) -> Result<Out>;
+    // ----- fused row kernels (softmax's backward, masked softmax, layer and RMS norm) ---------
+    /// Whether this backend has the fused row kernels below ([`Backend::softmax_masked`],
+    /// [`Backend::softmax_backward`], [`Backend::norm`], [`Backend::norm_backward`]). Without
+    /// them (the default) the op layer composes the same computations from the other kernels,
+    /// as it always did; a backend that has them overrides all four and returns `true`.
+    fn fused_rows(&self) -> bool {
+        false
+    }
+    /// Softmax (`log == false`) or log-softmax over the last dim of `x + mask` (`mask` as
+    /// [`RowMask`] says), numerically stable. With `safe`, a row whose entries are all `-inf`
+    /// gives zeros instead of NaN (PyTorch's `_safe_softmax`). Rows are independent, so the
+    /// result does not depend on the number of threads.
+    fn softmax_masked(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        mask: RowMask<'_>,
+        log: bool,
+        safe: bool,
+    ) -> Result<Out> {
+        let _ = (lx, mask, log, safe);
+        Err(no_fused_rows("softmax_masked", x))
+    }
+    /// The gradient of softmax (`y · (g − Σ_dim g·y)`) or of log-softmax
+    /// (`g − exp(y) · Σ_dim g`) over `dim`, from the incoming gradient `g` and the forward's
+    /// result `y` (same shape), one pass per row. Deterministic.
+    fn softmax_backward(
+        &self,
+        g: &Buffer,
+        lg: &Layout,
+        y: &Buffer,
+        ly: &Layout,
+        dim: usize,
+        log: bool,
+    ) -> Result<Out> {
+        let _ = (lg, y, ly, dim, log);
+        Err(no_fused_rows("softmax_backward", g))
+    }
+    /// Layer norm (`spec.centre`) or RMS norm over the rows of `spec.n` trailing elements of
+    /// `x`: `y = (x − mean) · rstd · weight + bias` with `rstd = 1/√(var + eps)` (the biased
+    /// variance; for RMS norm, mean 0 and `var` the mean of the squares). `weight` and `bias`
+    /// hold `spec.n` elements each. Deterministic.
+    fn norm(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        weight: Option<(&Buffer, &Layout)>,
+        bias: Option<(&Buffer, &Layout)>,
+        spec: NormSpec,
+    ) -> Result<Out> {
+        let _ = (lx, weight, bias, spec);
+        Err(no_fused_rows("norm", x))
+    }
+    /// The gradients of [`Backend::norm`] from the incoming gradient `g` (`x`'s shape), each
+    /// row's mean and `rstd` recomputed as the forward computed them:
+    /// `dx = rstd · (ĝ − mean(ĝ) − x̂ · mean(ĝ · x̂))` with `ĝ = g · weight` and
+    /// `x̂ = (x − mean) · rstd` (without the `mean(ĝ)` term for RMS norm),
+    /// `dweight = Σ_rows g · x̂`, `dbias = Σ_rows g` (each `[spec.n]`), each computed only when
+    /// `needs` (input, weight, bias) asks for it. Deterministic.
+    fn norm_backward(
+        &self,
+        g: (&Buffer, &Layout),
+        x: (&Buffer, &Layout),
+        weight: Option<(&Buffer, &Layout)>,
+        spec: NormSpec,
+        needs: [bool; 3],
+    ) -> Result<[Option<Out>; 3]> {
+        let _ = (x, weight, spec, needs);
+        Err(no_fused_rows("norm_backward", g.0))
+    }
+
     /// The positions of the first maximum along `dim` (NaN is the maximum), flattened in the
     /// C order of the keepdim-shaped result.
     fn argmax(&self, x: &Buffer, lx: &Layout, dim: usize) -> Result<Vec<usize>>;
@@ -257,6 +328,41 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
     /// backend's, the dtypes differ or a tensor's elements run past its buffer (nothing is
     /// updated then); a device error.
     fn fused_step(&self, sets: Vec<StepSet<'_>>) -> Result<()>;
+}
+
+/// The mask [`Backend::softmax_masked`] applies to the scores before the softmax.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum RowMask<'a> {
+    /// No mask.
+    None,
+    /// `scaled_dot_product_attention`'s `is_causal`: in each trailing `[L, S]` matrix, row `i`
+    /// keeps the entries `0..=i` and masks the others (`-inf`), as PyTorch's lower-triangular
+    /// `ones(L, S).tril()` mask does.
+    Causal,
+    /// Added to the scores: a float buffer of `x`'s dtype whose layout is expanded to `x`'s
+    /// shape (strides 0 where it broadcasts).
+    Add(&'a Buffer, &'a Layout),
+}
+
+/// What [`Backend::norm`] normalises: rows of `n` elements, `eps` added to the variance, and
+/// whether the mean is subtracted (layer norm) or not (RMS norm).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct NormSpec {
+    /// Elements per row (the product of `normalized_shape`); at least 1.
+    pub(crate) n: usize,
+    /// Added to the variance (or the mean square) before the square root.
+    pub(crate) eps: f64,
+    /// Layer norm (`true`) or RMS norm (`false`).
+    pub(crate) centre: bool,
+}
+
+/// The error of a fused row kernel on a backend without them (the op layer checks
+/// [`Backend::fused_rows`] first, so this is a broken invariant surfaced as an error).
+fn no_fused_rows(op: &str, x: &Buffer) -> crate::Error {
+    crate::Error::NotImplementedForDType {
+        op: op.into(),
+        dtype: x.dtype(),
+    }
 }
 
 /// The geometry of a 2-D convolution's patch matrix (im2col): a batch of `batch` images of

@@ -29,6 +29,9 @@
 //! - an op whose `#[jvp]` rule is declared (beside its `#[backward]`) runs the rule: the
 //!   tangent from the input tangents and the values the rule names, as PyTorch's
 //!   `derivatives.yaml` `result:` formulas;
+//!   every built-in op has one but `cat`, `split`, `split_even` (slices and vectors of tensors,
+//!   which `#[jvp]` does not take yet), `max_dim` (a saved residual) and `mul_` (its rule needs
+//!   the input before the write);
 //! - any other built-in op computes it through its backward, which is linear in the incoming
 //!   gradient: with `g` a zero gradient that requires grad, `v = backward(g)` is recorded, and
 //!   the gradient of `Σ ⟨v_i, t_i⟩` with respect to `g` is `J·t` (the "double-vjp trick"), so

@@ -5,6 +5,7 @@
 use autograd_macros::{backward, differentiable};
 
 use super::dropout::dropout;
+use crate::ops::AttnMask;
 use crate::{DType, Error, Result, Tensor};
 
 /// The C++ name PyTorch's messages give a dtype (`c10::toString(ScalarType)` as `<<` prints a
@@ -210,13 +211,32 @@ pub fn scaled_dot_product_attention(
     let q = query.mul_scalar(if scale < 0.0 { -factor } else { factor })?;
     let kt = key.transpose(key.ndim() - 2, key.ndim() - 1)?;
     let mut attn = q.matmul(&kt.mul_scalar(factor)?)?;
-    let mask = if is_causal {
-        let causal = Tensor::ones(&[l, s], DType::Bool)?
-            .to(query.device())?
-            .tril(0)?;
-        Some(additive_mask(&causal, origin)?)
+    // The mask applied and the softmax taken in one kernel per row where the backend has it
+    // (the mask itself then takes no gradient; a float mask that needs one is added below).
+    let fused_mask = if is_causal {
+        AttnMask::Causal
     } else {
-        attn_mask.map(|m| additive_mask(m, origin)).transpose()?
+        match attn_mask {
+            None => AttnMask::None,
+            Some(m) => AttnMask::Add(additive_mask(m, origin)?),
+        }
+    };
+    if let Some(weights) = attn.safe_softmax_masked(&fused_mask)? {
+        attn = weights;
+        if dropout_p > 0.0 {
+            attn = dropout(&attn, dropout_p, true)?;
+        }
+        return attn.matmul(value);
+    }
+    let mask = match fused_mask {
+        AttnMask::Causal => {
+            let causal = Tensor::ones(&[l, s], DType::Bool)?
+                .to(query.device())?
+                .tril(0)?;
+            Some(additive_mask(&causal, origin)?)
+        }
+        AttnMask::Add(m) => Some(m),
+        AttnMask::None => None,
     };
     if let Some(mask) = mask {
         attn = attn.add(&mask)?;

@@ -1,8 +1,14 @@
 //! Batch, group and RMS normalisation as functions (PyTorch's `F.batch_norm`, `F.group_norm`,
-//! `F.rms_norm`), written in differentiable ops as [`layer_norm`](super::functional::layer_norm)
-//! is, so that they are differentiable twice.
+//! `F.rms_norm`), written in differentiable ops, so that they are differentiable twice; RMS
+//! norm is one fused op where the backend has fused row kernels, as
+//! [`layer_norm`](super::functional::layer_norm) is.
 
+use autograd_macros::{backward, differentiable, jvp};
+
+use super::layer_norm::{fusable, norm_backward, norm_jvp};
+use crate::backend::NormSpec;
 use crate::layout::wrap_dim;
+use crate::tensor::kernels;
 use crate::{DType, Error, Result, Tensor, is_grad_enabled, no_grad};
 
 /// PyTorch's `torch.Size([..])` as Python prints it in its `ValueError`s.
@@ -340,6 +346,14 @@ pub fn rms_norm(
     }
     let dtype = input.dtype();
     let eps = eps.unwrap_or_else(|| default_rms_eps(dtype));
+    if fusable(input, &[weight])? {
+        let spec = NormSpec {
+            n: normalized_shape.iter().product(),
+            eps,
+            centre: false,
+        };
+        return fused_rms_norm(input, weight, normalized_shape, spec);
+    }
     let x = if dtype.is_half() {
         input.to_dtype(DType::F32)?
     } else {
@@ -348,9 +362,50 @@ pub fn rms_norm(
     let dims: Vec<usize> = (shape.len() - k..shape.len()).collect();
     let n = normalized_shape.iter().product::<usize>() as f64;
     let mean_sq = x.mul(&x)?.sum_dims(&dims, true)?.div_scalar(n)?;
-    let mut y = x.mul(&mean_sq.add_scalar(eps)?.rsqrt()?)?.to_dtype(dtype)?;
+    let mut y = x.mul(&mean_sq.add_scalar(eps)?.rsqrt()?)?;
     if let Some(w) = weight {
-        y = y.mul(w)?;
+        // In the computing dtype, before the one rounding, as PyTorch's composite does.
+        y = y.mul(&w.to_dtype(y.dtype())?)?;
     }
-    Ok(y)
+    y.to_dtype(dtype)
+}
+
+/// RMS norm in one kernel each way (PyTorch's `_fused_rms_norm`): f16 and bf16 computed in f32,
+/// the weight included, and rounded once, as PyTorch's composite computes them. The backward
+/// recomputes each row's `rstd` from `input`.
+#[differentiable(builtin, crate = "crate", name = "FusedRmsNormBackward0")]
+fn fused_rms_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    normalized_shape: &[usize],
+    spec: NormSpec,
+) -> Result<Tensor> {
+    let _ = normalized_shape; // the backward's: the shape of the weight's gradient
+    kernels::of_tensor(input)?.norm(input, weight, None, spec)
+}
+
+#[backward(fused_rms_norm)]
+fn fused_rms_norm_backward(
+    grad: &Tensor,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    normalized_shape: &[usize],
+    spec: NormSpec,
+    needs_input_grad: [bool; 2],
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let needs = [needs_input_grad[0], needs_input_grad[1], false];
+    let [dx, dw, _] = norm_backward(grad, input, weight, normalized_shape, spec, needs)?;
+    Ok((dx, dw))
+}
+
+#[jvp(fused_rms_norm)]
+fn fused_rms_norm_jvp(
+    input_t: Option<&Tensor>,
+    weight_t: Option<&Tensor>,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    spec: NormSpec,
+    result: &Tensor,
+) -> Result<Tensor> {
+    norm_jvp([input_t, weight_t, None], input, weight, spec, result)
 }

@@ -61,6 +61,7 @@ pub use derivative_rules::{
 pub use einsum::einsum;
 pub use inplace::check_inplace;
 pub use promote::{Scalar, result_type};
+pub(crate) use softmax::AttnMask;
 
 use crate::backend::BroadcastError;
 use crate::{Error, Result, Tensor};

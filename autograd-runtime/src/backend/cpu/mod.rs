@@ -25,13 +25,18 @@ mod gather;
 mod generated;
 mod matmul;
 mod movement;
+mod norm;
 pub(crate) mod optim;
 pub(crate) mod parallel;
 #[cfg(test)]
 mod random;
 mod reduce;
 mod routes;
+mod rows;
+#[cfg(test)]
+mod rows_tests;
 mod scatter;
+mod softmax;
 mod sort;
 pub(crate) mod vmath;
 

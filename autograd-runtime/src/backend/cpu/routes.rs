@@ -10,9 +10,11 @@ use super::dispatch::{
     max_dim, narrow_scatter, pow_scalar, scatter, softmax, sum_all, sum_dims, sum_to, to_dtype,
     unary,
 };
+use super::rows;
 use crate::backend::step::StepSet;
 use crate::backend::{
-    Backend, BinaryOp, Buffer, CompareOp, GradFormula, MapOp, Out, Patches, UnaryOp,
+    Backend, BinaryOp, Buffer, CompareOp, GradFormula, MapOp, NormSpec, Out, Patches, RowMask,
+    UnaryOp,
 };
 use crate::layout::Layout;
 use crate::{DType, Device, Result};
@@ -167,6 +169,55 @@ impl Backend for Cpu {
 
     fn softmax(&self, x: &Buffer, lx: &Layout, dim: usize, log: bool) -> Result<Out> {
         Ok(softmax(x, lx, dim, log))
+    }
+
+    fn fused_rows(&self) -> bool {
+        true
+    }
+
+    fn softmax_masked(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        mask: RowMask<'_>,
+        log: bool,
+        safe: bool,
+    ) -> Result<Out> {
+        Ok(rows::softmax_masked(x, lx, mask, log, safe))
+    }
+
+    fn softmax_backward(
+        &self,
+        g: &Buffer,
+        lg: &Layout,
+        y: &Buffer,
+        ly: &Layout,
+        dim: usize,
+        log: bool,
+    ) -> Result<Out> {
+        Ok(rows::softmax_backward(g, lg, y, ly, dim, log))
+    }
+
+    fn norm(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        weight: Option<(&Buffer, &Layout)>,
+        bias: Option<(&Buffer, &Layout)>,
+        spec: NormSpec,
+    ) -> Result<Out> {
+        Ok(rows::norm(x, lx, weight, bias, spec))
+    }
+
+    fn norm_backward(
+        &self,
+        g: (&Buffer, &Layout),
+        x: (&Buffer, &Layout),
+        weight: Option<(&Buffer, &Layout)>,
+        spec: NormSpec,
+        needs: [bool; 3],
+    ) -> Result<[Option<Out>; 3]> {
+        Ok(rows::norm_backward(g, x, weight, spec, needs))
     }
 
     fn argmax(&self, x: &Buffer, lx: &Layout, dim: usize) -> Result<Vec<usize>> {

@@ -17,6 +17,7 @@ use super::widen::Widen;
 
 mod element_map;
 mod fused_step;
+mod rows;
 
 use crate::backend::{self, Backend, BinaryOp, CompareOp, GradFormula, MapOp, Out, UnaryOp};
 use crate::layout::{Layout, elementwise_order};

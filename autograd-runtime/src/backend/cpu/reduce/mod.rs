@@ -30,7 +30,7 @@ const PAIRWISE_BLOCK: usize = 256;
 const ROW_BLOCK: usize = 32;
 
 /// Pairwise sum: error grows with `log n`, so f32 sums of millions of elements stay accurate.
-fn pairwise_sum<T: Element>(s: &[T]) -> T {
+pub(super) fn pairwise_sum<T: Element>(s: &[T]) -> T {
     if s.len() <= PAIRWISE_BLOCK {
         let mut acc = [T::zero(); 8];
         let chunks = s.chunks_exact(8);
@@ -65,7 +65,7 @@ fn strided_sum<T: Element>(v: ArrayView1<'_, T>) -> T {
 }
 
 /// Adds the `rows.len() / out.len()` rows of `rows` into `out`, pairwise over rows.
-fn sum_rows_into<T: Element>(rows: &[T], out: &mut [T]) {
+pub(super) fn sum_rows_into<T: Element>(rows: &[T], out: &mut [T]) {
     sum_rows_cols(rows, out.len(), 0, out);
 }
 
