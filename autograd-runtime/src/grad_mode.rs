@@ -1,7 +1,7 @@
 //! Thread-local autograd modes, as PyTorch's `c10::AutogradState`: grad mode (whether ops record
 //! the graph: `no_grad`, `enable_grad`, `set_grad_enabled`), inference mode (`inference_mode`)
 //! and whether backward may use device threads (`set_multithreading_enabled`), plus autocast's
-//! enabled flags and dtypes (`amp/autocast.rs`). They are bits of one thread-local `u16`, so an
+//! enabled flags and dtypes (`amp/autocast/`). They are bits of one thread-local `u16`, so an
 //! op reads its mode with one load, and the engine installs a pass's whole state around each node
 //! with one store.
 
@@ -20,7 +20,7 @@ impl AutogradState {
     /// backward it computes them through) runs its own ops without propagating tangents again
     /// (`forward_ad/`). Carried to the threads of a backward pass with the other modes.
     const FORWARD_AD_SUSPENDED: u16 = 8;
-    /// Autocast's part (`amp/autocast.rs` encodes it): bit 4 CPU autocast on, bit 5 CUDA
+    /// Autocast's part (`amp/autocast/` encodes it): bit 4 CPU autocast on, bit 5 CUDA
     /// autocast on, bits 8-10 and 11-13 the CPU and CUDA autocast dtypes (indices into
     /// `DType::ALL`). PyTorch keeps these in its dispatch-key TLS and `autocast_dtypes_`, both
     /// in the `ThreadLocalState` a backward pass carries, as the engine carries this.

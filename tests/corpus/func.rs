@@ -49,25 +49,24 @@ const KNOWN_FAILING: &[usize] = &[
     // require grad (they are recorded for the inner reverse pass) and a view's tangent is an
     // alias of its base's (`forward_ad/dual.rs` `view_of`), not a recorded view: writing the new
     // tangent into it is refused. Open (forward_ad).
-    49, 74, 85, 103, 118, 127, 172, 175, 207, 224, 363, 583, 596, 600, 656, 661, 760, 775, 780, 841,
-    845, 881, 892, 895, 898, 977, 1048, 1255, 1287, 1313, 1389, 1419, 1466, 1483, 1487,
-    // (B) Forward mode through an in-place op (`add_`, `mul_`, `div_`, `sub_`) that has no
-    // `#[jvp]` rule, whose operand aliases the written tensor or whose saved input it
+    583, 600,
+    // (B) Forward mode through an in-place op without a `#[jvp]` rule (`mul_`, `div_`: `add_`,
+    // `sub_` and the others have one now), whose operand aliases the written tensor or whose saved input it
     // overwrites: the double-vjp fallback runs the op's backward after the kernel, and the
     // saved tensors it unpacks are at a newer version ("one of the variables needed for
     // gradient computation has been modified by an inplace operation") or overlap the output
     // ("more than one element of the written-to tensor..."). PyTorch's in-place formulas use the
-    // values before the op. Needs `#[jvp]` rules for the in-place ops (ops/, not this corpus's).
+    // values before the op. Needs rules for `mul_` and `div_` whose saved input from before
+    // the write keeps its tangent (see ops/inplace.rs: a rule there made three Hessians wrong).
     43, 63, 66, 69, 79, 104, 120, 179, 198, 205, 230, 272, 295, 349, 425, 454, 469, 499, 500, 540,
     580, 619, 677, 693, 694, 711, 773, 902, 922, 937, 945, 1020, 1055, 1084, 1117, 1118, 1159,
     1203, 1225, 1259, 1293, 1296, 1334, 1400, 1414, 1426,
-    // (C) WRONG TANGENTS, same cause as (B) without an error: an in-place op whose operand
+    // (C) WRONG TANGENTS, same cause as (B) without an error: a `mul_`/`div_` whose operand
     // aliases the written tensor gets a tangent computed after the kernel overwrote the
-    // operand. Smallest case (program 329): `a = x * 1; c = a.narrow(0, 0, 1).narrow(0, 0, 1);
-    // c.add_(a)` with x = [0.5], tangent [1]: PyTorch's tangent of `a` and `c` is [2], ours [1];
-    // `v2.div_(v3)` with `v3` the same view of `exp(x)` (program 745): PyTorch 0, ours
-    // `tangent / v3` read after the division.
-    155, 160, 281, 311, 329, 396, 451, 556, 593, 672, 679, 745, 949, 1029, 1035, 1329, 1344, 1361,
+    // operand (`add_`'s case, program 329, passes with its rule). `v2.div_(v3)` with `v3` the
+    // same view of `exp(x)` (program 745): PyTorch 0, ours `tangent / v3` read after the
+    // division; a `mul_` on a reshaped view of the input (program 311) under `jacfwd`.
+    311, 396, 451, 672, 679, 745, 949, 1035, 1329,
     // (D) `jacobian` (reverse mode, vectorized, as `torch.func.jacrev` maps to it) of a
     // function whose output has no element: "index 0 is out of bounds for dimension 0 with size
     // 0" where PyTorch returns the empty Jacobian. Open (functional).
@@ -76,13 +75,6 @@ const KNOWN_FAILING: &[usize] = &[
     // under no_grad) with "element 0 of tensors does not require grad and does not have a
     // grad_fn", where `autograd.functional` (which this crate's `jacobian` is) gives zeros.
     193, 567, 851,
-    // (F) WRONG SECOND DERIVATIVES (reverse mode) through `max_dim`: its backward is not
-    // differentiable with respect to the incoming gradient, so `hvp`, `hessian` and the
-    // double-vjp `jvp` see zeros (or "independent of input" in strict mode) where PyTorch's
-    // Hessian is not zero. Smallest case (program 1217): x = [3] values, `m = x.max_dim(0)`,
-    // `f = c₁·tanh(m) + c₂·m`: PyTorch's `hvp` [1.338722, 0, 0], ours [0, 0, 0]. Needs
-    // max_dim's backward to be recorded (ops/, not this corpus's).
-    222, 330, 646, 821, 940, 1217,
     // (G) Not a bug: a function that modifies its input in place (under no_grad) given to a
     // forward-mode `jacobian`: PyTorch's `_jacfwd` calls it once (vmap), ours once per input
     // element, so the input is modified that many times; and PyTorch's vmap limits

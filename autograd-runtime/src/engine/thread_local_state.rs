@@ -6,7 +6,7 @@
 //!
 //! | state | captured | on the node's thread |
 //! | --- | --- | --- |
-//! | autograd modes (`grad_mode.rs`) | the caller's inference mode, multithreading setting and autocast flags and dtypes (`amp/autocast.rs`); grad mode not the caller's but the pass's `create_graph` (B30) | set before every node and final callback (one `u16`) |
+//! | autograd modes (`grad_mode.rs`) | the caller's inference mode, multithreading setting and autocast flags and dtypes (`amp/autocast/`); grad mode not the caller's but the pass's `create_graph` (B30) | set before every node and final callback (one `u16`) |
 //! | saved-tensor hooks stack (B38) | the caller's whole stack, one reference count | installed before every node and final callback when the thread's stack is another one (an address comparison) |
 //! | profiler sessions (`profiler.rs`) | the caller's open sessions plus those of the pass whose node starts this one | read from the graph task by the engine, which is their only reader: nothing to install |
 //!

@@ -30,8 +30,8 @@
 //!   tangent from the input tangents and the values the rule names, as PyTorch's
 //!   `derivatives.yaml` `result:` formulas;
 //!   every built-in op has one but `cat`, `split`, `split_even` (slices and vectors of tensors,
-//!   which `#[jvp]` does not take yet), `max_dim` (a saved residual) and `mul_` (its rule needs
-//!   the input before the write);
+//!   which `#[jvp]` does not take yet), `max_dim` (a saved residual), `mul_` and `div_` (their
+//!   backward saves the input from before the write, whose tangent only the fallback keeps);
 //! - any other built-in op computes it through its backward, which is linear in the incoming
 //!   gradient: with `g` a zero gradient that requires grad, `v = backward(g)` is recorded, and
 //!   the gradient of `Σ ⟨v_i, t_i⟩` with respect to `g` is `J·t` (the "double-vjp trick"), so

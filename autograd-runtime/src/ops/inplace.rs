@@ -122,22 +122,11 @@ fn div_inplace_backward(
     Ok((ga, gb))
 }
 
-/// `(ẋ - result · ȯ) / other`: the quotient rule in terms of the result (`x` is gone).
-#[jvp(div_)]
-fn div_inplace_jvp(
-    x_t: Option<&Tensor>,
-    other_t: Option<&Tensor>,
-    other: &Tensor,
-    result: &Tensor,
-) -> Result<Tensor> {
-    let numerator = match (x_t, other_t) {
-        (Some(x_t), Some(o_t)) => x_t.sub(&result.mul(o_t)?)?,
-        (Some(x_t), None) => x_t.clone(),
-        (None, Some(o_t)) => result.mul(o_t)?.neg()?,
-        (None, None) => result.zeros_like()?,
-    };
-    crate::forward_ad::in_place_tangent(result, x_t, numerator.div(other)?)
-}
+// No `#[jvp]` for `div_` (nor `mul_`): their backward saves the input from before the write
+// (`#[original]`), and forward over reverse needs that saved copy to carry the input's tangent
+// from before the write too. A rule runs the forward with tangents suspended, so the copy would
+// have none (the function-transform corpus's Hessians through `div_` then `mul_` came out
+// wrong with one); the double-vjp fallback runs the forward with tangents on, and is exact.
 
 /// Named as PyTorch names `fill_.Scalar`'s node (`fill_` has entries of its own in
 /// `derivatives.yaml`).
