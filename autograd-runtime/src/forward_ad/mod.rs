@@ -31,7 +31,8 @@
 //!   `derivatives.yaml` `result:` formulas;
 //!   every built-in op has one but `cat`, `split`, `split_even` (slices and vectors of tensors,
 //!   which `#[jvp]` does not take yet), `max_dim` (a saved residual), `mul_` and `div_` (their
-//!   backward saves the input from before the write, whose tangent only the fallback keeps);
+//!   backward saves the input from before the write, whose tangent only the fallback keeps)
+//!   and attention's masked softmax;
 //! - any other built-in op computes it through its backward, which is linear in the incoming
 //!   gradient: with `g` a zero gradient that requires grad, `v = backward(g)` is recorded, and
 //!   the gradient of `Σ ⟨v_i, t_i⟩` with respect to `g` is `J·t` (the "double-vjp trick"), so
