@@ -67,9 +67,11 @@ const KNOWN_FAILING: &[usize] = &[
     // same view of `exp(x)` (program 745): PyTorch 0, ours `tangent / v3` read after the
     // division; a `mul_` on a reshaped view of the input (program 311) under `jacfwd`.
     311, 396, 451, 672, 679, 745, 949, 1035, 1329,
-    // (D) `jacobian` (reverse mode, vectorized, as `torch.func.jacrev` maps to it) of a
-    // function whose output has no element: "index 0 is out of bounds for dimension 0 with size
-    // 0" where PyTorch returns the empty Jacobian. Open (functional).
+    // (D) Not a bug of ours: `torch.func.jacrev` (which this replay maps to `jacobian` with
+    // `vectorize`) returns the empty Jacobian of an output with no element, where
+    // `autograd.functional.jacobian(vectorize=True)`, which this crate's `jacobian` is, fails
+    // with "index 0 is out of bounds for dimension 0 with size 0" in PyTorch too (program 67's
+    // `hessian` records that error, and ours gives it).
     123, 437, 797, 1063, 1411,
     // (E) Not a bug: `torch.func.jacrev` refuses an output that does not require grad (computed
     // under no_grad) with "element 0 of tensors does not require grad and does not have a
