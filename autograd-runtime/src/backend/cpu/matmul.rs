@@ -300,6 +300,33 @@ unsafe fn gemm_raw<T: Element>(
         (lhs.as_ptr(), lhs_cs, lhs_rs, rhs.as_ptr(), rhs_cs, rhs_rs)
     };
     let (m, n) = (m as usize, n as usize);
+    // One call per element type: `$kernel` is that type's crate module, `$t` the type.
+    macro_rules! call {
+        ($kernel:path, $t:ty) => {{
+            use $kernel as kernel;
+            kernel::get_gemm_fn()(
+                m,
+                n,
+                k,
+                dst.cast::<$t>(),
+                dst_cs,
+                dst_rs,
+                false,
+                lhs_p.cast::<$t>(),
+                lhs_cs,
+                lhs_rs,
+                rhs_p.cast::<$t>(),
+                rhs_cs,
+                rhs_rs,
+                0.0,
+                1.0,
+                false,
+                false,
+                false,
+                Parallelism::None,
+            )
+        }};
+    }
     // SAFETY: the kernel reads lhs_p[i * lhs_rs + p * lhs_cs] for i < m, p < k and
     // rhs_p[p * rhs_rs + j * rhs_cs] for p < k, j < n, and writes dst[i * dst_rs + j * dst_cs]
     // for i < m, j < n, in the (possibly transposed) roles chosen above, which name exactly the
@@ -311,49 +338,9 @@ unsafe fn gemm_raw<T: Element>(
     // casts are identities: each branch runs only when `T` is that type.
     unsafe {
         if TypeId::of::<T>() == TypeId::of::<f32>() {
-            gemm_f32::gemm::f32::get_gemm_fn()(
-                m,
-                n,
-                k,
-                dst.cast::<f32>(),
-                dst_cs,
-                dst_rs,
-                false,
-                lhs_p.cast::<f32>(),
-                lhs_cs,
-                lhs_rs,
-                rhs_p.cast::<f32>(),
-                rhs_cs,
-                rhs_rs,
-                0.0,
-                1.0,
-                false,
-                false,
-                false,
-                Parallelism::None,
-            );
+            call!(gemm_f32::gemm::f32, f32);
         } else if TypeId::of::<T>() == TypeId::of::<f64>() {
-            gemm_f64::gemm::f64::get_gemm_fn()(
-                m,
-                n,
-                k,
-                dst.cast::<f64>(),
-                dst_cs,
-                dst_rs,
-                false,
-                lhs_p.cast::<f64>(),
-                lhs_cs,
-                lhs_rs,
-                rhs_p.cast::<f64>(),
-                rhs_cs,
-                rhs_rs,
-                0.0,
-                1.0,
-                false,
-                false,
-                false,
-                Parallelism::None,
-            );
+            call!(gemm_f64::gemm::f64, f64);
         } else {
             unreachable!("invariant: the GEMM runs on f32 or f64 elements")
         }
