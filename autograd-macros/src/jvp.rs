@@ -18,7 +18,7 @@ use crate::attr::{CheckInput, DiffArgs};
 use crate::ctxt::Ctxt;
 use crate::expand::Names;
 use crate::ir::{DiffFn, ParamKind, Source, is_option_tensor_ref, is_tensor, is_tensor_ref};
-use crate::{fallback, ir};
+use crate::{fallback, ir, symbol};
 
 /// `#[jvp(path)]`: the function as written, and the hand-over of its signature to the forward's
 /// signature macro.
@@ -55,8 +55,14 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     };
     let ident = &func.sig.ident;
     let sig = &func.sig;
+    let mut stripped = func.clone();
+    for arg in &mut stripped.sig.inputs {
+        if let FnArg::Typed(p) = arg {
+            p.attrs.retain(|a| !symbol::ORIGINAL.is(a.path()));
+        }
+    }
     quote! {
-        #func
+        #stripped
         #signature! { @jvp { #path } { #ident } { #sig } }
     }
 }
@@ -74,7 +80,7 @@ pub(crate) fn check(input: TokenStream) -> TokenStream {
     let cx = Ctxt::new();
     let fwd = DiffFn::from_syn_hand_written(&cx, &input.forward, args.save());
     if cx.is_ok() {
-        let plan = check_jvp(&cx, &fwd, &input.backward);
+        let plan = check_jvp(&cx, &args, &fwd, &input.backward);
         if let (true, Some(plan)) = (cx.is_ok(), plan) {
             let generated = emit(&args, &fwd, &input.forward_path, &input.backward, &plan);
             return cx
@@ -102,6 +108,9 @@ enum Named {
     Attr(usize),
     /// Tensor output number `.0`.
     Output(usize),
+    /// `#[original]`: tensor input `.0`, a `dirty` one, as it was before the forward wrote it
+    /// (a copy taken first, PyTorch's `original_self_p`).
+    Original(usize),
 }
 
 /// The checked jvp.
@@ -115,7 +124,7 @@ struct JvpPlan {
 }
 
 /// Checks the jvp's parameters and return type against the forward's; errors go to `cx`.
-fn check_jvp(cx: &Ctxt, fwd: &DiffFn<'_>, jvp: &Signature) -> Option<JvpPlan> {
+fn check_jvp(cx: &Ctxt, args: &DiffArgs, fwd: &DiffFn<'_>, jvp: &Signature) -> Option<JvpPlan> {
     let f = fwd.name();
     if fwd.output.vec || fwd.has_slices() || !fwd.residuals.is_empty() {
         cx.error_spanned_by(
@@ -126,12 +135,16 @@ fn check_jvp(cx: &Ctxt, fwd: &DiffFn<'_>, jvp: &Signature) -> Option<JvpPlan> {
         );
         return None;
     }
+    let mut originals = Vec::new();
     let params: Vec<(&Ident, &Type)> = jvp
         .inputs
         .iter()
         .filter_map(|a| match a {
             FnArg::Typed(p) => match &*p.pat {
-                Pat::Ident(i) => Some((&i.ident, &*p.ty)),
+                Pat::Ident(i) => {
+                    originals.push(p.attrs.iter().find(|a| symbol::ORIGINAL.is(a.path())));
+                    Some((&i.ident, &*p.ty))
+                }
                 other => {
                     cx.error_spanned_by(other, "`#[jvp]` parameters are plain names");
                     None
@@ -175,10 +188,20 @@ fn check_jvp(cx: &Ctxt, fwd: &DiffFn<'_>, jvp: &Signature) -> Option<JvpPlan> {
             ),
         }
     }
+    for attr in originals.iter().take(inputs.len()).flatten() {
+        cx.error_spanned_by(
+            attr,
+            "`#[original]` applies to a named input after the tangents, not to a tangent",
+        );
+    }
     let mut named = Vec::new();
-    for (ident, ty) in params.iter().skip(inputs.len()) {
+    for (n, (ident, ty)) in params.iter().enumerate().skip(inputs.len()) {
         let source = fwd.resolve(ident);
         let param = |i: usize| &fwd.params[i];
+        if let Some(attr) = originals[n] {
+            named.push(check_original(cx, args, fwd, attr, ident, ty)?);
+            continue;
+        }
         match source {
             Some(Source::Param(i)) if param(i).kind == ParamKind::Attr => {
                 if ir::type_string(ty) != ir::type_string(param(i).ty) {
@@ -254,6 +277,59 @@ fn check_jvp(cx: &Ctxt, fwd: &DiffFn<'_>, jvp: &Signature) -> Option<JvpPlan> {
         named,
         fallible,
     })
+}
+
+/// A jvp parameter marked `#[original]`: a `dirty` tensor input of the forward, taken as
+/// `&Tensor`.
+fn check_original(
+    cx: &Ctxt,
+    args: &DiffArgs,
+    fwd: &DiffFn<'_>,
+    attr: &syn::Attribute,
+    ident: &Ident,
+    ty: &Type,
+) -> Option<Named> {
+    let f = fwd.name();
+    if !matches!(attr.meta, syn::Meta::Path(_)) {
+        cx.error_spanned_by(attr, "`#[original]` takes no arguments");
+        return None;
+    }
+    let dirty = args
+        .dirty
+        .as_ref()
+        .is_some_and(|l| l.names.iter().any(|n| n == ident));
+    let k = match fwd.resolve(ident) {
+        Some(Source::Param(i)) => match fwd.params[i].kind {
+            ParamKind::Tensor(k) if dirty => k,
+            _ => {
+                cx.error_spanned_by(
+                    attr,
+                    format!(
+                        "`#[original]` gives the value a `dirty` input had before `{f}` modified it; `{}` is not listed in `dirty(..)`",
+                        ident.unraw()
+                    ),
+                );
+                return None;
+            }
+        },
+        _ => {
+            cx.error_spanned_by(
+                ident,
+                format!("`{}` names no input of `{f}`", ident.unraw()),
+            );
+            return None;
+        }
+    };
+    if !is_tensor_ref(ty) {
+        cx.error_spanned_by(
+            ty,
+            format!(
+                "`{}` is `{f}`'s input before the write: expected `&Tensor`",
+                ident.unraw()
+            ),
+        );
+    }
+    Some(Named::Original(k))
 }
 
 fn fits(ty: &Type, optional: bool) -> bool {
@@ -346,6 +422,23 @@ fn emit(
         }
         _ => None,
     });
+    let early_fail = early_fail(fwd, &forward_ad, (&marker, &link), &idents, loc);
+    // The dirty inputs the jvp names `#[original]`, copied before the forward writes them.
+    let tensor_params: Vec<&Ident> = fwd.tensor_inputs().map(|p| p.ident).collect();
+    let originals = plan.named.iter().filter_map(|n| match n {
+        Named::Original(k) => {
+            let ident = tensor_params[*k];
+            let local = format_ident!("__jvp_original_{}", ident.unraw(), span = loc);
+            Some(quote_spanned! {loc=>
+                let #local = match #forward_ad::original(#ident) {
+                    ::core::result::Result::Ok(__t) => __t,
+                    ::core::result::Result::Err(__e) => #early_fail,
+                };
+            })
+        }
+        _ => None,
+    });
+    let clones = clones.chain(originals);
     let m = fwd.output.tensors.len();
     let outs: Vec<Ident> = (0..m)
         .map(|j| format_ident!("__o{}", j, span = loc))
@@ -362,7 +455,6 @@ fn emit(
             }
         })
         .collect();
-    let tensor_params: Vec<&Ident> = fwd.tensor_inputs().map(|p| p.ident).collect();
     let named = plan.named.iter().map(|n| match n {
         Named::Input(k) => {
             let ident = tensor_params[*k];
@@ -375,6 +467,10 @@ fn emit(
         Named::Output(j) => {
             let out = &outs[*j];
             quote_spanned!(loc=> #out)
+        }
+        Named::Original(k) => {
+            let local = format_ident!("__jvp_original_{}", tensor_params[*k].unraw(), span = loc);
+            quote_spanned!(loc=> &#local)
         }
     });
     let jvp_ident = &jvp.ident;
@@ -397,16 +493,6 @@ fn emit(
     } else {
         let idx = (0..m).map(syn::Index::from);
         quote_spanned!(loc=> ::std::vec![#(::core::option::Option::Some(__t.#idx)),*])
-    };
-    let early_fail = if fwd.output.fallible {
-        quote_spanned!(loc=> return ::core::result::Result::Err(::core::convert::Into::into(__e)))
-    } else {
-        quote_spanned!(loc=> {
-            let #value = <#marker as #link>::call(#(#idents),*);
-            #bind_outs
-            #forward_ad::fail_outputs(&[#(#outs),*], __e);
-            return #value;
-        })
     };
     quote_spanned! {loc=>
         const _: () = {
@@ -442,6 +528,32 @@ fn emit(
             }
         };
     }
+}
+
+/// What the jvp call does with an error before the forward ran (an input's failed tangent, the
+/// `#[original]` copy's): returns it from a fallible forward; otherwise runs the forward and
+/// leaves the error in its outputs' tangent slots.
+fn early_fail(
+    fwd: &DiffFn<'_>,
+    forward_ad: &TokenStream,
+    (marker, link): (&Path, &Path),
+    idents: &[&Ident],
+    loc: Span,
+) -> TokenStream {
+    if fwd.output.fallible {
+        return quote_spanned!(loc=> return ::core::result::Result::Err(::core::convert::Into::into(__e)));
+    }
+    let value = format_ident!("__value", span = loc);
+    let outs: Vec<Ident> = (0..fwd.output.tensors.len())
+        .map(|j| format_ident!("__o{}", j, span = loc))
+        .collect();
+    let bind_outs = bind_outputs(fwd, &value, &outs, loc);
+    quote_spanned!(loc=> {
+        let #value = <#marker as #link>::call(#(#idents),*);
+        #bind_outs
+        #forward_ad::fail_outputs(&[#(#outs),*], __e);
+        return #value;
+    })
 }
 
 /// `let (__o0, ..) = ..;`: references to the tensor outputs in the forward's value (returning

@@ -462,6 +462,10 @@ pub fn derive_module(input: TokenStream) -> TokenStream {
 /// }
 /// ```
 ///
+/// A named input of `f` is its value after the forward ran; for a `dirty` input, `#[original]
+/// x: &Tensor` gives its value from before the write instead (a copy taken first, PyTorch's
+/// `original_self_p`), as in a backward.
+///
 /// Without a `#[jvp]`, a function with a hand-written backward called on dual tensors gives
 /// PyTorch's error ("You must implement the jvp function for custom autograd.Function to use it
 /// with forward mode AD."); a `#[differentiable(derive)]` function needs none (its body's ops

@@ -132,7 +132,9 @@ pub use autograd_macros::{__check_backward, __check_jvp};
 /// Items used by code that `#[differentiable]` and `#[backward]` generate. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::graph::copy_slices::{check_dirty, mark_dirty, rebase_dirty_view};
+    pub use crate::graph::copy_slices::{
+        check_dirty, mark_dirty, rebase_dirty_view, rebase_inplace_view,
+    };
     pub use crate::graph::function::{
         ConvertsError, ErrorProbe, ForwardResult, KeepsError, custom_output, finish_output_packs,
         mark_custom_outputs, next_edges, next_edges_opt, record_node, take_grads, try_next_edges,
@@ -149,7 +151,7 @@ pub mod __private {
     pub mod forward_ad {
         pub use crate::forward_ad::{
             DualCall, InputRef, NoJvp, dual_edges, engaged, fail_outputs, has_tangent, jvp_missing,
-            record_dual, set_tangents, suspend, suspend_for, tangents_of,
+            original, record_dual, set_tangents, suspend, suspend_for, tangents_of,
         };
     }
 

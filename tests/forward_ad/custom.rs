@@ -191,3 +191,39 @@ fn a_jvp_computes_the_tangents_and_gradcheck_checks_it() -> Result<()> {
     );
     Ok(())
 }
+
+/// Squares `x` in place (a `dirty` input): its backward and its jvp read `x` from before the
+/// write through `#[original]`.
+#[differentiable(dirty(x))]
+fn square_(x: &Tensor) -> Result<Tensor> {
+    let squared = x.mul(x)?;
+    x.copy_(&squared)?;
+    Ok(x.clone())
+}
+
+#[backward(square_)]
+fn square_backward(grad: &Tensor, #[original] x: &Tensor) -> Result<Tensor> {
+    grad.mul(x)?.mul_scalar(2.0)
+}
+
+#[jvp(square_)]
+fn square_jvp(x_t: &Tensor, #[original] x: &Tensor) -> Result<Tensor> {
+    x_t.mul(x)?.mul_scalar(2.0)
+}
+
+#[test]
+fn a_jvp_reads_a_dirty_input_from_before_the_write() -> Result<()> {
+    let _serial = crate::serial();
+    let _level = forward_ad::dual_level()?;
+    let x = forward_ad::make_dual(
+        &Tensor::from_vec(vec![1.5f64, -2.0], &[2])?,
+        &Tensor::from_vec(vec![1.0f64, 3.0], &[2])?,
+    )?;
+    let y = x.copy()?;
+    square_(&y)?;
+    let unpacked = forward_ad::unpack_dual(&y)?;
+    assert_eq!(unpacked.primal.to_vec::<f64>()?, vec![2.25, 4.0]);
+    let tangent = unpacked.tangent.expect("a tangent");
+    assert_eq!(tangent.to_vec::<f64>()?, vec![3.0, -12.0]);
+    Ok(())
+}

@@ -4,6 +4,7 @@
 
 mod api;
 mod custom;
+mod in_place;
 mod no_derivative;
 mod ops;
 mod rules_elementwise;

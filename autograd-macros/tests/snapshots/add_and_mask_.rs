@@ -226,6 +226,12 @@ const _: () = {
                     }
                 }
             };
+            match crate::__private::rebase_inplace_view(x, &__node) {
+                ::core::result::Result::Ok(__v) => __v,
+                ::core::result::Result::Err(__e) => {
+                    return ::core::result::Result::Err(::core::convert::Into::into(__e));
+                }
+            };
             ::core::result::Result::Ok((__out0, __out1))
         }
     }

@@ -761,6 +761,31 @@ pub fn fail_outputs(outputs: &[&Tensor], error: Error) {
     }
 }
 
+/// A copy of `x` taken before an in-place op writes it: `#[original]`'s value in a backward or a
+/// `#[jvp]` (PyTorch's `original_self`), differentiable so that a `create_graph` pass reaches
+/// `x`'s old history. With a dual level open it keeps `x`'s tangent from before the write, as
+/// a copy (the op's rule then writes the new tangent into `x`'s): forward over reverse through
+/// the op's backward reads it there, also where the op ran with propagation suspended to
+/// compute its tangent with a rule.
+///
+/// # Errors
+///
+/// The copy's.
+#[doc(hidden)]
+pub fn original(x: &Tensor) -> Result<Tensor> {
+    let copy = x.copy()?;
+    let Some(generation) = level::current() else {
+        return Ok(copy);
+    };
+    // Engaged, the copy carried the tangent itself (`clone`'s rule).
+    if !super::engaged()
+        && let Ok(Some(tangent)) = tangent_at(x, generation)
+    {
+        set_tangent(&copy, tangent.copy()?, generation);
+    }
+    Ok(copy)
+}
+
 /// Carries `from`'s tangent to `to`, an alias of it (a custom function's processed output, a
 /// function's detached input, an unpacked saved output).
 pub(crate) fn carry(from: &Tensor, to: &Tensor) {

@@ -30,9 +30,10 @@
 //!   tangent from the input tangents and the values the rule names, as PyTorch's
 //!   `derivatives.yaml` `result:` formulas;
 //!   every built-in op has one but `cat`, `split`, `split_even` (slices and vectors of tensors,
-//!   which `#[jvp]` does not take yet), `max_dim` (a saved residual), `mul_` and `div_` (their
-//!   backward saves the input from before the write, whose tangent only the fallback keeps)
-//!   and attention's masked softmax;
+//!   which `#[jvp]` does not take yet), `max_dim` (a saved residual) and attention's masked
+//!   softmax; an in-place op's rule names the written input from before the write with
+//!   `#[original]`, and the copy its backward saves keeps that input's tangent from before the
+//!   write (`original`), so that forward over reverse through it is exact;
 //! - any other built-in op computes it through its backward, which is linear in the incoming
 //!   gradient: with `g` a zero gradient that requires grad, `v = backward(g)` is recorded, and
 //!   the gradient of `Σ ⟨v_i, t_i⟩` with respect to `g` is `J·t` (the "double-vjp trick"), so
@@ -63,8 +64,8 @@ mod level;
 
 #[doc(hidden)]
 pub use dual::{
-    DualCall, InputRef, NoJvp, dual_edges, fail_outputs, has_tangent, jvp_missing, record_dual,
-    set_tangents, tangents_of,
+    DualCall, InputRef, NoJvp, dual_edges, fail_outputs, has_tangent, jvp_missing, original,
+    record_dual, set_tangents, tangents_of,
 };
 pub(crate) use dual::{ForwardGrad, carry, in_place_tangent};
 

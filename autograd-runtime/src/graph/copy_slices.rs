@@ -317,6 +317,33 @@ pub fn rebase_dirty_view(t: &Tensor, node: &NodeRef) -> Result<()> {
     rebase_view_history(t, &base, base_edge, geometry)
 }
 
+/// After a built-in in-place op on the view `t` recorded `node`, moves the node into the base's
+/// history (PyTorch's `rebase_history`, which its generated code calls right after recording,
+/// before the op's forward derivative reads the view). A no-op for a tensor that is not a view
+/// and for a node that is not `t`'s grad_fn (built for tangents only, with nothing recorded).
+///
+/// # Errors
+///
+/// The view's geometry's (a view its base's storage cannot describe).
+#[doc(hidden)]
+pub fn rebase_inplace_view(t: &Tensor, node: &NodeRef) -> Result<()> {
+    let Some(base) = t.view_base().cloned() else {
+        return Ok(());
+    };
+    let recorded =
+        t.0.autograd
+            .lock()
+            .grad_fn
+            .as_ref()
+            .is_some_and(|g| g.ptr_eq(node));
+    if !recorded {
+        return Ok(());
+    }
+    let geometry = StridedGeometry::of(&base, t)?;
+    let base_edge = base.gradient_edge();
+    rebase_view_history(t, &base, base_edge, geometry)
+}
+
 /// The checks a custom function's dirty input gets after the forward, in PyTorch's order: a leaf
 /// that requires grad (PyTorch's `is_leaf()` reads the grad_fn field as it is, so a view made
 /// with recording off counts as a leaf, whatever its base's history), then for a view

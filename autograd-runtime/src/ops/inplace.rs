@@ -7,7 +7,6 @@ use autograd_macros::{backward, differentiable, jvp};
 use crate::backend::BinaryOp;
 use crate::grad_mode::is_recording;
 use crate::graph::InputMetadata;
-use crate::graph::copy_slices::{StridedGeometry, rebase_view_history};
 use crate::tensor::kernels;
 use crate::{Error, Result, Tensor};
 
@@ -94,6 +93,27 @@ fn mul_inplace_backward(
     ))
 }
 
+// PyTorch's `self_t * other_p + other_t * original_self_p`: `other` as it is after the op (the
+// written tensor itself, where it aliases it), `x` as it was before.
+#[jvp(mul_)]
+fn mul_inplace_jvp(
+    x_t: Option<&Tensor>,
+    other_t: Option<&Tensor>,
+    other: &Tensor,
+    #[original] x: &Tensor,
+    result: &Tensor,
+) -> Result<Tensor> {
+    let x_term = x_t.map(|t| t.mul(other)).transpose()?;
+    let other_term = other_t.map(|t| t.mul(x)).transpose()?;
+    let new = match (x_term, other_term) {
+        (Some(a), Some(b)) => a.add(&b)?,
+        (Some(a), None) => a,
+        (None, Some(b)) => b,
+        (None, None) => result.zeros_like()?,
+    };
+    crate::forward_ad::in_place_tangent(result, x_t, new)
+}
+
 #[differentiable(builtin, crate = "crate", dirty(x), name = "DivBackward0")]
 fn div_(x: &Tensor, other: &Tensor) -> Result<Tensor> {
     x.inplace_kernel(BinaryOp::Div, other)?;
@@ -122,11 +142,24 @@ fn div_inplace_backward(
     Ok((ga, gb))
 }
 
-// No `#[jvp]` for `div_` (nor `mul_`): their backward saves the input from before the write
-// (`#[original]`), and forward over reverse needs that saved copy to carry the input's tangent
-// from before the write too. A rule runs the forward with tangents suspended, so the copy would
-// have none (the function-transform corpus's Hessians through `div_` then `mul_` came out
-// wrong with one); the double-vjp fallback runs the forward with tangents on, and is exact.
+// PyTorch's `(self_t - other_t * result) / other_p`, `other` as it is after the op. The
+// backward's `#[original]` copy keeps `x`'s tangent from before the write
+// (`forward_ad::original`), so that forward over reverse through it is exact.
+#[jvp(div_)]
+fn div_inplace_jvp(
+    x_t: Option<&Tensor>,
+    other_t: Option<&Tensor>,
+    other: &Tensor,
+    result: &Tensor,
+) -> Result<Tensor> {
+    let new = match (x_t, other_t) {
+        (Some(a), Some(b)) => a.sub(&b.mul(result)?)?.div(other)?,
+        (Some(a), None) => a.div(other)?,
+        (None, Some(b)) => b.mul(result)?.neg()?.div(other)?,
+        (None, None) => result.zeros_like()?,
+    };
+    crate::forward_ad::in_place_tangent(result, x_t, new)
+}
 
 /// Named as PyTorch names `fill_.Scalar`'s node (`fill_` has entries of its own in
 /// `derivatives.yaml`).
@@ -142,8 +175,8 @@ fn fill_inplace_backward(grad: &Tensor) -> Result<Tensor> {
 }
 
 #[jvp(fill_)]
-fn fill_inplace_jvp(x_t: &Tensor, x: &Tensor) -> Result<Tensor> {
-    crate::forward_ad::in_place_tangent(x, Some(x_t), x_t.zeros_like()?)
+fn fill_inplace_jvp(x_t: &Tensor) -> Result<Tensor> {
+    zeroed_tangent(x_t)
 }
 
 #[differentiable(builtin, crate = "crate", dirty(x), name = "ZeroBackward0")]
@@ -158,8 +191,15 @@ fn zero_inplace_backward(grad: &Tensor) -> Result<Tensor> {
 }
 
 #[jvp(zero_)]
-fn zero_inplace_jvp(x_t: &Tensor, x: &Tensor) -> Result<Tensor> {
-    crate::forward_ad::in_place_tangent(x, Some(x_t), x_t.zeros_like()?)
+fn zero_inplace_jvp(x_t: &Tensor) -> Result<Tensor> {
+    zeroed_tangent(x_t)
+}
+
+/// `fill_`'s and `zero_`'s tangent: PyTorch's `self_t.zero_()`, in place (as `fill_` itself, it
+/// may write an expanded view's tangent, where a copy into it is refused).
+fn zeroed_tangent(x_t: &Tensor) -> Result<Tensor> {
+    x_t.zero_()?;
+    Ok(x_t.clone())
 }
 
 /// `x`'s old values are overwritten, so its gradient is zero; `src`'s is the gradient itself,
@@ -243,29 +283,6 @@ impl Tensor {
         // not read since, counts as a leaf here.
         if self_rg && self.0.autograd.lock().grad_fn.is_none() {
             return Err(Error::LeafInPlace);
-        }
-        Ok(())
-    }
-
-    /// Runs the recorded in-place `op` on `self`; when `self` is a view whose history the op
-    /// changes, moves the op into the base's history with CopySlices afterwards (PyTorch's
-    /// `rebase_history` for views), so gradients w.r.t. the base, and every other view of it, see
-    /// the modification.
-    fn rebasing_views(
-        &self,
-        other_requires_grad: bool,
-        op: impl FnOnce() -> Result<()>,
-    ) -> Result<()> {
-        let rebase = match self.view_base() {
-            Some(base) if is_recording() && (other_requires_grad || self.requires_grad()) => {
-                Some((base.clone(), StridedGeometry::of(base, self)))
-            }
-            _ => None,
-        };
-        op()?;
-        if let Some((base, geometry)) = rebase {
-            let base_edge = base.gradient_edge();
-            rebase_view_history(self, &base, base_edge, geometry?)?;
         }
         Ok(())
     }
@@ -398,7 +415,7 @@ impl Tensor {
     /// ```
     pub fn add_(&self, other: &Tensor) -> Result<&Tensor> {
         self.check_same_dtype_device("add_", other)?;
-        self.rebasing_views(other.requires_grad(), || add_(self, other).map(drop))?;
+        add_(self, other)?;
         Ok(self)
     }
 
@@ -419,7 +436,7 @@ impl Tensor {
     /// ```
     pub fn sub_(&self, other: &Tensor) -> Result<&Tensor> {
         self.check_same_dtype_device("sub_", other)?;
-        self.rebasing_views(other.requires_grad(), || sub_(self, other).map(drop))?;
+        sub_(self, other)?;
         Ok(self)
     }
 
@@ -440,7 +457,7 @@ impl Tensor {
     /// ```
     pub fn mul_(&self, other: &Tensor) -> Result<&Tensor> {
         self.check_same_dtype_device("mul_", other)?;
-        self.rebasing_views(other.requires_grad(), || mul_(self, other).map(drop))?;
+        mul_(self, other)?;
         Ok(self)
     }
 
@@ -461,7 +478,7 @@ impl Tensor {
     /// ```
     pub fn div_(&self, other: &Tensor) -> Result<&Tensor> {
         self.check_same_dtype_device("div_", other)?;
-        self.rebasing_views(other.requires_grad(), || div_(self, other).map(drop))?;
+        div_(self, other)?;
         Ok(self)
     }
 
@@ -481,7 +498,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn fill_(&self, value: f64) -> Result<&Tensor> {
-        self.rebasing_views(false, || fill_(self, value).map(drop))?;
+        fill_(self, value)?;
         Ok(self)
     }
 
@@ -501,7 +518,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn zero_(&self) -> Result<&Tensor> {
-        self.rebasing_views(false, || zero_(self).map(drop))?;
+        zero_(self)?;
         Ok(self)
     }
 
@@ -545,7 +562,7 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn copy_(&self, src: &Tensor) -> Result<&Tensor> {
-        self.rebasing_views(src.requires_grad(), || copy_(self, src).map(drop))?;
+        copy_(self, src)?;
         Ok(self)
     }
 }

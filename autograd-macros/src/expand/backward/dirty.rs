@@ -83,25 +83,29 @@ impl LinkPlan<'_> {
             .collect()
     }
 
-    /// A custom function's dirty view moves the node into its base's history (CopySlices), as
-    /// the built-in in-place ops' methods do.
+    /// A dirty view moves the node into its base's history (CopySlices) right after it is
+    /// recorded, before anything (a forward derivative rule) reads the view's grad_fn.
     pub(super) fn rebases(&self) -> TokenStream {
         let (loc, krate) = (self.linked.loc, &self.krate);
+        let rebase = if self.builtin {
+            quote_spanned!(loc=> rebase_inplace_view)
+        } else {
+            quote_spanned!(loc=> rebase_dirty_view)
+        };
         self.dirty
             .iter()
-            .filter(|_| !self.builtin)
             .map(|(input, _)| {
                 let input = input.ident;
-                let r = self.try_(
-                    quote_spanned!(loc=> #krate::__private::rebase_dirty_view(#input, &__node)),
-                );
+                let r =
+                    self.try_(quote_spanned!(loc=> #krate::__private::#rebase(#input, &__node)));
                 quote_spanned!(loc=> #r;)
             })
             .collect()
     }
 
     /// `#[original]`: a copy of a dirty input taken before the forward modifies it (PyTorch's
-    /// `original_self`), differentiable so that a `create_graph` pass reaches the old history.
+    /// `original_self`), differentiable so that a `create_graph` pass reaches the old history,
+    /// with the input's tangent from before the write (`forward_ad::original`).
     pub(super) fn originals(&self) -> TokenStream {
         let (loc, krate) = (self.linked.loc, &self.krate);
         self.slots
@@ -116,7 +120,8 @@ impl LinkPlan<'_> {
                     return None;
                 };
                 let local = format_ident!("{}_original", s.field);
-                let copy = self.try_(quote_spanned!(loc=> #krate::Tensor::copy(#ident)));
+                let copy =
+                    self.try_(quote_spanned!(loc=> #krate::__private::forward_ad::original(#ident)));
                 Some(match s.needed_local() {
                     Some(needed) => quote_spanned! {loc=>
                         let #local: ::core::option::Option<#krate::Tensor> =
