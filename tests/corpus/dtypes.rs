@@ -24,6 +24,7 @@ use autograd::{DType, Device, Scalar, Tensor, bf16, f16, manual_seed, no_grad, r
 use serde_json::Value;
 
 use super::{Category, Failure, fail};
+use crate::select::{Quiet, Selection};
 
 const DTYPES_CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/corpus/dtypes.jsonl.gz");
 
@@ -551,26 +552,15 @@ fn replay_caught(p: &Program, device: Device) -> Result<(), Failure> {
 fn dtypes_corpus_matches_pytorch() {
     let programs = load();
     assert!(programs.len() >= 3000, "{} programs", programs.len());
-    let only_id: Option<usize> = std::env::var("CORPUS_ID").ok().and_then(|v| v.parse().ok());
-    let only_family = std::env::var("CORPUS_FAMILY").ok();
-    let show: usize = std::env::var("CORPUS_SHOW")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(15);
-    let selected: Vec<&Program> = programs
-        .iter()
-        .filter(|p| only_id.is_none_or(|id| p.id == id))
-        .filter(|p| only_family.as_deref().is_none_or(|f| p.family == f))
-        .collect();
+    let sel = Selection::from_env();
+    let selected = sel.pick(&programs, |p| p.id, |p| &p.family);
     if selected.is_empty() {
         println!("dtypes corpus: no program selected by CORPUS_ID / CORPUS_FAMILY");
         return;
     }
-    let default_hook = panic::take_hook();
-    panic::set_hook(Box::new(|_| {}));
+    let quiet = Quiet::new();
     // CUDA refuses the new dtypes in this build: the corpus runs on the CPU and a virtual one.
     let devices = [Device::Cpu, Device::Virtual(1)];
-    let use_allow_list = only_id.is_none() && std::env::var_os("CORPUS_NO_ALLOW").is_none();
     let mut by_family: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     let mut by_category: BTreeMap<&str, usize> = BTreeMap::new();
     let (mut failing, mut failing_ids, mut report, mut shown) = (0, Vec::new(), String::new(), 0);
@@ -582,7 +572,7 @@ fn dtypes_corpus_matches_pytorch() {
             let entry = by_family.entry(&p.family).or_default();
             entry.0 += 1;
             if let Err(f) = replay_caught(p, device) {
-                if !(use_allow_list && listed) {
+                if !(sel.use_allow_list && listed) {
                     entry.1 += 1;
                     *by_category.entry(f.category.label()).or_default() += 1;
                 }
@@ -596,7 +586,7 @@ fn dtypes_corpus_matches_pytorch() {
                 );
             }
         }
-        if use_allow_list && listed {
+        if sel.use_allow_list && listed {
             if details.is_empty() {
                 listed_passing.push(p.id);
             } else {
@@ -607,7 +597,7 @@ fn dtypes_corpus_matches_pytorch() {
         if !details.is_empty() {
             failing += 1;
             failing_ids.push(p.id);
-            if shown < show || only_id.is_some() {
+            if shown < sel.show || sel.only_id.is_some() {
                 shown += 1;
                 let _ = writeln!(
                     report,
@@ -615,11 +605,11 @@ fn dtypes_corpus_matches_pytorch() {
                     p.id, p.family, p.line
                 );
             }
-        } else if only_id.is_some() {
+        } else if sel.only_id.is_some() {
             let _ = writeln!(report, "program {}: {}\n  agrees", p.id, p.line);
         }
     }
-    panic::set_hook(default_hook);
+    drop(quiet);
     let mut summary = format!(
         "dtypes corpus: {} programs x {} devices; {failing} fail\n",
         selected.len(),

@@ -31,6 +31,8 @@ use autograd::functional::{
 use autograd::{Device, GradOptions, Result, Tensor, forward_ad, grad, no_grad};
 use serde_json::Value;
 
+use crate::select::{Quiet, Selection};
+
 use super::{
     DUAL_LEVEL_LOCK, Program, Recorded, Replay, floats, ids, normalise_pytorch_error,
     show_recorded, show_tensor, usizes, value_diff,
@@ -677,32 +679,13 @@ fn func_corpus_matches_pytorch() {
         "{FUNC_CORPUS} has {} functions",
         funcs.len()
     );
-    let only_id: Option<usize> = std::env::var("CORPUS_ID").ok().and_then(|v| v.parse().ok());
-    let only_family = std::env::var("CORPUS_FAMILY").ok();
-    let show: usize = std::env::var("CORPUS_SHOW")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(15);
-    let selected: Vec<&Func> = funcs
-        .iter()
-        .filter(|f| only_id.is_none_or(|id| f.program.id == id))
-        .filter(|f| {
-            only_family
-                .as_deref()
-                .is_none_or(|fam| f.program.family == fam)
-        })
-        .collect();
+    let sel = Selection::from_env();
+    let selected = sel.pick(&funcs, |f| f.program.id, |f| &f.program.family);
     if selected.is_empty() {
         println!("func corpus: no function selected by CORPUS_ID / CORPUS_FAMILY");
         return;
     }
-    autograd::set_warning_handler(Some(Box::new(|w: &str| {
-        if !w.contains("is not a leaf Tensor is being accessed") {
-            eprintln!("autograd warning: {w}");
-        }
-    })));
-    let default_hook = panic::take_hook();
-    panic::set_hook(Box::new(|_| {}));
+    let quiet = Quiet::new();
     let devices = [Device::Cpu, Device::Virtual(1)];
     let mut calls: BTreeMap<String, usize> = BTreeMap::new();
     let mut failing_calls: BTreeMap<String, usize> = BTreeMap::new();
@@ -710,10 +693,9 @@ fn func_corpus_matches_pytorch() {
     let (mut failing, mut failed_runs, mut shown) = (0, 0, 0);
     let mut failing_ids = Vec::new();
     let mut report = String::new();
-    let use_allow_list = only_id.is_none() && std::env::var_os("CORPUS_NO_ALLOW").is_none();
     let (mut allowed_failing, mut listed_passing) = (0, Vec::new());
     for f in &selected {
-        if use_allow_list && KNOWN_FAILING.contains(&f.program.id) {
+        if sel.use_allow_list && KNOWN_FAILING.contains(&f.program.id) {
             if devices.iter().any(|&d| replay(f, d, false).0.is_err()) {
                 allowed_failing += 1;
             } else {
@@ -729,7 +711,7 @@ fn func_corpus_matches_pytorch() {
         let mut details = String::new();
         let mut failed_here = false;
         for &device in &devices {
-            let (result, trace) = replay(f, device, only_id.is_some());
+            let (result, trace) = replay(f, device, sel.only_id.is_some());
             let entry = by_family.entry(f.program.family.clone()).or_default();
             entry.0 += 1;
             for l in &trace {
@@ -751,17 +733,17 @@ fn func_corpus_matches_pytorch() {
             failing += 1;
             failing_ids.push(f.program.id);
         }
-        if only_id.is_some() || (failed_here && shown < show) {
+        if sel.only_id.is_some() || (failed_here && shown < sel.show) {
             shown += 1;
             let _ = writeln!(report, "{}{details}", describe(f));
-            if only_id.is_some() {
+            if sel.only_id.is_some() {
                 for c in &f.calls {
                     let _ = writeln!(report, "  call: {c}");
                 }
             }
         }
     }
-    panic::set_hook(default_hook);
+    drop(quiet);
     let checked = selected.len() - allowed_failing - listed_passing.len();
     let mut summary = String::new();
     let _ = writeln!(
@@ -810,7 +792,7 @@ fn func_corpus_matches_pytorch() {
         );
         let _ = writeln!(summary, "  failing program ids: {failing_ids:?}");
     }
-    if only_id.is_some() || failed_runs > 0 {
+    if sel.only_id.is_some() || failed_runs > 0 {
         println!("{report}");
     }
     println!("{summary}");

@@ -29,10 +29,13 @@ use autograd::nn::{Embedding, Forward, GeluApproximate, Linear};
 use autograd::{DType, Device, GradOptions, Tensor, grad, no_grad};
 use serde_json::Value;
 
+use crate::select::{Quiet, Selection};
+
 mod custom;
 mod dtypes;
 mod forward;
 mod func;
+mod select;
 
 /// Held by the tests that open a dual level: PyTorch allows one level at a time, process-wide,
 /// and the tests of this binary run on parallel threads.
@@ -1181,35 +1184,14 @@ fn run_corpus(label: &str, path: &str, min_programs: usize, known_failing: &[usi
         "{path} has {} programs",
         programs.len()
     );
-    let only_id: Option<usize> = std::env::var("CORPUS_ID").ok().map(|v| {
-        v.parse()
-            .unwrap_or_else(|_| panic!("CORPUS_ID={v} is not a number"))
-    });
-    let only_family = std::env::var("CORPUS_FAMILY").ok();
-    let show: usize = std::env::var("CORPUS_SHOW")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(15);
-    let selected: Vec<&Program> = programs
-        .iter()
-        .filter(|p| only_id.is_none_or(|id| p.id == id))
-        .filter(|p| only_family.as_deref().is_none_or(|f| p.family == f))
-        .collect();
+    let sel = Selection::from_env();
+    let selected = sel.pick(&programs, |p| p.id, |p| &p.family);
     if selected.is_empty() {
         // `CORPUS_ID` / `CORPUS_FAMILY` chose programs of the other corpus.
         println!("{label}: no program selected by CORPUS_ID / CORPUS_FAMILY");
         return;
     }
-
-    // PyTorch's generator ignored its warnings too: reading `.grad` of non-leaves is on purpose.
-    autograd::set_warning_handler(Some(Box::new(|w: &str| {
-        if !w.contains("is not a leaf Tensor is being accessed") {
-            eprintln!("autograd warning: {w}");
-        }
-    })));
-    // Silence panic messages from programs that panic (they are reported below).
-    let default_hook = panic::take_hook();
-    panic::set_hook(Box::new(|_| {}));
+    let quiet = Quiet::new();
 
     // And the first GPU where there is one (the values are f64 on every device).
     let mut devices = vec![Device::Cpu, Device::Virtual(1)];
@@ -1224,14 +1206,11 @@ fn run_corpus(label: &str, path: &str, min_programs: usize, known_failing: &[usi
     let mut failing_programs = 0;
     let mut failing_quirks = 0;
     let mut failing_ids = Vec::new();
-    // The temporary allow-list: `CORPUS_NO_ALLOW=1` (or `CORPUS_ID`) replays its programs as
-    // any other.
-    let use_allow_list = only_id.is_none() && std::env::var_os("CORPUS_NO_ALLOW").is_none();
     let (mut allowed_failing, mut listed_passing) = (0, Vec::new());
     for p in &selected {
         let mut failed_here = false;
         let mut details = String::new();
-        if use_allow_list && known_failing.contains(&p.id) {
+        if sel.use_allow_list && known_failing.contains(&p.id) {
             let fails = devices
                 .iter()
                 .any(|&device| replay(p, device, false).0.is_err());
@@ -1243,8 +1222,8 @@ fn run_corpus(label: &str, path: &str, min_programs: usize, known_failing: &[usi
             continue;
         }
         for &device in &devices {
-            let (result, trace) = replay(p, device, only_id.is_some());
-            if only_id.is_some() {
+            let (result, trace) = replay(p, device, sel.only_id.is_some());
+            if sel.only_id.is_some() {
                 let _ = writeln!(details, "  --- ours on {device}:");
                 for l in &trace {
                     let _ = writeln!(details, "{l}");
@@ -1277,16 +1256,16 @@ fn run_corpus(label: &str, path: &str, min_programs: usize, known_failing: &[usi
             failing_ids.push(p.id);
             failing_quirks += usize::from(p.quirk.is_some());
         }
-        if only_id.is_some() {
+        if sel.only_id.is_some() {
             let _ = writeln!(report, "{}", pseudo_code(p));
             let _ = writeln!(report, "recorded values:\n{}", full_listing(p));
             let _ = writeln!(report, "{details}");
-        } else if failed_here && shown < show {
+        } else if failed_here && shown < sel.show {
             shown += 1;
             let _ = writeln!(report, "{}{details}", pseudo_code(p));
         }
     }
-    panic::set_hook(default_hook);
+    drop(quiet);
 
     let runs = selected.len() * devices.len();
     let failed_runs: usize = counts.values().sum();
@@ -1347,7 +1326,7 @@ fn run_corpus(label: &str, path: &str, min_programs: usize, known_failing: &[usi
     if failed_runs > 0 {
         let _ = writeln!(summary, "  failing program ids: {failing_ids:?}");
     }
-    if only_id.is_some() || failed_runs > 0 {
+    if sel.only_id.is_some() || failed_runs > 0 {
         println!("{report}");
     }
     println!("{summary}");
