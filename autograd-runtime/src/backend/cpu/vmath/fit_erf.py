@@ -3,7 +3,7 @@ changing the scheme and paste the printed tables:
 
     python3 fit_erf.py      # needs mpmath (pip install mpmath)
 
-Scheme (a = |x|):
+Scheme (a = |x|; the f32 tables the same with the clamp at 4 and f32 coefficients):
 * a < 1: erf(a) = a + a P(a^2), P(s) ~ erf(sqrt s)/sqrt s - 1 (absolute error of P, which is
   the relative error of erf up to the factor 1/1.128).
 * 1 <= a < 6: erfc(a) = e^(-a^2) R(t), t = (a - 3)/(a + 3) in [-1/2, 1/3], R(t) ~ erfcx(a)
@@ -15,6 +15,8 @@ Printed with each table: the worst weighted error of the rounded polynomial on a
 approximation error only, before the `f64` evaluation), in units of 2^-53.
 """
 
+import struct
+
 import mpmath as mp
 
 mp.mp.prec = 256
@@ -24,6 +26,10 @@ K = mp.mpf(3)
 
 def f64(x):
     return mp.mpf(float(x))
+
+
+def f32(x):
+    return mp.mpf(struct.unpack("f", struct.pack("f", float(x)))[0])
 
 
 def chebyshev(lo, hi, n):
@@ -75,9 +81,9 @@ def r_large(t):
     return mp.erfc(a) * mp.exp(a * a)
 
 
-def show(name, cs, err):
-    print(f"// {name}: worst error {float(err / mp.mpf(2) ** -53):.3f} x 2^-53")
-    print(f"const {name}: [f64; {len(cs)}] = [")
+def show(name, cs, err, bits=53, ty="f64"):
+    print(f"// {name}: worst error {float(err / mp.mpf(2) ** -bits):.3f} x 2^-{bits}")
+    print(f"const {name}: [{ty}; {len(cs)}] = [")
     for c in cs:
         print(f"    {float(c)!r},")
     print("];")
@@ -90,6 +96,12 @@ def main():
     lo, hi = (1 - K) / (1 + K) - margin, (6 - K) / (6 + K) + margin
     cs = fit_rounded(r_large, lambda t: 1 / r_large(t), lo, hi, 14)
     show("ERFC_R", cs, worst(cs, r_large, lambda t: 1 / r_large(t), lo, hi))
+    # The f32 lanes: coefficients rounded to f32, degrees 6 and 8, the argument clamped at 4.
+    cs = fit_rounded(p_small, lambda s: 1, 0, 1 + margin, 6, rnd=f32)
+    show("ERF_P32", cs, worst(cs, p_small, lambda s: 1, 0, 1 + margin), 24, "f32")
+    lo, hi = (1 - K) / (1 + K) - margin, (4 - K) / (4 + K) + margin
+    cs = fit_rounded(r_large, lambda t: 1 / r_large(t), lo, hi, 8, rnd=f32)
+    show("ERFC_R32", cs, worst(cs, r_large, lambda t: 1 / r_large(t), lo, hi), 24, "f32")
 
 
 main()

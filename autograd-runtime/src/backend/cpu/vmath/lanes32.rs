@@ -69,7 +69,7 @@ fn fma(a: f32, b: f32, c: f32) -> f32 {
 
 /// `c[0] + c[1] x + ... + c[N-1] x^(N-1)` by Horner's rule with fused steps.
 #[inline(always)]
-fn poly<const N: usize>(x: f32, c: &[f32; N]) -> f32 {
+pub(super) fn poly<const N: usize>(x: f32, c: &[f32; N]) -> f32 {
     let mut acc = c[N - 1];
     let mut i = N - 1;
     while i > 0 {
