@@ -442,8 +442,8 @@ fn remainder_gradient_uses_pytorchs_floor_division() -> Result<()> {
         Tensor::from_vec(vec![5.3, -7.25, 3.1, 0.45, -2.2, 9.9], &[2, 3])?.requires_grad_(true)?;
     let b =
         Tensor::from_vec(vec![2.0, 1.5, -0.7, 0.2, -0.9, 4.0], &[2, 3])?.requires_grad_(true)?;
-    let ops: [fn(&[Tensor]) -> Result<Tensor>; 2] =
-        [|t| t[0].remainder(&t[1]), |t| t[0].fmod(&t[1])];
+    type Binary = fn(&[Tensor]) -> Result<Tensor>;
+    let ops: [Binary; 2] = [|t| t[0].remainder(&t[1]), |t| t[0].fmod(&t[1])];
     for f in ops {
         gradcheck(f, &[a.clone(), b.clone()])?;
         // Multiplied by `b`, so that the second derivative is not zero everywhere.
