@@ -665,3 +665,48 @@ fn rules_under_no_grad_record_nothing() -> Result<()> {
     }
     Ok(())
 }
+
+/// `remainder`'s forward rule, `self_t - other_t * self.div(other, rounding_mode="floor")`,
+/// with PyTorch's floor division (`1.0 // 0.1` is 9, not `floor(1.0 / 0.1)` = 10), and
+/// `fmod`'s with `trunc(self / other)`: PyTorch 2.15's tangents for `self_t = 1`,
+/// `other_t = 2`.
+#[test]
+fn remainder_and_fmod_tangents_are_pytorchs() -> Result<()> {
+    let inf = f64::INFINITY;
+    let a = [1.0, 5.3, -7.25, 3.0, 0.7, -1.0, 0.0, 2.5];
+    let b = [0.1, 2.0, 1.5, -0.3, 0.1, 0.1, -2.0, 0.0];
+    let cases: [(DType, [f64; 8], [f64; 8]); 2] = [
+        (
+            DType::F64,
+            [-17.0, -3.0, 11.0, 23.0, -11.0, 21.0, 1.0, -inf],
+            [-19.0, -3.0, 9.0, 21.0, -11.0, 21.0, 1.0, -inf],
+        ),
+        (
+            DType::F32,
+            [-17.0, -3.0, 11.0, 21.0, -11.0, 21.0, 1.0, -inf],
+            [-19.0, -3.0, 9.0, 21.0, -13.0, 21.0, 1.0, -inf],
+        ),
+    ];
+    let _serial = crate::serial();
+    for (dtype, remainder_t, fmod_t) in cases {
+        for (name, want) in [("remainder", remainder_t), ("fmod", fmod_t)] {
+            let _level = forward_ad::dual_level()?;
+            let x = Tensor::from_vec(a.to_vec(), &[8])?.to_dtype(dtype)?;
+            let y = Tensor::from_vec(b.to_vec(), &[8])?.to_dtype(dtype)?;
+            let x = forward_ad::make_dual(&x, &x.ones_like()?)?;
+            let y = forward_ad::make_dual(&y, &y.full_like(2.0)?)?;
+            let r = if name == "remainder" {
+                x.remainder(&y)?
+            } else {
+                x.fmod(&y)?
+            };
+            let t = forward_ad::unpack_dual(&r)?.tangent.expect("a tangent");
+            assert_eq!(
+                t.to_dtype(DType::F64)?.to_vec::<f64>()?,
+                want,
+                "{name} {dtype:?}"
+            );
+        }
+    }
+    Ok(())
+}

@@ -456,6 +456,156 @@ fn integer_reductions_and_scalars_never_truncate_silently() -> R {
     Ok(())
 }
 
+/// Integer scalars on integer tensors are exact (PyTorch keeps an `int64_t` scalar, never a
+/// double): 2^53 + 1 and `i64::MAX`/`MIN` through arithmetic, comparisons, the fills and the
+/// index ops, wrapping into the narrower integer types as PyTorch's casts; the fills refuse a
+/// value the dtype cannot hold with PyTorch's text. Values printed by PyTorch 2.15.
+#[test]
+fn integer_scalars_stay_exact_beyond_2_pow_53() -> R {
+    const B: i64 = 9_007_199_254_740_993; // 2^53 + 1: the first integer f64 cannot hold
+    let x = Tensor::from_vec(vec![0i64, 1, -1], &[3])?;
+    let long = |t: Tensor| t.to_vec::<i64>().unwrap();
+    assert_eq!(
+        long(x.add_scalar(B)?),
+        [9007199254740993, 9007199254740994, 9007199254740992]
+    );
+    assert_eq!(
+        long(x.mul_scalar(B)?),
+        [0, 9007199254740993, -9007199254740993]
+    );
+    assert_eq!(
+        long(x.sub_scalar(B)?),
+        [-9007199254740993, -9007199254740992, -9007199254740994]
+    );
+    assert_eq!(
+        long(x.rsub_scalar(B)?),
+        [9007199254740993, 9007199254740992, 9007199254740994]
+    );
+    // Wrapping at the ends of int64, as PyTorch's kernels.
+    let max = Tensor::from_vec(vec![i64::MAX], &[1])?;
+    let min = Tensor::from_vec(vec![i64::MIN], &[1])?;
+    assert_eq!(long(max.add_scalar(1)?), [i64::MIN]);
+    assert_eq!(long(min.sub_scalar(1)?), [i64::MAX]);
+    assert_eq!(
+        long(Tensor::from_vec(vec![1i64], &[1])?.mul_scalar(i64::MAX)?),
+        [i64::MAX]
+    );
+    assert_eq!(
+        long(x.sub_scalar(i64::MIN)?),
+        [i64::MIN, -i64::MAX, i64::MAX]
+    );
+    // Comparisons.
+    let near = Tensor::from_vec(vec![B, B - 1], &[2])?;
+    assert_eq!(near.eq_scalar(B)?.to_vec::<bool>()?, [true, false]);
+    assert_eq!(near.gt_scalar(B - 1)?.to_vec::<bool>()?, [true, false]);
+    assert_eq!(near.lt_scalar(B)?.to_vec::<bool>()?, [false, true]);
+    assert_eq!(min.eq_scalar(i64::MIN)?.to_vec::<bool>()?, [true]);
+    // Fills and constructors.
+    assert_eq!(
+        long(Tensor::full(&[2], i64::MAX, DType::I64)?),
+        [i64::MAX; 2]
+    );
+    assert_eq!(
+        long(Tensor::full(&[2], i64::MIN, DType::I64)?),
+        [i64::MIN; 2]
+    );
+    assert_eq!(long(x.full_like(B)?), [B; 3]);
+    let filled = Tensor::zeros(&[3], DType::I64)?;
+    filled.fill_(B)?;
+    assert_eq!(long(filled.clone()), [B; 3]);
+    filled.fill_(i64::MAX)?;
+    assert_eq!(long(filled), [i64::MAX; 3]);
+    let mask = Tensor::from_vec(vec![true, false, true], &[3])?;
+    assert_eq!(
+        long(x.masked_fill(&mask, i64::MAX)?),
+        [i64::MAX, 1, i64::MAX]
+    );
+    let at = Tensor::from_vec(vec![1i64], &[1])?;
+    let zeros = Tensor::zeros(&[3], DType::I64)?;
+    assert_eq!(long(zeros.scatter_value(0, &at, B)?), [0, B, 0]);
+    assert_eq!(long(zeros.index_add(0, &at, &at, B)?), [0, B, 0]);
+    // A narrower integer type wraps the scalar in arithmetic and comparisons...
+    let i32_one = Tensor::from_vec(vec![1i32], &[1])?;
+    assert_eq!(i32_one.add_scalar(1i64 << 40)?.to_vec::<i32>()?, [1]);
+    assert_eq!(i32_one.mul_scalar((1i64 << 40) + 3)?.to_vec::<i32>()?, [3]);
+    assert_eq!(
+        i32_one.eq_scalar((1i64 << 32) + 1)?.to_vec::<bool>()?,
+        [true]
+    );
+    let u8_one = Tensor::from_vec(vec![1u8], &[1])?;
+    assert_eq!(u8_one.add_scalar(256)?.to_vec::<u8>()?, [1]);
+    assert_eq!(u8_one.add_scalar(255)?.to_vec::<u8>()?, [0]);
+    assert_eq!(u8_one.add_scalar(-1)?.to_vec::<u8>()?, [0]);
+    let u8_five = Tensor::from_vec(vec![5u8], &[1])?;
+    assert_eq!(u8_five.gt_scalar(-1)?.to_vec::<bool>()?, [false]);
+    assert_eq!(u8_five.gt_scalar(256)?.to_vec::<bool>()?, [true]);
+    // ... and the fills check it fits, as PyTorch's `checked_convert`.
+    assert_eq!(Tensor::full(&[1], -1, DType::U8)?.to_vec::<u8>()?, [255]);
+    assert_eq!(
+        Tensor::full(&[1], 2, DType::Bool)?.to_vec::<bool>()?,
+        [true]
+    );
+    assert_eq!(long(Tensor::full(&[1], 2.7, DType::I64)?), [2]);
+    let overflow = |r: autograd::Result<Tensor>| r.unwrap_err().to_string();
+    let int = "value cannot be converted to type int without overflow";
+    let uint8 = "value cannot be converted to type uint8_t without overflow";
+    let int64 = "value cannot be converted to type int64_t without overflow";
+    assert_eq!(overflow(Tensor::full(&[1], 1i64 << 40, DType::I32)), int);
+    assert_eq!(overflow(Tensor::full(&[1], 1i64 << 31, DType::I32)), int);
+    assert_eq!(overflow(Tensor::full(&[1], f64::INFINITY, DType::I32)), int);
+    assert_eq!(overflow(Tensor::full(&[1], 256, DType::U8)), uint8);
+    assert_eq!(overflow(Tensor::full(&[1], -256, DType::U8)), uint8);
+    assert_eq!(overflow(Tensor::full(&[1], -1.0, DType::U8)), uint8);
+    assert_eq!(overflow(Tensor::full(&[1], 300.0, DType::U8)), uint8);
+    assert_eq!(overflow(Tensor::full(&[1], f64::NAN, DType::I64)), int64);
+    assert_eq!(
+        overflow(Tensor::full(&[1], 2f64.powi(63), DType::I64)),
+        int64
+    );
+    let ints = Tensor::zeros(&[1], DType::I32)?;
+    assert_eq!(ints.fill_(1i64 << 31).unwrap_err().to_string(), int);
+    assert_eq!(ints.fill_(2f64.powi(40)).unwrap_err().to_string(), int);
+    let yes = Tensor::from_vec(vec![true], &[1])?;
+    assert_eq!(overflow(ints.masked_fill(&yes, 1i64 << 31)), int);
+    assert_eq!(
+        overflow(x.masked_fill(&mask, f64::NEG_INFINITY)),
+        "value cannot be converted to type int64_t without overflow"
+    );
+    // `masked_fill` and `fill_` check floats too (`full` does not: it gives inf).
+    let halves = Tensor::zeros(&[3], DType::F16)?;
+    let half_overflow = "value cannot be converted to type c10::Half without overflow";
+    assert_eq!(overflow(halves.masked_fill(&mask, 65519.0)), half_overflow);
+    assert_eq!(overflow(halves.masked_fill(&mask, 70000)), half_overflow);
+    assert_eq!(halves.fill_(1e6).unwrap_err().to_string(), half_overflow);
+    let bf = Tensor::zeros(&[3], DType::BF16)?;
+    assert_eq!(
+        overflow(bf.masked_fill(&mask, 1e300)),
+        "value cannot be converted to type c10::BFloat16 without overflow"
+    );
+    let singles = Tensor::zeros(&[3], DType::F32)?;
+    assert_eq!(
+        overflow(singles.masked_fill(&mask, 1e300)),
+        "value cannot be converted to type float without overflow"
+    );
+    assert!(singles.masked_fill(&mask, f64::NAN)?.to_vec::<f32>()?[0].is_nan());
+    assert_eq!(
+        Tensor::full(&[1], 1e6, DType::F16)?.to_vec::<f16>()?,
+        [f16::INFINITY]
+    );
+    // `masked_fill` keeps the tensor's dtype: a float value truncates into an integer tensor.
+    let ints2 = Tensor::from_vec(vec![1i64, 2], &[2])?;
+    let first = Tensor::from_vec(vec![true, false], &[2])?;
+    let filled = ints2.masked_fill(&first, 2.7)?;
+    assert_eq!((filled.dtype(), long(filled)), (DType::I64, vec![2, 2]));
+    assert_eq!(long(ints2.masked_fill(&first, -2.7)?), [-2, 2]);
+    let u8s = Tensor::from_vec(vec![1u8, 2], &[2])?;
+    assert_eq!(u8s.masked_fill(&first, -1)?.to_vec::<u8>()?, [255, 2]);
+    // Float tensors keep taking the scalar as a double, as PyTorch does.
+    let f = Tensor::from_vec(vec![0.0f64], &[1])?;
+    assert_eq!(f.add_scalar(B)?.to_vec::<f64>()?, [9007199254740992.0]);
+    Ok(())
+}
+
 /// What the dtype corpus (`tests/corpus/dtypes.rs`) found, with PyTorch 2.15's values.
 #[test]
 fn dtype_corpus_findings_are_pytorchs() -> R {

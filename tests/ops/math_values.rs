@@ -387,6 +387,74 @@ fn binary_math_values_are_pytorchs() -> Result<()> {
     Ok(())
 }
 
+/// `remainder`'s gradient for `other` is `-grad * self.div(other, rounding_mode="floor")`, and
+/// PyTorch's floor division is not `floor(self / other)` where the quotient rounds up to an
+/// integer: `1.0 // 0.1` is 9 (`1.0 / 0.1` rounds to 10), `3.0 // -0.3` is -11 in f64 and -10
+/// in f32, `0.7 // 0.1` is 6 in f32. `fmod`'s rounds `self / other` toward zero, which is
+/// `trunc(self / other)` in PyTorch too. PyTorch 2.15's gradients, then `gradcheck` and
+/// `gradgradcheck` away from the jumps.
+#[test]
+fn remainder_gradient_uses_pytorchs_floor_division() -> Result<()> {
+    let a = [1.0, 5.3, -7.25, 3.0, 0.7, -1.0, 0.0, 2.5];
+    let b = [0.1, 2.0, 1.5, -0.3, 0.1, 0.1, -2.0, 0.0];
+    let cases: [(DType, [f64; 8], [f64; 8]); 2] = [
+        (
+            DType::F64,
+            [-9.0, -2.0, 5.0, 11.0, -6.0, 10.0, 0.0, -INF],
+            [-10.0, -2.0, 4.0, 10.0, -6.0, 10.0, 0.0, -INF],
+        ),
+        (
+            DType::F32,
+            [-9.0, -2.0, 5.0, 10.0, -6.0, 10.0, 0.0, -INF],
+            [-10.0, -2.0, 4.0, 10.0, -7.0, 10.0, 0.0, -INF],
+        ),
+    ];
+    for (dtype, remainder_b, fmod_b) in cases {
+        for (name, want_b) in [("remainder", remainder_b), ("fmod", fmod_b)] {
+            let x = Tensor::from_vec(a.to_vec(), &[8])?
+                .to_dtype(dtype)?
+                .requires_grad_(true)?;
+            let y = Tensor::from_vec(b.to_vec(), &[8])?
+                .to_dtype(dtype)?
+                .requires_grad_(true)?;
+            let r = if name == "remainder" {
+                x.remainder(&y)?
+            } else {
+                x.fmod(&y)?
+            };
+            r.sum()?.backward()?;
+            let grad = |t: &Tensor| {
+                (t.grad().expect("a gradient").to_dtype(DType::F64)).and_then(|g| g.to_vec::<f64>())
+            };
+            assert_eq!(grad(&x)?, [1.0; 8], "{name} {dtype:?}: self");
+            assert_eq!(grad(&y)?, want_b, "{name} {dtype:?}: other");
+        }
+    }
+    // Broadcast, and an integer `self` promoted to the float `other`'s dtype (no gradient).
+    let y = Tensor::from_vec(vec![0.1f64], &[1])?.requires_grad_(true)?;
+    Tensor::from_vec(vec![1.0f64, 0.7, -1.0], &[3])?
+        .remainder(&y)?
+        .sum()?
+        .backward()?;
+    assert_eq!(y.grad().unwrap().to_vec::<f64>()?, [-9.0 - 6.0 + 10.0]);
+    // Smooth away from the jumps (`a / b` far from an integer), first and second order.
+    let a =
+        Tensor::from_vec(vec![5.3, -7.25, 3.1, 0.45, -2.2, 9.9], &[2, 3])?.requires_grad_(true)?;
+    let b =
+        Tensor::from_vec(vec![2.0, 1.5, -0.7, 0.2, -0.9, 4.0], &[2, 3])?.requires_grad_(true)?;
+    type Binary = fn(&[Tensor]) -> Result<Tensor>;
+    let ops: [Binary; 2] = [|t| t[0].remainder(&t[1]), |t| t[0].fmod(&t[1])];
+    for f in ops {
+        gradcheck(f, &[a.clone(), b.clone()])?;
+        // Multiplied by `b`, so that the second derivative is not zero everywhere.
+        gradgradcheck(
+            move |t: &[Tensor]| f(t)?.mul(&t[1]),
+            &[a.clone(), b.clone()],
+        )?;
+    }
+    Ok(())
+}
+
 /// The gradients of every input, after `f(inputs).sum().backward()`.
 fn grads(f: impl Fn(&[Tensor]) -> Result<Tensor>, inputs: &[Vec<f64>]) -> Result<Vec<Vec<f64>>> {
     let leaves: Vec<Tensor> = inputs

@@ -253,23 +253,8 @@ fn every_dtype_sorts_selects_and_reduces_as_pytorch() -> R {
             "topk" => {
                 let (k, dim) = (arg(2) as usize, arg(3));
                 let (v, i) = x.topk(k, dim, arg(4) == 1, true)?;
-                // PyTorch's order among equal values is unspecified (its indices differ from
-                // a stable sort's there): each index must point at its value.
-                let picked: Vec<f64> = (i.to_vec::<i64>()?.iter().enumerate())
-                    .map(|(p, &j)| {
-                        let j = j as usize;
-                        let (r, c) = (p / k.max(1), p % 6);
-                        if dim == 1 {
-                            data[r * 6 + j]
-                        } else {
-                            data[j * 6 + c]
-                        }
-                    })
-                    .map(|e| floats(&Tensor::scalar(e).to_dtype(dtype).unwrap())[0])
-                    .collect();
-                assert!(same(&picked, &values), "{line}: indices {picked:?}");
-                assert_eq!(i.dtype(), DType::I64);
-                (v, None)
+                // PyTorch's positions exactly, ties included (not the lower position first).
+                (v, Some(i))
             }
             "max_dim" | "min_dim" => {
                 let (dim, keepdim) = (arg(2) as usize, arg(3) == 1);
@@ -472,6 +457,58 @@ fn input(shape: &[usize], seed: u64) -> Tensor {
         .unwrap()
         .requires_grad_(true)
         .unwrap()
+}
+
+/// `topk` picks and orders as PyTorch's CPU kernel, ties and NaN included, with
+/// `sorted == false` too: PyTorch 2.15's indices for lanes full of ties (values
+/// `(31 i² + 17 i) mod m`, NaN at `i mod 37 == 5` where asked), through both of its paths
+/// (`partial_sort` when `k * 64 <= n`, `nth_element` otherwise), and along dim 0.
+#[test]
+fn topk_ties_and_nan_come_in_pytorchs_order() -> R {
+    let values = |n: usize, m: usize, nan: bool| -> Vec<f64> {
+        (0..n)
+            .map(|i| {
+                if nan && i % 37 == 5 {
+                    NAN
+                } else {
+                    ((i * i * 31 + i * 17) % m) as f64
+                }
+            })
+            .collect()
+    };
+    // n, m, k, largest, sorted, NaN, dtype, PyTorch's indices.
+    type Case = (usize, usize, usize, bool, bool, bool, DType, &'static [i64]);
+    #[rustfmt::skip]
+    let cases: [Case; 8] = [
+        (100, 5, 10, true, true, false, DType::F64, &[29, 79, 19, 74, 69, 24, 64, 39, 49, 54]),
+        (100, 5, 10, true, false, false, DType::F64, &[29, 79, 19, 74, 69, 24, 64, 39, 49, 54]),
+        (1000, 7, 15, false, true, false, DType::F32, &[41, 28, 35, 7, 0, 42, 27, 48, 20, 21, 49, 13, 34, 6, 14]),
+        (1000, 3, 15, true, true, true, DType::F64, &[375, 264, 338, 412, 5, 449, 301, 486, 153, 190, 523, 79, 227, 116, 42]),
+        (50, 4, 50, false, true, false, DType::F64, &[49, 16, 13, 12, 17, 8, 5, 4, 1, 9, 20, 21, 24, 28, 25, 0, 48, 45, 44, 41, 37, 36, 33, 32, 29, 40, 31, 26, 22, 27, 23, 11, 30, 34, 15, 35, 14, 38, 39, 6, 42, 43, 19, 3, 46, 47, 2, 18, 7, 10]),
+        (300, 6, 7, true, false, true, DType::F32, &[5, 227, 190, 42, 79, 264, 116]),
+        (200, 9, 40, false, false, true, DType::F64, &[135, 70, 72, 81, 63, 88, 61, 90, 97, 99, 0, 54, 52, 106, 108, 115, 117, 45, 43, 124, 126, 133, 36, 34, 142, 144, 27, 187, 180, 178, 9, 151, 171, 16, 169, 18, 7, 189, 25, 196]),
+        (130, 4, 12, true, true, false, DType::I64, &[50, 62, 99, 59, 58, 102, 55, 54, 103, 51, 39, 42]),
+    ];
+    for (n, m, k, largest, sorted, nan, dtype, want) in cases {
+        let x = Tensor::from_vec(values(n, m, nan), &[n])?.to_dtype(dtype)?;
+        let (v, i) = x.topk(k, 0, largest, sorted)?;
+        let i = i.to_vec::<i64>()?;
+        assert_eq!(
+            i, want,
+            "n={n} m={m} k={k} largest={largest} sorted={sorted}"
+        );
+        // The values are the elements at those positions.
+        let all = floats(&x);
+        let picked: Vec<f64> = i.iter().map(|&j| all[j as usize]).collect();
+        assert!(same(&floats(&v), &picked));
+    }
+    let x = Tensor::from_vec(values(120, 4, true), &[40, 3])?;
+    let (_, i) = x.topk(5, 0, true, true)?;
+    assert_eq!(
+        i.to_vec::<i64>()?,
+        [14, 26, 1, 33, 18, 38, 18, 34, 24, 17, 31, 23, 30, 15, 16]
+    );
+    Ok(())
 }
 
 #[test]

@@ -220,6 +220,18 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
         descending: bool,
         stable: bool,
     ) -> Result<(Out, Vec<usize>)>;
+    /// The positions along `dim` of the `k` largest (or smallest) elements of each lane, in
+    /// the order PyTorch's CPU `topk` gives them (ties included; `sorted == false` leaves them
+    /// in its selection's order), laid out in `x`'s C order with `dim` of size `k`.
+    fn topk(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        dim: usize,
+        k: usize,
+        largest: bool,
+        sorted: bool,
+    ) -> Result<Vec<usize>>;
     /// Whether any element is NaN (anomaly mode).
     fn has_nan(&self, x: &Buffer, lx: &Layout) -> Result<bool>;
 

@@ -473,6 +473,32 @@ impl Tensor {
         self.scalar_kernel_backend(op, s, scalar_on_left)
     }
 
+    /// `self (op) s` (or `s (op) self`) for an integer scalar and an integer or bool tensor:
+    /// the scalar exact in the tensor's (promoted) dtype, not through `f64` (which keeps
+    /// integers exact only up to 2^53), and wrapped into a narrower integer dtype as PyTorch
+    /// casts its `int64_t` scalar. `None` for every other pair (a float on either side), which
+    /// takes the recorded ops. Nothing here can require grad, so nothing is recorded.
+    fn integer_scalar_op(
+        &self,
+        op: BinaryOp,
+        name: &'static str,
+        s: Scalar,
+        scalar_on_left: bool,
+    ) -> Result<Option<Tensor>> {
+        let dtype = s.result_type_with(self.dtype());
+        if !matches!(s, Scalar::Int(_)) || dtype.is_floating_point() {
+            return Ok(None);
+        }
+        let x = self.promoted_to(dtype)?;
+        let t = Tensor::filled_scalar(&[], s, dtype, x.device())?;
+        let r = if scalar_on_left {
+            t.binary_kernel(op, name, &x)?
+        } else {
+            x.binary_kernel(op, name, &t)?
+        };
+        Ok(Some(r))
+    }
+
     /// [`Tensor::scalar_kernel`] through the backend (more than two elements, or device memory).
     #[inline(never)]
     fn scalar_kernel_backend(&self, op: BinaryOp, s: f64, scalar_on_left: bool) -> Result<Tensor> {
@@ -572,6 +598,9 @@ impl Tensor {
     #[inline]
     pub fn mul_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
         let s = s.into();
+        if let Some(r) = self.integer_scalar_op(BinaryOp::Mul, "mul", s, false)? {
+            return Ok(r);
+        }
         self.with_promoted(s, |x| mul_scalar(x, s.to_f64()))
     }
 
@@ -591,6 +620,9 @@ impl Tensor {
     #[inline]
     pub fn add_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
         let s = s.into();
+        if let Some(r) = self.integer_scalar_op(BinaryOp::Add, "add", s, false)? {
+            return Ok(r);
+        }
         self.with_promoted(s, |x| add_scalar(x, additive_scalar(x.dtype(), s.to_f64())))
     }
 
@@ -654,6 +686,9 @@ impl Tensor {
     pub fn rsub_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
         let s = s.into();
         check_bool_sub(self.dtype() == DType::Bool, matches!(s, Scalar::Bool(_)))?;
+        if let Some(r) = self.integer_scalar_op(BinaryOp::Sub, "sub", s, true)? {
+            return Ok(r);
+        }
         self.with_promoted(s, |x| {
             rsub_scalar(x, additive_scalar(x.dtype(), s.to_f64()))
         })

@@ -65,8 +65,8 @@ fn where_self_jvp(
 }
 
 #[differentiable(builtin, crate = "crate", name = "MaskedFillBackward0")]
-fn masked_fill(x: &Tensor, mask: &Mask, value: f64) -> Result<Tensor> {
-    let fill = Tensor::filled(&[], value, x.dtype(), x.device())?;
+fn masked_fill(x: &Tensor, mask: &Mask, value: Scalar) -> Result<Tensor> {
+    let fill = Tensor::filled_scalar(&[], value, x.dtype(), x.device())?;
     let out = kernels::of_tensor(x)?.where_(&mask.0, &fill, x)?;
     if out.shape() != x.shape() {
         return Err(Error::shape(
@@ -89,7 +89,7 @@ fn masked_fill_backward(grad: &Tensor, mask: &Mask) -> Result<Tensor> {
 /// `self_t.masked_fill(mask, 0)`.
 #[jvp(masked_fill)]
 fn masked_fill_jvp(x_t: &Tensor, mask: &Mask) -> Result<Tensor> {
-    masked_fill(x_t, mask, 0.0)
+    masked_fill(x_t, mask, Scalar::Float(0.0))
 }
 
 /// `mask` checked to be a bool tensor, as PyTorch's `where` and `masked_fill` require.
@@ -115,7 +115,7 @@ impl Tensor {
     fn compare_scalar(&self, op: CompareOp, s: Scalar) -> Result<Tensor> {
         let dtype = s.result_type_with(self.dtype());
         let a = self.promoted_to(dtype)?;
-        let b = Tensor::filled(&[], s.to_f64(), dtype, self.device())?;
+        let b = Tensor::filled_scalar(&[], s, dtype, self.device())?;
         kernels::of_tensor(&a)?.compare(op, &a, &b)
     }
 
@@ -281,13 +281,15 @@ impl Tensor {
     }
 
     /// PyTorch's `masked_fill(mask, value)`: `value` where `mask` (a bool tensor broadcasting to
-    /// this tensor's shape) is true. Differentiable (`MaskedFillBackward0`: no gradient where
-    /// the value was filled).
+    /// this tensor's shape) is true, in this tensor's dtype (an integer tensor filled with 2.7
+    /// holds 2; an integer value stays exact). Differentiable (`MaskedFillBackward0`: no
+    /// gradient where the value was filled).
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] when `mask` is not a bool tensor; [`Error::Shape`] when it does
-    /// not broadcast to this tensor's shape.
+    /// [`Error::InvalidArgument`] when `mask` is not a bool tensor, or in PyTorch's words when
+    /// the dtype cannot hold `value` (`"value cannot be converted to type c10::Half without
+    /// overflow"`); [`Error::Shape`] when `mask` does not broadcast to this tensor's shape.
     ///
     /// # Examples
     ///
@@ -303,7 +305,10 @@ impl Tensor {
     pub fn masked_fill(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
         let value = value.into();
         let mask = bool_mask("masked_fill_", mask)?;
-        masked_fill(&self.promoted_for(value)?, &mask, value.to_f64())
+        // The value in this tensor's dtype, which it keeps (PyTorch's `masked_fill` does not
+        // promote: an integer tensor filled with 2.7 holds 2).
+        value.check_fits(self.dtype(), true)?;
+        masked_fill(self, &mask, value)
     }
 
     /// The flat positions (`dim == None`) or the positions along `dim` of the first maximum, as

@@ -4,11 +4,12 @@
 
 use autograd_macros::{backward, differentiable, jvp};
 
+use super::Scalar;
 use crate::backend::BinaryOp;
 use crate::grad_mode::is_recording;
 use crate::graph::InputMetadata;
 use crate::tensor::kernels;
-use crate::{Error, Result, Tensor};
+use crate::{DType, Error, Result, Tensor};
 
 // ----- the ops --------------------------------------------------------------------------------
 // Each modifies `x` in place and returns it (`dirty(x)`): the node becomes `x`'s new grad_fn (its
@@ -164,7 +165,7 @@ fn div_inplace_jvp(
 /// Named as PyTorch names `fill_.Scalar`'s node (`fill_` has entries of its own in
 /// `derivatives.yaml`).
 #[differentiable(builtin, crate = "crate", dirty(x), name = "FillBackward2")]
-fn fill_(x: &Tensor, value: f64) -> Result<Tensor> {
+fn fill_(x: &Tensor, value: Scalar) -> Result<Tensor> {
     x.fill_kernel(value)?;
     Ok(x.clone())
 }
@@ -181,7 +182,7 @@ fn fill_inplace_jvp(x_t: &Tensor) -> Result<Tensor> {
 
 #[differentiable(builtin, crate = "crate", dirty(x), name = "ZeroBackward0")]
 fn zero_(x: &Tensor) -> Result<Tensor> {
-    x.fill_kernel(0.0)?;
+    x.fill_kernel(Scalar::Int(0))?;
     Ok(x.clone())
 }
 
@@ -353,7 +354,9 @@ impl Tensor {
     /// Fills with `value` and bumps the version: the kernel of `fill_` and `zero_`.
     /// Repeated elements (an `expand`ed view) are allowed, as in PyTorch: filling is idempotent,
     /// so each is written once.
-    fn fill_kernel(&self, value: f64) -> Result<()> {
+    /// An `int64` value beyond 2^53 is copied from a tensor holding it exactly (the backends'
+    /// `fill` takes an `f64`).
+    fn fill_kernel(&self, value: Scalar) -> Result<()> {
         self.0.storage.check_writable()?;
         let l = self.layout();
         let mut unique = l.clone();
@@ -363,7 +366,14 @@ impl Tensor {
             }
         }
         let target = self.reinterpret(unique);
-        kernels::of_tensor(&target)?.fill(&target, value)?;
+        match value {
+            Scalar::Int(i) if self.dtype() == DType::I64 && i.unsigned_abs() > 1 << 53 => {
+                let one = Tensor::filled_scalar(&[], value, DType::I64, self.device())?;
+                let expanded = one.reinterpret(one.layout().expand(target.shape())?);
+                kernels::copy_into(&target, &expanded)?;
+            }
+            _ => kernels::of_tensor(&target)?.fill(&target, value.to_f64())?,
+        }
         self.0.storage.bump_version();
         Ok(())
     }
@@ -486,7 +496,9 @@ impl Tensor {
     ///
     /// # Errors
     ///
-    /// As [`Tensor::add_`] for leaves and views.
+    /// As [`Tensor::add_`] for leaves and views; [`Error::InvalidArgument`] in PyTorch's words
+    /// for a value an integer tensor cannot hold (`"value cannot be converted to type int
+    /// without overflow"`).
     ///
     /// # Examples
     ///
@@ -495,9 +507,15 @@ impl Tensor {
     /// let t = Tensor::zeros(&[2], DType::F64)?;
     /// t.fill_(4.0)?;
     /// assert_eq!(t.to_vec::<f64>()?, vec![4.0, 4.0]);
+    /// // Any Rust number; an integer stays exact in an integer tensor.
+    /// let ids = Tensor::zeros(&[1], DType::I64)?;
+    /// ids.fill_(i64::MAX)?;
+    /// assert_eq!(ids.to_vec::<i64>()?, vec![i64::MAX]);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn fill_(&self, value: f64) -> Result<&Tensor> {
+    pub fn fill_(&self, value: impl Into<Scalar>) -> Result<&Tensor> {
+        let value = value.into();
+        value.check_fits(self.dtype(), true)?;
         fill_(self, value)?;
         Ok(self)
     }

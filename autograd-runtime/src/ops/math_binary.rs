@@ -152,9 +152,36 @@ pub(super) fn remainder_backward(
 ) -> Result<(Option<Tensor>, Option<Tensor>)> {
     let ga = needs_input_grad[0].then(|| grad.clone());
     let gb = a
-        .map(|a| grad.mul(&a.div(b)?.floor()?)?.neg())
+        .map(|a| grad.mul(&floor_quotient(a, b)?)?.neg())
         .transpose()?;
     Ok((ga, gb))
+}
+
+/// `a.div(b, rounding_mode="floor")` for floating `a` and `b`, as PyTorch's
+/// `div_floor_floating` computes it (not `floor(a / b)`, which differs where `a / b` rounds up
+/// to an integer: `1.0 // 0.1` is 9, `floor(1.0 / 0.1)` 10). The quotient `q` of
+/// `a = q b + remainder(a, b)`, exact in every case but the huge ones. A constant (its
+/// derivative is zero, as PyTorch's rounding `div`'s): computed on detached values.
+///
+/// With `m = fmod(a, b)`: `d = (a - m) / b`, one less where `m` is nonzero and its sign differs
+/// from `b`'s, then `floor(d)`, one more where `d - floor(d) > 0.5`; a zero `d` takes the sign
+/// of `a / b`; `b == 0` gives `a / b`.
+fn floor_quotient(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (a, b) = (a.detach(), b.detach());
+    let m = a.fmod(&b)?;
+    let d = a.sub(&m)?.div(&b)?;
+    let signs_differ = b.lt_scalar(0)?.ne(&m.lt_scalar(0)?)?;
+    let d = Tensor::where_(&m.ne_scalar(0)?.mul(&signs_differ)?, &d.sub_scalar(1)?, &d)?;
+    let floor = d.floor()?;
+    let floor = Tensor::where_(
+        &d.sub(&floor)?.gt_scalar(0.5)?,
+        &floor.add_scalar(1)?,
+        &floor,
+    )?;
+    let quotient = a.div(&b)?;
+    // `copysign(0, a / b)`: `a / b` is finite there (`|a| < |b|`, or `a` zero).
+    let floor = Tensor::where_(&d.eq_scalar(0)?, &quotient.mul_scalar(0.0)?, &floor)?;
+    Tensor::where_(&b.eq_scalar(0)?, &quotient, &floor)
 }
 
 /// `self_t - other_t * self.div(other, rounding_mode="floor")`.
@@ -166,7 +193,7 @@ pub(super) fn remainder_jvp(
     b: &Tensor,
     result: &Tensor,
 ) -> Result<Tensor> {
-    rounded_quotient_jvp(a_t, b_t, result, || a.div(b)?.floor())
+    rounded_quotient_jvp(a_t, b_t, result, || floor_quotient(a, b))
 }
 
 /// `atan2: atan2_backward`: with `r = 1 / (self² + other²)`, `self: grad * other * r`,

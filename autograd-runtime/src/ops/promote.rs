@@ -34,7 +34,8 @@ pub enum Scalar {
 }
 
 impl Scalar {
-    /// The value as `f64` (what the kernels take; exact for integers up to 2^53).
+    /// The value as `f64` (what the kernels of floating-point tensors take; exact for integers
+    /// up to 2^53: integer tensors take an integer scalar exactly, without this conversion).
     #[inline]
     pub fn to_f64(self) -> f64 {
         match self {
@@ -42,6 +43,68 @@ impl Scalar {
             Scalar::Int(i) => i as f64,
             Scalar::Float(f) => f,
         }
+    }
+
+    /// PyTorch's `checked_convert` of this scalar to `dtype`: an error when the value does not
+    /// fit an integer dtype (a negative integer fits `uint8` down to -255, wrapping as two's
+    /// complement), and with `floats`, a narrower float dtype (infinities and NaN fit; a finite
+    /// value beyond the dtype's largest does not). `full` checks integers only, `fill_` and
+    /// `masked_fill` floats too, as PyTorch's do; `bool` takes every value.
+    pub(crate) fn check_fits(self, dtype: DType, floats: bool) -> Result<()> {
+        let fits = match dtype {
+            DType::I64 | DType::I32 | DType::U8 => {
+                let (lowest, max) = match dtype {
+                    DType::I64 => (i64::MIN, i64::MAX),
+                    DType::I32 => (i64::from(i32::MIN), i64::from(i32::MAX)),
+                    _ => (-255, 255),
+                };
+                match self {
+                    Scalar::Bool(_) => true,
+                    Scalar::Int(i) => (lowest..=max).contains(&i),
+                    // `f < lowest || f > max` in `f64` with the bounds rounded as PyTorch's
+                    // (2^63 for `int64`, which it refuses); NaN never fits, and no negative
+                    // float fits an unsigned type.
+                    Scalar::Float(f) => {
+                        let lowest = if dtype == DType::U8 {
+                            0.0
+                        } else {
+                            lowest as f64
+                        };
+                        f >= lowest
+                            && if dtype == DType::I64 {
+                                f < max as f64
+                            } else {
+                                f <= max as f64
+                            }
+                    }
+                }
+            }
+            DType::F32 | DType::F16 | DType::BF16 if floats => {
+                let max = match dtype {
+                    DType::F32 => f64::from(f32::MAX),
+                    DType::F16 => half::f16::MAX.to_f64(),
+                    _ => half::bf16::MAX.to_f64(),
+                };
+                let v = self.to_f64();
+                v.is_infinite() || v.is_nan() || v.abs() <= max
+            }
+            _ => true,
+        };
+        if fits {
+            return Ok(());
+        }
+        // The C++ type PyTorch's message names.
+        let ctype = match dtype {
+            DType::I64 => "int64_t",
+            DType::I32 => "int",
+            DType::U8 => "uint8_t",
+            DType::F32 => "float",
+            DType::F16 => "c10::Half",
+            _ => "c10::BFloat16",
+        };
+        Err(crate::Error::InvalidArgument(format!(
+            "value cannot be converted to type {ctype} without overflow"
+        )))
     }
 
     /// The promotion category: bool 0, integer 1, float 2.
@@ -138,6 +201,38 @@ pub fn result_type(a: &Tensor, b: &Tensor) -> DType {
 }
 
 impl Tensor {
+    /// A new contiguous tensor of `shape` filled with `s` in `dtype`: an integer scalar in an
+    /// integer or bool dtype exactly (wrapping into the narrower ones, as PyTorch's cast of an
+    /// `int64_t` scalar), everything else through [`Tensor::filled`]'s `f64`.
+    pub(crate) fn filled_scalar(
+        shape: &[usize],
+        s: Scalar,
+        dtype: DType,
+        device: crate::Device,
+    ) -> Result<Tensor> {
+        let i = match s {
+            Scalar::Int(i) if !dtype.is_floating_point() => i,
+            _ => return Tensor::filled(shape, s.to_f64(), dtype, device),
+        };
+        // The value wrapped into the dtype: exact in `f64` for every dtype but `int64`.
+        let wrapped = match dtype {
+            DType::I32 => i64::from(i as i32),
+            DType::U8 => i64::from(i as u8),
+            DType::Bool => i64::from(i != 0),
+            _ => i,
+        };
+        const EXACT: u64 = 1 << f64::MANTISSA_DIGITS;
+        if wrapped.unsigned_abs() <= EXACT {
+            return Tensor::filled(shape, wrapped as f64, dtype, device);
+        }
+        // An `int64` beyond 2^53: built on the host, then moved and expanded.
+        let one = Tensor::from_vec(vec![wrapped], &[])?.to(device)?;
+        if shape.is_empty() {
+            return Ok(one);
+        }
+        one.expand(shape)?.contiguous()
+    }
+
     /// This tensor's values in `dtype` without autograd history: how an op converts an operand
     /// to the promoted dtype inside its forward (the engine casts each input's gradient back to
     /// the input's dtype, as PyTorch's `validate_outputs` does).

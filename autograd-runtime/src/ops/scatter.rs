@@ -149,7 +149,7 @@ fn put_backward(
     needs_input_grad: [bool; 2],
 ) -> Result<(Option<Tensor>, Option<Tensor>)> {
     let gx = if needs_input_grad[0] {
-        Some(scatter_value(grad, flat, 0.0)?)
+        Some(scatter_value(grad, flat, Scalar::Float(0.0))?)
     } else {
         None
     };
@@ -162,21 +162,21 @@ fn put_backward(
 }
 
 #[differentiable(builtin, crate = "crate", name = "ScatterBackward1")]
-fn scatter_value(x: &Tensor, flat: &SavedIndices, value: f64) -> Result<Tensor> {
+fn scatter_value(x: &Tensor, flat: &SavedIndices, value: Scalar) -> Result<Tensor> {
     let flat = flat.get()?;
-    let fill = Tensor::filled(&[flat.len()], value, x.dtype(), x.device())?;
+    let fill = Tensor::filled_scalar(&[flat.len()], value, x.dtype(), x.device())?;
     kernels::of_tensor(x)?.put(x, &fill, &flat, false)
 }
 
 #[backward(scatter_value)]
 fn scatter_value_backward(grad: &Tensor, flat: &SavedIndices) -> Result<Tensor> {
-    scatter_value(grad, flat, 0.0)
+    scatter_value(grad, flat, Scalar::Float(0.0))
 }
 
 /// The written entries are constants: PyTorch's `self_t.scatter(dim, index, 0)`.
 #[jvp(scatter_value)]
 fn scatter_value_jvp(x_t: &Tensor, flat: &SavedIndices) -> Result<Tensor> {
-    scatter_value(x_t, flat, 0.0)
+    scatter_value(x_t, flat, Scalar::Float(0.0))
 }
 
 #[differentiable(builtin, crate = "crate", name = "ScatterAddBackward0")]
@@ -213,14 +213,24 @@ fn scatter_add_src_jvp(
 }
 
 /// `x` with `alpha * source` added at the positions; `alpha` is already in `x`'s category
-/// (truncated for an integer tensor, as PyTorch's).
+/// (truncated for an integer tensor, as PyTorch's, and exact there).
 #[differentiable(builtin, crate = "crate", name = "IndexAddBackward0")]
-fn index_add_src(x: &Tensor, source: &Tensor, flat: &SavedIndices, alpha: f64) -> Result<Tensor> {
+fn index_add_src(
+    x: &Tensor,
+    source: &Tensor,
+    flat: &SavedIndices,
+    alpha: Scalar,
+) -> Result<Tensor> {
     let k = kernels::of_tensor(x)?;
-    if alpha == 1.0 {
+    if alpha.to_f64() == 1.0 {
         return k.put(x, source, &flat.get()?, true);
     }
-    let scaled = k.binary_scalar(BinaryOp::Mul, source, alpha, false)?;
+    let scaled = if source.dtype().is_floating_point() {
+        k.binary_scalar(BinaryOp::Mul, source, alpha.to_f64(), false)?
+    } else {
+        let alpha = Tensor::filled_scalar(&[], alpha, source.dtype(), source.device())?;
+        source.binary_kernel(BinaryOp::Mul, "index_add", &alpha)?
+    };
     k.put(x, &scaled, &flat.get()?, true)
 }
 
@@ -229,13 +239,13 @@ fn index_add_src_backward(
     grad: &Tensor,
     source: &InputMetadata,
     flat: &SavedIndices,
-    alpha: f64,
+    alpha: Scalar,
     needs_input_grad: [bool; 2],
 ) -> Result<(Option<Tensor>, Option<Tensor>)> {
     let gx = needs_input_grad[0].then(|| grad.clone());
     let gs = if needs_input_grad[1] {
         let g = gather_at(grad, source.shape(), flat)?;
-        Some(if alpha == 1.0 {
+        Some(if alpha.to_f64() == 1.0 {
             g
         } else {
             g.mul_scalar(alpha)?
@@ -253,7 +263,7 @@ fn index_add_src_jvp(
     x: &Tensor,
     source: &Tensor,
     flat: &SavedIndices,
-    alpha: f64,
+    alpha: Scalar,
 ) -> Result<Tensor> {
     let (x_t, source_t) = super::tangent_pair(x_t, source_t, x, source)?;
     index_add_src(&x_t, &source_t, flat, alpha)
@@ -371,7 +381,7 @@ impl Tensor {
     ) -> Result<Tensor> {
         let dim = wrap_dim(dim, self.ndim().max(1))?;
         let flat = positions_along_dim(self, dim, index, AlongDim::Scatter { src: None })?;
-        scatter_value(self, &SavedIndices::new(&flat), value.into().to_f64())
+        scatter_value(self, &SavedIndices::new(&flat), value.into())
     }
 
     /// PyTorch's `scatter_add(dim, index, src)`: a copy of this tensor with
@@ -515,11 +525,10 @@ impl Tensor {
             );
             Ok(())
         })?;
-        let alpha = alpha.into();
-        let alpha = if self.dtype().is_floating_point() {
-            alpha.to_f64()
-        } else {
-            alpha.to_f64().trunc()
+        let alpha = match alpha.into() {
+            a if self.dtype().is_floating_point() => Scalar::Float(a.to_f64()),
+            Scalar::Float(f) => Scalar::Int(f.trunc() as i64),
+            a => a,
         };
         index_add_src(self, source, &SavedIndices::new(&flat), alpha)
     }

@@ -5,8 +5,9 @@
 //!
 //! The order is PyTorch's: NaN sorts above every number (first when descending, last when
 //! ascending), integers and bools by value, and equal values keep their order along the
-//! dimension (the kernel is always stable, which `stable == false` allows). Every dtype sorts;
-//! the indices are `I64` tensors and never require grad.
+//! dimension (the kernel is always stable, which `stable == false` allows). `topk` selects
+//! instead of sorting, with PyTorch's CPU algorithms, so its positions among ties are
+//! PyTorch's. Every dtype sorts; the indices are `I64` tensors and never require grad.
 //!
 //! The values are the input's elements at the positions the kernel found: each op's node keeps
 //! those positions (freed with the node) and scatters the gradient back to them with an
@@ -42,19 +43,6 @@ fn flat_positions(shape: &[usize], dim: usize, k: usize, index: &[usize]) -> Vec
     (index.iter().enumerate())
         .map(|(p, &j)| (p / block * n + j) * inner + p % inner)
         .collect()
-}
-
-/// The first `k` positions of each lane of `index` (positions along `dim`, in `shape`'s C order).
-fn first_k(shape: &[usize], dim: usize, k: usize, index: &[usize]) -> Vec<usize> {
-    let n = shape[dim];
-    let inner: usize = shape[dim + 1..].iter().product();
-    let outer: usize = shape[..dim].iter().product();
-    let mut out = Vec::with_capacity(outer * k * inner);
-    for o in 0..outer {
-        let start = o * n * inner;
-        out.extend_from_slice(&index[start..start + k * inner]);
-    }
-    out
 }
 
 /// Positions along a dim as PyTorch's `int64` index tensor of `shape`, on `device` (on the host
@@ -274,9 +262,11 @@ impl Tensor {
 
     /// PyTorch's `topk(k, dim, largest, sorted)`: the `k` largest (or smallest, `largest ==
     /// false`) values along `dim` and their positions (`I64`). NaN counts as the largest value.
-    /// The results always come sorted (largest first, or smallest first), whatever `sorted`
-    /// says (PyTorch leaves the order unspecified then); among equal values the lower position
-    /// comes first (PyTorch's order among ties is unspecified). The values are differentiable
+    /// The positions are exactly PyTorch's CPU ones, ties and `sorted == false` included: a
+    /// selection as PyTorch's (libstdc++'s `partial_sort` when `k * 64 <= n`, else
+    /// `nth_element` and, if `sorted`, a sort of the `k - 1` before the `k`-th), not a sort of
+    /// the whole dim, so equal values come in PyTorch's order (not the lower position first),
+    /// and without `sorted` the order is the selection's. The values are differentiable
     /// (`TopkBackward0`); the indices never require grad.
     ///
     /// # Errors
@@ -306,8 +296,6 @@ impl Tensor {
         largest: bool,
         sorted: bool,
     ) -> Result<(Tensor, Tensor)> {
-        // Always sorted (see above): `sorted == false` leaves the order to the implementation.
-        let _ = sorted;
         let d = wrap_dim(dim, self.ndim())?;
         if self.dtype() == crate::DType::Bool {
             return Err(Error::InvalidArgument(
@@ -326,8 +314,7 @@ impl Tensor {
             let values = topk_values(self, &[], &SavedIndices::new(&[0]))?;
             return Ok((values, index_tensor(&[0], &[], self.device())?));
         }
-        let (_, index) = kernels::of_tensor(self)?.sort(self, d, largest, true)?;
-        let picked = first_k(&shape, d, k, &index);
+        let picked = kernels::of_tensor(self)?.topk(self, d, k, largest, sorted)?;
         let flat = flat_positions(&shape, d, k, &picked);
         let mut out_shape = shape;
         out_shape[d] = k;
@@ -448,12 +435,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn flat_positions_and_first_k_follow_c_order() {
-        // [2, 3, 2] along dim 1, k = 2: the first two of each lane.
+    fn flat_positions_follow_c_order() {
+        // [2, 3, 2] along dim 1, k = 2: two positions along dim 1 for each lane.
         let shape = [2, 3, 2];
-        let index: Vec<usize> = vec![2, 0, 1, 2, 0, 1, 0, 1, 2, 0, 1, 2];
-        let picked = first_k(&shape, 1, 2, &index);
-        assert_eq!(picked, vec![2, 0, 1, 2, 0, 1, 2, 0]);
+        let picked = vec![2, 0, 1, 2, 0, 1, 2, 0];
         assert_eq!(
             flat_positions(&shape, 1, 2, &picked),
             vec![4, 1, 2, 5, 6, 9, 10, 7]

@@ -141,7 +141,9 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn full(shape: &[usize], value: impl Into<crate::Scalar>, dtype: DType) -> Result<Tensor> {
-        Tensor::filled(shape, value.into().to_f64(), dtype, Device::Cpu)
+        let value = value.into();
+        value.check_fits(dtype, false)?;
+        Tensor::filled_scalar(shape, value, dtype, Device::Cpu)
     }
 
     /// A new contiguous tensor of `shape` filled with `value`: what every constant constructor
@@ -413,11 +415,8 @@ impl Tensor {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     pub fn full_like(&self, value: impl Into<crate::Scalar>) -> Result<Tensor> {
-        Tensor::filled(
-            self.shape(),
-            value.into().to_f64(),
-            self.dtype(),
-            self.device(),
-        )
+        let value = value.into();
+        value.check_fits(self.dtype(), false)?;
+        Tensor::filled_scalar(self.shape(), value, self.dtype(), self.device())
     }
 }

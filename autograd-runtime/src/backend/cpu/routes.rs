@@ -243,6 +243,18 @@ impl Backend for Cpu {
         Ok(super::sort::sort(x, lx, dim, descending))
     }
 
+    fn topk(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        dim: usize,
+        k: usize,
+        largest: bool,
+        sorted: bool,
+    ) -> Result<Vec<usize>> {
+        Ok(super::sort::topk(x, lx, dim, k, largest, sorted))
+    }
+
     fn max_dim(&self, x: &Buffer, lx: &Layout, dim: usize) -> Result<(Out, Vec<usize>)> {
         if !is_float(x) {
             let index = any::arg_extreme(x, lx, dim, true);

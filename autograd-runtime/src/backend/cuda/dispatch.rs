@@ -40,6 +40,19 @@ impl Backend for Cuda {
         Err(super::refuse_dtype("sort", x.dtype()))
     }
 
+    /// No CUDA selection kernel either (see `sort`).
+    fn topk(
+        &self,
+        x: &Buffer,
+        _: &Layout,
+        _: usize,
+        _: usize,
+        _: bool,
+        _: bool,
+    ) -> Result<Vec<usize>> {
+        Err(super::refuse_dtype("topk", x.dtype()))
+    }
+
     fn compare(
         &self,
         op: CompareOp,

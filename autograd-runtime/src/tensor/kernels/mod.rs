@@ -519,6 +519,18 @@ impl Kernels {
         Ok((wrap(values, x.device()), index))
     }
 
+    /// See [`Backend::topk`]: the positions along `dim` of the picked elements.
+    pub(crate) fn topk(
+        self,
+        x: &Tensor,
+        dim: usize,
+        k: usize,
+        largest: bool,
+        sorted: bool,
+    ) -> Result<Vec<usize>> {
+        read(x, |b, l| self.0.topk(b, l, dim, k, largest, sorted))
+    }
+
     /// See [`Backend::has_nan`].
     pub(crate) fn has_nan(self, x: &Tensor) -> Result<bool> {
         if !x.dtype().is_floating_point() {
