@@ -65,7 +65,7 @@ mod level;
 #[doc(hidden)]
 pub use dual::{
     DualCall, InputRef, NoJvp, dual_edges, fail_outputs, has_tangent, jvp_missing, original,
-    record_dual, set_tangents, tangents_of,
+    record_dual, set_tangents, set_vec_tangents, tangents_of,
 };
 pub(crate) use dual::{ForwardGrad, carry, in_place_tangent};
 
