@@ -273,16 +273,16 @@ fn check_jvp(cx: &Ctxt, args: &DiffArgs, fwd: &DiffFn<'_>, jvp: &Signature) -> O
                 let (fits, expected) = if fwd.output.vec {
                     (
                         is_tensor_slice_ref(ty),
-                        "&[Tensor]` (the outputs of a `Vec<Tensor>` forward)",
+                        "`&[Tensor]` (the outputs of a `Vec<Tensor>` forward, together)",
                     )
                 } else {
-                    (is_tensor_ref(ty), "&Tensor")
+                    (is_tensor_ref(ty), "`&Tensor`")
                 };
                 if !fits {
                     cx.error_spanned_by(
                         ty,
                         format!(
-                            "`{}` is an output of `{f}`: expected `{expected}`",
+                            "`{}` is an output of `{f}`: expected {expected}",
                             ident.unraw()
                         ),
                     );
@@ -310,10 +310,15 @@ fn check_jvp(cx: &Ctxt, args: &DiffArgs, fwd: &DiffFn<'_>, jvp: &Signature) -> O
                     .collect();
                 known.extend(fwd.output_names());
                 known.extend(fwd.residuals.iter().map(|r| r.ident.unraw().to_string()));
+                let what = if fwd.residuals.is_empty() {
+                    "parameters and outputs"
+                } else {
+                    "parameters, outputs and residuals"
+                };
                 cx.error_spanned_by(
                     ident,
                     format!(
-                        "`{}` names nothing of `{f}`: after the tangents, a `#[jvp]` takes `{f}`'s parameters, outputs and residuals by name ({})",
+                        "`{}` names nothing of `{f}`: after the tangents, a `#[jvp]` takes `{f}`'s {what} by name ({})",
                         ident.unraw(),
                         known
                             .iter()
@@ -813,11 +818,95 @@ mod tests {
     use quote::quote;
 
     fn check_errors(forward: proc_macro2::TokenStream, jvp: proc_macro2::TokenStream) -> String {
+        check_with(quote!(), forward, jvp)
+    }
+
+    fn check_with(
+        args: proc_macro2::TokenStream,
+        forward: proc_macro2::TokenStream,
+        jvp: proc_macro2::TokenStream,
+    ) -> String {
         let f: syn::Signature = syn::parse2(forward).unwrap();
         let j: syn::Signature = syn::parse2(jvp).unwrap();
         let ident = &j.ident;
-        let out = super::check(quote!({} { #f } { f } { #ident } { #j }));
+        let out = super::check(quote!({ #args } { #f } { f } { #ident } { #j }));
         out.to_string()
+    }
+
+    #[test]
+    fn a_slice_input_takes_a_slice_of_tangents() {
+        let forward = quote!(fn f(xs: &[Tensor], d: usize) -> Result<Tensor>);
+        for tangent in [quote!(&[Tensor]), quote!(&[Option<Tensor>])] {
+            let out = check_errors(
+                forward.clone(),
+                quote!(fn f_jvp(xs_t: #tangent, xs: &[Tensor], d: usize) -> Result<Tensor>),
+            );
+            assert!(out.contains("__AUTOGRAD_HAS_JVP"), "{out}");
+            assert!(!out.contains("compile_error"), "{out}");
+        }
+        let out = check_errors(
+            forward.clone(),
+            quote!(fn f_jvp(xs_t: &Tensor) -> Result<Tensor>),
+        );
+        assert!(
+            out.contains("expected `&[Tensor]` or `&[Option<Tensor>]`"),
+            "{out}"
+        );
+        let out = check_errors(
+            forward,
+            quote!(fn f_jvp(xs_t: &[Tensor], xs: &Tensor) -> Result<Tensor>),
+        );
+        assert!(
+            out.contains("`xs` is an input of `f`: expected `&[Tensor]`"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_vec_forward_returns_a_vec_of_tangents() {
+        let forward = quote!(fn f(x: &Tensor) -> Result<Vec<Tensor>>);
+        let out = check_errors(
+            forward.clone(),
+            quote!(fn f_jvp(x_t: &Tensor, result: &[Tensor]) -> Result<Vec<Tensor>>),
+        );
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(out.contains("set_vec_tangents"), "{out}");
+        let out = check_errors(
+            forward,
+            quote!(fn f_jvp(x_t: &Tensor, result: &Tensor) -> Tensor),
+        );
+        assert!(out.contains("expected `&[Tensor]` (the outputs"), "{out}");
+        assert!(out.contains("expected `Vec<Tensor>`"), "{out}");
+    }
+
+    #[test]
+    fn a_residual_is_named_by_reference() {
+        let forward = quote!(fn f(x: &Tensor) -> Result<(Tensor, Vec<usize>)>);
+        let out = check_with(
+            quote!(save(pos)),
+            forward.clone(),
+            quote!(fn f_jvp(x_t: &Tensor, pos: &[usize]) -> Result<Tensor>),
+        );
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(out.contains("__autograd_call_keeping"), "{out}");
+        let out = check_with(
+            quote!(save(pos)),
+            forward.clone(),
+            quote!(fn f_jvp(x_t: &Tensor, pos: Vec<usize>) -> Result<Tensor>),
+        );
+        assert!(
+            out.contains("taken by reference: expected `&Vec<usize>`"),
+            "{out}"
+        );
+        let out = check_with(
+            quote!(save(pos)),
+            forward,
+            quote!(fn f_jvp(x_t: &Tensor, q: &[usize]) -> Result<Tensor>),
+        );
+        assert!(
+            out.contains("parameters, outputs and residuals by name (`x`, `result`, `pos`)"),
+            "{out}"
+        );
     }
 
     #[test]
