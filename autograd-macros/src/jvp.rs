@@ -3,11 +3,14 @@
 //! reaches `__check_backward!` (see `backward.rs`).
 //!
 //! The jvp takes one tangent per tensor input of `f` first (`&Tensor`; `Option<&Tensor>` for an
-//! optional input), then any of `f`'s parameters and outputs by name (`result`, `result_0`, ..),
-//! and returns one tangent per tensor output (`Tensor` or a tuple, in a `Result` when it can
-//! fail). The check emits, on `f`'s marker, the inherent items the link's `call` looks for
-//! (`forward_ad::NoJvp` is the fallback): `__autograd_jvp_call` runs the forward as usual (with
-//! tangent propagation suspended), then the jvp, and sets the outputs' tangents.
+//! optional input; `&[Tensor]` or `&[Option<Tensor>]` for a `&[Tensor]` input), then any of
+//! `f`'s parameters, outputs (`result`, `result_0`, ..; `&[Tensor]` for a `Vec<Tensor>` forward)
+//! and `save(..)` residuals (by reference) by name, and returns one tangent per tensor output
+//! (`Tensor`, a tuple, or `Vec<Tensor>`, in a `Result` when it can fail). The check emits, on
+//! `f`'s marker, the inherent items the link's `call` looks for (`forward_ad::NoJvp` is the
+//! fallback): `__autograd_jvp_call` runs the forward as usual (with tangent propagation
+//! suspended; through `__autograd_call_keeping`, which hands the residuals back, when the jvp
+//! names one), then the jvp, and sets the outputs' tangents.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
