@@ -107,7 +107,7 @@ pub(crate) fn check(input: TokenStream) -> TokenStream {
 }
 
 /// What a jvp parameter after the tangents is.
-enum Named {
+enum Named<'a> {
     /// A tensor input of the forward (its `&Tensor`, `Option<&Tensor>` or `&[Tensor]`).
     Input(usize),
     /// A non-tensor parameter, passed by value (cloned before the forward runs).
@@ -119,7 +119,7 @@ enum Named {
     Original(usize),
     /// Residual `.0` of `save(..)`, by reference: the parameter's type as written, checked by
     /// rustc where the jvp declares it.
-    Residual(usize, Type),
+    Residual(usize, &'a Type),
 }
 
 /// How the jvp takes the tangent of one tensor input.
@@ -143,10 +143,10 @@ impl TangentForm {
 }
 
 /// The checked jvp.
-struct JvpPlan {
+struct JvpPlan<'a> {
     /// Per tensor input: how its tangent is taken.
     tangents: Vec<TangentForm>,
-    named: Vec<Named>,
+    named: Vec<Named<'a>>,
     /// Its return type is a `Result`.
     fallible: bool,
 }
@@ -169,10 +169,15 @@ fn tangent_form(ty: &Type, input: &ir::Param<'_>) -> Option<TangentForm> {
 }
 
 /// Checks the jvp's parameters and return type against the forward's; errors go to `cx`.
-fn check_jvp(cx: &Ctxt, args: &DiffArgs, fwd: &DiffFn<'_>, jvp: &Signature) -> Option<JvpPlan> {
+fn check_jvp<'a>(
+    cx: &Ctxt,
+    args: &DiffArgs,
+    fwd: &DiffFn<'_>,
+    jvp: &'a Signature,
+) -> Option<JvpPlan<'a>> {
     let f = fwd.name();
     let mut originals = Vec::new();
-    let params: Vec<(&Ident, &Type)> = jvp
+    let params: Vec<(&Ident, &'a Type)> = jvp
         .inputs
         .iter()
         .filter_map(|a| match a {
@@ -303,7 +308,7 @@ fn check_jvp(cx: &Ctxt, args: &DiffArgs, fwd: &DiffFn<'_>, jvp: &Signature) -> O
                         ),
                     );
                 }
-                named.push(Named::Residual(k, (*ty).clone()));
+                named.push(Named::Residual(k, ty));
             }
             _ => {
                 let mut known: Vec<String> = fwd
@@ -350,7 +355,7 @@ fn check_original(
     attr: &syn::Attribute,
     ident: &Ident,
     ty: &Type,
-) -> Option<Named> {
+) -> Option<Named<'static>> {
     let f = fwd.name();
     if !matches!(attr.meta, syn::Meta::Path(_)) {
         cx.error_spanned_by(attr, "`#[original]` takes no arguments");
@@ -447,7 +452,7 @@ fn emit(
     fwd: &DiffFn<'_>,
     fwd_path: &Path,
     jvp: &Signature,
-    plan: &JvpPlan,
+    plan: &JvpPlan<'_>,
 ) -> TokenStream {
     let krate = args.krate();
     let last = &fwd_path.segments.last().expect("a path").ident;
