@@ -466,6 +466,13 @@ pub fn derive_module(input: TokenStream) -> TokenStream {
 /// x: &Tensor` gives its value from before the write instead (a copy taken first, PyTorch's
 /// `original_self_p`), as in a backward.
 ///
+/// Lists and residuals take the forms `#[backward]` gives them: a `&[Tensor]` input's tangent
+/// is `&[Tensor]` (one per element, zeros where one has none) or `&[Option<Tensor>]` (`None`
+/// there); a `Vec<Tensor>` forward's jvp returns `Vec<Tensor>`, one tangent per output (another
+/// count is PyTorch's error at run time), and names its outputs together as `result:
+/// &[Tensor]`; a residual of `save(..)` is named after the tangents by reference (`argmax:
+/// &Argmax`).
+///
 /// Without a `#[jvp]`, a function with a hand-written backward called on dual tensors gives
 /// PyTorch's error ("You must implement the jvp function for custom autograd.Function to use it
 /// with forward mode AD."); a `#[differentiable(derive)]` function needs none (its body's ops

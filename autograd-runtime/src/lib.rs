@@ -151,7 +151,8 @@ pub mod __private {
     pub mod forward_ad {
         pub use crate::forward_ad::{
             DualCall, InputRef, NoJvp, dual_edges, engaged, fail_outputs, has_tangent, jvp_missing,
-            original, record_dual, set_tangents, suspend, suspend_for, tangents_of,
+            original, record_dual, set_tangents, set_vec_tangents, suspend, suspend_for,
+            tangents_of,
         };
     }
 

@@ -227,3 +227,176 @@ fn a_jvp_reads_a_dirty_input_from_before_the_write() -> Result<()> {
     assert_eq!(tangent.to_vec::<f64>()?, vec![3.0, -12.0]);
     Ok(())
 }
+
+/// `scale · Σ xs`, a `&[Tensor]` input whose jvp takes `None` for the elements without a
+/// tangent.
+#[differentiable]
+fn scaled_total(scale: &Tensor, xs: &[Tensor]) -> Result<Tensor> {
+    let mut total = xs[0].clone();
+    for x in &xs[1..] {
+        total = total.add(x)?;
+    }
+    total.mul(scale)
+}
+
+#[backward(scaled_total)]
+fn scaled_total_backward(
+    grad: &Tensor,
+    scale: &Tensor,
+    xs: &[Tensor],
+    result: &Tensor,
+) -> Result<(Tensor, Vec<Tensor>)> {
+    let g_scale = grad.mul(result)?.div(scale)?;
+    Ok((g_scale, vec![grad.mul(scale)?; xs.len()]))
+}
+
+#[jvp(scaled_total)]
+fn scaled_total_jvp(
+    scale_t: Option<&Tensor>,
+    xs_t: &[Option<Tensor>],
+    scale: &Tensor,
+    xs: &[Tensor],
+    result: &Tensor,
+) -> Result<Tensor> {
+    assert_eq!(xs_t.len(), xs.len());
+    let mut t = result.zeros_like()?;
+    for x_t in xs_t.iter().flatten() {
+        t = t.add(&x_t.mul(scale)?)?;
+    }
+    match scale_t {
+        Some(s_t) => t.add(&result.div(scale)?.mul(s_t)?),
+        None => Ok(t),
+    }
+}
+
+/// The rows of `x` scaled by `k`: a `Vec<Tensor>` output, whose jvp returns one tangent per row;
+/// and the same with a jvp that returns one too few.
+#[differentiable]
+fn scaled_rows(x: &Tensor, k: f64) -> Result<Vec<Tensor>> {
+    (0..x.shape()[0])
+        .map(|i| x.select(0, i)?.mul_scalar(k))
+        .collect()
+}
+
+#[backward(scaled_rows)]
+fn scaled_rows_backward(grad: &[Tensor], k: f64) -> Result<Tensor> {
+    Tensor::stack(grad, 0)?.mul_scalar(k)
+}
+
+#[jvp(scaled_rows)]
+fn scaled_rows_jvp(x_t: &Tensor, k: f64, result: &[Tensor]) -> Result<Vec<Tensor>> {
+    (0..result.len())
+        .map(|i| x_t.select(0, i)?.mul_scalar(k))
+        .collect()
+}
+
+#[differentiable]
+fn short_rows(x: &Tensor) -> Result<Vec<Tensor>> {
+    (0..x.shape()[0]).map(|i| x.select(0, i)?.exp()).collect()
+}
+
+#[backward(short_rows)]
+fn short_rows_backward(grad: &[Tensor], result: &[Tensor]) -> Result<Tensor> {
+    let parts: Vec<Tensor> = grad.iter().zip(result).map(|(g, r)| g * r).collect();
+    Tensor::stack(&parts, 0)
+}
+
+#[jvp(short_rows)]
+fn short_rows_jvp(x_t: &Tensor, result: &[Tensor]) -> Result<Vec<Tensor>> {
+    Ok(vec![x_t.select(0, 0)?.mul(&result[0])?])
+}
+
+/// `|x|` with the signs kept by `save(signs)` (and a residual nobody names): the jvp reads
+/// them, whether the call records a node or not.
+#[differentiable(save(signs, note))]
+fn magnitude(x: &Tensor) -> Result<(Tensor, Vec<f64>, String)> {
+    let signs = x.to_vec::<f64>()?.iter().map(|v| v.signum()).collect();
+    Ok((x.abs()?, signs, String::from("unused")))
+}
+
+#[backward(magnitude)]
+fn magnitude_backward(grad: &Tensor, signs: &[f64]) -> Result<Tensor> {
+    grad.mul(&Tensor::from_vec(signs.to_vec(), grad.shape())?)
+}
+
+#[jvp(magnitude)]
+fn magnitude_jvp(x_t: &Tensor, signs: &[f64]) -> Result<Tensor> {
+    x_t.mul(&Tensor::from_vec(signs.to_vec(), x_t.shape())?)
+}
+
+/// An infallible forward with a residual its backward does not name.
+#[differentiable(save(factor))]
+fn tripled(x: &Tensor) -> (Tensor, f64) {
+    (x * 3.0, 3.0)
+}
+
+#[backward(tripled)]
+fn tripled_backward(grad: &Tensor) -> Tensor {
+    grad * 3.0
+}
+
+#[jvp(tripled)]
+fn tripled_jvp(x_t: &Tensor, factor: &f64) -> Tensor {
+    x_t * *factor
+}
+
+fn tangent(y: &Tensor) -> Result<Vec<f64>> {
+    forward_ad::unpack_dual(y)?
+        .tangent
+        .expect("a tangent")
+        .to_vec::<f64>()
+}
+
+#[test]
+fn jvps_of_lists_vectors_and_residuals() -> Result<()> {
+    let _serial = crate::serial();
+    let scale = Tensor::from_vec(vec![2.0f64], &[1])?;
+    let a = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?;
+    let b = Tensor::from_vec(vec![3.0f64, -4.0], &[2])?;
+    let x = Tensor::from_vec(vec![1.0f64, -2.0, 0.5, 3.0], &[2, 2])?;
+    let both = GradcheckOptions {
+        check_forward_ad: true,
+        ..GradcheckOptions::default()
+    };
+    let leaf = |t: &Tensor| t.detach().requires_grad_(true);
+    gradcheck_with(
+        |i| scaled_total(&i[0], &[i[1].clone(), i[2].clone()]),
+        &[leaf(&scale)?, leaf(&a)?, leaf(&b)?],
+        both,
+    )?;
+    gradcheck_with(
+        |i| Ok(scaled_rows(&i[0], 1.5)?[1].clone()),
+        &[leaf(&x)?],
+        both,
+    )?;
+    gradcheck_with(|i| magnitude(&i[0]), &[leaf(&x)?], both)?;
+
+    let _level = forward_ad::dual_level()?;
+    // A tangent on the second element of the list only: `None` for the first and for `scale`.
+    let db = forward_ad::make_dual(&b, &Tensor::from_vec(vec![1.0f64, 10.0], &[2])?)?;
+    assert_eq!(
+        tangent(&scaled_total(&scale, &[a.clone(), db])?)?,
+        [2.0, 20.0]
+    );
+    let dx = forward_ad::make_dual(&x, &Tensor::ones_like(&x)?)?;
+    let rows = scaled_rows(&dx, 1.5)?;
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        assert_eq!(tangent(r)?, [1.5, 1.5]);
+    }
+    // One tangent too few: PyTorch's custom Function error, from the call.
+    assert_eq!(
+        short_rows(&dx).unwrap_err().to_string(),
+        "Function's jvp returned an invalid number of forward gradients (expected 2 but got 1)"
+    );
+    assert_eq!(short_rows(&x)?.len(), 2);
+    // The residual, through the path without a node and through the one with.
+    assert_eq!(tangent(&magnitude(&dx)?)?, [1.0, -1.0, 1.0, 1.0]);
+    let recorded = forward_ad::make_dual(&leaf(&x)?, &Tensor::ones_like(&x)?)?;
+    let y = magnitude(&recorded)?;
+    assert!(y.grad_fn().is_some());
+    assert_eq!(tangent(&y)?, [1.0, -1.0, 1.0, 1.0]);
+    assert_eq!(tangent(&tripled(&dx))?, [3.0; 4]);
+    assert_eq!(tangent(&tripled(&recorded))?, [3.0; 4]);
+    Ok(())
+}

@@ -108,5 +108,28 @@ fn masked_attention_softmax() -> Result<()> {
             F::scaled_dot_product_attention(&x[0], &x[1], &x[2], Some(&mask), 0.0, false, Some(0.7))
         },
         &qkv,
+    )?;
+    // A float mask with a tangent of its own: the softmax is composed (`_safe_softmax`'s rule),
+    // a row masked throughout (the second) has zeros for tangent.
+    let inf = f64::NEG_INFINITY;
+    let mask = Tensor::from_vec(
+        vec![
+            0.5, inf, 0.0, 2.0, -0.25, //
+            inf, inf, inf, inf, inf, //
+            0.0, 1.0, -1.0, 0.0, 0.5, //
+            inf, 0.0, inf, 0.25, inf,
+        ],
+        &[4, 5],
+    )?;
+    let [q, k, v] = qkv;
+    let sdpa: Op =
+        |x| F::scaled_dot_product_attention(&x[0], &x[1], &x[2], Some(&x[3]), 0.0, false, None);
+    let inputs = [q, k, v, mask];
+    check("sdpa dual float mask", sdpa, &inputs)?;
+    crate::ops::check_some(
+        "sdpa mask only",
+        sdpa,
+        &inputs,
+        &[false, false, false, true],
     )
 }

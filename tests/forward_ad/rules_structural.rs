@@ -613,3 +613,152 @@ fn a_module_with_backward_hooks_has_no_forward_derivative() -> Result<()> {
     );
     Ok(())
 }
+
+/// The rules of the ops over lists of tensors (`cat`'s `&[Tensor]` input, `split`'s and
+/// `chunk`'s `Vec<Tensor>` outputs) and of `max_dim`, which reads its saved positions: against
+/// finite differences and reverse mode, with tangents on some of `cat`'s inputs only.
+#[test]
+fn lists_of_tensors_and_saved_positions() -> Result<()> {
+    autograd::manual_seed(15);
+    let (a, b, c) = (randn(&[2, 3])?, randn(&[2, 1])?, randn(&[2, 4])?);
+    let strided = randn(&[3, 2])?.t()?;
+    let cat: Op = |x| Tensor::cat(&[x[0].clone(), x[1].clone(), x[2].clone()], 1);
+    let inputs = [a.clone(), b.clone(), c.clone()];
+    check("cat", cat, &inputs)?;
+    check_some("cat of the middle one", cat, &inputs, &[false, true, false])?;
+    check_some("cat of the outer ones", cat, &inputs, &[true, false, true])?;
+    check("cat strided", cat, &[strided, b.clone(), c.clone()])?;
+    // The legacy rule: a 1-D empty tensor is skipped, its tangent too.
+    check(
+        "cat with an empty one",
+        |x| {
+            Tensor::cat(
+                &[
+                    x[0].clone(),
+                    x[1].reshape(&[2])?.narrow(0, 0, 0)?,
+                    x[0].exp()?,
+                ],
+                0,
+            )
+        },
+        &[a.clone(), b.clone()],
+    )?;
+    let x = randn(&[3, 5, 2])?;
+    let cases: [(&str, Op); 6] = [
+        ("split first", |x| Ok(x[0].split(&[2, 3], 1)?[0].clone())),
+        ("split second", |x| Ok(x[0].split(&[2, 3], 1)?[1].clone())),
+        ("split last dim", |x| Ok(x[0].split(&[1, 1], 2)?[1].clone())),
+        ("chunk first", |x| Ok(x[0].chunk(2, 1)?[0].clone())),
+        ("chunk last", |x| Ok(x[0].chunk(2, 1)?[1].clone())),
+        ("max_dim keepdim", |x| Ok(x[0].max_dim(1, true)?.0)),
+    ];
+    for (name, f) in cases {
+        check(name, f, std::slice::from_ref(&x))?;
+    }
+    // A 0-dim input is its own maximum.
+    check(
+        "max_dim of a scalar",
+        |x| Ok(x[0].max_dim(0, false)?.0),
+        &[Tensor::scalar(0.75f64)],
+    )?;
+    Ok(())
+}
+
+/// `split`'s and `chunk`'s tangents are the same views of the input's tangent (PyTorch's
+/// `split_with_sizes` of `self_t`): a write into one is seen by the input's.
+#[test]
+fn split_tangents_are_views_of_the_input_tangent() -> Result<()> {
+    let _serial = crate::serial();
+    let _level = forward_ad::dual_level()?;
+    let x = forward_ad::make_dual(&fixed(&[2, 5])?, &fixed(&[2, 5])?.mul_scalar(3.0)?)?;
+    let xt = forward_ad::unpack_dual(&x)?.tangent.unwrap();
+    for parts in [x.split(&[2, 3], 1)?, x.chunk(3, 1)?] {
+        for p in &parts {
+            let pt = forward_ad::unpack_dual(p)?.tangent.expect("a tangent");
+            assert!(pt.is_view() && pt.shares_storage(&xt));
+            assert_eq!(pt.shape(), p.shape());
+            let (p, t) = (p.to_vec::<f64>()?, pt.to_vec::<f64>()?);
+            assert!(p.iter().zip(&t).all(|(p, t)| *t == 3.0 * p));
+        }
+    }
+    // `cat` copies: its tangent is the tangents side by side, zeros where a part has none.
+    let plain = Tensor::from_vec(vec![5.0f64, 6.0], &[2, 1])?;
+    let joined = Tensor::cat(&[x.narrow(1, 0, 1)?, plain], 1)?;
+    let jt = forward_ad::unpack_dual(&joined)?.tangent.unwrap();
+    assert!(!jt.shares_storage(&xt));
+    let first: Vec<f64> = fixed(&[2, 5])?.narrow(1, 0, 1)?.mul_scalar(3.0)?.to_vec()?;
+    assert_eq!(jt.to_vec::<f64>()?, [first[0], 0.0, first[1], 0.0]);
+    Ok(())
+}
+
+/// `cat`, `split`, `chunk`, `max_dim` and attention's masked softmax compute their tangents by
+/// their rules: no backward pass runs (the double-vjp fallback would run one, which the
+/// profiler records).
+#[test]
+fn list_and_saved_value_rules_run_without_a_backward_pass() -> Result<()> {
+    autograd::manual_seed(16);
+    let x = randn(&[3, 4])?;
+    let strided = randn(&[4, 3])?.t()?;
+    let mask = Tensor::from_vec(
+        vec![
+            0.0f64,
+            f64::NEG_INFINITY,
+            f64::NEG_INFINITY,
+            f64::NEG_INFINITY,
+            0.0,
+            0.25,
+        ],
+        &[3, 2],
+    )?;
+    let cases: [(&str, Op, Vec<Tensor>); 6] = [
+        (
+            "cat",
+            |x| Tensor::cat(&[x[0].clone(), x[1].exp()?], 0),
+            vec![x.clone(), x.clone()],
+        ),
+        // A strided primal keeps its contiguous tangent as given: the framework cannot give the
+        // parts views of it (`view_tangents`), the rule does.
+        (
+            "split",
+            |x| Ok(x[0].split(&[1, 3], 1)?[1].clone()),
+            vec![strided.clone()],
+        ),
+        (
+            "chunk",
+            |x| Ok(x[0].chunk(2, 0)?[0].clone()),
+            vec![strided.clone()],
+        ),
+        (
+            "max_dim",
+            |x| Ok(x[0].max_dim(1, false)?.0),
+            vec![x.clone()],
+        ),
+        (
+            "masked softmax",
+            |x| {
+                let q = x[0].narrow(1, 0, 2)?;
+                F::scaled_dot_product_attention(&q, &x[1], &x[1], Some(&x[2]), 0.0, false, None)
+            },
+            vec![x.clone(), randn(&[2, 2])?, mask.clone()],
+        ),
+        (
+            "max_dim of a scalar",
+            |x| Ok(x[0].max_dim(0, true)?.0),
+            vec![Tensor::scalar(2.0f64)],
+        ),
+    ];
+    for (name, f, inputs) in cases {
+        let _serial = crate::serial();
+        let _level = forward_ad::dual_level()?;
+        let duals: Vec<Tensor> = inputs
+            .iter()
+            .map(|x| forward_ad::make_dual(x, &x.ones_like()?))
+            .collect::<Result<_>>()?;
+        let (y, prof) = autograd::profiler::profile(|| f(&duals));
+        let y = y?;
+        assert!(forward_ad::unpack_dual(&y)?.tangent.is_some(), "{name}");
+        let nodes: Vec<&str> = prof.events().iter().map(|e| e.name.as_str()).collect();
+        assert!(nodes.is_empty(), "{name}: a backward pass ran: {nodes:?}");
+    }
+    Ok(())
+}

@@ -19,7 +19,7 @@ pub(crate) use signature::params_end;
 pub(crate) use types::{
     bool_array_len, is_bool_slice_ref, is_input_metadata, is_input_metadata_ref,
     is_option_tensor_ref, is_slice_ref_of, is_tensor, is_tensor_ref, is_tensor_slice_ref,
-    option_inner, result_ok_type, type_string,
+    option_inner, result_ok_type, type_string, vec_inner,
 };
 
 #[cfg(test)]

@@ -165,9 +165,28 @@ const _: () = {
         }
     }
     impl __autograd_max_along_backward for __autograd_max_along_marker {
+        #[inline]
         fn call(
             x: __autograd_max_along_param0<'_>,
             dims: __autograd_max_along_param1<'_>,
+        ) -> __autograd_max_along_output {
+            <__autograd_max_along_marker>::__autograd_call_keeping(
+                (x, dims),
+                ::core::option::Option::None,
+            )
+        }
+    }
+    impl __autograd_max_along_marker {
+        #[doc(hidden)]
+        #[allow(dead_code, clippy::all)]
+        pub(crate) fn __autograd_call_keeping(
+            (
+                x,
+                dims,
+            ): (__autograd_max_along_param0<'_>, __autograd_max_along_param1<'_>),
+            __keep: ::core::option::Option<
+                &mut ::core::option::Option<(__autograd_max_along_residual0,)>,
+            >,
         ) -> __autograd_max_along_output {
             let __fw_missing: bool = ::autograd::__private::forward_ad::engaged()
                 && { ::autograd::__private::forward_ad::has_tangent(&[x]) };
@@ -212,7 +231,10 @@ const _: () = {
                             return ::core::result::Result::Err(__e);
                         }
                     };
-                    let (__out0, _) = __output;
+                    let (__out0, __res0) = __output;
+                    if let ::core::option::Option::Some(__k) = __keep {
+                        *__k = ::core::option::Option::Some((__res0,));
+                    }
                     let __is_dirty0: bool = false;
                     let __out0 = {
                         let __input: bool = false || x.is_same(&__out0);
@@ -246,6 +268,11 @@ const _: () = {
                 }
             };
             let (__out0, __res0) = __output;
+            if let ::core::option::Option::Some(__k) = __keep {
+                *__k = ::core::option::Option::Some((
+                    ::core::clone::Clone::clone(&__res0),
+                ));
+            }
             let __is_dirty0: bool = false;
             let __out0 = {
                 let __input: bool = false || x.is_same(&__out0);

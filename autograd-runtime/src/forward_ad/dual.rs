@@ -736,6 +736,25 @@ pub fn set_tangents(outputs: &[&Tensor], tangents: Vec<Option<Tensor>>) -> Resul
     Ok(())
 }
 
+/// Sets the tangents a `#[jvp]` computed for a `Vec<Tensor>` forward's outputs, one per output.
+///
+/// # Errors
+///
+/// PyTorch's when the jvp returned another number of tangents than the forward outputs (its
+/// custom function's check); [`set_tangents`]'s.
+#[doc(hidden)]
+pub fn set_vec_tangents(outputs: &[Tensor], tangents: Vec<Tensor>) -> Result<()> {
+    if tangents.len() != outputs.len() {
+        return Err(Error::msg(format!(
+            "Function's jvp returned an invalid number of forward gradients (expected {} but got {})",
+            outputs.len(),
+            tangents.len()
+        )));
+    }
+    let outputs: Vec<&Tensor> = outputs.iter().collect();
+    set_tangents(&outputs, tangents.into_iter().map(Some).collect())
+}
+
 /// Marks the outputs of a custom function called on dual inputs without a `#[jvp]`: their
 /// tangent slot holds PyTorch's error, raised when it is read.
 #[doc(hidden)]
@@ -807,6 +826,13 @@ pub trait NoJvp {
     /// Never called: the generated code calls it only when `__AUTOGRAD_HAS_JVP` is true.
     fn __autograd_jvp_call<A, R>(_args: A) -> R {
         unreachable!("invariant: a custom function without a `#[jvp]` is not called through it")
+    }
+
+    /// Stands in for the forward's own (which `#[backward]` emits for a forward with `save(..)`,
+    /// and a `#[jvp]` naming a residual calls) while its backward has errors, so that they come
+    /// alone: the program does not compile then.
+    fn __autograd_call_keeping<A, K, R>(_args: A, _keep: K) -> R {
+        unreachable!("invariant: a forward with `save(..)` and a backward has its own")
     }
 }
 

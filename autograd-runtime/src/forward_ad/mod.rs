@@ -29,15 +29,16 @@
 //! - an op whose `#[jvp]` rule is declared (beside its `#[backward]`) runs the rule: the
 //!   tangent from the input tangents and the values the rule names, as PyTorch's
 //!   `derivatives.yaml` `result:` formulas;
-//!   every built-in op has one but `cat`, `split`, `split_even` (slices and vectors of tensors,
-//!   which `#[jvp]` does not take yet), `max_dim` (a saved residual) and attention's masked
-//!   softmax; an in-place op's rule names the written input from before the write with
-//!   `#[original]`, and the copy its backward saves keeps that input's tangent from before the
-//!   write (`original`), so that forward over reverse through it is exact;
-//! - any other built-in op computes it through its backward, which is linear in the incoming
-//!   gradient: with `g` a zero gradient that requires grad, `v = backward(g)` is recorded, and
-//!   the gradient of `Σ ⟨v_i, t_i⟩` with respect to `g` is `J·t` (the "double-vjp trick"), so
-//!   every op with a twice-differentiable backward has a forward derivative; one whose
+//!   every built-in op has one (`cat`'s takes its list's tangents, `split`'s returns one per
+//!   part, `max_dim`'s reads the positions its forward saved); an in-place op's rule names the
+//!   written input from before the write with `#[original]`, and the copy its backward saves
+//!   keeps that input's tangent from before the write (`original`), so that forward over
+//!   reverse through it is exact;
+//! - a built-in op without a rule (none today) would compute it through its backward, which is
+//!   linear in the incoming gradient: with `g` a zero gradient that requires grad,
+//!   `v = backward(g)` is recorded, and the gradient of `Σ ⟨v_i, t_i⟩` with respect to `g` is
+//!   `J·t` (the "double-vjp trick"), so every op with a twice-differentiable backward has a
+//!   forward derivative; one whose
 //!   backward cannot be differentiated (`once_differentiable`, or computed outside autograd)
 //!   fails with PyTorch's error ([`Error::ForwardAdNotImplemented`]) rather than give a wrong
 //!   tangent;
@@ -65,7 +66,7 @@ mod level;
 #[doc(hidden)]
 pub use dual::{
     DualCall, InputRef, NoJvp, dual_edges, fail_outputs, has_tangent, jvp_missing, original,
-    record_dual, set_tangents, tangents_of,
+    record_dual, set_tangents, set_vec_tangents, tangents_of,
 };
 pub(crate) use dual::{ForwardGrad, carry, in_place_tangent};
 

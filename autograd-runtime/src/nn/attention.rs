@@ -2,7 +2,7 @@
 //! also what it runs on the CPU for dropout) and `F.multi_head_attention_forward` with a packed
 //! `in_proj_weight`, written in differentiable ops.
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 
 use super::dropout::dropout;
 use crate::ops::AttnMask;
@@ -52,6 +52,13 @@ fn safe_softmax_backward(grad: &Tensor, result: &Tensor, dim: usize) -> Result<T
     // dx = y * (g - Σ_dim g·y), as softmax's
     let dot = grad.mul(result)?.sum_dims(&[dim], true)?;
     result.mul(&grad.sub(&dot)?)
+}
+
+/// As softmax's: `result · (x_t − Σ_dim x_t·result)`; a fully masked row's result is zeros, so is
+/// its tangent.
+#[jvp(safe_softmax)]
+fn safe_softmax_jvp(x_t: &Tensor, result: &Tensor, dim: usize) -> Result<Tensor> {
+    safe_softmax_backward(x_t, result, dim)
 }
 
 /// PyTorch's `convert_boolean_attn_mask`: a bool mask (true = takes part) becomes `0` where

@@ -113,6 +113,17 @@ fn max_dim_backward(grad: &Tensor, x: &InputMetadata, argmax: &Argmax) -> Result
         .scatter_argmax(x.shape(), argmax)
 }
 
+/// PyTorch's `gather_with_keepdimed_indices(self_t, dim, indices, keepdim)`: the tangent read at
+/// the positions of the maxima.
+#[jvp(max_dim)]
+fn max_dim_jvp(x_t: &Tensor, argmax: &Argmax, result: &Tensor) -> Result<Tensor> {
+    if x_t.ndim() == 0 {
+        // The maximum of a 0-dim tensor is itself (a copy, as the forward's).
+        return x_t.copy();
+    }
+    x_t.gather_argmax(argmax)?.reshape(result.shape())
+}
+
 /// Zeros of `shape` with `g` (keepdim-shaped) written at the argmax positions: the gradient of
 /// `max_dim`, whose own gradient gathers at the same positions.
 #[differentiable(builtin, crate = "crate", name = "MaxBackwardBackward0")]

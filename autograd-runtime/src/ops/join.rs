@@ -1,7 +1,7 @@
 //! Splitting a tensor along a dim and joining tensors along one: `split`, `chunk` (views, one
 //! multi-output node), `cat` and `stack` (copies), with their gradients.
 
-use autograd_macros::{backward, differentiable};
+use autograd_macros::{backward, differentiable, jvp};
 
 use crate::graph::InputMetadata;
 use crate::layout::wrap_dim;
@@ -20,6 +20,20 @@ fn split_backward(grad: &[Tensor], dim: usize) -> Result<Tensor> {
     Tensor::cat(grad, dim)
 }
 
+/// The same split of the tangent: views of it, made as the outputs are of the input.
+#[jvp(split)]
+fn split_jvp(x_t: &Tensor, sizes: &[usize], dim: usize) -> Result<Vec<Tensor>> {
+    split_parts(x_t, split(x_t, sizes, dim)?)
+}
+
+/// `parts` of `x`, marked as the views of a multi-output op (as the public `split` marks them).
+fn split_parts(x: &Tensor, parts: Vec<Tensor>) -> Result<Vec<Tensor>> {
+    for p in &parts {
+        p.set_view_creation(x, true);
+    }
+    Ok(parts)
+}
+
 /// `split` into parts of one size (PyTorch's `split` with an integer, which `chunk` calls).
 #[differentiable(builtin, crate = "crate", name = "SplitBackward0")]
 fn split_even(x: &Tensor, sizes: &[usize], dim: usize) -> Result<Vec<Tensor>> {
@@ -29,6 +43,11 @@ fn split_even(x: &Tensor, sizes: &[usize], dim: usize) -> Result<Vec<Tensor>> {
 #[backward(split_even)]
 fn split_even_backward(grad: &[Tensor], dim: usize) -> Result<Tensor> {
     split_backward(grad, dim)
+}
+
+#[jvp(split_even)]
+fn split_even_jvp(x_t: &Tensor, sizes: &[usize], dim: usize) -> Result<Vec<Tensor>> {
+    split_parts(x_t, split_even(x_t, sizes, dim)?)
 }
 
 /// `tensors` are checked (same dtype, device and shape except along the wrapped `dim`).
@@ -81,6 +100,25 @@ fn cat_backward(
         start += len;
     }
     Ok(grads)
+}
+
+/// PyTorch's `cat_jvp`: the tangents concatenated, zeros for the inputs without one; in one
+/// dtype, the tangents' promoted (a tangent may have another floating dtype than its primal).
+#[jvp(cat)]
+fn cat_jvp(tensors_t: &[Tensor], dim: usize) -> Result<Tensor> {
+    let dtype = tensors_t
+        .iter()
+        .map(Tensor::dtype)
+        .reduce(crate::DType::promote)
+        .ok_or_else(|| Error::shape("cat", "expected a non-empty list of tensors"))?;
+    if tensors_t.iter().all(|t| t.dtype() == dtype) {
+        return cat(tensors_t, dim);
+    }
+    let promoted = tensors_t
+        .iter()
+        .map(|t| t.to_dtype(dtype))
+        .collect::<Result<Vec<Tensor>>>()?;
+    cat(&promoted, dim)
 }
 
 /// The shape of a 1-D tensor of size 0, which `cat` skips (PyTorch's legacy rule).

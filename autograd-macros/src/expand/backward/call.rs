@@ -6,7 +6,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::{Ident, Path};
 
-use super::super::aliases::{output_type, param_type};
+use super::super::aliases::{output_type, param_type, residual_type};
 use super::super::slots::{Slot, SlotKind};
 use super::{LinkPlan, Linked};
 use crate::ir::{DiffFn, Param, ParamKind};
@@ -132,11 +132,8 @@ impl LinkPlan<'_> {
         let (elems, outs) = (&self.elems, &self.outs);
         let residuals: Vec<TokenStream> = (0..self.fwd.residuals.len())
             .map(|k| {
-                let saved = self
-                    .slots
-                    .iter()
-                    .any(|s| matches!(s.kind, SlotKind::Residual { index, .. } if index == k));
-                if saved {
+                // All of them are bound, for `__keep` (see `keep_residuals`).
+                if self.keeps() || self.residual_saved(k) {
                     let r = format_ident!("__res{}", k, span = loc);
                     quote_spanned!(loc=> #r)
                 } else {
@@ -151,6 +148,47 @@ impl LinkPlan<'_> {
         } else {
             quote_spanned!(loc=> let #(#outs)* = __output;)
         }
+    }
+
+    /// Whether the forward has `save(..)` residuals: its link's `call` is then
+    /// `__autograd_call_keeping`, which also hands them to a `#[jvp]` that names them.
+    pub(super) fn keeps(&self) -> bool {
+        !self.fwd.residuals.is_empty()
+    }
+
+    /// Whether the node keeps residual `k` (the backward names it).
+    fn residual_saved(&self, k: usize) -> bool {
+        self.slots
+            .iter()
+            .any(|s| matches!(s.kind, SlotKind::Residual { index, .. } if index == k))
+    }
+
+    /// `__keep`'s type: the residuals, for a `#[jvp]` that names them.
+    fn keep_type(&self) -> TokenStream {
+        let loc = self.linked.loc;
+        let tys = (0..self.fwd.residuals.len()).map(|k| residual_type(self.fwd_path, self.fwd, k));
+        quote_spanned!(loc=> ::core::option::Option<&mut ::core::option::Option<(#(#tys,)*)>>)
+    }
+
+    /// Hands the residuals (the locals `__res{k}`) to `__keep` when asked: a copy of those the
+    /// node keeps (`recorded`), the others moved.
+    pub(super) fn keep_residuals(&self, recorded: bool) -> Option<TokenStream> {
+        let loc = self.linked.loc;
+        let values = (0..self.fwd.residuals.len()).map(|k| {
+            let r = format_ident!("__res{}", k, span = loc);
+            if recorded && self.residual_saved(k) {
+                quote_spanned!(loc=> ::core::clone::Clone::clone(&#r))
+            } else {
+                quote_spanned!(loc=> #r)
+            }
+        });
+        self.keeps().then(|| {
+            quote_spanned! {loc=>
+                if let ::core::option::Option::Some(__k) = __keep {
+                    *__k = ::core::option::Option::Some((#(#values,)*));
+                }
+            }
+        })
     }
 
     /// The next edges, `None` when no input requires grad. Built-in ops fail at once on a view
@@ -199,7 +237,10 @@ impl LinkPlan<'_> {
     /// The link trait's `call`: the forward runs with recording off (PyTorch's generated code
     /// calls the kernel below autograd too); with grad mode already off, as in a backward pass
     /// without `create_graph`, it is called directly.
-    pub(super) fn call(&self) -> TokenStream {
+    ///
+    /// For a forward with `save(..)`, `call` is `__autograd_call_keeping` (an inherent item of
+    /// the marker, returned second) without a place for the residuals.
+    pub(super) fn call(&self) -> (TokenStream, Option<TokenStream>) {
         let (loc, krate) = (self.linked.loc, &self.krate);
         let (params, idents) = params(self.fwd_path, self.fwd);
         let ret = output_type(self.fwd_path, self.fwd);
@@ -214,6 +255,7 @@ impl LinkPlan<'_> {
         let attr_clones = self.attr_clones();
         let unwrap = self.unwrap();
         let destructure = self.destructure();
+        let keep = self.keep_residuals(true);
         let mark_dirty = self.mark_dirty();
         let dirty_checks = self.dirty_checks();
         let fresh = self.fresh(true);
@@ -277,8 +319,7 @@ impl LinkPlan<'_> {
         let suspend = self
             .builtin
             .then(|| quote_spanned!(loc=> let _fw = #forward_ad::suspend_for(__dual.as_deref());));
-        quote_spanned! {loc=>
-                    fn call(#params) #ret {
+        let body = quote_spanned! {loc=>
                         #dirty_prechecks
                         #jvp_dispatch
                         #edges_or_return
@@ -294,6 +335,7 @@ impl LinkPlan<'_> {
                         #unwrap
                         #mark_dirty
                         #destructure
+                        #keep
                         #dirty_checks
                         #fresh
                         #non_diff_aliases
@@ -302,8 +344,32 @@ impl LinkPlan<'_> {
                         #rebases
                         #mark
                         #value
-                    }
+        };
+        if !self.keeps() {
+            return (quote_spanned!(loc=> fn call(#params) #ret { #body }), None);
         }
+        let marker = &self.linked.marker;
+        let tys = (0..self.fwd.params.len()).map(|i| param_type(self.fwd_path, self.fwd, i, false));
+        let keep_type = self.keep_type();
+        let call = quote_spanned! {loc=>
+            #[inline]
+            fn call(#params) #ret {
+                <#marker>::__autograd_call_keeping((#(#idents,)*), ::core::option::Option::None)
+            }
+        };
+        let keeping = quote_spanned! {loc=>
+            impl #marker {
+                #[doc(hidden)]
+                #[allow(dead_code, clippy::all)]
+                pub(crate) fn __autograd_call_keeping(
+                    (#(#idents,)*): (#(#tys,)*),
+                    __keep: #keep_type,
+                ) #ret {
+                    #body
+                }
+            }
+        };
+        (call, Some(keeping))
     }
 
     /// Forward-mode AD for a custom function called on dual inputs: its `#[jvp]` when it has

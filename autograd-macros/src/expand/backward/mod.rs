@@ -42,7 +42,7 @@ pub(crate) fn link_impl(
         ..
     } = plan.linked;
     let node = node(loc, &plan.krate, args, fwd, fwd_path, bwd, &plan.slots);
-    let call = plan.call();
+    let (call, keeping) = plan.call();
     let rule = plan.rule();
     let attr_asserts = plan.attr_asserts();
     let impl_link = impl_link(span, link, marker, quote_spanned!(loc=> #call #rule));
@@ -51,6 +51,7 @@ pub(crate) fn link_impl(
             #attr_asserts
             #node
             #impl_link
+            #keeping
         };
     }
 }

@@ -20,9 +20,16 @@ impl LinkPlan<'_> {
         let (forward_fn, idents) = (&self.linked.forward_fn, &self.idents);
         let (elems, outs) = (&self.elems, &self.outs);
         let forward_call = quote_spanned!(loc=> #forward_fn(#(#idents),*));
+        // The residuals, dropped here unless a `#[jvp]` asks for them (`keep_residuals`).
+        let skip: Vec<TokenStream> = (0..self.fwd.residuals.len())
+            .map(|k| {
+                let r = format_ident!("__res{}", k, span = loc);
+                quote_spanned!(loc=> #r)
+            })
+            .collect();
+        let keep = self.keep_residuals(false);
         if !self.builtin {
             let unwrap = self.unwrap();
-            let skip = self.fwd.residuals.iter().map(|_| quote_spanned!(loc=> _));
             let destructure = if self.fwd.output.tuple || !self.fwd.residuals.is_empty() {
                 quote_spanned!(loc=> let (#(#elems,)* #(#skip,)*) = __output;)
             } else {
@@ -38,6 +45,7 @@ impl LinkPlan<'_> {
                     #unwrap
                     #mark_dirty
                     #destructure
+                    #keep
                     #fresh
                     #mark
                     #value
@@ -47,17 +55,16 @@ impl LinkPlan<'_> {
         if self.fwd.residuals.is_empty() {
             return forward_call;
         }
-        let skip = self.fwd.residuals.iter().map(|_| quote_spanned!(loc=> _));
-        let pattern = quote_spanned!(loc=> (#(#elems,)* #(#skip,)*));
-        let value = if self.fwd.output.tuple {
-            quote_spanned!(loc=> (#(#elems,)*))
-        } else {
-            quote_spanned!(loc=> #(#outs)*)
-        };
-        if self.fwd.output.fallible {
-            quote_spanned!(loc=> ::core::result::Result::map(#forward_call, |#pattern| #value))
-        } else {
-            quote_spanned!(loc=> { let #pattern = #forward_call; #value })
+        let unwrap = self.unwrap();
+        let value = self.value(self.fwd.output.fallible);
+        quote_spanned! {loc=>
+            {
+                let __output = #forward_call;
+                #unwrap
+                let (#(#elems,)* #(#skip,)*) = __output;
+                #keep
+                #value
+            }
         }
     }
 
