@@ -632,3 +632,117 @@ fn layers_run_on_another_device() -> Result<()> {
     }
     Ok(())
 }
+
+// ----- the fused kernels on shapes cut into several blocks and runs ------------------------------
+
+/// `conv2d` and its three gradients by the definition, one multiply-add at a time (f64):
+/// `(y, dx, dw, db)` for the incoming gradient `g`.
+#[allow(clippy::too_many_arguments)]
+fn naive_conv2d(
+    x: &[f64],
+    [n, c, h, w]: [usize; 4],
+    wt: &[f64],
+    [o, cg, kh, kw]: [usize; 4],
+    b: &[f64],
+    g: &[f64],
+    stride: [usize; 2],
+    padding: [usize; 2],
+    dilation: [usize; 2],
+) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
+    let groups = c / cg;
+    let og = o / groups;
+    let out = |d: usize, size: usize, k: usize| {
+        (size + 2 * padding[d] - dilation[d] * (k - 1) - 1) / stride[d] + 1
+    };
+    let (oh, ow) = (out(0, h, kh), out(1, w, kw));
+    let mut y = vec![0.0; n * o * oh * ow];
+    let (mut dx, mut dw, mut db) = (vec![0.0; x.len()], vec![0.0; wt.len()], vec![0.0; o]);
+    for bn in 0..n {
+        for oc in 0..o {
+            let grp = oc / og;
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    let at = ((bn * o + oc) * oh + oy) * ow + ox;
+                    let mut acc = b[oc];
+                    db[oc] += g[at];
+                    for ci in 0..cg {
+                        let ch = grp * cg + ci;
+                        for i in 0..kh {
+                            for j in 0..kw {
+                                let yy = (oy * stride[0] + i * dilation[0]) as isize
+                                    - padding[0] as isize;
+                                let xx = (ox * stride[1] + j * dilation[1]) as isize
+                                    - padding[1] as isize;
+                                if yy < 0 || xx < 0 || yy >= h as isize || xx >= w as isize {
+                                    continue;
+                                }
+                                let xi = ((bn * c + ch) * h + yy as usize) * w + xx as usize;
+                                let wi = ((oc * cg + ci) * kh + i) * kw + j;
+                                acc += wt[wi] * x[xi];
+                                dx[xi] += wt[wi] * g[at];
+                                dw[wi] += x[xi] * g[at];
+                            }
+                        }
+                    }
+                    y[at] = acc;
+                }
+            }
+        }
+    }
+    (y, dx, dw, db)
+}
+
+fn close(what: &str, got: &[f64], want: &[f64]) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (a, b)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (a - b).abs() <= 1e-9 * (1.0 + b.abs()),
+            "{what}: element {i}: {a} against {b}"
+        );
+    }
+}
+
+/// The fused CPU kernels cut large inputs into blocks of output rows (a patch matrix of at
+/// most 2^18 elements each) and the batch into runs: every block, run, group and both input
+/// gradient paths (stride 1 as a convolution of the gradient, stride 2 through col2im) against
+/// the definition.
+#[test]
+fn conv2d_on_several_blocks_matches_the_definition() -> Result<()> {
+    // (x shape, weight shape, stride, padding, dilation)
+    type Case = ([usize; 4], [usize; 4], [usize; 2], [usize; 2], [usize; 2]);
+    let cases: [Case; 3] = [
+        // K = 144, OW = 64: blocks of 19 of the 38 output rows; two groups.
+        ([3, 16, 40, 64], [6, 8, 3, 3], [1, 1], [1, 1], [2, 1]),
+        // Stride 2: OH = 80 in blocks of 40.
+        ([3, 16, 160, 64], [6, 8, 3, 3], [2, 2], [1, 1], [1, 1]),
+        // One group, padding 2 of a 3x3 kernel, odd widths: uneven blocks.
+        ([2, 12, 130, 45], [5, 12, 3, 3], [1, 1], [2, 1], [1, 1]),
+    ];
+    for (k, (xs, ws, stride, padding, dilation)) in cases.into_iter().enumerate() {
+        let seed = 10 * k as u64;
+        let x = arg(&xs, seed + 1);
+        let w = arg(&ws, seed + 2);
+        let b = arg(&[ws[0]], seed + 3);
+        let groups = xs[1] / ws[1];
+        let y = F::conv2d(&x, &w, Some(&b), stride, padding, dilation, groups)?;
+        let g = Tensor::from_vec(values(y.numel(), seed + 4), y.shape())?;
+        let (want_y, want_dx, want_dw, want_db) = naive_conv2d(
+            &x.to_vec::<f64>()?,
+            xs,
+            &w.to_vec::<f64>()?,
+            ws,
+            &b.to_vec::<f64>()?,
+            &g.to_vec::<f64>()?,
+            stride,
+            padding,
+            dilation,
+        );
+        close(&format!("case {k}: output"), &y.to_vec::<f64>()?, &want_y);
+        y.backward_with(BackwardOptions::new().gradient(g))?;
+        let grad = |t: &Tensor| t.grad().unwrap().to_vec::<f64>();
+        close(&format!("case {k}: grad input"), &grad(&x)?, &want_dx);
+        close(&format!("case {k}: grad weight"), &grad(&w)?, &want_dw);
+        close(&format!("case {k}: grad bias"), &grad(&b)?, &want_db);
+    }
+    Ok(())
+}

@@ -327,6 +327,46 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
         })
     }
 
+    /// The fused 2-D convolution (whether a backend has it: [`Backend::fused_conv`]): `x`
+    /// `[N, C, H, W]`, `w` `[O, C/groups, kh, kw]` and `bias` `[O]`, f32 or f64 of one dtype,
+    /// geometry `p`; the result `[N, O, OH, OW]`. Deterministic.
+    fn conv2d(
+        &self,
+        x: (&Buffer, &Layout),
+        w: (&Buffer, &Layout),
+        bias: Option<(&Buffer, &Layout)>,
+        p: &Patches,
+        groups: usize,
+    ) -> Result<Out> {
+        let _ = (w, bias, p, groups);
+        Err(crate::Error::NotImplementedForDType {
+            op: "conv2d".into(),
+            dtype: x.0.dtype(),
+        })
+    }
+    /// The gradients of [`Backend::conv2d`] from the incoming gradient `g` (the result's
+    /// shape): `[d x, d w, d bias]`, each computed only when `needs` asks. Deterministic.
+    fn conv2d_backward(
+        &self,
+        g: (&Buffer, &Layout),
+        x: (&Buffer, &Layout),
+        w: (&Buffer, &Layout),
+        p: &Patches,
+        groups: usize,
+        needs: [bool; 3],
+    ) -> Result<[Option<Out>; 3]> {
+        let _ = (x, w, p, groups, needs);
+        Err(crate::Error::NotImplementedForDType {
+            op: "conv2d_backward".into(),
+            dtype: g.0.dtype(),
+        })
+    }
+    /// Whether this backend has [`Backend::conv2d`] and [`Backend::conv2d_backward`] (by
+    /// default not: convolution is then composed of im2col, col2im and GEMMs).
+    fn fused_conv(&self) -> bool {
+        false
+    }
+
     // ----- optimizers ---------------------------------------------------------------------------
     /// One fused optimizer step (PyTorch's `fused=True`) over `sets`, one parameter group of one
     /// algorithm and dtype: each parameter and its state updated in place from its gradient

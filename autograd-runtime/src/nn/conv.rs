@@ -310,7 +310,12 @@ pub fn conv2d(
         Some(b) => y.add(&b.reshape(shape)?),
         None => Ok(y),
     };
-    let y = if x.device().is_host() && x.dtype().is_floating_point() {
+    let y = if super::conv_patches::fusable(&x)? {
+        // One op each way, f32 and f64 on the CPU: im2col into an L2-sized scratch block per
+        // batch entry and block of output rows, GEMMs straight into the result
+        // (`backend/cpu/conv.rs`).
+        super::conv_patches::fused(&x, weight, bias, patches, groups)?
+    } else if x.device().is_host() && x.dtype().is_floating_point() {
         // One patch matrix `[C·kh·kw, L]` per batch entry, written directly, and one GEMM per
         // entry and group with the weight, giving `[N, O, L]`, PyTorch's layout, with no
         // transpose (one GEMM over the whole batch is slower: see `backend/cpu/conv.rs`).

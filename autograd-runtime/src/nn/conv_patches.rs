@@ -8,6 +8,7 @@
 use autograd_macros::{backward, differentiable, jvp};
 
 use crate::backend::Patches;
+use crate::ops::records;
 use crate::tensor::kernels;
 use crate::{Result, Tensor};
 
@@ -92,6 +93,126 @@ fn weight_matmul_jvp(
         (None, Some(c)) => weight_matmul(weight, c),
         (None, None) => weight_matmul(weight, cols)?.zeros_like(),
     }
+}
+
+/// 2-D convolution as one op (PyTorch's `convolution`): `input` `[N, C, H, W]`, `weight`
+/// `[O, C/G, kh, kw]`, optional `bias` `[O]`, all f32 or all f64 on a backend with the fused
+/// kernels (checked by the caller, as the shapes are); the result is `[N, O, OH, OW]`. The
+/// backward is the fused kernel too, unless it is recorded (`create_graph` with an operand
+/// that requires grad): then it is written in the differentiable ops above (im2col, col2im,
+/// `matmul`), so convolution stays differentiable any number of times.
+#[differentiable(builtin, crate = "crate", name = "ConvolutionBackward0")]
+fn convolution(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    patches: Patches,
+    groups: usize,
+) -> Result<Tensor> {
+    kernels::of_tensor(input)?.conv2d(input, weight, bias, &patches, groups)
+}
+
+#[backward(convolution)]
+fn convolution_backward(
+    grad: &Tensor,
+    input: &Tensor,
+    weight: &Tensor,
+    patches: Patches,
+    groups: usize,
+    needs_input_grad: [bool; 3],
+) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+    if !records(&[grad, input, weight]) {
+        let [dx, dw, db] = kernels::of_tensor(input)?.conv2d_backward(
+            grad,
+            input,
+            weight,
+            &patches,
+            groups,
+            needs_input_grad,
+        )?;
+        return Ok((dx, dw, db));
+    }
+    let ws = weight.shape();
+    let (n, o) = (patches.batch, ws[0]);
+    let (k, l) = (ws[1] * ws[2] * ws[3], patches.output[0] * patches.output[1]);
+    // [N, G, O/G, L] and [G, O/G, K/G].
+    let g = grad.reshape(&[n, groups, o / groups, l])?;
+    let w = weight.reshape(&[groups, o / groups, k])?;
+    let dx = if needs_input_grad[0] {
+        let cols = w.transpose(1, 2)?.matmul(&g)?; // [N, G, K/G, L]
+        Some(col2im(&cols.reshape(&[n, groups * k, l])?, patches)?)
+    } else {
+        None
+    };
+    let dw = if needs_input_grad[1] {
+        let cols = im2col(input, patches)?.reshape(&[n, groups, k, l])?;
+        Some(
+            cols.matmul(&g.transpose(2, 3)?)?
+                .sum_dims(&[0], false)?
+                .transpose(1, 2)?
+                .reshape(ws)?,
+        )
+    } else {
+        None
+    };
+    let db = if needs_input_grad[2] {
+        Some(grad.sum_dims(&[0, 2, 3], false)?)
+    } else {
+        None
+    };
+    Ok((dx, dw, db))
+}
+
+/// Bilinear in (input, weight), plus the bias: `conv(ẋ, w) + conv(x, ẇ) + ḃ`.
+#[jvp(convolution)]
+fn convolution_jvp(
+    input_t: Option<&Tensor>,
+    weight_t: Option<&Tensor>,
+    bias_t: Option<&Tensor>,
+    input: &Tensor,
+    weight: &Tensor,
+    patches: Patches,
+    groups: usize,
+) -> Result<Tensor> {
+    let mut out = match input_t {
+        Some(x_t) => Some(convolution(x_t, weight, None, patches, groups)?),
+        None => None,
+    };
+    if let Some(w_t) = weight_t {
+        let t = convolution(input, w_t, None, patches, groups)?;
+        out = Some(match out {
+            Some(o) => o.add(&t)?,
+            None => t,
+        });
+    }
+    let out = match out {
+        Some(o) => o,
+        None => convolution(input, weight, None, patches, groups)?.zeros_like()?,
+    };
+    match bias_t {
+        Some(b_t) => out.add(&b_t.reshape(&[b_t.shape()[0], 1, 1])?),
+        None => Ok(out),
+    }
+}
+
+/// [`convolution`]: the fused op, for operands the caller checked.
+pub(super) fn fused(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    patches: Patches,
+    groups: usize,
+) -> Result<Tensor> {
+    convolution(input, weight, bias, patches, groups)
+}
+
+/// Whether `conv2d` of `input` runs as the fused op: f32 or f64 operands of one dtype (checked
+/// by the caller) on a backend with the fused kernels.
+pub(super) fn fusable(input: &Tensor) -> Result<bool> {
+    Ok(
+        matches!(input.dtype(), crate::DType::F32 | crate::DType::F64)
+            && kernels::of_tensor(input)?.fused_conv(),
+    )
 }
 
 /// The patch matrices of `x` (`[N, C, H, W]`, on a host device, floating point) for `patches`.

@@ -279,12 +279,34 @@ unsafe fn gemm_raw<T: Element>(
     lhs: ArrayView2<'_, T>,
     rhs: ArrayView2<'_, T>,
 ) {
+    // SAFETY: the caller's promise, for row stride `dst_rs` and column stride 1.
+    unsafe { gemm_at(dst, [dst_rs, 1], false, lhs, rhs) }
+}
+
+/// `dst = lhs @ rhs`, or `dst += lhs @ rhs` with `accumulate`, by one `gemm` call on the calling
+/// thread: `dst` is the `m x n` matrix at `dst` with strides `[row, column]` (in elements, not
+/// both 0 unless `m` or `n` is 1); `m, n, k > 0`. The summation order depends only on the
+/// shapes, strides and `accumulate`, never on the thread.
+///
+/// # Safety
+///
+/// `dst` must be valid for writes (and, with `accumulate`, reads of initialised values) at
+/// `dst + i * strides[0] + j * strides[1]` for `i < m`, `j < n`, those elements distinct, and
+/// nothing else may access them during the call.
+pub(super) unsafe fn gemm_at<T: Element>(
+    dst: *mut T,
+    dst_strides: [usize; 2],
+    accumulate: bool,
+    lhs: ArrayView2<'_, T>,
+    rhs: ArrayView2<'_, T>,
+) {
     let (m, k) = lhs.dim();
     let n = rhs.ncols();
     let (&[lhs_rs, lhs_cs], &[rhs_rs, rhs_cs]) = (lhs.strides(), rhs.strides()) else {
         unreachable!("invariant: 2-D views have two strides")
     };
-    let (m, n, dst_cs, dst_rs) = (m as isize, n as isize, 1isize, dst_rs as isize);
+    let [dst_rs, dst_cs] = dst_strides;
+    let (m, n, dst_cs, dst_rs) = (m as isize, n as isize, dst_cs as isize, dst_rs as isize);
     // The kernels prefer a column-major destination: with unit column stride, compute the
     // transposed product `dstᵀ = rhsᵀ lhsᵀ` instead (what the `gemm` facade does before it
     // dispatches), by swapping the operands and their strides.
@@ -311,14 +333,14 @@ unsafe fn gemm_raw<T: Element>(
                 dst.cast::<$t>(),
                 dst_cs,
                 dst_rs,
-                false,
+                accumulate,
                 lhs_p.cast::<$t>(),
                 lhs_cs,
                 lhs_rs,
                 rhs_p.cast::<$t>(),
                 rhs_cs,
                 rhs_rs,
-                0.0,
+                if accumulate { 1.0 } else { 0.0 },
                 1.0,
                 false,
                 false,
@@ -334,7 +356,9 @@ unsafe fn gemm_raw<T: Element>(
     // caller promises: ndarray guarantees the views address initialised elements that stay
     // borrowed (read-only) for this call, and the destination is writable and ours alone, so
     // it cannot alias them. With `read_dst == false` the old contents are never read (they may
-    // be uninitialised) and `alpha` is ignored; `beta == 1` gives dst = lhs @ rhs. The pointer
+    // be uninitialised) and `alpha` is ignored; `beta == 1` gives dst = lhs @ rhs. With it
+    // (`accumulate`, the caller promising initialised values), `alpha == 1` gives
+    // dst = dst + lhs @ rhs. The pointer
     // casts are identities: each branch runs only when `T` is that type.
     unsafe {
         if TypeId::of::<T>() == TypeId::of::<f32>() {

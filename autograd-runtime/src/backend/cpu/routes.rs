@@ -355,4 +355,31 @@ impl Backend for Cpu {
     fn col2im(&self, cols: &Buffer, lc: &Layout, p: &Patches) -> Result<Out> {
         super::conv::col2im_buffer(cols, lc, p)
     }
+
+    fn conv2d(
+        &self,
+        x: (&Buffer, &Layout),
+        w: (&Buffer, &Layout),
+        bias: Option<(&Buffer, &Layout)>,
+        p: &Patches,
+        groups: usize,
+    ) -> Result<Out> {
+        super::conv::conv2d_buffer(x, w, bias, p, groups)
+    }
+
+    fn conv2d_backward(
+        &self,
+        g: (&Buffer, &Layout),
+        x: (&Buffer, &Layout),
+        w: (&Buffer, &Layout),
+        p: &Patches,
+        groups: usize,
+        needs: [bool; 3],
+    ) -> Result<[Option<Out>; 3]> {
+        super::conv::conv2d_backward_buffer(g, x, w, p, groups, needs)
+    }
+
+    fn fused_conv(&self) -> bool {
+        true
+    }
 }

@@ -15,6 +15,7 @@ use super::Tensor;
 use super::storage::Storage;
 use super::widen::Widen;
 
+mod conv;
 mod element_map;
 mod fused_step;
 mod rows;

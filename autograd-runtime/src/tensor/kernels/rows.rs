@@ -12,7 +12,7 @@ use crate::{DType, Result};
 
 /// Runs `f` on the buffers of `tensors` (in order), read-locking each storage once, in storage
 /// address order.
-fn read_all<R>(tensors: &[&Tensor], f: impl FnOnce(&[&Buffer]) -> R) -> R {
+pub(super) fn read_all<R>(tensors: &[&Tensor], f: impl FnOnce(&[&Buffer]) -> R) -> R {
     let mut storages: Vec<_> = tensors.iter().map(|t| &t.0.storage).collect();
     storages.sort_by_key(|s| Arc::as_ptr(s));
     storages.dedup_by(|a, b| Arc::ptr_eq(a, b));
