@@ -60,15 +60,19 @@
 //! Integer and bool results carry no tangent. Grad mode does not affect forward mode (a dual
 //! op under [`no_grad`](crate::no_grad) still computes its tangent).
 
+mod custom;
 mod dual;
 mod level;
 
+pub(crate) use custom::carry;
 #[doc(hidden)]
-pub use dual::{
-    DualCall, InputRef, NoJvp, dual_edges, fail_outputs, has_tangent, jvp_missing, original,
-    record_dual, set_tangents, set_vec_tangents, tangents_of,
+pub use custom::{
+    NoJvp, fail_outputs, has_tangent, jvp_missing, original, set_tangents, set_vec_tangents,
+    tangents_of,
 };
-pub(crate) use dual::{ForwardGrad, carry, in_place_tangent};
+#[doc(hidden)]
+pub use dual::{DualCall, InputRef, dual_edges, record_dual};
+pub(crate) use dual::{ForwardGrad, in_place_tangent};
 
 use crate::grad_mode::{self, ForwardAdSuspension};
 use crate::{Error, Result, Tensor};
