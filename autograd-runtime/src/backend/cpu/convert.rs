@@ -133,6 +133,9 @@ where
     S: Copy + Default + Sync,
     D: Send + 'static,
 {
+    if l.numel() == 0 {
+        return Vec::new();
+    }
     let runs = Runs::of(l);
     // SAFETY: `fill` writes every element of each chunk: its runs cover positions
     // `start..start + dst.len()` exactly once, and every converter writes each element of its
@@ -334,6 +337,16 @@ mod tests {
         };
         let (u, _) = to_dtype(&ints, &expanded, DType::U8);
         assert_eq!(u.as_slice::<u8>().unwrap(), &[7, 253, 7, 253, 7, 253]);
+    }
+
+    #[test]
+    fn empty_tensors_convert_to_empty() {
+        let b = Buffer::host(ElemVec::from_vec(Vec::<f32>::new()));
+        for shape in [&[0usize][..], &[2, 0], &[0, 3]] {
+            let (out, s) = to_dtype(&b, &Layout::contiguous(shape), DType::I32);
+            assert_eq!(out.len(), 0);
+            assert_eq!(&s[..], shape);
+        }
     }
 
     /// A wide transpose (several chunks of the intra-op split, each starting mid-run) to `f32`.
