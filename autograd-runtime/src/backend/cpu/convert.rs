@@ -277,7 +277,7 @@ mod tests {
     /// element-wise casts of its elements in C order, split at chunk boundaries or not.
     #[test]
     fn strided_runs_match_element_casts() {
-        let data: Vec<f32> = (0..600).map(|i| (i as f32 - 300.0) * 0.37).collect();
+        let data: Vec<f32> = (0..605).map(|i| (i as f32 - 300.0) * 0.37).collect();
         // [20, 30] at offset 5; narrowed to columns 3..28 and transposed: shape [25, 20].
         let base = Layout {
             shape: [20usize, 30].into_iter().collect(),
