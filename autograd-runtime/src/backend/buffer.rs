@@ -196,6 +196,13 @@ impl Buffer {
             Buffer::F64(v) if v.spilled() && large(v.capacity(), 8) => {
                 buffer_cache::give(std::mem::take(v).into_vec());
             }
+            // Half buffers too: the casts around every half-precision kernel allocate them.
+            Buffer::F16(v) if v.spilled() && large(v.capacity(), 2) => {
+                buffer_cache::give(std::mem::take(v).into_vec());
+            }
+            Buffer::BF16(v) if v.spilled() && large(v.capacity(), 2) => {
+                buffer_cache::give(std::mem::take(v).into_vec());
+            }
             _ => {}
         }
     }

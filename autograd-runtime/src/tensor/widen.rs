@@ -9,6 +9,7 @@
 
 use super::Tensor;
 use super::kernels::Kernels;
+use crate::layout::Layout;
 use crate::{DType, Result};
 
 /// How a float kernel sees operands of one dtype: converted to `compute`, and the result
@@ -60,7 +61,7 @@ impl Widen {
     ) -> Result<Tensor> {
         let wide = xs
             .iter()
-            .map(|x| k.to_dtype(x, self.compute))
+            .map(|x| convert_keeping_strides(k, x, self.compute))
             .collect::<Result<Vec<_>>>()?;
         let out = f(std::array::from_fn(|i| &wide[i]))?;
         match self.back {
@@ -68,4 +69,35 @@ impl Widen {
             _ => Ok(out),
         }
     }
+}
+
+/// `x` in `dtype`. A permuted dense operand (a transpose, the heads of attention) is converted
+/// as the flat block of memory it covers, with one pass of the slice kernels, and viewed with
+/// its own strides again: a kernel takes a strided operand as it would take `x`, while a
+/// contiguous conversion of it would be a gather through every stride (for a matmul's
+/// transposed weight, every element a new cache line).
+fn convert_keeping_strides(k: Kernels, x: &Tensor, dtype: DType) -> Result<Tensor> {
+    let l = x.layout();
+    let numel = l.numel();
+    if numel == 0 || l.is_contiguous() || !l.is_non_overlapping_and_dense() {
+        return k.to_dtype(x, dtype);
+    }
+    // Non-overlapping and dense: the elements are exactly `offset..offset + numel`.
+    let flat = Tensor::from_parts(
+        x.0.storage.clone(),
+        Layout {
+            shape: [numel].into_iter().collect(),
+            strides: [1].into_iter().collect(),
+            offset: l.offset,
+        },
+    );
+    let wide = k.to_dtype(&flat, dtype)?;
+    Ok(Tensor::from_parts(
+        wide.0.storage.clone(),
+        Layout {
+            shape: l.shape.clone(),
+            strides: l.strides.clone(),
+            offset: 0,
+        },
+    ))
 }

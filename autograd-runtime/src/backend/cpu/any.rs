@@ -113,6 +113,8 @@ macro_rules! with_dtype {
     };
 }
 
+pub(super) use with_dtype;
+
 /// `v` as an [`Out`] of `shape`.
 fn out<T: DataElement>(v: Vec<T>, shape: &[usize]) -> Out {
     (Buffer::host(ElemVec::from_vec(v)), shape.into())
@@ -150,54 +152,6 @@ fn zip_broadcast<A: Copy, B: Copy, R>(
 /// A contiguous copy.
 pub(crate) fn contiguous(x: &Buffer, lx: &Layout) -> Out {
     with_data!(x, |d: T| out::<T>(collect(d, lx), &lx.shape))
-}
-
-/// The values converted to `dtype` with PyTorch's cast rules ([`DataElement::cast_from`]).
-pub(crate) fn to_dtype(x: &Buffer, lx: &Layout, dtype: DType) -> Out {
-    if let Some(out) = half_f32(x, lx, dtype) {
-        return out;
-    }
-    with_data!(x, |d: S| {
-        let src: Vec<S> = collect(d, lx);
-        with_dtype!(dtype, |D| out::<D>(
-            src.iter().map(|&s| D::cast_from(s)).collect(),
-            &lx.shape
-        ))
-    })
-}
-
-/// The conversions between `f32` and the half types on a contiguous buffer, through `half`'s
-/// slice conversions (F16C / SIMD where the CPU has them; round to nearest even, as the
-/// element-wise casts): what every half-precision op pays twice, around its `f32` kernel.
-fn half_f32(x: &Buffer, lx: &Layout, dtype: DType) -> Option<Out> {
-    use half::slice::HalfFloatSliceExt;
-    if !lx.is_contiguous() {
-        return None;
-    }
-    let range = lx.offset..lx.offset + lx.numel();
-    Some(match (x, dtype) {
-        (Buffer::F16(d), DType::F32) => {
-            let mut v = vec![0f32; range.len()];
-            d[range].convert_to_f32_slice(&mut v);
-            out(v, &lx.shape)
-        }
-        (Buffer::BF16(d), DType::F32) => {
-            let mut v = vec![0f32; range.len()];
-            d[range].convert_to_f32_slice(&mut v);
-            out(v, &lx.shape)
-        }
-        (Buffer::F32(d), DType::F16) => {
-            let mut v = vec![f16::ZERO; range.len()];
-            v.convert_from_f32_slice(&d[range]);
-            out(v, &lx.shape)
-        }
-        (Buffer::F32(d), DType::BF16) => {
-            let mut v = vec![bf16::ZERO; range.len()];
-            v.convert_from_f32_slice(&d[range]);
-            out(v, &lx.shape)
-        }
-        _ => return None,
-    })
 }
 
 /// Sets every element of `dst` (through its layout) to `value` cast to its dtype.
@@ -429,7 +383,7 @@ pub(crate) fn binary_scalar(
     scalar_on_left: bool,
 ) -> Result<Out> {
     let scalar = Buffer::host(ElemVec::from_vec(vec![s as i64]));
-    let scalar = to_dtype(&scalar, &Layout::contiguous(&[]), x.dtype()).0;
+    let scalar = super::convert::to_dtype(&scalar, &Layout::contiguous(&[]), x.dtype()).0;
     let ls = Layout::contiguous(&[]);
     if scalar_on_left {
         binary(op, &scalar, &ls, x, lx)

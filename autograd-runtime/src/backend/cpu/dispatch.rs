@@ -438,22 +438,6 @@ pub(crate) fn contiguous(x: &Buffer, lx: &Layout) -> Out {
     })
 }
 
-/// The values converted to `dtype`.
-pub(crate) fn to_dtype(x: &Buffer, lx: &Layout, dtype: DType) -> Out {
-    if !is_float(x) || !matches!(dtype, DType::F32 | DType::F64) {
-        return any::to_dtype(x, lx, dtype);
-    }
-    with_view!(x, lx, |a| {
-        let shape = a.shape().to_vec();
-        let a = standard(a);
-        let s = std_slice(&a);
-        match dtype {
-            DType::F32 => tensor_of(dense::convert::<_, f32>(s), &shape),
-            _ => tensor_of(dense::convert::<_, f64>(s), &shape),
-        }
-    })
-}
-
 /// `parts` (same dtype as the first, else [`Error::WrongDType`]) concatenated along `dim`.
 pub(crate) fn cat(parts: &[(&Buffer, &Layout)], dim: usize) -> Result<Out> {
     fn typed<T: Element>(parts: &[(&Buffer, &Layout)], dim: usize) -> Result<Out> {

@@ -17,6 +17,7 @@
 mod any;
 pub(crate) mod buffer_cache;
 mod conv;
+mod convert;
 mod dense;
 pub(crate) mod dispatch;
 mod elementwise;

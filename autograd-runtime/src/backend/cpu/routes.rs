@@ -7,8 +7,7 @@ use super::any;
 use super::dispatch::{
     argmax, binary, binary_inplace, binary_scalar, cat, contiguous, copy_into, fill, gather,
     grad_formula, grad_formula_inplace, has_nan, index_add, index_select, is_float, map, matmul,
-    max_dim, narrow_scatter, pow_scalar, scatter, softmax, sum_all, sum_dims, sum_to, to_dtype,
-    unary,
+    max_dim, narrow_scatter, pow_scalar, scatter, softmax, sum_all, sum_dims, sum_to, unary,
 };
 use super::rows;
 use crate::backend::step::StepSet;
@@ -121,7 +120,7 @@ impl Backend for Cpu {
     }
 
     fn to_dtype(&self, x: &Buffer, lx: &Layout, dtype: DType) -> Result<Out> {
-        Ok(to_dtype(x, lx, dtype))
+        Ok(super::convert::to_dtype(x, lx, dtype))
     }
 
     fn to_device(&self, x: &Buffer, lx: &Layout, device: Device) -> Result<Out> {

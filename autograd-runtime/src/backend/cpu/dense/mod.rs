@@ -323,19 +323,6 @@ pub(crate) fn pow_scalar<T: Element + VMath>(src: &[T], exponent: f64) -> Vec<T>
     }
 }
 
-/// `dst[i] = src[i]` converted, for `to(dtype)`.
-pub(crate) fn convert<S: Element, D: Element>(src: &[S]) -> Vec<D> {
-    // SAFETY: the loop writes every element of `dst`.
-    unsafe {
-        collect_chunks(src.len(), |start, dst| {
-            let src = &src[start..start + dst.len()];
-            for (d, &x) in dst.iter_mut().zip(src) {
-                d.write(D::from_f64(x.to_f64()));
-            }
-        })
-    }
-}
-
 /// `f(big[i], small[(i / inner) % mid])` for every `i`: a broadcast where `small` repeats as
 /// one contiguous block (`[N, M] + [M]`: `inner == 1`; `[N, M] * [N, 1]`: `mid == N`,
 /// `inner == M`). `swap` puts `small` on the left of `f`.
