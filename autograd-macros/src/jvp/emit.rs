@@ -33,7 +33,15 @@ pub(super) fn emit(
     let tangent_list = tangent_list(&krate, &tensor_params, &plan.tangents, loc);
     let out_refs = output_refs(fwd, &krate, loc);
     let early_fail = early_fail(fwd, &forward_ad, (&marker, &link), &idents, &out_refs, loc);
-    let locals = named_locals(fwd, plan, &tensor_params, &forward_ad, &early_fail, loc);
+    let locals = named_locals(
+        &krate,
+        fwd,
+        plan,
+        &tensor_params,
+        &forward_ad,
+        &early_fail,
+        loc,
+    );
     let m = fwd.output.tensors.len();
     let outs: Vec<Ident> = (0..m)
         .map(|j| format_ident!("__o{}", j, span = loc))
@@ -114,6 +122,7 @@ pub(super) fn emit(
 /// cloned before the forward takes them, and the dirty inputs it names `#[original]`, copied
 /// before the forward writes them.
 fn named_locals(
+    krate: &Path,
     fwd: &DiffFn<'_>,
     plan: &JvpPlan<'_>,
     tensor_params: &[&ir::Param<'_>],
@@ -132,8 +141,13 @@ fn named_locals(
             Named::Original(k) => {
                 let ident = tensor_params[*k].ident;
                 let local = format_ident!("__jvp_original_{}", ident.unraw(), span = loc);
+                // The value only (the rule reads no tangent of it): copied with propagation
+                // suspended, so no tangent is copied along.
                 Some(quote_spanned! {loc=>
-                    let #local = match #forward_ad::original(#ident) {
+                    let #local = match {
+                        let _fw = #forward_ad::suspend();
+                        #krate::Tensor::copy(#ident)
+                    } {
                         ::core::result::Result::Ok(__t) => __t,
                         ::core::result::Result::Err(__e) => #early_fail,
                     };

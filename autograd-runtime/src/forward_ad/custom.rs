@@ -111,8 +111,8 @@ pub fn fail_outputs(outputs: &[&Tensor], error: Error) {
     }
 }
 
-/// A copy of `x` taken before an in-place op writes it: `#[original]`'s value in a backward or a
-/// `#[jvp]` (PyTorch's `original_self`), differentiable so that a `create_graph` pass reaches
+/// A copy of `x` taken before an in-place op writes it: `#[original]`'s value in a backward
+/// (PyTorch's `original_self`; a `#[jvp]`'s is a plain copy, its value only), differentiable so that a `create_graph` pass reaches
 /// `x`'s old history. With a dual level open it keeps `x`'s tangent from before the write, as
 /// a copy (the op's rule then writes the new tangent into `x`'s): forward over reverse through
 /// the op's backward reads it there, also where the op ran with propagation suspended to

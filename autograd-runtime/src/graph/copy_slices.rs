@@ -264,15 +264,11 @@ impl Node for ErrorNode {
 }
 
 /// After an in-place op on the view `view` was recorded (its node is now `view`'s grad_fn), moves
-/// the op into the base's history: `base.grad_fn = CopySlices`, and `view`'s grad_fn regenerated
-/// over it (PyTorch's `rebase_history` for views). `base_edge` is the base's gradient edge from
-/// before the op.
-pub(crate) fn rebase_view_history(
-    view: &Tensor,
-    base: &Tensor,
-    base_edge: Option<Edge>,
-    geometry: StridedGeometry,
-) -> Result<()> {
+/// the op into the base's history: `base.grad_fn = CopySlices` over the base's gradient edge from
+/// before, and `view`'s grad_fn regenerated over it (PyTorch's `rebase_history` for views).
+fn rebase_view_history(view: &Tensor, base: &Tensor) -> Result<()> {
+    let geometry = StridedGeometry::of(base, view)?;
+    let base_edge = base.gradient_edge();
     let op = {
         let meta = view.meta_lock();
         meta.grad_fn.clone()
@@ -312,9 +308,7 @@ pub fn rebase_dirty_view(t: &Tensor, node: &NodeRef) -> Result<()> {
             "If your Function modifies inplace an input that is a view of another Tensor, your Function cannot return more than one Tensor. This is not supported by the current autograd engine. You should either make sure the input is not a view (using .clone() for example) or make your Function only return one Tensor (potentially splitting it into two Functions: one doing the inplace that returns a single Tensor and a second one that does the other operations). You can ask on the forum https://discuss.pytorch.org/ if you need help to do this change.",
         ));
     }
-    let geometry = StridedGeometry::of(&base, t)?;
-    let base_edge = base.gradient_edge();
-    rebase_view_history(t, &base, base_edge, geometry)
+    rebase_view_history(t, &base)
 }
 
 /// After a built-in in-place op on the view `t` recorded `node`, moves the node into the base's
@@ -339,9 +333,7 @@ pub fn rebase_inplace_view(t: &Tensor, node: &NodeRef) -> Result<()> {
     if !recorded {
         return Ok(());
     }
-    let geometry = StridedGeometry::of(&base, t)?;
-    let base_edge = base.gradient_edge();
-    rebase_view_history(t, &base, base_edge, geometry)
+    rebase_view_history(t, &base)
 }
 
 /// The checks a custom function's dirty input gets after the forward, in PyTorch's order: a leaf
