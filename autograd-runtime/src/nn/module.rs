@@ -153,10 +153,7 @@ pub trait Module: AsModule + fmt::Debug + Send + Sync {
 
     /// The parameters, without their names.
     fn parameters(&self) -> Vec<Tensor> {
-        self.named_parameters()
-            .into_iter()
-            .map(|(_, p)| p)
-            .collect()
+        parameters(self.as_module())
     }
 
     /// The buffers, without their names.
@@ -175,17 +172,7 @@ pub trait Module: AsModule + fmt::Debug + Send + Sync {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     fn named_modules(&self) -> Vec<(String, &dyn Module)> {
-        let mut out = Vec::new();
-        // An explicit stack: pre-order without recursion, children pushed in reverse.
-        let mut stack = vec![(String::new(), self.as_module())];
-        while let Some((name, module)) = stack.pop() {
-            let children = module.named_children();
-            for (child, m) in children.into_iter().rev() {
-                stack.push((state::join(&name, &child), m));
-            }
-            out.push((name, module));
-        }
-        out
+        named_modules(self.as_module())
     }
 
     /// This module and every module below it, in pre-order (PyTorch's `modules()`).
@@ -212,13 +199,12 @@ pub trait Module: AsModule + fmt::Debug + Send + Sync {
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
     fn apply(&mut self, f: &mut dyn FnMut(&mut dyn Module) -> Result<()>) -> Result<()> {
-        self.visit_children_mut(&mut |_, child| child.apply(f))?;
-        f(self.as_module_mut())
+        apply(self.as_module_mut(), f)
     }
 
     /// The number of values in all parameters.
     fn parameter_count(&self) -> usize {
-        self.parameters().iter().map(Tensor::numel).sum()
+        parameters(self.as_module()).iter().map(Tensor::numel).sum()
     }
 
     /// Training mode (PyTorch's `train()`), for this module and every child.
@@ -236,9 +222,7 @@ pub trait Module: AsModule + fmt::Debug + Send + Sync {
     /// (each still a leaf that requires grad, its gradient dropped; a tensor held twice stays
     /// one): build optimizers after moving the model, as PyTorch's documentation advises.
     fn to(&mut self, device: Device) -> Result<()> {
-        state::convert(self.as_module_mut(), &mut |t| {
-            (t.device() != device).then(|| t.to(device)).transpose()
-        })
+        to_device(self.as_module_mut(), device)
     }
 
     /// Converts every floating-point parameter and buffer to `dtype` (PyTorch's `to(dtype)`),
@@ -249,35 +233,21 @@ pub trait Module: AsModule + fmt::Debug + Send + Sync {
     ///
     /// [`Error::InvalidArgument`] for a `dtype` that is not floating point, in PyTorch's words.
     fn to_dtype(&mut self, dtype: DType) -> Result<()> {
-        if !dtype.is_floating_point() {
-            return Err(Error::InvalidArgument(format!(
-                "nn.Module.to only accepts floating point or complex dtypes, but got desired \
-                 dtype={}",
-                dtype.torch_name()
-            )));
-        }
-        state::convert(self.as_module_mut(), &mut |t| {
-            let convert = t.dtype().is_floating_point() && t.dtype() != dtype;
-            convert.then(|| t.to_dtype(dtype)).transpose()
-        })
+        to_dtype(self.as_module_mut(), dtype)
     }
 
     /// Drops every parameter's gradient (PyTorch 2's `zero_grad()`, `set_to_none=True`).
     fn zero_grad(&self) {
-        for p in self.parameters() {
-            p.clear_grad();
-        }
+        parameters(self.as_module())
+            .iter()
+            .for_each(Tensor::clear_grad);
     }
 
     /// The parameters and persistent buffers under their PyTorch names, sharing storage with the
     /// module (PyTorch's `state_dict()`, whose tensors are detached): for each module in
     /// pre-order, its own parameters, then its own persistent buffers.
     fn state_dict(&self) -> StateDict {
-        let mut dict = StateDict::new();
-        for (name, t) in state::entries(self.as_module()) {
-            dict.insert(name, t.detach());
-        }
-        dict
+        state_dict(self.as_module())
     }
 
     /// Copies `dict`'s tensors into the parameters and persistent buffers of the same names, in
@@ -319,6 +289,63 @@ pub trait Module: AsModule + fmt::Debug + Send + Sync {
     fn load_state_dict_with(&mut self, dict: &StateDict, strict: bool) -> Result<IncompatibleKeys> {
         state::load(self.as_module_mut(), dict, strict)
     }
+}
+
+// The provided methods' bodies, on `&dyn Module`: compiled once, not once per module type.
+
+fn parameters(module: &dyn Module) -> Vec<Tensor> {
+    module
+        .named_parameters()
+        .into_iter()
+        .map(|(_, p)| p)
+        .collect()
+}
+
+fn named_modules(root: &dyn Module) -> Vec<(String, &dyn Module)> {
+    let mut out = Vec::new();
+    // An explicit stack: pre-order without recursion, children pushed in reverse.
+    let mut stack = vec![(String::new(), root)];
+    while let Some((name, module)) = stack.pop() {
+        let children = module.named_children();
+        for (child, m) in children.into_iter().rev() {
+            stack.push((state::join(&name, &child), m));
+        }
+        out.push((name, module));
+    }
+    out
+}
+
+fn apply(module: &mut dyn Module, f: &mut dyn FnMut(&mut dyn Module) -> Result<()>) -> Result<()> {
+    module.visit_children_mut(&mut |_, child| child.apply(f))?;
+    f(module)
+}
+
+fn to_device(module: &mut dyn Module, device: Device) -> Result<()> {
+    state::convert(module, &mut |t| {
+        (t.device() != device).then(|| t.to(device)).transpose()
+    })
+}
+
+fn to_dtype(module: &mut dyn Module, dtype: DType) -> Result<()> {
+    if !dtype.is_floating_point() {
+        return Err(Error::InvalidArgument(format!(
+            "nn.Module.to only accepts floating point or complex dtypes, but got desired \
+             dtype={}",
+            dtype.torch_name()
+        )));
+    }
+    state::convert(module, &mut |t| {
+        let convert = t.dtype().is_floating_point() && t.dtype() != dtype;
+        convert.then(|| t.to_dtype(dtype)).transpose()
+    })
+}
+
+fn state_dict(module: &dyn Module) -> StateDict {
+    let mut dict = StateDict::new();
+    for (name, t) in state::entries(module) {
+        dict.insert(name, t.detach());
+    }
+    dict
 }
 
 /// A module's single-tensor computation: PyTorch's `forward(input)`, what

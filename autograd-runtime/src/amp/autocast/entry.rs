@@ -140,11 +140,32 @@ fn dispatch_slow<A: Args, R>(
     args: A,
     f: impl FnOnce(A::Owned) -> Result<R>,
 ) -> Option<Result<R>> {
+    let (device, to_type, lower) = match plan(op, &|g| args.visit(g))? {
+        Ok(plan) => plan,
+        Err(e) => return Some(Err(e)),
+    };
+    // Autocast off for this device type while the op runs (PyTorch's ExcludeDispatchKeyGuard).
+    let _exclude = Exclude::new(device);
+    let cast_args = match to_type {
+        None => args.cast(&mut |t| Ok(t.clone())),
+        Some(to) => args.cast(&mut |t| cached_cast(to, t, device, lower)),
+    };
+    Some(cast_args.and_then(f))
+}
+
+/// The arguments' visitor as [`plan`] takes it: not generic, so that the decision is compiled
+/// once rather than once per op signature.
+type Visit<'a> = &'a dyn Fn(&mut dyn FnMut(&Tensor));
+
+/// What autocast does to one call of `op`: the device type whose region applies, the dtype
+/// eligible arguments are cast to (`None`: none is cast) and the region's lower-precision
+/// dtype; `None` when no region applies.
+fn plan(op: Op, visit: Visit<'_>) -> Option<Result<(DeviceType, Option<DType>, DType)>> {
     let state = bits();
     // The device type whose autocast key PyTorch's dispatcher would pick: CUDA's ranks above
     // the CPU's.
     let (mut cuda, mut cpu) = (false, false);
-    args.visit(&mut |t| match DeviceType::of_tensor(t.device()) {
+    visit(&mut |t| match DeviceType::of_tensor(t.device()) {
         Some(DeviceType::Cuda) => cuda = true,
         Some(DeviceType::Cpu) => cpu = true,
         None => {}
@@ -163,32 +184,26 @@ fn dispatch_slow<A: Args, R>(
         CastPolicy::Fp32 => Some(DType::F32),
         CastPolicy::Fp32SetOptDtype => {
             let mut first = None;
-            args.visit(&mut |t| {
+            visit(&mut |t| {
                 first.get_or_insert_with(|| eligible(t, device));
             });
             first.unwrap_or(false).then_some(DType::F32)
         }
-        CastPolicy::Promote => match promote_type(lower, device, &args) {
+        CastPolicy::Promote => match promote_type(lower, device, visit) {
             Ok(t) => Some(t),
             Err(e) => return Some(Err(e)),
         },
     };
-    // Autocast off for this device type while the op runs (PyTorch's ExcludeDispatchKeyGuard).
-    let _exclude = Exclude::new(device);
-    let cast_args = match to_type {
-        None => args.cast(&mut |t| Ok(t.clone())),
-        Some(to) => args.cast(&mut |t| cached_cast(to, t, device, lower)),
-    };
-    Some(cast_args.and_then(f))
+    Some(Ok((device, to_type, lower)))
 }
 
 /// PyTorch's `promote_type` over the arguments: starting from the lower-precision dtype, an
 /// eligible `f32` makes it `f32`; `f64` arguments are ignored; any other floating dtype (`f16`
 /// in a `bf16` region, say) is PyTorch's error.
-fn promote_type<A: Args>(lower: DType, device: DeviceType, args: &A) -> Result<DType> {
+fn promote_type(lower: DType, device: DeviceType, visit: Visit<'_>) -> Result<DType> {
     let mut current = lower;
     let mut bad = false;
-    args.visit(&mut |t| {
+    visit(&mut |t| {
         if bad || !eligible(t, device) {
             return;
         }

@@ -1,11 +1,11 @@
 //! Element-wise kernels: unary ops, `pow` by a scalar, binary ops with PyTorch broadcasting,
 //! scalar and in-place variants, and `fill`.
 
-use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn, Zip, arr0};
+use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn, arr0};
 
 use super::formulas::{with_binary_fn, with_unary_fn};
 use super::vmath::VMath;
-use super::{buffer_cache, first, from_vec, same_shape, zeros_array};
+use super::{buffer_cache, first, from_vec, same_shape};
 use crate::Element;
 use crate::backend::op::{BinaryOp, UnaryOp};
 
@@ -22,9 +22,46 @@ fn map_unary<T: Element>(a: ArrayViewD<'_, T>, f: impl Fn(T) -> T) -> ArrayD<T> 
     if let Some(s) = a.as_slice() {
         return from_vec(a.raw_dim(), s.iter().map(|&x| f(x)).collect());
     }
-    let mut out = zeros_array(a.raw_dim());
-    Zip::from(&mut out).and(&a).for_each(|o, &x| *o = f(x));
-    out
+    let mut out = buffer_cache::take(a.len());
+    blocks(&a, None, &mut |x, _| out.extend(x.iter().map(|&x| f(x))));
+    from_vec(a.raw_dim(), out)
+}
+
+/// Elements per block of the strided paths.
+const BLOCK: usize = 256;
+
+/// Calls `f` on consecutive row-major blocks of `a` (and of `b`, which has `a`'s shape), each
+/// gathered into contiguous scratch: the strided paths of the element-wise kernels. Generic
+/// over the element type only, so that each op's code is the slice loop its contiguous path
+/// has, rather than one ndarray `Zip` per op and dtype (the runtime's compile time).
+#[inline(never)]
+fn blocks<T: Element>(
+    a: &ArrayViewD<'_, T>,
+    b: Option<&ArrayViewD<'_, T>>,
+    f: &mut dyn FnMut(&[T], &[T]),
+) {
+    let (mut x, mut y) = ([T::zero(); BLOCK], [T::zero(); BLOCK]);
+    let mut xs = a.iter();
+    let mut ys = b.map(|b| b.iter());
+    loop {
+        let mut n = 0;
+        // The scratch first in each `zip`: a full block stops before taking another element.
+        for (slot, &v) in x.iter_mut().zip(xs.by_ref()) {
+            *slot = v;
+            n += 1;
+        }
+        if let Some(ys) = ys.as_mut() {
+            for (slot, &v) in y[..n].iter_mut().zip(ys.by_ref()) {
+                *slot = v;
+            }
+        }
+        if n > 0 {
+            f(&x[..n], &y[..n]);
+        }
+        if n < BLOCK {
+            return;
+        }
+    }
 }
 
 /// Applies `op` to every element of `a`.
@@ -233,12 +270,11 @@ fn zip_binary<T: Element>(
         }
     }
     let (a, b) = (expand(&a, &shape), expand(&b, &shape));
-    let mut out = zeros_array(IxDyn(&shape));
-    Zip::from(&mut out)
-        .and(&a)
-        .and(&b)
-        .for_each(|o, &x, &y| *o = f(x, y));
-    Ok(out)
+    let mut out = buffer_cache::take(a.len());
+    blocks(&a, Some(&b), &mut |x, y| {
+        out.extend(x.iter().zip(y).map(|(&x, &y)| f(x, y)));
+    });
+    Ok(from_vec(IxDyn(&shape), out))
 }
 
 /// `a (op) s` when `scalar_on_left == false`, `s (op) a` otherwise (for `1.0 - &t`, `2.0 / &t`).
@@ -314,10 +350,14 @@ fn zip_inplace<T: Element>(
             return;
         }
     }
-    let b = b
-        .broadcast(a.raw_dim())
-        .expect("invariant: checked by check_broadcast_to");
-    Zip::from(&mut a).and(&b).for_each(|p, &q| *p = f(*p, q));
+    // Strided: the result gathered block by block, then written back.
+    let b = expand(&b, a.shape());
+    let mut out = buffer_cache::take(a.len());
+    blocks(&a.view(), Some(&b), &mut |x, y| {
+        out.extend(x.iter().zip(y).map(|(&x, &y)| f(x, y)));
+    });
+    let dim = a.raw_dim();
+    a.assign(&from_vec(dim, out));
 }
 
 /// Sets every element of `a` to `v`.
