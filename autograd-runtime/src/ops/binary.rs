@@ -478,7 +478,27 @@ impl Tensor {
     /// integers exact only up to 2^53), and wrapped into a narrower integer dtype as PyTorch
     /// casts its `int64_t` scalar. `None` for every other pair (a float on either side), which
     /// takes the recorded ops. Nothing here can require grad, so nothing is recorded.
+    ///
+    /// The test that rules out a float on either side is inline (every scalar op of a float
+    /// graph asks it: about 30 instructions per op as a call); the integer case is out of line.
+    #[inline(always)]
     fn integer_scalar_op(
+        &self,
+        op: BinaryOp,
+        name: &'static str,
+        s: Scalar,
+        scalar_on_left: bool,
+    ) -> Result<Option<Tensor>> {
+        // A float tensor makes the result type float whatever the scalar.
+        if !matches!(s, Scalar::Int(_)) || self.dtype().is_floating_point() {
+            return Ok(None);
+        }
+        self.integer_scalar_op_of_ints(op, name, s, scalar_on_left)
+    }
+
+    /// [`Tensor::integer_scalar_op`] for an integer scalar and an integer or bool tensor.
+    #[inline(never)]
+    fn integer_scalar_op_of_ints(
         &self,
         op: BinaryOp,
         name: &'static str,
