@@ -2,7 +2,7 @@
 
 use super::reverse::finish;
 use super::{
-    Argnums, Body, Returns, Tree, call_split, group, resolve_argnums, take_aux, tree_spec,
+    Argnums, Body, Jacobian, Returns, Tree, call_split, group, resolve_argnums, take_aux, tree_spec,
 };
 use crate::forward_ad;
 use crate::functional::{autograd_grad, forward_jacobian, preprocess};
@@ -68,10 +68,7 @@ where
 /// assert_eq!(jac.to_vec::<f64>()?, [2.0, 0.0, 0.0, 4.0]);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-pub fn jacfwd<F, R, A>(
-    mut f: F,
-    argnums: A,
-) -> impl FnMut(&[Tensor]) -> Result<R::With<<R::Out as Tree>::Map<A::Map<Tensor>>>>
+pub fn jacfwd<F, R, A>(mut f: F, argnums: A) -> impl FnMut(&[Tensor]) -> Result<Jacobian<R, A>>
 where
     F: FnMut(&[Tensor]) -> Result<R>,
     R: Returns,

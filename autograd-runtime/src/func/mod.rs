@@ -76,6 +76,22 @@ pub use vmap::{Dims, vmap};
 use crate::functional::Outputs;
 use crate::{Error, Result, Tensor};
 
+/// What [`grad`] returns for `argnums` of type `A`: one gradient, or an array or `Vec` of them.
+pub type Grads<A> = <A as Argnums>::Map<Tensor>;
+
+/// What [`grad_and_value`] returns for a function returning `R`: the gradients, and the value
+/// (with the auxiliary values where `R` has them: `(value, aux)`).
+pub type GradAndValue<R, A> = (Grads<A>, <R as Returns>::With<Tensor>);
+
+/// What [`jacrev`] and [`jacfwd`] return for a function returning `R`: per output, [`Grads`]
+/// (with the auxiliary values where `R` has them).
+pub type Jacobian<R, A> =
+    <R as Returns>::With<<<R as Returns>::Out as Tree>::Map<<A as Argnums>::Map<Tensor>>>;
+
+/// What [`hessian`] returns for a function returning `O`: per output, per pair of `argnums`, a
+/// tensor.
+pub type Hessian<O, A> = <O as Tree>::Map<<A as Argnums>::Map<<A as Argnums>::Map<Tensor>>>;
+
 /// The function a transform's core calls: the tensors it returns, and whether they form a tuple.
 type Body<'a> = &'a mut dyn FnMut(&[Tensor]) -> Result<(Vec<Tensor>, bool)>;
 

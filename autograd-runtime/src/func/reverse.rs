@@ -4,7 +4,8 @@
 use std::collections::HashSet;
 
 use super::{
-    Argnums, Body, Returns, Tree, call_split, group, resolve_argnums, short_spec, take_aux,
+    Argnums, Body, GradAndValue, Grads, Hessian, Jacobian, Returns, Tree, call_split, group,
+    resolve_argnums, short_spec, take_aux,
 };
 use crate::functional::{autograd_grad, preprocess, vectorized};
 use crate::graph::{NodeRef, get_gradient_edge};
@@ -42,10 +43,7 @@ use crate::{Error, Result, Tensor, enable_grad, is_grad_enabled};
 /// assert_eq!(d3.item::<f64>()?, -(0.5f64.cos()));
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-pub fn grad<F, R, A>(
-    mut f: F,
-    argnums: A,
-) -> impl FnMut(&[Tensor]) -> Result<R::With<A::Map<Tensor>>>
+pub fn grad<F, R, A>(mut f: F, argnums: A) -> impl FnMut(&[Tensor]) -> Result<R::With<Grads<A>>>
 where
     F: FnMut(&[Tensor]) -> Result<R>,
     R: Returns<Out = Tensor>,
@@ -79,7 +77,7 @@ where
 pub fn grad_and_value<F, R, A>(
     mut f: F,
     argnums: A,
-) -> impl FnMut(&[Tensor]) -> Result<(A::Map<Tensor>, R::With<Tensor>)>
+) -> impl FnMut(&[Tensor]) -> Result<GradAndValue<R, A>>
 where
     F: FnMut(&[Tensor]) -> Result<R>,
     R: Returns<Out = Tensor>,
@@ -105,8 +103,8 @@ where
 /// From `vjp`: "only Tensors of floating point dtype can require gradients", and any error of
 /// `f`. From `vjp_fn`: PyTorch's "Expected pytree structure of cotangents to be the same as
 /// pytree structure of outputs to the function. cotangents: (*, *), primal output: *" for a
-/// count that does not match, the engine's "Mismatch in shape: grad_output[0] has a shape of
-/// ..." for a shape, and any error of the backward pass.
+/// count that does not match, the engine's `Mismatch in shape: grad_output[0] has a shape of
+/// ...` for a shape, and any error of the backward pass.
 ///
 /// # Examples
 ///
@@ -119,6 +117,8 @@ where
 /// assert_eq!(vjp_fn(&[v])?[0].to_vec::<f64>()?, [2.0, 40.0]);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
+// The closure's type cannot be named (it is `vjp_fn`): no alias shortens the tuple.
+#[allow(clippy::type_complexity)]
 pub fn vjp<F, O>(
     mut f: F,
     primals: &[Tensor],
@@ -159,10 +159,7 @@ where
 /// assert_eq!(jw.shape(), &[3, 3, 2]);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-pub fn jacrev<F, R, A>(
-    mut f: F,
-    argnums: A,
-) -> impl FnMut(&[Tensor]) -> Result<R::With<<R::Out as Tree>::Map<A::Map<Tensor>>>>
+pub fn jacrev<F, R, A>(mut f: F, argnums: A) -> impl FnMut(&[Tensor]) -> Result<Jacobian<R, A>>
 where
     F: FnMut(&[Tensor]) -> Result<R>,
     R: Returns,
@@ -199,10 +196,7 @@ where
 /// assert_eq!(values, [6.0, 4.0, 4.0, 0.0]); // 2y, 2x, 2x, 0
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-pub fn hessian<F, O, A>(
-    mut f: F,
-    argnums: A,
-) -> impl FnMut(&[Tensor]) -> Result<O::Map<A::Map<A::Map<Tensor>>>>
+pub fn hessian<F, O, A>(mut f: F, argnums: A) -> impl FnMut(&[Tensor]) -> Result<Hessian<O, A>>
 where
     F: FnMut(&[Tensor]) -> Result<O>,
     O: Tree,

@@ -99,16 +99,16 @@ impl Dims {
 ///
 /// # Errors
 ///
-/// PyTorch's (naming the function `f`): "vmap(f)(<inputs>): got no inputs. ...", "vmap(f,
+/// PyTorch's (naming the function `f`): `vmap(f)(<inputs>): got no inputs. ...`; ``vmap(f,
 /// in_dims=(0,), ...)(<inputs>): in_dims is not compatible with the structure of `inputs`.
-/// ...", "vmap(f, in_dims=(0, 2), ...)(<inputs>): Got in_dim=2 for some input, but that input
-/// is a Tensor of dimensionality 2 so expected in_dim to satisfy -2 <= in_dim < 2.", "vmap:
-/// Expected at least one Tensor to vmap over", "vmap: Expected all tensors to have the same
-/// size in the mapped dimension, got sizes [2, 3] for the mapped dimension", "vmap(f, ...,
-/// out_dims=(0,))(<inputs>): out_dims is not compatible with the structure of `outputs`. ...",
-/// "Dimension out of range (expected to be in range of [-1, 0], but got 1)" for an out_dim,
-/// and "vmap(f, ...): `f` can not return a BatchedTensor when out_dim is None" for an output
-/// that differs between samples; and any error of `f`.
+/// ...``; `vmap(f, in_dims=(0, 2), ...)(<inputs>): Got in_dim=2 for some input, but that input
+/// is a Tensor of dimensionality 2 so expected in_dim to satisfy -2 <= in_dim < 2.`; `vmap:
+/// Expected at least one Tensor to vmap over`; `vmap: Expected all tensors to have the same
+/// size in the mapped dimension, got sizes [2, 3] for the mapped dimension`; ``vmap(f, ...,
+/// out_dims=(0,))(<inputs>): out_dims is not compatible with the structure of `outputs`. ...``;
+/// `Dimension out of range (expected to be in range of [-1, 0], but got 1)` for an out_dim;
+/// ``vmap(f, ...): `f` can not return a BatchedTensor when out_dim is None`` for an output that
+/// differs between samples (PyTorch: that depends on the mapped inputs); and any error of `f`.
 ///
 /// # Examples
 ///
