@@ -30,6 +30,9 @@
 //! * [`forward_ad`]: forward-mode AD with dual tensors, [`forward_ad::make_dual`] and
 //!   [`forward_ad::unpack_dual`] inside a [`forward_ad::dual_level`]
 //!   (`torch.autograd.forward_ad`).
+//! * [`func`]: function transforms, [`func::grad`], [`func::vjp`], [`func::jvp`],
+//!   [`func::jacrev`], [`func::jacfwd`], [`func::hessian`], [`func::vmap`] and
+//!   [`func::functional_call`] (`torch.func`).
 //! * [`functional`]: derivatives of whole functions, [`functional::vjp`], [`functional::jvp`],
 //!   [`functional::jacobian`], [`functional::hessian`], [`functional::hvp`] and
 //!   [`functional::vhp`] (`torch.autograd.functional`).
@@ -72,6 +75,7 @@ mod dtype;
 mod engine;
 mod error;
 pub mod forward_ad;
+pub mod func;
 pub mod functional;
 mod fusion;
 mod grad_mode;

@@ -276,6 +276,26 @@ impl StateDict {
     }
 }
 
+/// A dictionary of the pairs, in order (a repeated key keeps its first place and its last
+/// tensor, as [`insert`](StateDict::insert)).
+///
+/// ```
+/// use autograd_runtime::{StateDict, Tensor};
+/// let dict: StateDict = [("weight", Tensor::scalar(1.0f32)), ("bias", Tensor::scalar(0.0f32))]
+///     .into_iter()
+///     .collect();
+/// assert_eq!(dict.keys().collect::<Vec<_>>(), ["weight", "bias"]);
+/// ```
+impl<K: Into<String>> FromIterator<(K, Tensor)> for StateDict {
+    fn from_iter<I: IntoIterator<Item = (K, Tensor)>>(iter: I) -> StateDict {
+        let mut dict = StateDict::new();
+        for (key, tensor) in iter {
+            dict.insert(key, tensor);
+        }
+        dict
+    }
+}
+
 /// A tensor's values on the host, little-endian, for the serializer.
 struct HostTensor {
     dtype: Dtype,

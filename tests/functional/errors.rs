@@ -300,6 +300,7 @@ fn every_recorded_error_matches_pytorch() {
 /// Past PyTorch's argument checks, forward mode says it is not available.
 #[test]
 fn forward_mode_jacobians_and_hessians_are_reverse_modes() -> autograd::Result<()> {
+    let _serial = crate::serial();
     let forward = JacobianOptions::new()
         .strategy(Strategy::ForwardMode)
         .vectorize(true);

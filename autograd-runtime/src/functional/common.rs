@@ -7,7 +7,7 @@ use crate::{Error, GradOptions, Result, Tensor, grad};
 /// `_grad_preprocess`: the tensors the user's function runs on. With `create_graph`, an input
 /// that requires grad enters as a view of itself (the results depend on the caller's tensor);
 /// otherwise as a detached copy that requires grad when `need_graph`.
-pub(super) fn preprocess(
+pub(crate) fn preprocess(
     inputs: &[Tensor],
     create_graph: bool,
     need_graph: bool,
@@ -127,7 +127,7 @@ pub(super) fn check_outputs(outputs: &[Tensor], strict: bool) -> Result<()> {
 
 /// `_autograd_grad`: [`grad`] over the outputs that exist and require grad (with their
 /// `grad_outputs`), unused inputs allowed; `None` for every input when no output is left.
-pub(super) fn autograd_grad(
+pub(crate) fn autograd_grad(
     outputs: &[Option<Tensor>],
     inputs: &[Tensor],
     grad_outputs: Option<&[Option<Tensor>]>,

@@ -120,10 +120,10 @@ where
     Ok(jacobian)
 }
 
-/// `vectorize=True`: the rows of the identity over all output elements as one batch of
+/// `vectorize=True` (and `func::jacrev`): the rows of the identity over all output elements as one batch of
 /// gradients for the flattened outputs (PyTorch's `_construct_standard_basis_for`), the result
 /// split back per output.
-fn vectorized(
+pub(crate) fn vectorized(
     outputs: &[Tensor],
     inputs: &[Tensor],
     create_graph: bool,
@@ -186,41 +186,47 @@ fn check_forward_mode(create_graph: bool, strict: bool, vectorize: bool) -> Resu
     Ok(())
 }
 
-/// The Jacobian by forward mode (PyTorch's `_jacfwd`): under a dual level, one pass per input
-/// element with a one-hot tangent on it (the other inputs' tangents zero); the output tangents
-/// are the Jacobian's columns. Results are detached, as with `create_graph=False`.
+/// The Jacobian by forward mode (PyTorch's `_jacfwd`), detached, as with `create_graph=False`.
 fn forward_mode<F, O>(func: &F, inputs: &[Tensor]) -> Result<Vec<Vec<Tensor>>>
 where
     F: Fn(&[Tensor]) -> Result<O>,
     O: Outputs,
 {
-    use crate::forward_ad;
     let inputs: Vec<Tensor> = inputs.iter().map(Tensor::detach).collect();
-    let _level = forward_ad::dual_level()?;
-    // columns[input][element][output]
-    let mut columns: Vec<Vec<Vec<Tensor>>> = Vec::with_capacity(inputs.len());
-    let mut out_shapes: Vec<Vec<usize>> = Vec::new();
-    for (i, input) in inputs.iter().enumerate() {
-        let mut per_element = Vec::with_capacity(input.numel());
-        for e in 0..input.numel() {
-            let duals = inputs
-                .iter()
-                .enumerate()
-                .map(|(k, x)| {
-                    let tangent = if k == i {
-                        one_hot(x, e)?
-                    } else {
-                        x.zeros_like()?
-                    };
-                    forward_ad::make_dual(x, &tangent)
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let (outputs, _) = func(&duals)?.into_tensors();
-            out_shapes = outputs.iter().map(|o| o.shape().to_vec()).collect();
+    let all: Vec<usize> = (0..inputs.len()).collect();
+    let _level = crate::forward_ad::dual_level()?;
+    let jac = forward_jacobian(&mut |x| Ok(func(x)?.into_tensors().0), &inputs, &all)?;
+    Ok(jac
+        .into_iter()
+        .map(|row| row.iter().map(Tensor::detach).collect())
+        .collect())
+}
+
+/// `result[output][k]`, the Jacobian of `func` with respect to `inputs[argnums[k]]` by forward
+/// mode: under the dual level the caller opened, one pass per element of each such input with a one-hot tangent on
+/// it (the other inputs plain); the output tangents are the Jacobian's columns. The inputs and
+/// tangents are used as they are, so a result is recorded where an input requires grad (reverse
+/// over forward). Also `func::jacfwd`'s.
+pub(crate) fn forward_jacobian(
+    func: &mut dyn FnMut(&[Tensor]) -> Result<Vec<Tensor>>,
+    inputs: &[Tensor],
+    argnums: &[usize],
+) -> Result<Vec<Vec<Tensor>>> {
+    use crate::forward_ad;
+    // columns[argnum][element][output]
+    let mut columns: Vec<Vec<Vec<Tensor>>> = Vec::with_capacity(argnums.len());
+    let mut out_shapes: Option<Vec<Vec<usize>>> = None;
+    for &i in argnums {
+        let mut per_element = Vec::with_capacity(inputs[i].numel());
+        for e in 0..inputs[i].numel() {
+            let mut duals = inputs.to_vec();
+            duals[i] = forward_ad::make_dual(&inputs[i], &one_hot(&inputs[i], e)?)?;
+            let outputs = func(&duals)?;
+            out_shapes = Some(outputs.iter().map(|o| o.shape().to_vec()).collect());
             let tangents = outputs
                 .iter()
                 .map(|o| match forward_ad::unpack_dual(o)?.tangent {
-                    Some(t) => Ok(t.detach()),
+                    Some(t) => Ok(t),
                     None => o.zeros_like(),
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -228,20 +234,21 @@ where
         }
         columns.push(per_element);
     }
-    if inputs.iter().all(|x| x.numel() == 0) {
+    let out_shapes = match out_shapes {
+        Some(shapes) => shapes,
         // No pass ran: the outputs' shapes from one call (the Jacobians have no element).
-        let (outputs, _) = func(&inputs)?.into_tensors();
-        out_shapes = outputs.iter().map(|o| o.shape().to_vec()).collect();
-    }
+        None => func(inputs)?.iter().map(|o| o.shape().to_vec()).collect(),
+    };
     (0..out_shapes.len())
         .map(|j| {
-            inputs
+            argnums
                 .iter()
                 .zip(&columns)
-                .map(|(input, per_element)| {
+                .map(|(&i, per_element)| {
+                    let input = &inputs[i];
                     let shape = [out_shapes[j].as_slice(), input.shape()].concat();
                     if per_element.is_empty() {
-                        return Tensor::zeros(&shape, input.dtype());
+                        return Tensor::zeros(&shape, input.dtype())?.to(input.device());
                     }
                     let cols: Vec<Tensor> = per_element.iter().map(|c| c[j].clone()).collect();
                     Tensor::stack(&cols, out_shapes[j].len())?.reshape(&shape)

@@ -67,6 +67,10 @@ mod products;
 pub use jacobian::{hessian, jacobian};
 pub use products::{hvp, jvp, vhp, vjp};
 
+// `func`'s transforms share these steps.
+pub(crate) use common::{autograd_grad, preprocess};
+pub(crate) use jacobian::{forward_jacobian, vectorized};
+
 use crate::Tensor;
 
 /// Options of [`vjp`], [`jvp`], [`hvp`] and [`vhp`]: PyTorch's keyword arguments

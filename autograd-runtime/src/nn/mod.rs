@@ -82,7 +82,7 @@ mod repr;
 mod rnn;
 mod rnn_cell;
 mod sequential;
-mod state;
+pub(crate) mod state;
 mod transformer;
 mod transformer_stack;
 mod upsample;

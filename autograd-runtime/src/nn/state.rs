@@ -246,7 +246,7 @@ pub(crate) fn torch_size(shape: &[usize]) -> String {
 
 /// The module's class name as PyTorch prints it (`Linear`, `Sequential`): its repr up to the
 /// first parenthesis.
-fn module_name(module: &dyn Module) -> String {
+pub(crate) fn module_name(module: &dyn Module) -> String {
     let repr = module.repr();
     repr.split('(').next().unwrap_or("Module").to_owned()
 }
