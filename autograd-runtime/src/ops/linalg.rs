@@ -167,7 +167,27 @@ impl Tensor {
         out.extend([a[ra - 2], b[rb - 1]]);
         let numel = crate::layout::checked_numel("matmul", &out)?;
         crate::layout::check_alloc("matmul", numel, self.dtype().size_of())?;
+        if rb == 2 && ra >= 3 && self.folds_against(other) {
+            // PyTorch's fold: `[.., n, k] @ [k, m]` as one `[rows, k] @ [k, m]` product, its
+            // result an `_unsafe_view` of the batch shape. The matrix's gradient is then one
+            // product over every row, not a batch of products summed afterwards.
+            let rows: usize = a[..ra - 1].iter().product();
+            let product = matmul(&self.reshape(&[rows, k])?, other)?;
+            return super::shape::unsafe_view(&product, &out);
+        }
         matmul(self, other)
+    }
+
+    /// PyTorch's `should_fold` for a batch (`self`, 3 dims or more) against a matrix: always when
+    /// the matrix requires grad (folding then avoids a batch-sized gradient to reduce, at the
+    /// cost of a copy where `self`'s batch dims do not fold), else when they fold as a view.
+    fn folds_against(&self, matrix: &Tensor) -> bool {
+        if matrix.requires_grad() || self.numel() == 0 {
+            return true;
+        }
+        let layout = self.layout();
+        let (shape, strides) = (&layout.shape, &layout.strides);
+        (0..shape.len() - 2).all(|i| strides[i] == strides[i + 1] * shape[i + 1])
     }
 }
 

@@ -62,7 +62,7 @@ fn reshape_alias_jvp(x_t: &Tensor, shape: &[usize]) -> Result<Tensor> {
 /// `_unsafe_view`, `UnsafeViewBackward0`, which `reshape` applies to its copy of data no view
 /// describes.
 #[differentiable(builtin, crate = "crate", name = "UnsafeViewBackward0")]
-fn unsafe_view(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
+pub(super) fn unsafe_view(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
     Ok(Tensor::from_parts(
         crate::sync::Arc::clone(&x.0.storage),
         Layout {
