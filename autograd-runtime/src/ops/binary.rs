@@ -478,7 +478,7 @@ impl Tensor {
     /// integers exact only up to 2^53), and wrapped into a narrower integer dtype as PyTorch
     /// casts its `int64_t` scalar. `None` for every other pair (a float on either side), which
     /// takes the recorded ops. Nothing here can require grad, so nothing is recorded.
-    fn integer_scalar_op(
+    pub(super) fn integer_scalar_op(
         &self,
         op: BinaryOp,
         name: &'static str,
