@@ -12,7 +12,10 @@
 //!   `gelu` the exact one (`erf`) as `nn::functional::gelu` composes it, `gelu_fwd_bwd` that
 //!   recorded on a leaf and its backward from `sum`;
 //! * `reduce_2^20/*`: `sum`, `sum_dims` over rows and columns, `softmax` over rows of a
-//!   1024 x 1024 f32 tensor.
+//!   1024 x 1024 f32 tensor;
+//! * `derived_1024x1024/*`: a `#[differentiable(derive)]` element-wise body (tanh-approximate
+//!   GELU, one fused kernel each way) on a 1024 x 1024 f32 tensor and on its transpose `x.t()`
+//!   (read in memory order, no copy), the forward alone and with its backward from `sum`.
 //!
 //! `harnesses/cpu_kernels.rs` prints the same wide-tanh and MLP figures as plain numbers, and
 //! `benches/pytorch_kernels.py` times PyTorch on them.
@@ -22,7 +25,7 @@ use std::time::Duration;
 
 use autograd::nn::GeluApproximate;
 use autograd::nn::functional::gelu;
-use autograd::{DType, Tensor, no_grad};
+use autograd::{DType, Tensor, differentiable, no_grad};
 mod workloads;
 use workloads::{wide_tanh, wide_tanh_loss};
 
@@ -98,12 +101,44 @@ fn bench_reduce(c: &mut Criterion) {
     group.finish();
 }
 
+/// GELU, tanh approximation, as a derived body: one fused kernel each way.
+#[differentiable(derive)]
+fn gelu_derived(x: &Tensor) -> autograd::Result<Tensor> {
+    let inner = (x + &(x.pow(3.0)? * 0.044715)) * (2.0 / std::f64::consts::PI).sqrt();
+    Ok(x * 0.5 * (inner.tanh()? + 1.0))
+}
+
+fn bench_derived(c: &mut Criterion) {
+    let mut group = c.benchmark_group("derived_1024x1024");
+    group.throughput(Throughput::Elements(WIDTH as u64));
+    let x = Tensor::randn_seeded(&[1024, 1024], DType::F32, 9).expect("randn");
+    let leaf = x.detach().requires_grad_(true).expect("leaf");
+    for (name, t) in [("contiguous", x.clone()), ("transposed", x.t().expect("t"))] {
+        group.bench_function(name, |b| {
+            b.iter(|| black_box(gelu_derived(&t).expect("gelu")))
+        });
+    }
+    for (name, t) in [
+        ("contiguous_fwd_bwd", leaf.clone()),
+        ("transposed_fwd_bwd", leaf.t().expect("t")),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let y = gelu_derived(&t).expect("gelu");
+                y.sum().expect("sum").backward().expect("backward");
+                leaf.set_grad(None).expect("set_grad");
+            })
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = kernels;
     config = Criterion::default()
         .sample_size(20)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = bench_wide_tanh, bench_unary, bench_reduce
+    targets = bench_wide_tanh, bench_unary, bench_reduce, bench_derived
 }
 criterion_main!(kernels);

@@ -116,7 +116,7 @@ pub use graph::{
     try_register_multi_grad_hook, try_saved_tensors_hooks,
 };
 pub use half::{bf16, f16};
-pub use ops::{Scalar, einsum, result_type};
+pub use ops::{ClampBound, Scalar, einsum, result_type};
 pub use random::{
     Generator, GeneratorState, default_generator, initial_seed, manual_seed, randperm,
     randperm_with, seed,

@@ -340,11 +340,117 @@ fn what_the_kernels_do_not_cover_runs_op_by_op() {
     assert_close(&out, &rec, 1e-12);
     let gr = grads(&[rec.sum().expect("sum")], &inputs);
     assert_close(g[1].as_ref().expect("g"), gr[1].as_ref().expect("g"), 1e-12);
-    // A strided view is read through a contiguous copy.
-    let xt = x.transpose(0, 1).expect("t");
-    let (out, runs) = fused_runs(|| gelu(&xt).expect("gelu"));
+    // Inputs of two layouts (one transposed, one not) are read in C order, the transposed
+    // one through a copy.
+    let (xt, yc) = (x.t().expect("t"), leaf(&YS, &[3, 2], DType::F64));
+    let (out, runs) = fused_runs(|| every_op(&xt, &yc, 0.7).expect("every_op"));
     assert_eq!(runs, 1);
-    assert_close(&out, &gelu_recorded(&xt).expect("recorded"), 1e-12);
+    assert_eq!(out.strides(), &[2, 1]);
+    assert_close(
+        &out,
+        &every_op_recorded(&xt, &yc, 0.7).expect("recorded"),
+        1e-12,
+    );
+    // A view not from its buffer's start, transposed: copied, in its own (PyTorch's) order.
+    let base = leaf(&[XS, YS].concat(), &[4, 3], DType::F64);
+    let view = base.narrow(0, 1, 2).and_then(|v| v.t()).expect("view");
+    let (out, runs) = fused_runs(|| gelu(&view).expect("gelu"));
+    assert_eq!(runs, 1);
+    assert_eq!(out.strides(), &[1, 3]);
+    assert_close(&out, &gelu_recorded(&view).expect("recorded"), 1e-12);
+}
+
+/// A transposed or permuted input that is dense (it covers its buffer without gaps) is read in
+/// memory order, with no copy, when the program's inputs share its layout: the results take
+/// the layout PyTorch gives them (the inputs', as `TensorIterator` lays out an element-wise
+/// result), with PyTorch's values and gradients and the op-by-op path's bits.
+#[test]
+fn dense_permuted_inputs_run_in_memory_order_with_pytorchs_strides() {
+    // PyTorch: x = tensor(XS, float64).reshape(2, 3); y = gelu_tanh(x.t()) (the body above);
+    // y.backward(tensor(YS, float64).reshape(2, 3).t()).
+    let x = leaf(&XS, &[2, 3], DType::F64);
+    let seed = Tensor::from_vec(YS.to_vec(), &[2, 3])
+        .and_then(|s| s.t())
+        .expect("seed");
+    let run = || {
+        let y = gelu(&x.t()?)?;
+        let g = autograd::grad(
+            &[y.clone()],
+            &[x.clone()],
+            GradOptions::new().grad_outputs(vec![Some(seed.clone())]),
+        )?;
+        Ok::<_, Error>((y, g[0].clone().expect("g")))
+    };
+    let ((y, g), runs) = fused_runs(|| run().expect("fused"));
+    assert_eq!(runs, 2, "one kernel each way");
+    assert_eq!(y.strides(), &[1, 3], "PyTorch's (x.t() * 2 + 1).stride()");
+    let torch_y = [
+        -0.07589410444884379,
+        0.18537092354275922,
+        -0.13783883057264382,
+        0.9505810461745109,
+        0.025996938238622008,
+        2.5883460823147573,
+    ];
+    let torch_g = [
+        -0.10432316830734445,
+        -0.2565435152532702,
+        0.24293737683976838,
+        1.611049993605364,
+        -0.6621956775414882,
+        0.20616396809449747,
+    ];
+    let t = |v: &[f64], shape: &[usize]| Tensor::from_vec(v.to_vec(), shape).expect("t");
+    assert_close(&y, &t(&torch_y, &[3, 2]), 1e-14);
+    assert_close(&g, &t(&torch_g, &[2, 3]), 1e-14);
+    let (yr, gr) = op_by_op(|| run().expect("op by op"));
+    assert_eq!((bits(&y), bits(&g)), (bits(&yr), bits(&gr)));
+    assert_eq!(yr.strides(), y.strides());
+
+    // A permuted 3-d view of each of two inputs, PyTorch's every_op on x.permute(2, 0, 1) and
+    // y.permute(2, 0, 1) for x = arange(24) * 0.1 - 1.1, y = sin(arange(24)), both [2, 3, 4].
+    for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 1e-5)] {
+        let xs: Vec<f64> = (0..24).map(|i| f64::from(i) * 0.1 - 1.1).collect();
+        let ys: Vec<f64> = (0..24).map(|i| f64::from(i).sin()).collect();
+        let (x, y) = (leaf(&xs, &[2, 3, 4], dtype), leaf(&ys, &[2, 3, 4], dtype));
+        let weights = Tensor::from_vec((0..24).map(f64::from).collect(), &[2, 3, 4])
+            .and_then(|w| w.to_dtype(dtype))
+            .expect("weights");
+        let run = || {
+            let (xp, yp) = (x.permute(&[2, 0, 1])?, y.permute(&[2, 0, 1])?);
+            let out = every_op(&xp, &yp, 0.7)?;
+            let g = grads(&[out.sum()?], &[x.clone(), y.clone()]);
+            Ok::<_, Error>((out, g))
+        };
+        let ((out, g), runs) = fused_runs(|| run().expect("fused"));
+        assert_eq!(runs, 2, "{dtype:?}: one kernel each way");
+        assert_eq!(out.shape(), &[4, 2, 3]);
+        assert_eq!(out.strides(), &[1, 12, 4], "PyTorch's strides");
+        let item = |t: Tensor| t.to_dtype(DType::F64).and_then(|t| t.item::<f64>());
+        let near = |a: f64, b: f64| assert!((a - b).abs() <= tol * (1.0 + b.abs()), "{a} vs {b}");
+        near(
+            item(out.sum().expect("sum")).expect("sum"),
+            3.2964480256227695,
+        );
+        let o = (out.select(0, 1))
+            .and_then(|o| o.select(0, 0))
+            .and_then(|o| o.select(0, 2))
+            .expect("o[1, 0, 2]");
+        near(item(o).expect("o"), 0.4597193653332271);
+        let weighted = |g: &Option<Tensor>| {
+            let g = g.as_ref().expect("g");
+            assert_eq!(g.shape(), &[2, 3, 4]);
+            item(g.mul(&weights).and_then(|p| p.sum()).expect("weighted")).expect("w")
+        };
+        near(weighted(&g[0]), -239.63324989385077);
+        near(weighted(&g[1]), 155.7398209392082);
+        let (outr, gr) = op_by_op(|| run().expect("op by op"));
+        assert_eq!(outr.strides(), out.strides());
+        assert_eq!(bits(&out), bits(&outr), "{dtype:?}");
+        for (a, b) in g.iter().zip(&gr) {
+            assert_eq!(bits(a.as_ref().expect("g")), bits(b.as_ref().expect("g")));
+        }
+    }
 }
 
 #[test]

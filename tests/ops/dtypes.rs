@@ -606,6 +606,154 @@ fn integer_scalars_stay_exact_beyond_2_pow_53() -> R {
     Ok(())
 }
 
+/// `clamp`, `fmod`/`remainder` by a scalar and `arange` take any scalar, exact on integer
+/// tensors past 2^53, with PyTorch 2.15's values, promotion, range checks and texts.
+#[test]
+fn clamp_fmod_remainder_and_arange_take_integer_scalars_exactly() -> R {
+    const B: i64 = 1 << 62;
+    let long = |t: Tensor| (t.dtype(), t.to_vec::<i64>().unwrap());
+    let big = Tensor::from_vec(vec![B + 1, B + 9], &[2])?;
+    let err = |r: autograd::Result<Tensor>| r.unwrap_err().to_string();
+    // torch.tensor([2**62+1]).clamp(max=2**62+3) and friends.
+    let one = Tensor::from_vec(vec![B + 1], &[1])?;
+    assert_eq!(long(one.clamp(None, B + 3)?), (DType::I64, vec![B + 1]));
+    let five = Tensor::from_vec(vec![B + 5], &[1])?;
+    assert_eq!(long(five.clamp(None, B + 3)?), (DType::I64, vec![B + 3]));
+    assert_eq!(long(big.clamp(B + 3, None)?).1, [B + 3, B + 9]);
+    assert_eq!(long(big.clamp(B + 3, B + 7)?).1, [B + 3, B + 7]);
+    let small = Tensor::from_vec(vec![5i64, -3], &[2])?;
+    assert_eq!(long(small.clamp(0, None)?), (DType::I64, vec![5, 0]));
+    assert_eq!(long(small.clamp(7, 3)?).1, [3, 3]);
+    // A float bound promotes to float32; a bool tensor takes an integer bound as int64.
+    let f = small.clamp(None, 2.5)?;
+    assert_eq!(
+        (f.dtype(), f.to_vec::<f32>()?),
+        (DType::F32, vec![2.5, -3.0])
+    );
+    let mask = Tensor::from_vec(vec![true, false], &[2])?;
+    assert_eq!(long(mask.clamp(0, None)?), (DType::I64, vec![1, 0]));
+    assert_eq!(long(mask.clamp(2, None)?).1, [2, 2]);
+    let f = mask.clamp(None, Some(0.5))?;
+    assert_eq!(
+        (f.dtype(), f.to_vec::<f32>()?),
+        (DType::F32, vec![0.5, 0.0])
+    );
+    assert_eq!(
+        err(mask.clamp(true, None)),
+        "\"clamp_min_scalar_cpu\" not implemented for 'Bool'"
+    );
+    // Narrower integer tensors: a bound past the dtype's range is no bound in one direction
+    // and refused in the other.
+    let i32s = Tensor::from_vec(vec![5i32, -3], &[2])?;
+    assert_eq!(i32s.clamp(0, 3)?.to_vec::<i32>()?, [3, 0]);
+    assert_eq!(
+        i32s.clamp(-(1i64 << 40), 1i64 << 40)?.to_vec::<i32>()?,
+        [5, -3]
+    );
+    assert_eq!(
+        i32s.clamp(i64::from(i32::MAX), None)?.to_vec::<i32>()?,
+        [i32::MAX; 2]
+    );
+    assert_eq!(
+        err(i32s.clamp(1i64 << 40, None)),
+        "Clamp min value 1.09951e+12 is outside the representable range of Int"
+    );
+    assert_eq!(
+        err(i32s.clamp(3_000_000_000i64, None)),
+        "Clamp min value 3e+09 is outside the representable range of Int"
+    );
+    assert_eq!(
+        err(i32s.clamp(1, -2_147_483_649i64)),
+        "Clamp max value -2.14748e+09 is outside the representable range of Int"
+    );
+    let u8s = Tensor::from_vec(vec![200u8, 3], &[2])?;
+    assert_eq!(u8s.clamp(None, 300)?.to_vec::<u8>()?, [200, 3]);
+    assert_eq!(u8s.clamp(-1, None)?.to_vec::<u8>()?, [200, 3]);
+    assert_eq!(u8s.clamp(2, 100)?.to_vec::<u8>()?, [100, 3]);
+    assert_eq!(
+        err(u8s.clamp(300, None)),
+        "Clamp min value 300 is outside the representable range of Byte"
+    );
+    assert_eq!(
+        err(u8s.clamp(None, -1)),
+        "Clamp max value -1 is outside the representable range of Byte"
+    );
+    assert_eq!(
+        err(u8s.clamp(1_000_000, None)),
+        "Clamp min value 1e+06 is outside the representable range of Byte"
+    );
+    assert_eq!(
+        err(Tensor::from_vec(vec![5i64], &[1])?.clamp(None, None)),
+        "torch.clamp: At least one of 'min' or 'max' must not be None"
+    );
+    // Float tensors: an integer bound as a double; a bound past a narrower float's range is
+    // refused as PyTorch's `checked_convert` refuses it.
+    let d = Tensor::from_vec(vec![5.0f64], &[1])?;
+    assert_eq!(
+        d.clamp(B + 1, None)?.to_vec::<f64>()?,
+        [4.611686018427388e18]
+    );
+    let h = Tensor::from_vec(vec![1.5f32, -3.0], &[2])?.to_dtype(DType::F16)?;
+    assert_eq!(
+        h.clamp(Some(0.25), None)?.to_vec::<f16>()?,
+        [f16::from_f32(1.5), f16::from_f32(0.25)]
+    );
+    assert_eq!(
+        err(h.clamp(Some(1e6), None)),
+        "value cannot be converted to type c10::Half without overflow"
+    );
+    assert_eq!(
+        err(Tensor::from_vec(vec![1.0f32], &[1])?.clamp(Some(1e39), None)),
+        "value cannot be converted to type float without overflow"
+    );
+
+    // torch.tensor([2**62+7]).fmod(5), .remainder(5), and the negative side.
+    let seven = Tensor::from_vec(vec![B + 7], &[1])?;
+    assert_eq!(long(seven.fmod_scalar(5)?), (DType::I64, vec![1]));
+    assert_eq!(long(seven.remainder_scalar(5)?), (DType::I64, vec![1]));
+    assert_eq!(long(seven.fmod_scalar(B + 3)?).1, [4]);
+    let neg = Tensor::from_vec(vec![-B - 7], &[1])?;
+    assert_eq!(long(neg.remainder_scalar(5)?).1, [4]);
+    assert_eq!(long(neg.fmod_scalar(5)?).1, [-1]);
+    let min = Tensor::from_vec(vec![i64::MIN], &[1])?;
+    assert_eq!(long(min.fmod_scalar(-1)?).1, [0]);
+    assert_eq!(long(min.remainder_scalar(-1)?).1, [0]);
+    // Promotion: a float scalar makes an integer tensor float32; a narrower integer type
+    // wraps the scalar as PyTorch's cast.
+    let s7 = Tensor::from_vec(vec![7i64], &[1])?;
+    for r in [s7.fmod_scalar(2.5)?, s7.remainder_scalar(2.5)?] {
+        assert_eq!((r.dtype(), r.to_vec::<f32>()?), (DType::F32, vec![2.0]));
+    }
+    assert!(s7.fmod_scalar(0.0)?.to_vec::<f32>()?[0].is_nan());
+    assert_eq!(err(s7.fmod_scalar(0)), "ZeroDivisionError");
+    assert_eq!(err(s7.remainder_scalar(0)), "ZeroDivisionError");
+    let yes = Tensor::from_vec(vec![true], &[1])?;
+    assert_eq!(long(yes.fmod_scalar(7)?), (DType::I64, vec![1]));
+    let r = yes.fmod_scalar(7.0)?;
+    assert_eq!((r.dtype(), r.to_vec::<f32>()?), (DType::F32, vec![1.0]));
+    let i32_300 = Tensor::from_vec(vec![300i32], &[1])?;
+    assert_eq!(i32_300.fmod_scalar((1i64 << 33) + 7)?.to_vec::<i32>()?, [6]);
+    let u8_100 = Tensor::from_vec(vec![100u8], &[1])?;
+    assert_eq!(u8_100.remainder_scalar(-3)?.to_vec::<u8>()?, [100]);
+
+    // torch.arange(2**60, 2**60 + 5) and friends.
+    let a = Tensor::arange(1i64 << 60, (1i64 << 60) + 5, 1)?;
+    assert_eq!(
+        long(a),
+        (DType::I64, (0..5).map(|i| (1i64 << 60) + i).collect())
+    );
+    assert_eq!(long(Tensor::arange(B, B + 7, 3)?).1, [B, B + 3, B + 6]);
+    assert_eq!(
+        long(Tensor::arange(i64::MAX - 2, i64::MAX, 1)?).1,
+        [i64::MAX - 2, i64::MAX - 1]
+    );
+    assert_eq!(
+        err(Tensor::arange(B + 1, B, 1)),
+        "invalid size, possible overflow?"
+    );
+    Ok(())
+}
+
 /// What the dtype corpus (`tests/corpus/dtypes.rs`) found, with PyTorch 2.15's values.
 #[test]
 fn dtype_corpus_findings_are_pytorchs() -> R {
@@ -703,9 +851,14 @@ fn dtype_corpus_findings_are_pytorchs() -> R {
         mask.abs().unwrap_err().to_string(),
         "\"abs_cpu\" not implemented for 'Bool'"
     );
-    // A bool tensor % 7 is int64.
-    let r = mask.remainder_scalar(7.0)?;
+    // A bool tensor % 7 is int64; % 7.0 is float32.
+    let r = mask.remainder_scalar(7)?;
     assert_eq!((r.dtype(), r.to_vec::<i64>()?), (DType::I64, vec![1, 0]));
+    let r = mask.remainder_scalar(7.0)?;
+    assert_eq!(
+        (r.dtype(), r.to_vec::<f32>()?),
+        (DType::F32, vec![1.0, 0.0])
+    );
     // Sequences in integer dtypes: the ends converted first, a float step truncated.
     assert_eq!(
         Tensor::linspace(-1, 0, 7, DType::U8)?.to_vec::<u8>()?,

@@ -11,6 +11,7 @@ use super::plan::{Pattern, Plan, plan};
 use super::switches::{RUNS, fuses_on};
 use super::{Elementwise, Program, Var};
 use crate::backend::generated::GeneratedKernel;
+use crate::layout::{ElementwiseOrder, Layout, contiguous_strides, elementwise_order};
 use crate::ops::{Read, keep_ref};
 use crate::tensor::kernels;
 use crate::{DType, Device, Result, Tensor};
@@ -161,33 +162,38 @@ fn common(tensors: &[&Tensor], like: Option<&Tensor>) -> Option<(Device, DType, 
         .then(|| (device, dtype, shape.to_vec()))
 }
 
-/// `t` as a kernel over `n` elements reads it: one value repeated (a one-element tensor, or
-/// every stride 0, as the gradient `sum` hands back), dense from element 0, else a contiguous
-/// copy.
-fn readable(t: &Tensor, n: usize) -> Result<(Tensor, bool)> {
-    let layout = t.layout();
-    if t.numel() == 1 && n != 1 {
-        let t = if layout.offset == 0 {
-            t.clone()
-        } else {
-            compact(t)?
-        };
-        Ok((t, true))
-    } else if layout.offset == 0 && layout.is_contiguous() {
-        Ok((t.clone(), false))
-    } else if layout.offset == 0 && t.strides().iter().all(|&s| s == 0) {
-        Ok((t.clone(), true))
-    } else {
-        Ok((compact(t)?, false))
-    }
+/// Whether a kernel over `n` elements reads `t` as one value repeated: a one-element tensor,
+/// or every stride 0 from element 0 (the gradient `sum` hands back).
+fn repeated(t: &Tensor, n: usize) -> bool {
+    (t.numel() == 1 && n != 1) || (t.layout().offset == 0 && t.strides().iter().all(|&s| s == 0))
 }
 
-/// A copy of `t`'s elements in a buffer of their own, in order from its start. Not
-/// `Tensor::contiguous`, which keeps a view whose strides are contiguous as it is, at its offset
-/// into its base's buffer: a generated kernel reads its inputs' buffers from their first
-/// element (`x.select(0, 2)` on a CUDA device read element 0).
-fn compact(t: &Tensor) -> Result<Tensor> {
-    kernels::of_tensor(t)?.contiguous(t)
+/// `t` as a kernel writing its outputs densely in `order` reads it: as it is when it is one
+/// value repeated (from element 0), or dense from element 0 in that order (its strides are
+/// the result's, dims of size 1 aside: a transposed or permuted input of a program whose
+/// inputs share its layout is read in memory order, with no copy); else a copy in that order.
+fn readable(t: &Tensor, repeated: bool, order: Option<&ElementwiseOrder>) -> Result<Tensor> {
+    let l = t.layout();
+    let in_order = match order {
+        _ if repeated => t.numel() != 1 || l.offset == 0,
+        None => l.offset == 0 && l.is_contiguous(),
+        Some(o) => {
+            l.offset == 0
+                && (l.shape.iter().zip(&l.strides).zip(&o.strides))
+                    .all(|((&n, s), w)| n == 1 || s == w)
+        }
+    };
+    if in_order {
+        return Ok(t.clone());
+    }
+    // A copy in a buffer of its own from its start. Not `Tensor::contiguous`, which keeps a
+    // view whose strides are contiguous as it is, at its offset into its base's buffer: a
+    // generated kernel reads its inputs' buffers from their first element.
+    let k = kernels::of_tensor(t)?;
+    match order {
+        Some(o) if !repeated => k.contiguous_in(t, o),
+        _ => k.contiguous(t),
+    }
 }
 
 /// Runs `plan` on its sources, returning its outputs.
@@ -198,6 +204,10 @@ fn run(plan: &Plan, sources: &[&Tensor], scalars: &[f64], shape: &[usize]) -> Re
 }
 
 /// Runs `kernel` on `sources` (of `shape`, one device and dtype) with its scalars' values.
+/// Sources that share one layout (those read as one value repeated aside) give the outputs the
+/// layout PyTorch's `TensorIterator` gives an element-wise result over them
+/// ([`elementwise_order`]) and the kernel runs over memory order: `f(&x.t())` reads `x` as it
+/// lies, with no copy, and its result is transposed like `x.t()`. Mixed layouts: C order.
 pub(crate) fn run_kernel(
     kernel: &GeneratedKernel,
     sources: &[&Tensor],
@@ -205,14 +215,28 @@ pub(crate) fn run_kernel(
     shape: &[usize],
 ) -> Result<Vec<Tensor>> {
     let n = shape.iter().product();
-    let (tensors, repeated): (Vec<Tensor>, Vec<bool>) = sources
-        .iter()
-        .map(|t| readable(t, n))
-        .collect::<Result<Vec<_>>>()?
-        .into_iter()
-        .unzip();
+    let repeated: Vec<bool> = sources.iter().map(|t| repeated(t, n)).collect();
+    let layouts: Vec<&Layout> = (sources.iter().zip(&repeated))
+        .filter(|&(_, &r)| !r)
+        .map(|(t, _)| t.layout())
+        .collect();
+    // One layout (strides equal but on dims of size 1): PyTorch's result for any body over
+    // them; mixed ones run in C order, as PyTorch's result of the body may be in either.
+    let same = |l: &&Layout| {
+        let first = layouts[0];
+        (l.shape.iter().zip(&l.strides).zip(&first.strides)).all(|((&n, a), b)| n == 1 || a == b)
+    };
+    let order = match layouts.iter().all(same) {
+        true => elementwise_order(&layouts, shape),
+        false => None,
+    };
+    let tensors: Vec<Tensor> = (sources.iter().zip(&repeated))
+        .map(|(t, &r)| readable(t, r, order.as_ref()))
+        .collect::<Result<_>>()?;
     let refs: Vec<&Tensor> = tensors.iter().collect();
-    let outs = kernels::of_tensor(refs[0])?.generated(kernel, &refs, &repeated, values, shape)?;
+    let strides = order.map_or_else(|| contiguous_strides(shape), |o| o.strides);
+    let outs = kernels::of_tensor(refs[0])?
+        .generated(kernel, &refs, &repeated, values, shape, &strides)?;
     RUNS.fetch_add(1, Ordering::Relaxed);
     Ok(outs)
 }

@@ -482,7 +482,7 @@ impl Tensor {
     /// The test that rules out a float on either side is inline (every scalar op of a float
     /// graph asks it: about 30 instructions per op as a call); the integer case is out of line.
     #[inline(always)]
-    fn integer_scalar_op(
+    pub(super) fn integer_scalar_op(
         &self,
         op: BinaryOp,
         name: &'static str,

@@ -9,9 +9,9 @@ use std::f64::consts::LN_2;
 use autograd_macros::{backward, differentiable, jvp};
 
 use super::math_binary::*;
-use crate::backend::{GradFormula, MapOp, UnaryOp};
+use crate::backend::{BinaryOp, GradFormula, MapOp, UnaryOp};
 use crate::tensor::kernels;
-use crate::{Error, Result, Tensor};
+use crate::{Error, Result, Scalar, Tensor};
 
 // ----- unary: derivatives.yaml's formulas -------------------------------------------------------
 
@@ -585,10 +585,13 @@ impl Tensor {
     }
 
     /// [`Tensor::fmod`] by a scalar (PyTorch's `torch.fmod(input, other: Scalar)`): the sign of
-    /// `self`.
+    /// `self`. The scalar promotes an integer or bool tensor as PyTorch's do (a float one makes
+    /// it `f32`); an integer scalar on an integer tensor is exact (past 2^53).
     ///
     /// # Errors
     ///
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) ("ZeroDivisionError") for an
+    /// integer tensor by 0;
     /// [`Error::DeviceUnavailable`](crate::Error::DeviceUnavailable) if this build has no kernels
     /// for the tensor's device.
     ///
@@ -598,19 +601,24 @@ impl Tensor {
     /// use autograd_runtime::Tensor;
     /// let x = Tensor::from_vec(vec![-7.0f64, 7.0], &[2])?;
     /// assert_eq!(x.fmod_scalar(3.0)?.to_vec::<f64>()?, vec![-1.0, 1.0]);
+    /// let n = Tensor::from_vec(vec![(1i64 << 62) + 7], &[1])?;
+    /// assert_eq!(n.fmod_scalar(5)?.to_vec::<i64>()?, vec![1]);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn fmod_scalar(&self, other: f64) -> Result<Tensor> {
-        fmod_scalar(&self.bool_promoted_for(other)?, other)
+    pub fn fmod_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        let s = other.into();
+        match self.integer_scalar_op(BinaryOp::Fmod, "fmod", s, false)? {
+            Some(r) => Ok(r),
+            None => self.with_promoted(s, |x| fmod_scalar(x, s.to_f64())),
+        }
     }
 
     /// [`Tensor::remainder`] by a scalar (PyTorch's `torch.remainder(input, other: Scalar)`):
-    /// the sign of `other`.
+    /// the sign of `other`. Promotion and integers as [`Tensor::fmod_scalar`].
     ///
     /// # Errors
     ///
-    /// [`Error::DeviceUnavailable`](crate::Error::DeviceUnavailable) if this build has no kernels
-    /// for the tensor's device.
+    /// As [`Tensor::fmod_scalar`].
     ///
     /// # Examples
     ///
@@ -620,20 +628,11 @@ impl Tensor {
     /// assert_eq!(x.remainder_scalar(3.0)?.to_vec::<f64>()?, vec![2.0, 1.0]);
     /// # Ok::<(), autograd_runtime::Error>(())
     /// ```
-    pub fn remainder_scalar(&self, other: f64) -> Result<Tensor> {
-        remainder_scalar(&self.bool_promoted_for(other)?, other)
-    }
-
-    /// A bool tensor promoted as PyTorch promotes it beside a number: to `i64` for an integral
-    /// one (`torch.tensor([True]) % 7` is int64), to `f32` otherwise; other dtypes as they are.
-    fn bool_promoted_for(&self, other: f64) -> Result<Tensor> {
-        if self.dtype() != crate::DType::Bool {
-            return Ok(self.clone());
-        }
-        if other.fract() == 0.0 {
-            self.to_dtype(crate::DType::I64)
-        } else {
-            self.to_dtype(crate::DType::F32)
+    pub fn remainder_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        let s = other.into();
+        match self.integer_scalar_op(BinaryOp::Remainder, "remainder", s, false)? {
+            Some(r) => Ok(r),
+            None => self.with_promoted(s, |x| remainder_scalar(x, s.to_f64())),
         }
     }
 

@@ -57,6 +57,7 @@ mod strided;
 mod tests;
 mod unary;
 
+pub use clamp::ClampBound;
 pub use derivative_rules::{
     Binary, DerivativeRules, Read, Reads, Rule, Unary, UnaryWith, accumulate, keep, keep_ref,
     needing_grad, reduce_grad,

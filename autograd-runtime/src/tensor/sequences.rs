@@ -84,8 +84,13 @@ impl Tensor {
             // In int64, as PyTorch counts an int64 range (exact past 2^53).
             (Scalar::Int(s), Scalar::Int(e), Scalar::Int(d)) => {
                 let sgn = d.signum();
-                ((i128::from(e) - i128::from(s) + i128::from(d) - i128::from(sgn)) / i128::from(d))
-                    .max(0) as usize
+                let n = (i128::from(e) - i128::from(s) + i128::from(d) - i128::from(sgn))
+                    / i128::from(d);
+                // Bounds the `f64` check above took as equal but out of order
+                // (`arange(2^62 + 1, 2^62)`): a negative size, as PyTorch counts it.
+                usize::try_from(n).map_err(|_| {
+                    Error::InvalidArgument("invalid size, possible overflow?".into())
+                })?
             }
             _ => ((e - s) / d).ceil().max(0.0) as usize,
         };

@@ -302,9 +302,11 @@ fn int_op(op: BinaryOp, a: i64, b: i64) -> Result<i64> {
         BinaryOp::Mul => a.wrapping_mul(b),
         BinaryOp::Minimum => a.min(b),
         BinaryOp::Maximum => a.max(b),
-        BinaryOp::Fmod => a.checked_rem(b).ok_or_else(by_zero)?,
+        // `i64::MIN % -1` is 0 (wrapping), as in PyTorch; only 0 is refused.
+        BinaryOp::Fmod | BinaryOp::Remainder if b == 0 => return Err(by_zero()),
+        BinaryOp::Fmod => a.wrapping_rem(b),
         BinaryOp::Remainder => {
-            let r = a.checked_rem(b).ok_or_else(by_zero)?;
+            let r = a.wrapping_rem(b);
             if r != 0 && ((r < 0) != (b < 0)) {
                 r + b
             } else {

@@ -21,7 +21,7 @@ mod fused_step;
 mod rows;
 
 use crate::backend::{self, Backend, BinaryOp, CompareOp, GradFormula, MapOp, Out, UnaryOp};
-use crate::layout::{Layout, elementwise_order};
+use crate::layout::{ElementwiseOrder, Layout, elementwise_order};
 use crate::sync::Arc;
 use crate::{DType, DataElement, Device, Error, Result};
 pub(crate) use element_map::ElementMap;
@@ -319,6 +319,14 @@ impl Kernels {
         Ok(wrap(read(x, |b, l| self.0.contiguous(b, l))?, x.device()))
     }
 
+    /// A copy of `x` in a buffer of its own laid out in `order` (dense, its strides), as
+    /// PyTorch lays out an element-wise result over `x`.
+    pub(crate) fn contiguous_in(self, x: &Tensor, order: &ElementwiseOrder) -> Result<Tensor> {
+        let (buffer, _) = read(x, |b, l| self.0.contiguous(b, &order.present(l)))?;
+        let storage = Arc::new(Storage::new(buffer, x.device()));
+        Ok(Tensor::from_parts(storage, order.clone().result(x.shape())))
+    }
+
     /// See [`Backend::to_dtype`].
     pub(crate) fn to_dtype(self, x: &Tensor, dtype: DType) -> Result<Tensor> {
         Ok(wrap(
@@ -359,8 +367,9 @@ impl Kernels {
     }
 
     /// See [`Backend::generated`]: `inputs` are tensors of `shape` on this backend's device,
-    /// each dense from element 0 or one value broadcast (all strides 0, offset 0: `repeated`;
-    /// the caller checks), each distinct storage read-locked once, in address order.
+    /// each dense from element 0 with the outputs' `strides` (dims of size 1 aside) or one
+    /// value broadcast (all strides 0, offset 0: `repeated`; the caller checks), each distinct
+    /// storage read-locked once, in address order. The kernel runs over memory order.
     pub(crate) fn generated(
         self,
         kernel: &backend::generated::GeneratedKernel,
@@ -368,6 +377,7 @@ impl Kernels {
         repeated: &[bool],
         scalars: &[f64],
         shape: &[usize],
+        strides: &[usize],
     ) -> Result<Vec<Tensor>> {
         let first = inputs
             .first()
@@ -399,10 +409,16 @@ impl Kernels {
         let outs = self.0.generated(kernel, &buffers, repeated, scalars, n)?;
         drop(guards);
         let device = first.device();
-        Ok(outs
-            .into_iter()
-            .map(|b| Tensor::from_buffer(b, shape, device))
-            .collect())
+        let layout = Layout {
+            shape: shape.into(),
+            strides: strides.into(),
+            offset: 0,
+        };
+        let wrap = |b| match layout.is_contiguous() {
+            true => Tensor::from_buffer(b, shape, device),
+            false => Tensor::from_parts(Arc::new(Storage::new(b, device)), layout.clone()),
+        };
+        Ok(outs.into_iter().map(wrap).collect())
     }
 
     /// See [`Backend::sum_all`].
