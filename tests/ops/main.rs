@@ -8,6 +8,7 @@ mod devices;
 mod dtypes;
 mod einsum;
 mod math_values;
+mod matmul_fold;
 mod ops_gradcheck;
 mod pytorch_shape_reductions;
 mod scatter;

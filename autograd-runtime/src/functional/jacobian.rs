@@ -203,8 +203,8 @@ where
 }
 
 /// `result[output][k]`, the Jacobian of `func` with respect to `inputs[argnums[k]]` by forward
-/// mode: under the dual level the caller opened, one pass per element of each such input with a one-hot tangent on
-/// it (the other inputs plain); the output tangents are the Jacobian's columns. The inputs and
+/// mode: under the dual level the caller opened, one pass per element of each such input with a
+/// one-hot tangent on it (every other input a dual with a zero tangent); the output tangents are the Jacobian's columns. The inputs and
 /// tangents are used as they are, so a result is recorded where an input requires grad (reverse
 /// over forward). Also `func::jacfwd`'s.
 pub(crate) fn forward_jacobian(
@@ -219,8 +219,21 @@ pub(crate) fn forward_jacobian(
     for &i in argnums {
         let mut per_element = Vec::with_capacity(inputs[i].numel());
         for e in 0..inputs[i].numel() {
-            let mut duals = inputs.to_vec();
-            duals[i] = forward_ad::make_dual(&inputs[i], &one_hot(&inputs[i], e)?)?;
+            // Every input a fresh dual (zero tangents but on `i`): an in-place op of `func` on
+            // an input then writes to this pass's dual, never a tangent onto the caller's tensor
+            // that the next pass would find there.
+            let duals = inputs
+                .iter()
+                .enumerate()
+                .map(|(k, x)| {
+                    let tangent = if k == i {
+                        one_hot(x, e)?
+                    } else {
+                        x.zeros_like()?
+                    };
+                    forward_ad::make_dual(x, &tangent)
+                })
+                .collect::<Result<Vec<_>>>()?;
             let outputs = func(&duals)?;
             out_shapes = Some(outputs.iter().map(|o| o.shape().to_vec()).collect());
             let tangents = outputs
