@@ -120,8 +120,8 @@ where
     Ok(jacobian)
 }
 
-/// `vectorize=True` (and `func::jacrev`): the rows of the identity over all output elements as one batch of
-/// gradients for the flattened outputs (PyTorch's `_construct_standard_basis_for`), the result
+/// `vectorize=True` (and `func::jacrev`): the rows of the identity over all output elements as
+/// one batch of gradients for the flattened outputs (PyTorch's `_construct_standard_basis_for`), the result
 /// split back per output.
 pub(crate) fn vectorized(
     outputs: &[Tensor],
@@ -204,9 +204,9 @@ where
 
 /// `result[output][k]`, the Jacobian of `func` with respect to `inputs[argnums[k]]` by forward
 /// mode: under the dual level the caller opened, one pass per element of each such input with a
-/// one-hot tangent on it (every other input a dual with a zero tangent); the output tangents are the Jacobian's columns. The inputs and
-/// tangents are used as they are, so a result is recorded where an input requires grad (reverse
-/// over forward). Also `func::jacfwd`'s.
+/// one-hot tangent on it (every other input a dual with a zero tangent); the output tangents
+/// are the Jacobian's columns. The inputs and tangents are used as they are, so a result is
+/// recorded where an input requires grad (reverse over forward). Also `func::jacfwd`'s.
 pub(crate) fn forward_jacobian(
     func: &mut dyn FnMut(&[Tensor]) -> Result<Vec<Tensor>>,
     inputs: &[Tensor],
