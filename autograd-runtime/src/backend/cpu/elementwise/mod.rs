@@ -1,7 +1,7 @@
 //! Element-wise kernels: unary ops, `pow` by a scalar, binary ops with PyTorch broadcasting,
 //! scalar and in-place variants, and `fill`.
 
-use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn, arr0};
+use ndarray::{ArrayD, ArrayView1, ArrayViewD, ArrayViewMutD, Axis, IxDyn, arr0, s};
 
 use super::formulas::{with_binary_fn, with_unary_fn};
 use super::vmath::VMath;
@@ -31,9 +31,10 @@ fn map_unary<T: Element>(a: ArrayViewD<'_, T>, f: impl Fn(T) -> T) -> ArrayD<T> 
 const BLOCK: usize = 256;
 
 /// Calls `f` on consecutive row-major blocks of `a` (and of `b`, which has `a`'s shape), each
-/// gathered into contiguous scratch: the strided paths of the element-wise kernels. Generic
-/// over the element type only, so that each op's code is the slice loop its contiguous path
-/// has, rather than one ndarray `Zip` per op and dtype (the runtime's compile time).
+/// gathered into contiguous scratch lane by lane (the last axis): the strided paths of the
+/// element-wise kernels. Generic over the element type only, so that each op's code is the
+/// slice loop its contiguous path has, rather than one ndarray `Zip` per op and dtype (the
+/// runtime's compile time).
 #[inline(never)]
 fn blocks<T: Element>(
     a: &ArrayViewD<'_, T>,
@@ -41,26 +42,42 @@ fn blocks<T: Element>(
     f: &mut dyn FnMut(&[T], &[T]),
 ) {
     let (mut x, mut y) = ([T::zero(); BLOCK], [T::zero(); BLOCK]);
-    let mut xs = a.iter();
-    let mut ys = b.map(|b| b.iter());
-    loop {
-        let mut n = 0;
-        // The scratch first in each `zip`: a full block stops before taking another element.
-        for (slot, &v) in x.iter_mut().zip(xs.by_ref()) {
-            *slot = v;
-            n += 1;
-        }
-        if let Some(ys) = ys.as_mut() {
-            for (slot, &v) in y[..n].iter_mut().zip(ys.by_ref()) {
-                *slot = v;
+    if a.ndim() == 0 {
+        x[0] = first(a);
+        y[0] = b.map_or(x[0], first);
+        return f(&x[..1], &y[..1]);
+    }
+    let last = Axis(a.ndim() - 1);
+    let mut b_lanes = b.map(|b| b.lanes(last).into_iter());
+    let mut filled = 0;
+    for lane in a.lanes(last) {
+        let other = b_lanes.as_mut().and_then(Iterator::next);
+        let mut start = 0;
+        while start < lane.len() {
+            let n = (BLOCK - filled).min(lane.len() - start);
+            let range = start..start + n;
+            copy_lane(lane.slice(s![range.clone()]), &mut x[filled..filled + n]);
+            if let Some(other) = &other {
+                copy_lane(other.slice(s![range]), &mut y[filled..filled + n]);
+            }
+            (filled, start) = (filled + n, start + n);
+            if filled == BLOCK {
+                f(&x, &y);
+                filled = 0;
             }
         }
-        if n > 0 {
-            f(&x[..n], &y[..n]);
-        }
-        if n < BLOCK {
-            return;
-        }
+    }
+    if filled > 0 {
+        f(&x[..filled], &y[..filled]);
+    }
+}
+
+/// `dst = lane`, one strided run into scratch.
+#[inline]
+fn copy_lane<T: Copy>(lane: ArrayView1<'_, T>, dst: &mut [T]) {
+    match lane.as_slice() {
+        Some(src) => dst.copy_from_slice(src),
+        None => dst.iter_mut().zip(lane).for_each(|(d, &v)| *d = v),
     }
 }
 

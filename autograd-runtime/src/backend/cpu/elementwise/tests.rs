@@ -509,3 +509,44 @@ fn fill_writes_through_strided_views() {
     fill(z.view_mut(), 5.0);
     check(&z, &[], &[5.0]);
 }
+
+/// The strided paths gather 256-element blocks lane by lane: shapes whose lanes straddle the
+/// blocks (lanes of 37 over 703 elements, a broadcast operand, a strided in-place target) give
+/// what the same op gives on standard-layout copies.
+#[test]
+fn strided_paths_across_block_boundaries() {
+    let m = range(&[19, 37]);
+    let mt = m.t();
+    let dense = mt.as_standard_layout().into_owned();
+    let same = |got: &ArrayD<f64>, want: &ArrayD<f64>| {
+        assert_eq!(got.shape(), want.shape());
+        assert!(got.iter().zip(want.iter()).all(|(a, b)| a == b));
+    };
+    same(
+        &unary(UnaryOp::Exp, mt.view()),
+        &unary(UnaryOp::Exp, dense.view()),
+    );
+    same(
+        &binary_scalar(BinaryOp::Sub, mt.view(), 3.0, true),
+        &binary_scalar(BinaryOp::Sub, dense.view(), 3.0, true),
+    );
+    // [37, 19] (strided) * [37, 1] (broadcast along the lanes: not a block layout).
+    let col = range(&[37, 1]);
+    let col_dense = col
+        .broadcast(IxDyn(&[37, 19]))
+        .expect("broadcast")
+        .to_owned();
+    same(
+        &binary(BinaryOp::Mul, mt.view(), col.view()).expect("broadcast"),
+        &binary(BinaryOp::Mul, dense.view(), col_dense.view()).expect("dense"),
+    );
+    let mut target = range(&[19, 37]);
+    binary_inplace(
+        BinaryOp::Add,
+        target.view_mut().reversed_axes(),
+        dense.view(),
+    )
+    .expect("in place");
+    let want = &range(&[19, 37]) + &dense.t();
+    same(&target, &want);
+}
