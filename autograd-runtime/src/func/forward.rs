@@ -1,9 +1,7 @@
 //! The forward-mode transforms: [`jvp`] and [`jacfwd`], on [`crate::forward_ad`].
 
 use super::reverse::finish;
-use super::{
-    Argnums, Body, Jacobian, Returns, Tree, call_split, group, resolve_argnums, take_aux, tree_spec,
-};
+use super::{Argnums, Body, Jacobian, Returns, Tree, resolve_argnums, tree_spec};
 use crate::forward_ad;
 use crate::functional::{autograd_grad, forward_jacobian, preprocess};
 use crate::{Error, Result, Tensor, enable_grad};
@@ -68,19 +66,13 @@ where
 /// assert_eq!(jac.to_vec::<f64>()?, [2.0, 0.0, 0.0, 4.0]);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-pub fn jacfwd<F, R, A>(mut f: F, argnums: A) -> impl FnMut(&[Tensor]) -> Result<Jacobian<R, A>>
+pub fn jacfwd<F, R, A>(f: F, argnums: A) -> impl FnMut(&[Tensor]) -> Result<Jacobian<R, A>>
 where
     F: FnMut(&[Tensor]) -> Result<R>,
     R: Returns,
     A: Argnums,
 {
-    let argnums = argnums.indices();
-    move |args| {
-        let mut aux = None;
-        let jac = jacfwd_core(&mut |a| call_split(&mut f, &mut aux, a), args, &argnums)?;
-        let per_output = group::<A, _>(jac, argnums.len());
-        Ok(R::with(R::Out::rebuild(per_output), take_aux(&mut aux)))
-    }
+    super::jacobian_transform(f, argnums, jacfwd_core)
 }
 
 /// `jacfwd`'s work: the Jacobians, per output then per argnum.

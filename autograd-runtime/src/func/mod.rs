@@ -319,6 +319,30 @@ fn call_split<R: Returns>(
 }
 
 /// The auxiliary values of the call that just succeeded.
+/// The work of [`jacrev`] or [`jacfwd`]: the Jacobians, per output then per argnum.
+type JacobianCore = fn(Body<'_>, &[Tensor], &[isize]) -> Result<Vec<Tensor>>;
+
+/// [`jacrev`] and [`jacfwd`]'s closure around their non-generic `core`: the Jacobians per
+/// output then per argnum, regrouped into `f`'s output structure, with `f`'s aux.
+fn jacobian_transform<F, R, A>(
+    mut f: F,
+    argnums: A,
+    core: JacobianCore,
+) -> impl FnMut(&[Tensor]) -> Result<Jacobian<R, A>>
+where
+    F: FnMut(&[Tensor]) -> Result<R>,
+    R: Returns,
+    A: Argnums,
+{
+    let argnums = argnums.indices();
+    move |args| {
+        let mut aux = None;
+        let jac = core(&mut |a| call_split(&mut f, &mut aux, a), args, &argnums)?;
+        let per_output = group::<A, _>(jac, argnums.len());
+        Ok(R::with(R::Out::rebuild(per_output), take_aux(&mut aux)))
+    }
+}
+
 fn take_aux<A>(aux: &mut Option<A>) -> A {
     aux.take()
         .unwrap_or_else(|| unreachable!("invariant: the function ran before its result is built"))

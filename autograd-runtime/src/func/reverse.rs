@@ -159,19 +159,13 @@ where
 /// assert_eq!(jw.shape(), &[3, 3, 2]);
 /// # Ok::<(), autograd_runtime::Error>(())
 /// ```
-pub fn jacrev<F, R, A>(mut f: F, argnums: A) -> impl FnMut(&[Tensor]) -> Result<Jacobian<R, A>>
+pub fn jacrev<F, R, A>(f: F, argnums: A) -> impl FnMut(&[Tensor]) -> Result<Jacobian<R, A>>
 where
     F: FnMut(&[Tensor]) -> Result<R>,
     R: Returns,
     A: Argnums,
 {
-    let argnums = argnums.indices();
-    move |args| {
-        let mut aux = None;
-        let jac = jacrev_core(&mut |a| call_split(&mut f, &mut aux, a), args, &argnums)?;
-        let per_output = group::<A, _>(jac, argnums.len());
-        Ok(R::with(R::Out::rebuild(per_output), take_aux(&mut aux)))
-    }
+    super::jacobian_transform(f, argnums, jacrev_core)
 }
 
 /// The Hessian of `f` with respect to its arguments `argnums` (`torch.func.hessian`):
