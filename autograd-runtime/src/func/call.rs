@@ -185,20 +185,25 @@ struct Originals {
 fn swap(module: &mut dyn Module, with: &Originals) -> Result<Originals> {
     let mut old = Originals::default();
     module.visit_parameters_mut(&mut |name, t| {
-        if let Some(new) = with.parameters.get(name) {
-            old.parameters
-                .insert(name.to_owned(), std::mem::replace(t, new.clone()));
-        }
-        Ok(())
+        replace_named(&with.parameters, &mut old.parameters, name, t)
     })?;
     module.visit_buffers_mut(&mut |name, t| {
-        if let Some(new) = with.buffers.get(name) {
-            old.buffers
-                .insert(name.to_owned(), std::mem::replace(t, new.clone()));
-        }
-        Ok(())
+        replace_named(&with.buffers, &mut old.buffers, name, t)
     })?;
     Ok(old)
+}
+
+/// `t` becomes `with[name]` where `with` names it, the tensor it replaces kept in `old`.
+fn replace_named(
+    with: &HashMap<String, Tensor>,
+    old: &mut HashMap<String, Tensor>,
+    name: &str,
+    t: &mut Tensor,
+) -> Result<()> {
+    if let Some(new) = with.get(name) {
+        old.insert(name.to_owned(), std::mem::replace(t, new.clone()));
+    }
+    Ok(())
 }
 
 /// PyTorch's `_reparametrize_module`: the names checked (and untied), then the tensors swapped

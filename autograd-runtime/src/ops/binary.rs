@@ -494,9 +494,11 @@ impl Tensor {
             return Ok(None);
         }
         self.integer_scalar_op_of_ints(op, name, s, scalar_on_left)
+            .map(Some)
     }
 
-    /// [`Tensor::integer_scalar_op`] for an integer scalar and an integer or bool tensor.
+    /// [`Tensor::integer_scalar_op`] for an integer scalar and an integer or bool tensor, whose
+    /// result type is integer.
     #[inline(never)]
     fn integer_scalar_op_of_ints(
         &self,
@@ -504,19 +506,15 @@ impl Tensor {
         name: &'static str,
         s: Scalar,
         scalar_on_left: bool,
-    ) -> Result<Option<Tensor>> {
+    ) -> Result<Tensor> {
         let dtype = s.result_type_with(self.dtype());
-        if !matches!(s, Scalar::Int(_)) || dtype.is_floating_point() {
-            return Ok(None);
-        }
         let x = self.promoted_to(dtype)?;
         let t = Tensor::filled_scalar(&[], s, dtype, x.device())?;
-        let r = if scalar_on_left {
-            t.binary_kernel(op, name, &x)?
+        if scalar_on_left {
+            t.binary_kernel(op, name, &x)
         } else {
-            x.binary_kernel(op, name, &t)?
-        };
-        Ok(Some(r))
+            x.binary_kernel(op, name, &t)
+        }
     }
 
     /// [`Tensor::scalar_kernel`] through the backend (more than two elements, or device memory).
